@@ -1,0 +1,100 @@
+//! Command-line arguments.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Run sandboxed WebAssembly tool plugins: list them, call them, chat with them.
+#[derive(Debug, Parser)]
+#[command(name = "host", version, about, long_about = None)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Options every command shares.
+#[derive(Debug, Args)]
+pub struct Global {
+    /// A directory of plugins (`NAME.wasm` + optional `NAME.toml`), or one `.wasm` file. Repeatable.
+    #[arg(long = "plugins", value_name = "DIR", global = true)]
+    pub plugins: Vec<PathBuf>,
+
+    /// Configuration file (TOML): default limits and per-plugin grants, limits and config.
+    #[arg(long, value_name = "FILE", env = "TOOLHOST_CONFIG", global = true)]
+    pub config: Option<PathBuf>,
+
+    /// Grant a plugin a directory: `PLUGIN=PATH`, `PLUGIN=PATH:ro` or `PLUGIN=PATH:rw`. Repeatable.
+    #[arg(long = "allow-dir", value_name = "PLUGIN=PATH[:ro|:rw]", global = true)]
+    pub allow_dir: Vec<String>,
+
+    /// Grant a plugin a network host: `PLUGIN=HOST[:PORT]`, `PLUGIN=https://HOST`, `PLUGIN=*.DOMAIN`. Repeatable.
+    #[arg(long = "allow-host", value_name = "PLUGIN=HOST", global = true)]
+    pub allow_host: Vec<String>,
+
+    /// Grant a plugin an environment variable: `PLUGIN=NAME` (the host's value) or `PLUGIN=NAME=VALUE`. Repeatable.
+    #[arg(long = "allow-env", value_name = "PLUGIN=NAME[=VALUE]", global = true)]
+    pub allow_env: Vec<String>,
+
+    /// Set a plugin config value: `PLUGIN.KEY=VALUE`. Repeatable.
+    #[arg(long = "set", value_name = "PLUGIN.KEY=VALUE", global = true)]
+    pub set: Vec<String>,
+
+    /// Default wall-clock limit of a call, in milliseconds.
+    #[arg(long, value_name = "MS", global = true)]
+    pub timeout_ms: Option<u64>,
+
+    /// Default memory limit of a call, in MiB.
+    #[arg(long, value_name = "MIB", global = true)]
+    pub memory_mb: Option<u64>,
+
+    /// Directory of the compile cache (default: the user's cache directory).
+    #[arg(long, value_name = "DIR", env = "TOOLHOST_CACHE_DIR", global = true)]
+    pub cache_dir: Option<PathBuf>,
+
+    /// Compile every plugin, without reading or writing the cache.
+    #[arg(long, global = true)]
+    pub no_cache: bool,
+
+    /// More log output on stderr (-v info, -vv debug, -vvv trace). `RUST_LOG` wins when set.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List every tool with its plugin@version, description and argument schema.
+    Tools {
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List every plugin with what it requests and what it was granted.
+    Plugins {
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Call one tool and print its output.
+    Call {
+        /// The tool's name.
+        tool: String,
+        /// Arguments as a JSON object (default `{}`).
+        args: Option<String>,
+        /// Also print the details (JSON for UIs) after the output.
+        #[arg(long)]
+        details: bool,
+        /// Print the whole result (or the error) as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Validate a plugin file and print what it exports and requests.
+    Check {
+        /// The component file.
+        file: PathBuf,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+}

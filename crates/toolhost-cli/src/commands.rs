@@ -1,0 +1,210 @@
+//! The non-interactive commands: `tools`, `plugins`, `call`, `check`.
+
+use std::io::Write;
+use std::path::Path;
+
+use serde_json::{Value, json};
+use toolhost_runtime::{Annotations, CallContext, CallError, Runtime, ToolInfo, ToolResult};
+
+use crate::exit;
+
+/// Prints every plugin file that failed to load (and every clash) to stderr.
+pub fn report_load_problems(runtime: &Runtime) {
+    let report = runtime.load_report();
+    for f in &report.failures {
+        eprintln!("warning: {} not loaded: {}", f.path.display(), f.error);
+    }
+    for w in &report.warnings {
+        eprintln!("warning: {w}");
+    }
+}
+
+fn annotation_tags(a: &Annotations) -> String {
+    let mut tags = Vec::new();
+    if a.read_only {
+        tags.push("read-only");
+    }
+    if a.idempotent {
+        tags.push("idempotent");
+    }
+    if a.destructive {
+        tags.push("destructive");
+    }
+    if a.open_world {
+        tags.push("open-world");
+    }
+    if tags.is_empty() {
+        String::new()
+    } else {
+        format!(" [{}]", tags.join(", "))
+    }
+}
+
+/// One tool in human-readable form.
+pub fn format_tool(t: &ToolInfo) -> String {
+    let mut s = format!(
+        "{}  {}@{}{}\n",
+        t.name,
+        t.plugin,
+        t.plugin_version,
+        annotation_tags(&t.annotations)
+    );
+    for line in t.description.lines() {
+        s.push_str(&format!("    {line}\n"));
+    }
+    s.push_str(&format!("    args: {}\n", t.input_schema));
+    s
+}
+
+pub fn tools(runtime: &Runtime, json: bool) -> anyhow::Result<u8> {
+    let tools = runtime.tools();
+    let mut out = std::io::stdout().lock();
+    if json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&tools)?)?;
+    } else if tools.is_empty() {
+        writeln!(out, "no tools loaded")?;
+    } else {
+        for t in &tools {
+            writeln!(out, "{}", format_tool(t))?;
+        }
+    }
+    Ok(exit::OK)
+}
+
+pub fn plugins(runtime: &Runtime, json: bool) -> anyhow::Result<u8> {
+    let plugins = runtime.plugins();
+    let mut out = std::io::stdout().lock();
+    if json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&plugins)?)?;
+        return Ok(exit::OK);
+    }
+    for p in &plugins {
+        writeln!(out, "{}@{}  ({})", p.name, p.version, p.path.display())?;
+        writeln!(out, "    contract:  toolhost:plugin@{}", p.api_version)?;
+        writeln!(out, "    tools:     {}", p.tools.join(", "))?;
+        writeln!(
+            out,
+            "    requests:  dirs={} hosts=[{}] env=[{}]",
+            serde_json::to_value(p.requested.dirs)?
+                .as_str()
+                .unwrap_or("?"),
+            p.requested.hosts.join(", "),
+            p.requested.env.join(", ")
+        )?;
+        writeln!(
+            out,
+            "    granted:   dirs=[{}] hosts=[{}] env=[{}]",
+            p.granted.dirs.join(", "),
+            p.granted.hosts.join(", "),
+            p.granted.env.join(", ")
+        )?;
+    }
+    Ok(exit::OK)
+}
+
+/// The JSON shape of a call error (`--json`).
+pub fn error_json(e: &CallError) -> Value {
+    let mut v = json!({"ok": false, "error": {"kind": e.kind(), "message": e.to_string()}});
+    match e {
+        CallError::InvalidArguments { issues, .. } => {
+            v["error"]["issues"] = json!(issues);
+        }
+        CallError::NotFound { suggestions, .. } => {
+            v["error"]["suggestions"] = json!(suggestions);
+        }
+        _ => {}
+    }
+    v
+}
+
+/// Prints a call's result the way `call` and `/call` do.
+pub fn print_result(r: &ToolResult, details: bool, json: bool) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    if json {
+        let mut v = serde_json::to_value(r)?;
+        v["ok"] = json!(true);
+        writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+        return Ok(());
+    }
+    writeln!(out, "{}", r.output)?;
+    if details && let Some(d) = &r.details {
+        writeln!(out, "{}", serde_json::to_string_pretty(d)?)?;
+    }
+    Ok(())
+}
+
+pub async fn call(
+    runtime: &Runtime,
+    tool: &str,
+    args: Option<&str>,
+    details: bool,
+    json: bool,
+) -> anyhow::Result<u8> {
+    match runtime
+        .call_json(tool, args.unwrap_or("{}"), CallContext::new())
+        .await
+    {
+        Ok(r) => {
+            print_result(&r, details, json)?;
+            Ok(exit::OK)
+        }
+        Err(e) => {
+            if json {
+                println!("{}", serde_json::to_string_pretty(&error_json(&e))?);
+            }
+            eprintln!("error: {e}");
+            Ok(exit::for_call_error(&e))
+        }
+    }
+}
+
+pub fn check(runtime: &Runtime, file: &Path, json: bool) -> anyhow::Result<u8> {
+    let report = runtime.load_report();
+    if let Some(f) = report.failures.first() {
+        if json {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(
+                    &json!({"ok": false, "file": file, "error": f.error.to_string()})
+                )?
+            );
+        }
+        eprintln!("error: {}: {}", file.display(), f.error);
+        return Ok(exit::FAILURE);
+    }
+    let Some(p) = runtime.plugins().into_iter().next() else {
+        eprintln!("error: {}: no plugin loaded", file.display());
+        return Ok(exit::FAILURE);
+    };
+    let tools = runtime.tools();
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({"ok": true, "plugin": p, "tools": tools}))?
+        );
+        return Ok(exit::OK);
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "ok: {} is a toolhost tool plugin", file.display())?;
+    writeln!(out, "  plugin:    {}@{}", p.name, p.version)?;
+    writeln!(out, "  contract:  toolhost:plugin@{}", p.api_version)?;
+    if let Some(d) = &p.description {
+        writeln!(out, "  about:     {d}")?;
+    }
+    writeln!(
+        out,
+        "  requests:  dirs={} hosts=[{}] env=[{}]",
+        serde_json::to_value(p.requested.dirs)?
+            .as_str()
+            .unwrap_or("?"),
+        p.requested.hosts.join(", "),
+        p.requested.env.join(", ")
+    )?;
+    writeln!(out, "  tools:")?;
+    for t in &tools {
+        for line in format_tool(t).lines() {
+            writeln!(out, "    {line}")?;
+        }
+    }
+    Ok(exit::OK)
+}

@@ -1,0 +1,84 @@
+//! `host`: list, call and (soon) chat with sandboxed WebAssembly tool plugins.
+
+mod args;
+mod commands;
+mod exit;
+mod repl;
+mod settings;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use tracing_subscriber::EnvFilter;
+
+use args::{Cli, Command};
+
+fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_target(false)
+        .init();
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.global.verbose);
+    match run(cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(exit::FAILURE)
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<u8> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let only = match &cli.command {
+        Some(Command::Check { file, .. }) => Some(vec![file.clone()]),
+        _ => None,
+    };
+    let builder = settings::builder(&cli.global, only.as_deref())?;
+    let runtime = rt.block_on(builder.build())?;
+    match cli.command {
+        Some(Command::Check { file, json }) => commands::check(&runtime, &file, json),
+        Some(Command::Tools { json }) => {
+            commands::report_load_problems(&runtime);
+            commands::tools(&runtime, json)
+        }
+        Some(Command::Plugins { json }) => {
+            commands::report_load_problems(&runtime);
+            commands::plugins(&runtime, json)
+        }
+        Some(Command::Call {
+            tool,
+            args,
+            details,
+            json,
+        }) => {
+            commands::report_load_problems(&runtime);
+            rt.block_on(commands::call(
+                &runtime,
+                &tool,
+                args.as_deref(),
+                details,
+                json,
+            ))
+        }
+        None => {
+            commands::report_load_problems(&runtime);
+            repl::run(&rt, &runtime)
+        }
+    }
+}

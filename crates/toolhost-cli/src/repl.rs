@@ -1,0 +1,156 @@
+//! The interactive session: line editing, history, slash commands.
+
+use rustyline::DefaultEditor;
+use rustyline::error::ReadlineError;
+use toolhost_runtime::{CallContext, Runtime};
+
+use crate::commands;
+
+const HELP: &str = "\
+Commands:
+  /tools                 list the tools
+  /call TOOL [JSON]      call a tool with JSON arguments (default {})
+  /details               toggle printing a result's details
+  /help                  this help
+  /quit                  leave (or Ctrl-D)";
+
+/// One parsed line of input.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Input<'a> {
+    Empty,
+    Tools,
+    Call { tool: &'a str, args: &'a str },
+    Details,
+    Help,
+    Quit,
+    Unknown(&'a str),
+    Chat(&'a str),
+}
+
+/// Parses one line.
+pub fn parse(line: &str) -> Input<'_> {
+    let line = line.trim();
+    if line.is_empty() {
+        return Input::Empty;
+    }
+    let Some(cmd) = line.strip_prefix('/') else {
+        return Input::Chat(line);
+    };
+    let (name, rest) = cmd.split_once(char::is_whitespace).unwrap_or((cmd, ""));
+    match name {
+        "tools" => Input::Tools,
+        "call" => {
+            let rest = rest.trim();
+            let (tool, args) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+            let args = args.trim();
+            Input::Call {
+                tool,
+                args: if args.is_empty() { "{}" } else { args },
+            }
+        }
+        "details" => Input::Details,
+        "help" | "?" => Input::Help,
+        "quit" | "exit" | "q" => Input::Quit,
+        other => Input::Unknown(other),
+    }
+}
+
+/// Runs the session until `/quit` or end of input.
+pub fn run(rt: &tokio::runtime::Runtime, runtime: &Runtime) -> anyhow::Result<u8> {
+    let mut editor = DefaultEditor::new()?;
+    let history = directories::ProjectDirs::from("", "", "toolhost")
+        .map(|d| d.data_dir().join("history.txt"));
+    if let Some(h) = &history {
+        let _ = editor.load_history(h);
+    }
+    let tools = runtime.tools();
+    println!(
+        "toolhost {} — {} tools loaded. Type /help for commands.",
+        env!("CARGO_PKG_VERSION"),
+        tools.len()
+    );
+    println!("Chat with a model is not available yet (it arrives with the agent loop); use /call.");
+    let mut show_details = false;
+    loop {
+        let line = match editor.readline("> ") {
+            Ok(line) => line,
+            Err(ReadlineError::Interrupted) => continue,
+            Err(ReadlineError::Eof) => break,
+            Err(e) => return Err(e.into()),
+        };
+        if !line.trim().is_empty() {
+            let _ = editor.add_history_entry(line.as_str());
+        }
+        match parse(&line) {
+            Input::Empty => {}
+            Input::Quit => break,
+            Input::Help => println!("{HELP}"),
+            Input::Details => {
+                show_details = !show_details;
+                println!("details {}", if show_details { "on" } else { "off" });
+            }
+            Input::Tools => {
+                for t in runtime.tools() {
+                    print!("{}", commands::format_tool(&t));
+                }
+            }
+            Input::Call { tool, args } if tool.is_empty() => {
+                let _ = args;
+                println!("usage: /call TOOL [JSON]");
+            }
+            Input::Call { tool, args } => {
+                match rt.block_on(runtime.call_json(tool, args, CallContext::new())) {
+                    Ok(r) => {
+                        commands::print_result(&r, show_details, false)?;
+                        println!(
+                            "({}@{}, {:.2} ms)",
+                            r.plugin,
+                            r.plugin_version,
+                            r.duration.as_secs_f64() * 1000.0
+                        );
+                    }
+                    Err(e) => println!("error: {e}"),
+                }
+            }
+            Input::Unknown(cmd) => println!("unknown command /{cmd}; type /help"),
+            Input::Chat(_) => println!(
+                "No model is configured: chat arrives with the agent loop. Use /call TOOL JSON, or /help."
+            ),
+        }
+    }
+    if let Some(h) = &history {
+        if let Some(dir) = h.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let _ = editor.save_history(h);
+    }
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slash_commands_parse() {
+        assert_eq!(parse("  "), Input::Empty);
+        assert_eq!(parse("/tools"), Input::Tools);
+        assert_eq!(
+            parse("/call calculate {\"expression\": \"1 + 2\"}"),
+            Input::Call {
+                tool: "calculate",
+                args: "{\"expression\": \"1 + 2\"}"
+            }
+        );
+        assert_eq!(
+            parse("/call word_count"),
+            Input::Call {
+                tool: "word_count",
+                args: "{}"
+            }
+        );
+        assert_eq!(parse("/quit"), Input::Quit);
+        assert_eq!(parse("/nope"), Input::Unknown("nope"));
+        assert_eq!(parse("hello"), Input::Chat("hello"));
+    }
+}

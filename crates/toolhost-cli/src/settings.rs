@@ -1,0 +1,169 @@
+//! The host's settings: the configuration file and the command-line grants,
+//! turned into a runtime builder.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use serde::Deserialize;
+use toolhost_runtime::{
+    DirAccess, DirGrant, HostPattern, LimitOverrides, Limits, PluginSettings, RuntimeBuilder,
+};
+
+use crate::args::Global;
+
+/// The configuration file.
+///
+/// ```toml
+/// cache-dir = "/var/cache/toolhost"
+/// [limits]
+/// timeout-ms = 10000
+/// [plugins.fs]
+/// dirs = [{ path = ".", access = "read-only" }]
+/// [plugins.http]
+/// hosts = ["api.example.com", "127.0.0.1:8080"]
+/// [plugins.calc.config]
+/// precision = "6"
+/// ```
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct ConfigFile {
+    #[serde(default)]
+    pub cache_dir: Option<PathBuf>,
+    #[serde(default)]
+    pub plugins_dirs: Vec<PathBuf>,
+    #[serde(default)]
+    pub limits: LimitOverrides,
+    #[serde(default)]
+    pub plugins: BTreeMap<String, PluginSettings>,
+}
+
+impl ConfigFile {
+    pub fn load(path: &Path) -> anyhow::Result<ConfigFile> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read config file {}", path.display()))?;
+        toml::from_str(&text)
+            .map_err(|e| anyhow::anyhow!("{}: {}", path.display(), e.to_string().trim_end()))
+    }
+}
+
+fn split_plugin<'a>(flag: &str, value: &'a str) -> anyhow::Result<(&'a str, &'a str)> {
+    match value.split_once('=') {
+        Some((p, rest)) if !p.is_empty() && !rest.is_empty() => Ok((p, rest)),
+        _ => bail!("{flag} expects PLUGIN=VALUE, got `{value}`"),
+    }
+}
+
+/// A runtime builder from the config file and the flags (flags win).
+/// `only` replaces the plugin directories with these files (for `check`).
+pub fn builder(global: &Global, only: Option<&[PathBuf]>) -> anyhow::Result<RuntimeBuilder> {
+    let file = match &global.config {
+        Some(p) => ConfigFile::load(p)?,
+        None => ConfigFile::default(),
+    };
+    let mut settings: BTreeMap<String, PluginSettings> = file.plugins;
+    for v in &global.allow_dir {
+        let (plugin, spec) = split_plugin("--allow-dir", v)?;
+        let grant = if let Some(p) = spec.strip_suffix(":rw") {
+            DirGrant {
+                path: p.into(),
+                access: DirAccess::ReadWrite,
+            }
+        } else {
+            DirGrant::read_only(spec.strip_suffix(":ro").unwrap_or(spec))
+        };
+        settings.entry(plugin.into()).or_default().dirs.push(grant);
+    }
+    for v in &global.allow_host {
+        let (plugin, pattern) = split_plugin("--allow-host", v)?;
+        let pattern: HostPattern = pattern.parse()?;
+        settings
+            .entry(plugin.into())
+            .or_default()
+            .hosts
+            .push(pattern);
+    }
+    for v in &global.allow_env {
+        let (plugin, env) = split_plugin("--allow-env", v)?;
+        settings
+            .entry(plugin.into())
+            .or_default()
+            .env
+            .push(env.into());
+    }
+    for v in &global.set {
+        let (key, value) = v
+            .split_once('=')
+            .ok_or_else(|| anyhow::anyhow!("--set expects PLUGIN.KEY=VALUE, got `{v}`"))?;
+        let (plugin, key) = key
+            .split_once('.')
+            .filter(|(p, k)| !p.is_empty() && !k.is_empty())
+            .ok_or_else(|| anyhow::anyhow!("--set expects PLUGIN.KEY=VALUE, got `{v}`"))?;
+        settings
+            .entry(plugin.into())
+            .or_default()
+            .config
+            .insert(key.into(), value.into());
+    }
+
+    let mut limits = Limits::default().with(&file.limits);
+    if let Some(ms) = global.timeout_ms {
+        limits.timeout = std::time::Duration::from_millis(ms);
+    }
+    if let Some(mb) = global.memory_mb {
+        limits.memory_bytes = mb.saturating_mul(1024 * 1024);
+    }
+
+    let mut builder = toolhost_runtime::Runtime::builder().limits(limits);
+    if global.no_cache {
+        builder = builder.cache_dir(None);
+    } else if let Some(dir) = global.cache_dir.clone().or(file.cache_dir) {
+        builder = builder.cache_dir(Some(dir));
+    }
+    let paths: Vec<PathBuf> = match only {
+        Some(files) => files.to_vec(),
+        None => file
+            .plugins_dirs
+            .iter()
+            .chain(&global.plugins)
+            .cloned()
+            .collect(),
+    };
+    for p in paths {
+        builder = builder.plugin_dir(p);
+    }
+    for (name, s) in settings {
+        builder = builder.plugin_settings(name, s);
+    }
+    Ok(builder)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn global(args: &[&str]) -> Global {
+        let mut all = vec!["host"];
+        all.extend_from_slice(args);
+        crate::args::Cli::parse_from(all).global
+    }
+
+    #[test]
+    fn malformed_grant_flags_are_errors() {
+        assert!(builder(&global(&["--allow-dir", "nodir"]), None).is_err());
+        assert!(builder(&global(&["--allow-host", "http=ftp://x"]), None).is_err());
+        assert!(builder(&global(&["--set", "novalue"]), None).is_err());
+    }
+
+    #[test]
+    fn config_file_errors_name_the_file_and_line() {
+        let dir = std::env::temp_dir().join(format!("toolhost-cli-cfg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("bad.toml");
+        std::fs::write(&path, "[limits]\ntimeout = 3\n").unwrap();
+        let err = ConfigFile::load(&path).unwrap_err().to_string();
+        assert!(err.contains("bad.toml"), "{err}");
+        assert!(err.contains("line 2"), "{err}");
+    }
+}

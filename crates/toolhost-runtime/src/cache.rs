@@ -1,0 +1,148 @@
+//! On-disk cache of compiled components.
+//!
+//! An entry's name is the SHA-256 of the component's bytes together with the
+//! engine's compatibility hash (wasmtime version, target CPU, settings), so a
+//! cache written by another wasmtime or for another CPU is never read. Each
+//! entry starts with the SHA-256 of its payload: a truncated or corrupted
+//! entry is detected, recompiled and rewritten, never fatal. Entries are
+//! written to a temporary file and renamed into place, so a reader never sees
+//! a half-written one.
+
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use sha2::{Digest, Sha256};
+use wasmtime::Engine;
+use wasmtime::component::Component;
+
+const CHECKSUM_LEN: usize = 32;
+
+/// Where compiled components are kept, and how often it helped.
+#[derive(Debug)]
+pub(crate) struct CompileCache {
+    dir: Option<PathBuf>,
+    engine_hash: [u8; 32],
+    pub(crate) compiled: AtomicU64,
+    pub(crate) cache_hits: AtomicU64,
+}
+
+/// Feeds `Hash` output into SHA-256 so the engine hash is stable across runs.
+struct ShaHasher(Sha256);
+
+impl Hasher for ShaHasher {
+    fn finish(&self) -> u64 {
+        0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+}
+
+impl CompileCache {
+    /// A cache in `dir` (created on first write), or none at all.
+    pub(crate) fn new(engine: &Engine, dir: Option<PathBuf>) -> CompileCache {
+        let mut h = ShaHasher(Sha256::new());
+        engine.precompile_compatibility_hash().hash(&mut h);
+        CompileCache {
+            dir,
+            engine_hash: h.0.finalize().into(),
+            compiled: AtomicU64::new(0),
+            cache_hits: AtomicU64::new(0),
+        }
+    }
+
+    /// The cache key of a component: hash of its bytes and of the engine.
+    pub(crate) fn key(&self, wasm: &[u8]) -> String {
+        let mut h = Sha256::new();
+        h.update(self.engine_hash);
+        h.update(wasm);
+        hex::encode(h.finalize())
+    }
+
+    /// The compiled component for `wasm`: from the cache when a valid entry
+    /// exists, otherwise compiled (and stored).
+    pub(crate) fn load(
+        &self,
+        engine: &Engine,
+        wasm: &[u8],
+        origin: &Path,
+    ) -> wasmtime::Result<Component> {
+        let Some(dir) = &self.dir else {
+            self.compiled.fetch_add(1, Ordering::Relaxed);
+            return Component::new(engine, wasm);
+        };
+        let entry = dir.join(format!("{}.cwasm", self.key(wasm)));
+        if let Some(component) = self.read(engine, &entry) {
+            self.cache_hits.fetch_add(1, Ordering::Relaxed);
+            tracing::debug!(plugin = %origin.display(), entry = %entry.display(), "loaded compiled component from cache");
+            return Ok(component);
+        }
+        let started = std::time::Instant::now();
+        let component = Component::new(engine, wasm)?;
+        self.compiled.fetch_add(1, Ordering::Relaxed);
+        tracing::info!(plugin = %origin.display(), ms = started.elapsed().as_millis() as u64, "compiled component");
+        if let Err(e) = self.write(&component, dir, &entry) {
+            tracing::warn!(entry = %entry.display(), "cannot write the compile cache: {e}");
+        }
+        Ok(component)
+    }
+
+    fn read(&self, engine: &Engine, entry: &Path) -> Option<Component> {
+        let bytes = match std::fs::read(entry) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(e) => {
+                tracing::warn!(entry = %entry.display(), "cannot read cache entry, recompiling: {e}");
+                return None;
+            }
+        };
+        if bytes.len() < CHECKSUM_LEN
+            || bytes[..CHECKSUM_LEN] != Sha256::digest(&bytes[CHECKSUM_LEN..])[..]
+        {
+            tracing::warn!(entry = %entry.display(), "corrupt cache entry (checksum mismatch), recompiling");
+            return None;
+        }
+        // SAFETY: the payload is exactly what `Component::serialize` wrote for
+        // this engine configuration (the file name binds it to the engine's
+        // compatibility hash and the checksum to its bytes), in a directory
+        // that belongs to the host, not to plugins.
+        match unsafe { Component::deserialize(engine, &bytes[CHECKSUM_LEN..]) } {
+            Ok(c) => Some(c),
+            Err(e) => {
+                tracing::warn!(entry = %entry.display(), "unusable cache entry, recompiling: {e}");
+                None
+            }
+        }
+    }
+
+    fn write(&self, component: &Component, dir: &Path, entry: &Path) -> std::io::Result<()> {
+        let payload = component.serialize().map_err(std::io::Error::other)?;
+        std::fs::create_dir_all(dir)?;
+        let mut tmp = tempfile_in(dir)?;
+        {
+            use std::io::Write;
+            tmp.1.write_all(&Sha256::digest(&payload))?;
+            tmp.1.write_all(&payload)?;
+            tmp.1.sync_data()?;
+        }
+        std::fs::rename(&tmp.0, entry)
+    }
+}
+
+/// A uniquely named temporary file in `dir`.
+fn tempfile_in(dir: &Path) -> std::io::Result<(PathBuf, std::fs::File)> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let path = dir.join(format!(".tmp-{}-{n}", std::process::id()));
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)?;
+    Ok((path, file))
+}
+
+/// The default cache directory: `$XDG_CACHE_HOME/toolhost` or the platform's equivalent.
+pub fn default_cache_dir() -> Option<PathBuf> {
+    directories::ProjectDirs::from("", "", "toolhost").map(|d| d.cache_dir().join("components"))
+}

@@ -1,0 +1,103 @@
+//! The one wasmtime [`Engine`] of a runtime, its pooling allocator and the epoch ticker.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
+
+use crate::error::RuntimeError;
+
+/// How often the epoch ticker advances the engine's epoch. A running guest
+/// yields to the async executor at every tick and is interrupted at the first
+/// tick past its deadline, so this is also the resolution of timeouts.
+pub const EPOCH_TICK: Duration = Duration::from_millis(1);
+
+/// Engine-wide settings, fixed for the runtime's life.
+#[derive(Debug, Clone)]
+pub struct EngineSettings {
+    /// Sandboxes that may exist at once (size of the instance pool).
+    pub pool_size: u32,
+    /// Largest linear memory any plugin may be granted, in bytes (the pool's slot size).
+    pub max_memory_bytes: u64,
+    /// Wasm stack a call may use, in bytes.
+    pub max_wasm_stack: usize,
+}
+
+impl Default for EngineSettings {
+    fn default() -> Self {
+        EngineSettings {
+            pool_size: 128,
+            max_memory_bytes: 1024 * 1024 * 1024,
+            max_wasm_stack: 512 * 1024,
+        }
+    }
+}
+
+/// Builds the engine: component model, async, epoch interruption, pooling
+/// allocator with copy-on-write memory images.
+pub(crate) fn build_engine(s: &EngineSettings) -> Result<Engine, RuntimeError> {
+    let mut pool = PoolingAllocationConfig::default();
+    let n = s.pool_size.max(1);
+    pool.total_component_instances(n)
+        .total_core_instances(n.saturating_mul(4))
+        .total_memories(n.saturating_mul(2))
+        .total_tables(n.saturating_mul(4))
+        .total_stacks(n)
+        .max_memory_size(usize::try_from(s.max_memory_bytes).unwrap_or(usize::MAX))
+        .max_component_instance_size(1 << 20)
+        .max_core_instances_per_component(16)
+        .max_memories_per_component(2)
+        .max_tables_per_component(8)
+        .table_elements(100_000)
+        // Keep the first pages of a memory slot resident when a sandbox is
+        // returned to the pool: they are reset with memset instead of being
+        // decommitted, so the next call does not page-fault them in again.
+        // This is most of the cost of a call into a fresh instance.
+        .linear_memory_keep_resident(1 << 20)
+        .table_keep_resident(64 * 1024)
+        .async_stack_keep_resident(128 * 1024);
+
+    let mut config = Config::new();
+    config
+        .wasm_component_model(true)
+        .epoch_interruption(true)
+        .memory_init_cow(true)
+        .max_wasm_stack(s.max_wasm_stack)
+        .async_stack_size(s.max_wasm_stack + 1024 * 1024)
+        .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    Engine::new(&config).map_err(|e| RuntimeError::Engine(format!("{e:#}")))
+}
+
+/// Advances the engine's epoch every [`EPOCH_TICK`] on a dedicated thread
+/// until dropped.
+pub(crate) struct EpochTicker {
+    stop: Arc<AtomicBool>,
+}
+
+impl EpochTicker {
+    pub(crate) fn start(engine: &Engine) -> Result<EpochTicker, RuntimeError> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let engine = engine.weak();
+        let flag = stop.clone();
+        std::thread::Builder::new()
+            .name("toolhost-epoch".into())
+            .spawn(move || {
+                while !flag.load(Ordering::Relaxed) {
+                    std::thread::sleep(EPOCH_TICK);
+                    match engine.upgrade() {
+                        Some(engine) => engine.increment_epoch(),
+                        None => break,
+                    }
+                }
+            })
+            .map_err(|e| RuntimeError::Engine(format!("cannot start the epoch ticker: {e}")))?;
+        Ok(EpochTicker { stop })
+    }
+}
+
+impl Drop for EpochTicker {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,291 @@
+//! Error types of the runtime: one enum for loading, one for calling.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// A host-level failure of the runtime itself (not of one plugin).
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    /// The wasmtime engine could not be configured.
+    #[error("cannot configure the WebAssembly engine: {0}")]
+    Engine(String),
+    /// A plugin directory could not be read.
+    #[error("cannot read plugin directory {path}: {source}")]
+    PluginDir {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+/// Why one plugin file could not be loaded. The other plugins load regardless.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum LoadError {
+    /// The file could not be read.
+    #[error("cannot read the file: {0}")]
+    Io(String),
+    /// The manifest beside the component is malformed.
+    #[error("invalid manifest {path}: {message}")]
+    Manifest {
+        /// The manifest file.
+        path: PathBuf,
+        /// What is wrong, with line and column where known.
+        message: String,
+    },
+    /// The file is not a WebAssembly component (garbage, or a core module).
+    #[error("not a WebAssembly component: {0}")]
+    NotAComponent(String),
+    /// The component does not export a toolhost tool interface.
+    #[error("not a toolhost tool plugin: {0}")]
+    NotAPlugin(String),
+    /// The component was built against a contract version this host has no bindings for.
+    #[error(
+        "built against toolhost:plugin@{found}, which this host does not support (supported: {supported})"
+    )]
+    UnsupportedVersion {
+        /// The version the component was built against.
+        found: String,
+        /// The versions this host supports.
+        supported: String,
+    },
+    /// A grant in the host's settings for this plugin cannot be applied.
+    #[error("cannot apply the host's grants: {0}")]
+    Grant(String),
+    /// The component imports something the host does not provide.
+    #[error("cannot link: {0}")]
+    Link(String),
+    /// `describe()` failed (trapped, timed out, ...).
+    #[error("describe() failed: {0}")]
+    Describe(String),
+    /// A tool spec is invalid (bad name, schema that does not compile, duplicate).
+    #[error("tool `{tool}`: {message}")]
+    InvalidTool {
+        /// The tool's name as the plugin declared it.
+        tool: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// One problem with a call's arguments, located by a JSON pointer.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ArgumentIssue {
+    /// JSON pointer to the offending value (`""` is the whole arguments object).
+    pub path: String,
+    /// What is wrong with it.
+    pub message: String,
+}
+
+impl std::fmt::Display for ArgumentIssue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let path = if self.path.is_empty() {
+            "/"
+        } else {
+            &self.path
+        };
+        write!(f, "{path}: {}", self.message)
+    }
+}
+
+/// A sandbox fault: the plugin misbehaved or hit a limit. The host keeps running.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SandboxFault {
+    /// The call ran past its wall-clock limit.
+    #[error("timed out after {limit:?} (limit `timeout-ms` = {} ms)", limit.as_millis())]
+    Timeout {
+        /// The limit that was hit.
+        limit: Duration,
+    },
+    /// The plugin tried to grow its memory past its limit.
+    #[error("memory limit exceeded: tried to grow to {requested} bytes (limit `memory-mb` = {} MiB)", limit / (1024 * 1024))]
+    MemoryLimit {
+        /// The limit in bytes.
+        limit: u64,
+        /// The size the plugin asked for.
+        requested: u64,
+    },
+    /// The plugin recursed past its stack limit.
+    #[error("stack overflow (wasm stack limit = {limit} bytes)")]
+    StackOverflow {
+        /// The stack limit in bytes.
+        limit: usize,
+    },
+    /// The plugin panicked.
+    #[error("plugin panicked: {message}")]
+    Panic {
+        /// The panic message from the plugin's stderr.
+        message: String,
+    },
+    /// The plugin trapped (unreachable, out-of-bounds access, ...).
+    #[error("plugin trapped: {message}")]
+    Trap {
+        /// The trap's description.
+        message: String,
+    },
+    /// The plugin returned more than the host accepts.
+    #[error("{what} is {size} bytes, over the limit of {limit} bytes (`max-output-bytes`)")]
+    OutputTooLarge {
+        /// "output" or "details".
+        what: &'static str,
+        /// The size returned.
+        size: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// The plugin returned `details` that are not valid JSON.
+    #[error("plugin returned details that are not valid JSON: {message}")]
+    InvalidDetails {
+        /// The JSON parser's message.
+        message: String,
+    },
+}
+
+/// Why a tool call did not produce a result. Every case has a message a model can act on.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum CallError {
+    /// No tool has this name.
+    #[error("{}", not_found_message(.name, .suggestions, .available))]
+    NotFound {
+        /// The name that was asked for.
+        name: String,
+        /// The closest available names, best first.
+        suggestions: Vec<String>,
+        /// Every available tool name.
+        available: Vec<String>,
+    },
+    /// The arguments are not valid JSON or do not match the tool's schema.
+    #[error("invalid arguments for `{tool}`: {}", join_issues(.issues))]
+    InvalidArguments {
+        /// The tool.
+        tool: String,
+        /// Every problem, each with its JSON pointer.
+        issues: Vec<ArgumentIssue>,
+    },
+    /// The tool ran and reported an error.
+    #[error("`{tool}` failed: {message}")]
+    Tool {
+        /// The tool.
+        tool: String,
+        /// `invalid-arguments` (the model should change them) or `failed`.
+        kind: ToolErrorKind,
+        /// The tool's message.
+        message: String,
+    },
+    /// The plugin faulted or hit a limit.
+    #[error("`{tool}` ({plugin}) was stopped: {fault}")]
+    Sandbox {
+        /// The tool.
+        tool: String,
+        /// `name@version` of the plugin.
+        plugin: String,
+        /// What happened.
+        fault: SandboxFault,
+    },
+    /// Too many calls are waiting for a sandbox slot.
+    #[error(
+        "the host is busy: {waiting} calls are already waiting (limit `max-queued-calls`); retry later"
+    )]
+    Busy {
+        /// How many calls were waiting.
+        waiting: usize,
+    },
+    /// The host could not set up the sandbox (not the plugin's fault).
+    #[error("host error while calling `{tool}`: {message}")]
+    Host {
+        /// The tool.
+        tool: String,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// The two kinds of error a tool reports itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ToolErrorKind {
+    /// The arguments matched the schema but are unusable; the model should change them.
+    InvalidArguments,
+    /// The tool could not do its job.
+    Failed,
+}
+
+fn join_issues(issues: &[ArgumentIssue]) -> String {
+    issues
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn not_found_message(name: &str, suggestions: &[String], available: &[String]) -> String {
+    let mut msg = format!("no tool named `{name}`");
+    if !suggestions.is_empty() {
+        msg.push_str(&format!("; did you mean `{}`?", suggestions.join("`, `")));
+    }
+    if available.is_empty() {
+        msg.push_str(" (no tools are loaded)");
+    } else {
+        msg.push_str(&format!(" Available tools: {}", available.join(", ")));
+    }
+    msg
+}
+
+impl CallError {
+    /// A short stable name for the kind of error (`not-found`, `invalid-arguments`, ...).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            CallError::NotFound { .. } => "not-found",
+            CallError::InvalidArguments { .. } => "invalid-arguments",
+            CallError::Tool {
+                kind: ToolErrorKind::InvalidArguments,
+                ..
+            } => "tool-invalid-arguments",
+            CallError::Tool { .. } => "tool-failed",
+            CallError::Sandbox { .. } => "sandbox-fault",
+            CallError::Busy { .. } => "busy",
+            CallError::Host { .. } => "host-error",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn not_found_message_lists_suggestions_and_available_tools() {
+        let err = CallError::NotFound {
+            name: "calc".into(),
+            suggestions: vec!["calculate".into()],
+            available: vec!["calculate".into(), "word_count".into()],
+        };
+        let msg = err.to_string();
+        assert!(msg.contains("did you mean `calculate`"), "{msg}");
+        assert!(
+            msg.contains("Available tools: calculate, word_count"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn invalid_arguments_message_names_every_path() {
+        let err = CallError::InvalidArguments {
+            tool: "t".into(),
+            issues: vec![
+                ArgumentIssue {
+                    path: "/a".into(),
+                    message: "bad".into(),
+                },
+                ArgumentIssue {
+                    path: "".into(),
+                    message: "missing `b`".into(),
+                },
+            ],
+        };
+        assert_eq!(
+            err.to_string(),
+            "invalid arguments for `t`: /a: bad; /: missing `b`"
+        );
+    }
+}

@@ -1,0 +1,54 @@
+//! # toolhost-runtime
+//!
+//! Loads tool plugins (WebAssembly components built against the
+//! `toolhost:plugin` WIT contract) and runs calls into them, each in a fresh
+//! sandbox with time, memory and capability limits. It knows nothing of LLMs:
+//! the agent loop drives it through [`Runtime::tools`] and [`Runtime::call`].
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use toolhost_runtime::{CallContext, DirGrant, PluginSettings, Runtime};
+//!
+//! let mut fs = PluginSettings::default();
+//! fs.dirs.push(DirGrant::read_only("."));
+//! let runtime = Runtime::builder()
+//!     .plugin_dir("target/plugins")
+//!     .plugin_settings("fs", fs)
+//!     .build()
+//!     .await?;
+//! for tool in runtime.tools() {
+//!     println!("{} ({}@{})", tool.name, tool.plugin, tool.plugin_version);
+//! }
+//! let result = runtime
+//!     .call_json("read_file", r#"{"path": "README.md", "limit": 5}"#, CallContext::new())
+//!     .await?;
+//! println!("{}", result.output);
+//! # Ok(()) }
+//! ```
+
+mod api;
+mod cache;
+mod engine;
+mod error;
+mod grants;
+mod http;
+mod limits;
+mod manifest;
+mod plugin;
+mod registry;
+mod runtime;
+mod sandbox;
+
+pub use api::{Annotations, PACKAGE as CONTRACT_PACKAGE, supported_versions};
+pub use cache::default_cache_dir;
+pub use engine::{EPOCH_TICK, EngineSettings};
+pub use error::{ArgumentIssue, CallError, LoadError, RuntimeError, SandboxFault, ToolErrorKind};
+pub use grants::{DirAccess, DirGrant, HostPattern, HostPatternError, PluginSettings};
+pub use limits::{LimitOverrides, Limits};
+pub use manifest::{Capabilities, DirRequest, Manifest};
+pub use plugin::is_valid_tool_name;
+pub use registry::{Granted, PluginInfo, ToolInfo};
+pub use runtime::{
+    CallContext, LoadFailure, LoadReport, ReusedInstance, Runtime, RuntimeBuilder, ToolResult,
+};
+pub use sandbox::ProgressSink;

@@ -1,0 +1,146 @@
+//! The optional manifest `NAME.toml` that sits beside a plugin's `NAME.wasm`.
+//!
+//! ```toml
+//! name = "fs"                  # defaults to the file stem
+//! version = "0.1.0"            # semver; defaults to 0.0.0
+//! description = "Read files."
+//!
+//! [capabilities]               # what the plugin asks for; the host decides what to grant
+//! dirs = "read-only"           # "none" | "read-only" | "read-write"
+//! hosts = []                   # "host", "host:port" or "*"
+//! env = []                     # environment variable names
+//!
+//! [limits]                     # overrides of the host's default limits
+//! timeout-ms = 5000
+//!
+//! [config]                     # default config values, readable with `get-config`
+//! max-bytes = "262144"
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::LoadError;
+use crate::limits::LimitOverrides;
+
+/// A plugin's manifest. Every field is optional.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    /// The plugin's name (defaults to the file stem).
+    pub name: Option<String>,
+    /// The plugin's version (defaults to `0.0.0`).
+    pub version: Option<semver::Version>,
+    /// What the plugin is for.
+    pub description: Option<String>,
+    /// What the plugin asks for. Granting is the host's decision.
+    #[serde(default)]
+    pub capabilities: Capabilities,
+    /// Overrides of the host's default limits.
+    #[serde(default)]
+    pub limits: LimitOverrides,
+    /// Default configuration values.
+    #[serde(default)]
+    pub config: BTreeMap<String, String>,
+}
+
+/// Capabilities a plugin requests.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Capabilities {
+    /// Access to directories it asks for.
+    #[serde(default)]
+    pub dirs: DirRequest,
+    /// Network hosts it wants to reach.
+    #[serde(default)]
+    pub hosts: Vec<String>,
+    /// Environment variables it wants to read.
+    #[serde(default)]
+    pub env: Vec<String>,
+}
+
+/// Directory access a plugin asks for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DirRequest {
+    /// No file system access.
+    #[default]
+    None,
+    /// Read-only directories.
+    ReadOnly,
+    /// Read-write directories.
+    ReadWrite,
+}
+
+impl Manifest {
+    /// The manifest path for a component path: `dir/NAME.wasm` → `dir/NAME.toml`.
+    pub fn path_for(component: &Path) -> PathBuf {
+        component.with_extension("toml")
+    }
+
+    /// Reads the manifest beside `component`, or the default if there is none.
+    pub fn load_for(component: &Path) -> Result<Manifest, LoadError> {
+        let path = Self::path_for(component);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Self::parse(&text, &path),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Manifest::default()),
+            Err(e) => Err(LoadError::Manifest {
+                path,
+                message: e.to_string(),
+            }),
+        }
+    }
+
+    /// Parses manifest text; `path` is used in error messages.
+    pub fn parse(text: &str, path: &Path) -> Result<Manifest, LoadError> {
+        toml::from_str(text).map_err(|e| LoadError::Manifest {
+            path: path.to_owned(),
+            message: e.to_string().trim_end().to_owned(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn full_manifest_parses() {
+        let m = Manifest::parse(
+            r#"
+name = "fs"
+version = "1.2.3"
+[capabilities]
+dirs = "read-only"
+hosts = ["example.com:443"]
+[limits]
+timeout-ms = 5
+[config]
+k = "v"
+"#,
+            Path::new("fs.toml"),
+        )
+        .unwrap();
+        assert_eq!(m.name.as_deref(), Some("fs"));
+        assert_eq!(m.version, Some(semver::Version::new(1, 2, 3)));
+        assert_eq!(m.capabilities.dirs, DirRequest::ReadOnly);
+        assert_eq!(m.limits.timeout_ms, Some(5));
+        assert_eq!(m.config["k"], "v");
+    }
+
+    #[test]
+    fn bad_manifest_reports_file_and_position() {
+        let err = Manifest::parse("version = \"one\"\n", Path::new("/p/x.toml")).unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("/p/x.toml"), "{msg}");
+        assert!(msg.contains("line 1"), "{msg}");
+    }
+
+    #[test]
+    fn missing_manifest_is_the_default() {
+        let m = Manifest::load_for(Path::new("/nonexistent/dir/x.wasm")).unwrap();
+        assert_eq!(m, Manifest::default());
+    }
+}

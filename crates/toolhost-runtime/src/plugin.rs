@@ -1,0 +1,308 @@
+//! Loading one plugin file: manifest, compile (or cache), link, `describe()`,
+//! tool validation.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::Value;
+use wasmtime::Engine;
+
+use crate::api::{self, Annotations, Linkers, PluginPre, RawToolSpec};
+use crate::cache::CompileCache;
+use crate::error::LoadError;
+use crate::grants::PluginSettings;
+use crate::limits::Limits;
+use crate::manifest::{Capabilities, Manifest};
+use crate::sandbox::{Sandbox, SandboxSpec};
+
+/// A loaded plugin: one version of one component, ready to run calls.
+pub(crate) struct Plugin {
+    pub name: String,
+    pub version: semver::Version,
+    pub path: PathBuf,
+    pub description: Option<String>,
+    pub api_version: semver::Version,
+    pub requested: Capabilities,
+    pub pre: PluginPre,
+    pub tools: Vec<Tool>,
+    pub sandbox: Arc<SandboxSpec>,
+}
+
+impl Plugin {
+    /// `name@version`, as shown to users.
+    pub fn id(&self) -> String {
+        format!("{}@{}", self.name, self.version)
+    }
+}
+
+/// A tool of a loaded plugin, with its schema compiled.
+pub(crate) struct Tool {
+    pub name: String,
+    pub description: String,
+    pub schema: Value,
+    pub validator: jsonschema::Validator,
+    pub annotations: Annotations,
+}
+
+/// What loading needs from the runtime; cheap to clone into a task per file.
+#[derive(Clone)]
+pub(crate) struct Loader {
+    pub engine: Engine,
+    pub linkers: Arc<Linkers>,
+    pub cache: Arc<CompileCache>,
+    pub default_limits: Limits,
+    pub settings: Arc<std::collections::BTreeMap<String, PluginSettings>>,
+    pub max_wasm_stack: usize,
+}
+
+/// Whether `name` is a valid tool (or plugin) name for OpenAI and Anthropic.
+pub fn is_valid_tool_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+const WASM_MAGIC: &[u8; 4] = b"\0asm";
+const CORE_MODULE_VERSION: [u8; 4] = [1, 0, 0, 0];
+
+/// Rejects files that are not components before the compiler sees them, with a helpful reason.
+fn check_header(bytes: &[u8]) -> Result<(), LoadError> {
+    if bytes.len() < 8 || &bytes[..4] != WASM_MAGIC {
+        return Err(LoadError::NotAComponent(
+            "the file does not start with the WebAssembly magic number".into(),
+        ));
+    }
+    if bytes[4..8] == CORE_MODULE_VERSION {
+        return Err(LoadError::NotAComponent(
+            "this is a core WebAssembly module; build the plugin for wasm32-wasip2 \
+             (or wrap it with `wasm-tools component new`)"
+                .into(),
+        ));
+    }
+    Ok(())
+}
+
+impl Loader {
+    /// Loads the plugin at `path`.
+    pub(crate) async fn load(&self, path: &Path) -> Result<Plugin, LoadError> {
+        let manifest = Manifest::load_for(path)?;
+        let stem = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or_default()
+            .to_owned();
+        let name = manifest.name.clone().unwrap_or(stem);
+        if !is_valid_tool_name(&name) {
+            return Err(LoadError::NotAPlugin(format!(
+                "plugin name `{name}` must match ^[a-zA-Z0-9_-]{{1,64}}$"
+            )));
+        }
+        let bytes = tokio::fs::read(path)
+            .await
+            .map_err(|e| LoadError::Io(e.to_string()))?;
+        check_header(&bytes)?;
+
+        let component = {
+            // Compiling is CPU-bound: keep it off the async workers.
+            let (engine, cache, origin) =
+                (self.engine.clone(), self.cache.clone(), path.to_owned());
+            tokio::task::spawn_blocking(move || cache.load(&engine, &bytes, &origin))
+                .await
+                .map_err(|e| LoadError::Io(format!("compile task failed: {e}")))?
+                .map_err(|e| LoadError::NotAComponent(format!("{e:#}")))?
+        };
+        let api_version = api::detect_version(&self.engine, &component)?;
+        let pre = PluginPre::new(&self.linkers, &component, &api_version)?;
+
+        let empty = PluginSettings::default();
+        let settings = self.settings.get(&name).unwrap_or(&empty);
+        let sandbox = Arc::new(resolve_sandbox(
+            &name,
+            &manifest,
+            settings,
+            &self.default_limits,
+        )?);
+
+        let specs = self.describe(&pre, &sandbox).await?;
+        let tools = validate_tools(specs)?;
+        Ok(Plugin {
+            version: manifest
+                .version
+                .clone()
+                .unwrap_or_else(|| semver::Version::new(0, 0, 0)),
+            name,
+            path: path.to_owned(),
+            description: manifest.description.clone(),
+            api_version,
+            requested: manifest.capabilities.clone(),
+            pre,
+            tools,
+            sandbox,
+        })
+    }
+
+    async fn describe(
+        &self,
+        pre: &PluginPre,
+        spec: &Arc<SandboxSpec>,
+    ) -> Result<Vec<RawToolSpec>, LoadError> {
+        let mut sandbox = Sandbox::new(&self.engine, spec).map_err(LoadError::Grant)?;
+        sandbox.begin("describe", None);
+        let result = Sandbox::run(spec.limits.timeout, async {
+            let instance = pre.instantiate(&mut sandbox.store).await?;
+            instance.describe(&mut sandbox.store).await
+        })
+        .await;
+        let result = match result {
+            Ok(Ok(specs)) => Ok(specs),
+            Ok(Err(e)) => Err(LoadError::Describe(
+                sandbox.classify(&e, self.max_wasm_stack).to_string(),
+            )),
+            Err(fault) => Err(LoadError::Describe(fault.to_string())),
+        };
+        sandbox.flush_logs();
+        result
+    }
+}
+
+/// Combines defaults, the manifest and the host's settings into what a sandbox gets.
+fn resolve_sandbox(
+    name: &str,
+    manifest: &Manifest,
+    settings: &PluginSettings,
+    default_limits: &Limits,
+) -> Result<SandboxSpec, LoadError> {
+    let limits = default_limits.with(&manifest.limits).with(&settings.limits);
+    let mut dirs = Vec::new();
+    for grant in &settings.dirs {
+        let canonical = std::fs::canonicalize(&grant.path)
+            .map_err(|e| LoadError::Grant(format!("directory {}: {e}", grant.path.display())))?;
+        if !canonical.is_dir() {
+            return Err(LoadError::Grant(format!(
+                "{} is not a directory",
+                canonical.display()
+            )));
+        }
+        let guest = canonical.to_string_lossy().into_owned();
+        dirs.push((canonical, guest, grant.access));
+    }
+    let mut env = Vec::new();
+    for entry in &settings.env {
+        match entry.split_once('=') {
+            Some((k, v)) => env.push((k.to_owned(), v.to_owned())),
+            None => match std::env::var(entry) {
+                Ok(v) => env.push((entry.clone(), v)),
+                Err(_) => tracing::warn!(
+                    plugin = name,
+                    "granted environment variable {entry} is not set on the host"
+                ),
+            },
+        }
+    }
+    let mut config = manifest.config.clone();
+    config.extend(settings.config.clone());
+    Ok(SandboxSpec {
+        plugin: name.to_owned(),
+        limits,
+        dirs,
+        hosts: settings.hosts.clone().into(),
+        env,
+        config,
+    })
+}
+
+/// Checks every tool spec and compiles its schema.
+fn validate_tools(specs: Vec<RawToolSpec>) -> Result<Vec<Tool>, LoadError> {
+    let mut tools: Vec<Tool> = Vec::with_capacity(specs.len());
+    for spec in specs {
+        let invalid = |message: String| LoadError::InvalidTool {
+            tool: spec.name.clone(),
+            message,
+        };
+        if !is_valid_tool_name(&spec.name) {
+            return Err(invalid(
+                "the name must match ^[a-zA-Z0-9_-]{1,64}$ (OpenAI and Anthropic function names)"
+                    .into(),
+            ));
+        }
+        if tools.iter().any(|t| t.name == spec.name) {
+            return Err(invalid("declared twice by the plugin".into()));
+        }
+        let schema: Value = serde_json::from_str(&spec.input_schema)
+            .map_err(|e| invalid(format!("input schema is not valid JSON: {e}")))?;
+        if !schema.is_object() {
+            return Err(invalid("input schema must be a JSON object".into()));
+        }
+        let validator = jsonschema::validator_for(&schema)
+            .map_err(|e| invalid(format!("input schema does not compile: {e}")))?;
+        tools.push(Tool {
+            name: spec.name,
+            description: spec.description,
+            schema,
+            validator,
+            annotations: spec.annotations,
+        });
+    }
+    Ok(tools)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(name: &str, schema: &str) -> RawToolSpec {
+        RawToolSpec {
+            name: name.into(),
+            description: "d".into(),
+            input_schema: schema.into(),
+            annotations: Annotations::default(),
+        }
+    }
+
+    #[test]
+    fn tool_names_follow_provider_rules() {
+        assert!(is_valid_tool_name("read_file-2"));
+        assert!(!is_valid_tool_name(""));
+        assert!(!is_valid_tool_name("has space"));
+        assert!(!is_valid_tool_name("dotted.name"));
+        assert!(!is_valid_tool_name(&"x".repeat(65)));
+    }
+
+    #[test]
+    fn a_schema_that_does_not_compile_is_rejected_with_the_tool_name() {
+        let err = validate_tools(vec![raw("t", r#"{"type": 12}"#)])
+            .err()
+            .unwrap();
+        let msg = err.to_string();
+        assert!(msg.contains("tool `t`"), "{msg}");
+        assert!(msg.contains("does not compile"), "{msg}");
+    }
+
+    #[test]
+    fn duplicate_and_badly_named_tools_are_rejected() {
+        let ok = r#"{"type":"object"}"#;
+        assert!(validate_tools(vec![raw("a", ok), raw("a", ok)]).is_err());
+        assert!(validate_tools(vec![raw("a b", ok)]).is_err());
+        assert!(validate_tools(vec![raw("a", "[]")]).is_err());
+        assert_eq!(validate_tools(vec![raw("a", ok)]).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn header_check_explains_core_modules_and_garbage() {
+        let core = [0, b'a', b's', b'm', 1, 0, 0, 0];
+        assert!(
+            check_header(&core)
+                .unwrap_err()
+                .to_string()
+                .contains("core WebAssembly module")
+        );
+        assert!(
+            check_header(b"hello world")
+                .unwrap_err()
+                .to_string()
+                .contains("magic number")
+        );
+    }
+}

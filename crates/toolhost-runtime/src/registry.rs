@@ -1,0 +1,224 @@
+//! The set of tools the model can call: names resolved across plugins,
+//! clashes reported and resolved deterministically.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::api::Annotations;
+use crate::manifest::Capabilities;
+use crate::plugin::{Plugin, is_valid_tool_name};
+
+/// A tool as the model and the user see it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolInfo {
+    /// The name to call it by (the declared name, or `plugin__tool` after a clash).
+    pub name: String,
+    /// The name the plugin declared.
+    pub declared_name: String,
+    /// The plugin that provides it.
+    pub plugin: String,
+    /// That plugin's version.
+    pub plugin_version: semver::Version,
+    /// What it does, for the model.
+    pub description: String,
+    /// JSON Schema of its arguments.
+    pub input_schema: Value,
+    /// Behaviour hints.
+    pub annotations: Annotations,
+}
+
+/// A loaded plugin as users see it.
+#[derive(Debug, Clone, Serialize)]
+pub struct PluginInfo {
+    /// Its name.
+    pub name: String,
+    /// Its version.
+    pub version: semver::Version,
+    /// The component file.
+    pub path: std::path::PathBuf,
+    /// The `toolhost:plugin` version it was built against.
+    pub api_version: semver::Version,
+    /// From its manifest.
+    pub description: Option<String>,
+    /// What its manifest asks for.
+    pub requested: Capabilities,
+    /// What the host granted.
+    pub granted: Granted,
+    /// The names its tools are exposed under.
+    pub tools: Vec<String>,
+}
+
+/// Capabilities a plugin was granted.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Granted {
+    /// Directories, with `:ro` or `:rw`.
+    pub dirs: Vec<String>,
+    /// Host patterns.
+    pub hosts: Vec<String>,
+    /// Environment variable names.
+    pub env: Vec<String>,
+}
+
+/// Tools by exposed name, and the plugins behind them.
+pub(crate) struct Registry {
+    pub tools: BTreeMap<String, (Arc<Plugin>, usize)>,
+    pub plugins: Vec<Arc<Plugin>>,
+}
+
+impl Registry {
+    /// Builds the registry. Returns warnings for every plugin or tool that was
+    /// renamed or left out, with the reason.
+    pub(crate) fn build(mut loaded: Vec<Plugin>) -> (Registry, Vec<String>) {
+        let mut warnings = Vec::new();
+        // Deterministic order: by name, highest version first, then by path.
+        loaded.sort_by(|a, b| {
+            a.name
+                .cmp(&b.name)
+                .then_with(|| b.version.cmp(&a.version))
+                .then_with(|| a.path.cmp(&b.path))
+        });
+        let mut plugins: Vec<Arc<Plugin>> = Vec::new();
+        for p in loaded {
+            if let Some(kept) = plugins.iter().find(|k| k.name == p.name) {
+                warnings.push(format!(
+                    "{} ({}) is not used: {} ({}) has the same name and is preferred (higher version, then path order)",
+                    p.id(),
+                    p.path.display(),
+                    kept.id(),
+                    kept.path.display()
+                ));
+                continue;
+            }
+            plugins.push(Arc::new(p));
+        }
+        let mut tools: BTreeMap<String, (Arc<Plugin>, usize)> = BTreeMap::new();
+        for p in &plugins {
+            for (i, t) in p.tools.iter().enumerate() {
+                if !tools.contains_key(&t.name) {
+                    tools.insert(t.name.clone(), (p.clone(), i));
+                    continue;
+                }
+                let owner = tools[&t.name].0.id();
+                let alias = format!("{}__{}", p.name, t.name);
+                if is_valid_tool_name(&alias) && !tools.contains_key(&alias) {
+                    warnings.push(format!(
+                        "tool `{}` of {} clashes with `{}` of {owner}; it is exposed as `{alias}`",
+                        t.name,
+                        p.id(),
+                        t.name
+                    ));
+                    tools.insert(alias, (p.clone(), i));
+                } else {
+                    warnings.push(format!(
+                        "tool `{}` of {} clashes with `{}` of {owner} and cannot be renamed; it is not available",
+                        t.name,
+                        p.id(),
+                        t.name
+                    ));
+                }
+            }
+        }
+        (Registry { tools, plugins }, warnings)
+    }
+
+    pub(crate) fn tool_infos(&self) -> Vec<ToolInfo> {
+        self.tools
+            .iter()
+            .map(|(name, (p, i))| {
+                let t = &p.tools[*i];
+                ToolInfo {
+                    name: name.clone(),
+                    declared_name: t.name.clone(),
+                    plugin: p.name.clone(),
+                    plugin_version: p.version.clone(),
+                    description: t.description.clone(),
+                    input_schema: t.schema.clone(),
+                    annotations: t.annotations,
+                }
+            })
+            .collect()
+    }
+
+    pub(crate) fn plugin_infos(&self) -> Vec<PluginInfo> {
+        self.plugins
+            .iter()
+            .map(|p| PluginInfo {
+                name: p.name.clone(),
+                version: p.version.clone(),
+                path: p.path.clone(),
+                api_version: p.api_version.clone(),
+                description: p.description.clone(),
+                requested: p.requested.clone(),
+                granted: Granted {
+                    dirs: p
+                        .sandbox
+                        .dirs
+                        .iter()
+                        .map(|(h, _, a)| {
+                            let mode = match a {
+                                crate::grants::DirAccess::ReadOnly => "ro",
+                                crate::grants::DirAccess::ReadWrite => "rw",
+                            };
+                            format!("{}:{mode}", h.display())
+                        })
+                        .collect(),
+                    hosts: p.sandbox.hosts.iter().map(ToString::to_string).collect(),
+                    env: p.sandbox.env.iter().map(|(k, _)| k.clone()).collect(),
+                },
+                tools: self
+                    .tools
+                    .iter()
+                    .filter(|(_, (q, _))| Arc::ptr_eq(p, q))
+                    .map(|(n, _)| n.clone())
+                    .collect(),
+            })
+            .collect()
+    }
+
+    /// The closest tool names to `name`, best first (at most three).
+    pub(crate) fn suggest(&self, name: &str) -> Vec<String> {
+        suggest(name, self.tools.keys().map(String::as_str))
+    }
+}
+
+/// Ranks `candidates` by similarity to `name`: a match ignoring case and
+/// `-`/`_` first, then by Jaro-Winkler similarity and substring containment.
+pub(crate) fn suggest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let norm = |s: &str| s.to_ascii_lowercase().replace('-', "_");
+    let wanted = norm(name);
+    let mut scored: Vec<(f64, &str)> = candidates
+        .filter_map(|c| {
+            let n = norm(c);
+            let score = if n == wanted {
+                2.0
+            } else if !wanted.is_empty() && (n.contains(&wanted) || wanted.contains(&n)) {
+                1.0 + strsim::jaro_winkler(&wanted, &n) / 10.0
+            } else {
+                strsim::jaro_winkler(&wanted, &n)
+            };
+            (score >= 0.8).then_some((score, c))
+        })
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+    scored
+        .into_iter()
+        .take(3)
+        .map(|(_, c)| c.to_owned())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggestions_rank_case_and_separator_mismatches_first() {
+        let names = ["read_file", "list_dir", "read_files_fast", "calculate"];
+        assert_eq!(suggest("Read-File", names.into_iter())[0], "read_file");
+        assert_eq!(suggest("calculator", names.into_iter()), vec!["calculate"]);
+        assert!(suggest("zzz", names.into_iter()).is_empty());
+    }
+}

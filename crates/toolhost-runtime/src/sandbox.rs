@@ -1,0 +1,391 @@
+//! The sandbox of one call: a fresh [`Store`] with its WASI context, limits,
+//! deadline and host state, and the classification of what went wrong.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use wasmtime::component::ResourceTable;
+use wasmtime::{Engine, ResourceLimiter, Store, Trap, UpdateDeadline};
+use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
+
+use crate::api::Level;
+use crate::error::SandboxFault;
+use crate::grants::{DirAccess, HostPattern};
+use crate::http::HttpAllowlist;
+use crate::limits::Limits;
+
+/// Bytes of a plugin's stdout and of its stderr kept per call (for the log);
+/// the rest is counted and dropped, never an error for the plugin.
+const STDIO_CAPACITY: usize = 64 * 1024;
+
+/// A plugin's stdout or stderr: kept in memory (bounded) and written to the
+/// host's log after the call, never to the host's own stdout.
+#[derive(Clone, Default)]
+struct CapturedOutput(Arc<Mutex<Captured>>);
+
+#[derive(Default)]
+struct Captured {
+    buf: Vec<u8>,
+    dropped: usize,
+}
+
+impl CapturedOutput {
+    fn take(&self) -> (Vec<u8>, usize) {
+        match self.0.lock() {
+            Ok(mut c) => (std::mem::take(&mut c.buf), std::mem::take(&mut c.dropped)),
+            Err(_) => (Vec::new(), 0),
+        }
+    }
+
+    fn text(&self) -> String {
+        match self.0.lock() {
+            Ok(c) => String::from_utf8_lossy(&c.buf).into_owned(),
+            Err(_) => String::new(),
+        }
+    }
+}
+
+impl IsTerminal for CapturedOutput {
+    fn is_terminal(&self) -> bool {
+        false
+    }
+}
+
+impl StdoutStream for CapturedOutput {
+    fn async_stream(&self) -> Box<dyn tokio::io::AsyncWrite + Send + Sync> {
+        Box::new(self.clone())
+    }
+}
+
+impl tokio::io::AsyncWrite for CapturedOutput {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        if let Ok(mut c) = self.0.lock() {
+            let room = STDIO_CAPACITY.saturating_sub(c.buf.len()).min(data.len());
+            c.buf.extend_from_slice(&data[..room]);
+            c.dropped += data.len() - room;
+        }
+        Poll::Ready(Ok(data.len()))
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// Receives progress reports of long calls: `(tool, message, fraction)`.
+pub type ProgressSink = Arc<dyn Fn(&str, &str, Option<f32>) + Send + Sync>;
+
+/// What a plugin is given, resolved once at load time and shared by all its calls.
+#[derive(Debug, Default)]
+pub(crate) struct SandboxSpec {
+    pub plugin: String,
+    pub limits: Limits,
+    /// `(host path, guest path, access)`; the guest path is the canonical host path.
+    pub dirs: Vec<(PathBuf, String, DirAccess)>,
+    pub hosts: Arc<[HostPattern]>,
+    pub env: Vec<(String, String)>,
+    pub config: BTreeMap<String, String>,
+}
+
+/// The `T` of every plugin `Store`.
+pub(crate) struct SandboxState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    http: WasiHttpCtx,
+    http_hooks: HttpAllowlist,
+    limiter: Limiter,
+    spec: Arc<SandboxSpec>,
+    tool: String,
+    log_lines: usize,
+    dropped_log_lines: usize,
+    progress: Option<ProgressSink>,
+    deadline: Instant,
+    stdout: CapturedOutput,
+    stderr: CapturedOutput,
+}
+
+impl WasiView for SandboxState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl WasiHttpView for SandboxState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.http_hooks,
+        }
+    }
+}
+
+/// Memory and table limits of one store; remembers a refused growth so a
+/// resulting trap can be reported as what it is.
+struct Limiter {
+    memory_bytes: u64,
+    table_elements: usize,
+    refused_memory: Option<u64>,
+}
+
+impl ResourceLimiter for Limiter {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired as u64 > self.memory_bytes {
+            self.refused_memory = Some(desired as u64);
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= self.table_elements)
+    }
+}
+
+impl SandboxState {
+    pub(crate) fn plugin_log(&mut self, level: Level, message: &str) {
+        if self.log_lines >= self.spec.limits.max_log_lines {
+            self.dropped_log_lines += 1;
+            return;
+        }
+        self.log_lines += 1;
+        let plugin = self.spec.plugin.as_str();
+        let tool = self.tool.as_str();
+        match level {
+            Level::Trace => tracing::trace!(target: "toolhost::plugin", plugin, tool, "{message}"),
+            Level::Debug => tracing::debug!(target: "toolhost::plugin", plugin, tool, "{message}"),
+            Level::Info => tracing::info!(target: "toolhost::plugin", plugin, tool, "{message}"),
+            Level::Warn => tracing::warn!(target: "toolhost::plugin", plugin, tool, "{message}"),
+            Level::Error => tracing::error!(target: "toolhost::plugin", plugin, tool, "{message}"),
+        }
+    }
+
+    pub(crate) fn plugin_config(&self, key: &str) -> Option<String> {
+        self.spec.config.get(key).cloned()
+    }
+
+    pub(crate) fn plugin_config_keys(&self) -> Vec<String> {
+        self.spec.config.keys().cloned().collect()
+    }
+
+    pub(crate) fn report_progress(&mut self, message: &str, fraction: Option<f32>) {
+        let fraction = fraction
+            .filter(|f| f.is_finite())
+            .map(|f| f.clamp(0.0, 1.0));
+        if let Some(sink) = &self.progress {
+            sink(&self.tool, message, fraction);
+        }
+    }
+}
+
+/// A store for one plugin instance: fresh per call by default, or kept for
+/// several calls (see [`crate::ReusedInstance`]).
+pub(crate) struct Sandbox {
+    pub store: Store<SandboxState>,
+}
+
+impl Sandbox {
+    pub(crate) fn new(engine: &Engine, spec: &Arc<SandboxSpec>) -> Result<Sandbox, String> {
+        let stdout = CapturedOutput::default();
+        let stderr = CapturedOutput::default();
+        let mut wasi = WasiCtxBuilder::new();
+        wasi.stdout(stdout.clone()).stderr(stderr.clone());
+        for (k, v) in &spec.env {
+            wasi.env(k, v);
+        }
+        for (host, guest, access) in &spec.dirs {
+            let perms = match access {
+                DirAccess::ReadOnly => FsPerms::ReadOnly,
+                DirAccess::ReadWrite => FsPerms::ReadWrite,
+            };
+            wasi.preopened_dir(host, guest, perms)
+                .map_err(|e| format!("cannot open granted directory {}: {e}", host.display()))?;
+        }
+        let state = SandboxState {
+            wasi: wasi.build(),
+            table: ResourceTable::new(),
+            http: WasiHttpCtx::new(),
+            http_hooks: HttpAllowlist::new(spec.plugin.clone(), spec.hosts.clone()),
+            limiter: Limiter {
+                memory_bytes: spec.limits.memory_bytes,
+                table_elements: spec.limits.table_elements,
+                refused_memory: None,
+            },
+            spec: spec.clone(),
+            tool: String::new(),
+            log_lines: 0,
+            dropped_log_lines: 0,
+            progress: None,
+            deadline: Instant::now() + spec.limits.timeout,
+            stdout,
+            stderr,
+        };
+        let mut store = Store::new(engine, state);
+        store.limiter(|s| &mut s.limiter);
+        // Every epoch tick: yield to the executor (a guest never holds a worker
+        // thread for long), and interrupt once the call's deadline has passed.
+        store.epoch_deadline_callback(|cx| {
+            if Instant::now() >= cx.data().deadline {
+                Ok(UpdateDeadline::Interrupt)
+            } else {
+                Ok(UpdateDeadline::Yield(1))
+            }
+        });
+        store.set_epoch_deadline(1);
+        Ok(Sandbox { store })
+    }
+
+    /// Prepares the store for a call of `tool`: arms the deadline, resets the
+    /// per-call counters. Returns when the call started.
+    pub(crate) fn begin(&mut self, tool: &str, progress: Option<ProgressSink>) -> Instant {
+        let now = Instant::now();
+        let state = self.store.data_mut();
+        state.deadline = now + state.spec.limits.timeout;
+        state.tool.clear();
+        state.tool.push_str(tool);
+        state.progress = progress;
+        state.log_lines = 0;
+        state.dropped_log_lines = 0;
+        state.limiter.refused_memory = None;
+        self.store.set_epoch_deadline(1);
+        now
+    }
+
+    /// Runs `fut` (which drives this sandbox's store) under the call's wall-clock
+    /// limit. The epoch deadline stops a guest that computes; this stops one
+    /// that waits inside a host call (a sleep, a slow socket).
+    pub(crate) async fn run<T>(
+        timeout: Duration,
+        fut: impl Future<Output = wasmtime::Result<T>>,
+    ) -> Result<wasmtime::Result<T>, SandboxFault> {
+        // A little grace so that a computing guest is stopped by its epoch
+        // deadline (a clean trap) rather than by dropping the future.
+        tokio::time::timeout(timeout + Duration::from_millis(5), fut)
+            .await
+            .map_err(|_| SandboxFault::Timeout { limit: timeout })
+    }
+
+    /// Writes what the plugin printed to the host's log, and reports dropped lines.
+    pub(crate) fn flush_logs(&mut self) {
+        let state = self.store.data_mut();
+        for (stream, pipe) in [
+            ("stdout", state.stdout.clone()),
+            ("stderr", state.stderr.clone()),
+        ] {
+            let (bytes, dropped_bytes) = pipe.take();
+            for line in String::from_utf8_lossy(&bytes).lines() {
+                if line.trim().is_empty() {
+                    continue;
+                }
+                if state.log_lines >= state.spec.limits.max_log_lines {
+                    state.dropped_log_lines += 1;
+                    continue;
+                }
+                state.log_lines += 1;
+                tracing::info!(target: "toolhost::plugin", plugin = %state.spec.plugin, tool = %state.tool, stream, "{line}");
+            }
+            if dropped_bytes > 0 {
+                tracing::warn!(target: "toolhost::plugin", plugin = %state.spec.plugin, tool = %state.tool, stream, "dropped {dropped_bytes} bytes of output over the limit of {STDIO_CAPACITY} per call");
+            }
+        }
+        if state.dropped_log_lines > 0 {
+            tracing::warn!(
+                target: "toolhost::plugin",
+                plugin = %state.spec.plugin,
+                tool = %state.tool,
+                "dropped {} log lines over the limit of {} per call",
+                state.dropped_log_lines,
+                state.spec.limits.max_log_lines
+            );
+        }
+    }
+
+    /// Turns an error from inside the sandbox into a [`SandboxFault`].
+    pub(crate) fn classify(&self, err: &wasmtime::Error, max_wasm_stack: usize) -> SandboxFault {
+        let state = self.store.data();
+        let limits = &state.spec.limits;
+        if let Some(requested) = state.limiter.refused_memory {
+            return SandboxFault::MemoryLimit {
+                limit: limits.memory_bytes,
+                requested,
+            };
+        }
+        match err.downcast_ref::<Trap>() {
+            Some(Trap::Interrupt) => {
+                return SandboxFault::Timeout {
+                    limit: limits.timeout,
+                };
+            }
+            Some(Trap::StackOverflow) => {
+                return SandboxFault::StackOverflow {
+                    limit: max_wasm_stack,
+                };
+            }
+            _ => {}
+        }
+        if let Some(message) = panic_message(&state.stderr.text()) {
+            return SandboxFault::Panic { message };
+        }
+        SandboxFault::Trap {
+            message: format!("{err:#}"),
+        }
+    }
+}
+
+/// Extracts a Rust panic message (`panicked at src/lib.rs:3:5:\nmessage`) from stderr.
+fn panic_message(stderr: &str) -> Option<String> {
+    let at = stderr.find("panicked at ")?;
+    let rest = &stderr[at + "panicked at ".len()..];
+    let mut lines = rest.lines();
+    let location = lines.next().unwrap_or("").trim_end_matches(':');
+    let message: Vec<&str> = lines.take_while(|l| !l.starts_with("note:")).collect();
+    let message = message.join("\n");
+    let message = message.trim();
+    Some(if message.is_empty() {
+        format!("at {location}")
+    } else {
+        format!("{message} (at {location})")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn panic_message_is_extracted_from_rust_stderr() {
+        let stderr = "\nthread '<unnamed>' panicked at src/lib.rs:10:5:\nboom: 42\nnote: run with `RUST_BACKTRACE=1`\n";
+        assert_eq!(
+            panic_message(stderr).as_deref(),
+            Some("boom: 42 (at src/lib.rs:10:5)")
+        );
+        assert_eq!(panic_message("just a log line\n"), None);
+    }
+}

@@ -1,0 +1,223 @@
+//! End-to-end behaviour of the `host` binary with the real example plugins.
+
+mod common;
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+use common::*;
+
+fn host(cache: &std::path::Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_host"));
+    cmd.env("TOOLHOST_CACHE_DIR", cache)
+        .env_remove("RUST_LOG")
+        .env_remove("TOOLHOST_CONFIG");
+    cmd
+}
+
+fn shared_cache() -> std::path::PathBuf {
+    root().join("target/test-cache")
+}
+
+fn run(cmd: &mut Command) -> Output {
+    cmd.output().expect("host runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn call_prints_the_output_on_stdout() {
+    let o = run(host(&shared_cache())
+        .arg("--plugins")
+        .arg(plugins_dir())
+        .args(["call", "calculate", r#"{"expression":"2*(3+4)"}"#]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "14\n");
+}
+
+#[test]
+fn call_with_details_and_json() {
+    let o = run(host(&shared_cache())
+        .arg("--plugins")
+        .arg(plugins_dir())
+        .args(["call", "word_count", r#"{"text":"a b c"}"#, "--json"]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["ok"], true);
+    assert_eq!(v["details"]["words"], 3);
+    assert_eq!(v["plugin"], "text");
+}
+
+#[test]
+fn tools_json_lists_every_tool_with_plugin_version_and_schema() {
+    let o = run(host(&shared_cache())
+        .arg("--plugins")
+        .arg(plugins_dir())
+        .args(["tools", "--json"]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let tools = v.as_array().unwrap();
+    let calc = tools.iter().find(|t| t["name"] == "calculate").unwrap();
+    assert_eq!(calc["plugin"], "calc");
+    assert_eq!(calc["plugin_version"], "0.1.0");
+    assert_eq!(calc["input_schema"]["type"], "object");
+    assert!(tools.len() >= 6);
+}
+
+#[test]
+fn each_kind_of_failure_has_its_own_exit_code() {
+    let dir = plugins_dir();
+    let cases: [(&str, &str, i32); 4] = [
+        ("calculat", "{}", 3),
+        ("calculate", r#"{"expression": 7}"#, 4),
+        ("calculate", r#"{"expression": "1/0"}"#, 5),
+        ("calculate", "{not json", 4),
+    ];
+    for (tool, args, code) in cases {
+        let o = run(host(&shared_cache())
+            .arg("--plugins")
+            .arg(&dir)
+            .args(["call", tool, args]));
+        assert_eq!(o.status.code(), Some(code), "{tool} {args}: {}", stderr(&o));
+        assert!(stderr(&o).contains("error:"), "{}", stderr(&o));
+        assert!(
+            stdout(&o).is_empty(),
+            "errors stay off stdout: {}",
+            stdout(&o)
+        );
+    }
+    let o = run(host(&shared_cache())
+        .arg("--plugins")
+        .arg(fixtures_dir().join("hostile.wasm"))
+        .args(["--timeout-ms", "200", "call", "spin"]));
+    assert_eq!(o.status.code(), Some(6), "{}", stderr(&o));
+    assert!(stderr(&o).contains("timed out"), "{}", stderr(&o));
+}
+
+#[test]
+fn check_describes_a_good_plugin_and_explains_a_bad_one() {
+    let o = run(host(&shared_cache())
+        .arg("check")
+        .arg(plugins_dir().join("fs.wasm")));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("fs@0.1.0"), "{out}");
+    assert!(out.contains("toolhost:plugin@0.1.0"), "{out}");
+    assert!(
+        out.contains("read_file") && out.contains("dirs=read-only"),
+        "{out}"
+    );
+
+    let tmp = tempfile::tempdir().unwrap();
+    let core = tmp.path().join("core.wasm");
+    std::fs::write(&core, b"\0asm\x01\0\0\0").unwrap();
+    let o = run(host(&shared_cache()).arg("check").arg(&core));
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o).contains("core WebAssembly module"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn a_broken_plugin_is_reported_and_the_others_still_serve() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_plugin(&plugins_dir(), "calc", tmp.path());
+    std::fs::write(tmp.path().join("broken.wasm"), b"garbage").unwrap();
+    let o = run(host(&shared_cache())
+        .arg("--plugins")
+        .arg(tmp.path())
+        .args(["call", "calculate", r#"{"expression":"1+1"}"#]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "2\n");
+    assert!(
+        stderr(&o).contains("broken.wasm not loaded"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn a_second_start_compiles_nothing() {
+    let cache = tempfile::tempdir().unwrap();
+    let start = || {
+        run(host(cache.path())
+            .arg("-v")
+            .arg("--plugins")
+            .arg(plugins_dir())
+            .arg("tools"))
+    };
+    let first = start();
+    assert!(
+        stderr(&first).contains("(4 compiled, 0 from cache)"),
+        "{}",
+        stderr(&first)
+    );
+    let second = start();
+    assert!(
+        stderr(&second).contains("(0 compiled, 4 from cache)"),
+        "{}",
+        stderr(&second)
+    );
+}
+
+#[test]
+fn fs_grants_come_from_the_command_line() {
+    let scene = fs_scene();
+    let granted = format!("fs={}", scene.granted.display());
+    let o = run(host(&shared_cache())
+        .arg("--plugins")
+        .arg(plugins_dir())
+        .args([
+            "--allow-dir",
+            &granted,
+            "call",
+            "read_file",
+            r#"{"path":"hello.txt"}"#,
+        ]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("line one"));
+    let o = run(host(&shared_cache())
+        .arg("--plugins")
+        .arg(plugins_dir())
+        .args([
+            "--allow-dir",
+            &granted,
+            "call",
+            "read_file",
+            r#"{"path":"../secret.txt"}"#,
+        ]));
+    assert_eq!(o.status.code(), Some(5), "{}", stderr(&o));
+    assert!(!stdout(&o).contains("TOP SECRET"));
+}
+
+#[test]
+fn the_interactive_session_lists_and_calls_tools() {
+    let mut child = host(&shared_cache())
+        .arg("--plugins")
+        .arg(plugins_dir())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"/tools\n/call calculate {\"expression\": \"6*7\"}\nhello\n/quit\n")
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("read_file"), "{out}");
+    assert!(out.contains("\n42\n") || out.contains("42\n("), "{out}");
+    assert!(out.contains("agent loop"), "{out}");
+}

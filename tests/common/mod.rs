@@ -1,0 +1,144 @@
+//! Helpers shared by the end-to-end tests: where the built plugins are,
+//! scratch plugin directories, and a real HTTP server on loopback.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+/// The repository root.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn built(dir: &str, probe: &str) -> PathBuf {
+    let env = format!("TOOLHOST_TEST_{}", dir.to_uppercase());
+    let dir = std::env::var_os(&env)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root().join("target").join(dir));
+    assert!(
+        dir.join(probe).is_file(),
+        "{} is missing: build the plugins first with `cargo xtask plugins` (or run `cargo xtask test`)",
+        dir.join(probe).display()
+    );
+    dir
+}
+
+/// `target/plugins`: the example plugins.
+pub fn plugins_dir() -> PathBuf {
+    built("plugins", "calc.wasm")
+}
+
+/// `target/fixtures`: the fixture plugins.
+pub fn fixtures_dir() -> PathBuf {
+    built("fixtures", "hostile.wasm")
+}
+
+/// Copies plugin `name` (its `.wasm` and `.toml`, when there is one) from `from` into `to`.
+pub fn copy_plugin(from: &Path, name: &str, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    std::fs::copy(
+        from.join(format!("{name}.wasm")),
+        to.join(format!("{name}.wasm")),
+    )
+    .unwrap();
+    let manifest = from.join(format!("{name}.toml"));
+    if manifest.is_file() {
+        std::fs::copy(manifest, to.join(format!("{name}.toml"))).unwrap();
+    }
+}
+
+/// A minimal HTTP/1.1 server on 127.0.0.1 that answers every request with a
+/// fixed body and counts requests. Stops when dropped.
+pub struct TestServer {
+    pub port: u16,
+    pub requests: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
+}
+
+impl TestServer {
+    pub fn start(body: &'static str) -> TestServer {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let requests = Arc::new(AtomicUsize::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (r, s) = (requests.clone(), stop.clone());
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                if s.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(mut conn) = conn else { continue };
+                r.fetch_add(1, Ordering::SeqCst);
+                let mut reader = BufReader::new(conn.try_clone().unwrap());
+                let mut line = String::new();
+                // Read the request head.
+                while reader.read_line(&mut line).map(|n| n > 0).unwrap_or(false) {
+                    if line == "\r\n" || line == "\n" {
+                        break;
+                    }
+                    line.clear();
+                }
+                let _ = write!(
+                    conn,
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = conn.flush();
+            }
+        });
+        TestServer {
+            port,
+            requests,
+            stop,
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    pub fn request_count(&self) -> usize {
+        self.requests.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+    }
+}
+
+/// A scratch directory with a file inside and a secret outside, plus a
+/// symlink inside that points at the secret.
+pub struct FsScene {
+    pub tmp: tempfile::TempDir,
+    pub granted: PathBuf,
+    pub secret: PathBuf,
+}
+
+pub fn fs_scene() -> FsScene {
+    let tmp = tempfile::tempdir().unwrap();
+    let granted = tmp.path().join("granted");
+    std::fs::create_dir_all(granted.join("sub")).unwrap();
+    std::fs::write(
+        granted.join("hello.txt"),
+        "line one\nline two\nline three\n",
+    )
+    .unwrap();
+    std::fs::write(granted.join("sub/inner.txt"), "inner\n").unwrap();
+    let secret = tmp.path().join("secret.txt");
+    std::fs::write(&secret, "TOP SECRET\n").unwrap();
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(&secret, granted.join("link-out")).unwrap();
+    let granted = std::fs::canonicalize(granted).unwrap();
+    FsScene {
+        tmp,
+        granted,
+        secret,
+    }
+}

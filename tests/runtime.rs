@@ -1,0 +1,685 @@
+//! End-to-end behaviour of the runtime through its public API, with the real
+//! example and fixture plugins built by `cargo xtask plugins`.
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::json;
+use toolhost_runtime::{
+    CallContext, CallError, DirGrant, LoadError, PluginSettings, Runtime, SandboxFault,
+    ToolErrorKind,
+};
+
+use common::*;
+
+async fn runtime_with(dirs: &[&Path], settings: Vec<(&str, PluginSettings)>) -> Runtime {
+    let mut b = Runtime::builder().cache_dir(Some(root().join("target/test-cache")));
+    for d in dirs {
+        b = b.plugin_dir(*d);
+    }
+    for (name, s) in settings {
+        b = b.plugin_settings(name, s);
+    }
+    b.build().await.expect("runtime builds")
+}
+
+async fn examples() -> Runtime {
+    runtime_with(&[&plugins_dir()], vec![]).await
+}
+
+/// Only the `hostile` fixture, with a short timeout and a small memory limit.
+async fn hostile() -> Runtime {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_plugin(&fixtures_dir(), "hostile", tmp.path());
+    copy_plugin(&plugins_dir(), "calc", tmp.path());
+    let mut s = PluginSettings::default();
+    s.limits.timeout_ms = Some(300);
+    s.limits.memory_mb = Some(32);
+    s.limits.max_output_bytes = Some(1024 * 1024);
+    let rt = runtime_with(&[tmp.path()], vec![("hostile", s)]).await;
+    // The files are loaded; the directory may go.
+    drop(tmp);
+    rt
+}
+
+fn sandbox_fault(e: CallError) -> SandboxFault {
+    match e {
+        CallError::Sandbox { fault, .. } => fault,
+        other => panic!("expected a sandbox fault, got {other:?}"),
+    }
+}
+
+async fn assert_calc_still_works(rt: &Runtime) {
+    let r = rt
+        .call(
+            "calculate",
+            json!({"expression": "6*7"}),
+            CallContext::new(),
+        )
+        .await
+        .expect("a well-behaved plugin still works");
+    assert_eq!(r.output, "42");
+}
+
+#[tokio::test]
+async fn every_example_tool_is_listed_with_its_plugin_and_version() {
+    let rt = examples().await;
+    assert!(
+        rt.load_report().failures.is_empty(),
+        "{:?}",
+        rt.load_report().failures
+    );
+    let tools = rt.tools();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    for expected in [
+        "calculate",
+        "word_count",
+        "regex_find",
+        "read_file",
+        "list_dir",
+        "http_get",
+    ] {
+        assert!(
+            names.contains(&expected),
+            "{expected} missing from {names:?}"
+        );
+    }
+    let calc = tools.iter().find(|t| t.name == "calculate").unwrap();
+    assert_eq!(calc.plugin, "calc");
+    assert_eq!(calc.plugin_version.to_string(), "0.1.0");
+    assert!(calc.annotations.read_only);
+    assert_eq!(calc.input_schema["type"], "object");
+    assert!(!calc.description.is_empty());
+}
+
+#[tokio::test]
+async fn calculate_returns_the_number_with_details() {
+    let rt = examples().await;
+    let r = rt
+        .call(
+            "calculate",
+            json!({"expression": "2*(3+4)"}),
+            CallContext::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.output, "14");
+    assert_eq!(r.plugin, "calc");
+    assert_eq!(r.details.as_ref().unwrap()["value"], json!(14.0));
+    let r = rt
+        .call(
+            "calculate",
+            json!({"expression": "sqrt(16) + 2^3^2 / 512"}),
+            CallContext::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.output, "5");
+}
+
+#[tokio::test]
+async fn tool_errors_separate_bad_arguments_from_failures() {
+    let rt = examples().await;
+    match rt
+        .call(
+            "calculate",
+            json!({"expression": "1/0"}),
+            CallContext::new(),
+        )
+        .await
+    {
+        Err(CallError::Tool {
+            kind: ToolErrorKind::Failed,
+            message,
+            ..
+        }) => {
+            assert!(
+                message.to_lowercase().contains("division by zero"),
+                "{message}"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    match rt
+        .call(
+            "calculate",
+            json!({"expression": "2*(3+"}),
+            CallContext::new(),
+        )
+        .await
+    {
+        Err(CallError::Tool {
+            kind: ToolErrorKind::InvalidArguments,
+            message,
+            ..
+        }) => {
+            assert!(message.contains("position"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn text_tools_count_words_and_find_regex_matches() {
+    let rt = examples().await;
+    let r = rt
+        .call(
+            "word_count",
+            json!({"text": "one two three\nfour"}),
+            CallContext::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.details.as_ref().unwrap()["words"], 4);
+    assert_eq!(r.details.as_ref().unwrap()["lines"], 2);
+    let r = rt
+        .call(
+            "regex_find",
+            json!({"pattern": "t\\w+", "text": "two three four"}),
+            CallContext::new(),
+        )
+        .await
+        .unwrap();
+    assert!(
+        r.output.contains("two") && r.output.contains("three"),
+        "{}",
+        r.output
+    );
+    match rt
+        .call(
+            "regex_find",
+            json!({"pattern": "(", "text": "x"}),
+            CallContext::new(),
+        )
+        .await
+    {
+        Err(CallError::Tool {
+            kind: ToolErrorKind::InvalidArguments,
+            ..
+        }) => {}
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn an_unknown_tool_names_the_closest_available_tools() {
+    let rt = examples().await;
+    match rt.call("Calculate", json!({}), CallContext::new()).await {
+        Err(CallError::NotFound {
+            suggestions,
+            available,
+            ..
+        }) => {
+            assert_eq!(suggestions[0], "calculate");
+            assert!(available.contains(&"read_file".to_owned()));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn schema_violations_are_all_reported_with_their_paths() {
+    let rt = examples().await;
+    match rt
+        .call(
+            "regex_find",
+            json!({"pattern": 3, "max_matches": "many"}),
+            CallContext::new(),
+        )
+        .await
+    {
+        Err(CallError::InvalidArguments { issues, .. }) => {
+            let paths: Vec<&str> = issues.iter().map(|i| i.path.as_str()).collect();
+            assert!(paths.contains(&"/pattern"), "{issues:?}");
+            assert!(paths.contains(&"/max_matches"), "{issues:?}");
+            assert!(
+                issues
+                    .iter()
+                    .any(|i| i.path.is_empty() && i.message.contains("text")),
+                "missing `text` is reported at the root: {issues:?}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn malformed_json_arguments_are_an_error_with_position() {
+    let rt = examples().await;
+    match rt
+        .call_json("calculate", "{\"expression\": ", CallContext::new())
+        .await
+    {
+        Err(CallError::InvalidArguments { issues, .. }) => {
+            assert!(issues[0].message.contains("line 1"), "{issues:?}")
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+fn fs_grant(dir: &Path) -> PluginSettings {
+    let mut s = PluginSettings::default();
+    s.dirs.push(DirGrant::read_only(dir));
+    s
+}
+
+#[tokio::test]
+async fn fs_reads_and_lists_inside_its_grant() {
+    let scene = fs_scene();
+    let rt = runtime_with(&[&plugins_dir()], vec![("fs", fs_grant(&scene.granted))]).await;
+    let r = rt
+        .call(
+            "read_file",
+            json!({"path": "hello.txt", "offset": 2, "limit": 1}),
+            CallContext::new(),
+        )
+        .await
+        .unwrap();
+    assert!(r.output.contains("line two"), "{}", r.output);
+    assert!(!r.output.contains("line one"), "{}", r.output);
+    let abs = scene.granted.join("sub/inner.txt");
+    let r = rt
+        .call(
+            "read_file",
+            json!({"path": abs.to_str().unwrap()}),
+            CallContext::new(),
+        )
+        .await
+        .unwrap();
+    assert!(r.output.contains("inner"), "{}", r.output);
+    let r = rt
+        .call("list_dir", json!({"path": "."}), CallContext::new())
+        .await
+        .unwrap();
+    assert!(
+        r.output.contains("hello.txt") && r.output.contains("sub/"),
+        "{}",
+        r.output
+    );
+}
+
+#[tokio::test]
+async fn fs_cannot_read_outside_its_grant() {
+    let scene = fs_scene();
+    let rt = runtime_with(&[&plugins_dir()], vec![("fs", fs_grant(&scene.granted))]).await;
+    let secret = scene.secret.to_str().unwrap();
+    for path in [
+        "../secret.txt",
+        secret,
+        "link-out",
+        "/etc/passwd",
+        "sub/../../secret.txt",
+    ] {
+        match rt
+            .call("read_file", json!({"path": path}), CallContext::new())
+            .await
+        {
+            Err(CallError::Tool {
+                kind: ToolErrorKind::Failed,
+                ..
+            }) => {}
+            Ok(r) => panic!("read {path} outside the grant: {}", r.output),
+            Err(other) => panic!("{path}: unexpected {other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn fs_without_a_grant_reads_nothing() {
+    let rt = examples().await;
+    match rt
+        .call(
+            "read_file",
+            json!({"path": "/etc/passwd"}),
+            CallContext::new(),
+        )
+        .await
+    {
+        Err(CallError::Tool {
+            kind: ToolErrorKind::Failed,
+            message,
+            ..
+        }) => {
+            assert!(message.contains("no directory is granted"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn http_reaches_a_granted_host_and_is_refused_elsewhere() {
+    let granted = TestServer::start("hello from the granted server");
+    let other = TestServer::start("you should not see this");
+    let mut s = PluginSettings::default();
+    s.hosts
+        .push(format!("127.0.0.1:{}", granted.port).parse().unwrap());
+    let rt = runtime_with(&[&plugins_dir()], vec![("http", s)]).await;
+
+    let r = rt
+        .call(
+            "http_get",
+            json!({"url": granted.url("/hi")}),
+            CallContext::new(),
+        )
+        .await
+        .unwrap();
+    assert!(
+        r.output.contains("hello from the granted server"),
+        "{}",
+        r.output
+    );
+    assert_eq!(granted.request_count(), 1);
+
+    match rt
+        .call(
+            "http_get",
+            json!({"url": other.url("/")}),
+            CallContext::new(),
+        )
+        .await
+    {
+        Err(CallError::Tool {
+            kind: ToolErrorKind::Failed,
+            message,
+            ..
+        }) => {
+            assert!(message.to_lowercase().contains("denied"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        other.request_count(),
+        0,
+        "the ungranted server saw no request"
+    );
+}
+
+#[tokio::test]
+async fn broken_plugin_files_are_reported_while_the_others_load() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    copy_plugin(&plugins_dir(), "calc", dir);
+    std::fs::write(dir.join("garbage.wasm"), b"this is not wasm at all").unwrap();
+    std::fs::write(dir.join("core.wasm"), b"\0asm\x01\0\0\0").unwrap();
+    for name in ["future-abi", "describe-trap", "bad-schema"] {
+        copy_plugin(&fixtures_dir(), name, dir);
+    }
+    std::fs::write(dir.join("badmanifest.wasm"), b"\0asm\x0d\0\x01\0").unwrap();
+    std::fs::write(dir.join("badmanifest.toml"), "version = \"not semver\"\n").unwrap();
+
+    let rt = runtime_with(&[dir], vec![]).await;
+    assert_calc_still_works(&rt).await;
+    let report = rt.load_report();
+    let reason = |file: &str| -> LoadError {
+        report
+            .failures
+            .iter()
+            .find(|f| f.path.file_name().unwrap() == file)
+            .unwrap_or_else(|| panic!("{file} not reported: {:?}", report.failures))
+            .error
+            .clone()
+    };
+    assert!(matches!(
+        reason("garbage.wasm"),
+        LoadError::NotAComponent(_)
+    ));
+    assert!(matches!(reason("core.wasm"), LoadError::NotAComponent(m) if m.contains("core")));
+    match reason("future-abi.wasm") {
+        LoadError::UnsupportedVersion { found, supported } => {
+            assert_eq!(found, "9.0.0");
+            assert!(supported.contains("0.1.0"));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        reason("describe-trap.wasm"),
+        LoadError::Describe(_)
+    ));
+    assert!(matches!(
+        reason("bad-schema.wasm"),
+        LoadError::InvalidTool { .. }
+    ));
+    assert!(matches!(
+        reason("badmanifest.wasm"),
+        LoadError::Manifest { .. }
+    ));
+    assert_eq!(report.failures.len(), 6, "{:?}", report.failures);
+}
+
+#[tokio::test]
+async fn a_second_start_compiles_nothing_and_a_corrupt_entry_is_recompiled() {
+    let cache = tempfile::tempdir().unwrap();
+    let build = || {
+        Runtime::builder()
+            .plugin_dir(plugins_dir())
+            .cache_dir(Some(cache.path().to_owned()))
+            .build()
+    };
+    let first = build().await.unwrap().load_report();
+    assert_eq!(first.compiled, 4, "{first:?}");
+    let second = build().await.unwrap().load_report();
+    assert_eq!((second.compiled, second.cache_hits), (0, 4), "{second:?}");
+
+    // Corrupt one entry: it is recompiled, the others still come from the cache.
+    let entry = std::fs::read_dir(cache.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "cwasm"))
+        .unwrap();
+    let mut bytes = std::fs::read(&entry).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0xff;
+    std::fs::write(&entry, &bytes).unwrap();
+    let rt = build().await.unwrap();
+    let third = rt.load_report();
+    assert_eq!((third.compiled, third.cache_hits), (1, 3), "{third:?}");
+    assert!(third.failures.is_empty());
+    assert_calc_still_works(&rt).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn many_concurrent_calls_from_many_tasks_are_all_correct() {
+    let rt = examples().await;
+    let mut tasks = tokio::task::JoinSet::new();
+    for t in 0..32u32 {
+        let rt = rt.clone();
+        tasks.spawn(async move {
+            for i in 0..25u32 {
+                let r = rt
+                    .call(
+                        "calculate",
+                        json!({"expression": format!("{t} * 1000 + {i}")}),
+                        CallContext::new(),
+                    )
+                    .await
+                    .unwrap();
+                assert_eq!(r.output, (t * 1000 + i).to_string());
+                let words = "w ".repeat((i + 1) as usize);
+                let r = rt
+                    .call("word_count", json!({"text": words}), CallContext::new())
+                    .await
+                    .unwrap();
+                assert_eq!(r.details.unwrap()["words"], i + 1);
+            }
+        });
+    }
+    let mut done = 0;
+    while let Some(r) = tasks.join_next().await {
+        r.unwrap();
+        done += 1;
+    }
+    assert_eq!(done, 32);
+}
+
+#[tokio::test]
+async fn a_busy_loop_is_stopped_at_its_time_limit() {
+    let rt = hostile().await;
+    let started = std::time::Instant::now();
+    let fault = sandbox_fault(
+        rt.call("spin", json!({}), CallContext::new())
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(
+        fault,
+        SandboxFault::Timeout {
+            limit: Duration::from_millis(300)
+        }
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_calc_still_works(&rt).await;
+}
+
+#[tokio::test]
+async fn a_sleep_past_the_limit_is_stopped() {
+    let rt = hostile().await;
+    let fault = sandbox_fault(
+        rt.call("sleep", json!({"ms": 10_000}), CallContext::new())
+            .await
+            .unwrap_err(),
+    );
+    assert!(matches!(fault, SandboxFault::Timeout { .. }), "{fault:?}");
+    let r = rt
+        .call("sleep", json!({"ms": 1}), CallContext::new())
+        .await
+        .unwrap();
+    assert!(!r.output.is_empty());
+}
+
+#[tokio::test]
+async fn memory_exhaustion_is_a_memory_limit_fault() {
+    let rt = hostile().await;
+    match sandbox_fault(
+        rt.call("alloc", json!({}), CallContext::new())
+            .await
+            .unwrap_err(),
+    ) {
+        SandboxFault::MemoryLimit { limit, requested } => {
+            assert_eq!(limit, 32 * 1024 * 1024);
+            assert!(requested > limit);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_calc_still_works(&rt).await;
+}
+
+#[tokio::test]
+async fn unbounded_recursion_is_a_stack_overflow() {
+    let rt = hostile().await;
+    let fault = sandbox_fault(
+        rt.call(
+            "recurse",
+            json!({"depth": 100_000_000u64}),
+            CallContext::new(),
+        )
+        .await
+        .unwrap_err(),
+    );
+    assert!(
+        matches!(fault, SandboxFault::StackOverflow { .. }),
+        "{fault:?}"
+    );
+    assert_calc_still_works(&rt).await;
+}
+
+#[tokio::test]
+async fn a_panic_is_reported_with_its_message() {
+    let rt = hostile().await;
+    match sandbox_fault(
+        rt.call("panic", json!({"message": "kaboom 17"}), CallContext::new())
+            .await
+            .unwrap_err(),
+    ) {
+        SandboxFault::Panic { message } => assert!(message.contains("kaboom 17"), "{message}"),
+        other => panic!("{other:?}"),
+    }
+    assert_calc_still_works(&rt).await;
+}
+
+#[tokio::test]
+async fn oversized_output_and_invalid_details_are_rejected() {
+    let rt = hostile().await;
+    let fault = sandbox_fault(
+        rt.call(
+            "big_output",
+            json!({"bytes": 2 * 1024 * 1024}),
+            CallContext::new(),
+        )
+        .await
+        .unwrap_err(),
+    );
+    assert!(
+        matches!(fault, SandboxFault::OutputTooLarge { what: "output", .. }),
+        "{fault:?}"
+    );
+    let r = rt
+        .call("big_output", json!({"bytes": 1000}), CallContext::new())
+        .await
+        .unwrap();
+    assert_eq!(r.output.len(), 1000);
+    let fault = sandbox_fault(
+        rt.call("bad_details", json!({}), CallContext::new())
+            .await
+            .unwrap_err(),
+    );
+    assert!(
+        matches!(fault, SandboxFault::InvalidDetails { .. }),
+        "{fault:?}"
+    );
+}
+
+#[tokio::test]
+async fn environment_variables_are_hidden_unless_granted() {
+    // SAFETY: set before any thread of this test reads the environment.
+    unsafe { std::env::set_var("TOOLHOST_TEST_SECRET", "s3cret") };
+    let rt = hostile().await;
+    let r = rt
+        .call(
+            "env",
+            json!({"name": "TOOLHOST_TEST_SECRET"}),
+            CallContext::new(),
+        )
+        .await
+        .unwrap();
+    assert!(!r.output.contains("s3cret"), "{}", r.output);
+
+    let tmp = tempfile::tempdir().unwrap();
+    copy_plugin(&fixtures_dir(), "hostile", tmp.path());
+    let mut s = PluginSettings::default();
+    s.env.push("TOOLHOST_TEST_SECRET".into());
+    let rt = runtime_with(&[tmp.path()], vec![("hostile", s)]).await;
+    let r = rt
+        .call(
+            "env",
+            json!({"name": "TOOLHOST_TEST_SECRET"}),
+            CallContext::new(),
+        )
+        .await
+        .unwrap();
+    assert!(r.output.contains("s3cret"), "{}", r.output);
+}
+
+#[tokio::test]
+async fn a_tool_name_clash_is_resolved_deterministically_and_reported() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_plugin(&plugins_dir(), "calc", tmp.path());
+    copy_plugin(&fixtures_dir(), "dup-calc", tmp.path());
+    let rt = runtime_with(&[tmp.path()], vec![]).await;
+    assert_calc_still_works(&rt).await;
+    let r = rt
+        .call(
+            "dup-calc__calculate",
+            json!({"expression": "1"}),
+            CallContext::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.output, "dup");
+    let warnings = rt.load_report().warnings;
+    assert!(
+        warnings.iter().any(|w| w.contains("dup-calc__calculate")),
+        "{warnings:?}"
+    );
+}

@@ -1,0 +1,198 @@
+//! `cargo xtask <task>`: the project's set-up and test commands.
+//!
+//! - `plugins`: build every plugin in `plugins/` for wasm32-wasip2 into
+//!   `target/plugins/` (examples) and `target/fixtures/` (test fixtures).
+//! - `test`: `plugins`, then formatting, clippy and every test of both workspaces.
+//! - `demo`: `plugins`, a release build of `host`, then the interactive session.
+//! - `bench`: `plugins`, then the criterion benchmarks.
+//!
+//! Each installs the `wasm32-wasip2` target when it is missing.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, bail};
+use serde::Deserialize;
+
+const WASM_TARGET: &str = "wasm32-wasip2";
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let root = root();
+    match args.first().map(String::as_str) {
+        Some("plugins") => plugins(&root),
+        Some("test") => test(&root, &args[1..]),
+        Some("demo") => demo(&root, &args[1..]),
+        Some("bench") => bench(&root, &args[1..]),
+        _ => {
+            eprintln!(
+                "usage: cargo xtask <plugins|test|demo|bench>\n\
+                 \n  plugins   build the example and fixture plugins into target/plugins and target/fixtures\
+                 \n  test      build the plugins and run fmt, clippy and every test\
+                 \n  demo      build everything (release) and start `host --plugins target/plugins`\
+                 \n  bench     build the plugins and run the benchmarks (args go to criterion)"
+            );
+            std::process::exit(2);
+        }
+    }
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+fn cargo() -> Command {
+    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+}
+
+fn run(cmd: &mut Command) -> anyhow::Result<()> {
+    eprintln!("xtask: running {cmd:?}");
+    let status = cmd
+        .status()
+        .with_context(|| format!("cannot start {cmd:?}"))?;
+    if !status.success() {
+        bail!("{cmd:?} failed with {status}");
+    }
+    Ok(())
+}
+
+fn ensure_wasm_target() -> anyhow::Result<()> {
+    let out = Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .output();
+    match out {
+        Ok(out)
+            if String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .any(|l| l.trim() == WASM_TARGET) =>
+        {
+            Ok(())
+        }
+        Ok(_) => run(Command::new("rustup").args(["target", "add", WASM_TARGET])),
+        Err(e) => {
+            eprintln!(
+                "xtask: rustup not found ({e}); assuming the {WASM_TARGET} target is installed"
+            );
+            Ok(())
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct PluginManifest {
+    name: String,
+}
+
+/// `(crate dir, plugin name)` of every plugin crate under `dir` (one level).
+fn plugin_crates(dir: &Path) -> anyhow::Result<Vec<(PathBuf, String)>> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+        let path = entry?.path();
+        let manifest = path.join("plugin.toml");
+        if !manifest.is_file() {
+            continue;
+        }
+        let text = std::fs::read_to_string(&manifest)?;
+        let m: PluginManifest =
+            toml::from_str(&text).with_context(|| format!("parsing {}", manifest.display()))?;
+        found.push((path, m.name));
+    }
+    found.sort();
+    Ok(found)
+}
+
+fn plugins(root: &Path) -> anyhow::Result<()> {
+    ensure_wasm_target()?;
+    let target_dir = root.join("target");
+    run(cargo()
+        .current_dir(root.join("plugins"))
+        .env("CARGO_TARGET_DIR", &target_dir)
+        .args(["build", "--release", "--target", WASM_TARGET, "--workspace"]))?;
+    let built = target_dir.join(WASM_TARGET).join("release");
+    for (src, dest) in [
+        (root.join("plugins"), target_dir.join("plugins")),
+        (
+            root.join("plugins").join("fixtures"),
+            target_dir.join("fixtures"),
+        ),
+    ] {
+        std::fs::create_dir_all(&dest)?;
+        for (dir, name) in plugin_crates(&src)? {
+            let artifact = built.join(format!("{}.wasm", name.replace('-', "_")));
+            let wasm = dest.join(format!("{name}.wasm"));
+            copy_if_changed(&artifact, &wasm)?;
+            copy_if_changed(&dir.join("plugin.toml"), &dest.join(format!("{name}.toml")))?;
+        }
+        eprintln!("xtask: plugins in {}", dest.display());
+    }
+    Ok(())
+}
+
+/// Copies only when the content differs, so a running host's watcher sees no needless change.
+fn copy_if_changed(from: &Path, to: &Path) -> anyhow::Result<()> {
+    let new = std::fs::read(from).with_context(|| format!("reading {}", from.display()))?;
+    if std::fs::read(to).ok().as_deref() == Some(&new[..]) {
+        return Ok(());
+    }
+    let tmp = to.with_extension("tmp");
+    std::fs::write(&tmp, &new)?;
+    std::fs::rename(&tmp, to)?;
+    Ok(())
+}
+
+fn test(root: &Path, extra: &[String]) -> anyhow::Result<()> {
+    plugins(root)?;
+    let target_dir = root.join("target");
+    run(cargo().current_dir(root).args(["fmt", "--all", "--check"]))?;
+    run(cargo()
+        .current_dir(root.join("plugins"))
+        .args(["fmt", "--all", "--check"]))?;
+    run(cargo().current_dir(root).args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]))?;
+    // Guest-side logic (the SDK and the plugins' pure modules) runs natively.
+    run(cargo()
+        .current_dir(root.join("plugins"))
+        .env("CARGO_TARGET_DIR", &target_dir)
+        .args(["test", "--workspace"]))?;
+    run(cargo()
+        .current_dir(root.join("crates").join("toolhost-sdk"))
+        .env("CARGO_TARGET_DIR", &target_dir)
+        .args(["test"]))?;
+    let mut cmd = cargo();
+    cmd.current_dir(root).args(["test", "--workspace"]);
+    cmd.args(extra);
+    run(&mut cmd)
+}
+
+fn demo(root: &Path, extra: &[String]) -> anyhow::Result<()> {
+    plugins(root)?;
+    run(cargo()
+        .current_dir(root)
+        .args(["build", "--release", "-p", "toolhost-cli"]))?;
+    let host = root.join("target").join("release").join("host");
+    let mut cmd = Command::new(host);
+    cmd.current_dir(root)
+        .args(["--plugins", "target/plugins", "--allow-dir", "fs=."])
+        .args(extra);
+    run(&mut cmd)
+}
+
+fn bench(root: &Path, extra: &[String]) -> anyhow::Result<()> {
+    plugins(root)?;
+    let mut cmd = cargo();
+    cmd.current_dir(root)
+        .args(["bench", "-p", "toolhost-benches"]);
+    if !extra.is_empty() {
+        cmd.arg("--").args(extra);
+    }
+    run(&mut cmd)
+}
