@@ -190,7 +190,7 @@ fn bench(root: &Path, extra: &[String]) -> anyhow::Result<()> {
     plugins(root)?;
     let mut cmd = cargo();
     cmd.current_dir(root)
-        .args(["bench", "-p", "toolhost-benches"]);
+        .args(["bench", "-p", "toolhost-runtime", "--bench", "calls"]);
     if !extra.is_empty() {
         cmd.arg("--").args(extra);
     }

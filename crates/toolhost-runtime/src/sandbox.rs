@@ -216,7 +216,13 @@ impl Sandbox {
         let stdout = CapturedOutput::default();
         let stderr = CapturedOutput::default();
         let mut wasi = WasiCtxBuilder::new();
-        wasi.stdout(stdout.clone()).stderr(stderr.clone());
+        // No sockets at all (wasi:http requests go through the host's allowlist
+        // instead), no name lookups, stdio captured for the log.
+        wasi.stdout(stdout.clone())
+            .stderr(stderr.clone())
+            .allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false);
         for (k, v) in &spec.env {
             wasi.env(k, v);
         }
