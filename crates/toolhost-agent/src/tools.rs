@@ -1,0 +1,103 @@
+//! What the agent loop needs from a tool runtime, as a small trait, so it can
+//! drive sandboxed plugins (the toolhost runtime), native tools or MCP tools.
+
+use serde_json::Value;
+
+use crate::provider::BoxFuture;
+
+/// A tool as the loop sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    /// The name the model calls it by.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// JSON Schema of the arguments.
+    pub input_schema: Value,
+    /// Does not change anything: may run in parallel with other read-only calls.
+    pub read_only: bool,
+}
+
+/// The outcome of running one tool call, ready for the model and the UI.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutcome {
+    /// Text for the model (the output, or an error message it can act on).
+    pub output: String,
+    /// Structured data for user interfaces only.
+    pub details: Option<Value>,
+    /// Whether this is an error.
+    pub is_error: bool,
+    /// A stable kind for errors (`not-found`, `invalid-arguments`, `sandbox-fault`, ...).
+    pub error_kind: Option<String>,
+}
+
+/// Per-call information passed to the executor.
+#[derive(Debug, Clone, Default)]
+pub struct ToolCallInfo {
+    /// The model's call id.
+    pub call_id: String,
+    /// The session.
+    pub session_id: Option<String>,
+    /// The agent profile.
+    pub agent: Option<String>,
+}
+
+/// Lists and runs tools.
+pub trait ToolExecutor: Send + Sync {
+    /// The tools available now (recomputed before every request).
+    fn tools(&self) -> Vec<ToolSpec>;
+
+    /// Runs `name` with `args`. Never fails: every failure is a `ToolOutcome`
+    /// with `is_error` set and a message the model can act on.
+    fn call<'a>(
+        &'a self,
+        name: &'a str,
+        args: Value,
+        info: ToolCallInfo,
+    ) -> BoxFuture<'a, ToolOutcome>;
+}
+
+impl ToolExecutor for toolhost_runtime::Runtime {
+    fn tools(&self) -> Vec<ToolSpec> {
+        toolhost_runtime::Runtime::tools(self)
+            .into_iter()
+            .map(|t| ToolSpec {
+                name: t.name,
+                description: t.description,
+                input_schema: t.input_schema,
+                read_only: t.annotations.read_only,
+            })
+            .collect()
+    }
+
+    fn call<'a>(
+        &'a self,
+        name: &'a str,
+        args: Value,
+        info: ToolCallInfo,
+    ) -> BoxFuture<'a, ToolOutcome> {
+        Box::pin(async move {
+            let mut cx = toolhost_runtime::CallContext::new().call_id(info.call_id);
+            if let Some(s) = info.session_id {
+                cx = cx.session_id(s);
+            }
+            if let Some(a) = info.agent {
+                cx = cx.agent(a);
+            }
+            match toolhost_runtime::Runtime::call(self, name, args, cx).await {
+                Ok(r) => ToolOutcome {
+                    output: r.output,
+                    details: r.details,
+                    is_error: false,
+                    error_kind: None,
+                },
+                Err(e) => ToolOutcome {
+                    output: e.to_string(),
+                    details: None,
+                    is_error: true,
+                    error_kind: Some(e.kind().to_owned()),
+                },
+            }
+        })
+    }
+}
