@@ -94,10 +94,7 @@ pub fn run(rt: &tokio::runtime::Runtime, runtime: &Runtime) -> anyhow::Result<u8
                     print!("{}", commands::format_tool(&t));
                 }
             }
-            Input::Call { tool, args } if tool.is_empty() => {
-                let _ = args;
-                println!("usage: /call TOOL [JSON]");
-            }
+            Input::Call { tool: "", .. } => println!("usage: /call TOOL [JSON]"),
             Input::Call { tool, args } => {
                 match rt.block_on(runtime.call_json(tool, args, CallContext::new())) {
                     Ok(r) => {
