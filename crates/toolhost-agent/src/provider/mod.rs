@@ -9,6 +9,20 @@ use tokio_util::sync::CancellationToken;
 
 use crate::message::{Message, Usage};
 
+pub mod anthropic;
+pub mod openai;
+pub mod prompt;
+pub mod retry;
+pub mod select;
+
+pub use anthropic::Anthropic;
+pub use openai::OpenAiCompatible;
+pub use prompt::{PromptProfile, PromptTools, parse_tool_calls};
+pub use retry::RetryPolicy;
+pub use select::{
+    ProviderConfig, ProviderKind, SelectError, SelectedProvider, ToolProtocol, select_from_env,
+};
+
 /// A boxed, sendable future (the trait must be usable as `dyn Provider`).
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 

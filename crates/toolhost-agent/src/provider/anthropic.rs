@@ -1,0 +1,692 @@
+//! Anthropic's Messages API (`POST {base_url}/v1/messages`).
+//!
+//! ```no_run
+//! use toolhost_agent::provider::anthropic::Anthropic;
+//!
+//! let claude = Anthropic::new(std::env::var("ANTHROPIC_API_KEY").unwrap_or_default(), "claude-sonnet-4-5")
+//!     .with_max_tokens(8192);
+//! # let _ = claude;
+//! ```
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::retry::{self, RetryPolicy};
+use super::{
+    BoxFuture, Completion, CompletionRequest, Delta, DeltaSink, FinishReason, Provider,
+    ProviderError, ToolChoice,
+};
+use crate::message::{Message, Role, ToolCall, Usage};
+
+/// The API version sent as `anthropic-version`.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+/// The default base URL.
+pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+/// `max_tokens` when the request sets none (the API requires one).
+pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+
+/// A provider for the Messages API.
+#[derive(Debug, Clone)]
+pub struct Anthropic {
+    name: String,
+    base_url: String,
+    api_key: String,
+    model: String,
+    max_tokens: u32,
+    stream: bool,
+    policy: RetryPolicy,
+    client: reqwest::Client,
+}
+
+impl Anthropic {
+    /// A provider with `api_key` and the default `model` (used when
+    /// [`CompletionRequest::model`] is empty), at [`DEFAULT_BASE_URL`].
+    pub fn new(api_key: impl Into<String>, model: impl Into<String>) -> Self {
+        let policy = RetryPolicy::default();
+        Anthropic {
+            name: "anthropic".to_owned(),
+            base_url: DEFAULT_BASE_URL.to_owned(),
+            api_key: api_key.into(),
+            model: model.into(),
+            max_tokens: DEFAULT_MAX_TOKENS,
+            stream: true,
+            client: retry::http_client(&policy),
+            policy,
+        }
+    }
+
+    /// Another server (the part before `/v1/messages`; a trailing `/v1` is accepted too).
+    pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
+        let url = base_url.into();
+        let url = url.trim_end_matches('/');
+        self.base_url = url.strip_suffix("/v1").unwrap_or(url).to_owned();
+        self
+    }
+
+    /// `max_tokens` when the request sets none (default [`DEFAULT_MAX_TOKENS`]).
+    pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
+        self.max_tokens = max_tokens;
+        self
+    }
+
+    /// The name used in errors and logs (default `anthropic`).
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Streams responses (`true`, the default) or not.
+    pub fn with_streaming(mut self, stream: bool) -> Self {
+        self.stream = stream;
+        self
+    }
+
+    /// Retries and timeouts.
+    pub fn with_retry(mut self, policy: RetryPolicy) -> Self {
+        self.client = retry::http_client(&policy);
+        self.policy = policy;
+        self
+    }
+
+    /// The default model.
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    /// The JSON body sent for `request` (public for tests and debugging).
+    pub fn request_body(&self, request: &CompletionRequest) -> Value {
+        let model = if request.model.is_empty() {
+            &self.model
+        } else {
+            &request.model
+        };
+        let mut system: Vec<&str> = request.system.iter().map(String::as_str).collect();
+        system.extend(
+            request
+                .messages
+                .iter()
+                .filter(|m| m.role == Role::System)
+                .map(|m| m.content.as_str()),
+        );
+        system.retain(|s| !s.is_empty());
+        let mut body = json!({
+            "model": model,
+            "max_tokens": request.max_tokens.unwrap_or(self.max_tokens),
+            "messages": messages_json(&request.messages),
+        });
+        if !system.is_empty() {
+            body["system"] = json!(system.join("\n\n"));
+        }
+        if !request.tools.is_empty() {
+            let tools: Vec<Value> = request
+                .tools
+                .iter()
+                .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
+                .collect();
+            body["tools"] = Value::Array(tools);
+            body["tool_choice"] = match request.tool_choice {
+                ToolChoice::None => json!({"type": "none"}),
+                ToolChoice::Auto => {
+                    json!({"type": "auto", "disable_parallel_tool_use": !request.parallel_tool_calls})
+                }
+                ToolChoice::Required => {
+                    json!({"type": "any", "disable_parallel_tool_use": !request.parallel_tool_calls})
+                }
+            };
+        }
+        if let Some(t) = request.temperature {
+            body["temperature"] = json!(t);
+        }
+        if self.stream {
+            body["stream"] = json!(true);
+        }
+        body
+    }
+
+    async fn run(
+        &self,
+        request: &CompletionRequest,
+        on_delta: DeltaSink<'_>,
+        cancel: &CancellationToken,
+    ) -> Result<Completion, ProviderError> {
+        let body = self.request_body(request);
+        let url = format!("{}/v1/messages", self.base_url);
+        let make = || {
+            let mut rb = self
+                .client
+                .post(&url)
+                .header("x-api-key", &self.api_key)
+                .header("anthropic-version", ANTHROPIC_VERSION)
+                .json(&body);
+            if self.stream {
+                rb = rb.header(reqwest::header::ACCEPT, "text/event-stream");
+            }
+            rb
+        };
+        tracing::debug!(provider = %self.name, %url, stream = self.stream, "messages request");
+        let resp = retry::send(&self.name, &self.policy, cancel, &make).await?;
+        if !self.stream || retry::is_json(&resp) {
+            let bytes = retry::read_body(&self.name, resp, &self.policy, cancel).await?;
+            let completion = parse_response(&self.name, &bytes)?;
+            super::openai::emit_completion(&completion, on_delta);
+            return Ok(completion);
+        }
+        let mut events = retry::sse(resp, self.policy.idle_timeout);
+        let mut acc = Accumulator::default();
+        while let Some(event) =
+            retry::next_event(&self.name, &mut events, cancel, &acc.text).await?
+        {
+            if acc.event(&self.name, &event.event, &event.data, on_delta)? {
+                break;
+            }
+        }
+        drop(events);
+        acc.finish(&self.name)
+    }
+}
+
+impl Provider for Anthropic {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn complete<'a>(
+        &'a self,
+        request: &'a CompletionRequest,
+        on_delta: DeltaSink<'a>,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, Result<Completion, ProviderError>> {
+        Box::pin(self.run(request, on_delta, cancel))
+    }
+}
+
+/// The arguments of a call as an `input` object (`{}` when empty or malformed).
+fn input_object(arguments: &str) -> Value {
+    match serde_json::from_str::<Value>(arguments) {
+        Ok(v @ Value::Object(_)) => v,
+        _ => json!({}),
+    }
+}
+
+/// The conversation as Messages API turns: tool results become `tool_result`
+/// blocks of a user turn, and consecutive turns of one role are merged.
+fn messages_json(messages: &[Message]) -> Vec<Value> {
+    let mut turns: Vec<(&str, Vec<Value>)> = Vec::new();
+    for m in messages {
+        let (role, blocks) = match m.role {
+            Role::System => continue,
+            Role::User => ("user", text_block(&m.content).into_iter().collect()),
+            Role::Assistant => {
+                let mut blocks: Vec<Value> = text_block(&m.content).into_iter().collect();
+                blocks.extend(m.tool_calls.iter().map(|c| {
+                    json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input_object(&c.arguments)})
+                }));
+                ("assistant", blocks)
+            }
+            Role::Tool => (
+                "user",
+                vec![json!({
+                    "type": "tool_result",
+                    "tool_use_id": m.tool_call_id.as_deref().unwrap_or_default(),
+                    "content": m.content,
+                    "is_error": m.is_error,
+                })],
+            ),
+        };
+        if blocks.is_empty() {
+            continue;
+        }
+        match turns.last_mut() {
+            Some((r, existing)) if *r == role => existing.extend(blocks),
+            _ => turns.push((role, blocks)),
+        }
+    }
+    turns
+        .into_iter()
+        .map(|(role, content)| json!({"role": role, "content": content}))
+        .collect()
+}
+
+fn text_block(text: &str) -> Option<Value> {
+    (!text.trim().is_empty()).then(|| json!({"type": "text", "text": text}))
+}
+
+fn stop_reason(s: &str) -> FinishReason {
+    match s {
+        "end_turn" | "stop_sequence" => FinishReason::Stop,
+        "tool_use" => FinishReason::ToolCalls,
+        "max_tokens" | "model_context_window_exceeded" => FinishReason::Length,
+        "refusal" => FinishReason::ContentFilter,
+        other => FinishReason::Other(other.to_owned()),
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct WireUsage {
+    #[serde(default)]
+    input_tokens: Option<u64>,
+    #[serde(default)]
+    output_tokens: Option<u64>,
+    #[serde(default)]
+    cache_read_input_tokens: Option<u64>,
+    #[serde(default)]
+    cache_creation_input_tokens: Option<u64>,
+}
+
+impl WireUsage {
+    /// Updates `u` with what this report carries (reports are cumulative).
+    fn apply(&self, u: &mut Usage, uncached_input: &mut u64) {
+        if let Some(v) = self.input_tokens {
+            *uncached_input = v;
+        }
+        if let Some(v) = self.output_tokens {
+            u.output_tokens = v;
+        }
+        if let Some(v) = self.cache_read_input_tokens {
+            u.cache_read_tokens = v;
+        }
+        if let Some(v) = self.cache_creation_input_tokens {
+            u.cache_write_tokens = v;
+        }
+        // Ours counts cached prompt tokens as input too.
+        u.input_tokens = *uncached_input + u.cache_read_tokens + u.cache_write_tokens;
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum WireEvent {
+    MessageStart {
+        message: WireStartMessage,
+    },
+    ContentBlockStart {
+        index: usize,
+        content_block: WireBlock,
+    },
+    ContentBlockDelta {
+        index: usize,
+        delta: WireDelta,
+    },
+    ContentBlockStop {},
+    MessageDelta {
+        #[serde(default)]
+        delta: WireMessageDelta,
+        #[serde(default)]
+        usage: Option<WireUsage>,
+    },
+    MessageStop {},
+    Ping {},
+    Error {
+        #[serde(default)]
+        error: Value,
+    },
+    #[serde(other)]
+    Unknown,
+}
+
+#[derive(Debug, Deserialize)]
+struct WireStartMessage {
+    #[serde(default)]
+    usage: Option<WireUsage>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct WireMessageDelta {
+    #[serde(default)]
+    stop_reason: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum WireBlock {
+    Text {
+        #[serde(default)]
+        text: String,
+    },
+    ToolUse {
+        #[serde(default)]
+        id: String,
+        #[serde(default)]
+        name: String,
+        #[serde(default)]
+        input: Option<Value>,
+    },
+    Thinking {
+        #[serde(default)]
+        thinking: String,
+    },
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum WireDelta {
+    TextDelta {
+        #[serde(default)]
+        text: String,
+    },
+    InputJsonDelta {
+        #[serde(default)]
+        partial_json: String,
+    },
+    ThinkingDelta {
+        #[serde(default)]
+        thinking: String,
+    },
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Debug)]
+struct PartialToolUse {
+    id: String,
+    name: String,
+    json: String,
+    start_input: Option<Value>,
+}
+
+#[derive(Debug, Default)]
+struct Accumulator {
+    text: String,
+    tools: BTreeMap<usize, PartialToolUse>,
+    usage: Usage,
+    uncached_input: u64,
+    stop: Option<FinishReason>,
+    stopped: bool,
+    events: usize,
+}
+
+impl Accumulator {
+    /// Handles one event; `true` once the message is complete.
+    fn event(
+        &mut self,
+        provider: &str,
+        name: &str,
+        data: &str,
+        on_delta: DeltaSink<'_>,
+    ) -> Result<bool, ProviderError> {
+        self.events += 1;
+        if data.trim().is_empty() {
+            return Ok(false);
+        }
+        let ev: WireEvent =
+            serde_json::from_str(data).map_err(|e| ProviderError::InvalidResponse {
+                provider: provider.to_owned(),
+                message: format!(
+                    "event {} ({}) is not valid JSON ({e}): {}",
+                    self.events,
+                    if name.is_empty() { "unnamed" } else { name },
+                    retry::excerpt(data)
+                ),
+                partial_text: self.text.clone(),
+            })?;
+        match ev {
+            WireEvent::MessageStart { message } => {
+                if let Some(u) = message.usage {
+                    u.apply(&mut self.usage, &mut self.uncached_input);
+                }
+            }
+            WireEvent::ContentBlockStart {
+                index,
+                content_block,
+            } => match content_block {
+                WireBlock::Text { text } => self.text_delta(text, on_delta),
+                WireBlock::Thinking { thinking } if !thinking.is_empty() => {
+                    on_delta(Delta::Reasoning(thinking))
+                }
+                WireBlock::ToolUse { id, name, input } => {
+                    on_delta(Delta::ToolCallStarted {
+                        id: id.clone(),
+                        name: name.clone(),
+                    });
+                    self.tools.insert(
+                        index,
+                        PartialToolUse {
+                            id,
+                            name,
+                            json: String::new(),
+                            start_input: input,
+                        },
+                    );
+                }
+                WireBlock::Thinking { .. } | WireBlock::Other => {}
+            },
+            WireEvent::ContentBlockDelta { index, delta } => match delta {
+                WireDelta::TextDelta { text } => self.text_delta(text, on_delta),
+                WireDelta::ThinkingDelta { thinking } => {
+                    if !thinking.is_empty() {
+                        on_delta(Delta::Reasoning(thinking));
+                    }
+                }
+                WireDelta::InputJsonDelta { partial_json } => match self.tools.get_mut(&index) {
+                    Some(t) => t.json.push_str(&partial_json),
+                    None => {
+                        tracing::debug!(provider, index, "input_json_delta for no tool_use block")
+                    }
+                },
+                WireDelta::Other => {}
+            },
+            WireEvent::ContentBlockStop {} | WireEvent::Ping {} | WireEvent::Unknown => {}
+            WireEvent::MessageDelta { delta, usage } => {
+                if let Some(r) = delta.stop_reason {
+                    self.stop = Some(stop_reason(&r));
+                }
+                if let Some(u) = usage {
+                    u.apply(&mut self.usage, &mut self.uncached_input);
+                }
+            }
+            WireEvent::MessageStop {} => {
+                self.stopped = true;
+                return Ok(true);
+            }
+            WireEvent::Error { error } => {
+                let kind = error.get("type").and_then(Value::as_str).unwrap_or("error");
+                let msg = error
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                return Err(ProviderError::InvalidResponse {
+                    provider: provider.to_owned(),
+                    message: format!("error event: {kind}: {}", retry::excerpt(msg)),
+                    partial_text: self.text.clone(),
+                });
+            }
+        }
+        Ok(false)
+    }
+
+    fn text_delta(&mut self, text: String, on_delta: DeltaSink<'_>) {
+        if !text.is_empty() {
+            self.text.push_str(&text);
+            on_delta(Delta::Text(text));
+        }
+    }
+
+    fn finish(self, provider: &str) -> Result<Completion, ProviderError> {
+        if !self.stopped && self.stop.is_none() {
+            return Err(ProviderError::InvalidResponse {
+                provider: provider.to_owned(),
+                message: "the stream ended before message_stop".to_owned(),
+                partial_text: self.text,
+            });
+        }
+        let calls = self
+            .tools
+            .into_values()
+            .map(|t| ToolCall {
+                id: t.id,
+                name: t.name,
+                arguments: tool_arguments(t.json, t.start_input),
+            })
+            .collect();
+        Ok(completion(self.text, calls, self.stop, self.usage))
+    }
+}
+
+fn tool_arguments(joined: String, start_input: Option<Value>) -> String {
+    if !joined.trim().is_empty() {
+        return joined;
+    }
+    match start_input {
+        Some(v @ Value::Object(_)) if v.as_object().is_some_and(|o| !o.is_empty()) => v.to_string(),
+        _ => "{}".to_owned(),
+    }
+}
+
+fn completion(
+    text: String,
+    calls: Vec<ToolCall>,
+    stop: Option<FinishReason>,
+    usage: Usage,
+) -> Completion {
+    let finish_reason = match stop {
+        Some(f) => f,
+        None if !calls.is_empty() => FinishReason::ToolCalls,
+        None => FinishReason::Stop,
+    };
+    Completion {
+        message: Message {
+            tool_calls: calls,
+            ..Message::assistant(text)
+        },
+        finish_reason,
+        usage,
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct WireResponse {
+    #[serde(default)]
+    content: Vec<WireBlock>,
+    #[serde(default)]
+    stop_reason: Option<String>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+}
+
+fn parse_response(provider: &str, body: &[u8]) -> Result<Completion, ProviderError> {
+    let resp: WireResponse =
+        serde_json::from_slice(body).map_err(|e| ProviderError::InvalidResponse {
+            provider: provider.to_owned(),
+            message: format!(
+                "the response is not valid JSON ({e}): {}",
+                retry::excerpt(&String::from_utf8_lossy(body))
+            ),
+            partial_text: String::new(),
+        })?;
+    let mut text = String::new();
+    let mut calls = Vec::new();
+    for block in resp.content {
+        match block {
+            WireBlock::Text { text: t } => text.push_str(&t),
+            WireBlock::ToolUse { id, name, input } => calls.push(ToolCall {
+                id,
+                name,
+                arguments: tool_arguments(String::new(), input),
+            }),
+            WireBlock::Thinking { .. } | WireBlock::Other => {}
+        }
+    }
+    let mut usage = Usage::default();
+    let mut uncached = 0;
+    if let Some(u) = resp.usage {
+        u.apply(&mut usage, &mut uncached);
+    }
+    Ok(completion(
+        text,
+        calls,
+        resp.stop_reason.as_deref().map(stop_reason),
+        usage,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups_tool_results_and_merges_turns() {
+        let a = ToolCall {
+            id: "a".into(),
+            name: "calc".into(),
+            arguments: r#"{"e":"1"}"#.into(),
+        };
+        let b = ToolCall {
+            id: "b".into(),
+            name: "calc".into(),
+            arguments: "not json".into(),
+        };
+        let msgs = vec![
+            Message::user("go"),
+            Message {
+                tool_calls: vec![a.clone(), b.clone()],
+                ..Message::assistant("let me")
+            },
+            Message::tool_result(&a, "1", false),
+            Message::tool_result(&b, "bad", true),
+            Message::user("and?"),
+        ];
+        let v = messages_json(&msgs);
+        assert_eq!(v.len(), 3);
+        assert_eq!(v[1]["content"][1]["input"], json!({"e": "1"}));
+        assert_eq!(v[1]["content"][2]["input"], json!({}));
+        assert_eq!(v[2]["role"], "user");
+        let blocks = v[2]["content"].as_array().unwrap();
+        assert_eq!(blocks.len(), 3);
+        assert_eq!(blocks[1]["is_error"], true);
+        assert_eq!(blocks[2]["type"], "text");
+    }
+
+    #[test]
+    fn unknown_events_and_blocks_are_ignored() {
+        let sink = |_: Delta| {};
+        let mut acc = Accumulator::default();
+        for (name, data) in [
+            ("future_event", r#"{"type":"future_event","x":1}"#),
+            (
+                "content_block_start",
+                r#"{"type":"content_block_start","index":0,"content_block":{"type":"server_tool_use","id":"s","name":"web"}}"#,
+            ),
+            (
+                "content_block_delta",
+                r#"{"type":"content_block_delta","index":0,"delta":{"type":"citations_delta","citation":{}}}"#,
+            ),
+            (
+                "message_delta",
+                r#"{"type":"message_delta","delta":{"stop_reason":"max_tokens"},"usage":{"output_tokens":9}}"#,
+            ),
+        ] {
+            assert!(!acc.event("anthropic", name, data, &sink).unwrap());
+        }
+        assert!(
+            acc.event(
+                "anthropic",
+                "message_stop",
+                r#"{"type":"message_stop"}"#,
+                &sink
+            )
+            .unwrap()
+        );
+        let c = acc.finish("anthropic").unwrap();
+        assert_eq!(c.finish_reason, FinishReason::Length);
+        assert_eq!(c.usage.output_tokens, 9);
+        let mut acc = Accumulator::default();
+        let e = acc.event("anthropic", "ping", "{oops", &sink).unwrap_err();
+        assert!(e.to_string().contains("event 1 (ping)"), "{e}");
+    }
+
+    #[test]
+    fn non_streaming_response() {
+        let body = br#"{"id":"m","type":"message","content":[{"type":"text","text":"hi"},{"type":"tool_use","id":"t1","name":"calc","input":{"e":"2"}}],"stop_reason":"tool_use","usage":{"input_tokens":3,"output_tokens":4,"cache_read_input_tokens":10}}"#;
+        let c = parse_response("anthropic", body).unwrap();
+        assert_eq!(c.message.content, "hi");
+        assert_eq!(c.message.tool_calls[0].arguments, r#"{"e":"2"}"#);
+        assert_eq!(c.finish_reason, FinishReason::ToolCalls);
+        assert_eq!(c.usage.input_tokens, 13);
+        assert_eq!(c.usage.output_tokens, 4);
+    }
+}

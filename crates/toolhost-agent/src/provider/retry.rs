@@ -1,0 +1,367 @@
+//! Retries, timeouts and cancellation for the HTTP providers.
+//!
+//! Every HTTP provider sends its requests through [`send`]: transient
+//! failures (HTTP 429, 5xx, connection errors and timeouts before the
+//! response headers) are retried with exponential backoff and jitter,
+//! honouring `Retry-After`; other statuses (400, 401, 404, ...) fail at once.
+//! Once a response streams, nothing is retried (deltas already reached the
+//! user): a stream silent for longer than [`RetryPolicy::idle_timeout`] fails
+//! with [`ProviderError::Timeout`].
+//!
+//! ```
+//! use std::time::Duration;
+//! use toolhost_agent::provider::retry::RetryPolicy;
+//!
+//! let policy = RetryPolicy {
+//!     max_attempts: 3,
+//!     jitter: false,
+//!     idle_timeout: Duration::from_secs(30),
+//!     ..RetryPolicy::default()
+//! };
+//! assert_eq!(policy.backoff(1, None), Duration::from_secs(1));
+//! assert_eq!(policy.backoff(2, None), Duration::from_secs(2));
+//! // `Retry-After` wins, bounded by `max_backoff`.
+//! assert_eq!(policy.backoff(1, Some(Duration::from_secs(90))), Duration::from_secs(30));
+//! ```
+
+use std::pin::Pin;
+use std::time::Duration;
+
+use bytes::Bytes;
+use eventsource_stream::{Event, EventStreamError, Eventsource};
+use futures::{Stream, StreamExt};
+use reqwest::{RequestBuilder, Response};
+use tokio_util::sync::CancellationToken;
+
+use super::ProviderError;
+
+/// The longest body excerpt kept in error messages, in characters.
+pub const BODY_EXCERPT_CHARS: usize = 500;
+
+/// How an HTTP provider retries and times out.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetryPolicy {
+    /// Attempts in all, the first one included (at least 1; default 4).
+    pub max_attempts: u32,
+    /// Delay before the first retry; doubled for each further one (default 1 s).
+    pub initial_backoff: Duration,
+    /// Upper bound of one delay, `Retry-After` included (default 30 s).
+    pub max_backoff: Duration,
+    /// Whether delays get random jitter (default on: half to all of the delay).
+    pub jitter: bool,
+    /// Connecting to the server (default 10 s).
+    pub connect_timeout: Duration,
+    /// Until the response headers arrive; for a non-streaming request until
+    /// the whole body has arrived (default 300 s).
+    pub request_timeout: Duration,
+    /// The longest silence allowed while a response streams (default 90 s).
+    pub idle_timeout: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_attempts: 4,
+            initial_backoff: Duration::from_secs(1),
+            max_backoff: Duration::from_secs(30),
+            jitter: true,
+            connect_timeout: Duration::from_secs(10),
+            request_timeout: Duration::from_secs(300),
+            idle_timeout: Duration::from_secs(90),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// The delay before retry number `retry` (1 for the first retry), given
+    /// the server's `Retry-After`, if any. Never more than `max_backoff`.
+    pub fn backoff(&self, retry: u32, retry_after: Option<Duration>) -> Duration {
+        if let Some(after) = retry_after {
+            return after.min(self.max_backoff);
+        }
+        let factor = 1u32 << retry.saturating_sub(1).min(20);
+        let full = self
+            .initial_backoff
+            .saturating_mul(factor)
+            .min(self.max_backoff);
+        if self.jitter && !full.is_zero() {
+            // Half the delay, plus a random part of the other half.
+            full / 2 + full.mul_f64(fastrand::f64() / 2.0)
+        } else {
+            full
+        }
+    }
+}
+
+/// Builds the `reqwest` client every HTTP provider uses.
+pub(crate) fn http_client(policy: &RetryPolicy) -> reqwest::Client {
+    let builder = reqwest::Client::builder()
+        .connect_timeout(policy.connect_timeout)
+        .user_agent(concat!("toolhost-agent/", env!("CARGO_PKG_VERSION")));
+    match builder.build() {
+        Ok(c) => c,
+        Err(e) => {
+            // Only fails when the TLS backend cannot initialise; fall back to
+            // the defaults rather than failing the provider's constructor.
+            tracing::warn!(error = %e, "cannot build the configured HTTP client; using defaults");
+            reqwest::Client::new()
+        }
+    }
+}
+
+/// Runs `fut` unless `cancel` fires first.
+pub(crate) async fn cancellable<T>(
+    cancel: &CancellationToken,
+    fut: impl Future<Output = T>,
+) -> Result<T, ProviderError> {
+    tokio::select! {
+        biased;
+        _ = cancel.cancelled() => Err(ProviderError::Cancelled),
+        v = fut => Ok(v),
+    }
+}
+
+/// Whether an HTTP status is worth retrying.
+pub fn is_retryable_status(status: u16) -> bool {
+    status == 429 || status == 408 || (500..=599).contains(&status)
+}
+
+/// The first [`BODY_EXCERPT_CHARS`] characters of `body`, trimmed.
+pub fn excerpt(body: &str) -> String {
+    let body = body.trim();
+    match body.char_indices().nth(BODY_EXCERPT_CHARS) {
+        Some((i, _)) => format!("{}…", &body[..i]),
+        None => body.to_owned(),
+    }
+}
+
+/// An error with its chain of causes, on one line.
+pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let c = cause.to_string();
+        if !s.contains(&c) {
+            s.push_str(": ");
+            s.push_str(&c);
+        }
+        source = cause.source();
+    }
+    s
+}
+
+fn retry_after(resp: &Response) -> Option<Duration> {
+    let h = resp.headers();
+    if let Some(ms) = h
+        .get("retry-after-ms")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|v| v.is_finite() && *v >= 0.0)
+    {
+        return Some(Duration::from_secs_f64(ms / 1000.0));
+    }
+    h.get(reqwest::header::RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|v| v.is_finite() && *v >= 0.0)
+        .map(Duration::from_secs_f64)
+}
+
+/// Sends the request `make` builds, retrying transient failures, and returns
+/// the first successful response (its body not read yet).
+pub(crate) async fn send(
+    provider: &str,
+    policy: &RetryPolicy,
+    cancel: &CancellationToken,
+    make: &(dyn Fn() -> RequestBuilder + Send + Sync),
+) -> Result<Response, ProviderError> {
+    let attempts = policy.max_attempts.max(1);
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let last = attempt >= attempts;
+        let sent = cancellable(
+            cancel,
+            tokio::time::timeout(policy.request_timeout, make().send()),
+        )
+        .await?;
+        let (error, retry_after) = match sent {
+            Ok(Ok(resp)) if resp.status().is_success() => return Ok(resp),
+            Ok(Ok(resp)) => {
+                let status = resp.status();
+                let after = retry_after(&resp);
+                let body = read_error_body(resp, policy, cancel).await?;
+                let retryable = is_retryable_status(status.as_u16());
+                let body = if retryable && last && attempts > 1 {
+                    format!("{body} (gave up after {attempt} attempts)")
+                } else {
+                    body
+                };
+                let error = ProviderError::Status {
+                    provider: provider.to_owned(),
+                    status: status.as_u16(),
+                    body,
+                };
+                if !retryable {
+                    return Err(error);
+                }
+                (error, after)
+            }
+            Ok(Err(e)) if e.is_builder() => {
+                return Err(ProviderError::Connect {
+                    provider: provider.to_owned(),
+                    message: error_chain(&e),
+                });
+            }
+            Ok(Err(e)) => {
+                let suffix = give_up_suffix(last, attempt, attempts);
+                let error = if e.is_timeout() {
+                    ProviderError::Timeout {
+                        provider: provider.to_owned(),
+                        message: format!("{}{suffix}", error_chain(&e)),
+                    }
+                } else {
+                    ProviderError::Connect {
+                        provider: provider.to_owned(),
+                        message: format!("{}{suffix}", error_chain(&e)),
+                    }
+                };
+                (error, None)
+            }
+            Err(_) => (
+                ProviderError::Timeout {
+                    provider: provider.to_owned(),
+                    message: format!(
+                        "no response within {:?}{}",
+                        policy.request_timeout,
+                        give_up_suffix(last, attempt, attempts)
+                    ),
+                },
+                None,
+            ),
+        };
+        if last {
+            tracing::warn!(provider, attempt, error = %error, "giving up");
+            return Err(error);
+        }
+        let delay = policy.backoff(attempt, retry_after);
+        tracing::info!(provider, attempt, ?delay, error = %error, "retrying");
+        cancellable(cancel, tokio::time::sleep(delay)).await?;
+    }
+}
+
+fn give_up_suffix(last: bool, attempt: u32, attempts: u32) -> String {
+    if last && attempts > 1 {
+        format!(" (gave up after {attempt} attempts)")
+    } else {
+        String::new()
+    }
+}
+
+/// Reads an error response's body (bounded by the request timeout) as an excerpt.
+async fn read_error_body(
+    resp: Response,
+    policy: &RetryPolicy,
+    cancel: &CancellationToken,
+) -> Result<String, ProviderError> {
+    let read = cancellable(
+        cancel,
+        tokio::time::timeout(policy.request_timeout, resp.text()),
+    )
+    .await?;
+    Ok(match read {
+        Ok(Ok(text)) => excerpt(&text),
+        Ok(Err(e)) => format!("(body unreadable: {})", error_chain(&e)),
+        Err(_) => "(body timed out)".to_owned(),
+    })
+}
+
+/// Reads a whole successful response body, bounded by the request timeout.
+pub(crate) async fn read_body(
+    provider: &str,
+    resp: Response,
+    policy: &RetryPolicy,
+    cancel: &CancellationToken,
+) -> Result<Bytes, ProviderError> {
+    match cancellable(
+        cancel,
+        tokio::time::timeout(policy.request_timeout, resp.bytes()),
+    )
+    .await?
+    {
+        Ok(Ok(b)) => Ok(b),
+        Ok(Err(e)) => Err(ProviderError::InvalidResponse {
+            provider: provider.to_owned(),
+            message: format!("cannot read the body: {}", error_chain(&e)),
+            partial_text: String::new(),
+        }),
+        Err(_) => Err(ProviderError::Timeout {
+            provider: provider.to_owned(),
+            message: format!("body not complete within {:?}", policy.request_timeout),
+        }),
+    }
+}
+
+/// Why a response body stream stopped early.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum StreamFail {
+    #[error("no data for {0:?}")]
+    Idle(Duration),
+    #[error("{0}")]
+    Http(String),
+}
+
+/// The server-sent events of a response.
+pub(crate) type SseStream =
+    Pin<Box<dyn Stream<Item = Result<Event, EventStreamError<StreamFail>>> + Send>>;
+
+/// Parses `resp`'s body as server-sent events; a silence longer than `idle`
+/// ends the stream with [`StreamFail::Idle`].
+pub(crate) fn sse(resp: Response, idle: Duration) -> SseStream {
+    let bytes = Box::pin(resp.bytes_stream());
+    let guarded = futures::stream::unfold(Some(bytes), move |state| async move {
+        let mut s = state?;
+        match tokio::time::timeout(idle, s.next()).await {
+            Err(_) => Some((Err(StreamFail::Idle(idle)), None)),
+            Ok(None) => None,
+            Ok(Some(Ok(b))) => Some((Ok(b), Some(s))),
+            Ok(Some(Err(e))) => Some((Err(StreamFail::Http(error_chain(&e))), None)),
+        }
+    });
+    Box::pin(guarded.eventsource())
+}
+
+/// The next event of `events`, or `None` at the end of the body. Returns
+/// `Cancelled` as soon as `cancel` fires (the caller then drops the stream,
+/// which closes the connection).
+pub(crate) async fn next_event(
+    provider: &str,
+    events: &mut SseStream,
+    cancel: &CancellationToken,
+    partial_text: &str,
+) -> Result<Option<Event>, ProviderError> {
+    match cancellable(cancel, events.next()).await? {
+        None => Ok(None),
+        Some(Ok(ev)) => Ok(Some(ev)),
+        Some(Err(EventStreamError::Transport(StreamFail::Idle(d)))) => {
+            Err(ProviderError::Timeout {
+                provider: provider.to_owned(),
+                message: format!("the stream sent nothing for {d:?}"),
+            })
+        }
+        Some(Err(e)) => Err(ProviderError::InvalidResponse {
+            provider: provider.to_owned(),
+            message: format!("the stream broke: {e}"),
+            partial_text: partial_text.to_owned(),
+        }),
+    }
+}
+
+/// Whether a response carries a whole JSON body (a server that ignored
+/// `stream: true`) rather than server-sent events.
+pub(crate) fn is_json(resp: &Response) -> bool {
+    resp.headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().starts_with("application/json"))
+}
