@@ -142,3 +142,95 @@ pub fn fs_scene() -> FsScene {
         secret,
     }
 }
+
+/// A scripted model server on 127.0.0.1: every POST body is recorded, and
+/// `answer(n, body)` (n = 0 for the first request) returns the response body,
+/// sent as `text/event-stream`. Stops when dropped.
+pub struct ModelServer {
+    pub port: u16,
+    pub bodies: Arc<std::sync::Mutex<Vec<String>>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl ModelServer {
+    pub fn start(answer: impl Fn(usize, &str) -> String + Send + 'static) -> ModelServer {
+        use std::io::Read;
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let bodies = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (b, s) = (bodies.clone(), stop.clone());
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                if s.load(Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(mut conn) = conn else { continue };
+                let mut reader = BufReader::new(conn.try_clone().unwrap());
+                let mut length = 0usize;
+                let mut line = String::new();
+                while reader.read_line(&mut line).map(|n| n > 0).unwrap_or(false) {
+                    if line == "\r\n" || line == "\n" {
+                        break;
+                    }
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        length = v.trim().parse().unwrap_or(0);
+                    }
+                    line.clear();
+                }
+                let mut body = vec![0u8; length];
+                if reader.read_exact(&mut body).is_err() {
+                    continue;
+                }
+                let body = String::from_utf8_lossy(&body).into_owned();
+                let n = {
+                    let mut all = b.lock().unwrap();
+                    all.push(body.clone());
+                    all.len() - 1
+                };
+                let out = answer(n, &body);
+                let _ = write!(
+                    conn,
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{out}",
+                    out.len()
+                );
+                let _ = conn.flush();
+            }
+        });
+        ModelServer { port, bodies, stop }
+    }
+
+    pub fn bodies(&self) -> Vec<serde_json::Value> {
+        self.bodies
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|b| serde_json::from_str(b).unwrap())
+            .collect()
+    }
+}
+
+impl Drop for ModelServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+    }
+}
+
+/// SSE frames of an OpenAI-compatible stream: `data: {json}\n\n` each, then `[DONE]`.
+pub fn openai_sse(chunks: &[serde_json::Value]) -> String {
+    let mut s = String::new();
+    for c in chunks {
+        s.push_str(&format!("data: {c}\n\n"));
+    }
+    s.push_str("data: [DONE]\n\n");
+    s
+}
+
+/// SSE frames of an Anthropic stream: `event: TYPE\ndata: {json}\n\n` each.
+pub fn anthropic_sse(events: &[serde_json::Value]) -> String {
+    events
+        .iter()
+        .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap_or("")))
+        .collect()
+}

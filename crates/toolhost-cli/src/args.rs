@@ -57,6 +57,31 @@ pub struct Global {
     #[arg(long, global = true)]
     pub no_cache: bool,
 
+    /// Model provider: openai (or any compatible server, with --base-url), anthropic or ollama.
+    /// Default: OPENAI_API_KEY, then ANTHROPIC_API_KEY, then a local Ollama server.
+    #[arg(long, value_name = "KIND", global = true)]
+    pub provider: Option<String>,
+
+    /// Model name, as the provider knows it.
+    #[arg(long, value_name = "NAME", global = true)]
+    pub model: Option<String>,
+
+    /// Base URL of the provider's API (e.g. http://localhost:8000/v1 for vLLM).
+    #[arg(long, value_name = "URL", global = true)]
+    pub base_url: Option<String>,
+
+    /// Environment variable that holds the API key.
+    #[arg(long, value_name = "VAR", global = true)]
+    pub api_key_env: Option<String>,
+
+    /// How tools reach the model: native tool calling, or a prompt-based protocol (json, xml).
+    #[arg(long, value_name = "native|json|xml", global = true)]
+    pub protocol: Option<String>,
+
+    /// Most tool rounds per turn; then the model is asked for a final answer.
+    #[arg(long, value_name = "N", global = true)]
+    pub max_rounds: Option<u32>,
+
     /// More log output on stderr (-v info, -vv debug, -vvv trace). `RUST_LOG` wins when set.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
@@ -86,6 +111,14 @@ pub enum Command {
         #[arg(long)]
         details: bool,
         /// Print the whole result (or the error) as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Ask the model once, let it call tools, print the final answer.
+    Run {
+        /// The prompt.
+        prompt: String,
+        /// Print the whole tool chain (messages, calls, usage, status) as JSON.
         #[arg(long)]
         json: bool,
     },

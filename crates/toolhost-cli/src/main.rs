@@ -1,6 +1,7 @@
 //! `host`: list, call and (soon) chat with sandboxed WebAssembly tool plugins.
 
 mod args;
+mod chat;
 mod commands;
 mod exit;
 mod repl;
@@ -50,6 +51,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         _ => None,
     };
     let builder = settings::builder(&cli.global, only.as_deref())?;
+    let file = settings::config_file(&cli.global)?;
     let runtime = rt.block_on(builder.build())?;
     match cli.command {
         Some(Command::Check { file, json }) => commands::check(&runtime, &file, json),
@@ -76,9 +78,35 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 json,
             ))
         }
+        Some(Command::Run { prompt, json }) => {
+            commands::report_load_problems(&runtime);
+            let Some(mut model) = rt.block_on(chat::connect(&cli.global, &file, &runtime))? else {
+                eprintln!("error: {}", chat::no_model_help());
+                return Ok(exit::FAILURE);
+            };
+            let result = rt.block_on(chat::turn(&mut model.agent, &[], &prompt, false));
+            if json {
+                println!("{}", serde_json::to_string_pretty(&result)?);
+            } else {
+                println!("{}", result.final_text());
+            }
+            if result.status != toolhost_agent::Status::Completed {
+                eprintln!(
+                    "status: {}{}",
+                    result.status,
+                    result
+                        .error
+                        .as_deref()
+                        .map(|e| format!(": {e}"))
+                        .unwrap_or_default()
+                );
+            }
+            Ok(chat::exit_code(result.status))
+        }
         None => {
             commands::report_load_problems(&runtime);
-            repl::run(&rt, &runtime)
+            let model = rt.block_on(chat::connect(&cli.global, &file, &runtime))?;
+            repl::run(&rt, &runtime, model)
         }
     }
 }

@@ -2,15 +2,20 @@
 
 use rustyline::DefaultEditor;
 use rustyline::error::ReadlineError;
+use toolhost_agent::{Message, Role, compact_history};
 use toolhost_runtime::{CallContext, Runtime};
+
+use crate::chat::{self, Model};
 
 use crate::commands;
 
 const HELP: &str = "\
-Commands:
+Type a message to chat with the model (Ctrl-C stops a turn), or:
   /tools                 list the tools
   /call TOOL [JSON]      call a tool with JSON arguments (default {})
   /details               toggle printing a result's details
+  /reset                 forget the conversation
+  /history               show the conversation so far
   /help                  this help
   /quit                  leave (or Ctrl-D)";
 
@@ -21,6 +26,8 @@ pub enum Input<'a> {
     Tools,
     Call { tool: &'a str, args: &'a str },
     Details,
+    Reset,
+    History,
     Help,
     Quit,
     Unknown(&'a str),
@@ -49,6 +56,8 @@ pub fn parse(line: &str) -> Input<'_> {
             }
         }
         "details" => Input::Details,
+        "reset" => Input::Reset,
+        "history" => Input::History,
         "help" | "?" => Input::Help,
         "quit" | "exit" | "q" => Input::Quit,
         other => Input::Unknown(other),
@@ -56,11 +65,15 @@ pub fn parse(line: &str) -> Input<'_> {
 }
 
 /// Runs the session until `/quit` or end of input.
-pub fn run(rt: &tokio::runtime::Runtime, runtime: &Runtime) -> anyhow::Result<u8> {
+pub fn run(
+    rt: &tokio::runtime::Runtime,
+    runtime: &Runtime,
+    mut model: Option<Model>,
+) -> anyhow::Result<u8> {
     let mut editor = DefaultEditor::new()?;
-    let history = directories::ProjectDirs::from("", "", "toolhost")
+    let history_file = directories::ProjectDirs::from("", "", "toolhost")
         .map(|d| d.data_dir().join("history.txt"));
-    if let Some(h) = &history {
+    if let Some(h) = &history_file {
         let _ = editor.load_history(h);
     }
     let tools = runtime.tools();
@@ -69,8 +82,12 @@ pub fn run(rt: &tokio::runtime::Runtime, runtime: &Runtime) -> anyhow::Result<u8
         env!("CARGO_PKG_VERSION"),
         tools.len()
     );
-    println!("Chat with a model is not available yet (it arrives with the agent loop); use /call.");
+    match &model {
+        Some(m) => println!("Model: {}", m.label),
+        None => println!("{}\nTools-only mode: use /call.", chat::no_model_help()),
+    }
     let mut show_details = false;
+    let mut history: Vec<Message> = Vec::new();
     loop {
         let line = match editor.readline("> ") {
             Ok(line) => line,
@@ -110,12 +127,46 @@ pub fn run(rt: &tokio::runtime::Runtime, runtime: &Runtime) -> anyhow::Result<u8
                 }
             }
             Input::Unknown(cmd) => println!("unknown command /{cmd}; type /help"),
-            Input::Chat(_) => println!(
-                "No model is configured: chat arrives with the agent loop. Use /call TOOL JSON, or /help."
-            ),
+            Input::Reset => {
+                history.clear();
+                println!("conversation cleared");
+            }
+            Input::History => {
+                for m in &history {
+                    let who = match m.role {
+                        Role::User => "you",
+                        Role::Assistant => "model",
+                        Role::System => "system",
+                        Role::Tool => "tool",
+                    };
+                    println!("[{who}] {}", m.content);
+                }
+            }
+            Input::Chat(text) => match model.as_mut() {
+                None => {
+                    println!("No model is configured (see above). Use /call TOOL JSON, or /help.")
+                }
+                Some(m) => {
+                    let result = rt.block_on(chat::turn(&mut m.agent, &history, text, true));
+                    println!();
+                    if result.status != toolhost_agent::Status::Completed {
+                        println!(
+                            "[{}{}]",
+                            result.status,
+                            result
+                                .error
+                                .as_deref()
+                                .map(|e| format!(": {e}"))
+                                .unwrap_or_default()
+                        );
+                    }
+                    history.push(Message::user(text));
+                    history.push(compact_history(&result));
+                }
+            },
         }
     }
-    if let Some(h) = &history {
+    if let Some(h) = &history_file {
         if let Some(dir) = h.parent() {
             let _ = std::fs::create_dir_all(dir);
         }

@@ -10,6 +10,8 @@ use toolhost_runtime::{
     DirAccess, DirGrant, HostPattern, LimitOverrides, Limits, PluginSettings, RuntimeBuilder,
 };
 
+use toolhost_agent::provider::select::ProviderConfig;
+
 use crate::args::Global;
 
 /// The configuration file.
@@ -36,6 +38,12 @@ pub struct ConfigFile {
     pub limits: LimitOverrides,
     #[serde(default)]
     pub plugins: BTreeMap<String, PluginSettings>,
+    /// The model provider (`[model]`).
+    #[serde(default)]
+    pub model: Option<ProviderConfig>,
+    /// Most tool rounds per turn.
+    #[serde(default)]
+    pub max_rounds: Option<u32>,
 }
 
 impl ConfigFile {
@@ -54,13 +62,69 @@ fn split_plugin<'a>(flag: &str, value: &'a str) -> anyhow::Result<(&'a str, &'a 
     }
 }
 
+/// Reads the config file named by `--config`, or the default (empty) one.
+pub fn config_file(global: &Global) -> anyhow::Result<ConfigFile> {
+    match &global.config {
+        Some(p) => ConfigFile::load(p),
+        None => Ok(ConfigFile::default()),
+    }
+}
+
+/// The provider configuration from the config file's `[model]` and the flags
+/// (flags win); `None` when neither says anything (auto-detect).
+pub fn provider_config(
+    global: &Global,
+    file: &ConfigFile,
+) -> anyhow::Result<Option<ProviderConfig>> {
+    let from_str = |what: &str, v: &str| -> anyhow::Result<serde_json::Value> {
+        let _ = what;
+        Ok(serde_json::Value::String(v.to_owned()))
+    };
+    let mut config = file.model.clone();
+    if let Some(kind) = &global.provider {
+        let kind = serde_json::from_value(from_str("provider", kind)?).map_err(|_| {
+            anyhow::anyhow!("--provider must be openai, anthropic or ollama, got `{kind}`")
+        })?;
+        config = Some(match config {
+            Some(mut c) => {
+                c.kind = kind;
+                c
+            }
+            None => ProviderConfig::new(kind),
+        });
+    }
+    let any_flag = global.model.is_some()
+        || global.base_url.is_some()
+        || global.api_key_env.is_some()
+        || global.protocol.is_some();
+    if config.is_none() && any_flag {
+        anyhow::bail!(
+            "--model, --base-url, --api-key-env and --protocol need --provider (or [model] in the config file)"
+        );
+    }
+    if let Some(c) = config.as_mut() {
+        if let Some(m) = &global.model {
+            c.model = Some(m.clone());
+        }
+        if let Some(u) = &global.base_url {
+            c.base_url = Some(u.clone());
+        }
+        if let Some(k) = &global.api_key_env {
+            c.api_key_env = Some(k.clone());
+        }
+        if let Some(p) = &global.protocol {
+            c.protocol = serde_json::from_value(from_str("protocol", p)?).map_err(|_| {
+                anyhow::anyhow!("--protocol must be native, json or xml, got `{p}`")
+            })?;
+        }
+    }
+    Ok(config)
+}
+
 /// A runtime builder from the config file and the flags (flags win).
 /// `only` replaces the plugin directories with these files (for `check`).
 pub fn builder(global: &Global, only: Option<&[PathBuf]>) -> anyhow::Result<RuntimeBuilder> {
-    let file = match &global.config {
-        Some(p) => ConfigFile::load(p)?,
-        None => ConfigFile::default(),
-    };
+    let file = config_file(global)?;
     let mut settings: BTreeMap<String, PluginSettings> = file.plugins;
     for v in &global.allow_dir {
         let (plugin, spec) = split_plugin("--allow-dir", v)?;

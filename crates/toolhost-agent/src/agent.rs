@@ -1,0 +1,1376 @@
+//! The agent loop: ask the model, run the tools it asks for, repeat.
+//!
+//! [`Agent::run`] is one state machine:
+//!
+//! ```text
+//!            +-----------------------------+
+//!            v                             |
+//! Request(round) --no tool calls--> Done(completed)
+//!    |  tool calls                         |
+//!    v                                     |
+//! Execute(round) --round < max_rounds------+
+//!    |  round == max_rounds
+//!    v
+//! FinalAnswer (no tools, tool_choice none) --> Done(max-rounds)
+//!
+//! any state --abort--> Done(aborted); --deadline--> Done(timeout);
+//! provider error --> Done(error); repeated call refused --> Done(doom-loop)
+//! ```
+//!
+//! A doom loop (the same tool with the same canonical arguments
+//! [`AgentOptions::doom_loop_threshold`] times in a row, across rounds) asks
+//! [`AgentOptions::doom_loop_approval`]; without a callback (non-interactive
+//! use) the run ends with the dedicated status `doom-loop`, so callers can
+//! tell it apart from host faults.
+//!
+//! Every failure inside a tool call (unknown tool, malformed arguments,
+//! schema violations, traps, timeouts) becomes a tool result the model reads;
+//! only host-level faults end the loop, always with a [`Status`], never a panic.
+//! However a run ends, every tool call in [`ToolChainResult::messages`] has a
+//! tool result (calls that did not run get an error result saying why), so
+//! the messages can be sent to a model again.
+//!
+//! ```no_run
+//! # async fn demo(provider: std::sync::Arc<dyn toolhost_agent::Provider>,
+//! #               runtime: std::sync::Arc<toolhost_runtime::Runtime>) {
+//! use toolhost_agent::{Agent, AgentOptions, Message, Status, event_channel};
+//!
+//! let (sink, mut events) = event_channel();
+//! let options = AgentOptions::new("gpt-4.1-mini").max_rounds(8).events(sink);
+//! let agent = Agent::new(provider, runtime).with_options(options);
+//! tokio::spawn(async move {
+//!     while let Some(event) = events.recv().await {
+//!         println!("{event:?}");
+//!     }
+//! });
+//! let result = agent.run(vec![Message::user("What is 2*(3+4)?")]).await;
+//! assert_eq!(result.status, Status::Completed);
+//! println!("{}", result.final_text());
+//! # }
+//! ```
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use tracing::{Instrument, debug, info, warn};
+
+use crate::clock::{Clock, SystemClock, unix_ms};
+use crate::events::{AgentEvent, EventSink};
+use crate::message::{Message, Role, ToolCall, Usage};
+use crate::provider::{
+    BoxFuture, Completion, CompletionRequest, Delta, FinishReason, Provider, ProviderError,
+    ToolChoice, ToolDefinition,
+};
+use crate::repair::{CallRejection, canonical_json, parse_arguments, resolve_tool_name};
+use crate::tools::{ToolCallInfo, ToolExecutor, ToolOutcome, ToolSpec};
+use crate::vars::{READ_VAR, VarStore, read_var_spec, truncate_for_model};
+
+/// The default base of the system prompt.
+pub const DEFAULT_BASE_PROMPT: &str = "You are a helpful assistant with access to tools. \
+Use a tool when it helps with the user's request, and answer directly when it does not. \
+When a tool returns an error, read it and correct your call instead of repeating it.";
+
+/// Sent (in the request only, not kept in the history) with the forced final
+/// request after the round limit.
+pub const FINAL_ANSWER_NOTE: &str = "[The tool-call limit for this request has been reached. \
+Do not call any more tools: answer now with the information gathered so far, and say what \
+is still missing.]";
+
+/// Rewrites the list of tools offered to the model (the permission layer).
+pub type ToolFilter = Arc<dyn Fn(&[ToolSpec]) -> Vec<ToolSpec> + Send + Sync>;
+
+/// Runs before every request and may rewrite the conversation (e.g. compact
+/// it). Changes persist into [`ToolChainResult::messages`].
+pub type BeforeRequest = Arc<dyn Fn(&mut Vec<Message>) + Send + Sync>;
+
+/// Asked when the same call repeats; `true` lets the loop go on.
+pub type DoomLoopApproval = Arc<dyn Fn(DoomLoop) -> BoxFuture<'static, bool> + Send + Sync>;
+
+/// The same tool with the same arguments, several times in a row.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DoomLoop {
+    /// The round of the latest call.
+    pub round: u32,
+    /// The (repaired) tool name.
+    pub tool: String,
+    /// Its arguments (canonical JSON text).
+    pub arguments: String,
+    /// How many identical calls in a row, counting the latest.
+    pub repeats: u32,
+}
+
+/// Tool usage rules added to the system prompt (typically one per plugin).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UsageRules {
+    /// A heading, e.g. the plugin's name.
+    pub name: String,
+    /// The rules.
+    pub text: String,
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    /// The model answered without asking for more tool calls.
+    Completed,
+    /// [`AgentOptions::abort`] fired.
+    Aborted,
+    /// A host-level fault (the provider failed after its retries);
+    /// [`ToolChainResult::error`] says what.
+    Error,
+    /// The round limit was reached; the answer comes from one last request
+    /// without tools.
+    MaxRounds,
+    /// The run's deadline ([`AgentOptions::timeout`]) passed.
+    Timeout,
+    /// The same call repeated [`AgentOptions::doom_loop_threshold`] times in a
+    /// row and no approval callback allowed it to go on.
+    DoomLoop,
+}
+
+impl Status {
+    /// The status as written in JSON (`completed`, `max-rounds`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Completed => "completed",
+            Status::Aborted => "aborted",
+            Status::Error => "error",
+            Status::MaxRounds => "max-rounds",
+            Status::Timeout => "timeout",
+            Status::DoomLoop => "doom-loop",
+        }
+    }
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One tool call the model asked for: run, rejected before running (unknown
+/// tool, malformed arguments: `error_kind` `not-found` / `invalid-arguments`),
+/// or not run because the loop stopped (`not-run`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolCallRecord {
+    /// The model's call id.
+    pub call_id: String,
+    /// The repaired tool name (the model's own when nothing matched).
+    pub tool: String,
+    /// The name as the model wrote it.
+    pub requested_name: String,
+    /// The arguments as the model wrote them.
+    pub arguments: String,
+    /// The parsed arguments (`null` when they did not parse).
+    pub args: Value,
+    /// What the model read (truncated when long).
+    pub output: String,
+    /// Whether it failed.
+    pub is_error: bool,
+    /// A stable kind for failures: the executor's (`invalid-arguments`,
+    /// `sandbox-fault`, ...) or the loop's (`not-found`, `invalid-arguments`,
+    /// `timeout`, `aborted`, `not-run`).
+    pub error_kind: Option<String>,
+    /// Structured data for interfaces (never sent to the model).
+    pub details: Option<Value>,
+    /// The variable holding the full output, readable with `read_var`.
+    pub var: Option<String>,
+    /// Start, milliseconds since the Unix epoch (from the agent's clock).
+    pub started_at_ms: u64,
+    /// End, milliseconds since the Unix epoch (from the agent's clock).
+    pub ended_at_ms: u64,
+    /// Measured duration in milliseconds.
+    pub duration_ms: u64,
+    /// The round whose response asked for it.
+    pub round: u32,
+    /// Tokens used by that round's request.
+    pub round_usage: Usage,
+}
+
+/// Counts and time of a run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Stats {
+    /// Requests sent to the model (including a forced final one).
+    pub rounds: u32,
+    /// Tool calls in the history.
+    pub tool_calls: u32,
+    /// Of those, how many failed.
+    pub errors: u32,
+    /// Wall-clock time of the run, in milliseconds.
+    pub elapsed_ms: u64,
+}
+
+/// Everything a run produced.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolChainResult {
+    /// How it ended.
+    pub status: Status,
+    /// Why, for every status but `completed`.
+    pub error: Option<String>,
+    /// The final answer: the text of the last assistant message this run
+    /// produced ("" when it produced none, e.g. aborted before any answer).
+    pub text: String,
+    /// The messages given to [`Agent::run`] followed by the whole tool chain:
+    /// assistant messages with their tool calls, tool results, final answer.
+    pub messages: Vec<Message>,
+    /// Every tool call, in order.
+    pub history: Vec<ToolCallRecord>,
+    /// Total tokens.
+    pub usage: Usage,
+    /// Counts and time.
+    pub stats: Stats,
+}
+
+impl ToolChainResult {
+    /// The final answer ([`text`](Self::text)).
+    pub fn final_text(&self) -> &str {
+        &self.text
+    }
+}
+
+/// How the agent runs. `AgentOptions::new(model)` gives the defaults; the
+/// builder methods set one field each.
+///
+/// ```
+/// use std::time::Duration;
+/// use toolhost_agent::AgentOptions;
+///
+/// let options = AgentOptions::new("claude-sonnet-4")
+///     .max_rounds(5)
+///     .tool_timeout(Duration::from_secs(30))
+///     .tool_filter(|tools| tools.iter().filter(|t| t.read_only).cloned().collect());
+/// assert_eq!(options.max_rounds, 5);
+/// ```
+#[derive(Clone)]
+pub struct AgentOptions {
+    /// The model name, as the provider knows it.
+    pub model: String,
+    /// Rounds with tools before the forced final answer (default 10).
+    pub max_rounds: u32,
+    /// Fires to stop the run (from any task); the run ends `aborted` promptly.
+    /// A token stays cancelled: use a fresh one for each run.
+    pub abort: CancellationToken,
+    /// Deadline for the whole run; when it passes the run ends `timeout`.
+    pub timeout: Option<Duration>,
+    /// Limit per tool call (default 120 s); a call over it becomes an error
+    /// result for the model. The runtime's own per-plugin limits apply too.
+    pub tool_timeout: Option<Duration>,
+    /// Run the calls of one response concurrently when all are read-only
+    /// (default true). Results are always appended in call order.
+    pub parallel_read_only: bool,
+    /// The start of the system prompt.
+    pub base_prompt: String,
+    /// Usage rules appended to the system prompt.
+    pub usage_rules: Vec<UsageRules>,
+    /// Source of the date and of timestamps.
+    pub clock: Arc<dyn Clock>,
+    /// Longest tool output (in bytes) the model receives whole (default 16 KiB);
+    /// also the page size of `read_var`.
+    pub max_output_bytes: usize,
+    /// Where full tool outputs are kept. Share one store across the runs of a
+    /// chat so that `read_var` references stay valid.
+    pub vars: Arc<VarStore>,
+    /// Identical calls in a row that count as a doom loop (default 3).
+    pub doom_loop_threshold: u32,
+    /// Upper bound on output tokens per request.
+    pub max_tokens: Option<u32>,
+    /// Sampling temperature.
+    pub temperature: Option<f32>,
+    /// Whether the model may ask for several calls per response (default true).
+    pub parallel_tool_calls: bool,
+    /// Passed to the tools.
+    pub session_id: Option<String>,
+    /// The agent profile, passed to the tools.
+    pub agent: Option<String>,
+    /// Receives every event.
+    pub events: Option<EventSink>,
+    /// Rewrites the tool list before every request.
+    pub tool_filter: Option<ToolFilter>,
+    /// Rewrites the conversation before every request.
+    pub before_request: Option<BeforeRequest>,
+    /// Asked on a doom loop; without one the run ends `doom-loop`.
+    pub doom_loop_approval: Option<DoomLoopApproval>,
+}
+
+impl Default for AgentOptions {
+    fn default() -> Self {
+        AgentOptions {
+            model: String::new(),
+            max_rounds: 10,
+            abort: CancellationToken::new(),
+            timeout: None,
+            tool_timeout: Some(Duration::from_secs(120)),
+            parallel_read_only: true,
+            base_prompt: DEFAULT_BASE_PROMPT.to_owned(),
+            usage_rules: Vec::new(),
+            clock: Arc::new(SystemClock),
+            max_output_bytes: 16 * 1024,
+            vars: Arc::new(VarStore::new()),
+            doom_loop_threshold: 3,
+            max_tokens: None,
+            temperature: None,
+            parallel_tool_calls: true,
+            session_id: None,
+            agent: None,
+            events: None,
+            tool_filter: None,
+            before_request: None,
+            doom_loop_approval: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for AgentOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentOptions")
+            .field("model", &self.model)
+            .field("max_rounds", &self.max_rounds)
+            .field("timeout", &self.timeout)
+            .field("tool_timeout", &self.tool_timeout)
+            .field("parallel_read_only", &self.parallel_read_only)
+            .field("max_output_bytes", &self.max_output_bytes)
+            .field("doom_loop_threshold", &self.doom_loop_threshold)
+            .field("session_id", &self.session_id)
+            .field("agent", &self.agent)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AgentOptions {
+    /// The defaults, for `model`.
+    pub fn new(model: impl Into<String>) -> Self {
+        AgentOptions {
+            model: model.into(),
+            ..Self::default()
+        }
+    }
+    /// Sets [`max_rounds`](Self::max_rounds).
+    pub fn max_rounds(mut self, n: u32) -> Self {
+        self.max_rounds = n;
+        self
+    }
+    /// Sets [`abort`](Self::abort).
+    pub fn abort(mut self, token: CancellationToken) -> Self {
+        self.abort = token;
+        self
+    }
+    /// Sets [`timeout`](Self::timeout).
+    pub fn timeout(mut self, d: Duration) -> Self {
+        self.timeout = Some(d);
+        self
+    }
+    /// Sets [`tool_timeout`](Self::tool_timeout).
+    pub fn tool_timeout(mut self, d: Duration) -> Self {
+        self.tool_timeout = Some(d);
+        self
+    }
+    /// Sets [`parallel_read_only`](Self::parallel_read_only).
+    pub fn parallel_read_only(mut self, on: bool) -> Self {
+        self.parallel_read_only = on;
+        self
+    }
+    /// Sets [`base_prompt`](Self::base_prompt).
+    pub fn base_prompt(mut self, text: impl Into<String>) -> Self {
+        self.base_prompt = text.into();
+        self
+    }
+    /// Adds [`usage_rules`](Self::usage_rules).
+    pub fn usage_rules(mut self, name: impl Into<String>, text: impl Into<String>) -> Self {
+        self.usage_rules.push(UsageRules {
+            name: name.into(),
+            text: text.into(),
+        });
+        self
+    }
+    /// Sets [`clock`](Self::clock).
+    pub fn clock(mut self, clock: impl Clock + 'static) -> Self {
+        self.clock = Arc::new(clock);
+        self
+    }
+    /// Sets [`max_output_bytes`](Self::max_output_bytes).
+    pub fn max_output_bytes(mut self, n: usize) -> Self {
+        self.max_output_bytes = n.max(1);
+        self
+    }
+    /// Sets [`vars`](Self::vars).
+    pub fn vars(mut self, vars: Arc<VarStore>) -> Self {
+        self.vars = vars;
+        self
+    }
+    /// Sets [`doom_loop_threshold`](Self::doom_loop_threshold) (at least 2).
+    pub fn doom_loop_threshold(mut self, n: u32) -> Self {
+        self.doom_loop_threshold = n.max(2);
+        self
+    }
+    /// Sets [`session_id`](Self::session_id).
+    pub fn session_id(mut self, id: impl Into<String>) -> Self {
+        self.session_id = Some(id.into());
+        self
+    }
+    /// Sets [`events`](Self::events).
+    pub fn events(mut self, sink: EventSink) -> Self {
+        self.events = Some(sink);
+        self
+    }
+    /// Sets [`events`](Self::events) from a closure.
+    pub fn on_event(mut self, f: impl Fn(AgentEvent) + Send + Sync + 'static) -> Self {
+        self.events = Some(Arc::new(f));
+        self
+    }
+    /// Sets [`tool_filter`](Self::tool_filter).
+    pub fn tool_filter(
+        mut self,
+        f: impl Fn(&[ToolSpec]) -> Vec<ToolSpec> + Send + Sync + 'static,
+    ) -> Self {
+        self.tool_filter = Some(Arc::new(f));
+        self
+    }
+    /// Sets [`before_request`](Self::before_request).
+    pub fn before_request(mut self, f: impl Fn(&mut Vec<Message>) + Send + Sync + 'static) -> Self {
+        self.before_request = Some(Arc::new(f));
+        self
+    }
+    /// Sets [`doom_loop_approval`](Self::doom_loop_approval).
+    pub fn doom_loop_approval(
+        mut self,
+        f: impl Fn(DoomLoop) -> BoxFuture<'static, bool> + Send + Sync + 'static,
+    ) -> Self {
+        self.doom_loop_approval = Some(Arc::new(f));
+        self
+    }
+}
+
+/// Runs the loop for one provider and one tool executor. Cheap to clone.
+#[derive(Clone)]
+pub struct Agent {
+    provider: Arc<dyn Provider>,
+    tools: Arc<dyn ToolExecutor>,
+    options: AgentOptions,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent")
+            .field("provider", &self.provider.name())
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Agent {
+    /// An agent with the default options (set at least the model with
+    /// [`with_options`](Self::with_options)).
+    pub fn new(provider: Arc<dyn Provider>, tools: Arc<dyn ToolExecutor>) -> Self {
+        Agent {
+            provider,
+            tools,
+            options: AgentOptions::default(),
+        }
+    }
+
+    /// Replaces the options.
+    pub fn with_options(mut self, options: AgentOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// The options.
+    pub fn options(&self) -> &AgentOptions {
+        &self.options
+    }
+
+    /// The options, to change between runs (e.g. a fresh abort token).
+    pub fn options_mut(&mut self) -> &mut AgentOptions {
+        &mut self.options
+    }
+
+    /// The system prompt a run starting now would send: the base prompt, the
+    /// text of any `Role::System` messages among `messages`, the usage rules,
+    /// and today's date (never the time, so the prompt stays cacheable all day).
+    pub fn system_prompt(&self, messages: &[Message]) -> String {
+        let o = &self.options;
+        let mut parts: Vec<String> = Vec::new();
+        if !o.base_prompt.trim().is_empty() {
+            parts.push(o.base_prompt.trim().to_owned());
+        }
+        for m in messages.iter().filter(|m| m.role == Role::System) {
+            if !m.content.trim().is_empty() {
+                parts.push(m.content.trim().to_owned());
+            }
+        }
+        if !o.usage_rules.is_empty() {
+            let mut rules = String::from("# Tool usage rules");
+            for r in &o.usage_rules {
+                rules.push_str(&format!("\n\n## {}\n{}", r.name, r.text.trim()));
+            }
+            parts.push(rules);
+        }
+        parts.push(format!("Today's date: {}.", o.clock.today()));
+        parts.join("\n\n")
+    }
+
+    /// Runs the loop on `messages` (the conversation so far, ending with the
+    /// user's request) and returns the whole tool chain. Never panics on
+    /// anything the model, the tools or the provider do; see [`Status`].
+    pub async fn run(&self, messages: Vec<Message>) -> ToolChainResult {
+        let span = tracing::info_span!(
+            "agent_run",
+            model = %self.options.model,
+            provider = self.provider.name()
+        );
+        self.run_inner(messages).instrument(span).await
+    }
+
+    async fn run_inner(&self, messages: Vec<Message>) -> ToolChainResult {
+        let started = Instant::now();
+        let ctx = Ctx {
+            agent: self,
+            opts: &self.options,
+            system: self.system_prompt(&messages),
+            deadline: self
+                .options
+                .timeout
+                .map(|d| tokio::time::Instant::now() + d),
+        };
+        let mut run = RunState {
+            messages,
+            text: String::new(),
+            history: Vec::new(),
+            usage: Usage::default(),
+            rounds: 0,
+            last_call: None,
+            repeats: 0,
+        };
+        info!(messages = run.messages.len(), "agent run starts");
+
+        let mut state = State::Request { round: 1 };
+        let (status, error) = loop {
+            state = match state {
+                State::Request { round } if round > ctx.opts.max_rounds => {
+                    State::FinalAnswer { round }
+                }
+                State::Request { round } => ctx.request(&mut run, round).await,
+                State::Execute {
+                    round,
+                    calls,
+                    tools,
+                    builtin,
+                    completion,
+                } => {
+                    ctx.execute(&mut run, round, calls, &tools, builtin, completion)
+                        .await
+                }
+                State::FinalAnswer { round } => ctx.final_answer(&mut run, round).await,
+                State::Done { status, error } => break (status, error),
+            };
+        };
+
+        let stats = Stats {
+            rounds: run.rounds,
+            tool_calls: u32::try_from(run.history.len()).unwrap_or(u32::MAX),
+            errors: u32::try_from(run.history.iter().filter(|h| h.is_error).count())
+                .unwrap_or(u32::MAX),
+            elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        };
+        match status {
+            Status::Completed | Status::MaxRounds => {
+                info!(%status, rounds = stats.rounds, calls = stats.tool_calls, "agent run ends")
+            }
+            _ => warn!(%status, error = ?error, rounds = stats.rounds, "agent run ends early"),
+        }
+        ctx.emit(AgentEvent::Finish {
+            status,
+            error: error.clone(),
+            usage: run.usage,
+            stats,
+        });
+        ToolChainResult {
+            status,
+            error,
+            text: run.text,
+            messages: run.messages,
+            history: run.history,
+            usage: run.usage,
+            stats,
+        }
+    }
+}
+
+/// The states of one run.
+enum State {
+    /// Send a request with tools.
+    Request { round: u32 },
+    /// Run the tool calls of the response to `round`.
+    Execute {
+        round: u32,
+        calls: Vec<ToolCall>,
+        tools: Vec<ToolSpec>,
+        builtin: bool,
+        completion: RoundInfo,
+    },
+    /// The round limit was reached: one request without tools.
+    FinalAnswer { round: u32 },
+    /// Over.
+    Done {
+        status: Status,
+        error: Option<String>,
+    },
+}
+
+impl State {
+    fn done(status: Status, error: impl Into<Option<String>>) -> Self {
+        State::Done {
+            status,
+            error: error.into(),
+        }
+    }
+}
+
+/// What the loop keeps of a response for its round's end.
+struct RoundInfo {
+    usage: Usage,
+    finish_reason: FinishReason,
+}
+
+/// Why the run must stop now.
+#[derive(Debug, Clone)]
+struct Stop {
+    status: Status,
+    error: Option<String>,
+}
+
+impl Stop {
+    fn into_state(self) -> State {
+        State::Done {
+            status: self.status,
+            error: self.error,
+        }
+    }
+}
+
+/// The mutable data of a run.
+struct RunState {
+    messages: Vec<Message>,
+    /// The text of the last assistant message of this run.
+    text: String,
+    history: Vec<ToolCallRecord>,
+    usage: Usage,
+    rounds: u32,
+    /// The last call's (tool, canonical arguments), for doom-loop detection.
+    last_call: Option<(String, String)>,
+    repeats: u32,
+}
+
+/// The read-only context of a run.
+struct Ctx<'a> {
+    agent: &'a Agent,
+    opts: &'a AgentOptions,
+    system: String,
+    deadline: Option<tokio::time::Instant>,
+}
+
+/// One tool call after repair and parsing.
+struct Planned {
+    call: ToolCall,
+    tool: String,
+    args: Value,
+    action: Action,
+}
+
+enum Action {
+    /// Hand it to the executor (or the built-in `read_var`).
+    Run { read_only: bool, builtin: bool },
+    /// Answer with this error without running anything.
+    Reject(CallRejection),
+    /// Not run because the loop stops; the text says why.
+    Skip(String),
+}
+
+/// When a call started: by the agent's clock, and monotonic.
+struct Timing {
+    at_ms: u64,
+    instant: Instant,
+}
+
+/// The result of running one planned call.
+struct Executed {
+    outcome: ToolOutcome,
+    for_model: String,
+    var: Option<String>,
+    started_at_ms: u64,
+    ended_at_ms: u64,
+    duration_ms: u64,
+    stop: Option<Stop>,
+}
+
+impl Ctx<'_> {
+    fn emit(&self, event: AgentEvent) {
+        if let Some(sink) = &self.opts.events {
+            sink(event);
+        }
+    }
+
+    fn now_ms(&self) -> u64 {
+        unix_ms(self.opts.clock.now())
+    }
+
+    fn start_timing(&self) -> Timing {
+        Timing {
+            at_ms: self.now_ms(),
+            instant: Instant::now(),
+        }
+    }
+
+    /// Resolves when the run must stop: abort (preferred) or deadline.
+    async fn interrupted(&self) -> Stop {
+        let deadline = self.deadline;
+        tokio::select! {
+            biased;
+            _ = self.opts.abort.cancelled() => Stop {
+                status: Status::Aborted,
+                error: Some("aborted".to_owned()),
+            },
+            _ = async move {
+                match deadline {
+                    Some(d) => tokio::time::sleep_until(d).await,
+                    None => std::future::pending::<()>().await,
+                }
+            } => Stop {
+                status: Status::Timeout,
+                error: Some(format!(
+                    "the run's time limit ({:?}) passed",
+                    self.opts.timeout.unwrap_or_default()
+                )),
+            },
+        }
+    }
+
+    /// `Some` when the run must stop already.
+    fn stop_now(&self) -> Option<Stop> {
+        if self.opts.abort.is_cancelled() {
+            return Some(Stop {
+                status: Status::Aborted,
+                error: Some("aborted".to_owned()),
+            });
+        }
+        if self
+            .deadline
+            .is_some_and(|d| tokio::time::Instant::now() >= d)
+        {
+            return Some(Stop {
+                status: Status::Timeout,
+                error: Some(format!(
+                    "the run's time limit ({:?}) passed",
+                    self.opts.timeout.unwrap_or_default()
+                )),
+            });
+        }
+        None
+    }
+
+    /// The tools for the next request: the executor's plus `read_var` when
+    /// the store holds something, through the filter. The flag says whether
+    /// the `read_var` offered is the built-in one.
+    fn current_tools(&self) -> (Vec<ToolSpec>, bool) {
+        let mut all = self.agent.tools.tools();
+        let shadowed = all.iter().any(|t| t.name == READ_VAR);
+        if shadowed {
+            debug!("the executor's `read_var` shadows the built-in one");
+        } else if !self.opts.vars.is_empty() {
+            all.push(read_var_spec(self.opts.max_output_bytes));
+        }
+        let tools = match &self.opts.tool_filter {
+            Some(filter) => filter(&all),
+            None => all,
+        };
+        let builtin = !shadowed && tools.iter().any(|t| t.name == READ_VAR);
+        (tools, builtin)
+    }
+
+    /// Sends one request and streams it; `extra` messages go to this request only.
+    async fn complete(
+        &self,
+        run: &mut RunState,
+        round: u32,
+        tools: &[ToolSpec],
+        choice: ToolChoice,
+        extra: Option<Message>,
+    ) -> Result<Completion, Stop> {
+        if let Some(stop) = self.stop_now() {
+            return Err(stop);
+        }
+        if let Some(hook) = &self.opts.before_request {
+            hook(&mut run.messages);
+        }
+        let mut messages: Vec<Message> = run
+            .messages
+            .iter()
+            .filter(|m| m.role != Role::System)
+            .cloned()
+            .collect();
+        messages.extend(extra);
+        let request = CompletionRequest {
+            model: self.opts.model.clone(),
+            system: Some(self.system.clone()),
+            messages,
+            tools: tools
+                .iter()
+                .map(|t| ToolDefinition {
+                    name: t.name.clone(),
+                    description: t.description.clone(),
+                    parameters: t.input_schema.clone(),
+                })
+                .collect(),
+            tool_choice: if tools.is_empty() {
+                ToolChoice::None
+            } else {
+                choice
+            },
+            parallel_tool_calls: self.opts.parallel_tool_calls
+                && !tools.is_empty()
+                && choice != ToolChoice::None,
+            max_tokens: self.opts.max_tokens,
+            temperature: self.opts.temperature,
+        };
+        self.emit(AgentEvent::RequestStart {
+            round,
+            messages: request.messages.len(),
+            tools: request.tools.len(),
+        });
+        debug!(
+            round,
+            messages = request.messages.len(),
+            tools = request.tools.len(),
+            "request"
+        );
+        run.rounds += 1;
+
+        let partial = Mutex::new(String::new());
+        let on_delta = |delta: Delta| match delta {
+            Delta::Text(text) => {
+                if let Ok(mut p) = partial.lock() {
+                    p.push_str(&text);
+                }
+                self.emit(AgentEvent::TextDelta { round, text });
+            }
+            Delta::Reasoning(text) => self.emit(AgentEvent::ReasoningDelta { round, text }),
+            Delta::ToolCallStarted { id, name } => self.emit(AgentEvent::ToolCallStreamed {
+                round,
+                call_id: id,
+                name,
+            }),
+        };
+        let result = tokio::select! {
+            biased;
+            stop = self.interrupted() => Err(stop),
+            r = self.agent.provider.complete(&request, &on_delta, &self.opts.abort) => Ok(r),
+        };
+        let keep_partial = |run: &mut RunState| {
+            let text = partial.lock().map(|p| p.clone()).unwrap_or_default();
+            if !text.is_empty() {
+                run.text.clone_from(&text);
+                run.messages.push(Message::assistant(text));
+            }
+        };
+        match result {
+            Ok(Ok(completion)) => {
+                run.usage += completion.usage;
+                Ok(completion)
+            }
+            Ok(Err(ProviderError::Cancelled)) if self.stop_now().is_some() => {
+                keep_partial(run);
+                Err(self.stop_now().unwrap_or(Stop {
+                    status: Status::Aborted,
+                    error: Some("aborted".to_owned()),
+                }))
+            }
+            Ok(Err(e)) => {
+                warn!(round, error = %e, "provider request failed");
+                keep_partial(run);
+                Err(Stop {
+                    status: Status::Error,
+                    error: Some(format!("model request failed: {e}")),
+                })
+            }
+            Err(stop) => {
+                keep_partial(run);
+                Err(stop)
+            }
+        }
+    }
+
+    /// State `Request`: ask the model with tools.
+    async fn request(&self, run: &mut RunState, round: u32) -> State {
+        let (tools, builtin) = self.current_tools();
+        let completion = match self
+            .complete(run, round, &tools, ToolChoice::Auto, None)
+            .await
+        {
+            Ok(c) => c,
+            Err(stop) => return stop.into_state(),
+        };
+        let Completion {
+            message,
+            finish_reason,
+            usage,
+        } = completion;
+        let calls = message.tool_calls.clone();
+        run.text.clone_from(&message.content);
+        run.messages.push(Message {
+            role: Role::Assistant,
+            ..message
+        });
+        let info = RoundInfo {
+            usage,
+            finish_reason,
+        };
+        if calls.is_empty() {
+            self.end_round(round, info, 0);
+            return State::done(Status::Completed, None);
+        }
+        State::Execute {
+            round,
+            calls,
+            tools,
+            builtin,
+            completion: info,
+        }
+    }
+
+    fn end_round(&self, round: u32, info: RoundInfo, tool_calls: usize) {
+        self.emit(AgentEvent::RoundEnd {
+            round,
+            usage: info.usage,
+            finish_reason: info.finish_reason,
+            tool_calls,
+        });
+    }
+
+    /// State `FinalAnswer`: one request in which tools cannot be called.
+    /// The definitions are still sent, with `tool_choice: none`: Anthropic
+    /// rejects a request whose history holds tool calls but defines no tools.
+    async fn final_answer(&self, run: &mut RunState, round: u32) -> State {
+        info!(round, "round limit reached; asking for a final answer");
+        let note = Message::user(FINAL_ANSWER_NOTE);
+        let (tools, _) = self.current_tools();
+        let completion = match self
+            .complete(run, round, &tools, ToolChoice::None, Some(note))
+            .await
+        {
+            Ok(c) => c,
+            Err(stop) => return stop.into_state(),
+        };
+        if !completion.message.tool_calls.is_empty() {
+            warn!(
+                round,
+                "the model asked for tools in the final answer; ignoring the calls"
+            );
+        }
+        run.text.clone_from(&completion.message.content);
+        run.messages
+            .push(Message::assistant(completion.message.content));
+        self.end_round(
+            round,
+            RoundInfo {
+                usage: completion.usage,
+                finish_reason: completion.finish_reason,
+            },
+            0,
+        );
+        State::done(
+            Status::MaxRounds,
+            Some(format!(
+                "stopped after {} rounds of tool calls",
+                self.opts.max_rounds
+            )),
+        )
+    }
+
+    /// State `Execute`: repair, check and run the calls, append their results
+    /// in call order (every call gets exactly one result).
+    async fn execute(
+        &self,
+        run: &mut RunState,
+        round: u32,
+        calls: Vec<ToolCall>,
+        tools: &[ToolSpec],
+        builtin: bool,
+        info: RoundInfo,
+    ) -> State {
+        let n_calls = calls.len();
+        let (planned, plan_stop) = self.plan(run, round, calls, tools, builtin).await;
+
+        let runnable: Vec<usize> = planned
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| matches!(p.action, Action::Run { .. }))
+            .map(|(i, _)| i)
+            .collect();
+        let parallel = self.opts.parallel_read_only
+            && runnable.len() > 1
+            && runnable.iter().all(|&i| {
+                matches!(
+                    planned[i].action,
+                    Action::Run {
+                        read_only: true,
+                        ..
+                    }
+                )
+            });
+        debug!(round, calls = n_calls, parallel, "executing tool calls");
+
+        let mut executed: Vec<Option<Executed>> = Vec::new();
+        executed.resize_with(planned.len(), || None);
+        let mut exec_stop: Option<Stop> = self.stop_now();
+        if exec_stop.is_none() && parallel {
+            let results = futures::future::join_all(
+                runnable.iter().map(|&i| self.run_call(round, &planned[i])),
+            )
+            .await;
+            for (&i, r) in runnable.iter().zip(results) {
+                if exec_stop.is_none() {
+                    exec_stop = r.stop.clone();
+                }
+                executed[i] = Some(r);
+            }
+        } else if exec_stop.is_none() {
+            for &i in &runnable {
+                if let Some(s) = self.stop_now() {
+                    exec_stop = Some(s);
+                    break;
+                }
+                let r = self.run_call(round, &planned[i]).await;
+                let stop = r.stop.clone();
+                executed[i] = Some(r);
+                if stop.is_some() {
+                    exec_stop = stop;
+                    break;
+                }
+            }
+        }
+        // An abort or deadline during execution wins over a doom loop found earlier.
+        let stop = exec_stop.or(plan_stop);
+
+        for (p, e) in planned.into_iter().zip(executed) {
+            match (&p.action, e) {
+                (Action::Run { .. }, Some(e)) => self.record(run, round, info.usage, p, e),
+                (action, _) => {
+                    let outcome = match action {
+                        Action::Reject(rejection) => {
+                            error_outcome(rejection.to_string(), rejection.kind())
+                        }
+                        Action::Skip(reason) => {
+                            error_outcome(format!("not run: {reason}"), "not-run")
+                        }
+                        Action::Run { .. } => {
+                            let reason = match &stop {
+                                Some(s) => s.error.clone().unwrap_or_else(|| s.status.to_string()),
+                                None => "the loop stopped".to_owned(),
+                            };
+                            error_outcome(format!("not run: {reason}"), "not-run")
+                        }
+                    };
+                    let e = self.finish(round, &p, outcome, self.start_timing(), None);
+                    self.record(run, round, info.usage, p, e);
+                }
+            }
+        }
+        self.end_round(round, info, n_calls);
+
+        match stop {
+            Some(stop) => stop.into_state(),
+            None => State::Request { round: round + 1 },
+        }
+    }
+
+    /// Repairs names, parses arguments and checks for doom loops, in call
+    /// order. Returns the plan and, when the loop must stop, why (the calls
+    /// from the offending one on are then skipped).
+    async fn plan(
+        &self,
+        run: &mut RunState,
+        round: u32,
+        calls: Vec<ToolCall>,
+        tools: &[ToolSpec],
+        builtin: bool,
+    ) -> (Vec<Planned>, Option<Stop>) {
+        let mut planned = Vec::with_capacity(calls.len());
+        let mut stop: Option<Stop> = None;
+        for call in calls {
+            let resolved = resolve_tool_name(&call.name, tools.iter().map(|t| t.name.as_str()));
+            let (tool, args, action) = match resolved {
+                Err(rejection) => (call.name.clone(), Value::Null, Action::Reject(rejection)),
+                Ok(tool) => match parse_arguments(&call.arguments) {
+                    Err(rejection) => (tool, Value::Null, Action::Reject(rejection)),
+                    Ok(args) => {
+                        let read_only = tools
+                            .iter()
+                            .find(|t| t.name == tool)
+                            .is_some_and(|t| t.read_only);
+                        let action = Action::Run {
+                            read_only,
+                            builtin: builtin && tool == READ_VAR,
+                        };
+                        (tool, args, action)
+                    }
+                },
+            };
+            if tool != call.name {
+                debug!(requested = %call.name, %tool, "tool name repaired");
+            }
+            self.emit(AgentEvent::ToolCallPending {
+                round,
+                call_id: call.id.clone(),
+                tool: tool.clone(),
+                requested_name: call.name.clone(),
+                arguments: call.arguments.clone(),
+            });
+            if let Some(s) = &stop {
+                let reason = s.error.clone().unwrap_or_else(|| s.status.to_string());
+                planned.push(Planned {
+                    call,
+                    tool,
+                    args,
+                    action: Action::Skip(reason),
+                });
+                continue;
+            }
+            let action = match self.check_doom_loop(run, round, &tool, &args, &call).await {
+                Ok(()) => action,
+                Err(s) => {
+                    let reason = s.error.clone().unwrap_or_else(|| s.status.to_string());
+                    stop = Some(s);
+                    Action::Skip(reason)
+                }
+            };
+            planned.push(Planned {
+                call,
+                tool,
+                args,
+                action,
+            });
+        }
+        (planned, stop)
+    }
+
+    /// Counts identical calls in a row (same tool, same canonical arguments,
+    /// across rounds); at the threshold asks the approval callback. `Err` when
+    /// the loop must stop.
+    async fn check_doom_loop(
+        &self,
+        run: &mut RunState,
+        round: u32,
+        tool: &str,
+        args: &Value,
+        call: &ToolCall,
+    ) -> Result<(), Stop> {
+        let arguments = if args.is_null() {
+            call.arguments.trim().to_owned()
+        } else {
+            canonical_json(args)
+        };
+        let key = (tool.to_owned(), arguments);
+        if run.last_call.as_ref() == Some(&key) {
+            run.repeats += 1;
+        } else {
+            run.last_call = Some(key.clone());
+            run.repeats = 1;
+        }
+        if run.repeats < self.opts.doom_loop_threshold {
+            return Ok(());
+        }
+        let (tool, arguments) = key;
+        let repeats = run.repeats;
+        warn!(%tool, repeats, "doom loop detected");
+        self.emit(AgentEvent::DoomLoopDetected {
+            round,
+            tool: tool.clone(),
+            arguments: arguments.clone(),
+            repeats,
+        });
+        let doom = DoomLoop {
+            round,
+            tool: tool.clone(),
+            arguments,
+            repeats,
+        };
+        let approved = match &self.opts.doom_loop_approval {
+            None => false,
+            Some(ask) => tokio::select! {
+                biased;
+                s = self.interrupted() => return Err(s),
+                ok = ask(doom) => ok,
+            },
+        };
+        if approved {
+            info!(%tool, "doom loop approved; going on");
+            run.repeats = 0;
+            return Ok(());
+        }
+        Err(Stop {
+            status: Status::DoomLoop,
+            error: Some(format!(
+                "`{tool}` was called {repeats} times in a row with the same arguments"
+            )),
+        })
+    }
+
+    /// Runs one call under the per-call timeout, the run's deadline and abort.
+    async fn run_call(&self, round: u32, p: &Planned) -> Executed {
+        let builtin = matches!(p.action, Action::Run { builtin: true, .. });
+        let timing = self.start_timing();
+        self.emit(AgentEvent::ToolCallRunning {
+            round,
+            call_id: p.call.id.clone(),
+            tool: p.tool.clone(),
+            started_at_ms: timing.at_ms,
+        });
+        let mut stop = None;
+        let outcome = if builtin {
+            match self
+                .opts
+                .vars
+                .call_read_var(&p.args, self.opts.max_output_bytes)
+            {
+                Ok(page) => ToolOutcome {
+                    output: page,
+                    details: None,
+                    is_error: false,
+                    error_kind: None,
+                },
+                Err(e) => error_outcome(e.to_string(), "invalid-arguments"),
+            }
+        } else {
+            let info = ToolCallInfo {
+                call_id: p.call.id.clone(),
+                session_id: self.opts.session_id.clone(),
+                agent: self.opts.agent.clone(),
+            };
+            let call = self.agent.tools.call(&p.tool, p.args.clone(), info);
+            let limited = async {
+                match self.opts.tool_timeout {
+                    Some(limit) => match tokio::time::timeout(limit, call).await {
+                        Ok(outcome) => outcome,
+                        Err(_) => error_outcome(
+                            format!(
+                                "`{}` did not finish within {} ms and was stopped",
+                                p.tool,
+                                limit.as_millis()
+                            ),
+                            "timeout",
+                        ),
+                    },
+                    None => call.await,
+                }
+            };
+            tokio::select! {
+                biased;
+                s = self.interrupted() => {
+                    let (text, kind) = match s.status {
+                        Status::Timeout => ("stopped: the run's time limit passed", "timeout"),
+                        _ => ("stopped: the run was aborted", "aborted"),
+                    };
+                    stop = Some(s);
+                    error_outcome(text.to_owned(), kind)
+                }
+                outcome = limited => outcome,
+            }
+        };
+        self.finish(round, p, outcome, timing, stop)
+    }
+
+    /// Stores and truncates the output of a finished call and reports it.
+    fn finish(
+        &self,
+        round: u32,
+        p: &Planned,
+        outcome: ToolOutcome,
+        timing: Timing,
+        stop: Option<Stop>,
+    ) -> Executed {
+        let (call_id, tool, args) = (&p.call.id, p.tool.as_str(), &p.args);
+        let duration_ms = u64::try_from(timing.instant.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let max = self.opts.max_output_bytes;
+        // Keep every successful result (except read_var's own pages) and any
+        // long one, so that the model and later turns can read it back.
+        let store = (!outcome.is_error && tool != READ_VAR) || outcome.output.len() > max;
+        let var = store.then(|| self.opts.vars.insert(outcome.output.clone()));
+        let for_model = match &var {
+            Some(v) => truncate_for_model(&outcome.output, max, v),
+            None => outcome.output.clone(),
+        };
+        if outcome.is_error {
+            debug!(%tool, kind = ?outcome.error_kind, "tool call failed");
+            self.emit(AgentEvent::ToolCallError {
+                round,
+                call_id: call_id.to_owned(),
+                tool: tool.to_owned(),
+                args: args.clone(),
+                output: outcome.output.clone(),
+                error_kind: outcome.error_kind.clone(),
+                details: outcome.details.clone(),
+                duration_ms,
+            });
+        } else {
+            self.emit(AgentEvent::ToolCallCompleted {
+                round,
+                call_id: call_id.to_owned(),
+                tool: tool.to_owned(),
+                args: args.clone(),
+                output: outcome.output.clone(),
+                details: outcome.details.clone(),
+                var: var.clone(),
+                duration_ms,
+            });
+        }
+        Executed {
+            outcome,
+            for_model,
+            var,
+            started_at_ms: timing.at_ms,
+            ended_at_ms: self.now_ms(),
+            duration_ms,
+            stop,
+        }
+    }
+
+    /// Appends the result of one call to the messages and the history.
+    fn record(&self, run: &mut RunState, round: u32, round_usage: Usage, p: Planned, e: Executed) {
+        let Planned {
+            call, tool, args, ..
+        } = p;
+        let is_error = e.outcome.is_error;
+        run.messages
+            .push(Message::tool_result(&call, e.for_model.clone(), is_error));
+        run.history.push(ToolCallRecord {
+            call_id: call.id,
+            tool,
+            requested_name: call.name,
+            arguments: call.arguments,
+            args,
+            output: e.for_model,
+            is_error,
+            error_kind: e.outcome.error_kind,
+            details: e.outcome.details,
+            var: e.var,
+            started_at_ms: e.started_at_ms,
+            ended_at_ms: e.ended_at_ms,
+            duration_ms: e.duration_ms,
+            round,
+            round_usage,
+        });
+    }
+}
+
+fn error_outcome(output: String, kind: &str) -> ToolOutcome {
+    ToolOutcome {
+        output,
+        details: None,
+        is_error: true,
+        error_kind: Some(kind.to_owned()),
+    }
+}

@@ -1,0 +1,87 @@
+//! Where the loop gets "now" from: the date in the system prompt and the
+//! timestamps of tool calls. Inject a [`FixedClock`] for deterministic tests.
+//!
+//! ```
+//! use std::time::{Duration, UNIX_EPOCH};
+//! use toolhost_agent::{Clock, FixedClock};
+//!
+//! let clock = FixedClock(UNIX_EPOCH + Duration::from_secs(1_700_000_000));
+//! assert_eq!(clock.today(), "2023-11-14");
+//! ```
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// A source of the current time.
+pub trait Clock: Send + Sync {
+    /// Now.
+    fn now(&self) -> SystemTime;
+
+    /// Today's date as `YYYY-MM-DD`, for the system prompt. UTC by default;
+    /// override it to use the user's local date.
+    fn today(&self) -> String {
+        utc_date(self.now())
+    }
+}
+
+/// The system clock (dates in UTC).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> SystemTime {
+        SystemTime::now()
+    }
+}
+
+/// A clock stopped at one instant.
+#[derive(Debug, Clone, Copy)]
+pub struct FixedClock(pub SystemTime);
+
+impl Clock for FixedClock {
+    fn now(&self) -> SystemTime {
+        self.0
+    }
+}
+
+/// Milliseconds since the Unix epoch (0 before it).
+pub fn unix_ms(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+/// The UTC calendar date of `t` as `YYYY-MM-DD`.
+pub fn utc_date(t: SystemTime) -> String {
+    let secs: i64 = match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+        Err(e) => -i64::try_from(e.duration().as_secs()).unwrap_or(i64::MAX),
+    };
+    // Howard Hinnant's civil_from_days.
+    let z = secs.div_euclid(86_400) + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn dates() {
+        let at = |s: u64| utc_date(UNIX_EPOCH + Duration::from_secs(s));
+        assert_eq!(at(0), "1970-01-01");
+        assert_eq!(at(951_782_400), "2000-02-29");
+        assert_eq!(at(1_709_251_199), "2024-02-29");
+        assert_eq!(at(1_709_251_200), "2024-03-01");
+        assert_eq!(at(4_102_444_800), "2100-01-01");
+        assert_eq!(utc_date(UNIX_EPOCH - Duration::from_secs(1)), "1969-12-31");
+    }
+}

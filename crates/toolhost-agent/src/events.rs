@@ -1,0 +1,179 @@
+//! What the loop reports while it runs, for user interfaces and logs.
+//!
+//! Events arrive in this order for each round: [`AgentEvent::RequestStart`],
+//! any number of [`TextDelta`](AgentEvent::TextDelta) /
+//! [`ReasoningDelta`](AgentEvent::ReasoningDelta) /
+//! [`ToolCallStreamed`](AgentEvent::ToolCallStreamed), then per tool call
+//! [`ToolCallPending`](AgentEvent::ToolCallPending) (all calls of the response,
+//! in order), [`ToolCallRunning`](AgentEvent::ToolCallRunning) and
+//! [`ToolCallCompleted`](AgentEvent::ToolCallCompleted) or
+//! [`ToolCallError`](AgentEvent::ToolCallError), then
+//! [`RoundEnd`](AgentEvent::RoundEnd). The last event of a run is always
+//! [`Finish`](AgentEvent::Finish).
+//!
+//! ```
+//! use toolhost_agent::{AgentEvent, event_channel};
+//!
+//! let (sink, mut rx) = event_channel();
+//! sink(AgentEvent::TextDelta { round: 1, text: "hi".into() });
+//! assert!(matches!(rx.try_recv(), Ok(AgentEvent::TextDelta { .. })));
+//! ```
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use crate::agent::{Stats, Status};
+use crate::message::Usage;
+use crate::provider::FinishReason;
+
+/// Receives every event of a run, synchronously and in order. Keep it cheap
+/// (forward to a channel, see [`event_channel`]).
+pub type EventSink = Arc<dyn Fn(AgentEvent) + Send + Sync>;
+
+/// An [`EventSink`] that forwards into an unbounded channel, and its receiver.
+/// Events sent after the receiver is dropped are discarded.
+pub fn event_channel() -> (EventSink, mpsc::UnboundedReceiver<AgentEvent>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let sink: EventSink = Arc::new(move |event| {
+        let _ = tx.send(event);
+    });
+    (sink, rx)
+}
+
+/// One step of a run. Times are milliseconds since the Unix epoch, from the
+/// agent's [`Clock`](crate::Clock); durations are milliseconds.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AgentEvent {
+    /// A request to the model is about to be sent.
+    RequestStart {
+        /// 1-based round; the forced final answer after the round limit has
+        /// round `max_rounds + 1`.
+        round: u32,
+        /// Messages in the request (without the system prompt).
+        messages: usize,
+        /// Tools offered (0 for the forced final answer).
+        tools: usize,
+    },
+    /// More answer text streamed.
+    TextDelta {
+        /// The round.
+        round: u32,
+        /// The new text.
+        text: String,
+    },
+    /// More reasoning text streamed.
+    ReasoningDelta {
+        /// The round.
+        round: u32,
+        /// The new text.
+        text: String,
+    },
+    /// The model started writing a tool call (arguments not known yet).
+    ToolCallStreamed {
+        /// The round.
+        round: u32,
+        /// The call id.
+        call_id: String,
+        /// The name as the model wrote it.
+        name: String,
+    },
+    /// A tool call of the response, before anything runs.
+    ToolCallPending {
+        /// The round.
+        round: u32,
+        /// The call id.
+        call_id: String,
+        /// The repaired tool name (the model's own name when it matches nothing).
+        tool: String,
+        /// The name the model wrote.
+        requested_name: String,
+        /// The arguments as the model wrote them.
+        arguments: String,
+    },
+    /// The tool call starts running.
+    ToolCallRunning {
+        /// The round.
+        round: u32,
+        /// The call id.
+        call_id: String,
+        /// The repaired tool name.
+        tool: String,
+        /// When it started.
+        started_at_ms: u64,
+    },
+    /// The tool call succeeded.
+    ToolCallCompleted {
+        /// The round.
+        round: u32,
+        /// The call id.
+        call_id: String,
+        /// The repaired tool name.
+        tool: String,
+        /// The parsed arguments.
+        args: Value,
+        /// The full output (before truncation for the model).
+        output: String,
+        /// Structured data for interfaces.
+        details: Option<Value>,
+        /// The variable holding the full output, if stored.
+        var: Option<String>,
+        /// How long it ran.
+        duration_ms: u64,
+    },
+    /// The tool call failed; the model reads `output` as the error.
+    ToolCallError {
+        /// The round.
+        round: u32,
+        /// The call id.
+        call_id: String,
+        /// The repaired tool name (or the model's own name).
+        tool: String,
+        /// The parsed arguments (`null` when they did not parse).
+        args: Value,
+        /// The error message the model reads.
+        output: String,
+        /// A stable kind (`not-found`, `invalid-arguments`, `timeout`, `aborted`, ...).
+        error_kind: Option<String>,
+        /// Structured data for interfaces.
+        details: Option<Value>,
+        /// How long it ran.
+        duration_ms: u64,
+    },
+    /// The same call was made several times in a row.
+    DoomLoopDetected {
+        /// The round.
+        round: u32,
+        /// The tool.
+        tool: String,
+        /// Its canonical arguments.
+        arguments: String,
+        /// How many identical calls in a row.
+        repeats: u32,
+    },
+    /// A round is over (its tool calls, if any, ran).
+    RoundEnd {
+        /// The round.
+        round: u32,
+        /// Tokens of this round's request.
+        usage: Usage,
+        /// Why the model stopped.
+        finish_reason: FinishReason,
+        /// How many tool calls the response had.
+        tool_calls: usize,
+    },
+    /// The run is over. Always the last event.
+    Finish {
+        /// How it ended.
+        status: Status,
+        /// The error message, for `error`, `doom-loop`, `timeout`.
+        error: Option<String>,
+        /// Total tokens.
+        usage: Usage,
+        /// Counts and time.
+        stats: Stats,
+    },
+}

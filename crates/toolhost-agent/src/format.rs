@@ -1,0 +1,119 @@
+//! Turning a finished tool chain into something small for a chat history.
+//!
+//! ```
+//! use toolhost_agent::{compact_history, Message, Role, Stats, Status, ToolChainResult, Usage};
+//!
+//! let result = ToolChainResult {
+//!     status: Status::Completed,
+//!     error: None,
+//!     text: "Hello!".into(),
+//!     messages: vec![Message::user("hi"), Message::assistant("Hello!")],
+//!     history: Vec::new(),
+//!     usage: Usage::default(),
+//!     stats: Stats::default(),
+//! };
+//! let message = compact_history(&result);
+//! assert_eq!(message.role, Role::Assistant);
+//! assert_eq!(message.content, "Hello!");
+//! ```
+
+use crate::agent::{Status, ToolChainResult};
+use crate::message::Message;
+
+/// Longest argument text in the execution log, in characters.
+pub const LOG_ARGS_CHARS: usize = 100;
+/// Longest result excerpt in the execution log, in characters.
+pub const LOG_RESULT_CHARS: usize = 200;
+
+/// Compacts a finished tool chain into ONE assistant message for a chat
+/// history, replacing the assistant/tool messages the run appended:
+///
+/// 1. a short hint listing the tools that ran, with the `read_var` variables
+///    holding their full results (when there were tool calls);
+/// 2. the assistant's final text (and a note when the run did not complete);
+/// 3. a compact execution log: one line per call with its arguments (cut to
+///    ~100 characters), `ok`/`error`, and the first 200 characters of its
+///    result on one line.
+///
+/// The variables stay readable as long as the chat keeps passing the same
+/// [`VarStore`](crate::VarStore) in [`AgentOptions::vars`](crate::AgentOptions).
+pub fn compact_history(result: &ToolChainResult) -> Message {
+    let mut parts: Vec<String> = Vec::new();
+    if !result.history.is_empty() {
+        let mut tools: Vec<String> = Vec::new();
+        for h in &result.history {
+            let entry = match &h.var {
+                Some(v) => format!("{} (result in `{v}`)", h.tool),
+                None => h.tool.clone(),
+            };
+            tools.push(entry);
+        }
+        let readable = result.history.iter().any(|h| h.var.is_some());
+        let mut hint = format!("[Tools used: {}.", tools.join(", "));
+        if readable {
+            hint.push_str(" Full results can be read with read_var {\"name\": ...}.");
+        }
+        hint.push(']');
+        parts.push(hint);
+    }
+
+    let text = result.final_text().trim();
+    if !text.is_empty() {
+        parts.push(text.to_owned());
+    }
+    if !matches!(result.status, Status::Completed) {
+        let why = result
+            .error
+            .as_deref()
+            .filter(|e| *e != result.status.as_str())
+            .map(|e| format!(": {e}"))
+            .unwrap_or_default();
+        parts.push(format!(
+            "[The run ended with status {}{why}.]",
+            result.status
+        ));
+    }
+
+    if !result.history.is_empty() {
+        let mut log = String::from("Execution log:");
+        for (i, h) in result.history.iter().enumerate() {
+            let args = one_line(h.arguments.trim(), LOG_ARGS_CHARS);
+            let args = if args.is_empty() {
+                "{}".to_owned()
+            } else {
+                args
+            };
+            let status = if h.is_error { "error" } else { "ok" };
+            let output = one_line(h.output.trim(), LOG_RESULT_CHARS);
+            log.push_str(&format!(
+                "\n{}. {} {args} -> {status}: {output}",
+                i + 1,
+                h.tool
+            ));
+        }
+        parts.push(log);
+    }
+    Message::assistant(parts.join("\n\n"))
+}
+
+/// `text` on one line (whitespace runs become one space), cut to `max`
+/// characters with an ellipsis.
+fn one_line(text: &str, max: usize) -> String {
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= max {
+        return flat;
+    }
+    let cut: String = flat.chars().take(max).collect();
+    format!("{cut}…")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_line_cuts_and_flattens() {
+        assert_eq!(one_line("a\n  b", 10), "a b");
+        assert_eq!(one_line("ééééé", 3), "ééé…");
+    }
+}

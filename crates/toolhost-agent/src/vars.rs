@@ -1,0 +1,285 @@
+//! The variable store: full tool results kept outside the model's context, and
+//! the built-in `read_var` tool that pages through them.
+//!
+//! Every successful tool result is stored under a short name (`result_1`,
+//! `result_2`, ...). A result longer than the size limit reaches the model
+//! truncated, with a note naming its variable; the model then reads the rest
+//! with `read_var {"name": "result_1", "offset": 16384}`. A store can be shared
+//! by the runs of one chat (see [`AgentOptions::vars`](crate::AgentOptions)),
+//! so the names that [`compact_history`](crate::compact_history) leaves in the
+//! history stay readable in later turns.
+//!
+//! ```
+//! use toolhost_agent::VarStore;
+//!
+//! let vars = VarStore::new();
+//! let name = vars.insert("hello world".to_owned());
+//! assert_eq!(name, "result_1");
+//! let page = vars.read(&name, 6, Some(5), 1024).unwrap();
+//! assert!(page.starts_with("world"));
+//! ```
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use serde_json::{Value, json};
+
+use crate::tools::ToolSpec;
+
+/// The name of the built-in tool.
+pub const READ_VAR: &str = "read_var";
+
+/// Why `read_var` could not answer; its text goes to the model.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum VarError {
+    /// No variable has this name.
+    #[error("no variable named `{name}`. Stored variables: {available}.")]
+    Unknown {
+        /// The name asked for.
+        name: String,
+        /// The names that exist.
+        available: String,
+    },
+    /// The offset is past the end.
+    #[error("offset {offset} is past the end of `{name}` ({len} bytes).")]
+    OffsetPastEnd {
+        /// The variable.
+        name: String,
+        /// The offset asked for.
+        offset: usize,
+        /// Its length in bytes.
+        len: usize,
+    },
+    /// The arguments are not `{name, offset?, length?}`.
+    #[error(
+        "invalid arguments for read_var: {0}. Expected {{\"name\": string, \"offset\"?: integer, \"length\"?: integer}}."
+    )]
+    Arguments(String),
+}
+
+/// Full texts of tool results, by name. Thread-safe; share it with an `Arc`.
+#[derive(Debug, Default)]
+pub struct VarStore {
+    inner: Mutex<Inner>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    next: u64,
+    vars: BTreeMap<String, String>,
+}
+
+impl VarStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        match self.inner.lock() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    /// Stores `text` under a fresh name and returns the name.
+    pub fn insert(&self, text: String) -> String {
+        let mut inner = self.lock();
+        inner.next += 1;
+        let name = format!("result_{}", inner.next);
+        inner.vars.insert(name.clone(), text);
+        name
+    }
+
+    /// The full text of `name`.
+    pub fn get(&self, name: &str) -> Option<String> {
+        self.lock().vars.get(name).cloned()
+    }
+
+    /// Whether nothing is stored.
+    pub fn is_empty(&self) -> bool {
+        self.lock().vars.is_empty()
+    }
+
+    /// How many variables are stored.
+    pub fn len(&self) -> usize {
+        self.lock().vars.len()
+    }
+
+    /// The stored names, sorted.
+    pub fn names(&self) -> Vec<String> {
+        self.lock().vars.keys().cloned().collect()
+    }
+
+    /// Removes everything (names keep counting up, so old references never
+    /// point at new results).
+    pub fn clear(&self) {
+        self.lock().vars.clear();
+    }
+
+    /// A page of `name`: `length` bytes (at most `max_page`, default
+    /// `max_page`) from byte `offset`, both moved back to character
+    /// boundaries, followed by a line saying where it ends and how to go on.
+    pub fn read(
+        &self,
+        name: &str,
+        offset: usize,
+        length: Option<usize>,
+        max_page: usize,
+    ) -> Result<String, VarError> {
+        let inner = self.lock();
+        let Some(text) = inner.vars.get(name) else {
+            let names: Vec<&str> = inner.vars.keys().map(String::as_str).collect();
+            return Err(VarError::Unknown {
+                name: name.to_owned(),
+                available: if names.is_empty() {
+                    "(none)".to_owned()
+                } else {
+                    names.join(", ")
+                },
+            });
+        };
+        let len = text.len();
+        if offset > len || (offset == len && len > 0) {
+            return Err(VarError::OffsetPastEnd {
+                name: name.to_owned(),
+                offset,
+                len,
+            });
+        }
+        let start = text.floor_char_boundary(offset);
+        let want = length.unwrap_or(max_page).clamp(1, max_page.max(1));
+        let end = text.floor_char_boundary(start.saturating_add(want).min(len));
+        // A page must advance even when one character is wider than `want`.
+        let end = if end == start && start < len {
+            text.ceil_char_boundary(start + 1)
+        } else {
+            end
+        };
+        let mut page = text[start..end].to_owned();
+        if end < len {
+            page.push_str(&format!(
+                "\n[{name}: bytes {start}..{end} of {len}; read on with offset={end}]"
+            ));
+        } else {
+            page.push_str(&format!("\n[{name}: bytes {start}..{end} of {len}; end]"));
+        }
+        Ok(page)
+    }
+
+    /// Runs the built-in tool on its JSON arguments.
+    pub fn call_read_var(&self, args: &Value, max_page: usize) -> Result<String, VarError> {
+        let obj = args
+            .as_object()
+            .ok_or_else(|| VarError::Arguments("the arguments must be an object".to_owned()))?;
+        let name = obj
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| VarError::Arguments("`name` (a string) is required".to_owned()))?;
+        let number = |key: &str| -> Result<Option<usize>, VarError> {
+            match obj.get(key) {
+                None | Some(Value::Null) => Ok(None),
+                Some(v) => v
+                    .as_u64()
+                    .and_then(|n| usize::try_from(n).ok())
+                    .map(Some)
+                    .ok_or_else(|| {
+                        VarError::Arguments(format!("`{key}` must be a non-negative integer"))
+                    }),
+            }
+        };
+        let offset = number("offset")?.unwrap_or(0);
+        let length = number("length")?;
+        self.read(name, offset, length, max_page)
+    }
+}
+
+/// The spec of the built-in `read_var` tool.
+pub fn read_var_spec(max_page: usize) -> ToolSpec {
+    ToolSpec {
+        name: READ_VAR.to_owned(),
+        description: format!(
+            "Read a stored tool result by its variable name (results longer than the \
+             size limit reach you truncated, with the variable named in a note). \
+             Returns at most {max_page} bytes from `offset`."
+        ),
+        input_schema: json!({
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "description": "The variable, e.g. result_1."},
+                "offset": {"type": "integer", "minimum": 0, "description": "Byte offset to start at (default 0)."},
+                "length": {"type": "integer", "minimum": 1, "description": "Bytes to read (default and maximum: the page size)."}
+            },
+            "required": ["name"],
+            "additionalProperties": false
+        }),
+        read_only: true,
+    }
+}
+
+/// Cuts `text` to at most `max` bytes (at a character boundary) and appends a
+/// note naming the variable that holds the full text. Returns `text` unchanged
+/// when it fits.
+pub fn truncate_for_model(text: &str, max: usize, var: &str) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let end = text.floor_char_boundary(max);
+    format!(
+        "{}\n[truncated: showing bytes 0..{end} of {}. The full result is stored in variable \
+         `{var}`; read the rest with read_var {{\"name\": \"{var}\", \"offset\": {end}}}]",
+        &text[..end],
+        text.len()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_walk_the_text() {
+        let vars = VarStore::new();
+        let name = vars.insert("abcdefghij".to_owned());
+        let p1 = vars.read(&name, 0, None, 4).unwrap();
+        assert!(p1.starts_with("abcd\n"), "{p1}");
+        assert!(p1.contains("offset=4"), "{p1}");
+        let p3 = vars.read(&name, 8, None, 4).unwrap();
+        assert!(p3.starts_with("ij\n") && p3.ends_with("end]"), "{p3}");
+        assert!(matches!(
+            vars.read(&name, 11, None, 4),
+            Err(VarError::OffsetPastEnd { .. })
+        ));
+    }
+
+    #[test]
+    fn pages_respect_char_boundaries() {
+        let vars = VarStore::new();
+        let name = vars.insert("ééé".to_owned()); // 6 bytes
+        let p = vars.read(&name, 1, Some(3), 100).unwrap();
+        // offset 1 moves back to 0; 3 bytes end at boundary 2.
+        assert!(p.starts_with("é\n"), "{p}");
+        let p = vars.read(&name, 0, Some(1), 100).unwrap();
+        assert!(p.starts_with("é\n"), "a page always advances: {p}");
+    }
+
+    #[test]
+    fn unknown_variable_lists_names() {
+        let vars = VarStore::new();
+        vars.insert("x".to_owned());
+        let err = vars
+            .call_read_var(&json!({"name": "nope"}), 10)
+            .unwrap_err();
+        assert!(err.to_string().contains("result_1"), "{err}");
+        let err = vars.call_read_var(&json!({"offset": 1}), 10).unwrap_err();
+        assert!(matches!(err, VarError::Arguments(_)));
+    }
+
+    #[test]
+    fn truncation_note_names_the_variable() {
+        let t = truncate_for_model("0123456789", 4, "result_7");
+        assert!(t.starts_with("0123\n[truncated"), "{t}");
+        assert!(t.contains("\"offset\": 4"), "{t}");
+        assert_eq!(truncate_for_model("abc", 4, "v"), "abc");
+    }
+}

@@ -1,0 +1,106 @@
+//! End to end: the agent loop with a scripted provider against the real
+//! runtime and the real example plugins (`target/plugins`, built by
+//! `cargo xtask plugins`).
+
+mod agent_support;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use agent_support::*;
+use toolhost_agent::{Agent, AgentOptions, Message, Role, Status};
+use toolhost_runtime::Runtime;
+
+fn plugins_dir() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/plugins");
+    assert!(
+        dir.join("calc.wasm").is_file(),
+        "{} is missing: build the example plugins first with `cargo xtask plugins`",
+        dir.join("calc.wasm").display()
+    );
+    dir
+}
+
+async fn runtime() -> Arc<Runtime> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let runtime = Runtime::builder()
+        .plugin_dir(plugins_dir())
+        .cache_dir(Some(root.join("target/test-cache")))
+        .build()
+        .await
+        .expect("the runtime builds");
+    assert!(
+        runtime.tools().iter().any(|t| t.name == "calculate"),
+        "the calc plugin did not load: {:?}",
+        runtime.load_report().failures
+    );
+    Arc::new(runtime)
+}
+
+#[tokio::test]
+async fn calculate_through_the_real_runtime() {
+    let provider = ScriptedProvider::new(vec![
+        call("call_1", "calculate", r#"{"expression":"2*(3+4)"}"#),
+        text("2*(3+4) = 14."),
+    ]);
+    let agent = Agent::new(provider.clone(), runtime().await)
+        .with_options(AgentOptions::new("scripted").clock(clock()));
+    let result = agent.run(vec![Message::user("What is 2*(3+4)?")]).await;
+
+    assert_eq!(result.status, Status::Completed, "{:?}", result.error);
+    assert_eq!(result.final_text(), "2*(3+4) = 14.");
+
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 2);
+    let offered: Vec<&str> = requests[0].tools.iter().map(|t| t.name.as_str()).collect();
+    assert!(offered.contains(&"calculate"), "{offered:?}");
+    let calc = requests[0]
+        .tools
+        .iter()
+        .find(|t| t.name == "calculate")
+        .map(|t| &t.parameters);
+    assert_eq!(calc.map(|p| &p["type"]), Some(&serde_json::json!("object")));
+
+    let tool_msg = requests[1]
+        .messages
+        .iter()
+        .find(|m| m.role == Role::Tool)
+        .expect("the second request carries the tool result");
+    assert_eq!(tool_msg.content, "14");
+    assert_eq!(tool_msg.tool_call_id.as_deref(), Some("call_1"));
+    assert!(!tool_msg.is_error);
+
+    let h = &result.history[0];
+    assert_eq!(h.tool, "calculate");
+    assert!(
+        h.details.is_some(),
+        "details reach the history, not the model"
+    );
+}
+
+#[tokio::test]
+async fn schema_errors_and_repaired_names_through_the_real_runtime() {
+    let provider = ScriptedProvider::new(vec![
+        call("call_1", "Calculate", r#"{"expr": "1+1"}"#),
+        call("call_2", "calculate", r#"{"expression": "1+1"}"#),
+        text("2"),
+    ]);
+    let agent = Agent::new(provider.clone(), runtime().await)
+        .with_options(AgentOptions::new("scripted").clock(clock()));
+    let result = agent.run(vec![Message::user("1+1?")]).await;
+    assert_eq!(result.status, Status::Completed, "{:?}", result.error);
+
+    let first = &result.history[0];
+    assert_eq!(first.tool, "calculate", "the name was repaired");
+    assert!(first.is_error);
+    assert_eq!(first.error_kind.as_deref(), Some("invalid-arguments"));
+    assert!(
+        first
+            .output
+            .starts_with("invalid arguments for `calculate`: /")
+            && first.output.contains("expression"),
+        "the runtime's validation message reaches the model: {}",
+        first.output
+    );
+    assert_eq!(result.history[1].output, "2");
+}

@@ -1,0 +1,138 @@
+//! Talking to a model: provider selection, one agent turn, and how its
+//! events are shown (streamed text on stdout, one line per tool call on stderr).
+
+use std::io::Write;
+use std::sync::Arc;
+
+use toolhost_agent::provider::select::{NO_PROVIDER_HELP, select_from_env};
+use toolhost_agent::{
+    Agent, AgentEvent, AgentOptions, CancellationToken, Message, Provider, Status, ToolChainResult,
+    VarStore,
+};
+use toolhost_runtime::Runtime;
+
+use crate::args::Global;
+use crate::settings::{self, ConfigFile};
+
+/// An agent bound to the selected model, and a label for it.
+pub struct Model {
+    pub agent: Agent,
+    pub label: String,
+}
+
+/// Selects the provider (flags, then config file, then the environment) and
+/// builds the agent over `runtime`. `None`: no model is configured.
+pub async fn connect(
+    global: &Global,
+    file: &ConfigFile,
+    runtime: &Runtime,
+) -> anyhow::Result<Option<Model>> {
+    let config = settings::provider_config(global, file)?;
+    let Some(selected) = select_from_env(config.as_ref()).await? else {
+        return Ok(None);
+    };
+    let label = selected.to_string();
+    let provider: Arc<dyn Provider> = Arc::from(selected.provider);
+    let options = AgentOptions::new(selected.model)
+        .max_rounds(global.max_rounds.or(file.max_rounds).unwrap_or(10))
+        .vars(Arc::new(VarStore::default()));
+    Ok(Some(Model {
+        agent: Agent::new(provider, Arc::new(runtime.clone())).with_options(options),
+        label,
+    }))
+}
+
+/// The message shown when no model is configured.
+pub fn no_model_help() -> &'static str {
+    NO_PROVIDER_HELP
+}
+
+fn one_line(s: &str, max: usize) -> String {
+    let flat: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() > max {
+        format!("{}…", flat.chars().take(max).collect::<String>())
+    } else {
+        flat
+    }
+}
+
+/// Shows one event: text streams to stdout, tool calls get one line each on stderr.
+pub fn show_event(event: &AgentEvent, stream_text: bool) {
+    match event {
+        AgentEvent::TextDelta { text, .. } if stream_text => {
+            print!("{text}");
+            let _ = std::io::stdout().flush();
+        }
+        AgentEvent::ToolCallRunning { tool, .. } => {
+            eprintln!("\n  ⋯ {tool}");
+        }
+        AgentEvent::ToolCallCompleted {
+            tool,
+            args,
+            output,
+            duration_ms,
+            ..
+        } => eprintln!(
+            "  ✓ {tool} {} → {} ({duration_ms} ms)",
+            one_line(&args.to_string(), 60),
+            one_line(output, 80)
+        ),
+        AgentEvent::ToolCallError {
+            tool,
+            output,
+            duration_ms,
+            ..
+        } => eprintln!("  ✗ {tool}: {} ({duration_ms} ms)", one_line(output, 120)),
+        AgentEvent::DoomLoopDetected { tool, repeats, .. } => {
+            eprintln!("  ! {tool} was called {repeats} times in a row with the same arguments")
+        }
+        _ => {}
+    }
+}
+
+/// Runs one turn on `history` + `prompt`, showing events as they come.
+/// Ctrl-C cancels the turn (not the program).
+pub async fn turn(
+    agent: &mut Agent,
+    history: &[Message],
+    prompt: &str,
+    stream_text: bool,
+) -> ToolChainResult {
+    let abort = CancellationToken::new();
+    let (sink, mut rx) = toolhost_agent::event_channel();
+    {
+        let o = agent.options_mut();
+        o.abort = abort.clone();
+        o.events = Some(sink);
+    }
+    let printer = tokio::spawn(async move {
+        while let Some(event) = rx.recv().await {
+            show_event(&event, stream_text);
+        }
+    });
+    let ctrl_c = {
+        let abort = abort.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                abort.cancel();
+            }
+        })
+    };
+    let mut messages = history.to_vec();
+    messages.push(Message::user(prompt));
+    let result = agent.run(messages).await;
+    ctrl_c.abort();
+    // Dropping the sink ends the printer once it has shown every event.
+    agent.options_mut().events = None;
+    let _ = printer.await;
+    result
+}
+
+/// The exit code of a `run`: 0 when the model answered, 1 otherwise.
+pub fn exit_code(status: Status) -> u8 {
+    match status {
+        Status::Completed | Status::MaxRounds => crate::exit::OK,
+        Status::Aborted => 130,
+        _ => crate::exit::FAILURE,
+    }
+}
