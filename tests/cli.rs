@@ -224,5 +224,8 @@ fn the_interactive_session_lists_and_calls_tools_without_a_model() {
     assert!(out.contains("read_file"), "{out}");
     assert!(out.contains("\n42\n") || out.contains("42\n("), "{out}");
     assert!(out.contains("Tools-only mode"), "{out}");
-    assert!(out.contains("No model is configured"), "chat input without a model: {out}");
+    assert!(
+        out.contains("No model is configured"),
+        "chat input without a model: {out}"
+    );
 }

@@ -168,3 +168,149 @@ fn run_without_a_model_says_how_to_configure_one() {
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("OPENAI_API_KEY"));
 }
+
+/// `host run` against `server` (OpenAI-compatible), with extra flags before `run`.
+fn run_openai(server: &ModelServer, flags: &[&str], json: bool) -> (Output, serde_json::Value) {
+    let base = format!("http://127.0.0.1:{}/v1", server.port);
+    let mut args = vec!["--provider", "openai", "--base-url", &base, "--model", "m"];
+    args.extend_from_slice(flags);
+    args.push("run");
+    args.push("--json");
+    args.push("go");
+    let o = host_run(&args);
+    let v = if json {
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+            panic!(
+                "{e}: {} / {}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            )
+        })
+    } else {
+        serde_json::Value::Null
+    };
+    (o, v)
+}
+
+/// The content of the last message of request `n` the server received.
+fn last_message(server: &ModelServer, n: usize) -> serde_json::Value {
+    server.bodies()[n]["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone()
+}
+
+#[test]
+fn run_retries_after_a_500_and_then_calls_the_plugin() {
+    let server = ModelServer::start(|n, _| {
+        match n {
+        0 => "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 4\r\nConnection: close\r\n\r\noops".into(),
+        1 => openai_tool_call("c1", "calculate", r#"{"expression":"6*7"}"#),
+        _ => openai_text("42"),
+    }
+    });
+    let (o, r) = run_openai(&server, &[], true);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(r["status"], "completed");
+    assert_eq!(r["history"][0]["output"], "42");
+    assert_eq!(server.bodies().len(), 3, "one retry, then two rounds");
+}
+
+#[test]
+fn run_fails_clearly_on_a_400() {
+    let server = ModelServer::start(|_, _| {
+        let body = r#"{"error":{"message":"model `m` does not exist"}}"#;
+        format!(
+            "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+    });
+    let (o, r) = run_openai(&server, &[], true);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(r["status"], "error");
+    let error = r["error"].as_str().unwrap();
+    assert!(
+        error.contains("400") && error.contains("does not exist"),
+        "{error}"
+    );
+    assert_eq!(server.bodies().len(), 1, "a 400 is not retried");
+}
+
+#[test]
+fn a_stream_cut_mid_way_ends_with_error_and_keeps_the_history() {
+    let server = ModelServer::start(|n, _| {
+        match n {
+        0 => openai_tool_call("c1", "calculate", r#"{"expression":"1+1"}"#),
+        // A partial answer, then the connection closes without finish_reason or [DONE].
+        _ => "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"The answer is\"},\"finish_reason\":null}]}\n\n".into(),
+    }
+    });
+    let (o, r) = run_openai(&server, &[], true);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(r["status"], "error");
+    assert_eq!(r["history"][0]["output"], "2", "the tool round is kept");
+    let text: Vec<&str> = r["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert!(
+        text.iter().any(|t| t.contains("The answer is")),
+        "partial text kept: {text:?}"
+    );
+}
+
+#[test]
+fn malformed_arguments_wrong_case_and_unknown_tools_become_results_the_model_reads() {
+    let server = ModelServer::start(|n, _| match n {
+        0 => openai_tool_call("c1", "calculate", r#"{"expression": "1+"#),
+        1 => openai_tool_call("c2", "Calculate", r#"{"expression":"2+2"}"#),
+        2 => openai_tool_call("c3", "teleport", r#"{}"#),
+        _ => openai_text("done"),
+    });
+    let (o, r) = run_openai(&server, &[], true);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let h = r["history"].as_array().unwrap();
+    assert_eq!(h[0]["is_error"], true);
+    assert_eq!(h[1]["tool"], "calculate", "the name was repaired");
+    assert_eq!(h[1]["output"], "4");
+    assert_eq!(h[2]["is_error"], true);
+    let malformed = last_message(&server, 1);
+    assert_eq!(malformed["role"], "tool");
+    assert!(
+        malformed["content"]
+            .as_str()
+            .unwrap()
+            .to_lowercase()
+            .contains("json"),
+        "{malformed}"
+    );
+    let unknown = last_message(&server, 3)["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        unknown.contains("teleport") && unknown.contains("calculate"),
+        "{unknown}"
+    );
+}
+
+#[test]
+fn max_rounds_forces_a_final_answer() {
+    let server = ModelServer::start(|n, _| match n {
+        0 => openai_tool_call("c1", "calculate", r#"{"expression":"1+1"}"#),
+        _ => openai_text("final: 2"),
+    });
+    let (o, r) = run_openai(&server, &["--max-rounds", "1"], true);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(r["status"], "max-rounds");
+    assert_eq!(r["text"], "final: 2");
+    let last = &server.bodies()[1];
+    assert_eq!(
+        last["tool_choice"], "none",
+        "no tool may be called in the final answer"
+    );
+}

@@ -145,7 +145,8 @@ pub fn fs_scene() -> FsScene {
 
 /// A scripted model server on 127.0.0.1: every POST body is recorded, and
 /// `answer(n, body)` (n = 0 for the first request) returns the response body,
-/// sent as `text/event-stream`. Stops when dropped.
+/// sent as `text/event-stream` (or, when it starts with `HTTP/1.1 `, sent as
+/// the whole raw response). Stops when dropped.
 pub struct ModelServer {
     pub port: u16,
     pub bodies: Arc<std::sync::Mutex<Vec<String>>>,
@@ -189,6 +190,11 @@ impl ModelServer {
                     all.len() - 1
                 };
                 let out = answer(n, &body);
+                if out.starts_with("HTTP/1.1 ") {
+                    let _ = conn.write_all(out.as_bytes());
+                    let _ = conn.flush();
+                    continue;
+                }
                 let _ = write!(
                     conn,
                     "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{out}",
@@ -233,4 +239,19 @@ pub fn anthropic_sse(events: &[serde_json::Value]) -> String {
         .iter()
         .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap_or("")))
         .collect()
+}
+
+/// An OpenAI stream with one tool call (arguments as given) and no text.
+pub fn openai_tool_call(id: &str, name: &str, arguments: &str) -> String {
+    openai_sse(&[
+        serde_json::json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": id, "type": "function", "function": {"name": name, "arguments": arguments}}]}, "finish_reason": null}]}),
+        serde_json::json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+    ])
+}
+
+/// An OpenAI stream with a final text answer.
+pub fn openai_text(text: &str) -> String {
+    openai_sse(&[
+        serde_json::json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": "stop"}]}),
+    ])
 }
