@@ -73,6 +73,11 @@ fn run_answers_through_an_openai_compatible_server_after_calling_calculate() {
     let bodies = server.bodies();
     assert_eq!(bodies.len(), 2);
     assert_eq!(bodies[0]["model"], "test-model");
+    let system = bodies[0]["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        system.contains("page through long files"),
+        "the fs plugin's usage rules are in the system prompt: {system}"
+    );
     let tools: Vec<&str> = bodies[0]["tools"]
         .as_array()
         .unwrap()

@@ -33,9 +33,14 @@ pub async fn connect(
     };
     let label = selected.to_string();
     let provider: Arc<dyn Provider> = Arc::from(selected.provider);
-    let options = AgentOptions::new(selected.model)
+    let mut options = AgentOptions::new(selected.model)
         .max_rounds(global.max_rounds.or(file.max_rounds).unwrap_or(10))
         .vars(Arc::new(VarStore::default()));
+    for plugin in runtime.plugins() {
+        if let Some(rules) = plugin.usage {
+            options = options.usage_rules(plugin.name, rules);
+        }
+    }
     Ok(Some(Model {
         agent: Agent::new(provider, Arc::new(runtime.clone())).with_options(options),
         label,

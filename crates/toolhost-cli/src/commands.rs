@@ -4,7 +4,9 @@ use std::io::Write;
 use std::path::Path;
 
 use serde_json::{Value, json};
-use toolhost_runtime::{Annotations, CallContext, CallError, Runtime, ToolInfo, ToolResult};
+use toolhost_runtime::{
+    Annotations, CallContext, CallError, Capabilities, DirRequest, Runtime, ToolInfo, ToolResult,
+};
 
 use crate::exit;
 
@@ -38,6 +40,20 @@ fn annotation_tags(a: &Annotations) -> String {
     } else {
         format!(" [{}]", tags.join(", "))
     }
+}
+
+/// What a plugin's manifest asks for, on one line.
+fn requested(c: &Capabilities) -> String {
+    let dirs = match c.dirs {
+        DirRequest::None => "none",
+        DirRequest::ReadOnly => "read-only",
+        DirRequest::ReadWrite => "read-write",
+    };
+    format!(
+        "dirs={dirs} hosts=[{}] env=[{}]",
+        c.hosts.join(", "),
+        c.env.join(", ")
+    )
 }
 
 /// One tool in human-readable form.
@@ -82,15 +98,7 @@ pub fn plugins(runtime: &Runtime, json: bool) -> anyhow::Result<u8> {
         writeln!(out, "{}@{}  ({})", p.name, p.version, p.path.display())?;
         writeln!(out, "    contract:  toolhost:plugin@{}", p.api_version)?;
         writeln!(out, "    tools:     {}", p.tools.join(", "))?;
-        writeln!(
-            out,
-            "    requests:  dirs={} hosts=[{}] env=[{}]",
-            serde_json::to_value(p.requested.dirs)?
-                .as_str()
-                .unwrap_or("?"),
-            p.requested.hosts.join(", "),
-            p.requested.env.join(", ")
-        )?;
+        writeln!(out, "    requests:  {}", requested(&p.requested))?;
         writeln!(
             out,
             "    granted:   dirs=[{}] hosts=[{}] env=[{}]",
@@ -191,15 +199,7 @@ pub fn check(runtime: &Runtime, file: &Path, json: bool) -> anyhow::Result<u8> {
     if let Some(d) = &p.description {
         writeln!(out, "  about:     {d}")?;
     }
-    writeln!(
-        out,
-        "  requests:  dirs={} hosts=[{}] env=[{}]",
-        serde_json::to_value(p.requested.dirs)?
-            .as_str()
-            .unwrap_or("?"),
-        p.requested.hosts.join(", "),
-        p.requested.env.join(", ")
-    )?;
+    writeln!(out, "  requests:  {}", requested(&p.requested))?;
     writeln!(out, "  tools:")?;
     for t in &tools {
         for line in format_tool(t).lines() {

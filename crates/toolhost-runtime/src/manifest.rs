@@ -4,6 +4,7 @@
 //! name = "fs"                  # defaults to the file stem
 //! version = "0.1.0"            # semver; defaults to 0.0.0
 //! description = "Read files."
+//! usage = "Read a file before you describe it; page long files with offset and limit."
 //!
 //! [capabilities]               # what the plugin asks for; the host decides what to grant
 //! dirs = "read-only"           # "none" | "read-only" | "read-write"
@@ -35,6 +36,9 @@ pub struct Manifest {
     pub version: Option<semver::Version>,
     /// What the plugin is for.
     pub description: Option<String>,
+    /// Rules for the model on when and how to use this plugin's tools; an
+    /// agent adds them to its system prompt.
+    pub usage: Option<String>,
     /// What the plugin asks for. Granting is the host's decision.
     #[serde(default)]
     pub capabilities: Capabilities,

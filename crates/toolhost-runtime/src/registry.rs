@@ -43,6 +43,8 @@ pub struct PluginInfo {
     pub api_version: semver::Version,
     /// From its manifest.
     pub description: Option<String>,
+    /// Rules for the model, from its manifest.
+    pub usage: Option<String>,
     /// What its manifest asks for.
     pub requested: Capabilities,
     /// What the host granted.
@@ -151,6 +153,7 @@ impl Registry {
                 path: p.path.clone(),
                 api_version: p.api_version.clone(),
                 description: p.description.clone(),
+                usage: p.usage.clone(),
                 requested: p.requested.clone(),
                 granted: Granted {
                     dirs: p
