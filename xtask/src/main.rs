@@ -4,7 +4,7 @@
 //!   `target/plugins/` (examples) and `target/fixtures/` (test fixtures).
 //! - `test`: `plugins`, then formatting, clippy and every test of both workspaces.
 //! - `demo`: `plugins`, a release build of `host`, then the interactive session.
-//! - `bench`: `plugins`, then the criterion benchmarks.
+//! - `bench`: `plugins`, then the criterion benchmarks (tool calls, agent loop).
 //!
 //! Each installs the `wasm32-wasip2` target when it is missing.
 
@@ -188,11 +188,14 @@ fn demo(root: &Path, extra: &[String]) -> anyhow::Result<()> {
 
 fn bench(root: &Path, extra: &[String]) -> anyhow::Result<()> {
     plugins(root)?;
-    let mut cmd = cargo();
-    cmd.current_dir(root)
-        .args(["bench", "-p", "toolhost-runtime", "--bench", "calls"]);
-    if !extra.is_empty() {
-        cmd.arg("--").args(extra);
+    for (package, bench) in [("toolhost-runtime", "calls"), ("toolhost-agent", "agent")] {
+        let mut cmd = cargo();
+        cmd.current_dir(root)
+            .args(["bench", "-p", package, "--bench", bench]);
+        if !extra.is_empty() {
+            cmd.arg("--").args(extra);
+        }
+        run(&mut cmd)?;
     }
-    run(&mut cmd)
+    Ok(())
 }
