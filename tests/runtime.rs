@@ -683,3 +683,90 @@ async fn a_tool_name_clash_is_resolved_deterministically_and_reported() {
         "{warnings:?}"
     );
 }
+
+#[tokio::test]
+async fn log_flooding_is_bounded_and_the_call_still_succeeds() {
+    let rt = hostile().await;
+    // 10 000 lines to the host log, stdout and stderr each: ten times the
+    // per-call line limit and over the 64 KiB stdio buffer. The plugin is not
+    // failed for it; the excess is dropped (and counted in the log).
+    let r = rt
+        .call("log_flood", json!({"lines": 10_000}), CallContext::new())
+        .await
+        .unwrap();
+    assert!(r.output.contains("10000"), "{}", r.output);
+    assert_calc_still_works(&rt).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_past_the_queue_limit_are_refused_as_busy() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_plugin(&fixtures_dir(), "hostile", tmp.path());
+    let rt = Runtime::builder()
+        .plugin_dir(tmp.path())
+        .cache_dir(Some(root().join("target/test-cache")))
+        .engine_settings(toolhost_runtime::EngineSettings {
+            pool_size: 1,
+            ..Default::default()
+        })
+        .max_queued_calls(0)
+        .build()
+        .await
+        .unwrap();
+    let slow = {
+        let rt = rt.clone();
+        tokio::spawn(async move {
+            rt.call("sleep", json!({"ms": 2000}), CallContext::new())
+                .await
+        })
+    };
+    // Give the slow call time to take the only sandbox slot (nothing else competes).
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let refused = rt
+        .call("echo", json!({"text": "hi"}), CallContext::new())
+        .await
+        .unwrap_err();
+    assert!(matches!(refused, CallError::Busy { .. }), "{refused:?}");
+    assert!(refused.to_string().contains("busy"), "{refused}");
+    assert!(
+        slow.await.unwrap().is_ok(),
+        "the call holding the slot finishes"
+    );
+    let r = rt
+        .call("echo", json!({"text": "hi"}), CallContext::new())
+        .await
+        .unwrap();
+    assert_eq!(r.output, "hi", "the slot is free again");
+}
+
+#[tokio::test]
+async fn a_reused_instance_serves_many_calls_and_recovers_after_a_fault() {
+    let rt = hostile().await;
+    let mut instance = rt.reused_instance("hostile").await.unwrap();
+    for i in 0..20 {
+        let r = instance
+            .call("echo", json!({"text": format!("n{i}")}), CallContext::new())
+            .await
+            .unwrap();
+        assert_eq!(r.output, format!("n{i}"));
+    }
+    let fault = sandbox_fault(
+        instance
+            .call("panic", json!({"message": "reused"}), CallContext::new())
+            .await
+            .unwrap_err(),
+    );
+    assert!(matches!(fault, SandboxFault::Panic { .. }), "{fault:?}");
+    let r = instance
+        .call("echo", json!({"text": "after"}), CallContext::new())
+        .await
+        .unwrap();
+    assert_eq!(r.output, "after", "a new instance replaced the faulted one");
+    // Only this plugin's tools are served by its instance.
+    assert!(matches!(
+        instance
+            .call("calculate", json!({"expression": "1"}), CallContext::new())
+            .await,
+        Err(CallError::NotFound { .. })
+    ));
+}
