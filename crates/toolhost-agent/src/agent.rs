@@ -806,14 +806,22 @@ impl Ctx<'_> {
         if let Some(hook) = &self.opts.before_request {
             hook(&mut run.messages);
         }
-        let mut messages: Vec<Message> = run
-            .messages
-            .iter()
-            .filter(|m| m.role != Role::System)
-            .cloned()
-            .collect();
+        // The request takes the history and gives it back after the call, so a
+        // round does not copy it. (System messages, merged into the system
+        // prompt, are left out; only then is the history copied.)
+        let lent = !run.messages.iter().any(|m| m.role == Role::System);
+        let mut messages: Vec<Message> = if lent {
+            std::mem::take(&mut run.messages)
+        } else {
+            run.messages
+                .iter()
+                .filter(|m| m.role != Role::System)
+                .cloned()
+                .collect()
+        };
+        let extras = usize::from(extra.is_some());
         messages.extend(extra);
-        let request = CompletionRequest {
+        let mut request = CompletionRequest {
             model: self.opts.model.clone(),
             system: Some(self.system.clone()),
             messages,
@@ -869,6 +877,11 @@ impl Ctx<'_> {
             stop = self.interrupted() => Err(stop),
             r = self.agent.provider.complete(&request, &on_delta, &self.opts.abort) => Ok(r),
         };
+        if lent {
+            let mut history = std::mem::take(&mut request.messages);
+            history.truncate(history.len() - extras);
+            run.messages = history;
+        }
         let keep_partial = |run: &mut RunState| {
             let text = partial.lock().map(|p| p.clone()).unwrap_or_default();
             if !text.is_empty() {

@@ -1,6 +1,8 @@
 //! What the agent loop needs from a tool runtime, as a small trait, so it can
 //! drive sandboxed plugins (the toolhost runtime), native tools or MCP tools.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use crate::provider::BoxFuture;
@@ -13,7 +15,7 @@ pub struct ToolSpec {
     /// What it does.
     pub description: String,
     /// JSON Schema of the arguments.
-    pub input_schema: Value,
+    pub input_schema: Arc<Value>,
     /// Does not change anything: may run in parallel with other read-only calls.
     pub read_only: bool,
 }

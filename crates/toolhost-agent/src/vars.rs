@@ -212,7 +212,8 @@ pub fn read_var_spec(max_page: usize) -> ToolSpec {
             },
             "required": ["name"],
             "additionalProperties": false
-        }),
+        })
+        .into(),
         read_only: true,
     }
 }

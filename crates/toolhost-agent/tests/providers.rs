@@ -219,7 +219,7 @@ fn calc_tool() -> ToolDefinition {
     ToolDefinition {
         name: "calc".into(),
         description: "Evaluates an arithmetic expression.".into(),
-        parameters: json!({"type": "object", "properties": {"expr": {"type": "string"}}, "required": ["expr"]}),
+        parameters: json!({"type": "object", "properties": {"expr": {"type": "string"}}, "required": ["expr"]}).into(),
     }
 }
 

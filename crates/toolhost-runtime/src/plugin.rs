@@ -40,7 +40,8 @@ impl Plugin {
 pub(crate) struct Tool {
     pub name: String,
     pub description: String,
-    pub schema: Value,
+    /// Shared, so listing tools (before every model request) does not copy it.
+    pub schema: Arc<Value>,
     pub validator: jsonschema::Validator,
     pub annotations: Annotations,
 }
@@ -242,7 +243,7 @@ fn validate_tools(specs: Vec<RawToolSpec>) -> Result<Vec<Tool>, LoadError> {
         tools.push(Tool {
             name: spec.name,
             description: spec.description,
-            schema,
+            schema: Arc::new(schema),
             validator,
             annotations: spec.annotations,
         });

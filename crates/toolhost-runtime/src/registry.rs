@@ -24,8 +24,8 @@ pub struct ToolInfo {
     pub plugin_version: semver::Version,
     /// What it does, for the model.
     pub description: String,
-    /// JSON Schema of its arguments.
-    pub input_schema: Value,
+    /// JSON Schema of its arguments (shared with the runtime: cheap to clone).
+    pub input_schema: Arc<Value>,
     /// Behaviour hints.
     pub annotations: Annotations,
 }

@@ -2,6 +2,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -34,7 +35,7 @@ pub struct ToolDefinition {
     /// What it does, for the model.
     pub description: String,
     /// JSON Schema of its arguments (a top-level object schema).
-    pub parameters: Value,
+    pub parameters: Arc<Value>,
 }
 
 /// Whether the model may, must or must not call tools.

@@ -161,7 +161,7 @@ pub fn spec(name: &str, read_only: bool) -> ToolSpec {
     ToolSpec {
         name: name.to_owned(),
         description: format!("the {name} tool"),
-        input_schema: serde_json::json!({"type": "object"}),
+        input_schema: serde_json::json!({"type": "object"}).into(),
         read_only,
     }
 }
