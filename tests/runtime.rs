@@ -770,3 +770,44 @@ async fn a_reused_instance_serves_many_calls_and_recovers_after_a_fault() {
         Err(CallError::NotFound { .. })
     ));
 }
+
+/// The `fs` plugin checks paths itself before it opens them; this proves the
+/// sandbox underneath holds for a plugin that does not: `read_path` hands any
+/// path straight to `std::fs`.
+#[tokio::test]
+async fn wasi_refuses_paths_outside_a_grant_even_without_a_check_in_the_plugin() {
+    let scene = fs_scene();
+    let tmp = tempfile::tempdir().unwrap();
+    copy_plugin(&fixtures_dir(), "hostile", tmp.path());
+    let rt = runtime_with(&[tmp.path()], vec![("hostile", fs_grant(&scene.granted))]).await;
+    let inside = scene.granted.join("hello.txt");
+    let r = rt
+        .call(
+            "read_path",
+            json!({"path": inside.to_str().unwrap()}),
+            CallContext::new(),
+        )
+        .await
+        .expect("a file inside the grant is readable");
+    assert!(r.output.contains("line one"));
+    let escapes = [
+        format!("{}/../secret.txt", scene.granted.display()),
+        format!("{}/sub/../../secret.txt", scene.granted.display()),
+        scene.secret.display().to_string(),
+        format!("{}/link-out", scene.granted.display()),
+        "/etc/passwd".to_owned(),
+    ];
+    for path in escapes {
+        match rt
+            .call("read_path", json!({"path": path}), CallContext::new())
+            .await
+        {
+            Err(CallError::Tool {
+                kind: ToolErrorKind::Failed,
+                ..
+            }) => {}
+            Ok(r) => panic!("read {path} outside the grant: {}", r.output),
+            Err(other) => panic!("{path}: unexpected {other:?}"),
+        }
+    }
+}

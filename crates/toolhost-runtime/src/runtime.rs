@@ -307,6 +307,7 @@ impl Runtime {
             cache.cache_hits.load(Ordering::Relaxed),
         );
         let mut set = tokio::task::JoinSet::new();
+        let all_files = files.clone();
         for (i, path) in files.into_iter().enumerate() {
             let loader = self.inner.loader.clone();
             set.spawn(async move {
@@ -319,6 +320,16 @@ impl Runtime {
             match joined {
                 Ok(r) => results.push(r),
                 Err(e) => tracing::error!("a plugin load task failed: {e}"),
+            }
+        }
+        // A load task that panicked still leaves its file in the report.
+        for (i, path) in all_files.into_iter().enumerate() {
+            if !results.iter().any(|(j, _, _)| *j == i) {
+                results.push((
+                    i,
+                    path,
+                    Err(LoadError::Io("the load task failed unexpectedly".into())),
+                ));
             }
         }
         results.sort_by_key(|(i, _, _)| *i);
