@@ -59,6 +59,7 @@ impl ToolExecutor for Tools {
                 details: None,
                 is_error: false,
                 error_kind: None,
+                steps: Vec::new(),
             }
         })
     }

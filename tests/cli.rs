@@ -112,7 +112,7 @@ fn check_describes_a_good_plugin_and_explains_a_bad_one() {
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     assert!(out.contains("fs@0.1.0"), "{out}");
-    assert!(out.contains("toolhost:plugin@0.1.0"), "{out}");
+    assert!(out.contains("toolhost:plugin@0.2.0"), "{out}");
     assert!(
         out.contains("read_file") && out.contains("dirs=read-only"),
         "{out}"
@@ -160,13 +160,13 @@ fn a_second_start_compiles_nothing() {
     };
     let first = start();
     assert!(
-        stderr(&first).contains("(4 compiled, 0 from cache)"),
+        stderr(&first).contains("(5 compiled, 0 from cache)"),
         "{}",
         stderr(&first)
     );
     let second = start();
     assert!(
-        stderr(&second).contains("(0 compiled, 4 from cache)"),
+        stderr(&second).contains("(0 compiled, 5 from cache)"),
         "{}",
         stderr(&second)
     );

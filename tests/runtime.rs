@@ -397,6 +397,39 @@ async fn http_reaches_a_granted_host_and_is_refused_elsewhere() {
 }
 
 #[tokio::test]
+async fn a_hostname_that_resolves_to_loopback_is_refused_unless_loopback_is_granted() {
+    let server = TestServer::start("internal service");
+    let url = format!("http://localhost:{}/", server.port);
+    let by_name = || {
+        let mut s = PluginSettings::default();
+        s.hosts
+            .push(format!("localhost:{}", server.port).parse().unwrap());
+        s
+    };
+    let rt = runtime_with(&[&plugins_dir()], vec![("http", by_name())]).await;
+    match rt
+        .call("http_get", json!({"url": url}), CallContext::new())
+        .await
+    {
+        Err(CallError::Tool { message, .. }) => {
+            assert!(message.to_lowercase().contains("denied"), "{message}")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(server.request_count(), 0, "the request never left the host");
+
+    let mut explicit = by_name();
+    explicit.hosts.push("127.0.0.1".parse().unwrap());
+    explicit.hosts.push("[::1]".parse().unwrap());
+    let rt = runtime_with(&[&plugins_dir()], vec![("http", explicit)]).await;
+    let r = rt
+        .call("http_get", json!({"url": url}), CallContext::new())
+        .await
+        .unwrap();
+    assert!(r.output.contains("internal service"), "{}", r.output);
+}
+
+#[tokio::test]
 async fn broken_plugin_files_are_reported_while_the_others_load() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
@@ -458,9 +491,9 @@ async fn a_second_start_compiles_nothing_and_a_corrupt_entry_is_recompiled() {
             .build()
     };
     let first = build().await.unwrap().load_report();
-    assert_eq!(first.compiled, 4, "{first:?}");
+    assert_eq!(first.compiled, 5, "{first:?}");
     let second = build().await.unwrap().load_report();
-    assert_eq!((second.compiled, second.cache_hits), (0, 4), "{second:?}");
+    assert_eq!((second.compiled, second.cache_hits), (0, 5), "{second:?}");
 
     // Corrupt one entry: it is recompiled, the others still come from the cache.
     let entry = std::fs::read_dir(cache.path())
@@ -474,7 +507,7 @@ async fn a_second_start_compiles_nothing_and_a_corrupt_entry_is_recompiled() {
     std::fs::write(&entry, &bytes).unwrap();
     let rt = build().await.unwrap();
     let third = rt.load_report();
-    assert_eq!((third.compiled, third.cache_hits), (1, 3), "{third:?}");
+    assert_eq!((third.compiled, third.cache_hits), (1, 4), "{third:?}");
     assert!(third.failures.is_empty());
     assert_calc_still_works(&rt).await;
 }

@@ -188,7 +188,12 @@ fn demo(root: &Path, extra: &[String]) -> anyhow::Result<()> {
 
 fn bench(root: &Path, extra: &[String]) -> anyhow::Result<()> {
     plugins(root)?;
-    for (package, bench) in [("toolhost-runtime", "calls"), ("toolhost-agent", "agent")] {
+    for (package, bench) in [
+        ("toolhost-runtime", "calls"),
+        ("toolhost-runtime", "reload"),
+        ("toolhost-runtime", "policy"),
+        ("toolhost-agent", "agent"),
+    ] {
         let mut cmd = cargo();
         cmd.current_dir(root)
             .args(["bench", "-p", package, "--bench", bench]);

@@ -189,6 +189,9 @@ pub struct ToolCallRecord {
     pub round: u32,
     /// Tokens used by that round's request.
     pub round_usage: Usage,
+    /// What the permission layer and hooks did (see [`ToolOutcome::steps`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<Value>,
 }
 
 /// Counts and time of a run.
@@ -776,7 +779,12 @@ impl Ctx<'_> {
     /// the store holds something, through the filter. The flag says whether
     /// the `read_var` offered is the built-in one.
     fn current_tools(&self) -> (Vec<ToolSpec>, bool) {
-        let mut all = self.agent.tools.tools();
+        let info = ToolCallInfo {
+            call_id: String::new(),
+            session_id: self.opts.session_id.clone(),
+            agent: self.opts.agent.clone(),
+        };
+        let mut all = self.agent.tools.tools_for(&info);
         let shadowed = all.iter().any(|t| t.name == READ_VAR);
         if shadowed {
             debug!("the executor's `read_var` shadows the built-in one");
@@ -1254,6 +1262,7 @@ impl Ctx<'_> {
                     details: None,
                     is_error: false,
                     error_kind: None,
+                    steps: Vec::new(),
                 },
                 Err(e) => error_outcome(e.to_string(), "invalid-arguments"),
             }
@@ -1327,6 +1336,7 @@ impl Ctx<'_> {
                 error_kind: outcome.error_kind.clone(),
                 details: outcome.details.clone(),
                 duration_ms,
+                steps: outcome.steps.clone(),
             });
         } else {
             self.emit(AgentEvent::ToolCallCompleted {
@@ -1338,6 +1348,7 @@ impl Ctx<'_> {
                 details: outcome.details.clone(),
                 var: var.clone(),
                 duration_ms,
+                steps: outcome.steps.clone(),
             });
         }
         Executed {
@@ -1375,6 +1386,7 @@ impl Ctx<'_> {
             duration_ms: e.duration_ms,
             round,
             round_usage,
+            steps: e.outcome.steps,
         });
     }
 }
@@ -1385,5 +1397,6 @@ fn error_outcome(output: String, kind: &str) -> ToolOutcome {
         details: None,
         is_error: true,
         error_kind: Some(kind.to_owned()),
+        steps: Vec::new(),
     }
 }

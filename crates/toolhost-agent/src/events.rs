@@ -123,6 +123,10 @@ pub enum AgentEvent {
         var: Option<String>,
         /// How long it ran.
         duration_ms: u64,
+        /// What the permission layer and hooks did (policy decision, each
+        /// hook's decision and time, approvals).
+        #[serde(skip_serializing_if = "Vec::is_empty", default)]
+        steps: Vec<Value>,
     },
     /// The tool call failed; the model reads `output` as the error.
     ToolCallError {
@@ -142,6 +146,10 @@ pub enum AgentEvent {
         details: Option<Value>,
         /// How long it ran.
         duration_ms: u64,
+        /// What the permission layer and hooks did (policy decision, each
+        /// hook's decision and time, approvals).
+        #[serde(skip_serializing_if = "Vec::is_empty", default)]
+        steps: Vec<Value>,
     },
     /// The same call was made several times in a row.
     DoomLoopDetected {

@@ -31,6 +31,10 @@ pub struct ToolOutcome {
     pub is_error: bool,
     /// A stable kind for errors (`not-found`, `invalid-arguments`, `sandbox-fault`, ...).
     pub error_kind: Option<String>,
+    /// What the permission layer and the hooks did on this call (the policy's
+    /// decision, each hook's decision and time, approvals), as JSON, for
+    /// events and history.
+    pub steps: Vec<Value>,
 }
 
 /// Per-call information passed to the executor.
@@ -49,6 +53,14 @@ pub trait ToolExecutor: Send + Sync {
     /// The tools available now (recomputed before every request).
     fn tools(&self) -> Vec<ToolSpec>;
 
+    /// The tools to offer the model for this agent and session: by default
+    /// all of [`tools`](Self::tools); an executor with a permission layer
+    /// leaves out what its policy denies outright. Called before every request.
+    fn tools_for(&self, info: &ToolCallInfo) -> Vec<ToolSpec> {
+        let _ = info;
+        self.tools()
+    }
+
     /// Runs `name` with `args`. Never fails: every failure is a `ToolOutcome`
     /// with `is_error` set and a message the model can act on.
     fn call<'a>(
@@ -59,16 +71,29 @@ pub trait ToolExecutor: Send + Sync {
     ) -> BoxFuture<'a, ToolOutcome>;
 }
 
+fn spec(t: toolhost_runtime::ToolInfo) -> ToolSpec {
+    ToolSpec {
+        name: t.name,
+        description: t.description,
+        input_schema: t.input_schema,
+        read_only: t.annotations.read_only,
+    }
+}
+
 impl ToolExecutor for toolhost_runtime::Runtime {
     fn tools(&self) -> Vec<ToolSpec> {
         toolhost_runtime::Runtime::tools(self)
             .into_iter()
-            .map(|t| ToolSpec {
-                name: t.name,
-                description: t.description,
-                input_schema: t.input_schema,
-                read_only: t.annotations.read_only,
-            })
+            .map(spec)
+            .collect()
+    }
+
+    /// Leaves out the tools the runtime's policy denies outright for this
+    /// agent, and those the session switched off.
+    fn tools_for(&self, info: &ToolCallInfo) -> Vec<ToolSpec> {
+        self.visible_tools(info.agent.as_deref(), info.session_id.as_deref())
+            .into_iter()
+            .map(spec)
             .collect()
     }
 
@@ -79,25 +104,40 @@ impl ToolExecutor for toolhost_runtime::Runtime {
         info: ToolCallInfo,
     ) -> BoxFuture<'a, ToolOutcome> {
         Box::pin(async move {
-            let mut cx = toolhost_runtime::CallContext::new().call_id(info.call_id);
+            let steps = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+            let sink = steps.clone();
+            let mut cx = toolhost_runtime::CallContext::new()
+                .call_id(info.call_id)
+                .on_step(move |step| {
+                    if let (Ok(v), Ok(mut all)) = (serde_json::to_value(step), sink.lock()) {
+                        all.push(v);
+                    }
+                });
             if let Some(s) = info.session_id {
                 cx = cx.session_id(s);
             }
             if let Some(a) = info.agent {
                 cx = cx.agent(a);
             }
-            match toolhost_runtime::Runtime::call(self, name, args, cx).await {
+            let result = toolhost_runtime::Runtime::call(self, name, args, cx).await;
+            let steps = match steps.lock() {
+                Ok(mut s) => std::mem::take(&mut *s),
+                Err(_) => Vec::new(),
+            };
+            match result {
                 Ok(r) => ToolOutcome {
                     output: r.output,
                     details: r.details,
                     is_error: false,
                     error_kind: None,
+                    steps,
                 },
                 Err(e) => ToolOutcome {
                     output: e.to_string(),
                     details: None,
                     is_error: true,
                     error_kind: Some(e.kind().to_owned()),
+                    steps,
                 },
             }
         })

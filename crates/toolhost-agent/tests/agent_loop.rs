@@ -528,6 +528,7 @@ async fn parallel_read_only_calls_overlap_and_keep_call_order() {
                         details: None,
                         is_error: true,
                         error_kind: Some("test".into()),
+                        steps: Vec::new(),
                     },
                 }
             })

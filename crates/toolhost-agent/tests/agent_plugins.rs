@@ -104,3 +104,71 @@ async fn schema_errors_and_repaired_names_through_the_real_runtime() {
     );
     assert_eq!(result.history[1].output, "2");
 }
+
+/// Runs calls on the real runtime; after the first call, a plugin is added
+/// to its directory and picked up, as the watcher would between two rounds.
+struct ChangingPlugins {
+    runtime: Runtime,
+    dir: PathBuf,
+}
+
+impl toolhost_agent::ToolExecutor for ChangingPlugins {
+    fn tools(&self) -> Vec<toolhost_agent::ToolSpec> {
+        toolhost_agent::ToolExecutor::tools(&self.runtime)
+    }
+
+    fn call<'a>(
+        &'a self,
+        name: &'a str,
+        args: serde_json::Value,
+        info: toolhost_agent::ToolCallInfo,
+    ) -> toolhost_agent::provider::BoxFuture<'a, toolhost_agent::ToolOutcome> {
+        Box::pin(async move {
+            let outcome = toolhost_agent::ToolExecutor::call(&self.runtime, name, args, info).await;
+            std::fs::copy(plugins_dir().join("text.wasm"), self.dir.join("text.wasm"))
+                .expect("copy a plugin");
+            self.runtime.rescan().await;
+            outcome
+        })
+    }
+}
+
+#[tokio::test]
+async fn the_next_request_offers_a_plugin_loaded_during_the_turn() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    std::fs::copy(
+        plugins_dir().join("calc.wasm"),
+        dir.path().join("calc.wasm"),
+    )
+    .expect("copy calc");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let runtime = Runtime::builder()
+        .plugin_dir(dir.path())
+        .cache_dir(Some(root.join("target/test-cache")))
+        .build()
+        .await
+        .expect("the runtime builds");
+    let executor = Arc::new(ChangingPlugins {
+        runtime,
+        dir: dir.path().to_owned(),
+    });
+    let provider = ScriptedProvider::new(vec![
+        call("call_1", "calculate", r#"{"expression":"1+1"}"#),
+        call("call_2", "word_count", r#"{"text":"a b c"}"#),
+        text("done"),
+    ]);
+    let agent = Agent::new(provider.clone(), executor)
+        .with_options(AgentOptions::new("scripted").clock(clock()));
+    let result = agent.run(vec![Message::user("go")]).await;
+    assert_eq!(result.status, Status::Completed, "{:?}", result.error);
+    let offered = |i: usize| -> Vec<String> {
+        provider.requests()[i]
+            .tools
+            .iter()
+            .map(|t| t.name.clone())
+            .collect()
+    };
+    assert!(!offered(0).contains(&"word_count".to_owned()));
+    assert!(offered(1).contains(&"word_count".to_owned()));
+    assert!(!result.history[1].is_error, "{:?}", result.history[1]);
+}

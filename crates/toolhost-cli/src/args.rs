@@ -57,6 +57,21 @@ pub struct Global {
     #[arg(long, global = true)]
     pub no_cache: bool,
 
+    /// Permission policy file (TOML): allow / ask / deny rules, result approval,
+    /// per-agent profiles, plugin grants. Errors stop the host before it starts.
+    #[arg(long, value_name = "FILE", env = "TOOLHOST_POLICY", global = true)]
+    pub policy: Option<PathBuf>,
+
+    /// Approve every call and result the policy or a hook asks about, without
+    /// asking (by default the host asks on the terminal; with no answer, it denies).
+    #[arg(long, global = true)]
+    pub yes: bool,
+
+    /// Do not watch the plugin directories (by default the interactive session
+    /// and `run` reload plugins whose files change).
+    #[arg(long, global = true)]
+    pub no_watch: bool,
+
     /// Model provider: openai (or any compatible server, with --base-url), anthropic or ollama.
     /// Default: OPENAI_API_KEY, then ANTHROPIC_API_KEY, then a local Ollama server.
     #[arg(long, value_name = "KIND", global = true)]

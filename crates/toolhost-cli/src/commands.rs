@@ -5,7 +5,8 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 use toolhost_runtime::{
-    Annotations, CallContext, CallError, Capabilities, DirRequest, Runtime, ToolInfo, ToolResult,
+    Annotations, CallContext, CallError, Capabilities, DirRequest, PluginKind, Runtime, ToolInfo,
+    ToolResult,
 };
 
 use crate::exit;
@@ -83,6 +84,11 @@ pub fn tools(runtime: &Runtime, json: bool) -> anyhow::Result<u8> {
         for t in &tools {
             writeln!(out, "{}", format_tool(t))?;
         }
+        for p in runtime.plugins() {
+            if let Some(why) = &p.selection {
+                writeln!(out, "{}@{}: {why}", p.name, p.version)?;
+            }
+        }
     }
     Ok(exit::OK)
 }
@@ -96,7 +102,18 @@ pub fn plugins(runtime: &Runtime, json: bool) -> anyhow::Result<u8> {
     }
     for p in &plugins {
         writeln!(out, "{}@{}  ({})", p.name, p.version, p.path.display())?;
-        writeln!(out, "    contract:  toolhost:plugin@{}", p.api_version)?;
+        let world = match p.kind {
+            PluginKind::Tool => "tool-plugin",
+            PluginKind::Hook => "hook-plugin",
+        };
+        writeln!(
+            out,
+            "    contract:  toolhost:plugin@{} ({world})",
+            p.api_version
+        )?;
+        if let Some(why) = &p.selection {
+            writeln!(out, "    version:   {why}")?;
+        }
         writeln!(out, "    tools:     {}", p.tools.join(", "))?;
         writeln!(out, "    requests:  {}", requested(&p.requested))?;
         writeln!(

@@ -16,6 +16,9 @@ pub const TOOL_FAILED: u8 = 5;
 pub const SANDBOX_FAULT: u8 = 6;
 /// The host was busy or could not set up the sandbox.
 pub const HOST_ERROR: u8 = 7;
+/// The policy or the user denied the call, a hook blocked or failed it, or
+/// the user rejected its result.
+pub const DENIED: u8 = 8;
 
 /// The exit code for a call error.
 pub fn for_call_error(e: &CallError) -> u8 {
@@ -29,5 +32,9 @@ pub fn for_call_error(e: &CallError) -> u8 {
         CallError::Tool { .. } => TOOL_FAILED,
         CallError::Sandbox { .. } => SANDBOX_FAULT,
         CallError::Busy { .. } | CallError::Host { .. } => HOST_ERROR,
+        CallError::Denied { .. }
+        | CallError::Blocked { .. }
+        | CallError::HookFailed { .. }
+        | CallError::Rejected { .. } => DENIED,
     }
 }

@@ -1,9 +1,11 @@
 //! `host`: list, call and (soon) chat with sandboxed WebAssembly tool plugins.
 
+mod approve;
 mod args;
 mod chat;
 mod commands;
 mod exit;
+mod notices;
 mod repl;
 mod settings;
 
@@ -50,7 +52,11 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Some(Command::Check { file, .. }) => Some(vec![file.clone()]),
         _ => None,
     };
-    let builder = settings::builder(&cli.global, only.as_deref())?;
+    let mut builder = settings::builder(&cli.global, only.as_deref())?;
+    // Long-running commands pick up plugins that change while they run.
+    if matches!(cli.command, None | Some(Command::Run { .. })) && !cli.global.no_watch {
+        builder = builder.watch(true);
+    }
     let file = settings::config_file(&cli.global)?;
     let runtime = rt.block_on(builder.build())?;
     match cli.command {
@@ -80,6 +86,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         }
         Some(Command::Run { prompt, json }) => {
             commands::report_load_problems(&runtime);
+            notices::print_plugin_events(&rt, &runtime, None);
             let Some(mut model) = rt.block_on(chat::connect(&cli.global, &file, &runtime))? else {
                 eprintln!("error: {}", chat::no_model_help());
                 return Ok(exit::FAILURE);

@@ -76,6 +76,11 @@ pub fn run(
     if let Some(h) = &history_file {
         let _ = editor.load_history(h);
     }
+    let printer = editor
+        .create_external_printer()
+        .ok()
+        .map(|p| Box::new(p) as Box<dyn rustyline::ExternalPrinter + Send>);
+    crate::notices::print_plugin_events(rt, runtime, printer);
     let tools = runtime.tools();
     println!(
         "toolhost {} — {} tools loaded. Type /help for commands.",

@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use serde::Deserialize;
+use toolhost_runtime::hooks::HookConfig;
+use toolhost_runtime::policy::Policy;
 use toolhost_runtime::{
     DirAccess, DirGrant, HostPattern, LimitOverrides, Limits, PluginSettings, RuntimeBuilder,
 };
@@ -26,6 +28,14 @@ use crate::args::Global;
 /// hosts = ["api.example.com", "127.0.0.1:8080"]
 /// [plugins.calc.config]
 /// precision = "6"
+/// [versions]
+/// calc = "^1.2"
+/// policy = "policy.toml"
+/// [[hooks]]
+/// command = ["sh", "examples/hooks/block-secrets.sh"]
+/// tools = ["read_file"]
+/// [[hooks]]
+/// plugin-hook = "redact-secrets"
 /// ```
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
@@ -44,6 +54,16 @@ pub struct ConfigFile {
     /// Most tool rounds per turn.
     #[serde(default)]
     pub max_rounds: Option<u32>,
+    /// Version requirements by plugin name (`calc = "^1.2"`); by default the
+    /// highest version found wins.
+    #[serde(default)]
+    pub versions: BTreeMap<String, semver::VersionReq>,
+    /// The permission policy file (`--policy` wins).
+    #[serde(default)]
+    pub policy: Option<PathBuf>,
+    /// Hooks before and after every call, in order (`[[hooks]]`).
+    #[serde(default)]
+    pub hooks: Vec<HookConfig>,
 }
 
 impl ConfigFile {
@@ -126,6 +146,22 @@ pub fn provider_config(
 pub fn builder(global: &Global, only: Option<&[PathBuf]>) -> anyhow::Result<RuntimeBuilder> {
     let file = config_file(global)?;
     let mut settings: BTreeMap<String, PluginSettings> = file.plugins;
+    let policy = match global.policy.as_ref().or(file.policy.as_ref()) {
+        Some(path) => {
+            let policy = Policy::load(path).map_err(|e| {
+                anyhow::anyhow!("{e}\nthe host does not start with a policy it cannot read fully")
+            })?;
+            for (name, grants) in policy_grants(&policy)? {
+                let entry = settings.entry(name).or_default();
+                entry.dirs.extend(grants.dirs);
+                entry.hosts.extend(grants.hosts);
+                entry.env.extend(grants.env);
+                entry.config.extend(grants.config);
+            }
+            Some(policy)
+        }
+        None => None,
+    };
     for v in &global.allow_dir {
         let (plugin, spec) = split_plugin("--allow-dir", v)?;
         let grant = if let Some(p) = spec.strip_suffix(":rw") {
@@ -199,7 +235,41 @@ pub fn builder(global: &Global, only: Option<&[PathBuf]>) -> anyhow::Result<Runt
     for (name, s) in settings {
         builder = builder.plugin_settings(name, s);
     }
+    for (name, req) in file.versions {
+        builder = builder.require_version(name, req);
+    }
+    if let Some(policy) = policy {
+        builder = builder.policy(policy);
+    }
+    builder = builder.hook_configs(file.hooks);
+    builder = if global.yes {
+        builder.allow_asks_without_approver(true)
+    } else {
+        builder.approver(std::sync::Arc::new(
+            crate::approve::PromptApprover::default(),
+        ))
+    };
     Ok(builder)
+}
+
+/// The capability grants in a policy file's `[plugins.NAME]` tables.
+fn policy_grants(policy: &Policy) -> anyhow::Result<Vec<(String, PluginSettings)>> {
+    let Some(table) = policy.raw_plugins() else {
+        return Ok(Vec::new());
+    };
+    let origin = policy
+        .path()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    table
+        .iter()
+        .map(|(name, value)| {
+            let grants: PluginSettings = value.clone().try_into().map_err(|e| {
+                anyhow::anyhow!("{origin}: [plugins.{name}]: {}", e.to_string().trim_end())
+            })?;
+            Ok((name.clone(), grants))
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -8,9 +8,11 @@
 //! written to a temporary file and renamed into place, so a reader never sees
 //! a half-written one.
 
+use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 use wasmtime::Engine;
@@ -60,22 +62,25 @@ impl CompileCache {
         hex::encode(h.finalize())
     }
 
-    /// The compiled component for `wasm`: from the cache when a valid entry
-    /// exists, otherwise compiled (and stored).
+    /// The compiled component for `wasm` (whose [`key`](Self::key) is `key`):
+    /// from the cache when a valid entry exists, otherwise compiled (and stored).
     pub(crate) fn load(
         &self,
         engine: &Engine,
         wasm: &[u8],
+        key: &str,
         origin: &Path,
     ) -> wasmtime::Result<Component> {
         let Some(dir) = &self.dir else {
             self.compiled.fetch_add(1, Ordering::Relaxed);
             return Component::new(engine, wasm);
         };
-        let entry = dir.join(format!("{}.cwasm", self.key(wasm)));
+        let entry = dir.join(format!("{key}.cwasm"));
         if let Some(component) = self.read(engine, &entry) {
             self.cache_hits.fetch_add(1, Ordering::Relaxed);
             tracing::debug!(plugin = %origin.display(), entry = %entry.display(), "loaded compiled component from cache");
+            record_origin(dir, key, origin);
+            touch(&entry);
             return Ok(component);
         }
         let started = std::time::Instant::now();
@@ -85,7 +90,59 @@ impl CompileCache {
         if let Err(e) = self.write(&component, dir, &entry) {
             tracing::warn!(entry = %entry.display(), "cannot write the compile cache: {e}");
         }
+        record_origin(dir, key, origin);
         Ok(component)
+    }
+
+    /// Removes entries no plugin file needs any more: an entry is kept while
+    /// one of the files recorded as its origin exists and was not just loaded
+    /// with other content, or while it was used within `grace` (switching
+    /// back to a recent build does not recompile). `live` maps every file
+    /// this runtime loaded to the key of its current content. Entries of
+    /// other hosts sharing the directory survive as long as their files
+    /// exist; leftover temporary files of interrupted writes are removed
+    /// after an hour. Returns how many entries were removed.
+    pub(crate) fn prune(&self, live: &BTreeMap<PathBuf, String>, grace: Duration) -> usize {
+        let Some(dir) = &self.dir else { return 0 };
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return 0;
+        };
+        let mut removed = 0;
+        for entry in entries.filter_map(Result::ok) {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with(".tmp-") {
+                let old = age(&path).is_some_and(|age| age > Duration::from_secs(3600));
+                if old && std::fs::remove_file(&path).is_ok() {
+                    tracing::debug!(file = %path.display(), "removed a leftover temporary cache file");
+                }
+                continue;
+            }
+            let Some(key) = name.strip_suffix(".origins") else {
+                continue;
+            };
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            let needed = text.lines().any(|origin| {
+                let origin = Path::new(origin);
+                match live.get(origin) {
+                    Some(current) => current == key,
+                    None => origin.exists(),
+                }
+            });
+            let entry = dir.join(format!("{key}.cwasm"));
+            if !needed && age(&entry).is_none_or(|age| age >= grace) {
+                let _ = std::fs::remove_file(&entry);
+                let _ = std::fs::remove_file(&path);
+                removed += 1;
+                tracing::debug!(
+                    key,
+                    "pruned a compile cache entry whose plugin files are gone"
+                );
+            }
+        }
+        removed
     }
 
     fn read(&self, engine: &Engine, entry: &Path) -> Option<Component> {
@@ -127,6 +184,48 @@ impl CompileCache {
             tmp.1.sync_data()?;
         }
         std::fs::rename(&tmp.0, entry)
+    }
+}
+
+/// How long ago `path` was last modified.
+fn age(path: &Path) -> Option<Duration> {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+}
+
+/// Marks a cache entry as used now (its modification time), for pruning.
+fn touch(entry: &Path) {
+    let result = std::fs::File::options()
+        .write(true)
+        .open(entry)
+        .and_then(|f| f.set_modified(std::time::SystemTime::now()));
+    if let Err(e) = result {
+        tracing::debug!(entry = %entry.display(), "cannot mark a cache entry as used: {e}");
+    }
+}
+
+/// Notes that `origin` uses the entry `key` (in `<key>.origins`, one path per
+/// line), so [`CompileCache::prune`] knows when nothing needs the entry.
+/// Best effort: a lost line only makes an entry prunable earlier.
+fn record_origin(dir: &Path, key: &str, origin: &Path) {
+    let list = dir.join(format!("{key}.origins"));
+    let Some(origin) = origin.to_str() else {
+        return;
+    };
+    let text = std::fs::read_to_string(&list).unwrap_or_default();
+    if text.lines().any(|l| l == origin) {
+        return;
+    }
+    let updated = format!("{text}{origin}\n");
+    let result = tempfile_in(dir).and_then(|(tmp, mut file)| {
+        use std::io::Write;
+        file.write_all(updated.as_bytes())?;
+        std::fs::rename(&tmp, &list)
+    });
+    if let Err(e) = result {
+        tracing::debug!(file = %list.display(), "cannot record a cache entry's origin: {e}");
     }
 }
 

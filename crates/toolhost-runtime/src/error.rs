@@ -17,6 +17,12 @@ pub enum RuntimeError {
         /// Why.
         source: std::io::Error,
     },
+    /// The plugin directories could not be watched for changes.
+    #[error("cannot watch the plugin directories: {0}")]
+    Watch(String),
+    /// The hook configuration is invalid.
+    #[error("invalid hook configuration: {0}")]
+    Hooks(String),
 }
 
 /// Why one plugin file could not be loaded. The other plugins load regardless.
@@ -126,7 +132,7 @@ pub enum SandboxFault {
     /// The plugin returned more than the host accepts.
     #[error("{what} is {size} bytes, over the limit of {limit} bytes (`max-output-bytes`)")]
     OutputTooLarge {
-        /// "output" or "details".
+        /// "output", "details" or "structured".
         what: &'static str,
         /// The size returned.
         size: usize,
@@ -137,6 +143,21 @@ pub enum SandboxFault {
     #[error("plugin returned details that are not valid JSON: {message}")]
     InvalidDetails {
         /// The JSON parser's message.
+        message: String,
+    },
+    /// The plugin returned `structured` content that is not valid JSON.
+    #[error("plugin returned structured content that is not valid JSON: {message}")]
+    InvalidStructured {
+        /// The JSON parser's message.
+        message: String,
+    },
+    /// The plugin's structured content does not match the tool's output
+    /// schema (or is missing although the tool declares one).
+    #[error("plugin returned structured content that does not match its output schema at {}: {message}", pointer(.path))]
+    StructuredMismatch {
+        /// JSON pointer to the first offending value (`""` is the whole content).
+        path: String,
+        /// What is wrong with it.
         message: String,
     },
 }
@@ -198,6 +219,40 @@ pub enum CallError {
         /// What went wrong.
         message: String,
     },
+    /// The policy or the user did not allow the call.
+    #[error("permission denied for `{tool}`: {reason}")]
+    Denied {
+        /// The tool.
+        tool: String,
+        /// Why: the rule's reason, or the user's message.
+        reason: String,
+    },
+    /// A before-hook blocked the call (or failed, and fails closed).
+    #[error("`{tool}` was blocked by hook `{hook}`: {reason}")]
+    Blocked {
+        /// The tool.
+        tool: String,
+        /// The hook that blocked.
+        hook: String,
+        /// Why.
+        reason: String,
+    },
+    /// An after-hook turned the result into an error.
+    #[error("`{tool}`: {message}")]
+    HookFailed {
+        /// The tool.
+        tool: String,
+        /// The hook's message.
+        message: String,
+    },
+    /// The user rejected the result; the model reads `{"status":"rejected","message":…}`.
+    #[error("{}", crate::permission::rejected_json(.message.as_deref()))]
+    Rejected {
+        /// The tool.
+        tool: String,
+        /// What the user wants the model to know.
+        message: Option<String>,
+    },
 }
 
 /// The two kinds of error a tool reports itself.
@@ -208,6 +263,11 @@ pub enum ToolErrorKind {
     InvalidArguments,
     /// The tool could not do its job.
     Failed,
+}
+
+/// A JSON pointer for messages: `/` for the whole value rather than `""`.
+fn pointer(path: &str) -> &str {
+    if path.is_empty() { "/" } else { path }
 }
 
 fn join_issues(issues: &[ArgumentIssue]) -> String {
@@ -245,6 +305,10 @@ impl CallError {
             CallError::Sandbox { .. } => "sandbox-fault",
             CallError::Busy { .. } => "busy",
             CallError::Host { .. } => "host-error",
+            CallError::Denied { .. } => "permission-denied",
+            CallError::Blocked { .. } => "blocked-by-hook",
+            CallError::HookFailed { .. } => "hook-failed",
+            CallError::Rejected { .. } => "rejected",
         }
     }
 }

@@ -179,6 +179,13 @@ impl<'de> Deserialize<'de> for HostPattern {
 }
 
 impl HostPattern {
+    /// Whether this pattern names the IP address `ip` itself (not a name or a wildcard).
+    pub fn names_ip(&self, ip: &std::net::IpAddr) -> bool {
+        self.host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|h| h == *ip)
+    }
+
     /// Whether a request to `scheme://host:port` is allowed by this pattern.
     /// `host` is compared case-insensitively; IPv6 hosts are given without brackets.
     pub fn matches(&self, scheme: &str, host: &str, port: u16) -> bool {

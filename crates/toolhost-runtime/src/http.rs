@@ -32,15 +32,11 @@ impl HttpAllowlist {
         HttpAllowlist { plugin, allowed }
     }
 
-    /// Whether `uri` may be requested.
+    /// Whether `uri` may be requested (before name resolution).
     pub(crate) fn allows(&self, uri: &http::Uri) -> bool {
-        let scheme = uri.scheme_str().unwrap_or("https");
-        let Some(host) = uri.host() else {
+        let Some((scheme, host, port)) = target(uri) else {
             return false;
         };
-        let port = uri
-            .port_u16()
-            .unwrap_or(if scheme == "http" { 80 } else { 443 });
         self.allowed.iter().any(|p| p.matches(scheme, host, port))
     }
 }
@@ -63,13 +59,95 @@ impl WasiHttpHooks for HttpAllowlist {
             return Box::new(async { Err(HttpError::HttpRequestDenied) });
         }
         tracing::debug!(target: "toolhost::plugin", plugin = %self.plugin, uri = %request.uri(), "HTTP request");
+        let (plugin, allowed) = (self.plugin.clone(), self.allowed.clone());
         Box::new(async move {
+            let uri = request.uri();
+            if let Some(address) = internal_address_not_granted(uri, &allowed).await {
+                tracing::warn!(
+                    target: "toolhost::plugin",
+                    plugin = %plugin,
+                    uri = %uri,
+                    %address,
+                    "refused an HTTP request: the host resolves to a private, loopback or \
+                     link-local address that is not granted by IP"
+                );
+                return Err(HttpError::HttpRequestDenied);
+            }
             let (res, io) = wasmtime_wasi_http::default_send_request(request, options).await?;
             Ok((
                 res.map(BodyExt::boxed_unsync),
                 Box::new(io) as Box<dyn Future<Output = Result<(), HttpError>> + Send>,
             ))
         })
+    }
+}
+
+/// The scheme, host and port a request goes to (default ports filled in).
+fn target(uri: &http::Uri) -> Option<(&str, &str, u16)> {
+    let scheme = uri.scheme_str().unwrap_or("https");
+    let host = uri.host()?;
+    let port = uri
+        .port_u16()
+        .unwrap_or(if scheme == "http" { 80 } else { 443 });
+    Some((
+        scheme,
+        host.trim_start_matches('[').trim_end_matches(']'),
+        port,
+    ))
+}
+
+/// Resolves the request's host and returns the first address that is
+/// internal (loopback, private, link-local, ...) without being granted
+/// explicitly, that is by a host pattern naming that very IP address. A
+/// grant of a name (`localhost`, `*.corp.example`) is not a grant of the
+/// internal network behind it. A name that does not resolve is left to the
+/// HTTP client, which reports it.
+///
+/// The client resolves the name again to connect: a DNS server that answers
+/// differently the second time (DNS rebinding) is outside what this check
+/// covers.
+async fn internal_address_not_granted(
+    uri: &http::Uri,
+    allowed: &[HostPattern],
+) -> Option<std::net::IpAddr> {
+    let (scheme, host, port) = target(uri)?;
+    let addresses: Vec<std::net::IpAddr> = match host.parse::<std::net::IpAddr>() {
+        Ok(ip) => vec![ip],
+        Err(_) => tokio::net::lookup_host((host, port))
+            .await
+            .map(|found| found.map(|a| a.ip()).collect())
+            .unwrap_or_default(),
+    };
+    addresses.into_iter().find(|ip| {
+        is_internal(ip)
+            && !allowed
+                .iter()
+                .any(|p| p.names_ip(ip) && p.matches(scheme, &ip.to_string(), port))
+    })
+}
+
+/// Loopback, private, link-local, shared (CGNAT), unspecified or broadcast.
+pub(crate) fn is_internal(ip: &std::net::IpAddr) -> bool {
+    match ip {
+        std::net::IpAddr::V4(v4) => {
+            let [a, b, ..] = v4.octets();
+            v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || (a == 100 && (64..128).contains(&b))
+        }
+        std::net::IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return is_internal(&std::net::IpAddr::V4(v4));
+            }
+            let first = v6.segments()[0];
+            v6.is_loopback()
+                || v6.is_unspecified()
+                || (first & 0xfe00) == 0xfc00
+                || (first & 0xffc0) == 0xfe80
+        }
     }
 }
 
@@ -92,5 +170,46 @@ mod tests {
     fn nothing_is_allowed_without_grants() {
         let list = HttpAllowlist::new("http".into(), Vec::new().into());
         assert!(!list.allows(&"https://example.com/".parse().unwrap()));
+    }
+
+    #[test]
+    fn internal_addresses_are_recognised() {
+        for internal in [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "100.64.0.1",
+            "0.0.0.0",
+            "::1",
+            "fe80::1",
+            "fd00::1",
+            "::ffff:127.0.0.1",
+        ] {
+            assert!(is_internal(&internal.parse().unwrap()), "{internal}");
+        }
+        for public in ["93.184.216.34", "8.8.8.8", "2606:4700::1111"] {
+            assert!(!is_internal(&public.parse().unwrap()), "{public}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_name_that_resolves_to_loopback_needs_the_loopback_address_granted() {
+        let uri: http::Uri = "http://localhost:8080/".parse().unwrap();
+        let by_name: Vec<HostPattern> = vec!["localhost:8080".parse().unwrap()];
+        assert!(internal_address_not_granted(&uri, &by_name).await.is_some());
+        let by_ip: Vec<HostPattern> = vec![
+            "localhost:8080".parse().unwrap(),
+            "127.0.0.1".parse().unwrap(),
+            "[::1]".parse().unwrap(),
+        ];
+        assert_eq!(internal_address_not_granted(&uri, &by_ip).await, None);
+        let literal: http::Uri = "http://127.0.0.1:8080/".parse().unwrap();
+        let any: Vec<HostPattern> = vec!["*".parse().unwrap()];
+        assert!(
+            internal_address_not_granted(&literal, &any).await.is_some(),
+            "`*` is not a grant of loopback"
+        );
     }
 }

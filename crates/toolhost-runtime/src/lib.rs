@@ -31,13 +31,18 @@ mod cache;
 mod engine;
 mod error;
 mod grants;
+mod hook_plugin;
 mod http;
 mod limits;
 mod manifest;
+mod permission;
+mod pipeline;
 mod plugin;
 mod registry;
+mod reload;
 mod runtime;
 mod sandbox;
+mod watch;
 
 pub use api::{Annotations, PACKAGE as CONTRACT_PACKAGE, supported_versions};
 pub use cache::default_cache_dir;
@@ -46,9 +51,19 @@ pub use error::{ArgumentIssue, CallError, LoadError, RuntimeError, SandboxFault,
 pub use grants::{DirAccess, DirGrant, HostPattern, HostPatternError, PluginSettings};
 pub use limits::{LimitOverrides, Limits};
 pub use manifest::{Capabilities, DirRequest, Manifest};
+pub use permission::{
+    ApprovalFuture, Approver, CallApproval, CallApprovalRequest, CallStep, ResultApproval,
+    ResultApprovalRequest,
+};
 pub use plugin::is_valid_tool_name;
-pub use registry::{Granted, PluginInfo, ToolInfo};
+pub use registry::{Granted, PluginInfo, PluginKind, ToolInfo};
+pub use reload::{DEFAULT_CACHE_GRACE, DEFAULT_DEBOUNCE, PluginEvent};
 pub use runtime::{
-    CallContext, LoadFailure, LoadReport, ReusedInstance, Runtime, RuntimeBuilder, ToolResult,
+    CallContext, LoadFailure, LoadReport, ReusedInstance, Runtime, RuntimeBuilder, StepSink,
+    ToolResult,
 };
 pub use sandbox::ProgressSink;
+/// Hooks before and after every call (re-exported from `toolhost-hooks`).
+pub use toolhost_hooks as hooks;
+/// The permission rules (re-exported from `toolhost-policy`).
+pub use toolhost_policy as policy;

@@ -7,9 +7,11 @@ use std::sync::Arc;
 use serde_json::Value;
 use wasmtime::Engine;
 
-use crate::api::{self, Annotations, Linkers, PluginPre, RawToolSpec};
+use crate::api::{
+    self, Annotations, ComponentKind, HookPre, Linked, Linkers, PluginPre, RawToolSpec,
+};
 use crate::cache::CompileCache;
-use crate::error::LoadError;
+use crate::error::{LoadError, SandboxFault};
 use crate::grants::PluginSettings;
 use crate::limits::Limits;
 use crate::manifest::{Capabilities, Manifest};
@@ -24,12 +26,21 @@ pub(crate) struct Plugin {
     pub usage: Option<String>,
     pub api_version: semver::Version,
     pub requested: Capabilities,
-    pub pre: PluginPre,
+    pub pre: Linked,
     pub tools: Vec<Tool>,
     pub sandbox: Arc<SandboxSpec>,
+    /// The compile cache key of the component's bytes: equal keys, equal code.
+    pub content_key: String,
+    /// The manifest it was loaded with (a changed manifest is a reload too).
+    pub manifest: Manifest,
 }
 
 impl Plugin {
+    /// Whether this is a hook plugin (no tools; runs in the hook chain).
+    pub fn is_hook(&self) -> bool {
+        matches!(self.pre, Linked::Hook(_))
+    }
+
     /// `name@version`, as shown to users.
     pub fn id(&self) -> String {
         format!("{}@{}", self.name, self.version)
@@ -44,6 +55,54 @@ pub(crate) struct Tool {
     pub schema: Arc<Value>,
     pub validator: jsonschema::Validator,
     pub annotations: Annotations,
+    /// JSON Schema of the structured result, when the tool declares one (0.2.0).
+    pub output_schema: Option<Arc<Value>>,
+    pub output_validator: Option<jsonschema::Validator>,
+}
+
+impl Tool {
+    /// Checks what a call returned as `structured`: at most `max` bytes, valid
+    /// JSON, and, when the tool declares an output schema, present and
+    /// matching it (the first mismatch is reported with its JSON pointer).
+    pub(crate) fn check_structured(
+        &self,
+        structured: Option<String>,
+        max: usize,
+    ) -> Result<Option<Value>, SandboxFault> {
+        let value: Option<Value> =
+            match structured {
+                None => None,
+                Some(text) if text.len() > max => {
+                    return Err(SandboxFault::OutputTooLarge {
+                        what: "structured",
+                        size: text.len(),
+                        limit: max,
+                    });
+                }
+                Some(text) => Some(serde_json::from_str(&text).map_err(|e| {
+                    SandboxFault::InvalidStructured {
+                        message: e.to_string(),
+                    }
+                })?),
+            };
+        let Some(validator) = &self.output_validator else {
+            return Ok(value);
+        };
+        let Some(value) = value else {
+            return Err(SandboxFault::StructuredMismatch {
+                path: String::new(),
+                message: "the tool declares an output schema but returned no structured content"
+                    .into(),
+            });
+        };
+        if let Some(error) = validator.iter_errors(&value).next() {
+            return Err(SandboxFault::StructuredMismatch {
+                path: error.instance_path().to_string(),
+                message: error.to_string(),
+            });
+        }
+        Ok(Some(value))
+    }
 }
 
 /// What loading needs from the runtime; cheap to clone into a task per file.
@@ -110,13 +169,26 @@ impl Loader {
             // Compiling is CPU-bound: keep it off the async workers.
             let (engine, cache, origin) =
                 (self.engine.clone(), self.cache.clone(), path.to_owned());
-            tokio::task::spawn_blocking(move || cache.load(&engine, &bytes, &origin))
-                .await
-                .map_err(|e| LoadError::Io(format!("compile task failed: {e}")))?
-                .map_err(|e| LoadError::NotAComponent(format!("{e:#}")))?
+            tokio::task::spawn_blocking(move || {
+                let key = cache.key(&bytes);
+                let component = cache.load(&engine, &bytes, &key, &origin);
+                (key, component)
+            })
+            .await
+            .map_err(|e| LoadError::Io(format!("compile task failed: {e}")))?
         };
+        let (content_key, component) = component;
+        let component = component.map_err(|e| LoadError::NotAComponent(format!("{e:#}")))?;
         let api_version = api::detect_version(&self.engine, &component)?;
-        let pre = PluginPre::new(&self.linkers, &component, &api_version)?;
+        let kind = api::detect_kind(&self.engine, &component);
+        let pre = match kind {
+            ComponentKind::Tool => {
+                Linked::Tool(PluginPre::new(&self.linkers, &component, &api_version)?)
+            }
+            ComponentKind::Hook => {
+                Linked::Hook(HookPre::new(&self.linkers.hooks, &component, &api_version)?)
+            }
+        };
 
         let empty = PluginSettings::default();
         let settings = self.settings.get(&name).unwrap_or(&empty);
@@ -127,8 +199,11 @@ impl Loader {
             &self.default_limits,
         )?);
 
-        let specs = self.describe(&pre, &sandbox).await?;
-        let tools = validate_tools(specs)?;
+        let tools = match &pre {
+            Linked::Tool(tool) => validate_tools(self.describe(tool, &sandbox).await?)?,
+            // A hook plugin has no tools; it runs in the hook chain.
+            Linked::Hook(_) => Vec::new(),
+        };
         Ok(Plugin {
             version: manifest
                 .version
@@ -143,6 +218,8 @@ impl Loader {
             pre,
             tools,
             sandbox,
+            content_key,
+            manifest,
         })
     }
 
@@ -216,7 +293,20 @@ fn resolve_sandbox(
     })
 }
 
-/// Checks every tool spec and compiles its schema.
+/// Parses and compiles a tool's `what` ("input" or "output") schema, given as
+/// JSON text; the error says what is wrong.
+fn compile_schema(what: &str, text: &str) -> Result<(Value, jsonschema::Validator), String> {
+    let schema: Value =
+        serde_json::from_str(text).map_err(|e| format!("{what} schema is not valid JSON: {e}"))?;
+    if !schema.is_object() {
+        return Err(format!("{what} schema must be a JSON object"));
+    }
+    let validator = jsonschema::validator_for(&schema)
+        .map_err(|e| format!("{what} schema does not compile: {e}"))?;
+    Ok((schema, validator))
+}
+
+/// Checks every tool spec and compiles its schemas.
 fn validate_tools(specs: Vec<RawToolSpec>) -> Result<Vec<Tool>, LoadError> {
     let mut tools: Vec<Tool> = Vec::with_capacity(specs.len());
     for spec in specs {
@@ -233,19 +323,22 @@ fn validate_tools(specs: Vec<RawToolSpec>) -> Result<Vec<Tool>, LoadError> {
         if tools.iter().any(|t| t.name == spec.name) {
             return Err(invalid("declared twice by the plugin".into()));
         }
-        let schema: Value = serde_json::from_str(&spec.input_schema)
-            .map_err(|e| invalid(format!("input schema is not valid JSON: {e}")))?;
-        if !schema.is_object() {
-            return Err(invalid("input schema must be a JSON object".into()));
-        }
-        let validator = jsonschema::validator_for(&schema)
-            .map_err(|e| invalid(format!("input schema does not compile: {e}")))?;
+        let (schema, validator) = compile_schema("input", &spec.input_schema).map_err(invalid)?;
+        let (output_schema, output_validator) = match &spec.output_schema {
+            Some(text) => {
+                let (schema, validator) = compile_schema("output", text).map_err(invalid)?;
+                (Some(Arc::new(schema)), Some(validator))
+            }
+            None => (None, None),
+        };
         tools.push(Tool {
             name: spec.name,
             description: spec.description,
             schema: Arc::new(schema),
             validator,
             annotations: spec.annotations,
+            output_schema,
+            output_validator,
         });
     }
     Ok(tools)
@@ -260,6 +353,7 @@ mod tests {
             name: name.into(),
             description: "d".into(),
             input_schema: schema.into(),
+            output_schema: None,
             annotations: Annotations::default(),
         }
     }
@@ -290,6 +384,67 @@ mod tests {
         assert!(validate_tools(vec![raw("a b", ok)]).is_err());
         assert!(validate_tools(vec![raw("a", "[]")]).is_err());
         assert_eq!(validate_tools(vec![raw("a", ok)]).unwrap().len(), 1);
+    }
+
+    fn with_output(output_schema: &str) -> RawToolSpec {
+        RawToolSpec {
+            output_schema: Some(output_schema.into()),
+            ..raw("t", r#"{"type":"object"}"#)
+        }
+    }
+
+    #[test]
+    fn an_output_schema_that_does_not_compile_is_rejected() {
+        for (schema, expected) in [
+            (r#"{"type": 12}"#, "output schema does not compile"),
+            ("{nope", "output schema is not valid JSON"),
+            ("true", "output schema must be a JSON object"),
+        ] {
+            let err = validate_tools(vec![with_output(schema)]).err().unwrap();
+            assert!(matches!(err, LoadError::InvalidTool { .. }), "{err:?}");
+            assert!(err.to_string().contains(expected), "{err}");
+        }
+    }
+
+    #[test]
+    fn structured_content_is_parsed_and_checked_against_the_output_schema() {
+        let schema =
+            r#"{"type":"object","properties":{"value":{"type":"number"}},"required":["value"]}"#;
+        let tools = validate_tools(vec![with_output(schema), raw("free", "{}")]).unwrap();
+        let (typed, free) = (&tools[0], &tools[1]);
+        assert!(typed.output_schema.is_some() && free.output_schema.is_none());
+        let text = |s: &str| Some(s.to_owned());
+
+        assert_eq!(
+            typed.check_structured(text(r#"{"value":1.5}"#), 100),
+            Ok(Some(serde_json::json!({"value": 1.5})))
+        );
+        match typed.check_structured(text(r#"{"value":"x"}"#), 100) {
+            Err(SandboxFault::StructuredMismatch { path, .. }) => assert_eq!(path, "/value"),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            typed.check_structured(None, 100),
+            Err(SandboxFault::StructuredMismatch { path, .. }) if path.is_empty()
+        ));
+        assert!(matches!(
+            typed.check_structured(text(r#"{"value":1}"#), 5),
+            Err(SandboxFault::OutputTooLarge {
+                what: "structured",
+                size: 11,
+                limit: 5
+            })
+        ));
+
+        assert_eq!(free.check_structured(None, 100), Ok(None));
+        assert_eq!(
+            free.check_structured(text("[1]"), 100),
+            Ok(Some(serde_json::json!([1])))
+        );
+        assert!(matches!(
+            free.check_structured(text("{not json"), 100),
+            Err(SandboxFault::InvalidStructured { .. })
+        ));
     }
 
     #[test]

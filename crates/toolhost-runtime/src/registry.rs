@@ -28,6 +28,21 @@ pub struct ToolInfo {
     pub input_schema: Arc<Value>,
     /// Behaviour hints.
     pub annotations: Annotations,
+    /// JSON Schema of its structured result ([`crate::ToolResult::structured`]),
+    /// when it declares one (plugins built against `toolhost:plugin@0.2.0` or later).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Arc<Value>>,
+}
+
+/// What a plugin provides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PluginKind {
+    /// Tools the model can call (world `tool-plugin`).
+    Tool,
+    /// A hook run before and after calls (world `hook-plugin`), when the
+    /// host's hook configuration names it.
+    Hook,
 }
 
 /// A loaded plugin as users see it.
@@ -35,6 +50,8 @@ pub struct ToolInfo {
 pub struct PluginInfo {
     /// Its name.
     pub name: String,
+    /// Tool plugin or hook plugin.
+    pub kind: PluginKind,
     /// Its version.
     pub version: semver::Version,
     /// The component file.
@@ -51,6 +68,9 @@ pub struct PluginInfo {
     pub granted: Granted,
     /// The names its tools are exposed under.
     pub tools: Vec<String>,
+    /// Why this version was chosen, when several were found or the host pins a
+    /// version requirement (e.g. "pinned to ^1.2: the highest match among 2.0.0, 1.3.0").
+    pub selection: Option<String>,
 }
 
 /// Capabilities a plugin was granted.
@@ -65,36 +85,77 @@ pub struct Granted {
 }
 
 /// Tools by exposed name, and the plugins behind them.
+#[derive(Default)]
 pub(crate) struct Registry {
     pub tools: BTreeMap<String, (Arc<Plugin>, usize)>,
     pub plugins: Vec<Arc<Plugin>>,
+    /// Why a version was chosen, for plugins present in several versions or pinned.
+    pub selection: BTreeMap<String, String>,
 }
 
 impl Registry {
-    /// Builds the registry. Returns warnings for every plugin or tool that was
-    /// renamed or left out, with the reason.
-    pub(crate) fn build(mut loaded: Vec<Plugin>) -> (Registry, Vec<String>) {
+    /// Builds the registry from every loaded plugin file: one version per
+    /// plugin name (the highest, or the highest that meets the plugin's
+    /// version requirement in `pins`), then tools by name. Returns warnings for
+    /// every plugin or tool that was renamed or left out, with the reason.
+    pub(crate) fn build(
+        candidates: impl IntoIterator<Item = Arc<Plugin>>,
+        pins: &BTreeMap<String, semver::VersionReq>,
+    ) -> (Registry, Vec<String>) {
         let mut warnings = Vec::new();
-        // Deterministic order: by name, highest version first, then by path.
-        loaded.sort_by(|a, b| {
-            a.name
-                .cmp(&b.name)
-                .then_with(|| b.version.cmp(&a.version))
-                .then_with(|| a.path.cmp(&b.path))
-        });
+        let mut by_name: BTreeMap<String, Vec<Arc<Plugin>>> = BTreeMap::new();
+        for p in candidates {
+            by_name.entry(p.name.clone()).or_default().push(p);
+        }
         let mut plugins: Vec<Arc<Plugin>> = Vec::new();
-        for p in loaded {
-            if let Some(kept) = plugins.iter().find(|k| k.name == p.name) {
+        let mut selection = BTreeMap::new();
+        for (name, mut versions) in by_name {
+            // Highest version first, then by path for a deterministic choice.
+            versions.sort_by(|a, b| b.version.cmp(&a.version).then_with(|| a.path.cmp(&b.path)));
+            let pin = pins.get(&name);
+            let listed = || {
+                versions
+                    .iter()
+                    .map(|p| p.version.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            let chosen = match pin {
+                Some(req) => versions.iter().find(|p| req.matches(&p.version)),
+                None => versions.first(),
+            };
+            let Some(chosen) = chosen.cloned() else {
                 warnings.push(format!(
-                    "{} ({}) is not used: {} ({}) has the same name and is preferred (higher version, then path order)",
-                    p.id(),
-                    p.path.display(),
-                    kept.id(),
-                    kept.path.display()
+                    "plugin `{name}` is not loaded: no version meets the requirement {} (found {})",
+                    pin.map(ToString::to_string).unwrap_or_default(),
+                    listed()
                 ));
                 continue;
+            };
+            let reason = match pin {
+                Some(req) => Some(format!(
+                    "pinned to {req}: the highest match among {}",
+                    listed()
+                )),
+                None if versions.len() > 1 => {
+                    Some(format!("the highest version among {}", listed()))
+                }
+                None => None,
+            };
+            for other in versions.iter().filter(|p| !Arc::ptr_eq(p, &chosen)) {
+                warnings.push(format!(
+                    "{} ({}) is not used: {} ({}) is {}",
+                    other.id(),
+                    other.path.display(),
+                    chosen.id(),
+                    chosen.path.display(),
+                    reason.as_deref().unwrap_or("preferred")
+                ));
             }
-            plugins.push(Arc::new(p));
+            if let Some(reason) = reason {
+                selection.insert(name, reason);
+            }
+            plugins.push(chosen);
         }
         let mut tools: BTreeMap<String, (Arc<Plugin>, usize)> = BTreeMap::new();
         for p in &plugins {
@@ -123,7 +184,14 @@ impl Registry {
                 }
             }
         }
-        (Registry { tools, plugins }, warnings)
+        (
+            Registry {
+                tools,
+                plugins,
+                selection,
+            },
+            warnings,
+        )
     }
 
     pub(crate) fn tool_infos(&self) -> Vec<ToolInfo> {
@@ -139,6 +207,7 @@ impl Registry {
                     description: t.description.clone(),
                     input_schema: t.schema.clone(),
                     annotations: t.annotations,
+                    output_schema: t.output_schema.clone(),
                 }
             })
             .collect()
@@ -149,6 +218,11 @@ impl Registry {
             .iter()
             .map(|p| PluginInfo {
                 name: p.name.clone(),
+                kind: if p.is_hook() {
+                    PluginKind::Hook
+                } else {
+                    PluginKind::Tool
+                },
                 version: p.version.clone(),
                 path: p.path.clone(),
                 api_version: p.api_version.clone(),
@@ -177,6 +251,7 @@ impl Registry {
                     .filter(|(_, (q, _))| Arc::ptr_eq(p, q))
                     .map(|(n, _)| n.clone())
                     .collect(),
+                selection: self.selection.get(&p.name).cloned(),
             })
             .collect()
     }

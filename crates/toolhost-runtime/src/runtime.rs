@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -19,9 +19,14 @@ use crate::error::{
 };
 use crate::grants::PluginSettings;
 use crate::limits::Limits;
+use crate::permission::{Approver, CallStep, Permissions};
 use crate::plugin::{Loader, Plugin};
 use crate::registry::{PluginInfo, Registry, ToolInfo};
+use crate::reload::{DEFAULT_CACHE_GRACE, DEFAULT_DEBOUNCE, Files, PluginEvent, Sources};
 use crate::sandbox::{ProgressSink, Sandbox};
+use crate::watch::Watcher;
+use toolhost_hooks::{HookChain, HookConfig, HookEntry};
+use toolhost_policy::{Policy, PolicyError};
 
 /// Who is calling: ids for logs and plugins, and where progress reports go.
 ///
@@ -32,10 +37,14 @@ use crate::sandbox::{ProgressSink, Sandbox};
 #[derive(Clone, Default)]
 pub struct CallContext {
     call_id: Option<String>,
-    session_id: Option<String>,
-    agent: Option<String>,
+    pub(crate) session_id: Option<String>,
+    pub(crate) agent: Option<String>,
     progress: Option<ProgressSink>,
+    steps: Option<StepSink>,
 }
+
+/// Receives each [`CallStep`] of a call (see [`CallContext::on_step`]).
+pub type StepSink = Arc<dyn Fn(&CallStep) + Send + Sync>;
 
 impl std::fmt::Debug for CallContext {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -75,6 +84,19 @@ impl CallContext {
         self.progress = Some(Arc::new(sink));
         self
     }
+    /// Receives every step of the permission layer and the hooks on this
+    /// call (the policy's decision, each hook's decision and time, approvals),
+    /// for events and history.
+    pub fn on_step(mut self, sink: impl Fn(&CallStep) + Send + Sync + 'static) -> Self {
+        self.steps = Some(Arc::new(sink));
+        self
+    }
+    /// Reports a step; `step` is only built when someone listens.
+    pub(crate) fn step(&self, step: impl FnOnce() -> CallStep) {
+        if let Some(sink) = &self.steps {
+            sink(&step());
+        }
+    }
 }
 
 /// The result of a successful call.
@@ -84,6 +106,11 @@ pub struct ToolResult {
     pub output: String,
     /// Structured data for user interfaces and logs (never for the model).
     pub details: Option<Value>,
+    /// The structured result (MCP's `structuredContent`), from plugins built
+    /// against `toolhost:plugin@0.2.0` or later; it matches the tool's output
+    /// schema ([`ToolInfo::output_schema`]) when the tool declares one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub structured: Option<Value>,
     /// The tool's exposed name.
     pub tool: String,
     /// The plugin that ran it.
@@ -126,6 +153,8 @@ pub struct LoadReport {
     pub cache_hits: u64,
     /// How long loading took.
     pub duration: Duration,
+    /// How long swapping in the new set of tools took (building the registry included).
+    pub swap: Duration,
 }
 
 /// Builds a [`Runtime`].
@@ -144,7 +173,7 @@ pub struct LoadReport {
 /// assert_eq!(result.output, "14");
 /// # Ok(()) }
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct RuntimeBuilder {
     paths: Vec<PathBuf>,
     limits: Limits,
@@ -152,6 +181,26 @@ pub struct RuntimeBuilder {
     settings: BTreeMap<String, PluginSettings>,
     cache_dir: Option<PathBuf>,
     max_queued_calls: usize,
+    pins: BTreeMap<String, semver::VersionReq>,
+    watch: bool,
+    debounce: Duration,
+    cache_grace: Duration,
+    policy: Policy,
+    approver: Option<Arc<dyn Approver>>,
+    allow_asks_without_approver: bool,
+    hooks: Vec<HookEntry>,
+    hook_configs: Vec<HookConfig>,
+}
+
+impl std::fmt::Debug for RuntimeBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RuntimeBuilder")
+            .field("paths", &self.paths)
+            .field("cache_dir", &self.cache_dir)
+            .field("watch", &self.watch)
+            .field("hooks", &(self.hooks.len() + self.hook_configs.len()))
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for RuntimeBuilder {
@@ -163,6 +212,15 @@ impl Default for RuntimeBuilder {
             settings: BTreeMap::new(),
             cache_dir: default_cache_dir(),
             max_queued_calls: 1024,
+            pins: BTreeMap::new(),
+            watch: false,
+            debounce: DEFAULT_DEBOUNCE,
+            cache_grace: DEFAULT_CACHE_GRACE,
+            policy: Policy::allow_all(),
+            approver: None,
+            allow_asks_without_approver: false,
+            hooks: Vec::new(),
+            hook_configs: Vec::new(),
         }
     }
 }
@@ -200,6 +258,69 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Uses only versions of plugin `name` that meet `requirement` (e.g.
+    /// `^1.2`); by default the highest version found wins. The choice and the
+    /// reason show in [`PluginInfo::selection`].
+    pub fn require_version(
+        mut self,
+        name: impl Into<String>,
+        requirement: semver::VersionReq,
+    ) -> Self {
+        self.pins.insert(name.into(), requirement);
+        self
+    }
+    /// Watches the plugin directories and reloads plugins whose files change
+    /// (off by default). See [`Runtime::subscribe`] for the events.
+    pub fn watch(mut self, watch: bool) -> Self {
+        self.watch = watch;
+        self
+    }
+    /// How long a changed file must be quiet before it is reloaded (75 ms by default).
+    pub fn watch_debounce(mut self, debounce: Duration) -> Self {
+        self.debounce = debounce;
+        self
+    }
+
+    /// How long a compile cache entry that no plugin file needs any more is
+    /// kept after its last use (a day by default), so switching back to a
+    /// recent build does not compile again.
+    pub fn cache_grace(mut self, grace: Duration) -> Self {
+        self.cache_grace = grace;
+        self
+    }
+    /// The permission policy (allow everything by default). See `toolhost-policy`.
+    pub fn policy(mut self, policy: Policy) -> Self {
+        self.policy = policy;
+        self
+    }
+    /// Who answers when the policy or a hook asks about a call, or a result
+    /// needs approval. Without one, those calls are denied (and those results
+    /// rejected) unless [`allow_asks_without_approver`](Self::allow_asks_without_approver).
+    pub fn approver(mut self, approver: Arc<dyn Approver>) -> Self {
+        self.approver = Some(approver);
+        self
+    }
+    /// With no approver, allow what would be asked (for trusted
+    /// non-interactive runs); deny is the default.
+    pub fn allow_asks_without_approver(mut self, allow: bool) -> Self {
+        self.allow_asks_without_approver = allow;
+        self
+    }
+    /// Adds a hook (a Rust [`Hook`](toolhost_hooks::Hook) in a
+    /// [`HookEntry`] with its matcher, timeout and failure policy), after the
+    /// ones added before.
+    pub fn hook(mut self, entry: HookEntry) -> Self {
+        self.hooks.push(entry);
+        self
+    }
+    /// Adds hooks from the config file's `[[hooks]]` entries: command hooks,
+    /// and hook plugins (`plugin-hook = "NAME"`, a loaded plugin that exports
+    /// the `hooks` interface), after the ones added before.
+    pub fn hook_configs(mut self, configs: impl IntoIterator<Item = HookConfig>) -> Self {
+        self.hook_configs.extend(configs);
+        self
+    }
+
     /// Creates the engine and loads every plugin, in parallel. A plugin that
     /// fails to load is reported in [`Runtime::load_report`]; only host-level
     /// problems (engine, unreadable plugin directory) are errors here.
@@ -216,58 +337,84 @@ impl RuntimeBuilder {
             settings: Arc::new(self.settings.clone()),
             max_wasm_stack: self.engine.max_wasm_stack,
         };
-        let files = plugin_files(&self.paths)?;
-        let inner = Arc::new(Inner {
-            slots: Arc::new(Semaphore::new(self.engine.pool_size as usize)),
-            queued: AtomicUsize::new(0),
-            max_queued: self.max_queued_calls,
-            registry: RwLock::new(Arc::new(Registry {
-                tools: BTreeMap::new(),
-                plugins: Vec::new(),
-            })),
-            report: RwLock::new(LoadReport::default()),
-            calls: AtomicU64::new(0),
-            engine,
-            loader,
-            _ticker: ticker,
+        let sources = Sources::resolve(&self.paths)?;
+        let mut hooks = HookChain::new(self.hooks);
+        let mut hook_error = None;
+        let permissions =
+            Permissions::new(self.policy, self.approver, self.allow_asks_without_approver);
+        let inner = Arc::new_cyclic(|weak: &std::sync::Weak<Inner>| {
+            let from_config = HookChain::from_config(&self.hook_configs, |name| {
+                Some(crate::hook_plugin::PluginHook::shared(weak.clone(), name))
+            });
+            match from_config {
+                Ok(chain) => {
+                    for entry in chain.entries() {
+                        hooks.push(entry.clone());
+                    }
+                }
+                Err(e) => hook_error = Some(e),
+            }
+            Inner {
+                slots: Arc::new(Semaphore::new(self.engine.pool_size as usize)),
+                queued: AtomicUsize::new(0),
+                max_queued: self.max_queued_calls,
+                registry: RwLock::new(Arc::new(Registry::default())),
+                report: RwLock::new(LoadReport::default()),
+                calls: AtomicU64::new(0),
+                engine,
+                loader,
+                sources,
+                pins: self.pins,
+                cache_grace: self.cache_grace,
+                files: tokio::sync::Mutex::new(Files::default()),
+                events: tokio::sync::broadcast::channel(256).0,
+                watcher: std::sync::Mutex::new(None),
+                permissions,
+                hooks: std::mem::take(&mut hooks),
+                _ticker: ticker,
+            }
         });
+        if let Some(e) = hook_error {
+            return Err(RuntimeError::Hooks(e.to_string()));
+        }
         let runtime = Runtime { inner };
-        runtime.load(files).await;
+        let files = runtime.inner.sources.list().into_iter().collect();
+        runtime.reload_files(files).await;
+        if self.watch {
+            let watcher = crate::watch::start(
+                Arc::downgrade(&runtime.inner),
+                runtime.inner.sources.clone(),
+                self.debounce,
+            )?;
+            match runtime.inner.watcher.lock() {
+                Ok(mut w) => *w = Some(watcher),
+                Err(poisoned) => *poisoned.into_inner() = Some(watcher),
+            }
+        }
         Ok(runtime)
     }
 }
 
-/// Every `*.wasm` file in the given directories (sorted), or the files themselves.
-fn plugin_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, RuntimeError> {
-    let mut files = Vec::new();
-    for path in paths {
-        if path.is_file() {
-            files.push(path.clone());
-            continue;
-        }
-        let entries = std::fs::read_dir(path).map_err(|source| RuntimeError::PluginDir {
-            path: path.clone(),
-            source,
-        })?;
-        let mut found: Vec<PathBuf> = entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "wasm") && p.is_file())
-            .collect();
-        found.sort();
-        files.extend(found);
-    }
-    Ok(files)
-}
-
-struct Inner {
+pub(crate) struct Inner {
     engine: Engine,
-    loader: Loader,
+    pub(crate) loader: Loader,
     slots: Arc<Semaphore>,
     queued: AtomicUsize,
     max_queued: usize,
     registry: RwLock<Arc<Registry>>,
     report: RwLock<LoadReport>,
     calls: AtomicU64,
+    /// Where plugins come from (canonical paths).
+    pub(crate) sources: Sources,
+    /// Version requirements by plugin name.
+    pub(crate) pins: BTreeMap<String, semver::VersionReq>,
+    pub(crate) cache_grace: Duration,
+    /// The version loaded from each file; held while a batch loads, so loads never interleave.
+    pub(crate) files: tokio::sync::Mutex<Files>,
+    pub(crate) events: tokio::sync::broadcast::Sender<PluginEvent>,
+    watcher: std::sync::Mutex<Option<Watcher>>,
+    pub(crate) permissions: Permissions,
+    pub(crate) hooks: HookChain,
     _ticker: EpochTicker,
 }
 
@@ -275,7 +422,7 @@ struct Inner {
 /// `Send + Sync`, so one runtime serves calls from many tasks at once.
 #[derive(Clone)]
 pub struct Runtime {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -292,90 +439,48 @@ impl Runtime {
         RuntimeBuilder::default()
     }
 
-    fn registry(&self) -> Arc<Registry> {
+    pub(crate) fn engine(&self) -> &Engine {
+        &self.inner.engine
+    }
+
+    pub(crate) fn registry(&self) -> Arc<Registry> {
         match self.inner.registry.read() {
             Ok(r) => r.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
         }
     }
 
-    async fn load(&self, files: Vec<PathBuf>) {
-        let started = Instant::now();
-        let cache = &self.inner.loader.cache;
-        let (compiled0, hits0) = (
-            cache.compiled.load(Ordering::Relaxed),
-            cache.cache_hits.load(Ordering::Relaxed),
-        );
-        let mut set = tokio::task::JoinSet::new();
-        let all_files = files.clone();
-        for (i, path) in files.into_iter().enumerate() {
-            let loader = self.inner.loader.clone();
-            set.spawn(async move {
-                let result = loader.load(&path).await;
-                (i, path, result)
-            });
-        }
-        let mut results = Vec::new();
-        while let Some(joined) = set.join_next().await {
-            match joined {
-                Ok(r) => results.push(r),
-                Err(e) => tracing::error!("a plugin load task failed: {e}"),
-            }
-        }
-        // A load task that panicked still leaves its file in the report.
-        for (i, path) in all_files.into_iter().enumerate() {
-            if !results.iter().any(|(j, _, _)| *j == i) {
-                results.push((
-                    i,
-                    path,
-                    Err(LoadError::Io("the load task failed unexpectedly".into())),
-                ));
-            }
-        }
-        results.sort_by_key(|(i, _, _)| *i);
-        let mut loaded: Vec<Plugin> = Vec::new();
-        let mut failures = Vec::new();
-        for (_, path, result) in results {
-            match result {
-                Ok(p) => {
-                    tracing::debug!(plugin = %p.id(), path = %path.display(), tools = p.tools.len(), "loaded plugin");
-                    loaded.push(p)
-                }
-                Err(error) => {
-                    tracing::warn!(path = %path.display(), "plugin not loaded: {error}");
-                    failures.push(LoadFailure { path, error })
-                }
-            }
-        }
-        let (registry, warnings) = Registry::build(loaded);
-        for w in &warnings {
-            tracing::warn!("{w}");
-        }
-        let report = LoadReport {
-            failures,
-            warnings,
-            compiled: cache.compiled.load(Ordering::Relaxed) - compiled0,
-            cache_hits: cache.cache_hits.load(Ordering::Relaxed) - hits0,
-            duration: started.elapsed(),
-        };
-        tracing::info!(
-            plugins = registry.plugins.len(),
-            tools = registry.tools.len(),
-            failed = report.failures.len(),
-            compiled = report.compiled,
-            cached = report.cache_hits,
-            ms = report.duration.as_millis() as u64,
-            "loaded plugins ({} compiled, {} from cache)",
-            report.compiled,
-            report.cache_hits
-        );
+    pub(crate) fn from_inner(inner: Arc<Inner>) -> Runtime {
+        Runtime { inner }
+    }
+
+    /// Puts `registry` in place for every call from now on; returns the old one.
+    pub(crate) fn swap_registry(&self, registry: Arc<Registry>) -> Arc<Registry> {
         match self.inner.registry.write() {
-            Ok(mut r) => *r = Arc::new(registry),
-            Err(poisoned) => *poisoned.into_inner() = Arc::new(registry),
+            Ok(mut r) => std::mem::replace(&mut *r, registry),
+            Err(poisoned) => std::mem::replace(&mut *poisoned.into_inner(), registry),
         }
+    }
+
+    pub(crate) fn set_report(&self, report: LoadReport) {
         match self.inner.report.write() {
             Ok(mut r) => *r = report,
             Err(poisoned) => *poisoned.into_inner() = report,
+        }
+    }
+
+    /// Events about plugins being loaded, reloaded, unloaded or failing to
+    /// load, from now on (a receiver that falls more than 256 events behind
+    /// skips the oldest).
+    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<PluginEvent> {
+        self.inner.events.subscribe()
+    }
+
+    /// Whether the plugin directories are being watched.
+    pub fn is_watching(&self) -> bool {
+        match self.inner.watcher.lock() {
+            Ok(w) => w.is_some(),
+            Err(poisoned) => poisoned.into_inner().is_some(),
         }
     }
 
@@ -426,7 +531,27 @@ impl Runtime {
         cx: CallContext,
     ) -> Result<ToolResult, CallError> {
         let (plugin, index) = self.resolve(tool)?;
-        let args = check_args(&plugin, index, tool, &args)?;
+        let call_id = self.call_id(&cx);
+        let admitted = self
+            .admit(&plugin, index, tool, args, &cx, &call_id)
+            .await?;
+        let result = self
+            .execute(&plugin, index, tool, &admitted.args_text, &cx, &call_id)
+            .await;
+        self.conclude(&plugin, tool, &admitted.args, result, &cx, &call_id)
+            .await
+    }
+
+    /// Runs a call that was admitted, in a fresh sandbox.
+    async fn execute(
+        &self,
+        plugin: &Arc<Plugin>,
+        index: usize,
+        tool: &str,
+        args: &str,
+        cx: &CallContext,
+        call_id: &str,
+    ) -> Result<ToolResult, CallError> {
         let _permit = self.acquire_slot().await?;
         let mut sandbox = Sandbox::new(&self.inner.engine, &plugin.sandbox).map_err(|message| {
             CallError::Host {
@@ -435,15 +560,48 @@ impl Runtime {
             }
         })?;
         let call = Call {
-            plugin: &plugin,
+            plugin,
             index,
             tool,
-            args: &args,
-            cx: &cx,
-            call_id: self.call_id(&cx),
+            args,
+            cx,
+            call_id: call_id.to_owned(),
         };
         call.run(&mut sandbox, None, self.inner.loader.max_wasm_stack)
             .await
+    }
+
+    /// The policy in force.
+    pub fn policy(&self) -> Arc<Policy> {
+        self.inner.permissions.policy()
+    }
+
+    /// Replaces the policy for every call from now on (e.g. after the policy
+    /// file changed). The model has no way to call this.
+    pub fn set_policy(&self, policy: Policy) {
+        self.inner.permissions.set_policy(policy);
+    }
+
+    /// Switches the tools matching `glob` off for one session: they are
+    /// denied, and hidden from the model, until switched on again.
+    pub fn disable_tools(&self, session: &str, glob: &str) -> Result<(), PolicyError> {
+        self.inner.permissions.toggle(session, |t| t.disable(glob))
+    }
+
+    /// Switches the tools matching `glob` back on for one session.
+    pub fn enable_tools(&self, session: &str, glob: &str) -> Result<(), PolicyError> {
+        self.inner.permissions.toggle(session, |t| t.enable(glob))
+    }
+
+    /// The tools the model may see for `agent` in `session`: every tool
+    /// except those the policy denies outright or the session switched off.
+    pub fn visible_tools(&self, agent: Option<&str>, session: Option<&str>) -> Vec<ToolInfo> {
+        let policy = self.inner.permissions.policy();
+        let mut tools = self.tools();
+        self.inner.permissions.with_session(session, |toggles| {
+            tools.retain(|t| policy.visible(&t.name, Some(&t.plugin), agent, toggles));
+        });
+        tools
     }
 
     /// An instance of `plugin` kept for many calls: no instantiation per call,
@@ -494,7 +652,7 @@ impl Runtime {
     }
 
     /// Waits for a free sandbox slot, or answers `Busy` when too many calls wait already.
-    async fn acquire_slot(&self) -> Result<OwnedSemaphorePermit, CallError> {
+    pub(crate) async fn acquire_slot(&self) -> Result<OwnedSemaphorePermit, CallError> {
         if let Ok(p) = self.inner.slots.clone().try_acquire_owned() {
             return Ok(p);
         }
@@ -520,7 +678,7 @@ impl Runtime {
 
 /// Checks the arguments' size and validates them against the tool's schema;
 /// returns them as JSON text for the plugin.
-fn check_args(
+pub(crate) fn check_args(
     plugin: &Plugin,
     index: usize,
     tool: &str,
@@ -622,7 +780,11 @@ impl Call<'_> {
         tracing::debug!(tool = self.tool, plugin = %plugin.id(), call_id = %self.call_id, us = duration.as_micros() as u64, "call finished");
         let tool = self.tool.to_owned();
         match outcome {
-            RawOutcome::Ok { output, details } => {
+            RawOutcome::Ok {
+                output,
+                details,
+                structured,
+            } => {
                 let max = limits.max_output_bytes;
                 if output.len() > max {
                     return Err(fault(SandboxFault::OutputTooLarge {
@@ -646,9 +808,11 @@ impl Call<'_> {
                         })
                     })?),
                 };
+                let structured = spec.check_structured(structured, max).map_err(fault)?;
                 Ok(ToolResult {
                     output,
                     details,
+                    structured,
                     tool,
                     plugin: plugin.name.clone(),
                     plugin_version: plugin.version.clone(),
@@ -679,7 +843,8 @@ pub struct ReusedInstance {
 }
 
 impl ReusedInstance {
-    /// Calls one of this plugin's tools (by its exposed name) on the kept instance.
+    /// Calls one of this plugin's tools (by its exposed name) on the kept
+    /// instance, through the same permission checks and hooks as every call.
     pub async fn call(
         &mut self,
         tool: &str,
@@ -694,7 +859,35 @@ impl ReusedInstance {
                 available: self.plugin.tools.iter().map(|t| t.name.clone()).collect(),
             });
         }
-        let args = check_args(&plugin, index, tool, &args)?;
+        let call_id = self.runtime.call_id(&cx);
+        let runtime = self.runtime.clone();
+        let admitted = runtime
+            .admit(&plugin, index, tool, args, &cx, &call_id)
+            .await?;
+        let result = self
+            .execute(
+                &plugin,
+                index,
+                tool,
+                &admitted.args_text,
+                &cx,
+                call_id.clone(),
+            )
+            .await;
+        runtime
+            .conclude(&plugin, tool, &admitted.args, result, &cx, &call_id)
+            .await
+    }
+
+    async fn execute(
+        &mut self,
+        plugin: &Arc<Plugin>,
+        index: usize,
+        tool: &str,
+        args: &str,
+        cx: &CallContext,
+        call_id: String,
+    ) -> Result<ToolResult, CallError> {
         let host_err = |message: String| CallError::Host {
             tool: tool.to_owned(),
             message,
@@ -716,12 +909,12 @@ impl ReusedInstance {
             }
         };
         let call = Call {
-            plugin: &plugin,
+            plugin,
             index,
             tool,
-            args: &args,
-            cx: &cx,
-            call_id: self.runtime.call_id(&cx),
+            args,
+            cx,
+            call_id,
         };
         let result = call
             .run(

@@ -55,6 +55,9 @@
 //!   optional.
 //! * Its **annotations** come from the flags after the function name:
 //!   `read_only`, `idempotent`, `destructive`, `open_world`.
+//! * Its **output schema**, if any, comes from the return type: a function
+//!   that returns [`Structured<T>`] declares the schema [`schemars`] derives
+//!   for `T` (see below).
 //!
 //! # How a call is handled
 //!
@@ -70,6 +73,63 @@
 //!
 //! Every call runs in a fresh instance of the component: do not keep state in
 //! statics between calls.
+//!
+//! # Structured results
+//!
+//! Besides the text for the model, a result may carry *structured content*:
+//! the same result as JSON that programs can use without parsing text (MCP's
+//! `structuredContent`; `toolhost:plugin@0.2.0`). Return [`Structured<T>`]
+//! with a `T` that derives `Serialize` and `JsonSchema`: the tool then
+//! declares `T`'s schema as its output schema, and the host checks every
+//! result against it. Use a struct with named fields, since structured
+//! content is a JSON object.
+//!
+//! ```
+//! use toolhost_sdk::prelude::*;
+//!
+//! /// Measures a text.
+//! #[derive(Deserialize, JsonSchema)]
+//! struct Measure {
+//!     /// The text to measure.
+//!     text: String,
+//! }
+//!
+//! /// The text's size.
+//! #[derive(Serialize, JsonSchema)]
+//! struct Size {
+//!     /// Characters (Unicode scalar values).
+//!     chars: usize,
+//!     /// Words, separated by white space.
+//!     words: usize,
+//! }
+//!
+//! fn measure(_cx: &Context, args: Measure) -> Result<Structured<Size>, ToolError> {
+//!     let size = Size {
+//!         chars: args.text.chars().count(),
+//!         words: args.text.split_whitespace().count(),
+//!     };
+//!     let text = format!("{} characters, {} words", size.chars, size.words);
+//!     Ok(Structured::new(text, size))
+//! }
+//!
+//! toolhost_sdk::plugin! {
+//!     tools: [ measure read_only idempotent ]
+//! }
+//! # fn main() {
+//! #     plugin().validate().unwrap();
+//! #     let spec = &plugin().specs()[0];
+//! #     assert_eq!(spec.output_schema.as_ref().unwrap()["required"], json!(["chars", "words"]));
+//! #     let out = plugin().call(&Context::default(), "measure", r#"{"text":"a b"}"#).unwrap();
+//! #     assert_eq!(out.output(), "3 characters, 2 words");
+//! #     assert_eq!(out.structured_json(), Some(json!({"chars": 3, "words": 2})));
+//! # }
+//! ```
+//!
+//! Without a declared schema, [`Output::with_structured`] attaches structured
+//! content to any output (and [`Tool::output_schema`] declares a schema by
+//! hand, for [`Tool::raw`] tools). Plugins built against
+//! `toolhost:plugin@0.1.0` have no structured results; the host runs them
+//! unchanged.
 //!
 //! # Testing natively
 //!
@@ -101,7 +161,7 @@ mod plugin;
 mod schema;
 
 pub use context::{Context, LogLevel, config, config_keys, log, progress};
-pub use output::{Output, ToolError};
+pub use output::{IntoOutput, Output, Structured, ToolError};
 pub use plugin::{Annotations, Plugin, Tool, ToolSpec};
 
 /// Re-exported so plugins need not depend on these crates just to name them.
@@ -112,20 +172,21 @@ pub use serde;
 pub use serde_json;
 
 /// The version of the `toolhost:plugin` WIT package this SDK builds against.
-pub const WIT_VERSION: &str = "0.1.0";
+pub const WIT_VERSION: &str = "0.2.0";
 
 /// Everything a plugin usually needs: `use toolhost_sdk::prelude::*;`.
 ///
-/// Note that `#[derive(Deserialize)]` and `#[derive(JsonSchema)]` expand to
-/// code that names the `serde` and `schemars` crates, so a plugin crate lists
-/// them as its own dependencies (`serde` with the `derive` feature, and
-/// `schemars` 1.x).
+/// Note that `#[derive(Deserialize)]`, `#[derive(Serialize)]` and
+/// `#[derive(JsonSchema)]` expand to code that names the `serde` and
+/// `schemars` crates, so a plugin crate lists them as its own dependencies
+/// (`serde` with the `derive` feature, and `schemars` 1.x).
 pub mod prelude {
     pub use crate::{
-        Annotations, Context, LogLevel, Output, Plugin, Tool, ToolError, config, log, progress,
+        Annotations, Context, LogLevel, Output, Plugin, Structured, Tool, ToolError, config, log,
+        progress,
     };
     pub use schemars::JsonSchema;
-    pub use serde::Deserialize;
+    pub use serde::{Deserialize, Serialize};
     pub use serde_json::{Value, json};
 }
 
@@ -169,6 +230,7 @@ pub mod __private {
                     destructive: spec.annotations.destructive,
                     open_world: spec.annotations.open_world,
                 },
+                output_schema: spec.output_schema.map(|s| s.to_string()),
             })
             .collect()
     }
@@ -183,8 +245,12 @@ pub mod __private {
         let cx = crate::Context::from_parts(context.call_id, context.session_id, context.agent);
         match plugin.call(&cx, &name, &args_json) {
             Ok(out) => {
-                let (output, details) = out.into_parts();
-                Ok(ToolOutput { output, details })
+                let (output, details, structured) = out.into_parts();
+                Ok(ToolOutput {
+                    output,
+                    details,
+                    structured,
+                })
             }
             Err(crate::ToolError::InvalidArguments(m)) => Err(ToolError::InvalidArguments(m)),
             Err(crate::ToolError::Failed(m)) => Err(ToolError::Failed(m)),
@@ -237,8 +303,10 @@ pub mod __private {
 /// description.
 ///
 /// A tool function has the shape
-/// `fn(&Context, Args) -> Result<impl Into<Output>, impl Into<ToolError>>`
-/// where `Args: serde::de::DeserializeOwned + schemars::JsonSchema`.
+/// `fn(&Context, Args) -> Result<impl IntoOutput, impl Into<ToolError>>`
+/// where `Args: serde::de::DeserializeOwned + schemars::JsonSchema`: it
+/// returns [`Output`], a `String`, or [`Structured<T>`] (which also declares
+/// the tool's output schema).
 ///
 /// The macro defines `pub(crate) fn plugin() -> toolhost_sdk::Plugin` in the
 /// calling module, which tests can use to call tools natively.

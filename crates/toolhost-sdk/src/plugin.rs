@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::{Context, Output, ToolError, schema};
+use crate::{Context, IntoOutput, Output, ToolError, schema};
 
 /// Hints about a tool's behaviour, as in the Model Context Protocol. The host
 /// and its policy use them (e.g. to run read-only tools in parallel); they
@@ -36,10 +36,15 @@ pub struct ToolSpec {
     pub input_schema: Value,
     /// Behaviour hints.
     pub annotations: Annotations,
+    /// JSON Schema of the structured content of every result, when the tool
+    /// declares one (it returns [`Structured<T>`](crate::Structured), or sets
+    /// [`Tool::output_schema`]).
+    pub output_schema: Option<Value>,
 }
 
 type RunFn = dyn Fn(&Context, &str) -> Result<Output, ToolError>;
 type SchemaFn = dyn Fn() -> (Value, Option<String>);
+type OutputSchemaFn = dyn Fn() -> Option<Value>;
 
 /// One tool: a name, a description, a JSON Schema for its arguments,
 /// annotations, and the function that runs it.
@@ -73,6 +78,7 @@ pub struct Tool {
     description: Option<String>,
     annotations: Annotations,
     schema: Box<SchemaFn>,
+    output_schema: Box<OutputSchemaFn>,
     run: Box<RunFn>,
 }
 
@@ -93,11 +99,13 @@ impl Tool {
     /// The description is `A`'s doc comment (override it with
     /// [`Tool::description`]) and the input schema is derived from `A`.
     /// Arguments that do not deserialize into `A` make the call fail with
-    /// [`ToolError::InvalidArguments`] carrying serde's message.
+    /// [`ToolError::InvalidArguments`] carrying serde's message. When `run`
+    /// returns [`Structured<T>`](crate::Structured), `T`'s schema is the
+    /// tool's output schema.
     pub fn new<A, O, E, F>(name: &str, run: F) -> Self
     where
         A: DeserializeOwned + JsonSchema + 'static,
-        O: Into<Output>,
+        O: IntoOutput,
         E: Into<ToolError>,
         F: Fn(&Context, A) -> Result<O, E> + 'static,
     {
@@ -106,10 +114,14 @@ impl Tool {
             description: None,
             annotations: Annotations::default(),
             schema: Box::new(schema::for_args::<A>),
+            // A fn pointer, so that `O` need not be `'static`.
+            output_schema: Box::new(O::output_schema as fn() -> Option<Value>),
             run: Box::new(move |cx, args_json| {
                 let args: A = serde_json::from_str(args_json)
                     .map_err(|e| ToolError::InvalidArguments(e.to_string()))?;
-                run(cx, args).map(Into::into).map_err(Into::into)
+                run(cx, args)
+                    .map(IntoOutput::into_output)
+                    .map_err(Into::into)
             }),
         }
     }
@@ -139,8 +151,18 @@ impl Tool {
             description: Some(description.to_string()),
             annotations: Annotations::default(),
             schema: Box::new(move || (input_schema.clone(), None)),
+            output_schema: Box::new(|| None),
             run: Box::new(run),
         }
+    }
+
+    /// Declares the JSON Schema of the tool's structured content by hand
+    /// (for [`Tool::raw`] tools, which return it with
+    /// [`Output::with_structured`]). A tool that returns
+    /// [`Structured<T>`](crate::Structured) has one already.
+    pub fn output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = Box::new(move || Some(schema.clone()));
+        self
     }
 
     /// Renames the tool (by default it is the function's name).
@@ -198,12 +220,13 @@ impl Tool {
             description: self.description.clone().or(doc).unwrap_or_default(),
             input_schema,
             annotations: self.annotations,
+            output_schema: (self.output_schema)(),
         }
     }
 
     /// Runs the tool with arguments given as JSON text.
     pub fn call(&self, cx: &Context, args_json: &str) -> Result<Output, ToolError> {
-        (self.run)(cx, args_json)
+        (self.run)(cx, args_json).and_then(Output::into_result)
     }
 }
 
@@ -277,7 +300,8 @@ impl Plugin {
 
     /// Checks what the host will check at load time: at least one tool,
     /// names that match `^[a-zA-Z0-9_-]{1,64}$` and are unique, non-empty
-    /// descriptions, and schemas whose top level is `"type": "object"`.
+    /// descriptions, and input and output schemas whose top level is
+    /// `"type": "object"`.
     ///
     /// Call it from a unit test of every plugin. The error lists every
     /// problem found, one per line.
@@ -305,6 +329,13 @@ impl Plugin {
             if spec.input_schema.get("type") != Some(&Value::from("object")) {
                 problems.push(format!(
                     "tool '{name}': the input schema must have \"type\": \"object\" at the top level (use a struct with named fields, e.g. `struct Args {{}}`)"
+                ));
+            }
+            if let Some(output) = &spec.output_schema
+                && output.get("type") != Some(&Value::from("object"))
+            {
+                problems.push(format!(
+                    "tool '{name}': the output schema must have \"type\": \"object\" at the top level (structured content is a JSON object, as in MCP: use a struct with named fields)"
                 ));
             }
         }
@@ -440,7 +471,13 @@ mod tests {
                 "Raw.",
                 json!({"type": "string"}),
                 |_, _| Ok(Output::new("")),
-            ));
+            ))
+            .tool(
+                Tool::raw("list", "List.", json!({"type": "object"}), |_, _| {
+                    Ok(Output::new(""))
+                })
+                .output_schema(json!({"type": "array"})),
+            );
         let problems = bad.validate().unwrap_err();
         assert!(
             problems.contains("'add' is used more than once"),
@@ -455,7 +492,85 @@ mod tests {
             problems.contains("tool 'raw': the input schema"),
             "{problems}"
         );
-        assert_eq!(problems.lines().count(), 4);
+        assert!(
+            problems.contains("tool 'list': the output schema"),
+            "{problems}"
+        );
+        assert_eq!(problems.lines().count(), 5);
+    }
+
+    /// The sum.
+    #[derive(serde::Serialize, JsonSchema)]
+    struct Sum {
+        /// `a + b`.
+        value: f64,
+    }
+
+    fn structured_add(_cx: &Context, args: Add) -> Result<crate::Structured<Sum>, ToolError> {
+        let value = args.a + args.b;
+        Ok(crate::Structured::new(value.to_string(), Sum { value }))
+    }
+
+    #[test]
+    fn structured_results_and_output_schemas() {
+        let plugin = Plugin::new()
+            .tool(Tool::new("add", structured_add).read_only())
+            .tool(Tool::new("plain", add))
+            .tool(
+                Tool::raw("raw", "Raw.", json!({"type": "object"}), |_, _| {
+                    Ok(Output::new("r").with_structured(json!({"n": 1})))
+                })
+                .output_schema(json!({"type": "object", "properties": {"n": {"type": "integer"}}})),
+            );
+        plugin.validate().unwrap();
+        let specs = plugin.specs();
+        assert_eq!(
+            specs[0].output_schema,
+            Some(json!({
+                "type": "object",
+                "properties": {"value": {"type": "number", "format": "double", "description": "`a + b`."}},
+                "required": ["value"],
+                "description": "The sum."
+            }))
+        );
+        assert_eq!(specs[0].description, "Adds two numbers.");
+        assert_eq!(specs[1].output_schema, None);
+        assert_eq!(
+            specs[2].output_schema.as_ref().unwrap()["properties"]["n"]["type"],
+            "integer"
+        );
+
+        let cx = Context::default();
+        let out = plugin.call(&cx, "add", r#"{"a":1,"b":2}"#).unwrap();
+        assert_eq!(out.output(), "3");
+        assert_eq!(out.structured_json(), Some(json!({"value": 3.0})));
+        let out = plugin.call(&cx, "raw", "{}").unwrap();
+        assert_eq!(out.structured(), Some(r#"{"n":1}"#));
+        assert_eq!(
+            plugin
+                .call(&cx, "plain", r#"{"a":1,"b":2}"#)
+                .unwrap()
+                .structured(),
+            None
+        );
+    }
+
+    /// JSON object keys must be strings: this map cannot be serialized.
+    fn unserializable(_cx: &Context, _args: Undocumented) -> Result<Output, ToolError> {
+        let map = std::collections::HashMap::from([(vec![1u8], 1)]);
+        Ok(Output::new("x").with_structured(map))
+    }
+
+    #[test]
+    fn unserializable_structured_content_fails_the_call() {
+        let tool = Tool::new("unserializable", unserializable);
+        let err = tool.call(&Context::default(), "{}").unwrap_err();
+        assert!(!err.is_invalid_arguments());
+        let message = err.message();
+        assert!(
+            message.contains("cannot serialize the structured result"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -1,4 +1,5 @@
-//! JSON Schema of a tool's arguments, shaped for LLM providers.
+//! JSON Schemas of a tool's arguments and structured results, shaped for
+//! LLM providers.
 
 use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
@@ -27,6 +28,16 @@ pub(crate) fn for_args<A: JsonSchema>() -> (Value, Option<String>) {
             .or_insert_with(|| Value::Object(Default::default()));
     }
     (value, description)
+}
+
+/// The output schema for structured results of type `T`: shaped like an
+/// input schema, but the type's doc comment stays as its `description`.
+pub(crate) fn for_output<T: JsonSchema>() -> Value {
+    let (mut value, description) = for_args::<T>();
+    if let (Some(obj), Some(description)) = (value.as_object_mut(), description) {
+        obj.insert("description".into(), Value::String(description));
+    }
+    value
 }
 
 /// Removes `$schema`, `title` and `description` from the top level of

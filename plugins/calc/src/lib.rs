@@ -15,7 +15,14 @@ struct Calculate {
     expression: String,
 }
 
-fn calculate(_cx: &Context, args: Calculate) -> Result<Output, ToolError> {
+/// The result of a calculation.
+#[derive(Serialize, JsonSchema)]
+struct Calculation {
+    /// The value of the expression.
+    value: f64,
+}
+
+fn calculate(_cx: &Context, args: Calculate) -> Result<Structured<Calculation>, ToolError> {
     let value = expr::evaluate(&args.expression).map_err(|e| {
         if e.is_syntax() {
             ToolError::invalid_arguments(e)
@@ -23,8 +30,9 @@ fn calculate(_cx: &Context, args: Calculate) -> Result<Output, ToolError> {
             ToolError::failed(e)
         }
     })?;
-    Ok(Output::new(expr::format_number(value))
-        .with_details(json!({ "expression": args.expression, "value": value })))
+    let output = Output::new(expr::format_number(value))
+        .with_details(json!({ "expression": args.expression, "value": value }));
+    Ok(Structured::new(output, Calculation { value }))
 }
 
 toolhost_sdk::plugin! {
@@ -54,6 +62,9 @@ mod tests {
         );
         assert!(specs[0].annotations.read_only && specs[0].annotations.idempotent);
         assert_eq!(specs[0].input_schema["required"], json!(["expression"]));
+        let output_schema = specs[0].output_schema.as_ref().unwrap();
+        assert_eq!(output_schema["properties"]["value"]["type"], "number");
+        assert_eq!(output_schema["required"], json!(["value"]));
     }
 
     #[test]
@@ -64,6 +75,7 @@ mod tests {
             out.details_json(),
             Some(json!({"expression": "2*(3+4)", "value": 14.0}))
         );
+        assert_eq!(out.structured_json(), Some(json!({"value": 14.0})));
         assert_eq!(call(r#"{"expression":"1/4"}"#).unwrap().output(), "0.25");
     }
 

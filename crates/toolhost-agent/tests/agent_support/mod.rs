@@ -217,6 +217,7 @@ pub fn ok(output: impl Into<String>) -> ToolOutcome {
         details: None,
         is_error: false,
         error_kind: None,
+        steps: Vec::new(),
     }
 }
 

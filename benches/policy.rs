@@ -1,0 +1,149 @@
+//! What the permission layer and the hooks add to a call, next to the call.
+//!
+//! - `call/plain`: a fresh-instance `calculate` with the default allow-all
+//!   policy and no hooks (the baseline).
+//! - `call/ten_rules_two_hooks`: the same call with a ten-rule policy (one of
+//!   them with an argument pattern) and two Rust hooks that match `calculate`
+//!   and do nothing.
+//! - `call/redact_hook_plugin`: the same call with the `redact-secrets` hook
+//!   plugin after it (a sandboxed component run per call; it finds nothing
+//!   and keeps the result).
+//! - `check/policy_evaluate` and `check/empty_chain`: the permission check and
+//!   an empty hook chain alone, without a call.
+//!
+//! Run with `cargo xtask bench` (it builds the plugins first).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use criterion::{Criterion, criterion_group};
+use serde_json::json;
+use toolhost_runtime::hooks::{
+    AfterDecision, BeforeDecision, FnHook, HookCall, HookChain, HookConfig, HookEntry, HookOutcome,
+};
+use toolhost_runtime::policy::{Policy, Rule, SessionToggles};
+use toolhost_runtime::{CallContext, Runtime, RuntimeBuilder};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn plugins_dir() -> PathBuf {
+    let dir = root().join("target/plugins");
+    assert!(
+        dir.join("redact-secrets.wasm").is_file(),
+        "build the plugins first: cargo xtask plugins"
+    );
+    dir
+}
+
+fn tokio_rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+/// Ten rules of the kinds a project policy has; `calculate` is allowed by one.
+fn ten_rules() -> Policy {
+    Policy::builder()
+        .rule(Rule::deny("http_get").reason("no network"))
+        .rule(Rule::ask("read_file"))
+        .rule(Rule::deny("read_file").arg_path("path", "/etc/**"))
+        .rule(Rule::allow("list_dir"))
+        .rule(Rule::ask("write_*"))
+        .rule(Rule::deny("delete_*"))
+        .rule(Rule::allow("word_count"))
+        .rule(Rule::allow("regex_find"))
+        .rule(Rule::ask("case_convert").plugin("text"))
+        .rule(Rule::allow("calc*"))
+        .build()
+        .unwrap()
+}
+
+fn noop_hooks(builder: RuntimeBuilder) -> RuntimeBuilder {
+    builder
+        .hook(HookEntry::new(Arc::new(FnHook::before("audit", |_| {
+            BeforeDecision::Continue
+        }))))
+        .hook(HookEntry::new(Arc::new(FnHook::after("check", |_, _| {
+            AfterDecision::Keep
+        }))))
+}
+
+fn calls(c: &mut Criterion) {
+    let rt = tokio_rt();
+    let cache = tempfile::tempdir().unwrap();
+    let build = |f: &dyn Fn(RuntimeBuilder) -> RuntimeBuilder| {
+        rt.block_on(
+            f(Runtime::builder()
+                .plugin_dir(plugins_dir())
+                .cache_dir(Some(cache.path().to_owned())))
+            .build(),
+        )
+        .unwrap()
+    };
+    let plain = build(&|b| b);
+    let guarded = build(&|b| noop_hooks(b.policy(ten_rules())));
+    let redacting = build(&|b| {
+        b.hook_configs([toml::from_str::<HookConfig>(
+            "plugin-hook = \"redact-secrets\"\ntools = [\"calculate\"]",
+        )
+        .unwrap()])
+    });
+    let args = json!({"expression": "2*(3+4)"});
+    for r in [&plain, &guarded, &redacting] {
+        let out = rt
+            .block_on(r.call("calculate", args.clone(), CallContext::new()))
+            .unwrap();
+        assert_eq!(out.output, "14");
+    }
+
+    let mut g = c.benchmark_group("call");
+    g.measurement_time(Duration::from_secs(10));
+    for (name, runtime) in [
+        ("plain", &plain),
+        ("ten_rules_two_hooks", &guarded),
+        ("redact_hook_plugin", &redacting),
+    ] {
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                rt.block_on(runtime.call("calculate", args.clone(), CallContext::new()))
+                    .unwrap()
+            })
+        });
+    }
+    g.finish();
+
+    let policy = ten_rules();
+    let toggles = SessionToggles::new();
+    let chain = HookChain::empty();
+    let mut g = c.benchmark_group("check");
+    g.bench_function("policy_evaluate", |b| {
+        b.iter(|| {
+            let request =
+                toolhost_runtime::policy::CallRequest::new("calculate", &args).plugin("calc");
+            policy.evaluate(&request, &toggles)
+        })
+    });
+    g.bench_function("empty_chain", |b| {
+        b.iter(|| {
+            rt.block_on(async {
+                let call = HookCall::new("calculate", &args).plugin("calc", "0.1.0");
+                let before = chain.run_before(&call).await;
+                let after = chain.run_after(&call, HookOutcome::ok("14")).await;
+                (before, after)
+            })
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, calls);
+
+fn main() {
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}

@@ -1,0 +1,1014 @@
+//! The compiled policy and the questions the host asks it: may this call run, does the
+//! model see this tool, does the user approve this result.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::decision::Decision;
+use crate::error::PolicyError;
+use crate::pattern::NameGlob;
+use crate::rule::{CompiledRule, Profile, Rule, RulePart, RuleSet};
+use crate::session::SessionToggles;
+
+/// A compiled permission policy.
+///
+/// Built from a policy file ([`Policy::load`], [`Policy::from_toml`]) or in code
+/// ([`Policy::builder`]); both give the same rules. A `Policy` never changes once built:
+/// to pick up an "allow always" answer use [`Policy::with_always_allow`] (and
+/// [`persist_always_allow`](crate::persist_always_allow) to keep it), or load the file
+/// again. Cloning copies the compiled rules; share one behind an `Arc` when it is read
+/// from many places.
+///
+/// ```
+/// use serde_json::json;
+/// use toolhost_policy::{CallRequest, Decision, Policy, Rule, SessionToggles};
+///
+/// let policy = Policy::builder()
+///     .default(Decision::Ask)
+///     .rule(Rule::deny("read_file").arg_path("path", "/etc/**").reason("system files"))
+///     .rule(Rule::allow("read_file"))
+///     .build()
+///     .unwrap();
+/// let session = SessionToggles::new();
+///
+/// let args = json!({"path": "/home/me/../../etc/passwd"});
+/// let eval = policy.evaluate(&CallRequest::new("read_file", &args), &session);
+/// assert_eq!(eval.decision, Decision::Deny);
+/// assert_eq!(eval.reason.as_deref(), Some("system files"));
+///
+/// let args = json!({"path": "/home/me/notes.md"});
+/// let eval = policy.evaluate(&CallRequest::new("read_file", &args), &session);
+/// assert_eq!(eval.decision, Decision::Allow);
+///
+/// let eval = policy.evaluate(&CallRequest::new("write_file", &args), &session);
+/// assert_eq!(eval.decision, Decision::Ask);
+/// ```
+#[derive(Debug, Clone)]
+pub struct Policy {
+    path: Option<PathBuf>,
+    default: Decision,
+    default_description: Arc<str>,
+    rules: RuleSet,
+    approve_results: Box<[NameGlob]>,
+    always_allow: Vec<AlwaysAllow>,
+    profiles: HashMap<Box<str>, CompiledProfile>,
+    plugins: Option<toml::Table>,
+}
+
+#[derive(Debug, Clone)]
+struct AlwaysAllow {
+    glob: NameGlob,
+    description: Arc<str>,
+}
+
+#[derive(Debug, Clone)]
+struct CompiledProfile {
+    default: Option<(Decision, Arc<str>)>,
+    approve_results: Option<Box<[NameGlob]>>,
+    rules: RuleSet,
+}
+
+/// One tool call, as the permission check sees it.
+///
+/// ```
+/// use serde_json::json;
+/// use toolhost_policy::CallRequest;
+///
+/// let args = json!({"path": "README.md"});
+/// let call = CallRequest::new("read_file", &args).plugin("fs").agent("reviewer");
+/// assert_eq!(call.plugin, Some("fs"));
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct CallRequest<'a> {
+    /// The tool's exposed name.
+    pub tool: &'a str,
+    /// The name of the plugin providing the tool (`None` for tools that no plugin
+    /// provides, such as native or MCP tools; rules with a `plugin` glob do not match them).
+    pub plugin: Option<&'a str>,
+    /// The agent making the call, which selects its profile.
+    pub agent: Option<&'a str>,
+    /// The validated arguments (a JSON object).
+    pub args: &'a Value,
+}
+
+impl<'a> CallRequest<'a> {
+    /// A call of `tool` with `args`, no plugin and no agent.
+    pub fn new(tool: &'a str, args: &'a Value) -> Self {
+        CallRequest {
+            tool,
+            plugin: None,
+            agent: None,
+            args,
+        }
+    }
+
+    /// Sets the providing plugin.
+    pub fn plugin(mut self, plugin: &'a str) -> Self {
+        self.plugin = Some(plugin);
+        self
+    }
+
+    /// Sets the calling agent.
+    pub fn agent(mut self, agent: &'a str) -> Self {
+        self.agent = Some(agent);
+        self
+    }
+}
+
+/// What decided an [`Evaluation`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Source {
+    /// A rule matched.
+    Rule,
+    /// No rule matched: the profile's or the policy's default.
+    Default,
+    /// An ask (from a rule or the default) was turned into allow by `always-allow`.
+    AlwaysAllow,
+    /// The user switched the tool off for this session.
+    Session,
+}
+
+/// The answer to one permission check.
+///
+/// Displays like `deny by rule 1 (http_get, deny) in policy.toml:8: no network`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Evaluation {
+    /// Allow, ask or deny.
+    pub decision: Decision,
+    /// What kind of thing decided.
+    pub source: Source,
+    /// Why, to show the model and the user: the deciding rule's `reason`, or the
+    /// explanation of a session toggle; `None` when there is nothing to add.
+    pub reason: Option<Arc<str>>,
+    /// What decided, in words: `rule 3 (read_file, ask) in policy.toml:14`,
+    /// `rule 1 of profile reviewer (read_file, allow) in policy.toml:30`,
+    /// `default (allow)`, `always-allow "list_dir" in policy.toml:9`,
+    /// `session toggle "http_*"`.
+    pub decided_by: Arc<str>,
+}
+
+impl fmt::Display for Evaluation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} by {}", self.decision, self.decided_by)?;
+        if let Some(r) = &self.reason {
+            write!(f, ": {r}")?;
+        }
+        Ok(())
+    }
+}
+
+/// The explanation given for a tool the user switched off.
+const SWITCHED_OFF: &str = "the user switched this tool off for this session";
+
+impl Default for Policy {
+    /// [`Policy::allow_all`].
+    fn default() -> Self {
+        Policy::allow_all()
+    }
+}
+
+impl Policy {
+    /// A policy without rules whose default is allow.
+    pub fn allow_all() -> Self {
+        Policy {
+            path: None,
+            default: Decision::Allow,
+            default_description: Arc::from("default (allow)"),
+            rules: RuleSet::default(),
+            approve_results: Box::new([]),
+            always_allow: Vec::new(),
+            profiles: HashMap::new(),
+            plugins: None,
+        }
+    }
+
+    /// Starts a policy in code; see [`PolicyBuilder`].
+    pub fn builder() -> PolicyBuilder {
+        <PolicyBuilder as Default>::default()
+    }
+
+    /// Reads and compiles the policy file at `path`.
+    ///
+    /// Every mistake in the file is an error with its line and column; a file with a
+    /// mistake never gives a partly read policy.
+    pub fn load(path: impl AsRef<Path>) -> Result<Self, PolicyError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::from_toml(&text, path)
+    }
+
+    /// Compiles the policy in `text`; `origin` is the file it came from, used in error
+    /// messages and rule descriptions (it is not read).
+    pub fn from_toml(text: &str, origin: &Path) -> Result<Self, PolicyError> {
+        let policy = crate::file::parse(text, origin)?;
+        tracing::debug!(
+            path = %origin.display(),
+            rules = policy.rules.len(),
+            profiles = policy.profiles.len(),
+            "policy loaded"
+        );
+        Ok(policy)
+    }
+
+    /// The file this policy was loaded from (`None` when built in code).
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// The `[plugins]` table as written in the file (capability grants), for the host to
+    /// parse with its own types; `None` when there is none.
+    pub fn raw_plugins(&self) -> Option<&toml::Table> {
+        self.plugins.as_ref()
+    }
+
+    /// The base default decision (for calls no rule matches).
+    pub fn default_decision(&self) -> Decision {
+        self.default
+    }
+
+    fn profile(&self, agent: Option<&str>) -> Option<&CompiledProfile> {
+        agent.and_then(|a| self.profiles.get(a))
+    }
+
+    /// Decides one tool call.
+    ///
+    /// In order: a tool the user switched off in `session` is denied. Otherwise the
+    /// agent's profile rules are checked, and if none matches, the base rules; among
+    /// matching rules deny wins over ask over allow. With no matching rule the profile's
+    /// default applies, else the base default. Finally an `ask` for a tool listed in
+    /// `always-allow` becomes `allow` (a deny stays a deny).
+    ///
+    /// Cheap: no allocation unless the call is switched off, or a host pattern has to
+    /// parse a URL argument.
+    pub fn evaluate(&self, call: &CallRequest<'_>, session: &SessionToggles) -> Evaluation {
+        if !session.is_empty()
+            && let Some(glob) = session.disabled_by(call.tool)
+        {
+            return Evaluation {
+                decision: Decision::Deny,
+                source: Source::Session,
+                reason: Some(Arc::from(SWITCHED_OFF)),
+                decided_by: Arc::from(format!("session toggle {glob:?}")),
+            };
+        }
+        let profile = self.profile(call.agent);
+        let hit = profile
+            .and_then(|p| p.rules.decide(call.tool, call.plugin, call.args))
+            .or_else(|| self.rules.decide(call.tool, call.plugin, call.args));
+        let (decision, source, reason, decided_by) = match hit {
+            Some(rule) => (
+                rule.decision,
+                Source::Rule,
+                rule.reason.as_ref(),
+                &rule.description,
+            ),
+            None => {
+                let (d, by) = match profile.and_then(|p| p.default.as_ref()) {
+                    Some((d, by)) => (*d, by),
+                    None => (self.default, &self.default_description),
+                };
+                (d, Source::Default, None, by)
+            }
+        };
+        if decision == Decision::Ask
+            && let Some(a) = self
+                .always_allow
+                .iter()
+                .find(|a| a.glob.is_match(call.tool))
+        {
+            return Evaluation {
+                decision: Decision::Allow,
+                source: Source::AlwaysAllow,
+                reason: None,
+                decided_by: a.description.clone(),
+            };
+        }
+        Evaluation {
+            decision,
+            source,
+            reason: reason.cloned(),
+            decided_by: decided_by.clone(),
+        }
+    }
+
+    /// Whether the model may see `tool` (for `agent`, in `session`).
+    ///
+    /// A tool is hidden when it is denied outright: switched off in the session; or
+    /// matched by a deny rule without argument patterns (that no profile rule can
+    /// override); or the applicable default is deny and no allow or ask rule could match
+    /// the tool's name. A tool whose fate depends on its arguments stays visible, and
+    /// the call is decided by [`Policy::evaluate`]. Runs without allocating.
+    pub fn visible(
+        &self,
+        tool: &str,
+        plugin: Option<&str>,
+        agent: Option<&str>,
+        session: &SessionToggles,
+    ) -> bool {
+        if !session.is_empty() && session.is_disabled(tool) {
+            return false;
+        }
+        let profile = self.profile(agent);
+        let mut default = self.default;
+        if let Some(p) = profile {
+            let reach = p.rules.reach(tool, plugin);
+            if reach.always_denied {
+                return false;
+            }
+            if reach.maybe_allowed {
+                return true;
+            }
+            if let Some((d, _)) = &p.default {
+                default = *d;
+            }
+        }
+        let reach = self.rules.reach(tool, plugin);
+        if reach.always_denied {
+            return false;
+        }
+        reach.maybe_allowed || default != Decision::Deny
+    }
+
+    /// Whether the user approves the results of `tool` (called by `agent`) before the
+    /// model sees them: `tool` matches `approve-results` (the profile's list when the
+    /// agent's profile sets one, else the base list).
+    pub fn approve_result(&self, tool: &str, agent: Option<&str>) -> bool {
+        let globs = self
+            .profile(agent)
+            .and_then(|p| p.approve_results.as_deref())
+            .unwrap_or(&self.approve_results);
+        globs.iter().any(|g| g.is_match(tool))
+    }
+
+    /// Whether an `ask` for `tool` is answered `allow` by `always-allow`.
+    pub fn always_allowed(&self, tool: &str) -> bool {
+        self.always_allow.iter().any(|a| a.glob.is_match(tool))
+    }
+
+    /// This policy with `tool_glob` added to `always-allow`: the in-memory counterpart of
+    /// [`persist_always_allow`](crate::persist_always_allow), for the answer "allow
+    /// always" to take effect at once. Adding a glob already listed changes nothing.
+    pub fn with_always_allow(mut self, tool_glob: &str) -> Result<Self, PolicyError> {
+        if self
+            .always_allow
+            .iter()
+            .any(|a| a.glob.as_str() == tool_glob)
+        {
+            return Ok(self);
+        }
+        let glob = NameGlob::new(tool_glob).map_err(|message| PolicyError::Invalid {
+            message: format!("always-allow: {message}"),
+        })?;
+        self.always_allow.push(AlwaysAllow {
+            glob,
+            description: Arc::from(format!("always-allow {tool_glob:?}")),
+        });
+        Ok(self)
+    }
+}
+
+/// Builds a [`Policy`] in code, with the same structure as a policy file.
+///
+/// ```
+/// use toolhost_policy::{Decision, Policy, Profile, Rule};
+///
+/// let policy = Policy::builder()
+///     .default(Decision::Allow)
+///     .approve_results(["http_get"])
+///     .always_allow(["list_dir"])
+///     .rule(Rule::deny("http_get").reason("no network in this project"))
+///     .rule(Rule::ask("read_file").plugin("fs"))
+///     .rule(Rule::allow("http_get").arg_host("url", "*.example.com"))
+///     .profile("reviewer", Profile::new().default(Decision::Deny).rule(Rule::allow("read_file")))
+///     .build()
+///     .unwrap();
+/// assert!(policy.approve_result("http_get", None));
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct PolicyBuilder {
+    pub(crate) default: Decision,
+    pub(crate) approve_results: Vec<String>,
+    pub(crate) always_allow: Vec<String>,
+    pub(crate) rules: Vec<Rule>,
+    pub(crate) profiles: Vec<(String, Profile)>,
+}
+
+impl PolicyBuilder {
+    /// The decision for calls no rule matches (allow unless set).
+    pub fn default(mut self, decision: Decision) -> Self {
+        self.default = decision;
+        self
+    }
+
+    /// Adds a rule.
+    pub fn rule(mut self, rule: Rule) -> Self {
+        self.rules.push(rule);
+        self
+    }
+
+    /// Adds rules.
+    pub fn rules(mut self, rules: impl IntoIterator<Item = Rule>) -> Self {
+        self.rules.extend(rules);
+        self
+    }
+
+    /// Adds (or replaces) the profile for the agent named `agent`.
+    pub fn profile(mut self, agent: impl Into<String>, profile: Profile) -> Self {
+        let agent = agent.into();
+        self.profiles.retain(|(name, _)| *name != agent);
+        self.profiles.push((agent, profile));
+        self
+    }
+
+    /// Adds tool globs whose results the user approves before the model sees them.
+    pub fn approve_results<I, S>(mut self, globs: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.approve_results
+            .extend(globs.into_iter().map(Into::into));
+        self
+    }
+
+    /// Adds tool globs for which an `ask` is answered `allow` without asking.
+    pub fn always_allow<I, S>(mut self, globs: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.always_allow.extend(globs.into_iter().map(Into::into));
+        self
+    }
+
+    /// Compiles the policy; fails on a glob or host pattern that does not compile.
+    pub fn build(self) -> Result<Policy, PolicyError> {
+        compile(&self, &InCode, None)
+    }
+}
+
+/// A place in a policy, for error messages and rule descriptions.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum At<'a> {
+    Default,
+    ApproveResults(usize),
+    AlwaysAllow(usize),
+    ProfileDefault(&'a str),
+    ProfileApproveResults(&'a str, usize),
+    /// A rule (`part: None` for the rule as a whole).
+    Rule {
+        profile: Option<&'a str>,
+        index: usize,
+        part: Option<RulePart>,
+    },
+}
+
+/// Where a policy comes from: turns places into error locations and description suffixes.
+pub(crate) trait Origin {
+    /// An error about the thing at `at`.
+    fn error(&self, at: At<'_>, message: String) -> PolicyError;
+    /// ` in policy.toml:14` for things in a file, empty otherwise.
+    fn place(&self, at: At<'_>) -> String;
+    /// The file, if any.
+    fn path(&self) -> Option<&Path>;
+}
+
+/// A policy built in code.
+struct InCode;
+
+impl Origin for InCode {
+    fn error(&self, at: At<'_>, message: String) -> PolicyError {
+        let context = match at {
+            At::Default => "default".to_owned(),
+            At::ApproveResults(i) => format!("approve-results[{i}]"),
+            At::AlwaysAllow(i) => format!("always-allow[{i}]"),
+            At::ProfileDefault(p) => format!("profile {p}, default"),
+            At::ProfileApproveResults(p, i) => format!("profile {p}, approve-results[{i}]"),
+            At::Rule { profile, index, .. } => match profile {
+                Some(p) => format!("profile {p}, rule {}", index + 1),
+                None => format!("rule {}", index + 1),
+            },
+        };
+        PolicyError::Invalid {
+            message: format!("{context}: {message}"),
+        }
+    }
+
+    fn place(&self, _: At<'_>) -> String {
+        String::new()
+    }
+
+    fn path(&self) -> Option<&Path> {
+        None
+    }
+}
+
+fn compile_globs(
+    globs: &[String],
+    origin: &dyn Origin,
+    at: impl Fn(usize) -> At<'static>,
+) -> Result<Box<[NameGlob]>, PolicyError> {
+    globs
+        .iter()
+        .enumerate()
+        .map(|(i, g)| NameGlob::new(g).map_err(|e| origin.error(at(i), e)))
+        .collect()
+}
+
+fn compile_rules(
+    rules: &[Rule],
+    profile: Option<&str>,
+    origin: &dyn Origin,
+) -> Result<RuleSet, PolicyError> {
+    let mut compiled = Vec::with_capacity(rules.len());
+    for (index, rule) in rules.iter().enumerate() {
+        let label = match profile {
+            Some(p) => format!("rule {} of profile {p}", index + 1),
+            None => format!("rule {}", index + 1),
+        };
+        let whole = At::Rule {
+            profile,
+            index,
+            part: None,
+        };
+        let place = origin.place(whole);
+        let c = CompiledRule::compile(rule, &label, &place).map_err(|(part, e)| {
+            let at = At::Rule {
+                profile,
+                index,
+                part: Some(part),
+            };
+            origin.error(at, e)
+        })?;
+        compiled.push(c);
+    }
+    Ok(RuleSet::new(compiled))
+}
+
+/// Compiles a policy from its parts; `origin` locates errors.
+pub(crate) fn compile(
+    spec: &PolicyBuilder,
+    origin: &dyn Origin,
+    plugins: Option<toml::Table>,
+) -> Result<Policy, PolicyError> {
+    let approve_results = compile_globs(&spec.approve_results, origin, At::ApproveResults)?;
+    let always_allow_globs = compile_globs(&spec.always_allow, origin, At::AlwaysAllow)?;
+    let always_allow = always_allow_globs
+        .into_vec()
+        .into_iter()
+        .enumerate()
+        .map(|(i, glob)| {
+            let description = format!(
+                "always-allow {:?}{}",
+                glob.as_str(),
+                origin.place(At::AlwaysAllow(i))
+            );
+            AlwaysAllow {
+                glob,
+                description: description.into(),
+            }
+        })
+        .collect();
+    let rules = compile_rules(&spec.rules, None, origin)?;
+    let mut profiles = HashMap::with_capacity(spec.profiles.len());
+    for (name, p) in &spec.profiles {
+        let approve_results = match &p.approve_results {
+            Some(globs) => Some(
+                globs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, g)| {
+                        NameGlob::new(g)
+                            .map_err(|e| origin.error(At::ProfileApproveResults(name, i), e))
+                    })
+                    .collect::<Result<Box<[_]>, _>>()?,
+            ),
+            None => None,
+        };
+        let default = p.default.map(|d| {
+            let place = origin.place(At::ProfileDefault(name));
+            (
+                d,
+                Arc::from(format!("default ({d}) of profile {name}{place}")),
+            )
+        });
+        let compiled = CompiledProfile {
+            default,
+            approve_results,
+            rules: compile_rules(&p.rules, Some(name), origin)?,
+        };
+        profiles.insert(Box::from(name.as_str()), compiled);
+    }
+    let default_description = format!("default ({}){}", spec.default, origin.place(At::Default));
+    Ok(Policy {
+        path: origin.path().map(Path::to_path_buf),
+        default: spec.default,
+        default_description: default_description.into(),
+        rules,
+        approve_results,
+        always_allow,
+        profiles,
+        plugins,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rule::Profile;
+    use serde_json::json;
+
+    fn eval(policy: &Policy, tool: &str, args: Value) -> Evaluation {
+        policy.evaluate(&CallRequest::new(tool, &args), &SessionToggles::new())
+    }
+
+    fn eval_as(policy: &Policy, agent: &str, tool: &str) -> Evaluation {
+        let args = json!({});
+        policy.evaluate(
+            &CallRequest::new(tool, &args).agent(agent),
+            &SessionToggles::new(),
+        )
+    }
+
+    fn build(b: PolicyBuilder) -> Policy {
+        b.build().unwrap()
+    }
+
+    #[test]
+    fn policy_and_session_can_be_shared_across_threads() {
+        fn shared<T: Send + Sync + 'static>() {}
+        shared::<Policy>();
+        shared::<SessionToggles>();
+        shared::<Evaluation>();
+    }
+
+    #[test]
+    fn allow_all_allows_everything_and_shows_everything() {
+        let p = Policy::allow_all();
+        let e = eval(&p, "anything", json!({}));
+        assert_eq!(e.decision, Decision::Allow);
+        assert_eq!(e.source, Source::Default);
+        assert_eq!(&*e.decided_by, "default (allow)");
+        assert!(p.visible("anything", None, None, &SessionToggles::new()));
+        assert!(!p.approve_result("anything", None));
+        assert!(p.path().is_none());
+        assert!(p.raw_plugins().is_none());
+    }
+
+    #[test]
+    fn each_decision_comes_from_its_rule_with_reason_and_description() {
+        let p = build(
+            Policy::builder()
+                .rule(Rule::allow("a"))
+                .rule(Rule::ask("b"))
+                .rule(Rule::deny("c").reason("not here")),
+        );
+        let a = eval(&p, "a", json!({}));
+        assert_eq!((a.decision, a.source), (Decision::Allow, Source::Rule));
+        assert_eq!(&*a.decided_by, "rule 1 (a, allow)");
+        assert_eq!(eval(&p, "b", json!({})).decision, Decision::Ask);
+        let c = eval(&p, "c", json!({}));
+        assert_eq!(c.decision, Decision::Deny);
+        assert_eq!(c.reason.as_deref(), Some("not here"));
+        assert_eq!(c.to_string(), "deny by rule 3 (c, deny): not here");
+    }
+
+    #[test]
+    fn default_applies_when_no_rule_matches() {
+        for d in [Decision::Allow, Decision::Ask, Decision::Deny] {
+            let p = build(Policy::builder().default(d).rule(Rule::allow("x")));
+            let e = eval(&p, "y", json!({}));
+            assert_eq!((e.decision, e.source), (d, Source::Default));
+            assert_eq!(eval(&p, "x", json!({})).decision, Decision::Allow);
+        }
+    }
+
+    #[test]
+    fn deny_wins_over_ask_wins_over_allow() {
+        let p = build(
+            Policy::builder()
+                .rule(Rule::allow("*"))
+                .rule(Rule::ask("read_*"))
+                .rule(Rule::deny("read_secret")),
+        );
+        assert_eq!(eval(&p, "list", json!({})).decision, Decision::Allow);
+        assert_eq!(eval(&p, "read_file", json!({})).decision, Decision::Ask);
+        assert_eq!(eval(&p, "read_secret", json!({})).decision, Decision::Deny);
+    }
+
+    #[test]
+    fn argument_patterns_decide_only_when_they_match() {
+        let p = build(
+            Policy::builder()
+                .rule(Rule::deny("read_file").arg_path("path", "/etc/**"))
+                .rule(Rule::allow("http_get").arg_host("url", "*.example.com"))
+                .rule(Rule::ask("write_*").arg_glob("path", "*.md"))
+                .default(Decision::Ask),
+        );
+        let deny = |path: &str| eval(&p, "read_file", json!({ "path": path })).decision;
+        assert_eq!(deny("/etc/passwd"), Decision::Deny);
+        assert_eq!(deny("/etc/x/../passwd"), Decision::Deny);
+        assert_eq!(deny("/home/me/../../etc/shadow"), Decision::Deny);
+        assert_eq!(deny("/home/me/file"), Decision::Ask);
+        let get = |url: &str| eval(&p, "http_get", json!({ "url": url })).decision;
+        assert_eq!(get("https://a.example.com/x"), Decision::Allow);
+        assert_eq!(get("https://example.com.evil.net/"), Decision::Ask);
+        assert_eq!(get("http://a.example.com@evil.net/"), Decision::Ask);
+        let write = |path: &str| eval(&p, "write_file", json!({ "path": path })).decision;
+        assert_eq!(write("docs/intro.md"), Decision::Ask);
+    }
+
+    #[test]
+    fn missing_or_non_string_argument_does_not_match() {
+        let p = build(
+            Policy::builder()
+                .rule(Rule::deny("read_file").arg_path("path", "/etc/**"))
+                .rule(Rule::deny("fetch").arg_glob("req.url", "*evil*")),
+        );
+        for args in [
+            json!({}),
+            json!({"path": 3}),
+            json!({"path": ["/etc/passwd"]}),
+            json!({"path": {"p": "/etc/passwd"}}),
+        ] {
+            assert_eq!(eval(&p, "read_file", args).decision, Decision::Allow);
+        }
+        assert_eq!(
+            eval(&p, "fetch", json!({"req": {"url": "http://evil.net"}})).decision,
+            Decision::Deny
+        );
+        assert_eq!(
+            eval(&p, "fetch", json!({"req": {"uri": "http://evil.net"}})).decision,
+            Decision::Allow
+        );
+    }
+
+    #[test]
+    fn profile_rules_win_over_base_rules_when_they_match() {
+        let p = build(
+            Policy::builder()
+                .rule(Rule::deny("read_file"))
+                .rule(Rule::ask("write_file"))
+                .profile(
+                    "reviewer",
+                    Profile::new()
+                        .rule(Rule::allow("read_file"))
+                        .rule(Rule::deny("write_file").arg_glob("path", "*.rs")),
+                ),
+        );
+        let e = eval_as(&p, "reviewer", "read_file");
+        assert_eq!(e.decision, Decision::Allow);
+        assert_eq!(
+            &*e.decided_by,
+            "rule 1 of profile reviewer (read_file, allow)"
+        );
+        // No profile rule matches: the base rules decide.
+        assert_eq!(
+            eval_as(&p, "reviewer", "write_file").decision,
+            Decision::Ask
+        );
+        let args = json!({"path": "main.rs"});
+        let e = p.evaluate(
+            &CallRequest::new("write_file", &args).agent("reviewer"),
+            &SessionToggles::new(),
+        );
+        assert_eq!(e.decision, Decision::Deny);
+        // Other agents and calls without an agent get the base rules.
+        assert_eq!(eval_as(&p, "coder", "read_file").decision, Decision::Deny);
+        assert_eq!(eval(&p, "read_file", json!({})).decision, Decision::Deny);
+    }
+
+    #[test]
+    fn profile_default_replaces_base_default_and_falls_back_when_unset() {
+        let p = build(
+            Policy::builder()
+                .default(Decision::Ask)
+                .profile("reviewer", Profile::new().default(Decision::Deny))
+                .profile("helper", Profile::new().rule(Rule::allow("x"))),
+        );
+        let e = eval_as(&p, "reviewer", "anything");
+        assert_eq!(e.decision, Decision::Deny);
+        assert_eq!(&*e.decided_by, "default (deny) of profile reviewer");
+        assert_eq!(eval_as(&p, "helper", "anything").decision, Decision::Ask);
+        assert_eq!(eval_as(&p, "helper", "x").decision, Decision::Allow);
+    }
+
+    #[test]
+    fn profile_approve_results_replace_the_base_list() {
+        let p = build(
+            Policy::builder()
+                .approve_results(["http_*"])
+                .profile("reviewer", Profile::new().approve_results(["read_file"]))
+                .profile(
+                    "quiet",
+                    Profile::new().approve_results(Vec::<String>::new()),
+                )
+                .profile("plain", Profile::new()),
+        );
+        assert!(p.approve_result("http_get", None));
+        assert!(!p.approve_result("read_file", None));
+        assert!(p.approve_result("read_file", Some("reviewer")));
+        assert!(!p.approve_result("http_get", Some("reviewer")));
+        assert!(!p.approve_result("http_get", Some("quiet")));
+        assert!(p.approve_result("http_get", Some("plain")));
+    }
+
+    #[test]
+    fn always_allow_turns_ask_into_allow_but_never_a_deny() {
+        let p = build(
+            Policy::builder()
+                .default(Decision::Ask)
+                .always_allow(["list_*", "rm"])
+                .rule(Rule::ask("list_dir"))
+                .rule(Rule::deny("rm")),
+        );
+        let e = eval(&p, "list_dir", json!({}));
+        assert_eq!(
+            (e.decision, e.source),
+            (Decision::Allow, Source::AlwaysAllow)
+        );
+        assert_eq!(&*e.decided_by, "always-allow \"list_*\"");
+        // An ask from the default is turned too.
+        assert_eq!(eval(&p, "list_files", json!({})).decision, Decision::Allow);
+        let e = eval(&p, "rm", json!({}));
+        assert_eq!((e.decision, e.source), (Decision::Deny, Source::Rule));
+        assert_eq!(eval(&p, "other", json!({})).decision, Decision::Ask);
+    }
+
+    #[test]
+    fn with_always_allow_takes_effect_and_is_idempotent() {
+        let p = build(Policy::builder().rule(Rule::ask("read_file")));
+        assert_eq!(eval(&p, "read_file", json!({})).decision, Decision::Ask);
+        let p = p.with_always_allow("read_file").unwrap();
+        let p = p.with_always_allow("read_file").unwrap();
+        assert_eq!(p.always_allow.len(), 1);
+        assert!(p.always_allowed("read_file"));
+        assert_eq!(eval(&p, "read_file", json!({})).decision, Decision::Allow);
+        assert!(p.with_always_allow("[bad").is_err());
+    }
+
+    #[test]
+    fn switched_off_tool_is_denied_with_a_reason_naming_the_user() {
+        let p = build(Policy::builder().rule(Rule::allow("http_get")));
+        let mut session = SessionToggles::new();
+        session.disable("http_*").unwrap();
+        let args = json!({});
+        let e = p.evaluate(&CallRequest::new("http_get", &args), &session);
+        assert_eq!((e.decision, e.source), (Decision::Deny, Source::Session));
+        assert!(e.reason.as_deref().unwrap().contains("user switched"));
+        assert_eq!(&*e.decided_by, "session toggle \"http_*\"");
+        assert!(!p.visible("http_get", None, None, &session));
+        session.enable("http_*").unwrap();
+        let e = p.evaluate(&CallRequest::new("http_get", &args), &session);
+        assert_eq!(e.decision, Decision::Allow);
+        assert!(p.visible("http_get", None, None, &session));
+    }
+
+    #[test]
+    fn outright_deny_is_hidden_and_argument_dependent_deny_is_visible() {
+        let p = build(
+            Policy::builder()
+                .rule(Rule::deny("http_get"))
+                .rule(Rule::deny("read_file").arg_path("path", "/etc/**"))
+                .rule(Rule::deny("exec").plugin("shell")),
+        );
+        let s = SessionToggles::new();
+        assert!(!p.visible("http_get", None, None, &s));
+        assert!(p.visible("read_file", None, None, &s));
+        assert!(p.visible("other", None, None, &s));
+        assert!(!p.visible("exec", Some("shell"), None, &s));
+        assert!(p.visible("exec", Some("other"), None, &s));
+    }
+
+    #[test]
+    fn default_deny_hides_tools_unless_an_allow_or_ask_rule_could_match() {
+        let p = build(
+            Policy::builder()
+                .default(Decision::Deny)
+                .rule(Rule::allow("http_get").arg_host("url", "*.example.com"))
+                .rule(Rule::ask("read_*"))
+                .rule(Rule::deny("write_file").arg_glob("path", "*.md")),
+        );
+        let s = SessionToggles::new();
+        assert!(p.visible("http_get", None, None, &s));
+        assert!(p.visible("read_file", None, None, &s));
+        assert!(!p.visible("write_file", None, None, &s));
+        assert!(!p.visible("exec", None, None, &s));
+    }
+
+    #[test]
+    fn visibility_follows_profiles() {
+        let p = build(
+            Policy::builder()
+                .rule(Rule::deny("http_get"))
+                .rule(Rule::allow("read_file"))
+                .profile(
+                    "reviewer",
+                    Profile::new()
+                        .default(Decision::Deny)
+                        .rule(Rule::allow("http_get").arg_host("url", "docs.rs"))
+                        .rule(Rule::deny("read_file")),
+                )
+                .profile("strict", Profile::new().default(Decision::Deny)),
+        );
+        let s = SessionToggles::new();
+        // The profile's conditional allow can rescue a base outright deny.
+        assert!(p.visible("http_get", None, Some("reviewer"), &s));
+        assert!(!p.visible("http_get", None, None, &s));
+        // A profile outright deny hides whatever the base says.
+        assert!(!p.visible("read_file", None, Some("reviewer"), &s));
+        assert!(p.visible("read_file", None, None, &s));
+        // The profile default deny hides tools no rule could allow.
+        assert!(!p.visible("exec", None, Some("reviewer"), &s));
+        assert!(p.visible("exec", None, Some("nobody"), &s));
+        // A base allow rule still applies under a profile with no matching rule.
+        assert!(p.visible("read_file", None, Some("strict"), &s));
+        assert!(!p.visible("exec", None, Some("strict"), &s));
+    }
+
+    #[test]
+    fn visible_agrees_with_evaluate_on_outright_decisions() {
+        let p = build(
+            Policy::builder()
+                .default(Decision::Deny)
+                .rule(Rule::deny("a"))
+                .rule(Rule::allow("b"))
+                .profile(
+                    "r",
+                    Profile::new().rule(Rule::allow("a")).rule(Rule::deny("b")),
+                ),
+        );
+        let s = SessionToggles::new();
+        for agent in [None, Some("r"), Some("x")] {
+            for tool in ["a", "b", "c"] {
+                let args = json!({});
+                let mut call = CallRequest::new(tool, &args);
+                call.agent = agent;
+                let denied = p.evaluate(&call, &s).decision == Decision::Deny;
+                assert_eq!(
+                    p.visible(tool, None, agent, &s),
+                    !denied,
+                    "{agent:?} {tool}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn builder_errors_name_the_rule() {
+        let e = Policy::builder()
+            .rule(Rule::allow("ok"))
+            .rule(Rule::deny("x").arg_host("url", "exa*mple.com"))
+            .build()
+            .unwrap_err();
+        assert!(
+            e.to_string().starts_with("rule 2: invalid host pattern"),
+            "{e}"
+        );
+        let e = Policy::builder()
+            .profile("r", Profile::new().rule(Rule::deny("[")))
+            .build()
+            .unwrap_err();
+        assert!(
+            e.to_string().starts_with("profile r, rule 1: invalid glob"),
+            "{e}"
+        );
+        let e = Policy::builder()
+            .always_allow(["ok", "{"])
+            .build()
+            .unwrap_err();
+        assert!(
+            e.to_string().starts_with("always-allow[1]: invalid glob"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn builder_profile_with_the_same_name_replaces_the_earlier_one() {
+        let p = build(
+            Policy::builder()
+                .profile("r", Profile::new().default(Decision::Deny))
+                .profile("r", Profile::new().default(Decision::Ask)),
+        );
+        assert_eq!(eval_as(&p, "r", "x").decision, Decision::Ask);
+    }
+
+    #[test]
+    fn evaluation_serialises_for_events() {
+        let p = build(Policy::builder().rule(Rule::deny("x").reason("no")));
+        let e = eval(&p, "x", json!({}));
+        assert_eq!(
+            serde_json::to_value(&e).unwrap(),
+            json!({"decision": "deny", "source": "rule", "reason": "no", "decided_by": "rule 1 (x, deny)"})
+        );
+    }
+}

@@ -1,0 +1,365 @@
+//! Rules and profiles: as written (the builder types [`Rule`] and [`Profile`]) and as
+//! compiled for matching.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::decision::Decision;
+use crate::pattern::{ArgMatcher, ArgPattern, NameGlob};
+
+/// One rule: a decision for the calls whose tool name (and optionally plugin name and
+/// argument values) match its patterns.
+///
+/// The builder counterpart of a `[[rules]]` table in a policy file.
+///
+/// ```
+/// use toolhost_policy::Rule;
+///
+/// let rule = Rule::deny("read_file")
+///     .plugin("fs")
+///     .arg_path("path", "/etc/**")
+///     .reason("system files are off limits");
+/// # let _ = rule;
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rule {
+    pub(crate) decision: Decision,
+    pub(crate) tool: String,
+    pub(crate) plugin: Option<String>,
+    pub(crate) reason: Option<String>,
+    pub(crate) args: Vec<(String, ArgPattern)>,
+}
+
+impl Rule {
+    /// A rule giving `decision` for tools whose name matches the glob `tool`.
+    pub fn new(decision: Decision, tool: impl Into<String>) -> Self {
+        Rule {
+            decision,
+            tool: tool.into(),
+            plugin: None,
+            reason: None,
+            args: Vec::new(),
+        }
+    }
+
+    /// `Rule::new(Decision::Allow, tool)`.
+    pub fn allow(tool: impl Into<String>) -> Self {
+        Self::new(Decision::Allow, tool)
+    }
+
+    /// `Rule::new(Decision::Ask, tool)`.
+    pub fn ask(tool: impl Into<String>) -> Self {
+        Self::new(Decision::Ask, tool)
+    }
+
+    /// `Rule::new(Decision::Deny, tool)`.
+    pub fn deny(tool: impl Into<String>) -> Self {
+        Self::new(Decision::Deny, tool)
+    }
+
+    /// Also require the providing plugin's name to match this glob.
+    pub fn plugin(mut self, glob: impl Into<String>) -> Self {
+        self.plugin = Some(glob.into());
+        self
+    }
+
+    /// The reason shown to the model and the user when this rule decides.
+    pub fn reason(mut self, reason: impl Into<String>) -> Self {
+        self.reason = Some(reason.into());
+        self
+    }
+
+    /// Also require argument `key` (a name, or a dotted path into nested objects) to be a
+    /// string matching `pattern`.
+    pub fn arg(mut self, key: impl Into<String>, pattern: ArgPattern) -> Self {
+        self.args.push((key.into(), pattern));
+        self
+    }
+
+    /// `self.arg(key, ArgPattern::Glob(glob))`: a glob on the raw string value.
+    pub fn arg_glob(self, key: impl Into<String>, glob: impl Into<String>) -> Self {
+        self.arg(key, ArgPattern::Glob(glob.into()))
+    }
+
+    /// `self.arg(key, ArgPattern::Path(glob))`: a glob on the normalised path.
+    pub fn arg_path(self, key: impl Into<String>, glob: impl Into<String>) -> Self {
+        self.arg(key, ArgPattern::Path(glob.into()))
+    }
+
+    /// `self.arg(key, ArgPattern::Host(pattern))`: a host pattern on a URL.
+    pub fn arg_host(self, key: impl Into<String>, pattern: impl Into<String>) -> Self {
+        self.arg(key, ArgPattern::Host(pattern.into()))
+    }
+
+    /// The rule's decision.
+    pub fn decision(&self) -> Decision {
+        self.decision
+    }
+
+    /// The glob on the tool name.
+    pub fn tool(&self) -> &str {
+        &self.tool
+    }
+}
+
+/// The settings for one agent, selected by the agent's name.
+///
+/// The builder counterpart of a `[profiles.<name>]` table. A profile's rules are checked
+/// before the base rules; its `default` and `approve-results`, when set, replace the
+/// base ones for that agent.
+///
+/// ```
+/// use toolhost_policy::{Decision, Profile, Rule};
+///
+/// let reviewer = Profile::new()
+///     .default(Decision::Deny)
+///     .approve_results(Vec::<String>::new())
+///     .rule(Rule::allow("read_file"));
+/// # let _ = reviewer;
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Profile {
+    pub(crate) default: Option<Decision>,
+    pub(crate) approve_results: Option<Vec<String>>,
+    pub(crate) rules: Vec<Rule>,
+}
+
+impl Profile {
+    /// A profile with no rules that changes nothing.
+    pub fn new() -> Self {
+        <Self as Default>::default()
+    }
+
+    /// The decision for calls no rule matches, for this agent.
+    pub fn default(mut self, decision: Decision) -> Self {
+        self.default = Some(decision);
+        self
+    }
+
+    /// Tool globs whose results the user approves, replacing the base list for this agent
+    /// (an empty list means no approval).
+    pub fn approve_results<I, S>(mut self, globs: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.approve_results = Some(globs.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Adds a rule, checked before the base rules.
+    pub fn rule(mut self, rule: Rule) -> Self {
+        self.rules.push(rule);
+        self
+    }
+}
+
+/// Which part of a rule a compile error is about, so file errors can point at it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RulePart {
+    Tool,
+    Plugin,
+    Arg(usize),
+}
+
+/// A rule ready for matching.
+#[derive(Debug, Clone)]
+pub(crate) struct CompiledRule {
+    pub(crate) decision: Decision,
+    tool: NameGlob,
+    plugin: Option<NameGlob>,
+    args: Box<[ArgMatcher]>,
+    pub(crate) reason: Option<Arc<str>>,
+    /// For example `rule 3 (read_file, ask) in policy.toml:14`.
+    pub(crate) description: Arc<str>,
+}
+
+impl CompiledRule {
+    /// Compiles `rule`; `label` is the start of its description (`rule 3`, `rule 1 of
+    /// profile reviewer`) and `place` its end (` in policy.toml:14`, or empty).
+    pub(crate) fn compile(
+        rule: &Rule,
+        label: &str,
+        place: &str,
+    ) -> Result<Self, (RulePart, String)> {
+        let tool = NameGlob::new(&rule.tool).map_err(|e| (RulePart::Tool, e))?;
+        let plugin = match &rule.plugin {
+            Some(p) => Some(NameGlob::new(p).map_err(|e| (RulePart::Plugin, e))?),
+            None => None,
+        };
+        let args = rule
+            .args
+            .iter()
+            .enumerate()
+            .map(|(i, (key, pat))| ArgMatcher::new(key, pat).map_err(|e| (RulePart::Arg(i), e)))
+            .collect::<Result<Box<[_]>, _>>()?;
+        let from = match &rule.plugin {
+            Some(p) => format!(" from {p}"),
+            None => String::new(),
+        };
+        let description = format!("{label} ({}{from}, {}){place}", rule.tool, rule.decision);
+        Ok(CompiledRule {
+            decision: rule.decision,
+            tool,
+            plugin,
+            args,
+            reason: rule.reason.as_deref().map(Arc::from),
+            description: description.into(),
+        })
+    }
+
+    /// Whether the tool and plugin names match (the arguments are not looked at).
+    #[inline]
+    fn names_match(&self, tool: &str, plugin: Option<&str>) -> bool {
+        self.tool.is_match(tool)
+            && match (&self.plugin, plugin) {
+                (None, _) => true,
+                (Some(g), Some(p)) => g.is_match(p),
+                (Some(_), None) => false,
+            }
+    }
+
+    #[inline]
+    fn matches(&self, tool: &str, plugin: Option<&str>, args: &Value) -> bool {
+        self.names_match(tool, plugin) && self.args.iter().all(|a| a.is_match(args))
+    }
+}
+
+/// What the rules of one set could do to a tool, whatever its arguments.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Reach {
+    /// A deny rule without argument patterns matches the tool.
+    pub(crate) always_denied: bool,
+    /// An allow or ask rule could match the tool (for some arguments).
+    pub(crate) maybe_allowed: bool,
+}
+
+/// An ordered list of compiled rules.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RuleSet {
+    rules: Box<[CompiledRule]>,
+}
+
+impl RuleSet {
+    pub(crate) fn new(rules: Vec<CompiledRule>) -> Self {
+        RuleSet {
+            rules: rules.into_boxed_slice(),
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.rules.len()
+    }
+
+    /// The deciding rule among those matching the call: the first deny, else the first
+    /// ask, else the first allow. `None` when no rule matches.
+    pub(crate) fn decide(
+        &self,
+        tool: &str,
+        plugin: Option<&str>,
+        args: &Value,
+    ) -> Option<&CompiledRule> {
+        let mut best: Option<&CompiledRule> = None;
+        for rule in &self.rules {
+            if best.is_some_and(|b| b.decision >= rule.decision) {
+                continue;
+            }
+            if rule.matches(tool, plugin, args) {
+                if rule.decision == Decision::Deny {
+                    return Some(rule);
+                }
+                best = Some(rule);
+            }
+        }
+        best
+    }
+
+    /// What these rules could decide for the tool, over all possible arguments.
+    pub(crate) fn reach(&self, tool: &str, plugin: Option<&str>) -> Reach {
+        let mut reach = Reach::default();
+        for rule in &self.rules {
+            if !rule.names_match(tool, plugin) {
+                continue;
+            }
+            if rule.decision == Decision::Deny {
+                if rule.args.is_empty() {
+                    reach.always_denied = true;
+                    return reach;
+                }
+            } else {
+                reach.maybe_allowed = true;
+            }
+        }
+        reach
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn set(rules: &[Rule]) -> RuleSet {
+        RuleSet::new(
+            rules
+                .iter()
+                .enumerate()
+                .map(|(i, r)| CompiledRule::compile(r, &format!("rule {}", i + 1), "").unwrap())
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn deny_beats_ask_beats_allow_whatever_the_order() {
+        let args = json!({});
+        let s = set(&[Rule::allow("t"), Rule::ask("t"), Rule::deny("t")]);
+        assert_eq!(s.decide("t", None, &args).unwrap().decision, Decision::Deny);
+        let s = set(&[Rule::deny("t"), Rule::ask("t"), Rule::allow("t")]);
+        assert_eq!(s.decide("t", None, &args).unwrap().decision, Decision::Deny);
+        let s = set(&[Rule::allow("t"), Rule::ask("t")]);
+        assert_eq!(s.decide("t", None, &args).unwrap().decision, Decision::Ask);
+        assert!(s.decide("u", None, &args).is_none());
+    }
+
+    #[test]
+    fn first_rule_of_the_winning_decision_is_reported() {
+        let s = set(&[Rule::allow("t"), Rule::ask("*"), Rule::ask("t")]);
+        let r = s.decide("t", None, &json!({})).unwrap();
+        assert_eq!(&*r.description, "rule 2 (*, ask)");
+    }
+
+    #[test]
+    fn plugin_glob_must_match_and_a_tool_without_plugin_does_not_match_it() {
+        let s = set(&[Rule::deny("read_file").plugin("fs*")]);
+        let args = json!({});
+        assert!(s.decide("read_file", Some("fs-local"), &args).is_some());
+        assert!(s.decide("read_file", Some("other"), &args).is_none());
+        assert!(s.decide("read_file", None, &args).is_none());
+    }
+
+    #[test]
+    fn every_arg_pattern_must_match() {
+        let s = set(&[Rule::deny("t").arg_glob("a", "x*").arg_glob("b", "y*")]);
+        assert!(
+            s.decide("t", None, &json!({"a": "x1", "b": "y1"}))
+                .is_some()
+        );
+        assert!(s.decide("t", None, &json!({"a": "x1", "b": "z"})).is_none());
+        assert!(s.decide("t", None, &json!({"a": "x1"})).is_none());
+    }
+
+    #[test]
+    fn reach_tells_unconditional_denies_from_argument_dependent_ones() {
+        let s = set(&[
+            Rule::deny("a"),
+            Rule::deny("b").arg_glob("p", "*"),
+            Rule::ask("c"),
+        ]);
+        assert!(s.reach("a", None).always_denied);
+        assert!(!s.reach("b", None).always_denied);
+        assert!(!s.reach("b", None).maybe_allowed);
+        assert!(s.reach("c", None).maybe_allowed);
+        assert_eq!(s.reach("d", None), Reach::default());
+    }
+}

@@ -1,0 +1,209 @@
+//! Hook plugins: sandboxed components that export the `hooks` interface,
+//! run as one more kind of [`Hook`] in the chain. Each call runs in a fresh
+//! instance under the plugin's own limits and grants, like a tool call.
+
+use std::sync::{Arc, Weak};
+
+use serde_json::Value;
+use toolhost_hooks::{
+    AfterDecision, BeforeDecision, Hook, HookCall, HookError, HookFuture, HookOutcome,
+};
+
+use crate::api::{Linked, RawAfter, RawBefore, RawContext, RawHookOutcome};
+use crate::plugin::Plugin;
+use crate::runtime::{Inner, Runtime};
+use crate::sandbox::Sandbox;
+
+/// The hook plugin called `name`, looked up in the registry at each call, so
+/// a reloaded hook plugin takes effect on the next call.
+pub(crate) struct PluginHook {
+    runtime: Weak<Inner>,
+    name: String,
+}
+
+impl PluginHook {
+    /// The hook for the plugin `name`, as the chain holds it.
+    pub(crate) fn shared(runtime: Weak<Inner>, name: &str) -> Arc<dyn Hook> {
+        Arc::new(PluginHook {
+            runtime,
+            name: name.to_owned(),
+        })
+    }
+
+    /// The runtime and the currently loaded hook plugin.
+    fn current(&self) -> Result<(Runtime, Arc<Plugin>), HookError> {
+        let inner = self
+            .runtime
+            .upgrade()
+            .ok_or_else(|| HookError::Failed("the runtime is shutting down".into()))?;
+        let runtime = Runtime::from_inner(inner);
+        let plugin = runtime.hook_plugin(&self.name).ok_or_else(|| {
+            HookError::Failed(format!("hook plugin `{}` is not loaded", self.name))
+        })?;
+        Ok((runtime, plugin))
+    }
+}
+
+fn json(what: &str, text: &str) -> Result<Value, HookError> {
+    serde_json::from_str(text)
+        .map_err(|e| HookError::InvalidReply(format!("{what} is not valid JSON: {e}")))
+}
+
+fn optional_json(what: &str, text: Option<String>) -> Result<Option<Value>, HookError> {
+    text.map(|t| json(what, &t)).transpose()
+}
+
+fn context<'a>(call: &'a HookCall<'a>) -> RawContext<'a> {
+    RawContext {
+        call_id: call.call_id,
+        session_id: call.session_id,
+        agent: call.agent,
+    }
+}
+
+impl Hook for PluginHook {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn before<'a>(&'a self, call: &'a HookCall<'a>) -> HookFuture<'a, BeforeDecision> {
+        Box::pin(async move {
+            let (runtime, plugin) = self.current()?;
+            let Linked::Hook(pre) = &plugin.pre else {
+                return Err(HookError::Failed(format!(
+                    "`{}` is not a hook plugin",
+                    self.name
+                )));
+            };
+            let args = call.args.to_string();
+            let mut run = runtime.hook_sandbox(&plugin).await?;
+            let result = Sandbox::run(
+                run.timeout,
+                pre.before(&mut run.sandbox.store, context(call), call.tool, &args),
+            )
+            .await;
+            let raw = run.finish(result)?;
+            Ok(match raw {
+                RawBefore::Proceed => BeforeDecision::Continue,
+                RawBefore::Rewrite(args) => {
+                    BeforeDecision::Rewrite(json("rewritten arguments", &args)?)
+                }
+                RawBefore::Block(reason) => BeforeDecision::Block { reason },
+                RawBefore::Ask(reason) => BeforeDecision::Ask { reason },
+            })
+        })
+    }
+
+    fn after<'a>(
+        &'a self,
+        call: &'a HookCall<'a>,
+        outcome: &'a HookOutcome,
+    ) -> HookFuture<'a, AfterDecision> {
+        Box::pin(async move {
+            let (runtime, plugin) = self.current()?;
+            let Linked::Hook(pre) = &plugin.pre else {
+                return Err(HookError::Failed(format!(
+                    "`{}` is not a hook plugin",
+                    self.name
+                )));
+            };
+            let args = call.args.to_string();
+            let raw_outcome = match outcome {
+                HookOutcome::Ok {
+                    output,
+                    details,
+                    structured,
+                } => RawHookOutcome::Ok {
+                    output: output.clone(),
+                    details: details.as_ref().map(Value::to_string),
+                    structured: structured.as_ref().map(Value::to_string),
+                },
+                HookOutcome::Err { kind, message } if kind.ends_with("invalid-arguments") => {
+                    RawHookOutcome::InvalidArguments(message.clone())
+                }
+                HookOutcome::Err { message, .. } => RawHookOutcome::Failed(message.clone()),
+            };
+            let mut run = runtime.hook_sandbox(&plugin).await?;
+            let result = Sandbox::run(
+                run.timeout,
+                pre.after(
+                    &mut run.sandbox.store,
+                    context(call),
+                    call.tool,
+                    &args,
+                    raw_outcome,
+                ),
+            )
+            .await;
+            let raw = run.finish(result)?;
+            Ok(match raw {
+                RawAfter::Keep => AfterDecision::Keep,
+                RawAfter::Replace {
+                    output,
+                    details,
+                    structured,
+                } => AfterDecision::Replace {
+                    output: Some(output),
+                    details: Some(optional_json("details", details)?),
+                    structured: Some(optional_json("structured content", structured)?),
+                },
+                RawAfter::Fail(message) => AfterDecision::Fail { message },
+            })
+        })
+    }
+}
+
+/// A fresh sandbox for one hook-plugin function, holding a sandbox slot
+/// like a tool call.
+struct HookSandbox {
+    sandbox: Sandbox,
+    timeout: std::time::Duration,
+    max_wasm_stack: usize,
+    _permit: tokio::sync::OwnedSemaphorePermit,
+}
+
+impl HookSandbox {
+    /// Turns what the sandbox ran into the hook's result, and flushes the plugin's logs.
+    fn finish<T>(
+        mut self,
+        result: Result<wasmtime::Result<T>, crate::error::SandboxFault>,
+    ) -> Result<T, HookError> {
+        let result = match result {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(e)) => Err(HookError::Failed(
+                self.sandbox.classify(&e, self.max_wasm_stack).to_string(),
+            )),
+            Err(fault) => Err(HookError::Failed(fault.to_string())),
+        };
+        self.sandbox.flush_logs();
+        result
+    }
+}
+
+impl Runtime {
+    /// The loaded hook plugin called `name`.
+    pub(crate) fn hook_plugin(&self, name: &str) -> Option<Arc<Plugin>> {
+        self.registry()
+            .plugins
+            .iter()
+            .find(|p| p.name == name && p.is_hook())
+            .cloned()
+    }
+
+    /// A fresh sandbox for `plugin` under its limits and grants.
+    async fn hook_sandbox(&self, plugin: &Plugin) -> Result<HookSandbox, HookError> {
+        let permit = self
+            .acquire_slot()
+            .await
+            .map_err(|e| HookError::Failed(e.to_string()))?;
+        let mut sandbox =
+            Sandbox::new(self.engine(), &plugin.sandbox).map_err(HookError::Failed)?;
+        sandbox.begin(&plugin.name, None);
+        Ok(HookSandbox {
+            sandbox,
+            timeout: plugin.sandbox.limits.timeout,
+            max_wasm_stack: self.inner.loader.max_wasm_stack,
+            _permit: permit,
+        })
+    }
+}

@@ -1,0 +1,246 @@
+//! The permission layer around every call: the policy's decision, the user's
+//! approval of calls the policy (or a hook) asks about, per-session toggles,
+//! and the approval of results before they reach the model.
+//!
+//! The rules themselves live in `toolhost-policy`; this module applies them
+//! on the call path and asks the [`Approver`] when a decision is `ask`.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, RwLock};
+
+use serde::Serialize;
+use serde_json::Value;
+use toolhost_policy::{Decision, Policy, PolicyError, SessionToggles};
+
+/// A boxed future, as the [`Approver`] returns.
+pub type ApprovalFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A call that needs the user's approval before it runs.
+#[derive(Debug, Clone)]
+pub struct CallApprovalRequest<'a> {
+    /// The tool's exposed name.
+    pub tool: &'a str,
+    /// The plugin that provides it.
+    pub plugin: &'a str,
+    /// The arguments it would run with (after any rewrite by a hook).
+    pub args: &'a Value,
+    /// Why approval is needed: the policy rule and/or the hooks that asked.
+    pub reasons: &'a [String],
+    /// The session, if the caller gave one.
+    pub session_id: Option<&'a str>,
+    /// The agent profile, if the caller gave one.
+    pub agent: Option<&'a str>,
+}
+
+/// The user's answer to a [`CallApprovalRequest`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallApproval {
+    /// Run this call.
+    AllowOnce,
+    /// Run this call, and do not ask about this tool again: the tool is added
+    /// to the policy's `always-allow` list (and written back to the policy
+    /// file when there is one). A deny rule still wins.
+    AllowAlways,
+    /// Do not run it; the message (if any) goes to the model.
+    Deny {
+        /// What the user wants the model to know.
+        message: Option<String>,
+    },
+}
+
+/// A result waiting for the user's approval before the model sees it.
+#[derive(Debug, Clone)]
+pub struct ResultApprovalRequest<'a> {
+    /// The tool's exposed name.
+    pub tool: &'a str,
+    /// The plugin that provides it.
+    pub plugin: &'a str,
+    /// The arguments it ran with.
+    pub args: &'a Value,
+    /// The text the model would read.
+    pub output: &'a str,
+    /// The details (for the user only).
+    pub details: Option<&'a Value>,
+}
+
+/// The user's answer to a [`ResultApprovalRequest`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResultApproval {
+    /// The model may see the result.
+    Accept,
+    /// The model sees `{"status":"rejected","message":…}` instead.
+    Reject {
+        /// What the user wants the model to know.
+        message: Option<String>,
+    },
+}
+
+/// Answers the questions the permission layer asks: an interactive prompt in
+/// the CLI, a UI dialog in an embedding host.
+///
+/// ```
+/// use toolhost_runtime::{
+///     ApprovalFuture, Approver, CallApproval, CallApprovalRequest, ResultApproval,
+///     ResultApprovalRequest,
+/// };
+///
+/// /// Allows reads, denies everything else it is asked about.
+/// struct ReadsOnly;
+///
+/// impl Approver for ReadsOnly {
+///     fn approve_call<'a>(&'a self, req: &'a CallApprovalRequest<'a>) -> ApprovalFuture<'a, CallApproval> {
+///         Box::pin(async move {
+///             if req.tool.starts_with("read_") {
+///                 CallApproval::AllowOnce
+///             } else {
+///                 CallApproval::Deny { message: Some("reads only, please".into()) }
+///             }
+///         })
+///     }
+///     fn approve_result<'a>(&'a self, _: &'a ResultApprovalRequest<'a>) -> ApprovalFuture<'a, ResultApproval> {
+///         Box::pin(async { ResultApproval::Accept })
+///     }
+/// }
+/// ```
+pub trait Approver: Send + Sync {
+    /// Whether a call the policy or a hook asks about may run.
+    fn approve_call<'a>(
+        &'a self,
+        request: &'a CallApprovalRequest<'a>,
+    ) -> ApprovalFuture<'a, CallApproval>;
+
+    /// Whether a result may go to the model (for tools under result approval).
+    fn approve_result<'a>(
+        &'a self,
+        request: &'a ResultApprovalRequest<'a>,
+    ) -> ApprovalFuture<'a, ResultApproval>;
+}
+
+/// One step of the permission layer or the hooks on a call, reported to
+/// [`CallContext::on_step`](crate::CallContext::on_step) for events and history.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "step", rename_all = "kebab-case")]
+pub enum CallStep {
+    /// The policy's decision.
+    Permission {
+        /// allow, ask or deny.
+        decision: Decision,
+        /// The rule (or default, or session toggle) that decided.
+        decided_by: String,
+        /// The rule's reason, if it has one.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// One hook ran.
+    Hook(toolhost_hooks::HookTrace),
+    /// The user answered an approval question.
+    Approval {
+        /// `call` or `result`.
+        of: &'static str,
+        /// `allow-once`, `allow-always`, `deny`, `accept`, `reject` or `no-approver`.
+        answer: &'static str,
+        /// The user's message, if any.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
+}
+
+/// The policy, its per-session toggles and the approver, shared by every call.
+pub(crate) struct Permissions {
+    policy: RwLock<Arc<Policy>>,
+    sessions: Mutex<HashMap<String, SessionToggles>>,
+    pub(crate) approver: Option<Arc<dyn Approver>>,
+    /// With no approver: `true` allows what the policy asks about, `false` denies it.
+    pub(crate) allow_asks_without_approver: bool,
+}
+
+impl Permissions {
+    pub(crate) fn new(
+        policy: Policy,
+        approver: Option<Arc<dyn Approver>>,
+        allow_asks_without_approver: bool,
+    ) -> Self {
+        Permissions {
+            policy: RwLock::new(Arc::new(policy)),
+            sessions: Mutex::new(HashMap::new()),
+            approver,
+            allow_asks_without_approver,
+        }
+    }
+
+    pub(crate) fn policy(&self) -> Arc<Policy> {
+        match self.policy.read() {
+            Ok(p) => p.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    pub(crate) fn set_policy(&self, policy: Policy) {
+        match self.policy.write() {
+            Ok(mut p) => *p = Arc::new(policy),
+            Err(poisoned) => *poisoned.into_inner() = Arc::new(policy),
+        }
+    }
+
+    /// Runs `f` on the toggles of `session` (an empty set for none).
+    pub(crate) fn with_session<T>(
+        &self,
+        session: Option<&str>,
+        f: impl FnOnce(&SessionToggles) -> T,
+    ) -> T {
+        static NONE: std::sync::OnceLock<SessionToggles> = std::sync::OnceLock::new();
+        let empty = NONE.get_or_init(SessionToggles::new);
+        let Some(id) = session else {
+            return f(empty);
+        };
+        let sessions = match self.sessions.lock() {
+            Ok(s) => s,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        f(sessions.get(id).unwrap_or(empty))
+    }
+
+    /// Changes the toggles of `session`.
+    pub(crate) fn toggle(
+        &self,
+        session: &str,
+        f: impl FnOnce(&mut SessionToggles) -> Result<(), PolicyError>,
+    ) -> Result<(), PolicyError> {
+        let mut sessions = match self.sessions.lock() {
+            Ok(s) => s,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        f(sessions.entry(session.to_owned()).or_default())
+    }
+
+    /// "Allow always": adds `tool` to `always-allow`, in memory and in the
+    /// policy file when the policy came from one (atomically, keeping its
+    /// comments). A failure to write is logged; the running policy still
+    /// changes.
+    pub(crate) fn allow_always(&self, tool: &str) {
+        let current = self.policy();
+        if let Some(path) = current.path() {
+            match toolhost_policy::persist_always_allow(path, tool) {
+                Ok(()) => {
+                    tracing::info!(tool, file = %path.display(), "added to always-allow")
+                }
+                Err(e) => tracing::warn!(tool, "cannot write \"allow always\" back: {e}"),
+            }
+        }
+        match (*current).clone().with_always_allow(tool) {
+            Ok(updated) => self.set_policy(updated),
+            Err(e) => tracing::warn!(tool, "cannot add to always-allow: {e}"),
+        }
+    }
+}
+
+/// What the model reads when the user rejects a result.
+pub(crate) fn rejected_json(message: Option<&str>) -> String {
+    serde_json::json!({
+        "status": "rejected",
+        "message": message.unwrap_or("the user rejected this result"),
+    })
+    .to_string()
+}

@@ -1,0 +1,290 @@
+//! The permission layer and hooks through the `host` binary: a policy file,
+//! approval prompts answered on stdin, the redaction hook plugin and a
+//! command hook, with a model server on 127.0.0.1 that records what it is sent.
+
+mod common;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+use common::*;
+
+const SECRET: &str = "sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789";
+
+/// A plugin directory, a granted folder with a file that holds a secret, a
+/// policy that denies `http_get` and asks before `read_file`, and a config
+/// that runs the redaction hook plugin after every call.
+struct Scene {
+    dir: tempfile::TempDir,
+    notes: PathBuf,
+}
+
+impl Scene {
+    fn new() -> Scene {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        std::fs::create_dir_all(&data).unwrap();
+        let notes = data.join("notes.txt");
+        std::fs::write(
+            &notes,
+            format!("deploy notes\nOPENAI_API_KEY={SECRET}\nremember the milk\n"),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("policy.toml"),
+            format!(
+                "# Project policy.\n\
+                 [[rules]]\n\
+                 tool = \"http_get\"\n\
+                 decision = \"deny\"\n\
+                 reason = \"no network from this project\"\n\
+                 \n\
+                 [[rules]]\n\
+                 tool = \"read_file\"   # reading needs a yes\n\
+                 decision = \"ask\"\n\
+                 \n\
+                 [plugins.fs]\n\
+                 dirs = [{{ path = \"{}\", access = \"read-only\" }}]\n",
+                data.display()
+            ),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("host.toml"),
+            "[[hooks]]\nplugin-hook = \"redact-secrets\"\n",
+        )
+        .unwrap();
+        Scene { dir, notes }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+}
+
+fn host(scene: &Scene, args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_host"))
+        .env("TOOLHOST_CACHE_DIR", root().join("target/test-cache"))
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("TOOLHOST_CONFIG")
+        .env_remove("TOOLHOST_POLICY")
+        .env("TEST_MODEL_KEY", "test-key")
+        .arg("--plugins")
+        .arg(plugins_dir())
+        .arg("--config")
+        .arg(scene.path("host.toml"))
+        .arg("--policy")
+        .arg(scene.path("policy.toml"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("host runs");
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(stdin.as_bytes()).unwrap();
+    drop(input);
+    child.wait_with_output().unwrap()
+}
+
+/// A model that reads `path` with `read_file`, then answers "done".
+fn reading_model(path: &Path) -> ModelServer {
+    let args = json!({ "path": path.display().to_string() }).to_string();
+    ModelServer::start(move |n, _| {
+        if n == 0 {
+            openai_tool_call("call_1", "read_file", &args)
+        } else {
+            openai_text("done")
+        }
+    })
+}
+
+fn run_args(server: &ModelServer) -> Vec<String> {
+    vec![
+        "--provider".into(),
+        "openai".into(),
+        "--base-url".into(),
+        format!("http://127.0.0.1:{}/v1", server.port),
+        "--api-key-env".into(),
+        "TEST_MODEL_KEY".into(),
+        "--model".into(),
+        "test-model".into(),
+        "run".into(),
+        "Summarise my deploy notes.".into(),
+    ]
+}
+
+fn offered_tools(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn tool_message(body: &Value) -> String {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[test]
+fn a_denied_tool_is_never_offered_reads_are_asked_and_secrets_are_redacted() {
+    let scene = Scene::new();
+    let server = reading_model(&scene.notes);
+    let args = run_args(&server);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = host(&scene, &args, "y\n");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("read_file (fs) wants to run"),
+        "the user was asked: {stderr}"
+    );
+
+    let bodies = server.bodies();
+    assert_eq!(bodies.len(), 2, "{stderr}");
+    for body in &bodies {
+        let tools = offered_tools(body);
+        assert!(!tools.contains(&"http_get".to_owned()), "{tools:?}");
+    }
+    assert!(offered_tools(&bodies[0]).contains(&"read_file".to_owned()));
+    let raw = serde_json::to_string(&bodies[1]).unwrap();
+    assert!(!raw.contains(SECRET), "the secret never reaches the model");
+    let seen = tool_message(&bodies[1]);
+    assert!(seen.contains("deploy notes"), "{seen}");
+    assert!(seen.contains("[REDACTED"), "{seen}");
+}
+
+#[test]
+fn a_denial_with_a_message_reaches_the_model_and_nothing_is_read() {
+    let scene = Scene::new();
+    let server = reading_model(&scene.notes);
+    let args = run_args(&server);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = host(&scene, &args, "n use the summary in README instead\n");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let seen = tool_message(&server.bodies()[1]);
+    assert!(seen.contains("permission denied"), "{seen}");
+    assert!(seen.contains("use the summary in README instead"), "{seen}");
+    assert!(!seen.contains("deploy notes"), "{seen}");
+}
+
+#[test]
+fn allow_always_is_saved_in_the_policy_file_and_the_next_run_does_not_ask() {
+    let scene = Scene::new();
+    let server = reading_model(&scene.notes);
+    let args = run_args(&server);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = host(&scene, &args, "always\n");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let policy = std::fs::read_to_string(scene.path("policy.toml")).unwrap();
+    assert!(policy.contains("always-allow"), "{policy}");
+    assert!(
+        policy.contains("# reading needs a yes"),
+        "comments are kept: {policy}"
+    );
+
+    let server = reading_model(&scene.notes);
+    let args = run_args(&server);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = host(&scene, &args, "");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(
+        !stderr.contains("wants to run"),
+        "not asked again: {stderr}"
+    );
+    assert!(tool_message(&server.bodies()[1]).contains("deploy notes"));
+}
+
+#[test]
+fn without_an_answer_an_ask_is_a_denial_and_yes_approves_it() {
+    let scene = Scene::new();
+    let call = [
+        "call",
+        "read_file",
+        &json!({ "path": scene.notes.display().to_string() }).to_string(),
+    ]
+    .map(str::to_owned);
+    let call: Vec<&str> = call.iter().map(String::as_str).collect();
+    let o = host(&scene, &call, "");
+    assert_eq!(
+        o.status.code(),
+        Some(8),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(String::from_utf8_lossy(&o.stderr).contains("permission denied"));
+
+    let mut yes = vec!["--yes"];
+    yes.extend(&call);
+    let o = host(&scene, &yes, "");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(stdout.contains("deploy notes"), "{stdout}");
+    assert!(
+        !stdout.contains(SECRET),
+        "hooks run on `host call` too: {stdout}"
+    );
+}
+
+#[test]
+fn a_policy_file_with_an_error_stops_the_host_with_its_location() {
+    let scene = Scene::new();
+    std::fs::write(
+        scene.path("policy.toml"),
+        "[[rules]]\ntool = \"read_file\"\ndecision = \"maybe\"\n",
+    )
+    .unwrap();
+    let o = host(&scene, &["tools"], "");
+    assert_eq!(o.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("policy.toml:3:"), "{stderr}");
+    assert!(stderr.contains("maybe"), "{stderr}");
+    assert!(
+        o.stdout.is_empty(),
+        "no tools listed from a half-read policy"
+    );
+}
+
+#[test]
+fn a_command_hook_from_the_config_blocks_on_the_cli_path() {
+    let scene = Scene::new();
+    let env_file = scene.notes.with_file_name(".env");
+    std::fs::write(&env_file, "TOKEN=abc").unwrap();
+    std::fs::write(
+        scene.path("host.toml"),
+        format!(
+            "[[hooks]]\ncommand = [\"sh\", \"{}\"]\ntools = [\"read_file\"]\n",
+            root().join("examples/hooks/block-secrets.sh").display()
+        ),
+    )
+    .unwrap();
+    let o = host(
+        &scene,
+        &[
+            "--yes",
+            "call",
+            "read_file",
+            &json!({ "path": env_file.display().to_string() }).to_string(),
+        ],
+        "",
+    );
+    assert_eq!(o.status.code(), Some(8));
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("may hold secrets"), "{stderr}");
+}

@@ -1,0 +1,667 @@
+//! The permission layer and the hooks, through the public API with the real
+//! plugins: policy decisions, approvals, result approval, session toggles,
+//! Rust hooks and command hooks, on every call path.
+
+mod common;
+
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::{fs_scene, plugins_dir, root};
+use serde_json::{Value, json};
+use toolhost_runtime::hooks::{
+    AfterDecision, BeforeDecision, CommandHook, FailurePolicy, FnHook, Hook, HookCall, HookEntry,
+    HookFuture, HookOutcome, Matcher, OnError, Stages,
+};
+use toolhost_runtime::policy::{Decision, Policy, Rule};
+use toolhost_runtime::{
+    ApprovalFuture, Approver, CallApproval, CallApprovalRequest, CallContext, CallError, CallStep,
+    DirGrant, PluginSettings, ResultApproval, ResultApprovalRequest, Runtime, RuntimeBuilder,
+};
+
+fn builder() -> RuntimeBuilder {
+    Runtime::builder()
+        .plugin_dir(plugins_dir())
+        .cache_dir(Some(root().join("target/test-cache")))
+}
+
+async fn calc(rt: &Runtime, expression: &str) -> Result<String, CallError> {
+    rt.call(
+        "calculate",
+        json!({ "expression": expression }),
+        CallContext::new(),
+    )
+    .await
+    .map(|r| r.output)
+}
+
+/// Answers every question with the next scripted answer, and counts them.
+#[derive(Default)]
+struct Scripted {
+    calls: Mutex<Vec<CallApproval>>,
+    results: Mutex<Vec<ResultApproval>>,
+    asked: AtomicUsize,
+    reasons: Mutex<Vec<String>>,
+}
+
+impl Scripted {
+    fn calls(answers: Vec<CallApproval>) -> Arc<Scripted> {
+        Arc::new(Scripted {
+            calls: Mutex::new(answers),
+            ..Default::default()
+        })
+    }
+    fn results(answers: Vec<ResultApproval>) -> Arc<Scripted> {
+        Arc::new(Scripted {
+            results: Mutex::new(answers),
+            ..Default::default()
+        })
+    }
+}
+
+impl Approver for Scripted {
+    fn approve_call<'a>(
+        &'a self,
+        req: &'a CallApprovalRequest<'a>,
+    ) -> ApprovalFuture<'a, CallApproval> {
+        self.asked.fetch_add(1, Ordering::SeqCst);
+        self.reasons
+            .lock()
+            .unwrap()
+            .extend(req.reasons.iter().cloned());
+        let answer = self.calls.lock().unwrap().remove(0);
+        Box::pin(async move { answer })
+    }
+    fn approve_result<'a>(
+        &'a self,
+        _: &'a ResultApprovalRequest<'a>,
+    ) -> ApprovalFuture<'a, ResultApproval> {
+        self.asked.fetch_add(1, Ordering::SeqCst);
+        let answer = self.results.lock().unwrap().remove(0);
+        Box::pin(async move { answer })
+    }
+}
+
+#[tokio::test]
+async fn a_denied_tool_is_refused_with_the_rule_reason_and_hidden_from_the_model() {
+    let policy = Policy::builder()
+        .rule(Rule::deny("http_get").reason("no network here"))
+        .build()
+        .unwrap();
+    let rt = builder().policy(policy).build().await.unwrap();
+    let err = rt
+        .call(
+            "http_get",
+            json!({"url": "http://127.0.0.1:9/"}),
+            CallContext::new(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), "permission-denied");
+    assert!(err.to_string().contains("no network here"), "{err}");
+    let visible: Vec<String> = rt
+        .visible_tools(None, None)
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert!(!visible.contains(&"http_get".to_owned()), "{visible:?}");
+    assert!(visible.contains(&"calculate".to_owned()));
+    assert_eq!(calc(&rt, "1+1").await.unwrap(), "2");
+}
+
+#[tokio::test]
+async fn argument_patterns_decide_per_call_and_keep_the_tool_visible() {
+    let scene = fs_scene();
+    let secret_dir = scene.granted.join("secret");
+    std::fs::create_dir_all(&secret_dir).unwrap();
+    std::fs::write(secret_dir.join("key.txt"), "hunter2").unwrap();
+    let pattern = format!("{}/secret/**", scene.granted.display());
+    let policy = Policy::builder()
+        .rule(
+            Rule::deny("read_file")
+                .arg_path("path", &pattern)
+                .reason("the secret folder is off limits"),
+        )
+        .build()
+        .unwrap();
+    let mut fs = PluginSettings::default();
+    fs.dirs.push(DirGrant::read_only(&scene.granted));
+    let rt = builder()
+        .policy(policy)
+        .plugin_settings("fs", fs)
+        .build()
+        .await
+        .unwrap();
+    assert!(
+        rt.visible_tools(None, None)
+            .iter()
+            .any(|t| t.name == "read_file")
+    );
+    let read = |path: String| {
+        let rt = rt.clone();
+        async move {
+            rt.call("read_file", json!({ "path": path }), CallContext::new())
+                .await
+        }
+    };
+    let sneaky = format!("{}/sub/../secret/key.txt", scene.granted.display());
+    let err = read(sneaky).await.unwrap_err();
+    assert_eq!(
+        err.kind(),
+        "permission-denied",
+        "`..` does not get around the rule"
+    );
+    let ok = read(scene.granted.join("hello.txt").display().to_string()).await;
+    assert!(ok.is_ok(), "{ok:?}");
+}
+
+#[tokio::test]
+async fn ask_without_an_approver_is_denied_unless_the_builder_allows_it() {
+    let policy = || {
+        Policy::builder()
+            .rule(Rule::ask("calculate"))
+            .build()
+            .unwrap()
+    };
+    let rt = builder().policy(policy()).build().await.unwrap();
+    let err = calc(&rt, "1+1").await.unwrap_err();
+    assert_eq!(err.kind(), "permission-denied");
+    assert!(
+        err.to_string().contains("needs the user's approval"),
+        "{err}"
+    );
+
+    let rt = builder()
+        .policy(policy())
+        .allow_asks_without_approver(true)
+        .build()
+        .await
+        .unwrap();
+    assert_eq!(calc(&rt, "1+1").await.unwrap(), "2");
+}
+
+#[tokio::test]
+async fn ask_once_asks_every_time_and_deny_passes_the_users_message_to_the_model() {
+    let approver = Scripted::calls(vec![
+        CallApproval::AllowOnce,
+        CallApproval::AllowOnce,
+        CallApproval::Deny {
+            message: Some("use mental arithmetic".into()),
+        },
+    ]);
+    let rt = builder()
+        .policy(
+            Policy::builder()
+                .rule(Rule::ask("calculate"))
+                .build()
+                .unwrap(),
+        )
+        .approver(approver.clone())
+        .build()
+        .await
+        .unwrap();
+    assert_eq!(calc(&rt, "1+1").await.unwrap(), "2");
+    assert_eq!(calc(&rt, "2+2").await.unwrap(), "4");
+    let err = calc(&rt, "3+3").await.unwrap_err();
+    assert_eq!(err.kind(), "permission-denied");
+    assert!(err.to_string().contains("use mental arithmetic"), "{err}");
+    assert_eq!(approver.asked.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test]
+async fn allow_always_is_written_to_the_policy_file_and_survives_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("policy.toml");
+    std::fs::write(
+        &file,
+        "# Team policy: keep this comment.\n\
+         [[rules]]\n\
+         tool = \"calculate\"  # arithmetic needs a look\n\
+         decision = \"ask\"\n",
+    )
+    .unwrap();
+    let approver = Scripted::calls(vec![CallApproval::AllowAlways]);
+    let rt = builder()
+        .policy(Policy::load(&file).unwrap())
+        .approver(approver.clone())
+        .build()
+        .await
+        .unwrap();
+    assert_eq!(calc(&rt, "1+1").await.unwrap(), "2");
+    assert_eq!(calc(&rt, "2+2").await.unwrap(), "4", "not asked again");
+    assert_eq!(approver.asked.load(Ordering::SeqCst), 1);
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains("# Team policy: keep this comment."), "{text}");
+    assert!(text.contains("# arithmetic needs a look"), "{text}");
+    assert!(text.contains("always-allow"), "{text}");
+
+    // A restart reads the file: no approver at all, and the call still runs.
+    let rt = builder()
+        .policy(Policy::load(&file).unwrap())
+        .build()
+        .await
+        .unwrap();
+    assert_eq!(calc(&rt, "3+3").await.unwrap(), "6");
+}
+
+#[tokio::test]
+async fn a_rejected_result_reaches_the_model_as_a_rejected_status() {
+    let approver = Scripted::results(vec![
+        ResultApproval::Accept,
+        ResultApproval::Reject {
+            message: Some("that number looks wrong".into()),
+        },
+    ]);
+    let rt = builder()
+        .policy(
+            Policy::builder()
+                .approve_results(["calculate"])
+                .build()
+                .unwrap(),
+        )
+        .approver(approver)
+        .build()
+        .await
+        .unwrap();
+    assert_eq!(calc(&rt, "1+1").await.unwrap(), "2");
+    let err = calc(&rt, "2+2").await.unwrap_err();
+    assert_eq!(err.kind(), "rejected");
+    let seen: Value = serde_json::from_str(&err.to_string()).unwrap();
+    assert_eq!(
+        seen,
+        json!({"status": "rejected", "message": "that number looks wrong"})
+    );
+}
+
+#[tokio::test]
+async fn a_tool_switched_off_for_a_session_is_hidden_and_denied_there_only() {
+    let rt = builder().build().await.unwrap();
+    rt.disable_tools("s1", "calc*").unwrap();
+    let in_s1 = CallContext::new().session_id("s1");
+    let err = rt
+        .call("calculate", json!({"expression": "1"}), in_s1)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), "permission-denied");
+    assert!(
+        !rt.visible_tools(None, Some("s1"))
+            .iter()
+            .any(|t| t.name == "calculate")
+    );
+    assert!(
+        rt.visible_tools(None, Some("s2"))
+            .iter()
+            .any(|t| t.name == "calculate")
+    );
+    let in_s2 = CallContext::new().session_id("s2");
+    assert!(
+        rt.call("calculate", json!({"expression": "1"}), in_s2)
+            .await
+            .is_ok()
+    );
+    rt.enable_tools("s1", "calc*").unwrap();
+    let again = CallContext::new().session_id("s1");
+    assert!(
+        rt.call("calculate", json!({"expression": "1"}), again)
+            .await
+            .is_ok()
+    );
+}
+
+#[tokio::test]
+async fn an_agent_profile_overrides_the_defaults_for_that_agent() {
+    let policy = Policy::from_toml(
+        "default = \"allow\"\n\
+         [profiles.reviewer]\n\
+         default = \"deny\"\n\
+         [[profiles.reviewer.rules]]\n\
+         tool = \"word_count\"\n\
+         decision = \"allow\"\n",
+        Path::new("inline.toml"),
+    )
+    .unwrap();
+    let rt = builder().policy(policy).build().await.unwrap();
+    let names = |agent| -> Vec<String> {
+        rt.visible_tools(agent, None)
+            .into_iter()
+            .map(|t| t.name)
+            .collect()
+    };
+    assert_eq!(names(Some("reviewer")), vec!["word_count".to_owned()]);
+    assert!(names(None).len() > 1);
+    let err = rt
+        .call(
+            "calculate",
+            json!({"expression": "1"}),
+            CallContext::new().agent("reviewer"),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), "permission-denied");
+}
+
+fn before(name: &str, f: impl Fn(&Value) -> BeforeDecision + Send + Sync + 'static) -> HookEntry {
+    HookEntry::new(Arc::new(FnHook::before(name, move |call| f(call.args))))
+}
+
+fn after(
+    name: &str,
+    f: impl Fn(&HookOutcome) -> AfterDecision + Send + Sync + 'static,
+) -> HookEntry {
+    HookEntry::new(Arc::new(FnHook::after(name, move |_, outcome| f(outcome))))
+}
+
+#[tokio::test]
+async fn before_hooks_continue_rewrite_block_and_ask() {
+    let rt = builder()
+        .hook(before("double", |args| match args["expression"].as_str() {
+            Some("rewrite me") => BeforeDecision::Rewrite(json!({"expression": "20+22"})),
+            Some("break me") => BeforeDecision::Rewrite(json!({"expr": 1})),
+            Some("block me") => BeforeDecision::block("no blocking allowed"),
+            Some("ask me") => BeforeDecision::ask("this looks expensive"),
+            _ => BeforeDecision::Continue,
+        }))
+        .approver(Scripted::calls(vec![CallApproval::AllowOnce]))
+        .build()
+        .await
+        .unwrap();
+    assert_eq!(calc(&rt, "1+1").await.unwrap(), "2", "continue");
+    assert_eq!(calc(&rt, "rewrite me").await.unwrap(), "42", "rewrite");
+
+    let err = calc(&rt, "break me").await.unwrap_err();
+    assert_eq!(err.kind(), "blocked-by-hook");
+    assert!(
+        err.to_string().contains("invalid"),
+        "a rewrite is validated again: {err}"
+    );
+
+    let err = calc(&rt, "block me").await.unwrap_err();
+    assert_eq!(err.kind(), "blocked-by-hook");
+    assert!(err.to_string().contains("double") && err.to_string().contains("no blocking allowed"));
+
+    let err = calc(&rt, "ask me").await.unwrap_err();
+    assert!(
+        err.to_string().contains("invalid") || err.kind() == "tool-invalid-arguments",
+        "asked, approved once, then ran (and `ask me` does not parse): {err}"
+    );
+}
+
+#[tokio::test]
+async fn after_hooks_keep_replace_fail_and_see_failures() {
+    let seen_failures = Arc::new(Mutex::new(Vec::new()));
+    let seen = seen_failures.clone();
+    let rt = builder()
+        .hook(after("editor", move |outcome| match outcome {
+            HookOutcome::Ok { output, .. } if output == "2" => AfterDecision::Keep,
+            HookOutcome::Ok { output, .. } if output == "4" => {
+                AfterDecision::replace_output("four")
+            }
+            HookOutcome::Ok { .. } => AfterDecision::fail("six is not allowed"),
+            HookOutcome::Err { kind, .. } => {
+                seen.lock().unwrap().push(kind.clone());
+                AfterDecision::Keep
+            }
+        }))
+        .build()
+        .await
+        .unwrap();
+    assert_eq!(calc(&rt, "1+1").await.unwrap(), "2");
+    assert_eq!(calc(&rt, "2+2").await.unwrap(), "four");
+    let err = calc(&rt, "3+3").await.unwrap_err();
+    assert_eq!(err.kind(), "hook-failed");
+    assert!(err.to_string().contains("six is not allowed"), "{err}");
+    let err = calc(&rt, "1/0").await.unwrap_err();
+    assert_eq!(err.kind(), "tool-failed", "a kept failure keeps its kind");
+    assert_eq!(
+        *seen_failures.lock().unwrap(),
+        vec!["tool-failed".to_owned()]
+    );
+}
+
+/// A hook that takes 300 ms at both stages (an async wait, as a real hook's I/O).
+struct Slow(&'static str);
+
+impl Hook for Slow {
+    fn name(&self) -> &str {
+        self.0
+    }
+    fn before<'a>(&'a self, _: &'a HookCall<'a>) -> HookFuture<'a, BeforeDecision> {
+        Box::pin(async {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            Ok(BeforeDecision::Continue)
+        })
+    }
+    fn after<'a>(
+        &'a self,
+        _: &'a HookCall<'a>,
+        _: &'a HookOutcome,
+    ) -> HookFuture<'a, AfterDecision> {
+        Box::pin(async {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            Ok(AfterDecision::replace_output("never"))
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_hook_that_times_out_fails_closed_before_and_open_after_unless_configured() {
+    let slow = |stages| {
+        HookEntry::new(Arc::new(Slow("slowpoke")))
+            .stages(stages)
+            .timeout(Duration::from_millis(50))
+    };
+    let rt = builder().hook(slow(Stages::BEFORE)).build().await.unwrap();
+    let err = calc(&rt, "1+1").await.unwrap_err();
+    assert_eq!(err.kind(), "blocked-by-hook");
+    assert!(
+        err.to_string().contains("slowpoke") && err.to_string().contains("timed out"),
+        "{err}"
+    );
+
+    let rt = builder()
+        .hook(slow(Stages::BEFORE).on_error(OnError::both(FailurePolicy::Open)))
+        .build()
+        .await
+        .unwrap();
+    assert_eq!(calc(&rt, "1+1").await.unwrap(), "2", "open: the call runs");
+
+    let rt = builder().hook(slow(Stages::AFTER)).build().await.unwrap();
+    assert_eq!(
+        calc(&rt, "1+1").await.unwrap(),
+        "2",
+        "after: the result is kept"
+    );
+    let rt = builder()
+        .hook(slow(Stages::AFTER).on_error(OnError::both(FailurePolicy::Closed)))
+        .build()
+        .await
+        .unwrap();
+    assert_eq!(calc(&rt, "1+1").await.unwrap_err().kind(), "hook-failed");
+}
+
+#[tokio::test]
+async fn matchers_select_hooks_by_tool_glob_and_plugin_and_steps_are_reported() {
+    let rt = builder()
+        .hook(
+            before("only-text", |_| {
+                BeforeDecision::block("text tools are paused")
+            })
+            .matcher(Matcher::tools(["word_*"]).unwrap()),
+        )
+        .hook(
+            after("calc-after", |_| AfterDecision::Keep)
+                .matcher(Matcher::plugins(["calc"]).unwrap())
+                .stages(Stages::AFTER),
+        )
+        .build()
+        .await
+        .unwrap();
+    let steps = Arc::new(Mutex::new(Vec::new()));
+    let sink = steps.clone();
+    let cx = CallContext::new().on_step(move |s| sink.lock().unwrap().push(s.clone()));
+    rt.call("calculate", json!({"expression": "1"}), cx)
+        .await
+        .unwrap();
+    let steps = steps.lock().unwrap().clone();
+    assert!(matches!(
+        &steps[0],
+        CallStep::Permission {
+            decision: Decision::Allow,
+            ..
+        }
+    ));
+    let hooks: Vec<String> = steps
+        .iter()
+        .filter_map(|s| match s {
+            CallStep::Hook(t) => Some(format!("{}:{}", t.hook, t.decision)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(hooks, vec!["calc-after:keep".to_owned()]);
+    let err = rt
+        .call("word_count", json!({"text": "a b"}), CallContext::new())
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("text tools are paused"), "{err}");
+}
+
+#[tokio::test]
+async fn a_command_hook_blocks_with_exit_2_and_its_stderr() {
+    let scene = fs_scene();
+    std::fs::write(scene.granted.join(".env"), "API_KEY=sk-test").unwrap();
+    let script = root().join("examples/hooks/block-secrets.sh");
+    let mut fs = PluginSettings::default();
+    fs.dirs.push(DirGrant::read_only(&scene.granted));
+    let rt = builder()
+        .plugin_settings("fs", fs)
+        .hook(HookEntry::new(Arc::new(CommandHook::argv(
+            "block-secrets",
+            ["sh".to_owned(), script.display().to_string()],
+        ))))
+        .build()
+        .await
+        .unwrap();
+    let err = rt
+        .call(
+            "read_file",
+            json!({"path": scene.granted.join(".env").display().to_string()}),
+            CallContext::new(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), "blocked-by-hook");
+    assert!(err.to_string().contains("may hold secrets"), "{err}");
+    let ok = rt
+        .call(
+            "read_file",
+            json!({"path": scene.granted.join("hello.txt").display().to_string()}),
+            CallContext::new(),
+        )
+        .await;
+    assert!(ok.is_ok(), "{ok:?}");
+}
+
+#[tokio::test]
+async fn hooks_and_policy_also_guard_a_reused_instance() {
+    let rt = builder()
+        .policy(
+            Policy::builder()
+                .rule(Rule::deny("calculate").arg_glob("expression", "6*7"))
+                .build()
+                .unwrap(),
+        )
+        .hook(after("shout", |o| match o {
+            HookOutcome::Ok { output, .. } => AfterDecision::replace_output(format!("{output}!")),
+            HookOutcome::Err { .. } => AfterDecision::Keep,
+        }))
+        .build()
+        .await
+        .unwrap();
+    let mut reused = rt.reused_instance("calc").await.unwrap();
+    let ok = reused
+        .call(
+            "calculate",
+            json!({"expression": "1+1"}),
+            CallContext::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(ok.output, "2!");
+    let err = reused
+        .call(
+            "calculate",
+            json!({"expression": "6*7"}),
+            CallContext::new(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), "permission-denied");
+}
+
+#[tokio::test]
+async fn the_redaction_hook_plugin_removes_a_planted_secret_in_its_sandbox() {
+    let scene = fs_scene();
+    let secret = "sk-ant-api03-AAAABBBBCCCCDDDDEEEEFFFFGGGG";
+    let file = scene.granted.join("config.txt");
+    std::fs::write(&file, format!("key = {secret}\nname = demo\n")).unwrap();
+    let mut fs = PluginSettings::default();
+    fs.dirs.push(DirGrant::read_only(&scene.granted));
+    let config: toolhost_runtime::hooks::HookConfig =
+        toml::from_str("plugin-hook = \"redact-secrets\"").unwrap();
+    let rt = builder()
+        .plugin_settings("fs", fs)
+        .hook_configs([config])
+        .build()
+        .await
+        .unwrap();
+    let hook = rt
+        .plugins()
+        .into_iter()
+        .find(|p| p.name == "redact-secrets")
+        .expect("the hook plugin is loaded");
+    assert_eq!(hook.kind, toolhost_runtime::PluginKind::Hook);
+    assert!(hook.tools.is_empty());
+
+    let steps = Arc::new(Mutex::new(Vec::new()));
+    let sink = steps.clone();
+    let r = rt
+        .call(
+            "read_file",
+            json!({"path": file.display().to_string()}),
+            CallContext::new().on_step(move |s| sink.lock().unwrap().push(s.clone())),
+        )
+        .await
+        .unwrap();
+    assert!(!r.output.contains(secret), "{}", r.output);
+    assert!(
+        r.output.contains("[REDACTED") && r.output.contains("name = demo"),
+        "{}",
+        r.output
+    );
+    let traces: Vec<String> = steps
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|s| match s {
+            CallStep::Hook(t) => Some(format!("{:?}:{}", t.stage, t.decision)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        traces,
+        vec!["Before:continue".to_owned(), "After:replace".to_owned()]
+    );
+
+    // Nothing to redact: the result is kept as it is.
+    let clean = rt
+        .call(
+            "calculate",
+            json!({"expression": "1+1"}),
+            CallContext::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(clean.output, "2");
+}
