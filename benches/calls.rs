@@ -22,12 +22,16 @@
 #[allow(dead_code)]
 mod expr;
 
-use std::path::{Path, PathBuf};
+#[path = "support.rs"]
+mod support;
+
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group};
 use serde_json::{Value, json};
+use support::*;
 use toolhost_runtime::{CallContext, EngineSettings, Runtime};
 
 const ARGS: &str = r#"{"expression":"2*(3+4)"}"#;
@@ -40,27 +44,6 @@ fn native_calculate(args: &str) -> (String, String) {
     let value = expr::evaluate(expression).unwrap_or(f64::NAN);
     let details = json!({"expression": expression, "value": value}).to_string();
     (expr::format_number(value), details)
-}
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn plugins_dir() -> PathBuf {
-    let dir = root().join("target/plugins");
-    assert!(
-        dir.join("calc.wasm").is_file(),
-        "build the plugins first: cargo xtask plugins"
-    );
-    dir
-}
-
-fn tokio_rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
 }
 
 fn calls(c: &mut Criterion) {

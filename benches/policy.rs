@@ -13,38 +13,20 @@
 //!
 //! Run with `cargo xtask bench` (it builds the plugins first).
 
-use std::path::{Path, PathBuf};
+#[path = "support.rs"]
+mod support;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group};
 use serde_json::json;
+use support::*;
 use toolhost_runtime::hooks::{
     AfterDecision, BeforeDecision, FnHook, HookCall, HookChain, HookConfig, HookEntry, HookOutcome,
 };
 use toolhost_runtime::policy::{Policy, Rule, SessionToggles};
 use toolhost_runtime::{CallContext, Runtime, RuntimeBuilder};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn plugins_dir() -> PathBuf {
-    let dir = root().join("target/plugins");
-    assert!(
-        dir.join("redact-secrets.wasm").is_file(),
-        "build the plugins first: cargo xtask plugins"
-    );
-    dir
-}
-
-fn tokio_rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
 
 /// Ten rules of the kinds a project policy has; `calculate` is allowed by one.
 fn ten_rules() -> Policy {
@@ -79,7 +61,12 @@ fn calls(c: &mut Criterion) {
     let build = |f: &dyn Fn(RuntimeBuilder) -> RuntimeBuilder| {
         rt.block_on(
             f(Runtime::builder()
-                .plugin_dir(plugins_dir())
+                .plugin_dir(
+                    built("plugins", "redact-secrets.wasm")
+                        .parent()
+                        .map(std::path::Path::to_path_buf)
+                        .unwrap_or_default(),
+                )
                 .cache_dir(Some(cache.path().to_owned())))
             .build(),
         )

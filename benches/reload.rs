@@ -15,33 +15,16 @@
 //!
 //! Run with `cargo xtask bench` (it builds the plugins first).
 
-use std::path::{Path, PathBuf};
+#[path = "support.rs"]
+mod support;
+
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group};
 use serde_json::json;
+use support::*;
 use toolhost_runtime::{CallContext, Runtime};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn built(dir: &str, file: &str) -> PathBuf {
-    let path = root().join("target").join(dir).join(file);
-    assert!(
-        path.is_file(),
-        "build the plugins first: cargo xtask plugins"
-    );
-    path
-}
-
-fn tokio_rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
 
 /// Renames `from` over `dir/calc.wasm`, by way of a staged copy.
 fn put(dir: &Path, from: &Path) {

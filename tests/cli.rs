@@ -7,18 +7,6 @@ use std::process::{Command, Output, Stdio};
 
 use common::*;
 
-fn host(cache: &std::path::Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_host"));
-    cmd.env("TOOLHOST_CACHE_DIR", cache)
-        .env_remove("RUST_LOG")
-        .env_remove("TOOLHOST_CONFIG")
-        // No model: these tests are about tools. Nothing listens on port 9.
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("ANTHROPIC_API_KEY")
-        .env("OLLAMA_HOST", "http://127.0.0.1:9");
-    cmd
-}
-
 fn shared_cache() -> std::path::PathBuf {
     root().join("target/test-cache")
 }

@@ -11,17 +11,6 @@ use std::time::{Duration, Instant};
 
 use common::*;
 
-fn host(cache: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_host"));
-    cmd.env("TOOLHOST_CACHE_DIR", cache)
-        .env_remove("RUST_LOG")
-        .env_remove("TOOLHOST_CONFIG")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("ANTHROPIC_API_KEY")
-        .env("OLLAMA_HOST", "http://127.0.0.1:9");
-    cmd
-}
-
 /// An interactive session whose stdout and stderr lines arrive on one channel.
 struct Session {
     child: Child,

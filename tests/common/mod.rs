@@ -27,6 +27,23 @@ fn built(dir: &str, probe: &str) -> PathBuf {
     dir
 }
 
+/// The `host` binary (in the CLI's tests) with a clean environment: the
+/// compile cache in `cache`, no model configured (nothing listens on port 9).
+pub fn host(cache: &Path) -> std::process::Command {
+    let Some(bin) = option_env!("CARGO_BIN_EXE_host") else {
+        panic!("only the CLI's tests run the binary");
+    };
+    let mut cmd = std::process::Command::new(bin);
+    cmd.env("TOOLHOST_CACHE_DIR", cache)
+        .env_remove("RUST_LOG")
+        .env_remove("TOOLHOST_CONFIG")
+        .env_remove("TOOLHOST_POLICY")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env("OLLAMA_HOST", "http://127.0.0.1:9");
+    cmd
+}
+
 /// `target/plugins`: the example plugins.
 pub fn plugins_dir() -> PathBuf {
     built("plugins", "calc.wasm")

@@ -9,7 +9,7 @@ use toolhost_hooks::{
     AfterDecision, BeforeDecision, Hook, HookCall, HookError, HookFuture, HookOutcome,
 };
 
-use crate::api::{Linked, RawAfter, RawBefore, RawContext, RawHookOutcome};
+use crate::api::{Linked, RawAfter, RawBefore, RawContext, RawOutcome};
 use crate::plugin::Plugin;
 use crate::runtime::{Inner, Runtime};
 use crate::sandbox::Sandbox;
@@ -30,7 +30,7 @@ impl PluginHook {
         })
     }
 
-    /// The runtime and the currently loaded hook plugin.
+    /// The runtime and the currently loaded hook plugin (see [`hook_pre`]).
     fn current(&self) -> Result<(Runtime, Arc<Plugin>), HookError> {
         let inner = self
             .runtime
@@ -41,6 +41,17 @@ impl PluginHook {
             HookError::Failed(format!("hook plugin `{}` is not loaded", self.name))
         })?;
         Ok((runtime, plugin))
+    }
+}
+
+/// The linked hook of a plugin that [`Runtime::hook_plugin`] found.
+fn hook_pre(plugin: &Plugin) -> Result<&crate::api::HookPre, HookError> {
+    match &plugin.pre {
+        Linked::Hook(pre) => Ok(pre),
+        Linked::Tool(_) => Err(HookError::Failed(format!(
+            "`{}` is not a hook plugin",
+            plugin.name
+        ))),
     }
 }
 
@@ -69,12 +80,7 @@ impl Hook for PluginHook {
     fn before<'a>(&'a self, call: &'a HookCall<'a>) -> HookFuture<'a, BeforeDecision> {
         Box::pin(async move {
             let (runtime, plugin) = self.current()?;
-            let Linked::Hook(pre) = &plugin.pre else {
-                return Err(HookError::Failed(format!(
-                    "`{}` is not a hook plugin",
-                    self.name
-                )));
-            };
+            let pre = hook_pre(&plugin)?;
             let args = call.args.to_string();
             let mut run = runtime.hook_sandbox(&plugin).await?;
             let result = Sandbox::run(
@@ -101,27 +107,22 @@ impl Hook for PluginHook {
     ) -> HookFuture<'a, AfterDecision> {
         Box::pin(async move {
             let (runtime, plugin) = self.current()?;
-            let Linked::Hook(pre) = &plugin.pre else {
-                return Err(HookError::Failed(format!(
-                    "`{}` is not a hook plugin",
-                    self.name
-                )));
-            };
+            let pre = hook_pre(&plugin)?;
             let args = call.args.to_string();
             let raw_outcome = match outcome {
                 HookOutcome::Ok {
                     output,
                     details,
                     structured,
-                } => RawHookOutcome::Ok {
+                } => RawOutcome::Ok {
                     output: output.clone(),
                     details: details.as_ref().map(Value::to_string),
                     structured: structured.as_ref().map(Value::to_string),
                 },
                 HookOutcome::Err { kind, message } if kind.ends_with("invalid-arguments") => {
-                    RawHookOutcome::InvalidArguments(message.clone())
+                    RawOutcome::InvalidArguments(message.clone())
                 }
-                HookOutcome::Err { message, .. } => RawHookOutcome::Failed(message.clone()),
+                HookOutcome::Err { message, .. } => RawOutcome::Failed(message.clone()),
             };
             let mut run = runtime.hook_sandbox(&plugin).await?;
             let result = Sandbox::run(

@@ -46,9 +46,7 @@ macro_rules! version_bindings {
             engine: &wasmtime::Engine,
         ) -> wasmtime::Result<wasmtime::component::Linker<$crate::sandbox::SandboxState>> {
             use $crate::sandbox::SandboxState;
-            let mut linker = wasmtime::component::Linker::new(engine);
-            wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
-            wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
+            let mut linker = $crate::api::wasi_linker(engine)?;
             ToolPlugin::add_to_linker::<SandboxState, wasmtime::component::HasSelf<SandboxState>>(
                 &mut linker,
                 |s| s,
@@ -298,6 +296,15 @@ pub(crate) enum RawOutcome {
     Failed(String),
 }
 
+/// A linker with WASI p2 and wasi:http (sockets and grants are decided per
+/// sandbox); each world adds its own `toolhost:plugin` interfaces.
+pub(crate) fn wasi_linker(engine: &Engine) -> wasmtime::Result<Linker<SandboxState>> {
+    let mut linker = Linker::new(engine);
+    wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+    wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
+    Ok(linker)
+}
+
 /// What a hook plugin's `before-execute` decided.
 #[derive(Debug)]
 pub(crate) enum RawBefore {
@@ -317,18 +324,6 @@ pub(crate) enum RawAfter {
         structured: Option<String>,
     },
     Fail(String),
-}
-
-/// The call's outcome, as a hook plugin's `after-execute` receives it.
-#[derive(Debug)]
-pub(crate) enum RawHookOutcome {
-    Ok {
-        output: String,
-        details: Option<String>,
-        structured: Option<String>,
-    },
-    InvalidArguments(String),
-    Failed(String),
 }
 
 /// Which world a component targets.
@@ -395,7 +390,7 @@ impl HookPre {
         cx: RawContext<'_>,
         tool: &str,
         args: &str,
-        outcome: RawHookOutcome,
+        outcome: RawOutcome,
     ) -> wasmtime::Result<RawAfter> {
         let instance = self.0.instantiate_async(&mut *store).await?;
         v0_2::hook::after(&instance, store, cx, tool, args, outcome).await

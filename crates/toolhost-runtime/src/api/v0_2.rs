@@ -13,7 +13,7 @@ version_bindings! {
 /// `hooks` (`before-execute`, `after-execute`). It imports the same `host`
 /// interface as a tool plugin, whose bindings above it reuses.
 pub(crate) mod hook {
-    use super::super::{RawAfter, RawBefore, RawContext, RawHookOutcome};
+    use super::super::{RawAfter, RawBefore, RawContext, RawOutcome};
     use crate::sandbox::SandboxState;
 
     wasmtime::component::bindgen!({
@@ -32,9 +32,7 @@ pub(crate) mod hook {
     pub(crate) fn linker(
         engine: &wasmtime::Engine,
     ) -> wasmtime::Result<wasmtime::component::Linker<SandboxState>> {
-        let mut linker = wasmtime::component::Linker::new(engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
-        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
+        let mut linker = crate::api::wasi_linker(engine)?;
         HookPlugin::add_to_linker::<SandboxState, wasmtime::component::HasSelf<SandboxState>>(
             &mut linker,
             |s| s,
@@ -77,10 +75,10 @@ pub(crate) mod hook {
         cx: RawContext<'_>,
         tool: &str,
         args: &str,
-        outcome: RawHookOutcome,
+        outcome: RawOutcome,
     ) -> wasmtime::Result<RawAfter> {
         let outcome = match outcome {
-            RawHookOutcome::Ok {
+            RawOutcome::Ok {
                 output,
                 details,
                 structured,
@@ -89,8 +87,8 @@ pub(crate) mod hook {
                 details,
                 structured,
             }),
-            RawHookOutcome::InvalidArguments(m) => Err(hooks::ToolError::InvalidArguments(m)),
-            RawHookOutcome::Failed(m) => Err(hooks::ToolError::Failed(m)),
+            RawOutcome::InvalidArguments(m) => Err(hooks::ToolError::InvalidArguments(m)),
+            RawOutcome::Failed(m) => Err(hooks::ToolError::Failed(m)),
         };
         let decision = plugin
             .toolhost_plugin_hooks()
