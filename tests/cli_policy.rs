@@ -288,3 +288,40 @@ fn a_command_hook_from_the_config_blocks_on_the_cli_path() {
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(stderr.contains("may hold secrets"), "{stderr}");
 }
+
+#[test]
+fn each_step_of_the_permission_layer_and_hooks_is_in_the_runs_history() {
+    let scene = Scene::new();
+    let server = reading_model(&scene.notes);
+    let mut args = run_args(&server);
+    args.push("--json".into());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = host(&scene, &args, "y\n");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let result: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let steps = result["history"][0]["steps"].as_array().unwrap().clone();
+    let kinds: Vec<String> = steps
+        .iter()
+        .map(|s| {
+            let mut kind = s["step"].as_str().unwrap_or_default().to_owned();
+            for key in ["decision", "answer", "hook", "stage"] {
+                if let Some(v) = s[key].as_str() {
+                    kind.push(':');
+                    kind.push_str(v);
+                }
+            }
+            kind
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            "permission:ask".to_owned(),
+            "hook:continue:redact-secrets:before".to_owned(),
+            "approval:allow-once".to_owned(),
+            "hook:replace:redact-secrets:after".to_owned(),
+        ],
+        "{steps:#?}"
+    );
+    assert!(steps[1]["duration_ms"].as_f64().is_some(), "{steps:#?}");
+}
