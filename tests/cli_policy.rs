@@ -325,3 +325,20 @@ fn each_step_of_the_permission_layer_and_hooks_is_in_the_runs_history() {
     );
     assert!(steps[1]["duration_ms"].as_f64().is_some(), "{steps:#?}");
 }
+
+#[test]
+fn a_tool_switched_off_in_the_interactive_session_is_denied_until_switched_on() {
+    let mut cmd = common::host(&root().join("target/test-cache"));
+    cmd.arg("--plugins").arg(plugins_dir());
+    let mut session = Session::start(cmd);
+    session.expect("tools loaded");
+    session.send("/disable calc*");
+    session.expect("switched off for this session: calc*");
+    session.send(r#"/call calculate {"expression": "6*7"}"#);
+    let denied = session.expect("error:");
+    assert!(denied.contains("permission denied"), "{denied}");
+    session.send("/enable calc*");
+    session.expect("switched on again");
+    session.send(r#"/call calculate {"expression": "6*7"}"#);
+    session.expect("42");
+}

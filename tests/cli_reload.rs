@@ -3,92 +3,11 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
-use std::time::{Duration, Instant};
+use std::process::Stdio;
+use std::time::Duration;
 
 use common::*;
-
-/// An interactive session whose stdout and stderr lines arrive on one channel.
-struct Session {
-    child: Child,
-    lines: Receiver<String>,
-}
-
-impl Session {
-    fn start(mut cmd: Command) -> Session {
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("host starts");
-        let (tx, lines) = std::sync::mpsc::channel();
-        let out = child.stdout.take().unwrap();
-        let err = child.stderr.take().unwrap();
-        for stream in [
-            Box::new(out) as Box<dyn std::io::Read + Send>,
-            Box::new(err) as Box<dyn std::io::Read + Send>,
-        ] {
-            let tx = tx.clone();
-            std::thread::spawn(move || {
-                for line in BufReader::new(stream).lines().map_while(Result::ok) {
-                    if tx.send(line).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-        Session { child, lines }
-    }
-
-    fn send(&mut self, line: &str) {
-        let stdin = self.child.stdin.as_mut().unwrap();
-        writeln!(stdin, "{line}").unwrap();
-        stdin.flush().unwrap();
-    }
-
-    /// Waits (at most 30 s) for a line containing `needle`; returns it.
-    fn expect(&self, needle: &str) -> String {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let mut seen = Vec::new();
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) if line.contains(needle) => return line,
-                Ok(line) => seen.push(line),
-                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {
-                    panic!(
-                        "no line with {needle:?}; output so far:\n{}",
-                        seen.join("\n")
-                    )
-                }
-            }
-        }
-    }
-
-    /// Lines that arrive within `wait`.
-    fn drain(&self, wait: Duration) -> Vec<String> {
-        let deadline = Instant::now() + wait;
-        let mut seen = Vec::new();
-        while let Ok(line) = self
-            .lines
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
-        {
-            seen.push(line);
-        }
-        seen
-    }
-}
-
-impl Drop for Session {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// Copies `from` over `dir/calc.wasm` as a build would (staged, then renamed).
 fn rebuild_calc(dir: &Path, from: &Path) {

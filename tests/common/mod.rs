@@ -272,3 +272,85 @@ pub fn openai_text(text: &str) -> String {
         serde_json::json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": "stop"}]}),
     ])
 }
+
+/// An interactive session whose stdout and stderr lines arrive on one channel.
+pub struct Session {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Session {
+    pub fn start(mut cmd: std::process::Command) -> Session {
+        let mut child = cmd
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("host starts");
+        let (tx, lines) = std::sync::mpsc::channel();
+        let out = child.stdout.take().unwrap();
+        let err = child.stderr.take().unwrap();
+        for stream in [
+            Box::new(out) as Box<dyn std::io::Read + Send>,
+            Box::new(err) as Box<dyn std::io::Read + Send>,
+        ] {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(stream).lines().map_while(Result::ok) {
+                    if tx.send(line).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        Session { child, lines }
+    }
+
+    pub fn send(&mut self, line: &str) {
+        let stdin = self.child.stdin.as_mut().unwrap();
+        writeln!(stdin, "{line}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// Waits (at most 30 s) for a line containing `needle`; returns it.
+    pub fn expect(&self, needle: &str) -> String {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let mut seen = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) if line.contains(needle) => return line,
+                Ok(line) => seen.push(line),
+                Err(
+                    std::sync::mpsc::RecvTimeoutError::Timeout
+                    | std::sync::mpsc::RecvTimeoutError::Disconnected,
+                ) => {
+                    panic!(
+                        "no line with {needle:?}; output so far:\n{}",
+                        seen.join("\n")
+                    )
+                }
+            }
+        }
+    }
+
+    /// Lines that arrive within `wait`.
+    pub fn drain(&self, wait: std::time::Duration) -> Vec<String> {
+        let deadline = std::time::Instant::now() + wait;
+        let mut seen = Vec::new();
+        while let Ok(line) = self
+            .lines
+            .recv_timeout(deadline.saturating_duration_since(std::time::Instant::now()))
+        {
+            seen.push(line);
+        }
+        seen
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -414,6 +414,11 @@ impl AgentOptions {
         self.session_id = Some(id.into());
         self
     }
+    /// Sets [`agent`](Self::agent): the profile the tools' policy applies.
+    pub fn agent(mut self, name: impl Into<String>) -> Self {
+        self.agent = Some(name.into());
+        self
+    }
     /// Sets [`events`](Self::events).
     pub fn events(mut self, sink: EventSink) -> Self {
         self.events = Some(sink);

@@ -67,6 +67,10 @@ pub struct Global {
     #[arg(long, global = true)]
     pub yes: bool,
 
+    /// The agent profile the policy applies (`[profiles.NAME]` in the policy file).
+    #[arg(long, value_name = "NAME", global = true)]
+    pub agent: Option<String>,
+
     /// Do not watch the plugin directories (by default the interactive session
     /// and `run` reload plugins whose files change).
     #[arg(long, global = true)]

@@ -14,6 +14,11 @@ use toolhost_runtime::Runtime;
 use crate::args::Global;
 use crate::settings::{self, ConfigFile};
 
+/// This process's session id: the tools a user switches off (`/disable`)
+/// stay off for the whole session, for the model and for `/call`.
+pub static SESSION: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| format!("cli-{}", std::process::id()));
+
 /// An agent bound to the selected model, and a label for it.
 pub struct Model {
     pub agent: Agent,
@@ -35,7 +40,11 @@ pub async fn connect(
     let provider: Arc<dyn Provider> = Arc::from(selected.provider);
     let mut options = AgentOptions::new(selected.model)
         .max_rounds(global.max_rounds.or(file.max_rounds).unwrap_or(10))
-        .vars(Arc::new(VarStore::default()));
+        .vars(Arc::new(VarStore::default()))
+        .session_id(SESSION.as_str());
+    if let Some(agent) = &global.agent {
+        options = options.agent(agent.clone());
+    }
     for plugin in runtime.plugins() {
         if let Some(rules) = plugin.usage {
             options = options.usage_rules(plugin.name, rules);

@@ -162,13 +162,15 @@ pub async fn call(
     runtime: &Runtime,
     tool: &str,
     args: Option<&str>,
+    agent: Option<&str>,
     details: bool,
     json: bool,
 ) -> anyhow::Result<u8> {
-    match runtime
-        .call_json(tool, args.unwrap_or("{}"), CallContext::new())
-        .await
-    {
+    let mut cx = CallContext::new();
+    if let Some(agent) = agent {
+        cx = cx.agent(agent);
+    }
+    match runtime.call_json(tool, args.unwrap_or("{}"), cx).await {
         Ok(r) => {
             print_result(&r, details, json)?;
             Ok(exit::OK)

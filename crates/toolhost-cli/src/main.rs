@@ -80,6 +80,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 &runtime,
                 &tool,
                 args.as_deref(),
+                cli.global.agent.as_deref(),
                 details,
                 json,
             ))

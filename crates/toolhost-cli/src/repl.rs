@@ -14,6 +14,8 @@ Type a message to chat with the model (Ctrl-C stops a turn), or:
   /tools                 list the tools
   /call TOOL [JSON]      call a tool with JSON arguments (default {})
   /details               toggle printing a result's details
+  /disable GLOB          switch tools off for this session (the model no longer sees them)
+  /enable GLOB           switch them back on
   /reset                 forget the conversation
   /history               show the conversation so far
   /help                  this help
@@ -26,6 +28,8 @@ pub enum Input<'a> {
     Tools,
     Call { tool: &'a str, args: &'a str },
     Details,
+    Disable(&'a str),
+    Enable(&'a str),
     Reset,
     History,
     Help,
@@ -56,6 +60,8 @@ pub fn parse(line: &str) -> Input<'_> {
             }
         }
         "details" => Input::Details,
+        "disable" => Input::Disable(rest.trim()),
+        "enable" => Input::Enable(rest.trim()),
         "reset" => Input::Reset,
         "history" => Input::History,
         "help" | "?" => Input::Help,
@@ -112,13 +118,25 @@ pub fn run(
                 println!("details {}", if show_details { "on" } else { "off" });
             }
             Input::Tools => {
-                for t in runtime.tools() {
+                for t in runtime.visible_tools(None, Some(&chat::SESSION)) {
                     print!("{}", commands::format_tool(&t));
                 }
             }
+            Input::Disable("") | Input::Enable("") => {
+                println!("usage: /disable GLOB, /enable GLOB")
+            }
+            Input::Disable(glob) => match runtime.disable_tools(&chat::SESSION, glob) {
+                Ok(()) => println!("switched off for this session: {glob}"),
+                Err(e) => println!("error: {e}"),
+            },
+            Input::Enable(glob) => match runtime.enable_tools(&chat::SESSION, glob) {
+                Ok(()) => println!("switched on again: {glob}"),
+                Err(e) => println!("error: {e}"),
+            },
             Input::Call { tool: "", .. } => println!("usage: /call TOOL [JSON]"),
             Input::Call { tool, args } => {
-                match rt.block_on(runtime.call_json(tool, args, CallContext::new())) {
+                let cx = CallContext::new().session_id(chat::SESSION.as_str());
+                match rt.block_on(runtime.call_json(tool, args, cx)) {
                     Ok(r) => {
                         commands::print_result(&r, show_details, false)?;
                         println!(
@@ -203,6 +221,7 @@ mod tests {
             }
         );
         assert_eq!(parse("/quit"), Input::Quit);
+        assert_eq!(parse("/disable http_*"), Input::Disable("http_*"));
         assert_eq!(parse("/nope"), Input::Unknown("nope"));
         assert_eq!(parse("hello"), Input::Chat("hello"));
     }
