@@ -1,0 +1,825 @@
+//! Provider faults through the real agent loop: a real provider (OpenAI-compatible
+//! and, where its stream parsing differs, Anthropic) talking to a local server
+//! that misbehaves. Every fault must end the run with the right status, a
+//! readable error and the history gathered so far; none may hang it.
+
+mod agent_support;
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use agent_support::*;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::Response;
+use futures::StreamExt;
+use serde_json::{Value, json};
+use toolhost_agent::provider::select::{ProviderConfig, ProviderKind, TimeoutsConfig};
+use toolhost_agent::provider::{Anthropic, OpenAiCompatible, RetryPolicy};
+use toolhost_agent::{
+    Agent, AgentEvent, AgentOptions, CancellationToken, Message, Provider, Role, Status,
+    ToolChainResult,
+};
+
+// ---------------------------------------------------------------- the server
+
+/// What the server does with one request.
+enum Reply {
+    /// A whole response.
+    Full {
+        status: u16,
+        headers: Vec<(&'static str, String)>,
+        body: String,
+    },
+    /// `text/event-stream` frames, then `end`.
+    Stream { frames: Vec<String>, end: End },
+    /// `first`, then `frame` again and again, `gap` apart, for as long as
+    /// the client reads.
+    Endless {
+        first: Vec<String>,
+        frame: String,
+        gap: Duration,
+    },
+    /// The request is read and never answered (no status line, no headers).
+    Silent,
+}
+
+/// How a streamed body ends.
+#[derive(Debug, Clone, Copy)]
+enum End {
+    /// The body ends normally (the server closes it early).
+    Close,
+    /// The connection is cut mid-body (the chunked encoding never terminates).
+    Cut,
+    /// Nothing more is sent, and the connection stays open.
+    Hang,
+}
+
+type Script = Box<dyn Fn(usize) -> Reply + Send + Sync>;
+
+struct ServerState {
+    script: Script,
+    requests: AtomicUsize,
+    bodies: Mutex<Vec<Value>>,
+    /// Set when a streamed body is dropped (the client went away).
+    stream_dropped: Arc<AtomicBool>,
+}
+
+struct Server {
+    addr: SocketAddr,
+    state: Arc<ServerState>,
+}
+
+impl Server {
+    /// A server answering request `n` (0 for the first) with `script(n)`.
+    async fn start(script: impl Fn(usize) -> Reply + Send + Sync + 'static) -> Server {
+        let state = Arc::new(ServerState {
+            script: Box::new(script),
+            requests: AtomicUsize::new(0),
+            bodies: Mutex::new(Vec::new()),
+            stream_dropped: Arc::new(AtomicBool::new(false)),
+        });
+        let app = axum::Router::new()
+            .fallback(handle)
+            .with_state(state.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        Server { addr, state }
+    }
+
+    fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    fn requests(&self) -> usize {
+        self.state.requests.load(Ordering::SeqCst)
+    }
+
+    fn bodies(&self) -> Vec<Value> {
+        self.state.bodies.lock().unwrap().clone()
+    }
+
+    /// Waits (at most 3 s) until the client has dropped the streamed body.
+    async fn wait_stream_dropped(&self) {
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while !self.state.stream_dropped.load(Ordering::SeqCst) {
+            assert!(
+                Instant::now() < deadline,
+                "the server still streams: the connection was not closed"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+struct DropFlag(Arc<AtomicBool>);
+
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+async fn handle(State(state): State<Arc<ServerState>>, body: Bytes) -> Response<Body> {
+    let n = state.requests.fetch_add(1, Ordering::SeqCst);
+    state
+        .bodies
+        .lock()
+        .unwrap()
+        .push(serde_json::from_slice(&body).unwrap_or(Value::Null));
+    let sse = |body: Body| {
+        Response::builder()
+            .status(200)
+            .header("content-type", "text/event-stream")
+            .header("cache-control", "no-cache")
+            .body(body)
+            .unwrap()
+    };
+    match (state.script)(n) {
+        Reply::Full {
+            status,
+            headers,
+            body,
+        } => {
+            let mut b = Response::builder().status(status);
+            for (k, v) in headers {
+                b = b.header(k, v);
+            }
+            b.body(Body::from(body)).unwrap()
+        }
+        Reply::Silent => std::future::pending().await,
+        Reply::Stream { frames, end } => {
+            let flag = DropFlag(state.stream_dropped.clone());
+            let frames =
+                futures::stream::iter(frames).map(|f| Ok::<_, std::io::Error>(Bytes::from(f)));
+            let tail = futures::stream::once(async move {
+                let _flag = flag;
+                match end {
+                    End::Close => Ok(Bytes::new()),
+                    End::Cut => {
+                        // Let the headers and frames reach the client first
+                        // (an error before them would abort the response itself).
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        Err(std::io::Error::other("connection cut"))
+                    }
+                    End::Hang => std::future::pending().await,
+                }
+            });
+            sse(Body::from_stream(frames.chain(tail)))
+        }
+        Reply::Endless { first, frame, gap } => {
+            let flag = DropFlag(state.stream_dropped.clone());
+            let first =
+                futures::stream::iter(first).map(|f| Ok::<_, std::io::Error>(Bytes::from(f)));
+            let repeated = futures::stream::unfold(flag, move |flag| {
+                let frame = frame.clone();
+                async move {
+                    tokio::time::sleep(gap).await;
+                    Some((Ok::<_, std::io::Error>(Bytes::from(frame)), flag))
+                }
+            });
+            sse(Body::from_stream(first.chain(repeated)))
+        }
+    }
+}
+
+fn status(code: u16, headers: Vec<(&'static str, String)>, body: &str) -> Reply {
+    Reply::Full {
+        status: code,
+        headers,
+        body: body.to_owned(),
+    }
+}
+
+// ---------------------------------------------------------------- wire formats
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Wire {
+    OpenAi,
+    Anthropic,
+}
+
+fn anthropic_frame(event: &Value) -> String {
+    format!(
+        "event: {}\ndata: {event}\n\n",
+        event["type"].as_str().unwrap()
+    )
+}
+
+impl Wire {
+    /// The provider, with explicit retries and timeouts.
+    fn provider(self, server: &Server, policy: RetryPolicy) -> Arc<dyn Provider> {
+        match self {
+            Wire::OpenAi => Arc::new(
+                OpenAiCompatible::new(format!("{}/v1", server.url()), "test-model")
+                    .with_api_key(Some("sk-test".into()))
+                    .with_retry(policy),
+            ),
+            Wire::Anthropic => Arc::new(
+                Anthropic::new("ak-test", "claude-test")
+                    .with_base_url(server.url())
+                    .with_retry(policy),
+            ),
+        }
+    }
+
+    /// The provider as a config file would describe it (timeouts in seconds).
+    fn configured(
+        self,
+        base_url: &str,
+        timeouts: TimeoutsConfig,
+        attempts: u32,
+    ) -> Arc<dyn Provider> {
+        let (kind, url) = match self {
+            Wire::OpenAi => (ProviderKind::Openai, format!("{base_url}/v1")),
+            Wire::Anthropic => (ProviderKind::Anthropic, base_url.to_owned()),
+        };
+        let mut config = ProviderConfig::new(kind);
+        config.model = Some("test-model".into());
+        config.base_url = Some(url);
+        config.timeouts = timeouts;
+        config.max_attempts = Some(attempts);
+        let env = |name: &str| (name == "ANTHROPIC_API_KEY").then(|| "ak-test".to_owned());
+        Arc::from(config.build_with(&env).expect("a valid config").provider)
+    }
+
+    /// A complete response asking for `echo` with `{"x":1}` (call id `call_1`).
+    fn tool_call(self) -> Vec<String> {
+        match self {
+            Wire::OpenAi => vec![
+                format!(
+                    "data: {}\n\n",
+                    json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                        "function": {"name": "echo", "arguments": "{\"x\":"}}]}, "finish_reason": null}]})
+                ),
+                format!(
+                    "data: {}\n\n",
+                    json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "1}"}}]}, "finish_reason": null}]})
+                ),
+                format!(
+                    "data: {}\n\n",
+                    json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+                ),
+                "data: [DONE]\n\n".to_owned(),
+            ],
+            Wire::Anthropic => [
+                json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": [],
+                    "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "call_1", "name": "echo", "input": {}}}),
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "{\"x\":"}}),
+                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "1}"}}),
+                json!({"type": "content_block_stop", "index": 0}),
+                json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 5}}),
+                json!({"type": "message_stop"}),
+            ]
+            .iter()
+            .map(anthropic_frame)
+            .collect(),
+        }
+    }
+
+    /// The start of a text answer, up to (not including) its first delta.
+    fn text_start(self) -> Vec<String> {
+        match self {
+            Wire::OpenAi => vec![format!(
+                "data: {}\n\n",
+                json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": null}]})
+            )],
+            Wire::Anthropic => [
+                json!({"type": "message_start", "message": {"id": "msg_2", "type": "message", "role": "assistant", "content": [],
+                    "usage": {"input_tokens": 20, "output_tokens": 1}}}),
+                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+            ]
+            .iter()
+            .map(anthropic_frame)
+            .collect(),
+        }
+    }
+
+    /// One text delta.
+    fn text_delta(self, text: &str) -> String {
+        match self {
+            Wire::OpenAi => format!(
+                "data: {}\n\n",
+                json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]})
+            ),
+            Wire::Anthropic => anthropic_frame(
+                &json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}),
+            ),
+        }
+    }
+
+    /// A text answer that starts with `texts` and is never finished.
+    fn unfinished_text(self, texts: &[&str]) -> Vec<String> {
+        let mut frames = self.text_start();
+        frames.extend(texts.iter().map(|t| self.text_delta(t)));
+        frames
+    }
+
+    /// A frame whose JSON breaks off (a chunk that is not valid JSON).
+    fn broken_frame(self) -> String {
+        match self {
+            Wire::OpenAi => "data: {\"choices\": [{\"index\": 0, \"delta\": {\"content\": \"oo\n\n".to_owned(),
+            Wire::Anthropic => "event: content_block_delta\ndata: {\"type\": \"content_block_delta\", \"index\": 0, \"delta\": {\"type\": \"text_delta\", \"text\": \"oo\n\n".to_owned(),
+        }
+    }
+
+    /// What ends a well-formed answer.
+    fn finish(self) -> Vec<String> {
+        match self {
+            Wire::OpenAi => vec![
+                format!(
+                    "data: {}\n\n",
+                    json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+                ),
+                "data: [DONE]\n\n".to_owned(),
+            ],
+            Wire::Anthropic => [
+                json!({"type": "content_block_stop", "index": 0}),
+                json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 5}}),
+                json!({"type": "message_stop"}),
+            ]
+            .iter()
+            .map(anthropic_frame)
+            .collect(),
+        }
+    }
+}
+
+// ---------------------------------------------------------------- helpers
+
+/// Every test runs within this bound: a hang fails the test instead of the suite.
+async fn bounded<T>(fut: impl Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(15), fut)
+        .await
+        .expect("the run hung")
+}
+
+/// Fast retries, long timeouts (each test shortens what it exercises).
+fn fast_policy(max_attempts: u32) -> RetryPolicy {
+    RetryPolicy {
+        max_attempts,
+        initial_backoff: Duration::from_millis(10),
+        max_backoff: Duration::from_millis(100),
+        jitter: false,
+        connect_timeout: Duration::from_secs(2),
+        request_timeout: Duration::from_secs(5),
+        idle_timeout: Duration::from_secs(5),
+    }
+}
+
+fn options() -> AgentOptions {
+    AgentOptions::new("test-model").clock(clock())
+}
+
+/// An agent whose only tool, `echo`, answers `echo: <args>`.
+fn agent(provider: Arc<dyn Provider>, options: AgentOptions) -> Agent {
+    Agent::new(provider, FakeTools::echo(vec![spec("echo", true)])).with_options(options)
+}
+
+async fn run(agent: &Agent) -> (ToolChainResult, Duration) {
+    let started = Instant::now();
+    let result = bounded(agent.run(vec![Message::user("go")])).await;
+    (result, started.elapsed())
+}
+
+/// Round 1 answered with the `echo` call: its call and result are kept.
+fn assert_round_one_kept(result: &ToolChainResult) {
+    assert_eq!(result.history.len(), 1, "{:#?}", result.history);
+    let h = &result.history[0];
+    assert_eq!(
+        (h.call_id.as_str(), h.tool.as_str(), h.round),
+        ("call_1", "echo", 1)
+    );
+    assert_eq!(h.output, r#"echo: {"x":1}"#);
+    assert!(!h.is_error);
+    assert_eq!(result.messages[0], Message::user("go"));
+    assert_eq!(result.messages[1].role, Role::Assistant);
+    assert_eq!(result.messages[1].tool_calls.len(), 1);
+    assert_eq!(result.messages[1].tool_calls[0].id, "call_1");
+    assert_eq!(result.messages[2].role, Role::Tool);
+    assert_eq!(result.messages[2].tool_call_id.as_deref(), Some("call_1"));
+    assert_eq!(result.messages[2].content, r#"echo: {"x":1}"#);
+    assert_every_call_has_a_result(result);
+}
+
+/// The messages can be sent to a model again: no call without its result.
+fn assert_every_call_has_a_result(result: &ToolChainResult) {
+    for call in result.messages.iter().flat_map(|m| &m.tool_calls) {
+        assert!(
+            result
+                .messages
+                .iter()
+                .any(|m| m.role == Role::Tool && m.tool_call_id.as_deref() == Some(&call.id)),
+            "call {} has no result: {:#?}",
+            call.id,
+            result.messages
+        );
+    }
+}
+
+/// The second request carried round 1's call and result (round 2 really ran).
+fn assert_round_two_sent_the_result(server: &Server) {
+    let bodies = server.bodies();
+    assert!(bodies.len() >= 2, "{bodies:#?}");
+    assert!(
+        bodies[1].to_string().contains(r#"echo: {\"x\":1}"#),
+        "{}",
+        bodies[1]
+    );
+}
+
+fn error_of(result: &ToolChainResult) -> &str {
+    result.error.as_deref().unwrap_or_default()
+}
+
+// ---------------------------------------------------------------- connection refused
+
+#[tokio::test]
+async fn connection_refused_ends_the_run_with_error_after_the_retry_budget() {
+    // A port nothing listens on.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    let provider: Arc<dyn Provider> = Arc::new(
+        OpenAiCompatible::new(format!("http://{addr}/v1"), "test-model").with_retry(fast_policy(3)),
+    );
+    let (result, took) = run(&agent(provider, options())).await;
+
+    assert_eq!(result.status, Status::Error);
+    let error = error_of(&result);
+    assert!(
+        error.starts_with("model request failed: openai: cannot connect"),
+        "{error}"
+    );
+    assert!(error.contains("gave up after 3 attempts"), "{error}");
+    assert_eq!(result.messages, vec![Message::user("go")]);
+    assert!(result.history.is_empty());
+    assert_eq!(result.text, "");
+    assert_eq!(result.stats.rounds, 1);
+    assert!(took < Duration::from_secs(3), "{took:?}");
+}
+
+// ---------------------------------------------------------------- timeouts
+
+#[tokio::test]
+async fn a_server_that_never_answers_times_out_each_attempt_and_ends_with_error() {
+    let server = Server::start(|_| Reply::Silent).await;
+    let timeouts = TimeoutsConfig {
+        request_secs: Some(0.3),
+        ..TimeoutsConfig::default()
+    };
+    let provider = Wire::OpenAi.configured(&server.url(), timeouts, 2);
+    let (result, took) = run(&agent(provider, options())).await;
+
+    assert_eq!(result.status, Status::Error);
+    let error = error_of(&result);
+    assert!(error.contains("openai: timed out"), "{error}");
+    assert!(error.contains("no response within 300ms"), "{error}");
+    assert!(error.contains("gave up after 2 attempts"), "{error}");
+    assert_eq!(server.requests(), 2, "one request per attempt");
+    assert_eq!(result.messages, vec![Message::user("go")]);
+    // Two 300 ms attempts and one backoff of at most 1 s.
+    assert!(
+        took >= Duration::from_millis(550) && took < Duration::from_secs(4),
+        "{took:?}"
+    );
+}
+
+async fn idle_stream_in_round_two(wire: Wire) {
+    let server = Server::start(move |n| match n {
+        0 => Reply::Stream {
+            frames: wire.tool_call(),
+            end: End::Close,
+        },
+        _ => Reply::Stream {
+            frames: wire.unfinished_text(&["Still ", "thinking"]),
+            end: End::Hang,
+        },
+    })
+    .await;
+    let timeouts = TimeoutsConfig {
+        idle_secs: Some(0.3),
+        ..TimeoutsConfig::default()
+    };
+    let provider = wire.configured(&server.url(), timeouts, 4);
+    let (result, took) = run(&agent(provider, options())).await;
+
+    assert_eq!(result.status, Status::Error, "{wire:?}");
+    let error = error_of(&result);
+    assert!(error.contains("timed out"), "{error}");
+    assert!(
+        error.contains("the stream sent nothing for 300ms"),
+        "{error}"
+    );
+    assert_round_one_kept(&result);
+    assert_round_two_sent_the_result(&server);
+    // The text that did arrive is kept as the last assistant message.
+    assert_eq!(result.messages.len(), 4);
+    assert_eq!(result.messages[3], Message::assistant("Still thinking"));
+    assert_eq!(result.text, "Still thinking");
+    assert_eq!(server.requests(), 2, "a stream that started is not retried");
+    assert!(took < Duration::from_secs(3), "{took:?}");
+    server.wait_stream_dropped().await;
+}
+
+#[tokio::test]
+async fn an_idle_stream_in_round_two_times_out_and_keeps_round_one_openai() {
+    idle_stream_in_round_two(Wire::OpenAi).await;
+}
+
+#[tokio::test]
+async fn an_idle_stream_in_round_two_times_out_and_keeps_round_one_anthropic() {
+    idle_stream_in_round_two(Wire::Anthropic).await;
+}
+
+// ---------------------------------------------------------------- 429 storms
+
+#[tokio::test]
+async fn a_429_storm_without_retry_after_ends_with_error_after_a_bounded_number_of_attempts() {
+    let server = Server::start(|n| match n {
+        0 => Reply::Stream {
+            frames: Wire::OpenAi.tool_call(),
+            end: End::Close,
+        },
+        _ => status(
+            429,
+            vec![("content-type", "application/json".into())],
+            r#"{"error":{"message":"Rate limit reached","type":"rate_limit_error"}}"#,
+        ),
+    })
+    .await;
+    let provider = Wire::OpenAi.provider(&server, fast_policy(3));
+    let (result, took) = run(&agent(provider, options())).await;
+
+    assert_eq!(result.status, Status::Error);
+    let error = error_of(&result);
+    assert!(error.contains("openai: HTTP 429"), "{error}");
+    assert!(error.contains("Rate limit reached"), "{error}");
+    assert!(error.contains("gave up after 3 attempts"), "{error}");
+    assert_eq!(server.requests(), 1 + 3, "round 1, then three attempts");
+    assert_round_one_kept(&result);
+    assert_eq!(result.messages.len(), 3, "no partial answer");
+    assert!(took < Duration::from_secs(3), "{took:?}");
+}
+
+#[tokio::test]
+async fn a_429_storm_with_a_long_retry_after_waits_at_most_max_backoff_per_retry() {
+    // The server asks for 30 s every time; the policy caps each wait at 300 ms.
+    let server = Server::start(|_| {
+        status(
+            429,
+            vec![("retry-after", "30".into())],
+            r#"{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}"#,
+        )
+    })
+    .await;
+    let policy = RetryPolicy {
+        max_backoff: Duration::from_millis(300),
+        ..fast_policy(3)
+    };
+    let provider = Wire::Anthropic.provider(&server, policy);
+    let (result, took) = run(&agent(provider, options())).await;
+
+    assert_eq!(result.status, Status::Error);
+    let error = error_of(&result);
+    assert!(error.contains("anthropic: HTTP 429"), "{error}");
+    assert!(error.contains("slow down"), "{error}");
+    assert!(error.contains("gave up after 3 attempts"), "{error}");
+    assert_eq!(server.requests(), 3);
+    assert_eq!(result.messages, vec![Message::user("go")]);
+    // Two waits: Retry-After is honoured (not the 10 ms backoff), up to the cap.
+    assert!(
+        took >= Duration::from_millis(550) && took < Duration::from_secs(3),
+        "{took:?}"
+    );
+}
+
+// ---------------------------------------------------------------- broken streams
+
+async fn truncated_stream_in_round_two(wire: Wire, end: End) {
+    let server = Server::start(move |n| match n {
+        0 => Reply::Stream {
+            frames: wire.tool_call(),
+            end: End::Close,
+        },
+        _ => Reply::Stream {
+            frames: wire.unfinished_text(&["Half ", "an answer"]),
+            end,
+        },
+    })
+    .await;
+    let provider = wire.provider(&server, fast_policy(4));
+    let (result, took) = run(&agent(provider, options())).await;
+
+    assert_eq!(result.status, Status::Error, "{wire:?}");
+    let error = error_of(&result);
+    assert!(error.contains("bad response"), "{error}");
+    if matches!(end, End::Cut) {
+        assert!(error.contains("the stream broke"), "{error}");
+    } else {
+        assert!(error.contains("the stream ended before"), "{error}");
+    }
+    assert_round_one_kept(&result);
+    assert_round_two_sent_the_result(&server);
+    assert_eq!(result.messages.len(), 4);
+    assert_eq!(result.messages[3], Message::assistant("Half an answer"));
+    assert_eq!(result.text, "Half an answer");
+    assert_eq!(server.requests(), 2, "a broken stream is not retried");
+    assert!(took < Duration::from_secs(3), "{took:?}");
+}
+
+#[tokio::test]
+async fn a_stream_closed_before_done_ends_with_error_keeping_the_partial_text_openai() {
+    truncated_stream_in_round_two(Wire::OpenAi, End::Close).await;
+}
+
+#[tokio::test]
+async fn a_stream_closed_before_message_stop_ends_with_error_keeping_the_partial_text() {
+    truncated_stream_in_round_two(Wire::Anthropic, End::Close).await;
+}
+
+#[tokio::test]
+async fn a_connection_cut_mid_stream_ends_with_error_and_keeps_round_one_openai() {
+    truncated_stream_in_round_two(Wire::OpenAi, End::Cut).await;
+}
+
+#[tokio::test]
+async fn a_connection_cut_mid_stream_ends_with_error_and_keeps_round_one_anthropic() {
+    truncated_stream_in_round_two(Wire::Anthropic, End::Cut).await;
+}
+
+#[tokio::test]
+async fn a_stream_cut_inside_a_tool_call_leaves_no_call_without_a_result() {
+    // Round 2 starts a second call and the connection drops mid-arguments.
+    let server = Server::start(|n| match n {
+        0 => Reply::Stream {
+            frames: Wire::OpenAi.tool_call(),
+            end: End::Close,
+        },
+        _ => Reply::Stream {
+            frames: vec![format!(
+                "data: {}\n\n",
+                json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_2", "type": "function",
+                    "function": {"name": "echo", "arguments": "{\"x\":"}}]}, "finish_reason": null}]})
+            )],
+            end: End::Cut,
+        },
+    })
+    .await;
+    let tools = FakeTools::echo(vec![spec("echo", true)]);
+    let provider = Wire::OpenAi.provider(&server, fast_policy(4));
+    let agent = Agent::new(provider, tools.clone()).with_options(options());
+    let (result, _) = run(&agent).await;
+
+    assert_eq!(result.status, Status::Error);
+    assert!(
+        error_of(&result).contains("the stream broke"),
+        "{result:#?}"
+    );
+    assert_round_one_kept(&result);
+    assert_eq!(result.messages.len(), 3, "the half call is dropped");
+    assert_eq!(tools.recorded().len(), 1, "the half call never runs");
+}
+
+async fn invalid_json_in_round_two(wire: Wire) {
+    let server = Server::start(move |n| match n {
+        0 => Reply::Stream {
+            frames: wire.tool_call(),
+            end: End::Close,
+        },
+        _ => {
+            let mut frames = wire.unfinished_text(&["Hi"]);
+            frames.push(wire.broken_frame());
+            frames.extend(wire.finish());
+            Reply::Stream {
+                frames,
+                end: End::Close,
+            }
+        }
+    })
+    .await;
+    let provider = wire.provider(&server, fast_policy(4));
+    let (result, took) = run(&agent(provider, options())).await;
+
+    assert_eq!(result.status, Status::Error, "{wire:?}");
+    let error = error_of(&result);
+    assert!(error.contains("bad response"), "{error}");
+    assert!(error.contains("is not valid JSON"), "{error}");
+    let position = match wire {
+        Wire::OpenAi => "chunk 3",
+        Wire::Anthropic => "event 4 (content_block_delta)",
+    };
+    assert!(error.contains(position), "{error}");
+    assert!(error.contains("oo"), "the excerpt is quoted: {error}");
+    assert_round_one_kept(&result);
+    assert_eq!(result.messages.len(), 4);
+    assert_eq!(result.messages[3], Message::assistant("Hi"));
+    assert_eq!(server.requests(), 2, "a broken stream is not retried");
+    assert!(took < Duration::from_secs(3), "{took:?}");
+}
+
+#[tokio::test]
+async fn invalid_json_in_a_chunk_ends_with_error_naming_the_chunk_openai() {
+    invalid_json_in_round_two(Wire::OpenAi).await;
+}
+
+#[tokio::test]
+async fn invalid_json_in_an_event_ends_with_error_naming_the_event_anthropic() {
+    invalid_json_in_round_two(Wire::Anthropic).await;
+}
+
+// ---------------------------------------------------------------- endless streams
+
+/// Round 1 asks for `echo`; round 2 streams text deltas forever, 10 ms apart
+/// (never idle long enough for the idle timeout).
+async fn endless_server(wire: Wire) -> Server {
+    Server::start(move |n| match n {
+        0 => Reply::Stream {
+            frames: wire.tool_call(),
+            end: End::Close,
+        },
+        1 => Reply::Endless {
+            first: wire.text_start(),
+            frame: wire.text_delta("la "),
+            gap: Duration::from_millis(10),
+        },
+        _ => status(500, vec![], "unexpected request"),
+    })
+    .await
+}
+
+async fn endless_stream_until_the_run_timeout(wire: Wire) {
+    let server = endless_server(wire).await;
+    let provider = wire.provider(&server, fast_policy(4));
+    let options = options().timeout(Duration::from_millis(500));
+    let (result, took) = run(&agent(provider, options)).await;
+
+    assert_eq!(
+        result.status,
+        Status::Timeout,
+        "{wire:?}: {:?}",
+        result.error
+    );
+    assert!(
+        error_of(&result).contains("time limit"),
+        "{:?}",
+        result.error
+    );
+    assert!(
+        took >= Duration::from_millis(450) && took < Duration::from_secs(2),
+        "{took:?}"
+    );
+    assert_round_one_kept(&result);
+    assert_eq!(result.messages.len(), 4);
+    let partial = &result.messages[3];
+    assert_eq!(partial.role, Role::Assistant);
+    assert!(
+        partial.content.starts_with("la la "),
+        "{:?}",
+        partial.content
+    );
+    assert_eq!(result.text, partial.content);
+    assert_eq!(server.requests(), 2);
+    server.wait_stream_dropped().await;
+}
+
+#[tokio::test]
+async fn an_endless_stream_ends_at_the_run_timeout_openai() {
+    endless_stream_until_the_run_timeout(Wire::OpenAi).await;
+}
+
+#[tokio::test]
+async fn an_endless_stream_ends_at_the_run_timeout_anthropic() {
+    endless_stream_until_the_run_timeout(Wire::Anthropic).await;
+}
+
+#[tokio::test]
+async fn an_endless_stream_ends_when_the_abort_token_fires() {
+    let server = endless_server(Wire::OpenAi).await;
+    let provider = Wire::OpenAi.provider(&server, fast_policy(4));
+    let abort = CancellationToken::new();
+    let deltas = Arc::new(AtomicUsize::new(0));
+    let (a, d) = (abort.clone(), deltas.clone());
+    // Abort from the event stream once round 2 has streamed 20 deltas.
+    let options = options().abort(abort).on_event(move |e| {
+        if let AgentEvent::TextDelta { round: 2, .. } = e
+            && d.fetch_add(1, Ordering::SeqCst) + 1 == 20
+        {
+            a.cancel();
+        }
+    });
+    let (result, took) = run(&agent(provider, options)).await;
+
+    assert_eq!(result.status, Status::Aborted, "{:?}", result.error);
+    assert_eq!(result.error.as_deref(), Some("aborted"));
+    assert!(took < Duration::from_secs(2), "{took:?}");
+    assert_round_one_kept(&result);
+    assert_eq!(result.messages.len(), 4);
+    assert!(result.messages[3].content.starts_with("la la "));
+    assert!(deltas.load(Ordering::SeqCst) >= 20);
+    server.wait_stream_dropped().await;
+}
