@@ -109,7 +109,9 @@ fn calls(c: &mut Criterion) {
     let toggles = SessionToggles::new();
     let empty = HookChain::empty();
     let two = HookChain::new(vec![
-        HookEntry::new(Arc::new(FnHook::before("audit", |_| BeforeDecision::Continue))),
+        HookEntry::new(Arc::new(FnHook::before("audit", |_| {
+            BeforeDecision::Continue
+        }))),
         HookEntry::new(Arc::new(FnHook::after("check", |_, _| AfterDecision::Keep))),
     ]);
     let mut g = c.benchmark_group("check");

@@ -1,0 +1,131 @@
+//! Hostile plugins in the agent loop, through the `host run` binary: a
+//! scripted model (on 127.0.0.1, recording what it is sent) calls one
+//! misbehaving tool after another, then a well-behaved one. Every fault must
+//! come back to the model as a readable tool result, and the run must go on.
+
+mod common;
+
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+
+use common::*;
+
+/// `(tool, arguments, text the model must read in the tool result)`.
+fn script() -> Vec<(&'static str, Value, &'static str)> {
+    vec![
+        ("spin", json!({}), "timed out after 200ms"),
+        (
+            "panic",
+            json!({"message": "hostile kaboom 31"}),
+            "plugin panicked: hostile kaboom 31",
+        ),
+        ("alloc", json!({}), "memory limit exceeded"),
+        ("recurse", json!({}), "stack overflow"),
+        (
+            "big_output",
+            json!({}),
+            "output is 52428800 bytes, over the limit",
+        ),
+        ("bad_details", json!({}), "details that are not valid JSON"),
+        ("bad_utf8_details", json!({}), "invalid utf-8"),
+        (
+            "read_path",
+            json!({"path": "/etc/passwd"}),
+            "cannot read /etc/passwd",
+        ),
+        (
+            "env",
+            json!({"name": "PATH"}),
+            "PATH: environment variable not found",
+        ),
+        ("calculate", json!({"expression": "6*7"}), "42"),
+    ]
+}
+
+fn tool_messages(body: &Value) -> Vec<String> {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[test]
+fn every_fault_reaches_the_model_as_a_readable_tool_result() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in [
+        "hostile-spin",
+        "hostile-panic",
+        "hostile-alloc",
+        "hostile-recurse",
+        "hostile-big-output",
+        "hostile-bad-details",
+        "hostile-fs-escape",
+        "hostile-env",
+    ] {
+        copy_plugin(&fixtures_dir(), name, dir.path());
+    }
+    copy_plugin(&plugins_dir(), "calc", dir.path());
+
+    let calls = script();
+    let n_calls = calls.len();
+    let steps: Vec<(String, String)> = calls
+        .iter()
+        .map(|(tool, args, _)| (tool.to_string(), args.to_string()))
+        .collect();
+    let server = ModelServer::start(move |n, _| match steps.get(n) {
+        Some((tool, args)) => openai_tool_call(&format!("call_{n}"), tool, args),
+        None => openai_text("done"),
+    });
+
+    let started = std::time::Instant::now();
+    let out = Command::new(env!("CARGO_BIN_EXE_host"))
+        .env("TOOLHOST_CACHE_DIR", root().join("target/test-cache"))
+        .env_remove("RUST_LOG")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("TOOLHOST_CONFIG")
+        .env_remove("TOOLHOST_POLICY")
+        .env("TEST_MODEL_KEY", "test-key")
+        .arg("--plugins")
+        .arg(dir.path())
+        .args(["--no-watch", "--provider", "openai", "--base-url"])
+        .arg(format!("http://127.0.0.1:{}/v1", server.port))
+        .args([
+            "--api-key-env",
+            "TEST_MODEL_KEY",
+            "--model",
+            "test-model",
+            "run",
+            "Misbehave.",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .expect("host runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("done"),
+        "the run finished with the model's answer: {stderr}"
+    );
+    eprintln!("the run took {:?}", started.elapsed());
+
+    let bodies = server.bodies();
+    assert_eq!(bodies.len(), n_calls + 1, "{stderr}");
+    let seen = tool_messages(&bodies[n_calls]);
+    assert_eq!(seen.len(), n_calls, "{seen:#?}");
+    for ((tool, _, expected), message) in script().iter().zip(&seen) {
+        eprintln!("{tool}: {message}");
+        if *tool != "calculate" {
+            assert!(message.starts_with("Error: "), "{tool}: {message}");
+        }
+        assert!(
+            message.contains(expected),
+            "{tool}: the model read {message:?}, not {expected:?}"
+        );
+        assert!(message.len() < 4096, "{tool}: {} bytes", message.len());
+    }
+}
