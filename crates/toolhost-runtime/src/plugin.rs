@@ -145,9 +145,44 @@ fn check_header(bytes: &[u8]) -> Result<(), LoadError> {
     Ok(())
 }
 
+/// What identifies the current content of a plugin's two files (the
+/// component and its manifest): size, modification time and inode of each.
+type FilesStamp = [Option<(u64, Option<std::time::SystemTime>, u64)>; 2];
+
+fn stamp(component: &Path) -> FilesStamp {
+    let one = |p: &Path| {
+        std::fs::metadata(p).ok().map(|m| {
+            use std::os::unix::fs::MetadataExt;
+            (m.len(), m.modified().ok(), m.ino())
+        })
+    };
+    [one(component), one(&Manifest::path_for(component))]
+}
+
+/// How many times a load is repeated when its files change while it runs.
+const LOAD_ATTEMPTS: usize = 3;
+
 impl Loader {
-    /// Loads the plugin at `path`.
+    /// Loads the plugin at `path`. The component and its manifest are two
+    /// files that a rebuild replaces one after the other: when either changed
+    /// while they were being read, the load starts again, so a plugin is never
+    /// loaded with one build's code and another build's manifest (unless the
+    /// files keep changing, when the last attempt stands and the next change
+    /// event loads them again).
     pub(crate) async fn load(&self, path: &Path) -> Result<Plugin, LoadError> {
+        let mut attempt = 1;
+        loop {
+            let before = stamp(path);
+            let result = self.load_once(path).await;
+            if attempt == LOAD_ATTEMPTS || stamp(path) == before {
+                return result;
+            }
+            tracing::debug!(path = %path.display(), attempt, "plugin files changed while loading; loading again");
+            attempt += 1;
+        }
+    }
+
+    async fn load_once(&self, path: &Path) -> Result<Plugin, LoadError> {
         let manifest = Manifest::load_for(path)?;
         let stem = path
             .file_stem()
