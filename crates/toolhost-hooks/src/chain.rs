@@ -416,7 +416,7 @@ impl HookChain {
                 None => *call,
             };
             let started = Instant::now();
-            let result = tokio::time::timeout(entry.timeout, entry.hook.before(&current)).await;
+            let result = within(entry.timeout, entry.hook.before(&current)).await;
             let duration = started.elapsed();
             let mut trace = HookTrace {
                 hook: name.to_owned(),
@@ -501,8 +501,7 @@ impl HookChain {
             }
             let name = entry.hook.name();
             let started = Instant::now();
-            let result =
-                tokio::time::timeout(entry.timeout, entry.hook.after(call, &report.outcome)).await;
+            let result = within(entry.timeout, entry.hook.after(call, &report.outcome)).await;
             let duration = started.elapsed();
             let mut trace = HookTrace {
                 hook: name.to_owned(),
@@ -595,4 +594,19 @@ fn apply(outcome: &mut HookOutcome, decision: AfterDecision) {
             }
         },
     }
+}
+
+/// `fut` with a time limit. A hook that answers at once (most Rust hooks)
+/// is polled once and never arms a timer; only one that waits gets the
+/// tokio timeout.
+async fn within<F: std::future::Future>(
+    limit: Duration,
+    fut: F,
+) -> Result<F::Output, tokio::time::error::Elapsed> {
+    let mut fut = std::pin::pin!(fut);
+    let first = std::future::poll_fn(|cx| std::task::Poll::Ready(fut.as_mut().poll(cx))).await;
+    if let std::task::Poll::Ready(output) = first {
+        return Ok(output);
+    }
+    tokio::time::timeout(limit, fut).await
 }
