@@ -5,6 +5,8 @@
 //! - `call/ten_rules_two_hooks`: the same call with a ten-rule policy (one of
 //!   them with an argument pattern) and two Rust hooks that match `calculate`
 //!   and do nothing.
+//! - `call/ten_rules_two_other_tools_hooks`: the ten rules, and two hooks
+//!   configured for other tools (`read_file`, `http_*`).
 //! - `call/redact_hook_plugin`: the same call with the `redact-secrets` hook
 //!   plugin after it (`stages = ["after"]`: one sandboxed component instance
 //!   per call; it finds nothing and keeps the result).
@@ -25,6 +27,7 @@ use serde_json::json;
 use support::*;
 use toolhost_runtime::hooks::{
     AfterDecision, BeforeDecision, FnHook, HookCall, HookChain, HookConfig, HookEntry, HookOutcome,
+    Matcher,
 };
 use toolhost_runtime::policy::{Policy, Rule, SessionToggles};
 use toolhost_runtime::{CallContext, Runtime, RuntimeBuilder};
@@ -75,6 +78,19 @@ fn calls(c: &mut Criterion) {
     };
     let plain = build(&|b| b);
     let guarded = build(&|b| noop_hooks(b.policy(ten_rules())));
+    let unrelated = build(&|b| {
+        b.policy(ten_rules())
+            .hook(
+                HookEntry::new(Arc::new(FnHook::before("audit", |_| {
+                    BeforeDecision::Continue
+                })))
+                .matcher(Matcher::tools(["read_file"]).unwrap()),
+            )
+            .hook(
+                HookEntry::new(Arc::new(FnHook::after("check", |_, _| AfterDecision::Keep)))
+                    .matcher(Matcher::tools(["http_*"]).unwrap()),
+            )
+    });
     let redacting = build(&|b| {
         b.hook_configs([toml::from_str::<HookConfig>(
             "plugin-hook = \"redact-secrets\"\ntools = [\"calculate\"]\nstages = [\"after\"]",
@@ -82,7 +98,7 @@ fn calls(c: &mut Criterion) {
         .unwrap()])
     });
     let args = json!({"expression": "2*(3+4)"});
-    for r in [&plain, &guarded, &redacting] {
+    for r in [&plain, &guarded, &unrelated, &redacting] {
         let out = rt
             .block_on(r.call("calculate", args.clone(), CallContext::new()))
             .unwrap();
@@ -94,6 +110,7 @@ fn calls(c: &mut Criterion) {
     for (name, runtime) in [
         ("plain", &plain),
         ("ten_rules_two_hooks", &guarded),
+        ("ten_rules_two_other_tools_hooks", &unrelated),
         ("redact_hook_plugin", &redacting),
     ] {
         g.bench_function(name, |b| {

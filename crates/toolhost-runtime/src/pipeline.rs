@@ -80,8 +80,7 @@ impl Runtime {
         let (mut args, mut args_text) = (args, args_text);
         let hooks = &self.inner.hooks;
         if hooks.matches(tool, &plugin.name) {
-            let version = plugin.version.to_string();
-            let call = hook_call(tool, plugin, &version, &args, cx, call_id);
+            let call = hook_call(tool, plugin, &args, cx, call_id);
             let report = hooks.run_before(&call).await;
             report_traces(cx, report.trace);
             let rewritten = match report.decision {
@@ -191,40 +190,67 @@ impl Runtime {
         let hooks = &self.inner.hooks;
         let mut result = result;
         if hooks.matches(tool, &plugin.name) {
-            let version = plugin.version.to_string();
-            let call = hook_call(tool, plugin, &version, args, cx, call_id);
-            let outcome = match &result {
-                Ok(r) => HookOutcome::Ok {
-                    output: r.output.clone(),
-                    details: r.details.clone(),
-                    structured: r.structured.clone(),
-                },
-                Err(e) => HookOutcome::err(e.kind(), e.to_string()),
+            let call = hook_call(tool, plugin, args, cx, call_id);
+            // The result's parts move into the outcome the hooks see, and
+            // back into the result afterwards: nothing is copied.
+            let (outcome, kept, error) = match result {
+                Ok(mut r) => {
+                    let outcome = HookOutcome::Ok {
+                        output: std::mem::take(&mut r.output),
+                        details: r.details.take(),
+                        structured: r.structured.take(),
+                    };
+                    (outcome, Some(r), None)
+                }
+                Err(e) => {
+                    let message = e.to_string();
+                    (
+                        HookOutcome::err(e.kind(), message.clone()),
+                        None,
+                        Some((e, message)),
+                    )
+                }
             };
-            let report = hooks.run_after(&call, outcome.clone()).await;
-            let changed = report.outcome != outcome;
+            let report = hooks.run_after(&call, outcome).await;
             report_traces(cx, report.trace);
-            if changed {
-                result = match report.outcome {
+            result = match (report.outcome, kept, error) {
+                (
                     HookOutcome::Ok {
                         output,
                         details,
                         structured,
-                    } => Ok(ToolResult {
+                    },
+                    kept,
+                    _,
+                ) => Ok(match kept {
+                    Some(r) => ToolResult {
+                        output,
+                        details,
+                        structured,
+                        ..r
+                    },
+                    // A failure that an after-hook replaced with a result.
+                    None => ToolResult {
                         output,
                         details,
                         structured,
                         tool: tool.to_owned(),
                         plugin: plugin.name.clone(),
                         plugin_version: plugin.version.clone(),
-                        duration: result.as_ref().map(|r| r.duration).unwrap_or_default(),
-                    }),
-                    HookOutcome::Err { message, .. } => Err(CallError::HookFailed {
-                        tool: tool.to_owned(),
-                        message,
-                    }),
-                };
-            }
+                        duration: std::time::Duration::ZERO,
+                    },
+                }),
+                // A failure every after-hook kept keeps its own kind.
+                (HookOutcome::Err { kind, message }, _, Some((e, original)))
+                    if kind == e.kind() && message == original =>
+                {
+                    Err(e)
+                }
+                (HookOutcome::Err { message, .. }, _, _) => Err(CallError::HookFailed {
+                    tool: tool.to_owned(),
+                    message,
+                }),
+            };
         }
 
         let Ok(r) = &result else {
@@ -288,13 +314,12 @@ impl Runtime {
 fn hook_call<'a>(
     tool: &'a str,
     plugin: &'a Plugin,
-    version: &'a str,
     args: &'a Value,
     cx: &'a CallContext,
     call_id: &'a str,
 ) -> HookCall<'a> {
     HookCall::new(tool, args)
-        .plugin(&plugin.name, version)
+        .plugin(&plugin.name, &plugin.version_text)
         .call_id(call_id)
         .session_id(cx.session_id.as_deref())
         .agent(cx.agent.as_deref())

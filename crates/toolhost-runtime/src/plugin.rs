@@ -21,6 +21,8 @@ use crate::sandbox::{Sandbox, SandboxSpec};
 pub(crate) struct Plugin {
     pub name: String,
     pub version: semver::Version,
+    /// `version` as text (hooks receive it on every call).
+    pub version_text: String,
     pub path: PathBuf,
     pub description: Option<String>,
     pub usage: Option<String>,
@@ -239,11 +241,13 @@ impl Loader {
             // A hook plugin has no tools; it runs in the hook chain.
             Linked::Hook(_) => Vec::new(),
         };
+        let version = manifest
+            .version
+            .clone()
+            .unwrap_or_else(|| semver::Version::new(0, 0, 0));
         Ok(Plugin {
-            version: manifest
-                .version
-                .clone()
-                .unwrap_or_else(|| semver::Version::new(0, 0, 0)),
+            version_text: version.to_string(),
+            version,
             name,
             path: path.to_owned(),
             description: manifest.description.clone(),
