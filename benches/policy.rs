@@ -7,6 +7,8 @@
 //!   and do nothing.
 //! - `call/ten_rules_two_other_tools_hooks`: the ten rules, and two hooks
 //!   configured for other tools (`read_file`, `http_*`).
+//! - `call/plain_again`: `plain` again, from a runtime built last: the
+//!   difference between two identical runtimes, for scale.
 //! - `call/redact_hook_plugin`: the same call with the `redact-secrets` hook
 //!   plugin after it (`stages = ["after"]`: one sandboxed component instance
 //!   per call; it finds nothing and keeps the result).
@@ -97,8 +99,10 @@ fn calls(c: &mut Criterion) {
         )
         .unwrap()])
     });
+    // The same as `plain`, built last: how much two identical runtimes differ.
+    let plain_again = build(&|b| b);
     let args = json!({"expression": "2*(3+4)"});
-    for r in [&plain, &guarded, &unrelated, &redacting] {
+    for r in [&plain, &guarded, &unrelated, &redacting, &plain_again] {
         let out = rt
             .block_on(r.call("calculate", args.clone(), CallContext::new()))
             .unwrap();
@@ -112,6 +116,7 @@ fn calls(c: &mut Criterion) {
         ("ten_rules_two_hooks", &guarded),
         ("ten_rules_two_other_tools_hooks", &unrelated),
         ("redact_hook_plugin", &redacting),
+        ("plain_again", &plain_again),
     ] {
         g.bench_function(name, |b| {
             b.iter(|| {
