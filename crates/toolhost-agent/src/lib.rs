@@ -12,6 +12,8 @@ pub mod agent;
 pub mod clock;
 pub mod events;
 pub mod format;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod message;
 pub mod provider;
 pub mod repair;

@@ -527,6 +527,22 @@ impl Accumulator {
     }
 }
 
+/// Runs decoded server-sent events through the stream assembler, as `run`
+/// does. For the fuzz targets and their regression tests only.
+pub(crate) fn replay_events(
+    provider: &str,
+    events: &[eventsource_stream::Event],
+    on_delta: DeltaSink<'_>,
+) -> Result<Completion, ProviderError> {
+    let mut acc = Accumulator::default();
+    for event in events {
+        if acc.event(provider, &event.event, &event.data, on_delta)? {
+            break;
+        }
+    }
+    acc.finish(provider)
+}
+
 fn tool_arguments(joined: String, start_input: Option<Value>) -> String {
     if !joined.trim().is_empty() {
         return joined;
@@ -568,7 +584,7 @@ struct WireResponse {
     usage: Option<WireUsage>,
 }
 
-fn parse_response(provider: &str, body: &[u8]) -> Result<Completion, ProviderError> {
+pub(crate) fn parse_response(provider: &str, body: &[u8]) -> Result<Completion, ProviderError> {
     let resp: WireResponse =
         serde_json::from_slice(body).map_err(|e| ProviderError::InvalidResponse {
             provider: provider.to_owned(),

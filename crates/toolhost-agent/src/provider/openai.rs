@@ -514,6 +514,28 @@ impl StreamAccumulator {
     }
 }
 
+/// Runs decoded server-sent events through the stream assembler, as
+/// `read_stream` does. For the fuzz targets and their regression tests only.
+pub(crate) fn replay_events(
+    provider: &str,
+    events: &[eventsource_stream::Event],
+    on_delta: DeltaSink<'_>,
+) -> Result<Completion, ProviderError> {
+    let mut acc = StreamAccumulator::default();
+    for event in events {
+        let data = event.data.trim();
+        if data.is_empty() {
+            continue;
+        }
+        if data == "[DONE]" {
+            acc.done = true;
+            break;
+        }
+        acc.chunk(provider, data, on_delta)?;
+    }
+    acc.finish(provider)
+}
+
 fn generated_id(index: usize) -> String {
     format!("call_{:08x}_{index}", fastrand::u32(..))
 }
@@ -554,7 +576,7 @@ pub(crate) fn emit_completion(c: &Completion, on_delta: DeltaSink<'_>) {
 }
 
 /// Parses a non-streamed Chat Completions response.
-fn parse_response(provider: &str, body: &[u8]) -> Result<Completion, ProviderError> {
+pub(crate) fn parse_response(provider: &str, body: &[u8]) -> Result<Completion, ProviderError> {
     let invalid = |message: String| ProviderError::InvalidResponse {
         provider: provider.to_owned(),
         message,

@@ -381,9 +381,15 @@ fn fences(text: &str) -> Vec<Fence> {
     while let Some(off) = text[i..].find("```") {
         let start = i + off;
         let after = start + 3;
-        // The info string (language) runs to the end of the line.
-        let body_start = match text[after..].find('\n') {
-            Some(nl) if !text[after..after + nl].contains("```") => after + nl + 1,
+        // The info string (language) runs to the end of the line. (The search
+        // stops at the next fence too: scanning on to a far newline made
+        // many fences on one line quadratic.)
+        let rest = &text[after..];
+        let body_start = match rest
+            .match_indices(['\n', '`'])
+            .find(|(k, m)| *m == "\n" || rest[*k..].starts_with("```"))
+        {
+            Some((nl, "\n")) => after + nl + 1,
             _ => after,
         };
         let (body_end, end) = match text[body_start..].find("```") {
@@ -425,9 +431,14 @@ fn json_spans(text: &str) -> Vec<Span> {
     }
     // Bare objects outside fences.
     let mut i = 0;
+    let mut next_fence = 0;
     while let Some(off) = text[i..].find('{') {
         let pos = i + off;
-        if let Some(f) = fences.iter().find(|f| f.start <= pos && pos < f.end) {
+        // The fences are in order and `pos` only grows.
+        while fences.get(next_fence).is_some_and(|f| f.end <= pos) {
+            next_fence += 1;
+        }
+        if let Some(f) = fences.get(next_fence).filter(|f| f.start <= pos) {
             i = f.end;
             continue;
         }
@@ -449,20 +460,58 @@ const OPEN_TAGS: [(&str, &str); 2] = [
     ("<tool_call>", "</tool_call>"),
 ];
 
+/// `text[from..].find(pattern)` as a position in `text`, for calls whose
+/// `from` never decreases: the last answer is reused while it is still ahead,
+/// so that many opening tags without (or far from) a closing one do not make
+/// the search quadratic.
+struct Finder<'a> {
+    text: &'a str,
+    pattern: &'static str,
+    /// The last answer, once there is one.
+    last: Option<Option<usize>>,
+}
+
+impl<'a> Finder<'a> {
+    fn new(text: &'a str, pattern: &'static str) -> Self {
+        Finder {
+            text,
+            pattern,
+            last: None,
+        }
+    }
+
+    fn find(&mut self, from: usize) -> Option<usize> {
+        match self.last {
+            Some(None) => return None,
+            Some(Some(p)) if p >= from => return Some(p),
+            _ => {}
+        }
+        let found = self.text[from..].find(self.pattern).map(|p| from + p);
+        self.last = Some(found);
+        found
+    }
+}
+
 fn xml_spans(text: &str) -> Vec<Span> {
     let mut spans = Vec::new();
+    let mut tags: Vec<_> = OPEN_TAGS
+        .iter()
+        .map(|(o, c)| (*o, *c, Finder::new(text, o), Finder::new(text, c)))
+        .collect();
     let mut i = 0;
     loop {
-        let next = OPEN_TAGS
-            .iter()
-            .filter_map(|(o, c)| text[i..].find(o).map(|p| (i + p, *o, *c)))
-            .min_by_key(|(p, _, _)| *p);
-        let Some((start, open, close)) = next else {
+        let next = tags
+            .iter_mut()
+            .enumerate()
+            .filter_map(|(k, (_, _, opens, _))| opens.find(i).map(|p| (p, k)))
+            .min();
+        let Some((start, k)) = next else {
             break;
         };
+        let (open, close, _, closes) = &mut tags[k];
         let body_start = start + open.len();
-        let (body_end, end) = match text[body_start..].find(close) {
-            Some(c) => (body_start + c, body_start + c + close.len()),
+        let (body_end, end) = match closes.find(body_start) {
+            Some(c) => (c, c + close.len()),
             None => (text.len(), text.len()),
         };
         let body = strip_fence(text[body_start..body_end].trim());
@@ -532,6 +581,23 @@ pub fn parse_tool_calls(profile: PromptProfile, text: &str) -> (String, Vec<Tool
         .filter(|p| !p.is_empty())
         .collect();
     (rest.join("\n\n"), calls)
+}
+
+/// Streams `chunks` through the filter that holds back calls and flushes it,
+/// as [`PromptTools`] does: the text a user interface would show. For the
+/// fuzz targets and their regression tests only.
+pub(crate) fn filter_deltas(profile: PromptProfile, chunks: &[&str], no_calls: bool) -> String {
+    let mut filter = DeltaFilter::new(profile, true);
+    let mut shown = String::new();
+    for chunk in chunks {
+        if let Some(out) = filter.push(chunk) {
+            shown.push_str(&out);
+        }
+    }
+    if let Some(rest) = filter.flush(no_calls) {
+        shown.push_str(&rest);
+    }
+    shown
 }
 
 /// Holds back streamed text from the point a tool call starts, so user
@@ -613,7 +679,13 @@ impl DeltaFilter {
                 }
             }
             (PromptProfile::Json, Some(b'`')) => {
-                let lower = rest.to_ascii_lowercase();
+                // Only the start matters (lowercasing all the rest for every
+                // backtick was quadratic in a long delta).
+                let head = rest
+                    .char_indices()
+                    .nth(17)
+                    .map_or(rest, |(k, _)| &rest[..k]);
+                let lower = head.to_ascii_lowercase();
                 match starts(&["```json", "```\n{", "```\r\n{"], &lower) {
                     Verdict::NotCall if lower.starts_with("```") => {
                         // A fence whose info string is not complete yet.
