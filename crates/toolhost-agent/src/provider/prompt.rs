@@ -561,8 +561,9 @@ pub fn parse_tool_calls(profile: PromptProfile, text: &str) -> (String, Vec<Tool
     let mut calls = Vec::new();
     let mut at = 0;
     for (start, end, found) in spans {
-        if start < at {
-            continue; // overlaps an earlier span
+        if start < at || found.is_empty() {
+            // Overlaps an earlier span, or holds no valid call: it stays text.
+            continue;
         }
         pieces.push(&text[at..start]);
         at = end;
@@ -573,6 +574,11 @@ pub fn parse_tool_calls(profile: PromptProfile, text: &str) -> (String, Vec<Tool
                 arguments,
             });
         }
+    }
+    if calls.is_empty() {
+        // Found by fuzzing: a block shaped like calls but holding none must
+        // not make the model's text disappear.
+        return (text.to_owned(), Vec::new());
     }
     pieces.push(&text[at..]);
     let rest: Vec<&str> = pieces
@@ -718,6 +724,14 @@ impl DeltaFilter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_calls_block_without_a_valid_call_stays_in_the_text() {
+        let text = r#"{"tool_calls": [{"nameunction": {"name": "calculate", "arguments": "{\"expression\":\"1\"}"}}]}"#;
+        let (rest, calls) = parse_tool_calls(PromptProfile::Json, text);
+        assert!(calls.is_empty());
+        assert_eq!(rest, text);
+    }
 
     fn names(calls: &[ToolCall]) -> Vec<&str> {
         calls.iter().map(|c| c.name.as_str()).collect()
