@@ -250,6 +250,13 @@ impl Runtime {
                 }
             };
             pending.remove(&path);
+            if result.is_err() && !path.is_file() {
+                // Removed or renamed away while it loaded: that is an unload,
+                // not a failure to report.
+                state.loaded.remove(&path);
+                state.failed.remove(&path);
+                continue;
+            }
             record(&mut state, path, result.map(Arc::new), &mut events);
         }
         // A load task that panicked still leaves its file in the report.
