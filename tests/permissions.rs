@@ -420,6 +420,45 @@ async fn after_hooks_keep_replace_fail_and_see_failures() {
     );
 }
 
+#[tokio::test]
+async fn structured_content_an_after_hook_replaces_is_checked_against_the_output_schema() {
+    let rt = builder()
+        .hook(after("reshape", |outcome| match outcome {
+            HookOutcome::Ok { output, .. } if output == "2" => AfterDecision::Replace {
+                output: None,
+                details: None,
+                structured: Some(Some(json!({"value": "two"}))),
+            },
+            HookOutcome::Ok { .. } => AfterDecision::Replace {
+                output: None,
+                details: None,
+                structured: Some(Some(json!({"value": 40.5}))),
+            },
+            HookOutcome::Err { .. } => AfterDecision::Keep,
+        }))
+        .build()
+        .await
+        .unwrap();
+    // calc declares `{"value": number}`: a string there is refused, and the
+    // model is told why.
+    let err = calc(&rt, "1+1").await.unwrap_err();
+    assert_eq!(err.kind(), "hook-failed");
+    assert!(
+        err.to_string().contains("output schema") && err.to_string().contains("/value"),
+        "{err}"
+    );
+    // A replacement that matches the schema passes.
+    let r = rt
+        .call(
+            "calculate",
+            json!({"expression": "6*7"}),
+            CallContext::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.structured, Some(json!({"value": 40.5})));
+}
+
 /// A hook that takes 300 ms at both stages (an async wait, as a real hook's I/O).
 struct Slow(&'static str);
 

@@ -830,3 +830,114 @@ async fn wasi_refuses_paths_outside_a_grant_even_without_a_check_in_the_plugin()
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_at_its_instance_limit_is_busy_while_others_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_plugin(&fixtures_dir(), "hostile", tmp.path());
+    copy_plugin(&plugins_dir(), "calc", tmp.path());
+    // The override comes from the plugin's own manifest.
+    let manifest = tmp.path().join("hostile.toml");
+    let mut text = std::fs::read_to_string(&manifest).unwrap();
+    text.push_str("\n[limits]\nmax-instances = 1\n");
+    std::fs::write(&manifest, text).unwrap();
+    let rt = Runtime::builder()
+        .plugin_dir(tmp.path())
+        .cache_dir(Some(root().join("target/test-cache")))
+        .max_queued_calls(0)
+        .build()
+        .await
+        .unwrap();
+    let slow = {
+        let rt = rt.clone();
+        tokio::spawn(async move {
+            rt.call("sleep", json!({"ms": 3000}), CallContext::new())
+                .await
+        })
+    };
+    // Once the slow call holds hostile's only instance, the next one is
+    // refused (before that, it simply runs).
+    let refused = loop {
+        match rt
+            .call("echo", json!({"text": "probe"}), CallContext::new())
+            .await
+        {
+            Err(e) => break e,
+            Ok(_) => {
+                assert!(!slow.is_finished(), "the slow call never held the instance");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    };
+    match &refused {
+        CallError::Busy {
+            instance_limit: Some((plugin, 1)),
+            ..
+        } => assert_eq!(plugin, "hostile@0.1.0"),
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        refused.to_string().contains("`max-instances` = 1"),
+        "{refused}"
+    );
+    // The pool is far from full: another plugin is not held up.
+    assert_calc_still_works(&rt).await;
+    assert!(!slow.is_finished());
+
+    assert!(slow.await.unwrap().is_ok());
+    let r = rt
+        .call("echo", json!({"text": "free"}), CallContext::new())
+        .await
+        .unwrap();
+    assert_eq!(r.output, "free", "the instance is free again");
+}
+
+#[tokio::test]
+async fn a_table_past_its_limit_is_refused_with_the_limit_named() {
+    let mut s = PluginSettings::default();
+    s.limits.table_elements = Some(1);
+    let tmp = tempfile::tempdir().unwrap();
+    copy_plugin(&plugins_dir(), "calc", tmp.path());
+    copy_plugin(&plugins_dir(), "text", tmp.path());
+    let rt = runtime_with(&[tmp.path()], vec![("calc", s)]).await;
+    // calc's function table is larger than one element: it cannot even start.
+    let failure = &rt.load_report().failures;
+    assert_eq!(failure.len(), 1, "{failure:?}");
+    let message = failure[0].error.to_string();
+    assert!(
+        message.contains("table limit exceeded") && message.contains("`table-elements` = 1"),
+        "{message}"
+    );
+    // The other plugin, under the default limit, loads and runs.
+    let r = rt
+        .call("word_count", json!({"text": "a b"}), CallContext::new())
+        .await
+        .unwrap();
+    assert!(r.output.contains('2'), "{}", r.output);
+}
+
+#[tokio::test]
+async fn arguments_over_their_size_limit_are_refused_with_the_limit_named() {
+    let mut s = PluginSettings::default();
+    s.limits.max_args_bytes = Some(64);
+    let rt = runtime_with(&[&plugins_dir()], vec![("calc", s)]).await;
+    let long = format!("1{}", "+1".repeat(40));
+    let err = rt
+        .call(
+            "calculate",
+            json!({ "expression": long }),
+            CallContext::new(),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, CallError::InvalidArguments { .. }), "{err:?}");
+    assert!(err.to_string().contains("`max-args-bytes`"), "{err}");
+    // Under the limit, the same tool runs; other plugins keep the default.
+    assert_calc_still_works(&rt).await;
+    let text = "word ".repeat(100);
+    let r = rt
+        .call("word_count", json!({ "text": text }), CallContext::new())
+        .await
+        .unwrap();
+    assert!(r.output.contains("100"), "{}", r.output);
+}

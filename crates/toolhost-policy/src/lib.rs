@@ -68,7 +68,10 @@
 //!   `plugin` glob (if any) matches the providing plugin's name (a tool without a plugin
 //!   does not match a rule that has one), and every `args.<key>` pattern matches. The key
 //!   is a top-level argument name, or a path into nested objects written quoted with dots
-//!   (`args."request.url"`). An argument that is missing or not a string does not match.
+//!   (`args."request.url"`). Strings match; numbers and booleans match a plain glob by
+//!   their JSON text; a list matches a deny or ask rule when any element matches and an
+//!   allow rule when every element does (and it is not empty). A missing argument, null
+//!   or an object does not match.
 //! - **Globs.** On names and raw strings, `*` matches any run of characters, `?` one, and
 //!   `[...]`, `{a,b}` and `\` escapes work as usual. A path glob (`{ path = ... }`) is
 //!   matched against the value after `.`, `..`, repeated and trailing `/` are resolved

@@ -369,6 +369,8 @@ pub(crate) struct ArgMatcher {
     /// The key split on `.`: a path into nested objects.
     key: Box<[Box<str>]>,
     kind: ArgKind,
+    /// How a list of values matches; see [`ArgMatcher::is_match`].
+    lists: ListMatch,
 }
 
 #[derive(Debug, Clone)]
@@ -378,9 +380,20 @@ enum ArgKind {
     Host(HostPattern),
 }
 
+/// How an argument that is a list matches a pattern.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ListMatch {
+    /// When any element matches: for deny and ask rules, so that one bad
+    /// element among good ones is still caught.
+    Any,
+    /// When every element matches (and there is one): for allow rules, so
+    /// that one matching element does not let the others through.
+    All,
+}
+
 impl ArgMatcher {
     /// Compiles the pattern for argument `key` (a name, or a dotted path into objects).
-    pub(crate) fn new(key: &str, pattern: &ArgPattern) -> Result<Self, String> {
+    pub(crate) fn new(key: &str, pattern: &ArgPattern, lists: ListMatch) -> Result<Self, String> {
         if key.is_empty() || key.split('.').any(str::is_empty) {
             return Err(format!(
                 "invalid argument name {key:?} (a name, or names joined by `.`)"
@@ -394,10 +407,13 @@ impl ArgMatcher {
         Ok(ArgMatcher {
             key: key.split('.').map(Box::from).collect(),
             kind,
+            lists,
         })
     }
 
-    /// Whether the argument is present, is a string, and matches.
+    /// Whether the argument is present and matches. A string matches by its
+    /// text; a number or boolean by its JSON text, for a plain glob only; a
+    /// list by its elements ([`ListMatch`]); objects and null never match.
     pub(crate) fn is_match(&self, args: &Value) -> bool {
         let mut v = args;
         for seg in &self.key {
@@ -406,13 +422,24 @@ impl ArgMatcher {
                 None => return false,
             }
         }
-        let Value::String(s) = v else {
-            return false;
-        };
-        match &self.kind {
-            ArgKind::Glob(g) => g.is_match(s),
-            ArgKind::Path(p) => p.is_match(s),
-            ArgKind::Host(h) => h.is_match(s),
+        match v {
+            Value::Array(items) => match self.lists {
+                ListMatch::Any => items.iter().any(|item| self.scalar_match(item)),
+                ListMatch::All => {
+                    !items.is_empty() && items.iter().all(|item| self.scalar_match(item))
+                }
+            },
+            scalar => self.scalar_match(scalar),
+        }
+    }
+
+    fn scalar_match(&self, v: &Value) -> bool {
+        match (v, &self.kind) {
+            (Value::String(s), ArgKind::Glob(g)) => g.is_match(s),
+            (Value::String(s), ArgKind::Path(p)) => p.is_match(s),
+            (Value::String(s), ArgKind::Host(h)) => h.is_match(s),
+            (Value::Number(_) | Value::Bool(_), ArgKind::Glob(g)) => g.is_match(&v.to_string()),
+            _ => false,
         }
     }
 }
@@ -598,18 +625,49 @@ mod tests {
     }
 
     #[test]
-    fn arg_matcher_follows_dotted_keys_and_ignores_missing_or_non_string_values() {
-        let m = ArgMatcher::new("req.url", &ArgPattern::Host("example.com".into())).unwrap();
+    fn arg_matcher_follows_dotted_keys_and_ignores_missing_values_and_objects() {
+        let host = ArgPattern::Host("example.com".into());
+        let m = ArgMatcher::new("req.url", &host, ListMatch::Any).unwrap();
         assert!(m.is_match(&json!({"req": {"url": "https://example.com/"}})));
         assert!(!m.is_match(&json!({"req": {"url": 3}})));
         assert!(!m.is_match(&json!({"req": "https://example.com/"})));
         assert!(!m.is_match(&json!({})));
         assert!(!m.is_match(&json!(null)));
-        let g = ArgMatcher::new("path", &ArgPattern::Glob("*.md".into())).unwrap();
+        let g = ArgMatcher::new("path", &ArgPattern::Glob("*.md".into()), ListMatch::Any).unwrap();
         assert!(g.is_match(&json!({"path": "docs/a.md"})));
-        assert!(!g.is_match(&json!({"path": ["a.md"]})));
+        assert!(!g.is_match(&json!({"path": {"p": "a.md"}})));
         assert!(!g.is_match(&json!({"path": null})));
-        assert!(ArgMatcher::new("a..b", &ArgPattern::Glob("*".into())).is_err());
-        assert!(ArgMatcher::new("", &ArgPattern::Glob("*".into())).is_err());
+        let glob = ArgPattern::Glob("*".into());
+        assert!(ArgMatcher::new("a..b", &glob, ListMatch::Any).is_err());
+        assert!(ArgMatcher::new("", &glob, ListMatch::Any).is_err());
+    }
+
+    #[test]
+    fn numbers_and_booleans_match_a_glob_by_their_json_text() {
+        let port = ArgMatcher::new("port", &ArgPattern::Glob("22".into()), ListMatch::Any).unwrap();
+        assert!(port.is_match(&json!({"port": 22})));
+        assert!(port.is_match(&json!({"port": "22"})));
+        assert!(!port.is_match(&json!({"port": 2222})));
+        let force =
+            ArgMatcher::new("force", &ArgPattern::Glob("true".into()), ListMatch::Any).unwrap();
+        assert!(force.is_match(&json!({"force": true})));
+        assert!(!force.is_match(&json!({"force": false})));
+        let path = ArgMatcher::new("p", &ArgPattern::Path("/etc/**".into()), ListMatch::Any);
+        assert!(
+            !path.unwrap().is_match(&json!({"p": 1})),
+            "paths are strings"
+        );
+    }
+
+    #[test]
+    fn a_list_matches_on_any_element_for_deny_and_on_every_element_for_allow() {
+        let etc = ArgPattern::Path("/etc/**".into());
+        let any = ArgMatcher::new("paths", &etc, ListMatch::Any).unwrap();
+        let all = ArgMatcher::new("paths", &etc, ListMatch::All).unwrap();
+        let mixed = json!({"paths": ["/home/a", "/etc/passwd"]});
+        let inside = json!({"paths": ["/etc/a", "/etc/b"]});
+        let empty = json!({"paths": []});
+        assert!(any.is_match(&mixed) && any.is_match(&inside) && !any.is_match(&empty));
+        assert!(!all.is_match(&mixed) && all.is_match(&inside) && !all.is_match(&empty));
     }
 }

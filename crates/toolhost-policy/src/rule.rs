@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::decision::Decision;
-use crate::pattern::{ArgMatcher, ArgPattern, NameGlob};
+use crate::pattern::{ArgMatcher, ArgPattern, ListMatch, NameGlob};
 
 /// One rule: a decision for the calls whose tool name (and optionally plugin name and
 /// argument values) match its patterns.
@@ -70,8 +70,9 @@ impl Rule {
         self
     }
 
-    /// Also require argument `key` (a name, or a dotted path into nested objects) to be a
-    /// string matching `pattern`.
+    /// Also require argument `key` (a name, or a dotted path into nested objects) to match
+    /// `pattern`: a string, a number or boolean by its JSON text (plain globs), or a list
+    /// (any element for deny and ask rules, every element for allow rules).
     pub fn arg(mut self, key: impl Into<String>, pattern: ArgPattern) -> Self {
         self.args.push((key.into(), pattern));
         self
@@ -188,11 +189,19 @@ impl CompiledRule {
             Some(p) => Some(NameGlob::new(p).map_err(|e| (RulePart::Plugin, e))?),
             None => None,
         };
+        // An allow rule matches a list only when every element does; deny
+        // and ask rules when any does.
+        let lists = match rule.decision {
+            Decision::Allow => ListMatch::All,
+            Decision::Ask | Decision::Deny => ListMatch::Any,
+        };
         let args = rule
             .args
             .iter()
             .enumerate()
-            .map(|(i, (key, pat))| ArgMatcher::new(key, pat).map_err(|e| (RulePart::Arg(i), e)))
+            .map(|(i, (key, pat))| {
+                ArgMatcher::new(key, pat, lists).map_err(|e| (RulePart::Arg(i), e))
+            })
             .collect::<Result<Box<[_]>, _>>()?;
         let from = match &rule.plugin {
             Some(p) => format!(" from {p}"),

@@ -94,6 +94,22 @@ impl std::fmt::Display for ArgumentIssue {
     }
 }
 
+fn busy_message(
+    waiting: usize,
+    max_queued: usize,
+    instance_limit: &Option<(String, usize)>,
+) -> String {
+    let full = match instance_limit {
+        Some((plugin, n)) => format!(
+            "`{plugin}` runs its maximum of {n} instances (limit `max-instances` = {n}) and "
+        ),
+        None => String::new(),
+    };
+    format!(
+        "the host is busy: {full}{waiting} calls are already waiting (limit `max-queued-calls` = {max_queued}); retry later"
+    )
+}
+
 /// A sandbox fault: the plugin misbehaved or hit a limit. The host keeps running.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SandboxFault {
@@ -111,8 +127,19 @@ pub enum SandboxFault {
         /// The size the plugin asked for.
         requested: u64,
     },
+    /// The plugin tried to grow a table past its limit (at instantiation, for
+    /// a table declared larger than the limit, or with `table.grow`).
+    #[error(
+        "table limit exceeded: tried to grow a table to {requested} elements (limit `table-elements` = {limit})"
+    )]
+    TableLimit {
+        /// The limit in elements.
+        limit: usize,
+        /// The size the plugin asked for.
+        requested: usize,
+    },
     /// The plugin recursed past its stack limit.
-    #[error("stack overflow (wasm stack limit = {limit} bytes)")]
+    #[error("stack overflow (wasm stack limit = {limit} bytes, the engine's `max_wasm_stack`)")]
     StackOverflow {
         /// The stack limit in bytes.
         limit: usize,
@@ -204,12 +231,15 @@ pub enum CallError {
         fault: SandboxFault,
     },
     /// Too many calls are waiting for a sandbox slot.
-    #[error(
-        "the host is busy: {waiting} calls are already waiting (limit `max-queued-calls`); retry later"
-    )]
+    #[error("{}", busy_message(*.waiting, *.max_queued, .instance_limit))]
     Busy {
         /// How many calls were waiting.
         waiting: usize,
+        /// The queue limit (`max-queued-calls`).
+        max_queued: usize,
+        /// When the plugin's own limit was the one that was full: its
+        /// `name@version` and its `max-instances`.
+        instance_limit: Option<(String, usize)>,
     },
     /// The host could not set up the sandbox (not the plugin's fault).
     #[error("host error while calling `{tool}`: {message}")]

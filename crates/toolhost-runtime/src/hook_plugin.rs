@@ -160,7 +160,7 @@ struct HookSandbox {
     sandbox: Sandbox,
     timeout: std::time::Duration,
     max_wasm_stack: usize,
-    _permit: tokio::sync::OwnedSemaphorePermit,
+    _slot: crate::runtime::Slot,
 }
 
 impl HookSandbox {
@@ -193,8 +193,8 @@ impl Runtime {
 
     /// A fresh sandbox for `plugin` under its limits and grants.
     async fn hook_sandbox(&self, plugin: &Plugin) -> Result<HookSandbox, HookError> {
-        let permit = self
-            .acquire_slot()
+        let slot = self
+            .acquire_slot(plugin)
             .await
             .map_err(|e| HookError::Failed(e.to_string()))?;
         let mut sandbox =
@@ -204,7 +204,7 @@ impl Runtime {
             sandbox,
             timeout: plugin.sandbox.limits.timeout,
             max_wasm_stack: self.inner.loader.max_wasm_stack,
-            _permit: permit,
+            _slot: slot,
         })
     }
 }

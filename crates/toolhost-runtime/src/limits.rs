@@ -28,6 +28,10 @@ pub struct Limits {
     pub max_args_bytes: usize,
     /// Log lines (host `log` calls plus stdout/stderr lines) kept per call; the rest are counted and dropped.
     pub max_log_lines: usize,
+    /// Sandboxes of one plugin alive at once. Further calls to that plugin
+    /// wait in the queue, so one busy plugin cannot take every slot of the
+    /// instance pool from the others.
+    pub max_instances: usize,
 }
 
 impl Default for Limits {
@@ -39,6 +43,7 @@ impl Default for Limits {
             max_output_bytes: 4 * 1024 * 1024,
             max_args_bytes: 1024 * 1024,
             max_log_lines: 1000,
+            max_instances: 32,
         }
     }
 }
@@ -60,6 +65,8 @@ pub struct LimitOverrides {
     pub max_args_bytes: Option<usize>,
     /// Log lines kept per call.
     pub max_log_lines: Option<usize>,
+    /// Sandboxes of this plugin alive at once.
+    pub max_instances: Option<usize>,
 }
 
 impl Limits {
@@ -78,6 +85,7 @@ impl Limits {
             max_output_bytes: o.max_output_bytes.unwrap_or(self.max_output_bytes),
             max_args_bytes: o.max_args_bytes.unwrap_or(self.max_args_bytes),
             max_log_lines: o.max_log_lines.unwrap_or(self.max_log_lines),
+            max_instances: o.max_instances.unwrap_or(self.max_instances),
         }
     }
 }

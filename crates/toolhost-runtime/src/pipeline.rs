@@ -178,15 +178,17 @@ impl Runtime {
 
     /// Runs the after-hooks on the call's result (a failure included), then
     /// the user's approval of the result when the policy asks for it.
+    /// `resolved` is the plugin and the index of the tool `tool` resolved to.
     pub(crate) async fn conclude(
         &self,
-        plugin: &Arc<Plugin>,
+        resolved: (&Arc<Plugin>, usize),
         tool: &str,
         args: &Value,
         result: Result<ToolResult, CallError>,
         cx: &CallContext,
         call_id: &str,
     ) -> Result<ToolResult, CallError> {
+        let (plugin, index) = resolved;
         let hooks = &self.inner.hooks;
         let mut result = result;
         if hooks.matches(tool, &plugin.name) {
@@ -251,6 +253,18 @@ impl Runtime {
                     message,
                 }),
             };
+            // A structured result after the hooks must still match the
+            // tool's output schema: the UI relies on it. (A hook may leave
+            // none, e.g. when it turns a failure into a plain answer.)
+            if let (Ok(r), Some(spec)) = (&result, plugin.tools.get(index))
+                && let Some(structured) = &r.structured
+                && let Err(fault) = spec.validate_structured(Some(structured))
+            {
+                result = Err(CallError::HookFailed {
+                    tool: tool.to_owned(),
+                    message: format!("the result after the after-hooks is refused: {fault}"),
+                });
+            }
         }
 
         let Ok(r) = &result else {

@@ -35,6 +35,9 @@ pub(crate) struct Plugin {
     pub content_key: String,
     /// The manifest it was loaded with (a changed manifest is a reload too).
     pub manifest: Manifest,
+    /// One permit per sandbox of this plugin that may be alive at once
+    /// (`max-instances`).
+    pub instances: Arc<tokio::sync::Semaphore>,
 }
 
 impl Plugin {
@@ -87,8 +90,15 @@ impl Tool {
                     }
                 })?),
             };
+        self.validate_structured(value.as_ref())?;
+        Ok(value)
+    }
+
+    /// Checks a structured result against the tool's output schema, if it
+    /// declares one (then the result is required).
+    pub(crate) fn validate_structured(&self, value: Option<&Value>) -> Result<(), SandboxFault> {
         let Some(validator) = &self.output_validator else {
-            return Ok(value);
+            return Ok(());
         };
         let Some(value) = value else {
             return Err(SandboxFault::StructuredMismatch {
@@ -97,13 +107,13 @@ impl Tool {
                     .into(),
             });
         };
-        if let Some(error) = validator.iter_errors(&value).next() {
+        if let Some(error) = validator.iter_errors(value).next() {
             return Err(SandboxFault::StructuredMismatch {
                 path: error.instance_path().to_string(),
                 message: error.to_string(),
             });
         }
-        Ok(Some(value))
+        Ok(())
     }
 }
 
@@ -256,8 +266,11 @@ impl Loader {
             requested: manifest.capabilities.clone(),
             pre,
             tools,
-            sandbox,
             content_key,
+            instances: Arc::new(tokio::sync::Semaphore::new(
+                sandbox.limits.max_instances.max(1),
+            )),
+            sandbox,
             manifest,
         })
     }

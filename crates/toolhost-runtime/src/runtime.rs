@@ -538,8 +538,15 @@ impl Runtime {
         let result = self
             .execute(&plugin, index, tool, &admitted.args_text, &cx, &call_id)
             .await;
-        self.conclude(&plugin, tool, &admitted.args, result, &cx, &call_id)
-            .await
+        self.conclude(
+            (&plugin, index),
+            tool,
+            &admitted.args,
+            result,
+            &cx,
+            &call_id,
+        )
+        .await
     }
 
     /// Runs a call that was admitted, in a fresh sandbox.
@@ -552,7 +559,7 @@ impl Runtime {
         cx: &CallContext,
         call_id: &str,
     ) -> Result<ToolResult, CallError> {
-        let _permit = self.acquire_slot().await?;
+        let _slot = self.acquire_slot(plugin).await?;
         let mut sandbox = Sandbox::new(&self.inner.engine, &plugin.sandbox).map_err(|message| {
             CallError::Host {
                 tool: tool.to_owned(),
@@ -620,12 +627,12 @@ impl Runtime {
                 available: registry.plugins.iter().map(|p| p.name.clone()).collect(),
             });
         };
-        let permit = self.acquire_slot().await?;
+        let slot = self.acquire_slot(&p).await?;
         Ok(ReusedInstance {
             runtime: self.clone(),
             plugin: p,
             instance: None,
-            _permit: permit,
+            _slot: slot,
         })
     }
 
@@ -651,11 +658,33 @@ impl Runtime {
         }
     }
 
-    /// Waits for a free sandbox slot, or answers `Busy` when too many calls wait already.
-    pub(crate) async fn acquire_slot(&self) -> Result<OwnedSemaphorePermit, CallError> {
-        if let Ok(p) = self.inner.slots.clone().try_acquire_owned() {
+    /// Waits until `plugin` may start another sandbox (`max-instances`) and
+    /// a slot of the instance pool is free, or answers `Busy` when too many
+    /// calls wait already.
+    pub(crate) async fn acquire_slot(&self, plugin: &Plugin) -> Result<Slot, CallError> {
+        let instance = self.wait_for(&plugin.instances, Some(plugin)).await?;
+        let pool = self.wait_for(&self.inner.slots, None).await?;
+        Ok(Slot {
+            _instance: instance,
+            _pool: pool,
+        })
+    }
+
+    /// Takes a permit of `semaphore`, waiting in the shared queue; `plugin`
+    /// names the per-plugin limit when that is the one that is full.
+    async fn wait_for(
+        &self,
+        semaphore: &Arc<Semaphore>,
+        plugin: Option<&Plugin>,
+    ) -> Result<OwnedSemaphorePermit, CallError> {
+        if let Ok(p) = semaphore.clone().try_acquire_owned() {
             return Ok(p);
         }
+        let busy = |waiting| CallError::Busy {
+            waiting,
+            max_queued: self.inner.max_queued,
+            instance_limit: plugin.map(|p| (p.id(), p.sandbox.limits.max_instances)),
+        };
         let waiting = self.inner.queued.fetch_add(1, Ordering::AcqRel);
         struct Dequeue<'a>(&'a AtomicUsize);
         impl Drop for Dequeue<'_> {
@@ -665,14 +694,13 @@ impl Runtime {
         }
         let _dequeue = Dequeue(&self.inner.queued);
         if waiting >= self.inner.max_queued {
-            return Err(CallError::Busy { waiting });
+            return Err(busy(waiting));
         }
-        self.inner
-            .slots
+        semaphore
             .clone()
             .acquire_owned()
             .await
-            .map_err(|_| CallError::Busy { waiting })
+            .map_err(|_| busy(waiting))
     }
 }
 
@@ -694,7 +722,7 @@ pub(crate) fn check_args(
         return Err(invalid(vec![ArgumentIssue {
             path: String::new(),
             message: format!(
-                "arguments are {} bytes, over the limit of {} bytes",
+                "arguments are {} bytes, over the limit of {} bytes (`max-args-bytes`)",
                 text.len(),
                 limits.max_args_bytes
             ),
@@ -833,13 +861,20 @@ impl Call<'_> {
     }
 }
 
+/// A sandbox slot: a permit of the plugin's `max-instances` and one of the
+/// instance pool, both returned when dropped.
+pub(crate) struct Slot {
+    _instance: OwnedSemaphorePermit,
+    _pool: OwnedSemaphorePermit,
+}
+
 /// A plugin instance kept across calls; see [`Runtime::reused_instance`].
 /// After a fault the instance is discarded and the next call gets a new one.
 pub struct ReusedInstance {
     runtime: Runtime,
     plugin: Arc<Plugin>,
     instance: Option<(Sandbox, PluginInstance)>,
-    _permit: OwnedSemaphorePermit,
+    _slot: Slot,
 }
 
 impl ReusedInstance {
@@ -875,7 +910,14 @@ impl ReusedInstance {
             )
             .await;
         runtime
-            .conclude(&plugin, tool, &admitted.args, result, &cx, &call_id)
+            .conclude(
+                (&plugin, index),
+                tool,
+                &admitted.args,
+                result,
+                &cx,
+                &call_id,
+            )
             .await
     }
 

@@ -143,6 +143,7 @@ struct Limiter {
     memory_bytes: u64,
     table_elements: usize,
     refused_memory: Option<u64>,
+    refused_table: Option<usize>,
 }
 
 impl ResourceLimiter for Limiter {
@@ -165,7 +166,11 @@ impl ResourceLimiter for Limiter {
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        Ok(desired <= self.table_elements)
+        if desired > self.table_elements {
+            self.refused_table = Some(desired);
+            return Ok(false);
+        }
+        Ok(true)
     }
 }
 
@@ -243,6 +248,7 @@ impl Sandbox {
                 memory_bytes: spec.limits.memory_bytes,
                 table_elements: spec.limits.table_elements,
                 refused_memory: None,
+                refused_table: None,
             },
             spec: spec.clone(),
             tool: String::new(),
@@ -280,6 +286,7 @@ impl Sandbox {
         state.log_lines = 0;
         state.dropped_log_lines = 0;
         state.limiter.refused_memory = None;
+        state.limiter.refused_table = None;
         self.store.set_epoch_deadline(1);
         now
     }
@@ -340,6 +347,12 @@ impl Sandbox {
         if let Some(requested) = state.limiter.refused_memory {
             return SandboxFault::MemoryLimit {
                 limit: limits.memory_bytes,
+                requested,
+            };
+        }
+        if let Some(requested) = state.limiter.refused_table {
+            return SandboxFault::TableLimit {
+                limit: limits.table_elements,
                 requested,
             };
         }
