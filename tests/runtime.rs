@@ -848,24 +848,28 @@ async fn a_plugin_at_its_instance_limit_is_busy_while_others_run() {
         .build()
         .await
         .unwrap();
-    let slow = {
-        let rt = rt.clone();
-        tokio::spawn(async move {
-            rt.call("sleep", json!({"ms": 3000}), CallContext::new())
+    // Once a slow call holds hostile's only instance, the next call is
+    // refused. A probe that runs first takes the instance and the slow call
+    // is refused instead: then start again.
+    let mut attempts = 0;
+    let (refused, slow) = 'attempt: loop {
+        attempts += 1;
+        assert!(attempts <= 20, "the slow call never held the instance");
+        let slow = {
+            let rt = rt.clone();
+            tokio::spawn(async move {
+                rt.call("sleep", json!({"ms": 3000}), CallContext::new())
+                    .await
+            })
+        };
+        loop {
+            match rt
+                .call("echo", json!({"text": "probe"}), CallContext::new())
                 .await
-        })
-    };
-    // Once the slow call holds hostile's only instance, the next one is
-    // refused (before that, it simply runs).
-    let refused = loop {
-        match rt
-            .call("echo", json!({"text": "probe"}), CallContext::new())
-            .await
-        {
-            Err(e) => break e,
-            Ok(_) => {
-                assert!(!slow.is_finished(), "the slow call never held the instance");
-                tokio::time::sleep(Duration::from_millis(10)).await;
+            {
+                Err(e) => break 'attempt (e, slow),
+                Ok(_) if slow.is_finished() => break,
+                Ok(_) => tokio::time::sleep(Duration::from_millis(10)).await,
             }
         }
     };
