@@ -217,3 +217,45 @@ fn the_interactive_session_lists_and_calls_tools_without_a_model() {
         "chat input without a model: {out}"
     );
 }
+
+#[test]
+fn plugins_shows_the_limits_each_plugin_runs_under() {
+    let o = run(host(&shared_cache())
+        .arg("--plugins")
+        .arg(plugins_dir())
+        .args(["plugins", "--json"]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let calc = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "calc")
+        .unwrap();
+    // calc's manifest asks for a 1 s timeout; the rest are defaults.
+    assert_eq!(calc["limits"]["timeout-ms"], 1000);
+    assert_eq!(calc["limits"]["max-instances"], 32);
+
+    // The host's configuration wins over the manifest.
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("toolhost.toml");
+    std::fs::write(&config, "[plugins.calc]\nlimits = { timeout-ms = 250 }\n").unwrap();
+    let o = run(host(&shared_cache())
+        .arg("--plugins")
+        .arg(plugins_dir())
+        .arg("--config")
+        .arg(&config)
+        .arg("plugins"));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    let calc = text
+        .split("\ncalc@")
+        .nth(1)
+        .or_else(|| text.strip_prefix("calc@"));
+    let calc = calc.unwrap_or_else(|| panic!("{text}"));
+    let limits = calc.lines().find(|l| l.trim_start().starts_with("limits:"));
+    assert!(
+        limits.is_some_and(|l| l.contains("timeout-ms=250") && l.contains("max-instances=32")),
+        "{text}"
+    );
+}

@@ -123,6 +123,7 @@ pub fn plugins(runtime: &Runtime, json: bool) -> anyhow::Result<u8> {
             p.granted.hosts.join(", "),
             p.granted.env.join(", ")
         )?;
+        writeln!(out, "    limits:    {}", p.limits)?;
     }
     Ok(exit::OK)
 }

@@ -14,9 +14,11 @@ use serde::{Deserialize, Serialize};
 /// let limits = Limits { timeout: Duration::from_secs(2), ..Limits::default() };
 /// assert_eq!(limits.memory_bytes, 128 * 1024 * 1024);
 /// ```
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub struct Limits {
     /// Wall-clock time a call may take, guest and host work together.
+    #[serde(rename = "timeout-ms", serialize_with = "millis")]
     pub timeout: Duration,
     /// Linear memory a plugin may grow to, in bytes.
     pub memory_bytes: u64,
@@ -67,6 +69,28 @@ pub struct LimitOverrides {
     pub max_log_lines: Option<usize>,
     /// Sandboxes of this plugin alive at once.
     pub max_instances: Option<usize>,
+}
+
+fn millis<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u128(d.as_millis())
+}
+
+impl std::fmt::Display for Limits {
+    /// One line with every limit by its configuration key.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "timeout-ms={} memory-mb={} table-elements={} max-output-bytes={} \
+             max-args-bytes={} max-log-lines={} max-instances={}",
+            self.timeout.as_millis(),
+            self.memory_bytes / (1024 * 1024),
+            self.table_elements,
+            self.max_output_bytes,
+            self.max_args_bytes,
+            self.max_log_lines,
+            self.max_instances
+        )
+    }
 }
 
 impl Limits {

@@ -68,6 +68,8 @@ pub struct PluginInfo {
     pub granted: Granted,
     /// The names its tools are exposed under.
     pub tools: Vec<String>,
+    /// The limits its calls run under (defaults, its manifest, the host's settings).
+    pub limits: crate::limits::Limits,
     /// Why this version was chosen, when several were found or the host pins a
     /// version requirement (e.g. "pinned to ^1.2: the highest match among 2.0.0, 1.3.0").
     pub selection: Option<String>,
@@ -245,6 +247,7 @@ impl Registry {
                     hosts: p.sandbox.hosts.iter().map(ToString::to_string).collect(),
                     env: p.sandbox.env.iter().map(|(k, _)| k.clone()).collect(),
                 },
+                limits: p.sandbox.limits.clone(),
                 tools: self
                     .tools
                     .iter()
