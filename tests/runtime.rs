@@ -945,3 +945,24 @@ async fn arguments_over_their_size_limit_are_refused_with_the_limit_named() {
         .unwrap();
     assert!(r.output.contains("100"), "{}", r.output);
 }
+
+#[tokio::test]
+async fn extreme_limits_in_a_manifest_do_not_break_the_host() {
+    for value in [
+        "max-instances = 0",
+        "max-instances = 18446744073709551615",
+        "timeout-ms = 18446744073709551615",
+        "memory-mb = 18446744073709551615",
+        "max-log-lines = 0",
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        copy_plugin(&plugins_dir(), "calc", tmp.path());
+        let manifest = tmp.path().join("calc.toml");
+        let text = format!("name = \"calc\"\nversion = \"0.1.0\"\n[limits]\n{value}\n");
+        std::fs::write(&manifest, text).unwrap();
+        let rt = runtime_with(&[tmp.path()], vec![]).await;
+        let failures = &rt.load_report().failures;
+        assert!(failures.is_empty(), "{value}: {failures:?}");
+        assert_calc_still_works(&rt).await;
+    }
+}

@@ -268,7 +268,11 @@ impl Loader {
             tools,
             content_key,
             instances: Arc::new(tokio::sync::Semaphore::new(
-                sandbox.limits.max_instances.max(1),
+                // A manifest may say anything; the semaphore has a maximum.
+                sandbox
+                    .limits
+                    .max_instances
+                    .clamp(1, tokio::sync::Semaphore::MAX_PERMITS),
             )),
             sandbox,
             manifest,

@@ -137,6 +137,14 @@ impl WasiHttpView for SandboxState {
     }
 }
 
+/// `now + timeout`, or a year from now for a timeout too large to add (a
+/// manifest may say anything).
+fn deadline_after(now: Instant, timeout: Duration) -> Instant {
+    now.checked_add(timeout)
+        .or_else(|| now.checked_add(Duration::from_secs(365 * 24 * 3600)))
+        .unwrap_or(now)
+}
+
 /// Memory and table limits of one store; remembers a refused growth so a
 /// resulting trap can be reported as what it is.
 struct Limiter {
@@ -255,7 +263,7 @@ impl Sandbox {
             log_lines: 0,
             dropped_log_lines: 0,
             progress: None,
-            deadline: Instant::now() + spec.limits.timeout,
+            deadline: deadline_after(Instant::now(), spec.limits.timeout),
             stdout,
             stderr,
         };
@@ -279,7 +287,7 @@ impl Sandbox {
     pub(crate) fn begin(&mut self, tool: &str, progress: Option<ProgressSink>) -> Instant {
         let now = Instant::now();
         let state = self.store.data_mut();
-        state.deadline = now + state.spec.limits.timeout;
+        state.deadline = deadline_after(now, state.spec.limits.timeout);
         state.tool.clear();
         state.tool.push_str(tool);
         state.progress = progress;
