@@ -11,21 +11,9 @@ use toolhost_runtime::{CallContext, Runtime};
 
 use common::*;
 
-/// The tool to call and its argument text, as the fuzz target splits an input
-/// (`fuzz/fuzz_targets/call_arguments.rs`; keep the two in step): `NAME\nARGS`
-/// where `NAME` is a real tool, or `?` and a name taken as given, or anything
-/// else, whose first byte picks a real tool.
-fn split<'a>(names: &'a [String], text: &'a str) -> (&'a str, &'a str) {
-    let (line, args) = text.split_once('\n').unwrap_or((text, ""));
-    if let Some(name) = names.iter().find(|n| *n == line) {
-        (name, args)
-    } else if let Some(literal) = line.strip_prefix('?') {
-        (literal, args)
-    } else {
-        let pick = usize::from(line.bytes().next().unwrap_or(0)) % names.len();
-        (&names[pick], args)
-    }
-}
+#[path = "../fuzz/call_input.rs"]
+mod call_input;
+use call_input::split;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn call_arguments_corpus() {

@@ -385,18 +385,6 @@ async fn a_component_importing_an_unknown_interface_is_refused_at_load() {
     calc_calls(&rt).await;
 }
 
-/// Resident memory of this process, in bytes.
-fn rss() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let kb: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().strip_suffix("kB"))
-        .and_then(|v| v.trim().parse().ok())
-        .expect("VmRSS in /proc/self/status");
-    kb * 1024
-}
-
 async fn many_calc_calls(rt: &Runtime, n: usize) {
     for _ in 0..n / 8 {
         calc_calls(rt).await;

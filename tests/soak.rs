@@ -85,18 +85,6 @@ fn replace_calc(dir: &Path, wasm_from: &Path, version: &str) {
     std::fs::rename(&staged, dir.join("calc.wasm")).unwrap();
 }
 
-/// Resident memory of this process, in bytes.
-fn rss() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let kb: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().strip_suffix("kB"))
-        .and_then(|v| v.trim().parse().ok())
-        .expect("VmRSS in /proc/self/status");
-    kb * 1024
-}
-
 fn mib(bytes: u64) -> f64 {
     bytes as f64 / MIB as f64
 }

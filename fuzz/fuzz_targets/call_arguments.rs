@@ -15,6 +15,10 @@ use std::sync::OnceLock;
 use libfuzzer_sys::fuzz_target;
 use toolhost_runtime::{CallContext, Runtime};
 
+#[path = "../call_input.rs"]
+mod call_input;
+use call_input::split;
+
 struct Fixture {
     tokio: tokio::runtime::Runtime,
     runtime: Runtime,
@@ -53,19 +57,6 @@ fn fixture() -> &'static Fixture {
             names,
         }
     })
-}
-
-/// The tool to call and its argument text.
-fn split<'a>(names: &'a [String], text: &'a str) -> (&'a str, &'a str) {
-    let (line, args) = text.split_once('\n').unwrap_or((text, ""));
-    if let Some(name) = names.iter().find(|n| *n == line) {
-        (name, args)
-    } else if let Some(literal) = line.strip_prefix('?') {
-        (literal, args)
-    } else {
-        let pick = usize::from(line.bytes().next().unwrap_or(0)) % names.len();
-        (&names[pick], args)
-    }
 }
 
 fuzz_target!(|data: &[u8]| {

@@ -312,6 +312,9 @@ pub struct AfterReport {
     pub outcome: HookOutcome,
     /// One entry per hook that ran, in order.
     pub trace: Vec<HookTrace>,
+    /// Whether a hook put a structured result of its own in the outcome (the
+    /// caller checks it against the tool's output schema again).
+    pub structured_replaced: bool,
 }
 
 /// The hooks that run around every tool call, in the order configured.
@@ -491,6 +494,7 @@ impl HookChain {
         let mut report = AfterReport {
             outcome,
             trace: Vec::new(),
+            structured_replaced: false,
         };
         if !self.any_after {
             return report;
@@ -514,7 +518,7 @@ impl HookChain {
                 Ok(decision) => {
                     trace.decision = decision.summary();
                     tracing::debug!(hook = name, tool = call.tool, decision = %trace.decision, ?duration, "after-hook");
-                    apply(&mut report.outcome, decision);
+                    report.structured_replaced |= apply(&mut report.outcome, decision);
                 }
                 Err(error) => {
                     tracing::warn!(hook = name, tool = call.tool, %error, policy = ?entry.on_error.after, "after-hook failed");
@@ -554,14 +558,17 @@ fn failure_reason(hook: &str, error: &str) -> String {
     format!("hook \"{hook}\" {error}")
 }
 
-fn apply(outcome: &mut HookOutcome, decision: AfterDecision) {
+/// Applies an after-hook's decision; returns whether it put a structured
+/// result of its own in the outcome.
+fn apply(outcome: &mut HookOutcome, decision: AfterDecision) -> bool {
     match decision {
-        AfterDecision::Keep => {}
+        AfterDecision::Keep => false,
         AfterDecision::Fail { message } => {
             *outcome = HookOutcome::Err {
                 kind: HOOK_FAILURE_KIND.to_owned(),
                 message,
             };
+            false
         }
         AfterDecision::Replace {
             output: new_output,
@@ -579,19 +586,28 @@ fn apply(outcome: &mut HookOutcome, decision: AfterDecision) {
                 if let Some(new_details) = new_details {
                     *details = new_details;
                 }
-                if let Some(new_structured) = new_structured {
-                    *structured = new_structured;
+                match new_structured {
+                    Some(new_structured) => {
+                        let replaced = new_structured.is_some();
+                        *structured = new_structured;
+                        replaced
+                    }
+                    None => false,
                 }
             }
-            HookOutcome::Err { .. } => {
-                if let Some(output) = new_output {
+            HookOutcome::Err { .. } => match new_output {
+                Some(output) => {
+                    let structured = new_structured.flatten();
+                    let replaced = structured.is_some();
                     *outcome = HookOutcome::Ok {
                         output,
                         details: new_details.flatten(),
-                        structured: new_structured.flatten(),
+                        structured,
                     };
+                    replaced
                 }
-            }
+                None => false,
+            },
         },
     }
 }

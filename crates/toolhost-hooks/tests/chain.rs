@@ -584,3 +584,38 @@ fn the_chain_futures_are_send() {
     assert_send(chain.run_before(&c));
     assert_send(chain.run_after(&c, HookOutcome::ok("")));
 }
+
+#[tokio::test]
+async fn the_report_says_whether_a_hook_put_in_a_structured_result() {
+    let args = json!({});
+    let run = |decision: AfterDecision, outcome: HookOutcome| {
+        let chain = HookChain::new(vec![entry(FnHook::after("h", move |_, _| {
+            Ok(decision.clone())
+        }))]);
+        let args = args.clone();
+        async move {
+            chain
+                .run_after(&call("x", &args), outcome)
+                .await
+                .structured_replaced
+        }
+    };
+    let structured = |v: Option<Value>| AfterDecision::Replace {
+        output: Some("text".into()),
+        details: None,
+        structured: Some(v),
+    };
+    let failed = || HookOutcome::err("tool-failed", "boom");
+    assert!(!run(AfterDecision::Keep, HookOutcome::ok("x")).await);
+    assert!(!run(AfterDecision::replace_output("y"), HookOutcome::ok("x")).await);
+    assert!(run(structured(Some(json!({"v": 1}))), HookOutcome::ok("x")).await);
+    assert!(
+        !run(structured(None), HookOutcome::ok("x")).await,
+        "removed"
+    );
+    assert!(
+        run(structured(Some(json!(1))), failed()).await,
+        "a failure recovered"
+    );
+    assert!(!run(AfterDecision::fail("no"), HookOutcome::ok("x")).await);
+}

@@ -214,6 +214,7 @@ impl Runtime {
                 }
             };
             let report = hooks.run_after(&call, outcome).await;
+            let structured_replaced = report.structured_replaced;
             report_traces(cx, report.trace);
             result = match (report.outcome, kept, error) {
                 (
@@ -253,10 +254,12 @@ impl Runtime {
                     message,
                 }),
             };
-            // A structured result after the hooks must still match the
-            // tool's output schema: the UI relies on it. (A hook may leave
-            // none, e.g. when it turns a failure into a plain answer.)
-            if let (Ok(r), Some(spec)) = (&result, plugin.tools.get(index))
+            // A structured result a hook put in must still match the tool's
+            // output schema: the UI relies on it. (The plugin's own was
+            // checked when the call returned. A hook may also leave none,
+            // e.g. when it turns a failure into a plain answer.)
+            if structured_replaced
+                && let (Ok(r), Some(spec)) = (&result, plugin.tools.get(index))
                 && let Some(structured) = &r.structured
                 && let Err(fault) = spec.validate_structured(Some(structured))
             {

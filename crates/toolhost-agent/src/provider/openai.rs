@@ -196,15 +196,9 @@ impl OpenAiCompatible {
         while let Some(event) =
             retry::next_event(&self.name, &mut events, cancel, &acc.text).await?
         {
-            let data = event.data.trim();
-            if data.is_empty() {
-                continue;
-            }
-            if data == "[DONE]" {
-                acc.done = true;
+            if acc.event(&self.name, &event.data, on_delta)? {
                 break;
             }
-            acc.chunk(&self.name, data, on_delta)?;
         }
         drop(events);
         acc.finish(&self.name)
@@ -387,6 +381,25 @@ struct StreamAccumulator {
 }
 
 impl StreamAccumulator {
+    /// Takes one server-sent event's data; returns whether it was the
+    /// stream's `[DONE]`. Empty events (keep-alives) are skipped.
+    fn event(
+        &mut self,
+        provider: &str,
+        data: &str,
+        on_delta: DeltaSink<'_>,
+    ) -> Result<bool, ProviderError> {
+        let data = data.trim();
+        if data == "[DONE]" {
+            self.done = true;
+            return Ok(true);
+        }
+        if !data.is_empty() {
+            self.chunk(provider, data, on_delta)?;
+        }
+        Ok(false)
+    }
+
     fn chunk(
         &mut self,
         provider: &str,
@@ -523,15 +536,9 @@ pub(crate) fn replay_events(
 ) -> Result<Completion, ProviderError> {
     let mut acc = StreamAccumulator::default();
     for event in events {
-        let data = event.data.trim();
-        if data.is_empty() {
-            continue;
-        }
-        if data == "[DONE]" {
-            acc.done = true;
+        if acc.event(provider, &event.data, on_delta)? {
             break;
         }
-        acc.chunk(provider, data, on_delta)?;
     }
     acc.finish(provider)
 }
