@@ -102,7 +102,7 @@ async fn a_denied_tool_is_refused_with_the_rule_reason_and_hidden_from_the_model
     assert_eq!(err.kind(), "permission-denied");
     assert!(err.to_string().contains("no network here"), "{err}");
     let visible: Vec<String> = rt
-        .visible_tools(None, None)
+        .offered_tools(None, None)
         .into_iter()
         .map(|t| t.name)
         .collect();
@@ -135,7 +135,7 @@ async fn argument_patterns_decide_per_call_and_keep_the_tool_visible() {
         .await
         .unwrap();
     assert!(
-        rt.visible_tools(None, None)
+        rt.offered_tools(None, None)
             .iter()
             .any(|t| t.name == "read_file")
     );
@@ -286,12 +286,12 @@ async fn a_tool_switched_off_for_a_session_is_hidden_and_denied_there_only() {
         .unwrap_err();
     assert_eq!(err.kind(), "permission-denied");
     assert!(
-        !rt.visible_tools(None, Some("s1"))
+        !rt.offered_tools(None, Some("s1"))
             .iter()
             .any(|t| t.name == "calculate")
     );
     assert!(
-        rt.visible_tools(None, Some("s2"))
+        rt.offered_tools(None, Some("s2"))
             .iter()
             .any(|t| t.name == "calculate")
     );
@@ -324,7 +324,7 @@ async fn an_agent_profile_overrides_the_defaults_for_that_agent() {
     .unwrap();
     let rt = builder().policy(policy).build().await.unwrap();
     let names = |agent| -> Vec<String> {
-        rt.visible_tools(agent, None)
+        rt.offered_tools(agent, None)
             .into_iter()
             .map(|t| t.name)
             .collect()

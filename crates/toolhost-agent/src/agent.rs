@@ -79,7 +79,11 @@ pub const FINAL_ANSWER_NOTE: &str = "[The tool-call limit for this request has b
 Do not call any more tools: answer now with the information gathered so far, and say what \
 is still missing.]";
 
-/// Rewrites the list of tools offered to the model (the permission layer).
+/// A caller's own narrowing of the tools offered to the model (e.g. only
+/// read-only tools for a planning step). It is not the permission layer:
+/// it runs after it, on what the executor's
+/// [`tools_for`](crate::ToolExecutor::tools_for) offered, and can only
+/// narrow further what the policy already let through.
 pub type ToolFilter = Arc<dyn Fn(&[ToolSpec]) -> Vec<ToolSpec> + Send + Sync>;
 
 /// Runs before every request and may rewrite the conversation (e.g. compact
@@ -291,7 +295,8 @@ pub struct AgentOptions {
     pub agent: Option<String>,
     /// Receives every event.
     pub events: Option<EventSink>,
-    /// Rewrites the tool list before every request.
+    /// Narrows the tool list before every request, after the permission
+    /// filter (see [`ToolFilter`]).
     pub tool_filter: Option<ToolFilter>,
     /// Rewrites the conversation before every request.
     pub before_request: Option<BeforeRequest>,

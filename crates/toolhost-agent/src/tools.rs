@@ -55,7 +55,10 @@ pub trait ToolExecutor: Send + Sync {
 
     /// The tools to offer the model for this agent and session: by default
     /// all of [`tools`](Self::tools); an executor with a permission layer
-    /// leaves out what its policy denies outright. Called before every request.
+    /// applies its permission filter here (the runtime's is
+    /// `Runtime::offered_tools`: everything but what its policy denies
+    /// outright and what the session switched off). Called before every
+    /// request.
     fn tools_for(&self, info: &ToolCallInfo) -> Vec<ToolSpec> {
         let _ = info;
         self.tools()
@@ -88,10 +91,9 @@ impl ToolExecutor for toolhost_runtime::Runtime {
             .collect()
     }
 
-    /// Leaves out the tools the runtime's policy denies outright for this
-    /// agent, and those the session switched off.
+    /// The runtime's permission filter, [`Runtime::offered_tools`](toolhost_runtime::Runtime::offered_tools).
     fn tools_for(&self, info: &ToolCallInfo) -> Vec<ToolSpec> {
-        self.visible_tools(info.agent.as_deref(), info.session_id.as_deref())
+        self.offered_tools(info.agent.as_deref(), info.session_id.as_deref())
             .into_iter()
             .map(spec)
             .collect()

@@ -118,7 +118,7 @@ pub fn run(
                 println!("details {}", if show_details { "on" } else { "off" });
             }
             Input::Tools => {
-                for t in runtime.visible_tools(None, Some(&chat::SESSION)) {
+                for t in runtime.offered_tools(None, Some(&chat::SESSION)) {
                     print!("{}", commands::format_tool(&t));
                 }
             }

@@ -307,6 +307,10 @@ impl Policy {
     /// override); or the applicable default is deny and no allow or ask rule could match
     /// the tool's name. A tool whose fate depends on its arguments stays visible, and
     /// the call is decided by [`Policy::evaluate`]. Runs without allocating.
+    ///
+    /// This is the rule-level answer; the permission filter that applies it
+    /// to the tools a model is offered is the runtime's
+    /// `Runtime::offered_tools`.
     pub fn visible(
         &self,
         tool: &str,

@@ -11,7 +11,8 @@ use toolhost_hooks::{
 
 use crate::api::{Linked, RawAfter, RawBefore, RawContext, RawOutcome};
 use crate::plugin::Plugin;
-use crate::runtime::{Inner, Runtime};
+use crate::pool::Slot;
+use crate::runtime::Inner;
 use crate::sandbox::Sandbox;
 
 /// The hook plugin called `name`, looked up in the registry at each call, so
@@ -31,20 +32,19 @@ impl PluginHook {
     }
 
     /// The runtime and the currently loaded hook plugin (see [`hook_pre`]).
-    fn current(&self) -> Result<(Runtime, Arc<Plugin>), HookError> {
+    fn current(&self) -> Result<(Arc<Inner>, Arc<Plugin>), HookError> {
         let inner = self
             .runtime
             .upgrade()
             .ok_or_else(|| HookError::Failed("the runtime is shutting down".into()))?;
-        let runtime = Runtime::from_inner(inner);
-        let plugin = runtime.hook_plugin(&self.name).ok_or_else(|| {
+        let plugin = inner.catalog.hook_plugin(&self.name).ok_or_else(|| {
             HookError::Failed(format!("hook plugin `{}` is not loaded", self.name))
         })?;
-        Ok((runtime, plugin))
+        Ok((inner, plugin))
     }
 }
 
-/// The linked hook of a plugin that [`Runtime::hook_plugin`] found.
+/// The linked hook of a plugin that `Catalog::hook_plugin` found.
 fn hook_pre(plugin: &Plugin) -> Result<&crate::api::HookPre, HookError> {
     match &plugin.pre {
         Linked::Hook(pre) => Ok(pre),
@@ -79,16 +79,14 @@ impl Hook for PluginHook {
 
     fn before<'a>(&'a self, call: &'a HookCall<'a>) -> HookFuture<'a, BeforeDecision> {
         Box::pin(async move {
-            let (runtime, plugin) = self.current()?;
+            let (inner, plugin) = self.current()?;
             let pre = hook_pre(&plugin)?;
             let args = call.args.to_string();
-            let mut run = runtime.hook_sandbox(&plugin).await?;
-            let result = Sandbox::run(
-                run.timeout,
-                pre.before(&mut run.sandbox.store, context(call), call.tool, &args),
-            )
-            .await;
-            let raw = run.finish(result)?;
+            let (mut sandbox, _slot) = hook_sandbox(&inner, &plugin).await?;
+            let raw = sandbox
+                .call(async |store| pre.before(store, context(call), call.tool, &args).await)
+                .await
+                .map_err(|fault| HookError::Failed(fault.to_string()))?;
             Ok(match raw {
                 RawBefore::Proceed => BeforeDecision::Continue,
                 RawBefore::Rewrite(args) => {
@@ -106,7 +104,7 @@ impl Hook for PluginHook {
         outcome: &'a HookOutcome,
     ) -> HookFuture<'a, AfterDecision> {
         Box::pin(async move {
-            let (runtime, plugin) = self.current()?;
+            let (inner, plugin) = self.current()?;
             let pre = hook_pre(&plugin)?;
             let args = call.args.to_string();
             let raw_outcome = match outcome {
@@ -124,19 +122,14 @@ impl Hook for PluginHook {
                 }
                 HookOutcome::Err { message, .. } => RawOutcome::Failed(message.clone()),
             };
-            let mut run = runtime.hook_sandbox(&plugin).await?;
-            let result = Sandbox::run(
-                run.timeout,
-                pre.after(
-                    &mut run.sandbox.store,
-                    context(call),
-                    call.tool,
-                    &args,
-                    raw_outcome,
-                ),
-            )
-            .await;
-            let raw = run.finish(result)?;
+            let (mut sandbox, _slot) = hook_sandbox(&inner, &plugin).await?;
+            let raw = sandbox
+                .call(async |store| {
+                    pre.after(store, context(call), call.tool, &args, raw_outcome)
+                        .await
+                })
+                .await
+                .map_err(|fault| HookError::Failed(fault.to_string()))?;
             Ok(match raw {
                 RawAfter::Keep => AfterDecision::Keep,
                 RawAfter::Replace {
@@ -154,57 +147,18 @@ impl Hook for PluginHook {
     }
 }
 
-/// A fresh sandbox for one hook-plugin function, holding a sandbox slot
-/// like a tool call.
-struct HookSandbox {
-    sandbox: Sandbox,
-    timeout: std::time::Duration,
-    max_wasm_stack: usize,
-    _slot: crate::runtime::Slot,
-}
-
-impl HookSandbox {
-    /// Turns what the sandbox ran into the hook's result, and flushes the plugin's logs.
-    fn finish<T>(
-        mut self,
-        result: Result<wasmtime::Result<T>, crate::error::SandboxFault>,
-    ) -> Result<T, HookError> {
-        let result = match result {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(e)) => Err(HookError::Failed(
-                self.sandbox.classify(&e, self.max_wasm_stack).to_string(),
-            )),
-            Err(fault) => Err(HookError::Failed(fault.to_string())),
-        };
-        self.sandbox.flush_logs();
-        result
-    }
-}
-
-impl Runtime {
-    /// The loaded hook plugin called `name`.
-    pub(crate) fn hook_plugin(&self, name: &str) -> Option<Arc<Plugin>> {
-        self.registry()
-            .plugins
-            .iter()
-            .find(|p| p.name == name && p.is_hook())
-            .cloned()
-    }
-
-    /// A fresh sandbox for `plugin` under its limits and grants.
-    async fn hook_sandbox(&self, plugin: &Plugin) -> Result<HookSandbox, HookError> {
-        let slot = self
-            .acquire_slot(plugin)
-            .await
-            .map_err(|e| HookError::Failed(e.to_string()))?;
-        let mut sandbox =
-            Sandbox::new(self.engine(), &plugin.sandbox).map_err(HookError::Failed)?;
-        sandbox.begin(&plugin.name, None);
-        Ok(HookSandbox {
-            sandbox,
-            timeout: plugin.sandbox.limits.timeout,
-            max_wasm_stack: self.inner.loader.max_wasm_stack,
-            _slot: slot,
-        })
-    }
+/// A fresh sandbox for one hook-plugin function under the plugin's limits
+/// and grants, and the sandbox slot it holds, like a tool call.
+async fn hook_sandbox(inner: &Inner, plugin: &Plugin) -> Result<(Sandbox, Slot), HookError> {
+    let slot = inner
+        .pool
+        .acquire(plugin)
+        .await
+        .map_err(|e| HookError::Failed(e.to_string()))?;
+    let mut sandbox = inner
+        .pool
+        .sandbox(&plugin.sandbox)
+        .map_err(HookError::Failed)?;
+    sandbox.begin(&plugin.name, None);
+    Ok((sandbox, slot))
 }

@@ -27,25 +27,32 @@
 //! ```
 
 mod api;
+mod builder;
 mod cache;
+mod call;
+mod catalog;
 mod engine;
 mod error;
+mod gate;
 mod grants;
 mod hook_plugin;
 mod http;
 mod limits;
 mod manifest;
 mod permission;
-mod pipeline;
 mod plugin;
+mod pool;
 mod registry;
 mod reload;
+mod reuse;
 mod runtime;
 mod sandbox;
 mod watch;
 
 pub use api::{Annotations, PACKAGE as CONTRACT_PACKAGE, supported_versions};
+pub use builder::RuntimeBuilder;
 pub use cache::default_cache_dir;
+pub use call::{CallContext, StepSink, ToolResult};
 pub use engine::{EPOCH_TICK, EngineSettings};
 pub use error::{ArgumentIssue, CallError, LoadError, RuntimeError, SandboxFault, ToolErrorKind};
 pub use grants::{DirAccess, DirGrant, HostPattern, HostPatternError, PluginSettings};
@@ -58,10 +65,8 @@ pub use permission::{
 pub use plugin::is_valid_tool_name;
 pub use registry::{Granted, PluginInfo, PluginKind, ToolInfo};
 pub use reload::{DEFAULT_CACHE_GRACE, DEFAULT_DEBOUNCE, PluginEvent};
-pub use runtime::{
-    CallContext, LoadFailure, LoadReport, ReusedInstance, Runtime, RuntimeBuilder, StepSink,
-    ToolResult,
-};
+pub use reuse::ReusedInstance;
+pub use runtime::{LoadFailure, LoadReport, Runtime};
 pub use sandbox::ProgressSink;
 /// Hooks before and after every call (re-exported from `toolhost-hooks`).
 pub use toolhost_hooks as hooks;

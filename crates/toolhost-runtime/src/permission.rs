@@ -1,21 +1,17 @@
-//! The permission layer around every call: the policy's decision, the user's
-//! approval of calls the policy (or a hook) asks about, per-session toggles,
-//! and the approval of results before they reach the model.
+//! What the permission layer asks the user and reports: the [`Approver`]
+//! that answers calls the policy (or a hook) asks about and results that
+//! need approval, and the [`CallStep`]s of every call for events and history.
 //!
-//! The rules themselves live in `toolhost-policy`; this module applies them
-//! on the call path and asks the [`Approver`] when a decision is `ask`.
-
-use std::collections::HashMap;
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::{Arc, Mutex, RwLock};
+//! The rules themselves live in `toolhost-policy`; the gate (`gate.rs`)
+//! holds them, and the call's steps (`call/admit.rs`, `call/conclude.rs`)
+//! apply them.
 
 use serde::Serialize;
 use serde_json::Value;
-use toolhost_policy::{Decision, Policy, PolicyError, SessionToggles};
+use toolhost_policy::Decision;
 
 /// A boxed future, as the [`Approver`] returns.
-pub type ApprovalFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+pub type ApprovalFuture<'a, T> = futures::future::BoxFuture<'a, T>;
 
 /// A call that needs the user's approval before it runs.
 #[derive(Debug, Clone)]
@@ -145,95 +141,6 @@ pub enum CallStep {
         #[serde(skip_serializing_if = "Option::is_none")]
         message: Option<String>,
     },
-}
-
-/// The policy, its per-session toggles and the approver, shared by every call.
-pub(crate) struct Permissions {
-    policy: RwLock<Arc<Policy>>,
-    sessions: Mutex<HashMap<String, SessionToggles>>,
-    pub(crate) approver: Option<Arc<dyn Approver>>,
-    /// With no approver: `true` allows what the policy asks about, `false` denies it.
-    pub(crate) allow_asks_without_approver: bool,
-}
-
-impl Permissions {
-    pub(crate) fn new(
-        policy: Policy,
-        approver: Option<Arc<dyn Approver>>,
-        allow_asks_without_approver: bool,
-    ) -> Self {
-        Permissions {
-            policy: RwLock::new(Arc::new(policy)),
-            sessions: Mutex::new(HashMap::new()),
-            approver,
-            allow_asks_without_approver,
-        }
-    }
-
-    pub(crate) fn policy(&self) -> Arc<Policy> {
-        match self.policy.read() {
-            Ok(p) => p.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
-    }
-
-    pub(crate) fn set_policy(&self, policy: Policy) {
-        match self.policy.write() {
-            Ok(mut p) => *p = Arc::new(policy),
-            Err(poisoned) => *poisoned.into_inner() = Arc::new(policy),
-        }
-    }
-
-    /// Runs `f` on the toggles of `session` (an empty set for none).
-    pub(crate) fn with_session<T>(
-        &self,
-        session: Option<&str>,
-        f: impl FnOnce(&SessionToggles) -> T,
-    ) -> T {
-        static NONE: std::sync::OnceLock<SessionToggles> = std::sync::OnceLock::new();
-        let empty = NONE.get_or_init(SessionToggles::new);
-        let Some(id) = session else {
-            return f(empty);
-        };
-        let sessions = match self.sessions.lock() {
-            Ok(s) => s,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        f(sessions.get(id).unwrap_or(empty))
-    }
-
-    /// Changes the toggles of `session`.
-    pub(crate) fn toggle(
-        &self,
-        session: &str,
-        f: impl FnOnce(&mut SessionToggles) -> Result<(), PolicyError>,
-    ) -> Result<(), PolicyError> {
-        let mut sessions = match self.sessions.lock() {
-            Ok(s) => s,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        f(sessions.entry(session.to_owned()).or_default())
-    }
-
-    /// "Allow always": adds `tool` to `always-allow`, in memory and in the
-    /// policy file when the policy came from one (atomically, keeping its
-    /// comments). A failure to write is logged; the running policy still
-    /// changes.
-    pub(crate) fn allow_always(&self, tool: &str) {
-        let current = self.policy();
-        if let Some(path) = current.path() {
-            match toolhost_policy::persist_always_allow(path, tool) {
-                Ok(()) => {
-                    tracing::info!(tool, file = %path.display(), "added to always-allow")
-                }
-                Err(e) => tracing::warn!(tool, "cannot write \"allow always\" back: {e}"),
-            }
-        }
-        match (*current).clone().with_always_allow(tool) {
-            Ok(updated) => self.set_policy(updated),
-            Err(e) => tracing::warn!(tool, "cannot add to always-allow: {e}"),
-        }
-    }
 }
 
 /// What the model reads when the user rejects a result.

@@ -284,22 +284,16 @@ impl Loader {
         pre: &PluginPre,
         spec: &Arc<SandboxSpec>,
     ) -> Result<Vec<RawToolSpec>, LoadError> {
-        let mut sandbox = Sandbox::new(&self.engine, spec).map_err(LoadError::Grant)?;
+        let mut sandbox =
+            Sandbox::new(&self.engine, spec, self.max_wasm_stack).map_err(LoadError::Grant)?;
         sandbox.begin("describe", None);
-        let result = Sandbox::run(spec.limits.timeout, async {
-            let instance = pre.instantiate(&mut sandbox.store).await?;
-            instance.describe(&mut sandbox.store).await
-        })
-        .await;
-        let result = match result {
-            Ok(Ok(specs)) => Ok(specs),
-            Ok(Err(e)) => Err(LoadError::Describe(
-                sandbox.classify(&e, self.max_wasm_stack).to_string(),
-            )),
-            Err(fault) => Err(LoadError::Describe(fault.to_string())),
-        };
-        sandbox.flush_logs();
-        result
+        sandbox
+            .call(async |store| {
+                let instance = pre.instantiate(&mut *store).await?;
+                instance.describe(store).await
+            })
+            .await
+            .map_err(|fault| LoadError::Describe(fault.to_string()))
     }
 }
 

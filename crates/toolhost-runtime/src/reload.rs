@@ -2,7 +2,7 @@
 //! of each file, and the events a change produces.
 //!
 //! Every load — the first one, a batch from the watcher, a rescan — goes
-//! through [`Runtime::reload_files`]: the changed files are loaded in
+//! through `Catalog::reload`: the changed files are loaded in
 //! parallel (compiling on blocking threads, off the call path), a file that
 //! fails keeps its previous version serving, and a new registry is built from
 //! every file's current version and swapped in one step. Calls in flight keep
@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::catalog::Catalog;
 use crate::error::{LoadError, RuntimeError};
 use crate::plugin::Plugin;
 use crate::registry::Registry;
@@ -204,23 +205,30 @@ impl Runtime {
     /// files, unloads removed ones. The watcher does this by itself after an
     /// error; embedders that do not watch can call it when they like.
     pub async fn rescan(&self) -> Vec<PluginEvent> {
-        let present: BTreeSet<PathBuf> = self.inner.sources.list().into_iter().collect();
+        self.catalog().rescan().await
+    }
+}
+
+impl Catalog {
+    /// See [`Runtime::rescan`].
+    pub(crate) async fn rescan(&self) -> Vec<PluginEvent> {
+        let present: BTreeSet<PathBuf> = self.sources.list().into_iter().collect();
         let mut files = present.clone();
         {
-            let state = self.inner.files.lock().await;
+            let state = self.files.lock().await;
             files.extend(state.loaded.keys().cloned());
             files.extend(state.failed.keys().cloned());
         }
-        self.reload_files(files).await
+        self.reload(files).await
     }
 
     /// Loads (or unloads, when they no longer exist) `files`, then swaps in a
     /// registry built from every file's current version. Returns the events,
     /// which also go to subscribers.
-    pub(crate) async fn reload_files(&self, files: BTreeSet<PathBuf>) -> Vec<PluginEvent> {
+    pub(crate) async fn reload(&self, files: BTreeSet<PathBuf>) -> Vec<PluginEvent> {
         let started = Instant::now();
-        let mut state = self.inner.files.lock().await;
-        let cache = &self.inner.loader.cache;
+        let mut state = self.files.lock().await;
+        let cache = &self.loader.cache;
         let (compiled0, hits0) = (
             cache.compiled.load(Ordering::Relaxed),
             cache.cache_hits.load(Ordering::Relaxed),
@@ -235,7 +243,7 @@ impl Runtime {
                 continue;
             }
             pending.insert(path.clone());
-            let loader = self.inner.loader.clone();
+            let loader = self.loader.clone();
             set.spawn(async move {
                 let result = loader.load(&path).await;
                 (path, result)
@@ -266,8 +274,7 @@ impl Runtime {
         }
 
         let swap_started = Instant::now();
-        let (registry, warnings) =
-            Registry::build(state.loaded.values().cloned(), &self.inner.pins);
+        let (registry, warnings) = Registry::build(state.loaded.values().cloned(), &self.pins);
         let registry = Arc::new(registry);
         let old = self.swap_registry(registry.clone());
         let swap = swap_started.elapsed();
@@ -315,10 +322,9 @@ impl Runtime {
                 PluginEvent::Failed { .. } => tracing::warn!("{event}"),
                 _ => tracing::info!("{event}"),
             }
-            // No subscriber is not an error.
-            let _ = self.inner.events.send(event.clone());
+            self.publish(event.clone());
         }
-        let (cache, grace) = (cache.clone(), self.inner.cache_grace);
+        let (cache, grace) = (cache.clone(), self.cache_grace);
         tokio::task::spawn_blocking(move || cache.prune(&live, grace));
         events
     }

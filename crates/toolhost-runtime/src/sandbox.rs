@@ -222,10 +222,16 @@ impl SandboxState {
 /// several calls (see [`crate::ReusedInstance`]).
 pub(crate) struct Sandbox {
     pub store: Store<SandboxState>,
+    /// The engine's wasm stack limit, named when a guest overflows it.
+    max_wasm_stack: usize,
 }
 
 impl Sandbox {
-    pub(crate) fn new(engine: &Engine, spec: &Arc<SandboxSpec>) -> Result<Sandbox, String> {
+    pub(crate) fn new(
+        engine: &Engine,
+        spec: &Arc<SandboxSpec>,
+        max_wasm_stack: usize,
+    ) -> Result<Sandbox, String> {
         let stdout = CapturedOutput::default();
         let stderr = CapturedOutput::default();
         let mut wasi = WasiCtxBuilder::new();
@@ -279,7 +285,10 @@ impl Sandbox {
             }
         });
         store.set_epoch_deadline(1);
-        Ok(Sandbox { store })
+        Ok(Sandbox {
+            store,
+            max_wasm_stack,
+        })
     }
 
     /// Prepares the store for a call of `tool`: arms the deadline, resets the
@@ -299,22 +308,37 @@ impl Sandbox {
         now
     }
 
-    /// Runs `fut` (which drives this sandbox's store) under the call's wall-clock
-    /// limit. The epoch deadline stops a guest that computes; this stops one
-    /// that waits inside a host call (a sleep, a slow socket).
-    pub(crate) async fn run<T>(
-        timeout: Duration,
-        fut: impl Future<Output = wasmtime::Result<T>>,
-    ) -> Result<wasmtime::Result<T>, SandboxFault> {
+    /// Runs guest code in this sandbox: `guest` gets the store and drives it
+    /// (instantiate, call an export). Returns what the guest returned, or the
+    /// [`SandboxFault`] that stopped it: the wall-clock limit, a trap, a
+    /// limit the guest hit. The plugin's output goes to the log either way.
+    ///
+    /// Every path that runs guest code goes through here: tool calls (fresh
+    /// or reused instances), `describe()` at load time, hook plugins.
+    pub(crate) async fn call<T>(
+        &mut self,
+        guest: impl AsyncFnOnce(&mut Store<SandboxState>) -> wasmtime::Result<T>,
+    ) -> Result<T, SandboxFault> {
+        let limit = self.store.data().spec.limits.timeout;
+        // Boxed: wasmtime's call futures are large, and an unboxed future is
+        // copied each time a caller moves it (measurable at a few µs per call).
+        let guest = Box::pin(guest(&mut self.store));
         // A little grace so that a computing guest is stopped by its epoch
-        // deadline (a clean trap) rather than by dropping the future.
-        tokio::time::timeout(timeout + Duration::from_millis(5), fut)
-            .await
-            .map_err(|_| SandboxFault::Timeout { limit: timeout })
+        // deadline (a clean trap) rather than by dropping the future. The
+        // epoch deadline stops a guest that computes; this stops one that
+        // waits inside a host call (a sleep, a slow socket).
+        let grace = limit.saturating_add(Duration::from_millis(5));
+        let result = match tokio::time::timeout(grace, guest).await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(e)) => Err(self.classify(&e)),
+            Err(_) => Err(SandboxFault::Timeout { limit }),
+        };
+        self.flush_logs();
+        result
     }
 
     /// Writes what the plugin printed to the host's log, and reports dropped lines.
-    pub(crate) fn flush_logs(&mut self) {
+    fn flush_logs(&mut self) {
         let state = self.store.data_mut();
         for (stream, pipe) in [
             ("stdout", state.stdout.clone()),
@@ -349,7 +373,7 @@ impl Sandbox {
     }
 
     /// Turns an error from inside the sandbox into a [`SandboxFault`].
-    pub(crate) fn classify(&self, err: &wasmtime::Error, max_wasm_stack: usize) -> SandboxFault {
+    fn classify(&self, err: &wasmtime::Error) -> SandboxFault {
         let state = self.store.data();
         let limits = &state.spec.limits;
         if let Some(requested) = state.limiter.refused_memory {
@@ -372,7 +396,7 @@ impl Sandbox {
             }
             Some(Trap::StackOverflow) => {
                 return SandboxFault::StackOverflow {
-                    limit: max_wasm_stack,
+                    limit: self.max_wasm_stack,
                 };
             }
             _ => {}

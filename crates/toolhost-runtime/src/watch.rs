@@ -15,9 +15,9 @@ use std::time::Duration;
 use notify::{RecommendedWatcher, RecursiveMode};
 use notify_debouncer_mini::{DebounceEventResult, DebouncedEventKind, Debouncer};
 
+use crate::catalog::Catalog;
 use crate::error::RuntimeError;
 use crate::reload::Sources;
-use crate::runtime::{Inner, Runtime};
 
 /// A running watcher; dropping it stops watching.
 pub(crate) struct Watcher {
@@ -25,10 +25,10 @@ pub(crate) struct Watcher {
 }
 
 /// Starts watching `sources`. Batches of changed plugin files are reloaded
-/// on the current tokio runtime. The task holds the runtime weakly: dropping
-/// the last [`Runtime`] stops the watcher and the task.
+/// on the current tokio runtime. The task holds the catalog weakly: dropping
+/// the last `Runtime` stops the watcher and the task.
 pub(crate) fn start(
-    runtime: Weak<Inner>,
+    catalog: Weak<Catalog>,
     sources: Sources,
     debounce: Duration,
 ) -> Result<Watcher, RuntimeError> {
@@ -69,13 +69,12 @@ pub(crate) fn start(
     }
     tokio::spawn(async move {
         while let Some(batch) = rx.recv().await {
-            let Some(inner) = runtime.upgrade() else {
+            let Some(catalog) = catalog.upgrade() else {
                 break;
             };
-            let runtime = Runtime::from_inner(inner);
             match batch {
-                Batch::Paths(paths) => runtime.reload_files(paths).await,
-                Batch::Rescan => runtime.rescan().await,
+                Batch::Paths(paths) => catalog.reload(paths).await,
+                Batch::Rescan => catalog.rescan().await,
             };
         }
     });

@@ -1,0 +1,260 @@
+//! Building a [`Runtime`]: the engine and its pool, the catalog of
+//! plugins (loaded in parallel before `build` returns), the gate (policy,
+//! hooks, approver), and the watcher.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use toolhost_hooks::{HookChain, HookConfig, HookEntry};
+use toolhost_policy::Policy;
+
+use crate::api::Linkers;
+use crate::cache::{CompileCache, default_cache_dir};
+use crate::catalog::Catalog;
+use crate::engine::{EngineSettings, EpochTicker, build_engine};
+use crate::error::RuntimeError;
+use crate::gate::Gate;
+use crate::grants::PluginSettings;
+use crate::hook_plugin::PluginHook;
+use crate::limits::Limits;
+use crate::permission::Approver;
+use crate::plugin::Loader;
+use crate::pool::Pool;
+use crate::reload::{DEFAULT_CACHE_GRACE, DEFAULT_DEBOUNCE, Sources};
+use crate::runtime::{Inner, Runtime};
+
+/// Builds a [`Runtime`].
+///
+/// ```no_run
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// use toolhost_runtime::{CallContext, Runtime};
+///
+/// let runtime = Runtime::builder().plugin_dir("target/plugins").build().await?;
+/// for f in &runtime.load_report().failures {
+///     eprintln!("{}: {}", f.path.display(), f.error);
+/// }
+/// let result = runtime
+///     .call("calculate", serde_json::json!({"expression": "2*(3+4)"}), CallContext::new())
+///     .await?;
+/// assert_eq!(result.output, "14");
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct RuntimeBuilder {
+    paths: Vec<PathBuf>,
+    limits: Limits,
+    engine: EngineSettings,
+    settings: BTreeMap<String, PluginSettings>,
+    cache_dir: Option<PathBuf>,
+    max_queued_calls: usize,
+    pins: BTreeMap<String, semver::VersionReq>,
+    watch: bool,
+    debounce: Duration,
+    cache_grace: Duration,
+    policy: Policy,
+    approver: Option<Arc<dyn Approver>>,
+    allow_asks_without_approver: bool,
+    hooks: Vec<HookEntry>,
+    hook_configs: Vec<HookConfig>,
+}
+
+impl std::fmt::Debug for RuntimeBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RuntimeBuilder")
+            .field("paths", &self.paths)
+            .field("cache_dir", &self.cache_dir)
+            .field("watch", &self.watch)
+            .field("hooks", &(self.hooks.len() + self.hook_configs.len()))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for RuntimeBuilder {
+    fn default() -> Self {
+        RuntimeBuilder {
+            paths: Vec::new(),
+            limits: Limits::default(),
+            engine: EngineSettings::default(),
+            settings: BTreeMap::new(),
+            cache_dir: default_cache_dir(),
+            max_queued_calls: 1024,
+            pins: BTreeMap::new(),
+            watch: false,
+            debounce: DEFAULT_DEBOUNCE,
+            cache_grace: DEFAULT_CACHE_GRACE,
+            policy: Policy::allow_all(),
+            approver: None,
+            allow_asks_without_approver: false,
+            hooks: Vec::new(),
+            hook_configs: Vec::new(),
+        }
+    }
+}
+
+impl RuntimeBuilder {
+    /// Loads every `*.wasm` in `path` (or `path` itself if it is a file).
+    pub fn plugin_dir(mut self, path: impl Into<PathBuf>) -> Self {
+        self.paths.push(path.into());
+        self
+    }
+    /// Default limits of every call (a plugin's manifest and settings override them).
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+    /// Grants, limits and config for the plugin called `name`.
+    pub fn plugin_settings(mut self, name: impl Into<String>, settings: PluginSettings) -> Self {
+        self.settings.insert(name.into(), settings);
+        self
+    }
+    /// Where compiled components are cached (`None`: no cache). Defaults to the
+    /// user's cache directory.
+    pub fn cache_dir(mut self, dir: Option<PathBuf>) -> Self {
+        self.cache_dir = dir;
+        self
+    }
+    /// Engine-wide settings (pool size, largest memory, stack).
+    pub fn engine_settings(mut self, settings: EngineSettings) -> Self {
+        self.engine = settings;
+        self
+    }
+    /// How many calls may wait for a free sandbox before `call` answers [`CallError::Busy`](crate::CallError::Busy).
+    pub fn max_queued_calls(mut self, n: usize) -> Self {
+        self.max_queued_calls = n;
+        self
+    }
+
+    /// Uses only versions of plugin `name` that meet `requirement` (e.g.
+    /// `^1.2`); by default the highest version found wins. The choice and the
+    /// reason show in [`PluginInfo::selection`](crate::PluginInfo::selection).
+    pub fn require_version(
+        mut self,
+        name: impl Into<String>,
+        requirement: semver::VersionReq,
+    ) -> Self {
+        self.pins.insert(name.into(), requirement);
+        self
+    }
+    /// Watches the plugin directories and reloads plugins whose files change
+    /// (off by default). See [`Runtime::subscribe`] for the events.
+    pub fn watch(mut self, watch: bool) -> Self {
+        self.watch = watch;
+        self
+    }
+    /// How long a changed file must be quiet before it is reloaded (75 ms by default).
+    pub fn watch_debounce(mut self, debounce: Duration) -> Self {
+        self.debounce = debounce;
+        self
+    }
+
+    /// How long a compile cache entry that no plugin file needs any more is
+    /// kept after its last use (a day by default), so switching back to a
+    /// recent build does not compile again.
+    pub fn cache_grace(mut self, grace: Duration) -> Self {
+        self.cache_grace = grace;
+        self
+    }
+    /// The permission policy (allow everything by default). See `toolhost-policy`.
+    pub fn policy(mut self, policy: Policy) -> Self {
+        self.policy = policy;
+        self
+    }
+    /// Who answers when the policy or a hook asks about a call, or a result
+    /// needs approval. Without one, those calls are denied (and those results
+    /// rejected) unless [`allow_asks_without_approver`](Self::allow_asks_without_approver).
+    pub fn approver(mut self, approver: Arc<dyn Approver>) -> Self {
+        self.approver = Some(approver);
+        self
+    }
+    /// With no approver, allow what would be asked (for trusted
+    /// non-interactive runs); deny is the default.
+    pub fn allow_asks_without_approver(mut self, allow: bool) -> Self {
+        self.allow_asks_without_approver = allow;
+        self
+    }
+    /// Adds a hook (a Rust [`Hook`](toolhost_hooks::Hook) in a
+    /// [`HookEntry`] with its matcher, timeout and failure policy), after the
+    /// ones added before.
+    pub fn hook(mut self, entry: HookEntry) -> Self {
+        self.hooks.push(entry);
+        self
+    }
+    /// Adds hooks from the config file's `[[hooks]]` entries: command hooks,
+    /// and hook plugins (`plugin-hook = "NAME"`, a loaded plugin that exports
+    /// the `hooks` interface), after the ones added before.
+    pub fn hook_configs(mut self, configs: impl IntoIterator<Item = HookConfig>) -> Self {
+        self.hook_configs.extend(configs);
+        self
+    }
+
+    /// Creates the engine and loads every plugin, in parallel. A plugin that
+    /// fails to load is reported in [`Runtime::load_report`]; only host-level
+    /// problems (engine, unreadable plugin directory) are errors here.
+    pub async fn build(self) -> Result<Runtime, RuntimeError> {
+        let engine = build_engine(&self.engine)?;
+        let linkers = Linkers::new(&engine).map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
+        let ticker = EpochTicker::start(&engine)?;
+        let cache = Arc::new(CompileCache::new(&engine, self.cache_dir.clone()));
+        let loader = Loader {
+            engine: engine.clone(),
+            linkers: Arc::new(linkers),
+            cache,
+            default_limits: self.limits.clone(),
+            settings: Arc::new(self.settings.clone()),
+            max_wasm_stack: self.engine.max_wasm_stack,
+        };
+        let catalog = Arc::new(Catalog::new(
+            loader,
+            Sources::resolve(&self.paths)?,
+            self.pins,
+            self.cache_grace,
+        ));
+        let pool = Pool::new(
+            engine,
+            self.engine.pool_size,
+            self.max_queued_calls,
+            self.engine.max_wasm_stack,
+            ticker,
+        );
+        let mut hooks = HookChain::new(self.hooks);
+        let mut hook_error = None;
+        // Hook plugins are hooks that call back into this runtime (its
+        // catalog for the plugin, its pool for a sandbox): they hold it weakly.
+        let inner = Arc::new_cyclic(|weak: &Weak<Inner>| {
+            let from_config = HookChain::from_config(&self.hook_configs, |name| {
+                Some(PluginHook::shared(weak.clone(), name))
+            });
+            match from_config {
+                Ok(chain) => {
+                    for entry in chain.entries() {
+                        hooks.push(entry.clone());
+                    }
+                }
+                Err(e) => hook_error = Some(e),
+            }
+            let gate = Gate::new(
+                self.policy,
+                std::mem::take(&mut hooks),
+                self.approver,
+                self.allow_asks_without_approver,
+            );
+            Inner::new(catalog.clone(), gate, pool)
+        });
+        if let Some(e) = hook_error {
+            return Err(RuntimeError::Hooks(e.to_string()));
+        }
+        let files = catalog.sources.list().into_iter().collect();
+        catalog.reload(files).await;
+        if self.watch {
+            let watcher = crate::watch::start(
+                Arc::downgrade(&catalog),
+                catalog.sources.clone(),
+                self.debounce,
+            )?;
+            catalog.set_watcher(watcher);
+        }
+        Ok(Runtime { inner })
+    }
+}

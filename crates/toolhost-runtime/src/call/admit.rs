@@ -1,0 +1,177 @@
+//! Step 3 of a call: whether it may run. The policy decides first (a deny
+//! stops the call here); then the before-hooks run (a block stops it; a
+//! rewrite of the arguments is validated against the schema again); then,
+//! when the policy or a hook asked, the user answers through the
+//! [`Approver`](crate::Approver).
+
+use serde_json::Value;
+use toolhost_hooks::{BeforeVerdict, HookCall, HookTrace};
+use toolhost_policy::{CallRequest, Decision};
+
+use crate::call::{Call, CallContext, validate};
+use crate::error::CallError;
+use crate::gate::Gate;
+use crate::permission::{CallApproval, CallApprovalRequest, CallStep};
+
+/// A call the permission layer and the before-hooks let through.
+pub(crate) struct Admitted {
+    /// The arguments it runs with (possibly rewritten by a hook).
+    pub args: Value,
+    /// The same, as JSON text for the plugin.
+    pub args_text: String,
+}
+
+/// Asks the policy, runs the before-hooks and, when asked to, the user.
+/// `args` were validated already; `args_text` is their JSON text.
+pub(crate) async fn admit(
+    gate: &Gate,
+    call: &Call<'_>,
+    args: Value,
+    args_text: String,
+) -> Result<Admitted, CallError> {
+    let (tool, plugin, cx) = (call.target.tool, &call.target.plugin, call.cx);
+    let policy = gate.policy();
+    let mut request = CallRequest::new(tool, &args).plugin(&plugin.name);
+    if let Some(agent) = cx.agent.as_deref() {
+        request = request.agent(agent);
+    }
+    let evaluation = gate.with_session(cx.session_id.as_deref(), |s| policy.evaluate(&request, s));
+    cx.step(|| CallStep::Permission {
+        decision: evaluation.decision,
+        decided_by: evaluation.decided_by.to_string(),
+        reason: evaluation.reason.as_deref().map(str::to_owned),
+    });
+    let mut asks = Vec::new();
+    match evaluation.decision {
+        Decision::Allow => {}
+        Decision::Deny => {
+            return Err(CallError::Denied {
+                tool: tool.to_owned(),
+                reason: evaluation
+                    .reason
+                    .as_deref()
+                    .map(str::to_owned)
+                    .unwrap_or_else(|| format!("denied by {}", evaluation.decided_by)),
+            });
+        }
+        Decision::Ask => asks.push(match &evaluation.reason {
+            Some(r) => format!("{r} ({})", evaluation.decided_by),
+            None => format!("asked by {}", evaluation.decided_by),
+        }),
+    }
+
+    let (mut args, mut args_text) = (args, args_text);
+    let hooks = gate.hooks();
+    if hooks.matches(tool, &plugin.name) {
+        let report = hooks.run_before(&hook_call(call, &args)).await;
+        report_traces(cx, report.trace);
+        let rewritten = match report.decision {
+            BeforeVerdict::Continue => None,
+            BeforeVerdict::Rewrite(new) => Some(new),
+            BeforeVerdict::Block { hook, reason } => {
+                return Err(CallError::Blocked {
+                    tool: tool.to_owned(),
+                    hook,
+                    reason,
+                });
+            }
+            BeforeVerdict::Ask { reasons, args } => {
+                asks.extend(reasons);
+                args
+            }
+        };
+        if let Some(new) = rewritten {
+            args_text =
+                validate::arguments(&call.target, &new).map_err(|e| CallError::Blocked {
+                    tool: tool.to_owned(),
+                    hook: "before-hooks".to_owned(),
+                    reason: format!("a hook rewrote the arguments into invalid ones: {e}"),
+                })?;
+            args = new;
+        }
+    }
+
+    if !asks.is_empty() {
+        ask(gate, call, &args, &asks).await?;
+    }
+    Ok(Admitted { args, args_text })
+}
+
+/// Asks the approver about a call; without one, the builder's setting decides.
+async fn ask(
+    gate: &Gate,
+    call: &Call<'_>,
+    args: &Value,
+    reasons: &[String],
+) -> Result<(), CallError> {
+    let (tool, cx) = (call.target.tool, call.cx);
+    let denied = |reason: String| CallError::Denied {
+        tool: tool.to_owned(),
+        reason,
+    };
+    let Some(approver) = gate.approver() else {
+        cx.step(|| CallStep::Approval {
+            of: "call",
+            answer: "no-approver",
+            message: None,
+        });
+        if gate.allow_asks_without_approver() {
+            return Ok(());
+        }
+        return Err(denied(format!(
+            "the call needs the user's approval ({}), and nobody can be asked in this \
+             session (non-interactive)",
+            reasons.join("; ")
+        )));
+    };
+    let request = CallApprovalRequest {
+        tool,
+        plugin: &call.target.plugin.name,
+        args,
+        reasons,
+        session_id: cx.session_id.as_deref(),
+        agent: cx.agent.as_deref(),
+    };
+    let answer = approver.approve_call(&request).await;
+    let (label, message) = match &answer {
+        CallApproval::AllowOnce => ("allow-once", None),
+        CallApproval::AllowAlways => ("allow-always", None),
+        CallApproval::Deny { message } => ("deny", message.clone()),
+    };
+    cx.step(|| CallStep::Approval {
+        of: "call",
+        answer: label,
+        message: message.clone(),
+    });
+    match answer {
+        CallApproval::AllowOnce => Ok(()),
+        CallApproval::AllowAlways => {
+            gate.allow_always(tool);
+            Ok(())
+        }
+        CallApproval::Deny { message } => Err(denied(match message {
+            Some(m) if !m.trim().is_empty() => format!("the user denied the call: {m}"),
+            _ => "the user denied the call".to_owned(),
+        })),
+    }
+}
+
+/// The call as the hooks see it (before and after).
+pub(crate) fn hook_call<'a>(call: &'a Call<'a>, args: &'a Value) -> HookCall<'a> {
+    let plugin = &call.target.plugin;
+    HookCall::new(call.target.tool, args)
+        .plugin(&plugin.name, &plugin.version_text)
+        .call_id(&call.id)
+        .session_id(call.cx.session_id.as_deref())
+        .agent(call.cx.agent.as_deref())
+}
+
+/// Reports each hook's decision and time to the call's steps.
+pub(crate) fn report_traces(cx: &CallContext, traces: Vec<HookTrace>) {
+    for trace in traces {
+        if trace.error.is_some() {
+            tracing::warn!(hook = %trace.hook, "hook failed: {}", trace.decision);
+        }
+        cx.step(|| CallStep::Hook(trace));
+    }
+}

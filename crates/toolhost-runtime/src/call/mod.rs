@@ -1,0 +1,207 @@
+//! One tool call, step by step. Every path into a tool call (the agent
+//! loop, `host call`, the interactive `/call`, a reused instance) goes
+//! through these steps, in this order, one file each:
+//!
+//! 1. **lookup** (here, [`resolve`]): the exposed name to the plugin and tool
+//!    that answer it; an unknown name is `not-found` with the closest names;
+//! 2. **validate** (`validate.rs`): the arguments' size and their JSON
+//!    Schema, every error with its JSON pointer;
+//! 3. **admit** (`admit.rs`): the policy's decision (deny stops here), the
+//!    before-hooks (block stops here; a rewrite is validated again), and the
+//!    user's approval when the policy or a hook asks;
+//! 4. **execute** (`execute.rs`): a sandbox slot from the pool (`queue`),
+//!    then the guest in a fresh sandbox under its limits, and the checks of
+//!    what it returned (sizes, JSON, output schema);
+//! 5. **conclude** (`conclude.rs`): the after-hooks (on failures too), then
+//!    the user's approval of the result when the policy asks for it.
+//!
+//! Every decision is reported to the call's [`CallContext::on_step`].
+
+pub(crate) mod admit;
+pub(crate) mod conclude;
+pub(crate) mod execute;
+pub(crate) mod validate;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::CallError;
+use crate::permission::CallStep;
+use crate::plugin::{Plugin, Tool};
+use crate::runtime::Inner;
+use crate::sandbox::ProgressSink;
+
+/// Who is calling: ids for logs and plugins, and where progress reports go.
+///
+/// ```
+/// use toolhost_runtime::CallContext;
+/// let cx = CallContext::new().call_id("call_1").session_id("s-42");
+/// ```
+#[derive(Clone, Default)]
+pub struct CallContext {
+    call_id: Option<String>,
+    pub(crate) session_id: Option<String>,
+    pub(crate) agent: Option<String>,
+    pub(crate) progress: Option<ProgressSink>,
+    steps: Option<StepSink>,
+}
+
+/// Receives each [`CallStep`] of a call (see [`CallContext::on_step`]).
+pub type StepSink = Arc<dyn Fn(&CallStep) + Send + Sync>;
+
+impl std::fmt::Debug for CallContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallContext")
+            .field("call_id", &self.call_id)
+            .field("session_id", &self.session_id)
+            .field("agent", &self.agent)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CallContext {
+    /// An empty context; the runtime makes up a call id.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Sets the call id (e.g. the model's tool-call id).
+    pub fn call_id(mut self, id: impl Into<String>) -> Self {
+        self.call_id = Some(id.into());
+        self
+    }
+    /// Sets the session id.
+    pub fn session_id(mut self, id: impl Into<String>) -> Self {
+        self.session_id = Some(id.into());
+        self
+    }
+    /// Sets the agent profile.
+    pub fn agent(mut self, agent: impl Into<String>) -> Self {
+        self.agent = Some(agent.into());
+        self
+    }
+    /// Receives the plugin's progress reports: `(tool, message, fraction)`.
+    pub fn on_progress(
+        mut self,
+        sink: impl Fn(&str, &str, Option<f32>) + Send + Sync + 'static,
+    ) -> Self {
+        self.progress = Some(Arc::new(sink));
+        self
+    }
+    /// Receives every step of the permission layer and the hooks on this
+    /// call (the policy's decision, each hook's decision and time, approvals),
+    /// for events and history.
+    pub fn on_step(mut self, sink: impl Fn(&CallStep) + Send + Sync + 'static) -> Self {
+        self.steps = Some(Arc::new(sink));
+        self
+    }
+    /// Reports a step; `step` is only built when someone listens.
+    pub(crate) fn step(&self, step: impl FnOnce() -> CallStep) {
+        if let Some(sink) = &self.steps {
+            sink(&step());
+        }
+    }
+}
+
+/// The result of a successful call.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolResult {
+    /// Concise text for the model.
+    pub output: String,
+    /// Structured data for user interfaces and logs (never for the model).
+    pub details: Option<Value>,
+    /// The structured result (MCP's `structuredContent`), from plugins built
+    /// against `toolhost:plugin@0.2.0` or later; it matches the tool's output
+    /// schema ([`ToolInfo::output_schema`](crate::ToolInfo::output_schema))
+    /// when the tool declares one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub structured: Option<Value>,
+    /// The tool's exposed name.
+    pub tool: String,
+    /// The plugin that ran it.
+    pub plugin: String,
+    /// That plugin's version.
+    pub plugin_version: semver::Version,
+    /// Wall-clock time of the call, including setting up the sandbox.
+    #[serde(with = "duration_micros")]
+    pub duration: Duration,
+}
+
+mod duration_micros {
+    pub fn serialize<S: serde::Serializer>(
+        d: &std::time::Duration,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+    }
+}
+
+/// What a call is aimed at: the tool as it was resolved when the call
+/// started. The call finishes on this plugin version even if a reload
+/// swaps in another meanwhile.
+pub(crate) struct Target<'a> {
+    /// The name the caller used (the exposed name).
+    pub tool: &'a str,
+    pub plugin: Arc<Plugin>,
+    /// The tool's index in `plugin.tools`.
+    pub index: usize,
+}
+
+impl Target<'_> {
+    /// The tool's loaded spec (schemas and validators).
+    pub(crate) fn spec(&self) -> &Tool {
+        &self.plugin.tools[self.index]
+    }
+}
+
+/// One call on its way through the steps.
+pub(crate) struct Call<'a> {
+    pub target: Target<'a>,
+    pub cx: &'a CallContext,
+    /// The caller's call id, or one the runtime made up.
+    pub id: String,
+}
+
+impl<'a> Call<'a> {
+    /// Step 1, lookup: the plugin and tool that answer `tool` right now.
+    pub(crate) fn resolve(
+        inner: &Inner,
+        tool: &'a str,
+        cx: &'a CallContext,
+    ) -> Result<Self, CallError> {
+        let registry = inner.catalog.registry();
+        let Some((plugin, index)) = registry.tools.get(tool) else {
+            return Err(CallError::NotFound {
+                name: tool.to_owned(),
+                suggestions: registry.suggest(tool),
+                available: registry.tools.keys().cloned().collect(),
+            });
+        };
+        Ok(Call {
+            target: Target {
+                tool,
+                plugin: plugin.clone(),
+                index: *index,
+            },
+            cx,
+            id: inner.call_id(cx.call_id.as_deref()),
+        })
+    }
+}
+
+/// A fresh-instance call through every step: lookup, validate and admit,
+/// execute, conclude.
+pub(crate) async fn run(
+    inner: &Inner,
+    tool: &str,
+    args: Value,
+    cx: &CallContext,
+) -> Result<ToolResult, CallError> {
+    let call = Call::resolve(inner, tool, cx)?;
+    let args_text = validate::arguments(&call.target, &args)?;
+    let admitted = admit::admit(&inner.gate, &call, args, args_text).await?;
+    let result = execute::fresh(&inner.pool, &call, &admitted.args_text).await;
+    conclude::conclude(&inner.gate, &call, &admitted.args, result).await
+}

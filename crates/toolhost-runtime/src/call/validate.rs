@@ -1,0 +1,55 @@
+//! Step 2 of a call: the arguments, checked before anything else looks at
+//! them — their size (`max-args-bytes`) and the tool's JSON Schema,
+//! precompiled when the plugin loaded. Every problem is reported with its
+//! JSON pointer, so the model can fix all of them at once.
+
+use serde_json::Value;
+
+use crate::call::Target;
+use crate::error::{ArgumentIssue, CallError};
+
+/// Parses arguments given as JSON text (as a model sends them); text that is
+/// not JSON is `invalid-arguments` naming the line and column.
+pub(crate) fn parse(tool: &str, text: &str) -> Result<Value, CallError> {
+    serde_json::from_str(text).map_err(|e| CallError::InvalidArguments {
+        tool: tool.to_owned(),
+        issues: vec![ArgumentIssue {
+            path: String::new(),
+            message: format!("arguments are not valid JSON: {e}"),
+        }],
+    })
+}
+
+/// Checks the arguments' size and validates them against the tool's schema;
+/// returns them as JSON text for the plugin.
+pub(crate) fn arguments(target: &Target<'_>, args: &Value) -> Result<String, CallError> {
+    let limits = &target.plugin.sandbox.limits;
+    let invalid = |issues| CallError::InvalidArguments {
+        tool: target.tool.to_owned(),
+        issues,
+    };
+    let text = args.to_string();
+    if text.len() > limits.max_args_bytes {
+        return Err(invalid(vec![ArgumentIssue {
+            path: String::new(),
+            message: format!(
+                "arguments are {} bytes, over the limit of {} bytes (`max-args-bytes`)",
+                text.len(),
+                limits.max_args_bytes
+            ),
+        }]));
+    }
+    let validator = &target.spec().validator;
+    // The common case first: a valid call skips the error-collecting path.
+    if validator.is_valid(args) {
+        return Ok(text);
+    }
+    let issues: Vec<ArgumentIssue> = validator
+        .iter_errors(args)
+        .map(|e| ArgumentIssue {
+            path: e.instance_path().to_string(),
+            message: e.to_string(),
+        })
+        .collect();
+    Err(invalid(issues))
+}

@@ -1,0 +1,136 @@
+//! The gate every call passes: the policy in force, the per-session
+//! toggles, the hooks and who answers the questions they ask.
+//!
+//! It is also **the permission filter**: [`Gate::offered_tools`] is the one
+//! place that decides which tools a model is offered before a request (every
+//! tool except those the policy denies outright for the agent, and those the
+//! session switched off). The call's own steps that consult the gate are
+//! `call/admit.rs` (before the sandbox) and `call/conclude.rs` (after it).
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+use arc_swap::ArcSwap;
+use parking_lot::Mutex;
+use toolhost_hooks::HookChain;
+use toolhost_policy::{Policy, PolicyError, SessionToggles};
+
+use crate::permission::Approver;
+use crate::registry::ToolInfo;
+
+/// The policy, its per-session toggles, the hooks and the approver, shared
+/// by every call.
+pub(crate) struct Gate {
+    /// Read on every call, replaced when the policy file changes.
+    policy: ArcSwap<Policy>,
+    sessions: Mutex<HashMap<String, SessionToggles>>,
+    hooks: HookChain,
+    approver: Option<Arc<dyn Approver>>,
+    /// With no approver: `true` allows what the policy asks about, `false` denies it.
+    allow_asks_without_approver: bool,
+}
+
+impl Gate {
+    pub(crate) fn new(
+        policy: Policy,
+        hooks: HookChain,
+        approver: Option<Arc<dyn Approver>>,
+        allow_asks_without_approver: bool,
+    ) -> Self {
+        Gate {
+            policy: ArcSwap::from_pointee(policy),
+            sessions: Mutex::new(HashMap::new()),
+            hooks,
+            approver,
+            allow_asks_without_approver,
+        }
+    }
+
+    /// The policy in force.
+    pub(crate) fn policy(&self) -> Arc<Policy> {
+        self.policy.load_full()
+    }
+
+    /// Replaces the policy for every call from now on.
+    pub(crate) fn set_policy(&self, policy: Policy) {
+        self.policy.store(Arc::new(policy));
+    }
+
+    /// The hook chain.
+    pub(crate) fn hooks(&self) -> &HookChain {
+        &self.hooks
+    }
+
+    /// Who answers questions, if anyone.
+    pub(crate) fn approver(&self) -> Option<&Arc<dyn Approver>> {
+        self.approver.as_ref()
+    }
+
+    /// With no approver: whether what is asked is allowed (`false`: denied).
+    pub(crate) fn allow_asks_without_approver(&self) -> bool {
+        self.allow_asks_without_approver
+    }
+
+    /// The permission filter: of `tools`, those a model may be offered for
+    /// `agent` in `session` — all but the ones the policy denies outright
+    /// (a deny rule without argument patterns, or a deny default no rule
+    /// lifts) and the ones the session switched off. Applied before every
+    /// request to a model, whatever the entry point.
+    pub(crate) fn offered_tools(
+        &self,
+        mut tools: Vec<ToolInfo>,
+        agent: Option<&str>,
+        session: Option<&str>,
+    ) -> Vec<ToolInfo> {
+        let policy = self.policy.load();
+        self.with_session(session, |toggles| {
+            tools.retain(|t| policy.visible(&t.name, Some(&t.plugin), agent, toggles));
+        });
+        tools
+    }
+
+    /// Runs `f` on the toggles of `session` (an empty set for none).
+    pub(crate) fn with_session<T>(
+        &self,
+        session: Option<&str>,
+        f: impl FnOnce(&SessionToggles) -> T,
+    ) -> T {
+        static NONE: OnceLock<SessionToggles> = OnceLock::new();
+        let empty = NONE.get_or_init(SessionToggles::new);
+        let Some(id) = session else {
+            return f(empty);
+        };
+        let sessions = self.sessions.lock();
+        f(sessions.get(id).unwrap_or(empty))
+    }
+
+    /// Changes the toggles of `session`.
+    pub(crate) fn toggle(
+        &self,
+        session: &str,
+        f: impl FnOnce(&mut SessionToggles) -> Result<(), PolicyError>,
+    ) -> Result<(), PolicyError> {
+        let mut sessions = self.sessions.lock();
+        f(sessions.entry(session.to_owned()).or_default())
+    }
+
+    /// "Allow always": adds `tool` to `always-allow`, in memory and in the
+    /// policy file when the policy came from one (atomically, keeping its
+    /// comments). A failure to write is logged; the running policy still
+    /// changes.
+    pub(crate) fn allow_always(&self, tool: &str) {
+        let current = self.policy();
+        if let Some(path) = current.path() {
+            match toolhost_policy::persist_always_allow(path, tool) {
+                Ok(()) => {
+                    tracing::info!(tool, file = %path.display(), "added to always-allow")
+                }
+                Err(e) => tracing::warn!(tool, "cannot write \"allow always\" back: {e}"),
+            }
+        }
+        match (*current).clone().with_always_allow(tool) {
+            Ok(updated) => self.set_policy(updated),
+            Err(e) => tracing::warn!(tool, "cannot add to always-allow: {e}"),
+        }
+    }
+}

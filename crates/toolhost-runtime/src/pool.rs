@@ -1,0 +1,108 @@
+//! The sandbox pool: the engine every sandbox runs on, the slots of its
+//! instance pool, and the queue of calls waiting for one.
+//!
+//! A call takes two permits before it gets a sandbox: one of its plugin's
+//! `max-instances` and one of the engine's instance pool. Both are fair
+//! semaphores; the calls waiting for either share one queue bound
+//! (`max-queued-calls`), past which a call is answered [`CallError::Busy`]
+//! at once instead of waiting.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use wasmtime::Engine;
+
+use crate::engine::EpochTicker;
+use crate::error::CallError;
+use crate::plugin::Plugin;
+use crate::sandbox::{Sandbox, SandboxSpec};
+
+/// The engine and its sandbox slots, shared by every call.
+pub(crate) struct Pool {
+    engine: Engine,
+    /// One permit per slot of the engine's instance pool.
+    slots: Arc<Semaphore>,
+    /// Calls waiting for a permit right now.
+    queued: AtomicUsize,
+    max_queued: usize,
+    max_wasm_stack: usize,
+    /// Advances the engine's epoch (timeouts); stops when the pool is dropped.
+    _ticker: EpochTicker,
+}
+
+/// A sandbox slot: a permit of the plugin's `max-instances` and one of the
+/// instance pool, both returned when dropped.
+pub(crate) struct Slot {
+    _instance: OwnedSemaphorePermit,
+    _pool: OwnedSemaphorePermit,
+}
+
+impl Pool {
+    pub(crate) fn new(
+        engine: Engine,
+        pool_size: u32,
+        max_queued: usize,
+        max_wasm_stack: usize,
+        ticker: EpochTicker,
+    ) -> Pool {
+        Pool {
+            engine,
+            slots: Arc::new(Semaphore::new(pool_size as usize)),
+            queued: AtomicUsize::new(0),
+            max_queued,
+            max_wasm_stack,
+            _ticker: ticker,
+        }
+    }
+
+    /// A fresh sandbox (store, WASI context, limits) for one of `spec`'s plugin's calls.
+    pub(crate) fn sandbox(&self, spec: &Arc<SandboxSpec>) -> Result<Sandbox, String> {
+        Sandbox::new(&self.engine, spec, self.max_wasm_stack)
+    }
+
+    /// Waits until `plugin` may start another sandbox (`max-instances`) and
+    /// a slot of the instance pool is free, or answers `Busy` when too many
+    /// calls wait already.
+    pub(crate) async fn acquire(&self, plugin: &Plugin) -> Result<Slot, CallError> {
+        let instance = self.wait_for(&plugin.instances, Some(plugin)).await?;
+        let pool = self.wait_for(&self.slots, None).await?;
+        Ok(Slot {
+            _instance: instance,
+            _pool: pool,
+        })
+    }
+
+    /// Takes a permit of `semaphore`, waiting in the shared queue; `plugin`
+    /// names the per-plugin limit when that is the one that is full.
+    async fn wait_for(
+        &self,
+        semaphore: &Arc<Semaphore>,
+        plugin: Option<&Plugin>,
+    ) -> Result<OwnedSemaphorePermit, CallError> {
+        if let Ok(p) = semaphore.clone().try_acquire_owned() {
+            return Ok(p);
+        }
+        let busy = |waiting| CallError::Busy {
+            waiting,
+            max_queued: self.max_queued,
+            instance_limit: plugin.map(|p| (p.id(), p.sandbox.limits.max_instances)),
+        };
+        let waiting = self.queued.fetch_add(1, Ordering::AcqRel);
+        struct Dequeue<'a>(&'a AtomicUsize);
+        impl Drop for Dequeue<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::AcqRel);
+            }
+        }
+        let _dequeue = Dequeue(&self.queued);
+        if waiting >= self.max_queued {
+            return Err(busy(waiting));
+        }
+        semaphore
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| busy(waiting))
+    }
+}

@@ -1,0 +1,113 @@
+//! A plugin instance kept across calls: no instantiation per call, but
+//! state (memory, globals) carries over from one call to the next. For
+//! plugins that opt into it, and to measure what a fresh instance costs.
+//! Its calls go through the same steps as every call (`call/`); only the
+//! execution differs.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::api::PluginInstance;
+use crate::call::{Call, CallContext, ToolResult, admit, conclude, execute, validate};
+use crate::error::CallError;
+use crate::plugin::Plugin;
+use crate::pool::Slot;
+use crate::runtime::Runtime;
+use crate::sandbox::Sandbox;
+
+/// A plugin instance kept across calls; see [`Runtime::reused_instance`].
+/// After a fault the instance is discarded and the next call gets a new one.
+pub struct ReusedInstance {
+    runtime: Runtime,
+    plugin: Arc<Plugin>,
+    instance: Option<(Sandbox, PluginInstance)>,
+    _slot: Slot,
+}
+
+impl ReusedInstance {
+    pub(crate) fn new(runtime: Runtime, plugin: Arc<Plugin>, slot: Slot) -> Self {
+        ReusedInstance {
+            runtime,
+            plugin,
+            instance: None,
+            _slot: slot,
+        }
+    }
+
+    /// Calls one of this plugin's tools (by its exposed name) on the kept
+    /// instance, through the same permission checks and hooks as every call.
+    pub async fn call(
+        &mut self,
+        tool: &str,
+        args: Value,
+        cx: CallContext,
+    ) -> Result<ToolResult, CallError> {
+        let inner = self.runtime.inner.clone();
+        let call = Call::resolve(&inner, tool, &cx)?;
+        if !Arc::ptr_eq(&call.target.plugin, &self.plugin) {
+            return Err(CallError::NotFound {
+                name: tool.to_owned(),
+                suggestions: Vec::new(),
+                available: self.plugin.tools.iter().map(|t| t.name.clone()).collect(),
+            });
+        }
+        let args_text = validate::arguments(&call.target, &args)?;
+        let admitted = admit::admit(&inner.gate, &call, args, args_text).await?;
+        let result = self.execute(&call, &admitted.args_text).await;
+        conclude::conclude(&inner.gate, &call, &admitted.args, result).await
+    }
+
+    /// Runs the call on the kept instance, instantiating it first if there is none.
+    async fn execute(&mut self, call: &Call<'_>, args: &str) -> Result<ToolResult, CallError> {
+        let host_err = |message: String| CallError::Host {
+            tool: call.target.tool.to_owned(),
+            message,
+        };
+        let (mut sandbox, instance) = match self.instance.take() {
+            Some(kept) => kept,
+            None => {
+                let plugin = &self.plugin;
+                let mut sandbox = self
+                    .runtime
+                    .inner
+                    .pool
+                    .sandbox(&plugin.sandbox)
+                    .map_err(host_err)?;
+                sandbox.begin(call.target.tool, None);
+                let instance = sandbox
+                    .call(async |store| plugin.pre.instantiate(store).await)
+                    .await
+                    .map_err(|fault| host_err(fault.to_string()))?;
+                (sandbox, instance)
+            }
+        };
+        let result = execute::on_instance(&mut sandbox, &instance, call, args).await;
+        if !matches!(result, Err(CallError::Sandbox { .. })) {
+            self.instance = Some((sandbox, instance));
+        }
+        result
+    }
+}
+
+impl Runtime {
+    /// An instance of `plugin` kept for many calls: no instantiation per call,
+    /// but state (memory, globals) carries over from one call to the next. For
+    /// plugins that opt into it, and to measure what a fresh instance costs.
+    /// It holds one sandbox slot until dropped.
+    pub async fn reused_instance(&self, plugin: &str) -> Result<ReusedInstance, CallError> {
+        let registry = self.inner.catalog.registry();
+        let Some(p) = registry.plugins.iter().find(|p| p.name == plugin).cloned() else {
+            return Err(CallError::NotFound {
+                name: plugin.to_owned(),
+                suggestions: crate::registry::suggest(
+                    plugin,
+                    registry.plugins.iter().map(|p| p.name.as_str()),
+                ),
+                available: registry.plugins.iter().map(|p| p.name.clone()).collect(),
+            });
+        };
+        let slot = self.inner.pool.acquire(&p).await?;
+        Ok(ReusedInstance::new(self.clone(), p, slot))
+    }
+}
