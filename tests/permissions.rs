@@ -18,7 +18,8 @@ use toolhost_runtime::hooks::{
 use toolhost_runtime::policy::{Decision, Policy, Rule};
 use toolhost_runtime::{
     ApprovalFuture, Approver, CallApproval, CallApprovalRequest, CallContext, CallError, CallStep,
-    DirGrant, PluginSettings, ResultApproval, ResultApprovalRequest, Runtime, RuntimeBuilder,
+    DirGrant, ErrorKind, PluginSettings, ResultApproval, ResultApprovalRequest, Runtime,
+    RuntimeBuilder,
 };
 
 fn builder() -> RuntimeBuilder {
@@ -99,7 +100,7 @@ async fn a_denied_tool_is_refused_with_the_rule_reason_and_hidden_from_the_model
         )
         .await
         .unwrap_err();
-    assert_eq!(err.kind(), "permission-denied");
+    assert_eq!(err.kind(), ErrorKind::PermissionDenied);
     assert!(err.to_string().contains("no network here"), "{err}");
     let visible: Vec<String> = rt
         .offered_tools(None, None)
@@ -150,7 +151,7 @@ async fn argument_patterns_decide_per_call_and_keep_the_tool_visible() {
     let err = read(sneaky).await.unwrap_err();
     assert_eq!(
         err.kind(),
-        "permission-denied",
+        ErrorKind::PermissionDenied,
         "`..` does not get around the rule"
     );
     let ok = read(scene.granted.join("hello.txt").display().to_string()).await;
@@ -167,7 +168,7 @@ async fn ask_without_an_approver_is_denied_unless_the_builder_allows_it() {
     };
     let rt = builder().policy(policy()).build().await.unwrap();
     let err = calc(&rt, "1+1").await.unwrap_err();
-    assert_eq!(err.kind(), "permission-denied");
+    assert_eq!(err.kind(), ErrorKind::PermissionDenied);
     assert!(
         err.to_string().contains("needs the user's approval"),
         "{err}"
@@ -205,7 +206,7 @@ async fn ask_once_asks_every_time_and_deny_passes_the_users_message_to_the_model
     assert_eq!(calc(&rt, "1+1").await.unwrap(), "2");
     assert_eq!(calc(&rt, "2+2").await.unwrap(), "4");
     let err = calc(&rt, "3+3").await.unwrap_err();
-    assert_eq!(err.kind(), "permission-denied");
+    assert_eq!(err.kind(), ErrorKind::PermissionDenied);
     assert!(err.to_string().contains("use mental arithmetic"), "{err}");
     assert_eq!(approver.asked.load(Ordering::SeqCst), 3);
 }
@@ -267,7 +268,7 @@ async fn a_rejected_result_reaches_the_model_as_a_rejected_status() {
         .unwrap();
     assert_eq!(calc(&rt, "1+1").await.unwrap(), "2");
     let err = calc(&rt, "2+2").await.unwrap_err();
-    assert_eq!(err.kind(), "rejected");
+    assert_eq!(err.kind(), ErrorKind::Rejected);
     let seen: Value = serde_json::from_str(&err.to_string()).unwrap();
     assert_eq!(
         seen,
@@ -284,7 +285,7 @@ async fn a_tool_switched_off_for_a_session_is_hidden_and_denied_there_only() {
         .call("calculate", json!({"expression": "1"}), in_s1)
         .await
         .unwrap_err();
-    assert_eq!(err.kind(), "permission-denied");
+    assert_eq!(err.kind(), ErrorKind::PermissionDenied);
     assert!(
         !rt.offered_tools(None, Some("s1"))
             .iter()
@@ -339,7 +340,7 @@ async fn an_agent_profile_overrides_the_defaults_for_that_agent() {
         )
         .await
         .unwrap_err();
-    assert_eq!(err.kind(), "permission-denied");
+    assert_eq!(err.kind(), ErrorKind::PermissionDenied);
 }
 
 fn before(name: &str, f: impl Fn(&Value) -> BeforeDecision + Send + Sync + 'static) -> HookEntry {
@@ -371,19 +372,19 @@ async fn before_hooks_continue_rewrite_block_and_ask() {
     assert_eq!(calc(&rt, "rewrite me").await.unwrap(), "42", "rewrite");
 
     let err = calc(&rt, "break me").await.unwrap_err();
-    assert_eq!(err.kind(), "blocked-by-hook");
+    assert_eq!(err.kind(), ErrorKind::BlockedByHook);
     assert!(
         err.to_string().contains("invalid"),
         "a rewrite is validated again: {err}"
     );
 
     let err = calc(&rt, "block me").await.unwrap_err();
-    assert_eq!(err.kind(), "blocked-by-hook");
+    assert_eq!(err.kind(), ErrorKind::BlockedByHook);
     assert!(err.to_string().contains("double") && err.to_string().contains("no blocking allowed"));
 
     let err = calc(&rt, "ask me").await.unwrap_err();
     assert!(
-        err.to_string().contains("invalid") || err.kind() == "tool-invalid-arguments",
+        err.to_string().contains("invalid") || err.kind() == ErrorKind::ToolInvalidArguments,
         "asked, approved once, then ran (and `ask me` does not parse): {err}"
     );
 }
@@ -410,14 +411,15 @@ async fn after_hooks_keep_replace_fail_and_see_failures() {
     assert_eq!(calc(&rt, "1+1").await.unwrap(), "2");
     assert_eq!(calc(&rt, "2+2").await.unwrap(), "four");
     let err = calc(&rt, "3+3").await.unwrap_err();
-    assert_eq!(err.kind(), "hook-failed");
+    assert_eq!(err.kind(), ErrorKind::HookFailed);
     assert!(err.to_string().contains("six is not allowed"), "{err}");
     let err = calc(&rt, "1/0").await.unwrap_err();
-    assert_eq!(err.kind(), "tool-failed", "a kept failure keeps its kind");
     assert_eq!(
-        *seen_failures.lock().unwrap(),
-        vec!["tool-failed".to_owned()]
+        err.kind(),
+        ErrorKind::ToolFailed,
+        "a kept failure keeps its kind"
     );
+    assert_eq!(*seen_failures.lock().unwrap(), vec![ErrorKind::ToolFailed]);
 }
 
 #[tokio::test]
@@ -442,7 +444,7 @@ async fn structured_content_an_after_hook_replaces_is_checked_against_the_output
     // calc declares `{"value": number}`: a string there is refused, and the
     // model is told why.
     let err = calc(&rt, "1+1").await.unwrap_err();
-    assert_eq!(err.kind(), "hook-failed");
+    assert_eq!(err.kind(), ErrorKind::HookFailed);
     assert!(
         err.to_string().contains("output schema") && err.to_string().contains("/value"),
         "{err}"
@@ -493,7 +495,7 @@ async fn a_hook_that_times_out_fails_closed_before_and_open_after_unless_configu
     };
     let rt = builder().hook(slow(Stages::BEFORE)).build().await.unwrap();
     let err = calc(&rt, "1+1").await.unwrap_err();
-    assert_eq!(err.kind(), "blocked-by-hook");
+    assert_eq!(err.kind(), ErrorKind::BlockedByHook);
     assert!(
         err.to_string().contains("slowpoke") && err.to_string().contains("timed out"),
         "{err}"
@@ -517,7 +519,10 @@ async fn a_hook_that_times_out_fails_closed_before_and_open_after_unless_configu
         .build()
         .await
         .unwrap();
-    assert_eq!(calc(&rt, "1+1").await.unwrap_err().kind(), "hook-failed");
+    assert_eq!(
+        calc(&rt, "1+1").await.unwrap_err().kind(),
+        ErrorKind::HookFailed
+    );
 }
 
 #[tokio::test]
@@ -590,7 +595,7 @@ async fn a_command_hook_blocks_with_exit_2_and_its_stderr() {
         )
         .await
         .unwrap_err();
-    assert_eq!(err.kind(), "blocked-by-hook");
+    assert_eq!(err.kind(), ErrorKind::BlockedByHook);
     assert!(err.to_string().contains("may hold secrets"), "{err}");
     let ok = rt
         .call(
@@ -636,7 +641,7 @@ async fn hooks_and_policy_also_guard_a_reused_instance() {
         )
         .await
         .unwrap_err();
-    assert_eq!(err.kind(), "permission-denied");
+    assert_eq!(err.kind(), ErrorKind::PermissionDenied);
 }
 
 #[tokio::test]
@@ -805,7 +810,7 @@ async fn a_hook_plugin_rewrite_that_breaks_the_schema_is_refused_before_the_call
     let (_dir, rt) = decisions(DECISIONS, |b| b).await;
     let (result, traces) = calc_traced(&rt, "break").await;
     let err = result.unwrap_err();
-    assert_eq!(err.kind(), "blocked-by-hook");
+    assert_eq!(err.kind(), ErrorKind::BlockedByHook);
     assert!(
         err.to_string().contains("invalid"),
         "a rewrite is validated again: {err}"
@@ -822,7 +827,7 @@ async fn a_hook_plugin_block_reaches_the_model_with_the_hooks_name_and_reason() 
     let (_dir, rt) = decisions(DECISIONS, |b| b).await;
     let (result, traces) = calc_traced(&rt, "block").await;
     let err = result.unwrap_err();
-    assert_eq!(err.kind(), "blocked-by-hook");
+    assert_eq!(err.kind(), ErrorKind::BlockedByHook);
     let message = err.to_string();
     assert!(
         message.contains("hook-decisions") && message.contains("the hook plugin blocks this"),
@@ -847,7 +852,7 @@ async fn a_hook_plugin_ask_runs_the_call_once_approved_and_is_denied_without_an_
     let err = result.unwrap_err();
     assert_eq!(
         err.kind(),
-        "tool-invalid-arguments",
+        ErrorKind::ToolInvalidArguments,
         "approved, then the tool ran (and `ask` does not parse): {err}"
     );
     assert_eq!(
@@ -861,7 +866,7 @@ async fn a_hook_plugin_ask_runs_the_call_once_approved_and_is_denied_without_an_
     let (_dir, rt) = decisions(DECISIONS, |b| b).await;
     let (result, traces) = calc_traced(&rt, "ask").await;
     let err = result.unwrap_err();
-    assert_eq!(err.kind(), "permission-denied");
+    assert_eq!(err.kind(), ErrorKind::PermissionDenied);
     assert!(
         err.to_string().contains("the hook plugin wants a human"),
         "{err}"
@@ -877,7 +882,7 @@ async fn a_trapping_hook_plugin_blocks_the_call_unless_it_fails_open() {
     let (_dir, rt) = decisions(DECISIONS, |b| b).await;
     let (result, traces) = calc_traced(&rt, "trap").await;
     let err = result.unwrap_err();
-    assert_eq!(err.kind(), "blocked-by-hook");
+    assert_eq!(err.kind(), ErrorKind::BlockedByHook);
     let message = err.to_string();
     assert!(
         message.contains("hook-decisions") && message.contains("deliberate trap"),
@@ -894,7 +899,7 @@ async fn a_trapping_hook_plugin_blocks_the_call_unless_it_fails_open() {
     let err = result.unwrap_err();
     assert_eq!(
         err.kind(),
-        "tool-invalid-arguments",
+        ErrorKind::ToolInvalidArguments,
         "open: the tool ran (and `trap` does not parse): {err}"
     );
     assert_eq!(
@@ -916,7 +921,7 @@ async fn a_spinning_hook_plugin_is_stopped_by_its_sandbox_timeout_and_blocks_unl
     let (result, traces) = calc_traced(&rt, "spin").await;
     let elapsed = started.elapsed();
     let err = result.unwrap_err();
-    assert_eq!(err.kind(), "blocked-by-hook");
+    assert_eq!(err.kind(), ErrorKind::BlockedByHook);
     let message = err.to_string();
     assert!(
         message.contains("hook-decisions")
@@ -936,7 +941,7 @@ async fn a_spinning_hook_plugin_is_stopped_by_its_sandbox_timeout_and_blocks_unl
 
     let (_dir, rt) = decisions(DECISIONS_OPEN, |b| b).await;
     let (result, traces) = calc_traced(&rt, "spin").await;
-    assert_eq!(result.unwrap_err().kind(), "tool-invalid-arguments");
+    assert_eq!(result.unwrap_err().kind(), ErrorKind::ToolInvalidArguments);
     assert_eq!(
         traces,
         [
@@ -973,7 +978,7 @@ async fn a_hook_plugin_after_the_call_replaces_fails_and_recovers_a_failure() {
 
     let (result, traces) = calc_traced(&rt, "3+3").await;
     let err = result.unwrap_err();
-    assert_eq!(err.kind(), "hook-failed");
+    assert_eq!(err.kind(), ErrorKind::HookFailed);
     assert!(
         err.to_string()
             .contains("six is not allowed by the hook plugin"),

@@ -51,6 +51,7 @@
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use toolhost_hooks::ErrorKind;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -178,7 +179,7 @@ pub struct ToolCallRecord {
     /// A stable kind for failures: the executor's (`invalid-arguments`,
     /// `sandbox-fault`, ...) or the loop's (`not-found`, `invalid-arguments`,
     /// `timeout`, `aborted`, `not-run`).
-    pub error_kind: Option<String>,
+    pub error_kind: Option<ErrorKind>,
     /// Structured data for interfaces (never sent to the model).
     pub details: Option<Value>,
     /// The variable holding the full output, readable with `read_var`.
@@ -1095,14 +1096,14 @@ impl Ctx<'_> {
                             error_outcome(rejection.to_string(), rejection.kind())
                         }
                         Action::Skip(reason) => {
-                            error_outcome(format!("not run: {reason}"), "not-run")
+                            error_outcome(format!("not run: {reason}"), ErrorKind::NotRun)
                         }
                         Action::Run { .. } => {
                             let reason = match &stop {
                                 Some(s) => s.error.clone().unwrap_or_else(|| s.status.to_string()),
                                 None => "the loop stopped".to_owned(),
                             };
-                            error_outcome(format!("not run: {reason}"), "not-run")
+                            error_outcome(format!("not run: {reason}"), ErrorKind::NotRun)
                         }
                     };
                     let e = self.finish(round, &p, outcome, self.start_timing(), None);
@@ -1274,7 +1275,7 @@ impl Ctx<'_> {
                     error_kind: None,
                     steps: Vec::new(),
                 },
-                Err(e) => error_outcome(e.to_string(), "invalid-arguments"),
+                Err(e) => error_outcome(e.to_string(), ErrorKind::InvalidArguments),
             }
         } else {
             let info = ToolCallInfo {
@@ -1293,7 +1294,7 @@ impl Ctx<'_> {
                                 p.tool,
                                 limit.as_millis()
                             ),
-                            "timeout",
+                            ErrorKind::Timeout,
                         ),
                     },
                     None => call.await,
@@ -1303,8 +1304,8 @@ impl Ctx<'_> {
                 biased;
                 s = self.interrupted() => {
                     let (text, kind) = match s.status {
-                        Status::Timeout => ("stopped: the run's time limit passed", "timeout"),
-                        _ => ("stopped: the run was aborted", "aborted"),
+                        Status::Timeout => ("stopped: the run's time limit passed", ErrorKind::Timeout),
+                        _ => ("stopped: the run was aborted", ErrorKind::Aborted),
                     };
                     stop = Some(s);
                     error_outcome(text.to_owned(), kind)
@@ -1401,12 +1402,12 @@ impl Ctx<'_> {
     }
 }
 
-fn error_outcome(output: String, kind: &str) -> ToolOutcome {
+fn error_outcome(output: String, kind: ErrorKind) -> ToolOutcome {
     ToolOutcome {
         output,
         details: None,
         is_error: true,
-        error_kind: Some(kind.to_owned()),
+        error_kind: Some(kind),
         steps: Vec::new(),
     }
 }

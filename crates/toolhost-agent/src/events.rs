@@ -20,6 +20,7 @@
 //! ```
 
 use std::sync::Arc;
+use toolhost_hooks::ErrorKind;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -141,7 +142,7 @@ pub enum AgentEvent {
         /// The error message the model reads.
         output: String,
         /// A stable kind (`not-found`, `invalid-arguments`, `timeout`, `aborted`, ...).
-        error_kind: Option<String>,
+        error_kind: Option<ErrorKind>,
         /// Structured data for interfaces.
         details: Option<Value>,
         /// How long it ran.

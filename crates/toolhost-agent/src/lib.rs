@@ -35,4 +35,5 @@ pub use clock::{Clock, FixedClock, SystemClock};
 pub use events::{AgentEvent, EventSink, event_channel};
 pub use format::compact_history;
 pub use tokio_util::sync::CancellationToken;
+pub use toolhost_hooks::ErrorKind;
 pub use vars::VarStore;

@@ -12,6 +12,7 @@
 //! ```
 
 use serde_json::Value;
+use toolhost_hooks::ErrorKind;
 
 /// Why a tool call could not even reach the executor. Its `Display` text is
 /// what the model reads as the (error) tool result.
@@ -45,10 +46,12 @@ pub enum CallRejection {
 
 impl CallRejection {
     /// A stable kind, like the runtime's error kinds.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> ErrorKind {
         match self {
-            CallRejection::UnknownTool { .. } | CallRejection::AmbiguousTool { .. } => "not-found",
-            CallRejection::MalformedArguments { .. } => "invalid-arguments",
+            CallRejection::UnknownTool { .. } | CallRejection::AmbiguousTool { .. } => {
+                ErrorKind::NotFound
+            }
+            CallRejection::MalformedArguments { .. } => ErrorKind::InvalidArguments,
         }
     }
 }
@@ -192,7 +195,7 @@ mod tests {
             err.to_string(),
             "unknown tool `nope`. Available tools: a, b."
         );
-        assert_eq!(err.kind(), "not-found");
+        assert_eq!(err.kind(), ErrorKind::NotFound);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! drive sandboxed plugins (the toolhost runtime), native tools or MCP tools.
 
 use std::sync::Arc;
+use toolhost_hooks::ErrorKind;
 
 use serde_json::Value;
 
@@ -30,7 +31,7 @@ pub struct ToolOutcome {
     /// Whether this is an error.
     pub is_error: bool,
     /// A stable kind for errors (`not-found`, `invalid-arguments`, `sandbox-fault`, ...).
-    pub error_kind: Option<String>,
+    pub error_kind: Option<ErrorKind>,
     /// What the permission layer and the hooks did on this call (the policy's
     /// decision, each hook's decision and time, approvals), as JSON, for
     /// events and history.
@@ -138,7 +139,7 @@ impl ToolExecutor for toolhost_runtime::Runtime {
                     output: e.to_string(),
                     details: None,
                     is_error: true,
-                    error_kind: Some(e.kind().to_owned()),
+                    error_kind: Some(e.kind()),
                     steps,
                 },
             }

@@ -10,8 +10,9 @@ use agent_support::*;
 use serde_json::{Value, json};
 use tokio::sync::Barrier;
 use toolhost_agent::{
-    Agent, AgentEvent, AgentOptions, CancellationToken, Delta, FINAL_ANSWER_NOTE, Message,
-    ProviderError, Role, Status, ToolChoice, ToolOutcome, VarStore, compact_history, event_channel,
+    Agent, AgentEvent, AgentOptions, CancellationToken, Delta, ErrorKind, FINAL_ANSWER_NOTE,
+    Message, ProviderError, Role, Status, ToolChoice, ToolOutcome, VarStore, compact_history,
+    event_channel,
 };
 
 fn options() -> AgentOptions {
@@ -134,7 +135,7 @@ async fn malformed_arguments_become_an_error_result_and_the_loop_continues() {
     assert_eq!(result.status, Status::Completed);
     let first = &result.history[0];
     assert!(first.is_error);
-    assert_eq!(first.error_kind.as_deref(), Some("invalid-arguments"));
+    assert_eq!(first.error_kind, Some(ErrorKind::InvalidArguments));
     assert!(first.output.contains("not valid JSON"), "{}", first.output);
     assert!(
         first.output.contains("line 1"),
@@ -189,7 +190,7 @@ async fn unknown_tool_gets_an_error_listing_the_available_tools() {
     assert_eq!(result.status, Status::Completed);
     let h = &result.history[0];
     assert!(h.is_error);
-    assert_eq!(h.error_kind.as_deref(), Some("not-found"));
+    assert_eq!(h.error_kind, Some(ErrorKind::NotFound));
     assert_eq!(
         h.output,
         "unknown tool `delete_all`. Available tools: calc, echo."
@@ -330,9 +331,12 @@ async fn abort_during_a_slow_tool_call_keeps_partial_history() {
     let kinds: Vec<_> = result
         .history
         .iter()
-        .map(|h| h.error_kind.as_deref().unwrap_or("ok"))
+        .map(|h| h.error_kind.clone())
         .collect();
-    assert_eq!(kinds, ["ok", "aborted", "not-run"]);
+    assert_eq!(
+        kinds,
+        [None, Some(ErrorKind::Aborted), Some(ErrorKind::NotRun)]
+    );
     // ...and every call of the response has a result, in order.
     let results = tool_messages(&result.messages);
     let ids: Vec<_> = results
@@ -363,7 +367,7 @@ async fn a_tool_over_its_timeout_becomes_an_error_result() {
     assert_eq!(result.status, Status::Completed);
     let h = &result.history[0];
     assert!(h.is_error);
-    assert_eq!(h.error_kind.as_deref(), Some("timeout"));
+    assert_eq!(h.error_kind, Some(ErrorKind::Timeout));
     assert!(h.output.contains("2000 ms"), "{}", h.output);
 }
 
@@ -382,7 +386,7 @@ async fn the_run_deadline_ends_with_timeout() {
     assert_eq!(result.status, Status::Timeout);
     assert!(result.error.is_some());
     assert_eq!(result.history.len(), 1);
-    assert_eq!(result.history[0].error_kind.as_deref(), Some("timeout"));
+    assert_eq!(result.history[0].error_kind, Some(ErrorKind::Timeout));
 }
 
 #[tokio::test]
@@ -527,7 +531,7 @@ async fn parallel_read_only_calls_overlap_and_keep_call_order() {
                         output: "the other call never ran concurrently".into(),
                         details: None,
                         is_error: true,
-                        error_kind: Some("test".into()),
+                        error_kind: Some(ErrorKind::Other("test".into())),
                         steps: Vec::new(),
                     },
                 }
@@ -639,7 +643,7 @@ async fn the_tool_filter_and_the_before_request_hook_apply() {
     assert_eq!(requests[0].tools.len(), 1);
     assert_eq!(requests[0].messages[0].content, "(context)");
     // A filtered tool cannot be called.
-    assert_eq!(result.history[0].error_kind.as_deref(), Some("not-found"));
+    assert_eq!(result.history[0].error_kind, Some(ErrorKind::NotFound));
     assert!(tools.recorded().is_empty());
     assert_eq!(
         result.messages[0].content, "(context)",

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use agent_support::*;
-use toolhost_agent::{Agent, AgentOptions, Message, Role, Status};
+use toolhost_agent::{Agent, AgentOptions, ErrorKind, Message, Role, Status};
 use toolhost_runtime::Runtime;
 
 fn plugins_dir() -> PathBuf {
@@ -93,7 +93,7 @@ async fn schema_errors_and_repaired_names_through_the_real_runtime() {
     let first = &result.history[0];
     assert_eq!(first.tool, "calculate", "the name was repaired");
     assert!(first.is_error);
-    assert_eq!(first.error_kind.as_deref(), Some("invalid-arguments"));
+    assert_eq!(first.error_kind, Some(ErrorKind::InvalidArguments));
     assert!(
         first
             .output

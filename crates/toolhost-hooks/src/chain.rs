@@ -8,6 +8,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use crate::hook::{AfterDecision, BeforeDecision, Hook, HookCall, HookError, HookOutcome};
+use crate::kind::{ErrorKind, TraceDecision};
 use crate::matcher::Matcher;
 
 /// The timeout of a hook unless configured otherwise: 5 s.
@@ -15,7 +16,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The failure kind an after-hook's [`AfterDecision::Fail`] (or a failing
 /// hook under [`FailurePolicy::Closed`]) gives the outcome.
-pub const HOOK_FAILURE_KIND: &str = "hook";
+pub const HOOK_FAILURE_KIND: ErrorKind = ErrorKind::Hook;
 
 /// When a hook runs: before the tool, or after it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -227,7 +228,7 @@ pub struct HookTrace {
     /// What it decided, in short: `continue`, `rewrite`, `block: REASON`,
     /// `ask: REASON`, `keep`, `replace`, `fail: MESSAGE`. For a failed hook,
     /// what its failure policy made of it.
-    pub decision: String,
+    pub decision: TraceDecision,
     /// How long it took (serialized as `duration_ms`, a float).
     #[serde(rename = "duration_ms", with = "millis")]
     pub duration: Duration,
@@ -424,7 +425,7 @@ impl HookChain {
             let mut trace = HookTrace {
                 hook: name.to_owned(),
                 stage: Stage::Before,
-                decision: String::new(),
+                decision: TraceDecision::Continue,
                 duration,
                 error: None,
             };
@@ -450,13 +451,15 @@ impl HookChain {
                     tracing::warn!(hook = name, tool = call.tool, %error, policy = ?entry.on_error.before, "before-hook failed");
                     match entry.on_error.before {
                         FailurePolicy::Open => {
-                            trace.decision = "continue".to_owned();
+                            trace.decision = TraceDecision::Continue;
                             trace.error = Some(error);
                             report.trace.push(trace);
                         }
                         FailurePolicy::Closed => {
                             let reason = failure_reason(name, &error);
-                            trace.decision = format!("block: {reason}");
+                            trace.decision = TraceDecision::Block {
+                                reason: reason.clone(),
+                            };
                             trace.error = Some(error);
                             report.trace.push(trace);
                             report.decision = BeforeVerdict::Block {
@@ -510,7 +513,7 @@ impl HookChain {
             let mut trace = HookTrace {
                 hook: name.to_owned(),
                 stage: Stage::After,
-                decision: String::new(),
+                decision: TraceDecision::Keep,
                 duration,
                 error: None,
             };
@@ -523,12 +526,14 @@ impl HookChain {
                 Err(error) => {
                     tracing::warn!(hook = name, tool = call.tool, %error, policy = ?entry.on_error.after, "after-hook failed");
                     match entry.on_error.after {
-                        FailurePolicy::Open => trace.decision = "keep".to_owned(),
+                        FailurePolicy::Open => trace.decision = TraceDecision::Keep,
                         FailurePolicy::Closed => {
                             let message = failure_reason(name, &error);
-                            trace.decision = format!("fail: {message}");
+                            trace.decision = TraceDecision::Fail {
+                                message: message.clone(),
+                            };
                             report.outcome = HookOutcome::Err {
-                                kind: HOOK_FAILURE_KIND.to_owned(),
+                                kind: HOOK_FAILURE_KIND,
                                 message,
                             };
                         }
@@ -565,7 +570,7 @@ fn apply(outcome: &mut HookOutcome, decision: AfterDecision) -> bool {
         AfterDecision::Keep => false,
         AfterDecision::Fail { message } => {
             *outcome = HookOutcome::Err {
-                kind: HOOK_FAILURE_KIND.to_owned(),
+                kind: HOOK_FAILURE_KIND,
                 message,
             };
             false

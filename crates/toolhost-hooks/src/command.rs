@@ -435,7 +435,7 @@ impl<'a> Payload<'a> {
                 },
                 HookOutcome::Err { kind, message } => OutcomePayload::Err {
                     ok: false,
-                    kind,
+                    kind: kind.as_str(),
                     message,
                 },
             }),

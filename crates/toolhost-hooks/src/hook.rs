@@ -1,16 +1,15 @@
 //! The [`Hook`] trait and the values that flow through it.
 
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
 
 use serde_json::Value;
 
 use crate::chain::Stages;
+use crate::kind::{ErrorKind, TraceDecision};
 
 /// The future a [`Hook`] returns: boxed, `Send`, borrowing the hook and the
 /// call for `'a`. The same type as `futures::future::BoxFuture<'a, Result<T, HookError>>`.
-pub type HookFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, HookError>> + Send + 'a>>;
+pub type HookFuture<'a, T> = futures::future::BoxFuture<'a, Result<T, HookError>>;
 
 /// One tool call as hooks see it.
 ///
@@ -149,14 +148,18 @@ impl BeforeDecision {
         }
     }
 
-    /// A short description for traces: `continue`, `rewrite`,
+    /// What a trace records of this decision: `continue`, `rewrite`,
     /// `block: REASON` or `ask: REASON`.
-    pub fn summary(&self) -> String {
+    pub fn summary(&self) -> TraceDecision {
         match self {
-            Self::Continue => "continue".to_owned(),
-            Self::Rewrite(_) => "rewrite".to_owned(),
-            Self::Block { reason } => format!("block: {reason}"),
-            Self::Ask { reason } => format!("ask: {reason}"),
+            Self::Continue => TraceDecision::Continue,
+            Self::Rewrite(_) => TraceDecision::Rewrite,
+            Self::Block { reason } => TraceDecision::Block {
+                reason: reason.clone(),
+            },
+            Self::Ask { reason } => TraceDecision::Ask {
+                reason: reason.clone(),
+            },
         }
     }
 }
@@ -170,12 +173,12 @@ impl From<BeforeDecision> for Result<BeforeDecision, HookError> {
 /// What a tool call produced, as after-hooks see it.
 ///
 /// ```
-/// use toolhost_hooks::HookOutcome;
+/// use toolhost_hooks::{ErrorKind, HookOutcome};
 ///
 /// let ok = HookOutcome::ok("3 files");
 /// assert!(ok.is_ok());
-/// let err = HookOutcome::err("timeout", "the tool ran out of time");
-/// assert_eq!(err.kind(), Some("timeout"));
+/// let err = HookOutcome::err(ErrorKind::SandboxFault, "the tool ran out of time");
+/// assert_eq!(err.kind(), Some(&ErrorKind::SandboxFault));
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub enum HookOutcome {
@@ -191,9 +194,9 @@ pub enum HookOutcome {
     },
     /// The call failed (in the tool, in the sandbox, or in a hook).
     Err {
-        /// What kind of failure, e.g. `timeout`, `invalid-arguments`,
-        /// `failed`, or `hook` when an after-hook failed the call.
-        kind: String,
+        /// What kind of failure, e.g. `sandbox-fault`, `invalid-arguments`,
+        /// or `hook` when an after-hook failed the call.
+        kind: ErrorKind,
         /// The message the model reads.
         message: String,
     },
@@ -210,7 +213,7 @@ impl HookOutcome {
     }
 
     /// A failure of `kind` with `message`.
-    pub fn err(kind: impl Into<String>, message: impl Into<String>) -> Self {
+    pub fn err(kind: impl Into<ErrorKind>, message: impl Into<String>) -> Self {
         Self::Err {
             kind: kind.into(),
             message: message.into(),
@@ -223,7 +226,7 @@ impl HookOutcome {
     }
 
     /// The failure's kind, if it failed.
-    pub fn kind(&self) -> Option<&str> {
+    pub fn kind(&self) -> Option<&ErrorKind> {
         match self {
             Self::Ok { .. } => None,
             Self::Err { kind, .. } => Some(kind),
@@ -284,12 +287,15 @@ impl AfterDecision {
         }
     }
 
-    /// A short description for traces: `keep`, `replace` or `fail: MESSAGE`.
-    pub fn summary(&self) -> String {
+    /// What a trace records of this decision: `keep`, `replace` or
+    /// `fail: MESSAGE`.
+    pub fn summary(&self) -> TraceDecision {
         match self {
-            Self::Keep => "keep".to_owned(),
-            Self::Replace { .. } => "replace".to_owned(),
-            Self::Fail { message } => format!("fail: {message}"),
+            Self::Keep => TraceDecision::Keep,
+            Self::Replace { .. } => TraceDecision::Replace,
+            Self::Fail { message } => TraceDecision::Fail {
+                message: message.clone(),
+            },
         }
     }
 }

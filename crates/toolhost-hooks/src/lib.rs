@@ -66,7 +66,7 @@
 //! use std::sync::Arc;
 //! use toolhost_hooks::{
 //!     AfterDecision, BeforeDecision, BeforeVerdict, FnHook, HookCall, HookChain, HookEntry,
-//!     HookOutcome, Matcher,
+//!     HookOutcome, Matcher, TraceDecision,
 //! };
 //!
 //! # #[tokio::main(flavor = "current_thread")]
@@ -99,7 +99,7 @@
 //! assert_eq!(chain.run_before(&call).await.decision, BeforeVerdict::Continue);
 //! let after = chain.run_after(&call, HookOutcome::ok("# toolhost\n\nA host for…")).await;
 //! assert_eq!(after.outcome, HookOutcome::ok("# toolhost…"));
-//! assert_eq!(after.trace[0].decision, "replace");
+//! assert_eq!(after.trace[0].decision, TraceDecision::Replace);
 //! # Ok(()) }
 //! ```
 //!
@@ -111,6 +111,7 @@ mod chain;
 mod command;
 mod config;
 mod hook;
+mod kind;
 mod matcher;
 
 pub use chain::{
@@ -122,4 +123,5 @@ pub use config::{ConfigError, HookConfig, HookKind, build_chain};
 pub use hook::{
     AfterDecision, BeforeDecision, FnHook, Hook, HookCall, HookError, HookFuture, HookOutcome,
 };
+pub use kind::{ErrorKind, TraceDecision, UnknownDecision};
 pub use matcher::{Matcher, MatcherError};

@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolhost_hooks::{
-    AfterDecision, BeforeDecision, BeforeVerdict, FailurePolicy, FnHook, Hook, HookCall, HookChain,
-    HookEntry, HookError, HookFuture, HookOutcome, HookTrace, Matcher, OnError, Stage, Stages,
+    AfterDecision, BeforeDecision, BeforeVerdict, ErrorKind, FailurePolicy, FnHook, Hook, HookCall,
+    HookChain, HookEntry, HookError, HookFuture, HookOutcome, HookTrace, Matcher, OnError, Stage,
+    Stages, TraceDecision,
 };
 
 fn entry(hook: impl Hook + 'static) -> HookEntry {
@@ -77,7 +78,7 @@ async fn a_rust_hook_that_continues_lets_the_call_run() {
     let report = chain.run_before(&call("read_file", &args)).await;
     assert_eq!(report.decision, BeforeVerdict::Continue);
     assert_eq!(report.trace.len(), 1);
-    assert_eq!(report.trace[0].decision, "continue");
+    assert_eq!(report.trace[0].decision, TraceDecision::Continue);
     assert_eq!(report.trace[0].stage, Stage::Before);
     assert_eq!(report.trace[0].error, None);
 }
@@ -95,7 +96,7 @@ async fn a_rust_hook_that_rewrites_changes_the_arguments() {
         report.decision,
         BeforeVerdict::Rewrite(json!({"path": "a", "limit": 10}))
     );
-    assert_eq!(report.trace[0].decision, "rewrite");
+    assert_eq!(report.trace[0].decision, TraceDecision::Rewrite);
 }
 
 #[tokio::test]
@@ -112,7 +113,12 @@ async fn a_rust_hook_that_blocks_names_itself_and_its_reason() {
             reason: "not today".into()
         }
     );
-    assert_eq!(report.trace[0].decision, "block: not today");
+    assert_eq!(
+        report.trace[0].decision,
+        TraceDecision::Block {
+            reason: "not today".into()
+        }
+    );
 }
 
 #[tokio::test]
@@ -129,7 +135,12 @@ async fn a_rust_hook_that_asks_needs_approval() {
             args: None
         }
     );
-    assert_eq!(report.trace[0].decision, "ask: costs money");
+    assert_eq!(
+        report.trace[0].decision,
+        TraceDecision::Ask {
+            reason: "costs money".into()
+        }
+    );
 }
 
 #[tokio::test]
@@ -339,7 +350,7 @@ async fn a_rust_after_hook_keeps_replaces_and_fails() {
     let keep = HookChain::new(vec![entry(FnHook::after("k", |_, _| AfterDecision::Keep))]);
     let report = keep.run_after(&call("x", &args), outcome()).await;
     assert_eq!(report.outcome, outcome());
-    assert_eq!(report.trace[0].decision, "keep");
+    assert_eq!(report.trace[0].decision, TraceDecision::Keep);
 
     let replace_output = HookChain::new(vec![entry(FnHook::after("r", |_, _| {
         AfterDecision::replace_output("[redacted]")
@@ -353,7 +364,7 @@ async fn a_rust_after_hook_keeps_replaces_and_fails() {
             structured: Some(json!({"text": "secret"})),
         }
     );
-    assert_eq!(report.trace[0].decision, "replace");
+    assert_eq!(report.trace[0].decision, TraceDecision::Replace);
 
     let drop_details = HookChain::new(vec![entry(FnHook::after("d", |_, _| {
         AfterDecision::Replace {
@@ -376,8 +387,16 @@ async fn a_rust_after_hook_keeps_replaces_and_fails() {
         AfterDecision::fail("output withheld")
     }))]);
     let report = fail.run_after(&call("x", &args), outcome()).await;
-    assert_eq!(report.outcome, HookOutcome::err("hook", "output withheld"));
-    assert_eq!(report.trace[0].decision, "fail: output withheld");
+    assert_eq!(
+        report.outcome,
+        HookOutcome::err(ErrorKind::Hook, "output withheld")
+    );
+    assert_eq!(
+        report.trace[0].decision,
+        TraceDecision::Fail {
+            message: "output withheld".into()
+        }
+    );
 }
 
 #[tokio::test]
@@ -410,10 +429,13 @@ async fn after_hooks_see_failures_and_each_others_replacements() {
         [
             HookOutcome::err("timeout", "the tool ran out of time"),
             HookOutcome::ok("recovered"),
-            HookOutcome::err("hook", "no after all"),
+            HookOutcome::err(ErrorKind::Hook, "no after all"),
         ]
     );
-    assert_eq!(report.outcome, HookOutcome::err("hook", "no after all"));
+    assert_eq!(
+        report.outcome,
+        HookOutcome::err(ErrorKind::Hook, "no after all")
+    );
     assert_eq!(report.trace.len(), 3);
 }
 
@@ -462,7 +484,7 @@ async fn a_failing_before_hook_fails_open_when_configured() {
     let args = json!({});
     let report = chain.run_before(&call("x", &args)).await;
     assert_eq!(report.decision, BeforeVerdict::Rewrite(json!({"ok": 1})));
-    assert_eq!(report.trace[0].decision, "continue");
+    assert_eq!(report.trace[0].decision, TraceDecision::Continue);
     assert!(report.trace[0].error.is_some());
 }
 
@@ -474,7 +496,7 @@ async fn a_failing_after_hook_keeps_the_outcome_by_default_and_fails_it_when_clo
         .run_after(&call("x", &args), HookOutcome::ok("result"))
         .await;
     assert_eq!(report.outcome, HookOutcome::ok("result"));
-    assert_eq!(report.trace[0].decision, "keep");
+    assert_eq!(report.trace[0].decision, TraceDecision::Keep);
     assert_eq!(
         report.trace[0].error.as_deref(),
         Some("failed: database is down")
@@ -488,7 +510,7 @@ async fn a_failing_after_hook_keeps_the_outcome_by_default_and_fails_it_when_clo
         .await;
     assert_eq!(
         report.outcome,
-        HookOutcome::err("hook", "hook \"broken\" failed: database is down")
+        HookOutcome::err(ErrorKind::Hook, "hook \"broken\" failed: database is down")
     );
 }
 
@@ -553,7 +575,7 @@ async fn a_slow_after_hook_keeps_by_default_and_fails_when_closed() {
         .await;
     assert_eq!(
         report.outcome,
-        HookOutcome::err("hook", "hook \"slow\" timed out after 100 ms")
+        HookOutcome::err(ErrorKind::Hook, "hook \"slow\" timed out after 100 ms")
     );
 }
 
@@ -562,7 +584,7 @@ fn a_trace_serializes_for_events_and_history() {
     let trace = HookTrace {
         hook: "audit".into(),
         stage: Stage::After,
-        decision: "replace".into(),
+        decision: TraceDecision::Replace,
         duration: Duration::from_micros(1500),
         error: None,
     };

@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use toolhost_hooks::ErrorKind;
+
 /// A host-level failure of the runtime itself (not of one plugin).
 #[derive(Debug, thiserror::Error)]
 pub enum RuntimeError {
@@ -322,23 +324,24 @@ fn not_found_message(name: &str, suggestions: &[String], available: &[String]) -
 }
 
 impl CallError {
-    /// A short stable name for the kind of error (`not-found`, `invalid-arguments`, ...).
-    pub fn kind(&self) -> &'static str {
+    /// The kind of error, stable across versions (`not-found`,
+    /// `invalid-arguments`, …, see [`ErrorKind`]).
+    pub fn kind(&self) -> ErrorKind {
         match self {
-            CallError::NotFound { .. } => "not-found",
-            CallError::InvalidArguments { .. } => "invalid-arguments",
+            CallError::NotFound { .. } => ErrorKind::NotFound,
+            CallError::InvalidArguments { .. } => ErrorKind::InvalidArguments,
             CallError::Tool {
                 kind: ToolErrorKind::InvalidArguments,
                 ..
-            } => "tool-invalid-arguments",
-            CallError::Tool { .. } => "tool-failed",
-            CallError::Sandbox { .. } => "sandbox-fault",
-            CallError::Busy { .. } => "busy",
-            CallError::Host { .. } => "host-error",
-            CallError::Denied { .. } => "permission-denied",
-            CallError::Blocked { .. } => "blocked-by-hook",
-            CallError::HookFailed { .. } => "hook-failed",
-            CallError::Rejected { .. } => "rejected",
+            } => ErrorKind::ToolInvalidArguments,
+            CallError::Tool { .. } => ErrorKind::ToolFailed,
+            CallError::Sandbox { .. } => ErrorKind::SandboxFault,
+            CallError::Busy { .. } => ErrorKind::Busy,
+            CallError::Host { .. } => ErrorKind::HostError,
+            CallError::Denied { .. } => ErrorKind::PermissionDenied,
+            CallError::Blocked { .. } => ErrorKind::BlockedByHook,
+            CallError::HookFailed { .. } => ErrorKind::HookFailed,
+            CallError::Rejected { .. } => ErrorKind::Rejected,
         }
     }
 }

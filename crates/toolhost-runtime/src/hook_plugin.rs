@@ -117,7 +117,7 @@ impl Hook for PluginHook {
                     details: details.as_ref().map(Value::to_string),
                     structured: structured.as_ref().map(Value::to_string),
                 },
-                HookOutcome::Err { kind, message } if kind.ends_with("invalid-arguments") => {
+                HookOutcome::Err { kind, message } if kind.is_invalid_arguments() => {
                     RawOutcome::InvalidArguments(message.clone())
                 }
                 HookOutcome::Err { message, .. } => RawOutcome::Failed(message.clone()),

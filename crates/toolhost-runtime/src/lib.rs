@@ -59,8 +59,8 @@ pub use grants::{DirAccess, DirGrant, HostPattern, HostPatternError, PluginSetti
 pub use limits::{LimitOverrides, Limits};
 pub use manifest::{Capabilities, DirRequest, Manifest};
 pub use permission::{
-    ApprovalFuture, Approver, CallApproval, CallApprovalRequest, CallStep, ResultApproval,
-    ResultApprovalRequest,
+    ApprovalAnswer, ApprovalFuture, ApprovalOf, Approver, CallApproval, CallApprovalRequest,
+    CallStep, ResultApproval, ResultApprovalRequest,
 };
 pub use plugin::is_valid_tool_name;
 pub use registry::{Granted, PluginInfo, PluginKind, ToolInfo};
@@ -70,5 +70,6 @@ pub use runtime::{LoadFailure, LoadReport, Runtime};
 pub use sandbox::ProgressSink;
 /// Hooks before and after every call (re-exported from `toolhost-hooks`).
 pub use toolhost_hooks as hooks;
+pub use toolhost_hooks::ErrorKind;
 /// The permission rules (re-exported from `toolhost-policy`).
 pub use toolhost_policy as policy;

@@ -133,14 +133,42 @@ pub enum CallStep {
     Hook(toolhost_hooks::HookTrace),
     /// The user answered an approval question.
     Approval {
-        /// `call` or `result`.
-        of: &'static str,
-        /// `allow-once`, `allow-always`, `deny`, `accept`, `reject` or `no-approver`.
-        answer: &'static str,
+        /// Of the call, or of its result.
+        of: ApprovalOf,
+        /// The answer.
+        answer: ApprovalAnswer,
         /// The user's message, if any.
         #[serde(skip_serializing_if = "Option::is_none")]
         message: Option<String>,
     },
+}
+
+/// What an approval question was about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApprovalOf {
+    /// Whether the call may run.
+    Call,
+    /// Whether the model may see the result.
+    Result,
+}
+
+/// The answer to an approval question, as a [`CallStep::Approval`] records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApprovalAnswer {
+    /// The call runs, this once.
+    AllowOnce,
+    /// The call runs, and the tool is allowed from now on.
+    AllowAlways,
+    /// The call does not run.
+    Deny,
+    /// The model sees the result.
+    Accept,
+    /// The model reads that the result was rejected.
+    Reject,
+    /// Nobody could be asked (non-interactive); the builder's setting decided.
+    NoApprover,
 }
 
 /// What the model reads when the user rejects a result.

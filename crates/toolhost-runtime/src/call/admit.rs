@@ -11,7 +11,7 @@ use toolhost_policy::{CallRequest, Decision};
 use crate::call::{Call, CallContext, validate};
 use crate::error::CallError;
 use crate::gate::Gate;
-use crate::permission::{CallApproval, CallApprovalRequest, CallStep};
+use crate::permission::{ApprovalAnswer, ApprovalOf, CallApproval, CallApprovalRequest, CallStep};
 
 /// A call the permission layer and the before-hooks let through.
 pub(crate) struct Admitted {
@@ -111,8 +111,8 @@ async fn ask(
     };
     let Some(approver) = gate.approver() else {
         cx.step(|| CallStep::Approval {
-            of: "call",
-            answer: "no-approver",
+            of: ApprovalOf::Call,
+            answer: ApprovalAnswer::NoApprover,
             message: None,
         });
         if gate.allow_asks_without_approver() {
@@ -134,12 +134,12 @@ async fn ask(
     };
     let answer = approver.approve_call(&request).await;
     let (label, message) = match &answer {
-        CallApproval::AllowOnce => ("allow-once", None),
-        CallApproval::AllowAlways => ("allow-always", None),
-        CallApproval::Deny { message } => ("deny", message.clone()),
+        CallApproval::AllowOnce => (ApprovalAnswer::AllowOnce, None),
+        CallApproval::AllowAlways => (ApprovalAnswer::AllowAlways, None),
+        CallApproval::Deny { message } => (ApprovalAnswer::Deny, message.clone()),
     };
     cx.step(|| CallStep::Approval {
-        of: "call",
+        of: ApprovalOf::Call,
         answer: label,
         message: message.clone(),
     });

@@ -10,7 +10,9 @@ use crate::call::admit::{hook_call, report_traces};
 use crate::call::{Call, ToolResult};
 use crate::error::CallError;
 use crate::gate::Gate;
-use crate::permission::{CallStep, ResultApproval, ResultApprovalRequest};
+use crate::permission::{
+    ApprovalAnswer, ApprovalOf, CallStep, ResultApproval, ResultApprovalRequest,
+};
 
 /// Runs the after-hooks on the call's result (a failure included), then
 /// the user's approval of the result when the policy asks for it.
@@ -109,8 +111,8 @@ pub(crate) async fn conclude(
     }
     let Some(approver) = gate.approver() else {
         cx.step(|| CallStep::Approval {
-            of: "result",
-            answer: "no-approver",
+            of: ApprovalOf::Result,
+            answer: ApprovalAnswer::NoApprover,
             message: None,
         });
         if gate.allow_asks_without_approver() {
@@ -134,16 +136,16 @@ pub(crate) async fn conclude(
     match approver.approve_result(&request).await {
         ResultApproval::Accept => {
             cx.step(|| CallStep::Approval {
-                of: "result",
-                answer: "accept",
+                of: ApprovalOf::Result,
+                answer: ApprovalAnswer::Accept,
                 message: None,
             });
             result
         }
         ResultApproval::Reject { message } => {
             cx.step(|| CallStep::Approval {
-                of: "result",
-                answer: "reject",
+                of: ApprovalOf::Result,
+                answer: ApprovalAnswer::Reject,
                 message: message.clone(),
             });
             Err(CallError::Rejected {
