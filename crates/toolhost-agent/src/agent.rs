@@ -32,7 +32,7 @@
 //!
 //! ```no_run
 //! # async fn demo(provider: std::sync::Arc<dyn toolhost_agent::Provider>,
-//! #               runtime: std::sync::Arc<toolhost_runtime::Runtime>) {
+//! #               runtime: std::sync::Arc<dyn toolhost_agent::ToolExecutor>) {
 //! use toolhost_agent::{Agent, AgentOptions, Message, Status, event_channel};
 //!
 //! let (sink, mut events) = event_channel();

@@ -1,8 +1,9 @@
 //! # toolhost-agent
 //!
-//! The agent loop and the LLM providers. The loop drives tools through the
-//! small [`ToolExecutor`] trait (implemented for `toolhost_runtime::Runtime`),
-//! and models through the [`Provider`] trait.
+//! The agent loop. It drives tools through the small [`ToolExecutor`] trait
+//! (implemented for `toolhost_runtime::Runtime` by the runtime's `agent`
+//! feature, so this crate needs no WebAssembly), and models through the
+//! [`Provider`] trait of `toolhost-providers` (re-exported as [`provider`]).
 //!
 //! [`Agent::run`] is the loop; it returns a [`ToolChainResult`] and reports
 //! every step as an [`AgentEvent`]. [`compact_history`] turns a finished run
@@ -12,19 +13,21 @@ pub mod agent;
 pub mod clock;
 pub mod events;
 pub mod format;
-#[doc(hidden)]
-pub mod fuzzing;
-pub mod message;
-pub mod provider;
 pub mod repair;
 pub mod tools;
 pub mod vars;
 
-pub use message::{Message, Role, ToolCall, Usage};
 pub use provider::{
     BoxFuture, Completion, CompletionRequest, Delta, DeltaSink, FinishReason, Provider,
     ProviderError, ToolChoice, ToolDefinition,
 };
+/// The LLM clients (the `toolhost-providers` crate).
+pub use toolhost_providers as provider;
+#[doc(hidden)]
+pub use toolhost_providers::fuzzing;
+/// The messages of a conversation (from `toolhost-providers`).
+pub use toolhost_providers::message;
+pub use toolhost_providers::message::{Message, Role, ToolCall, Usage};
 pub use tools::{ToolCallInfo, ToolExecutor, ToolOutcome, ToolSpec};
 
 pub use agent::{

@@ -1,5 +1,6 @@
 //! What the agent loop needs from a tool runtime, as a small trait, so it can
-//! drive sandboxed plugins (the toolhost runtime), native tools or MCP tools.
+//! drive sandboxed plugins (the toolhost runtime, whose `agent` feature
+//! implements it), native tools or MCP tools.
 
 use std::sync::Arc;
 use toolhost_hooks::ErrorKind;
@@ -73,76 +74,4 @@ pub trait ToolExecutor: Send + Sync {
         args: Value,
         info: ToolCallInfo,
     ) -> BoxFuture<'a, ToolOutcome>;
-}
-
-fn spec(t: toolhost_runtime::ToolInfo) -> ToolSpec {
-    ToolSpec {
-        name: t.name,
-        description: t.description,
-        input_schema: t.input_schema,
-        read_only: t.annotations.read_only,
-    }
-}
-
-impl ToolExecutor for toolhost_runtime::Runtime {
-    fn tools(&self) -> Vec<ToolSpec> {
-        toolhost_runtime::Runtime::tools(self)
-            .into_iter()
-            .map(spec)
-            .collect()
-    }
-
-    /// The runtime's permission filter, [`Runtime::offered_tools`](toolhost_runtime::Runtime::offered_tools).
-    fn tools_for(&self, info: &ToolCallInfo) -> Vec<ToolSpec> {
-        self.offered_tools(info.agent.as_deref(), info.session_id.as_deref())
-            .into_iter()
-            .map(spec)
-            .collect()
-    }
-
-    fn call<'a>(
-        &'a self,
-        name: &'a str,
-        args: Value,
-        info: ToolCallInfo,
-    ) -> BoxFuture<'a, ToolOutcome> {
-        Box::pin(async move {
-            let steps = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-            let sink = steps.clone();
-            let mut cx = toolhost_runtime::CallContext::new()
-                .call_id(info.call_id)
-                .on_step(move |step| {
-                    if let (Ok(v), Ok(mut all)) = (serde_json::to_value(step), sink.lock()) {
-                        all.push(v);
-                    }
-                });
-            if let Some(s) = info.session_id {
-                cx = cx.session_id(s);
-            }
-            if let Some(a) = info.agent {
-                cx = cx.agent(a);
-            }
-            let result = toolhost_runtime::Runtime::call(self, name, args, cx).await;
-            let steps = match steps.lock() {
-                Ok(mut s) => std::mem::take(&mut *s),
-                Err(_) => Vec::new(),
-            };
-            match result {
-                Ok(r) => ToolOutcome {
-                    output: r.output,
-                    details: r.details,
-                    is_error: false,
-                    error_kind: None,
-                    steps,
-                },
-                Err(e) => ToolOutcome {
-                    output: e.to_string(),
-                    details: None,
-                    is_error: true,
-                    error_kind: Some(e.kind()),
-                    steps,
-                },
-            }
-        })
-    }
 }

@@ -26,6 +26,8 @@
 //! # Ok(()) }
 //! ```
 
+#[cfg(feature = "agent")]
+mod agent_tools;
 mod api;
 mod builder;
 mod cache;

@@ -1,22 +1,29 @@
-//! LLM providers: one trait, one module per wire format.
+//! # toolhost-providers
+//!
+//! The LLM clients of toolhost: one [`Provider`] trait, one module per wire
+//! format (OpenAI-compatible, Anthropic, and prompt-based tool calling for
+//! models without native tool calls), retries with backoff, and the
+//! selection of a provider from flags, config and environment. The agent
+//! loop (`toolhost-agent`) drives models through this crate; nothing here
+//! knows about tools beyond their definitions.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::message::{Message, Usage};
-
 pub mod anthropic;
+#[doc(hidden)]
+pub mod fuzzing;
+pub mod message;
 pub mod openai;
 pub mod prompt;
 pub mod retry;
 pub mod select;
 
 pub use anthropic::Anthropic;
+pub use message::{Message, Role, ToolCall, Usage};
 pub use openai::OpenAiCompatible;
 pub use prompt::{PromptProfile, PromptTools, parse_tool_calls};
 pub use retry::RetryPolicy;
@@ -25,7 +32,7 @@ pub use select::{
 };
 
 /// A boxed, sendable future (the trait must be usable as `dyn Provider`).
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+pub use futures::future::BoxFuture;
 
 /// A tool as offered to the model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

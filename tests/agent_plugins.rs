@@ -1,7 +1,8 @@
 //! End to end: the agent loop with a scripted provider against the real
-//! runtime and the real example plugins (`target/plugins`, built by
-//! `cargo xtask plugins`).
+//! runtime (through its `agent` feature, as the `host` binary uses it) and
+//! the real example plugins (`target/plugins`, built by `cargo xtask plugins`).
 
+#[path = "../crates/toolhost-agent/tests/agent_support/mod.rs"]
 mod agent_support;
 
 use std::path::{Path, PathBuf};

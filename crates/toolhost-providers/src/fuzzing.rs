@@ -11,7 +11,7 @@ use bytes::Bytes;
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
 
-use crate::provider::{Delta, PromptProfile, anthropic, openai, parse_tool_calls, prompt};
+use crate::{Delta, PromptProfile, anthropic, openai, parse_tool_calls, prompt};
 
 /// Splits `text` into pieces of about `size` bytes, on character boundaries.
 fn pieces(text: &str, size: usize) -> Vec<&str> {

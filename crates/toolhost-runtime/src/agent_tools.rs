@@ -1,0 +1,93 @@
+//! The runtime as the agent loop's tool executor (cargo feature `agent`):
+//! `toolhost_agent::ToolExecutor` for [`Runtime`], so an agent drives
+//! sandboxed plugins through the same call steps as every other caller.
+//! It lives here, behind a feature, so the agent crate (and its providers)
+//! build without WebAssembly.
+//!
+//! ```no_run
+//! # async fn run(provider: std::sync::Arc<dyn toolhost_agent::Provider>) -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! use toolhost_agent::{Agent, AgentOptions, Message};
+//! use toolhost_runtime::Runtime;
+//!
+//! let runtime = Runtime::builder().plugin_dir("target/plugins").build().await?;
+//! let agent = Agent::new(provider, Arc::new(runtime)).with_options(AgentOptions::new("my-model"));
+//! let result = agent.run(vec![Message::user("What is 2*(3+4)?")]).await;
+//! println!("{:?}", result.status);
+//! # Ok(()) }
+//! ```
+
+use serde_json::Value;
+use toolhost_agent::provider::BoxFuture;
+use toolhost_agent::{ToolCallInfo, ToolExecutor, ToolOutcome, ToolSpec};
+
+use crate::{CallContext, Runtime};
+
+fn spec(t: crate::ToolInfo) -> ToolSpec {
+    ToolSpec {
+        name: t.name,
+        description: t.description,
+        input_schema: t.input_schema,
+        read_only: t.annotations.read_only,
+    }
+}
+
+impl ToolExecutor for Runtime {
+    fn tools(&self) -> Vec<ToolSpec> {
+        Runtime::tools(self).into_iter().map(spec).collect()
+    }
+
+    /// The runtime's permission filter, [`Runtime::offered_tools`].
+    fn tools_for(&self, info: &ToolCallInfo) -> Vec<ToolSpec> {
+        self.offered_tools(info.agent.as_deref(), info.session_id.as_deref())
+            .into_iter()
+            .map(spec)
+            .collect()
+    }
+
+    fn call<'a>(
+        &'a self,
+        name: &'a str,
+        args: Value,
+        info: ToolCallInfo,
+    ) -> BoxFuture<'a, ToolOutcome> {
+        Box::pin(async move {
+            let steps = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+            let sink = steps.clone();
+            let mut cx = CallContext::new()
+                .call_id(info.call_id)
+                .on_step(move |step| {
+                    if let (Ok(v), Ok(mut all)) = (serde_json::to_value(step), sink.lock()) {
+                        all.push(v);
+                    }
+                });
+            if let Some(s) = info.session_id {
+                cx = cx.session_id(s);
+            }
+            if let Some(a) = info.agent {
+                cx = cx.agent(a);
+            }
+            let result = Runtime::call(self, name, args, cx).await;
+            let steps = match steps.lock() {
+                Ok(mut s) => std::mem::take(&mut *s),
+                Err(_) => Vec::new(),
+            };
+            match result {
+                Ok(r) => ToolOutcome {
+                    output: r.output,
+                    details: r.details,
+                    is_error: false,
+                    error_kind: None,
+                    steps,
+                },
+                Err(e) => ToolOutcome {
+                    output: e.to_string(),
+                    details: None,
+                    is_error: true,
+                    error_kind: Some(e.kind()),
+                    steps,
+                },
+            }
+        })
+    }
+}
