@@ -112,7 +112,7 @@ impl<'a> HookCall<'a> {
 /// use toolhost_hooks::BeforeDecision;
 ///
 /// let decision = BeforeDecision::block("writing outside the project");
-/// assert_eq!(decision.summary(), "block: writing outside the project");
+/// assert_eq!(decision.summary().to_string(), "block: writing outside the project");
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub enum BeforeDecision {
@@ -237,11 +237,11 @@ impl HookOutcome {
 /// What an after-hook decides about a call's outcome.
 ///
 /// ```
-/// use toolhost_hooks::AfterDecision;
+/// use toolhost_hooks::{AfterDecision, TraceDecision};
 ///
 /// // Replace the output, keep the details.
 /// let decision = AfterDecision::replace_output("[redacted]");
-/// assert_eq!(decision.summary(), "replace");
+/// assert_eq!(decision.summary(), TraceDecision::Replace);
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub enum AfterDecision {

@@ -654,7 +654,7 @@ dirs = [{ path = ".", access = "read-only" }]
             "[[rules]]\ntool = \"http_get\"\ndecision = \"allow\"\nargs.url = { host = \"exa*mple.com\" }\n",
         );
         assert!(
-            e.starts_with("policy.toml:4:12: invalid host pattern \"exa*mple.com\""),
+            e.starts_with("policy.toml:4:12: invalid host pattern `exa*mple.com`"),
             "{e}"
         );
     }

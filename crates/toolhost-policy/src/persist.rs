@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use toml_edit::{Array, DocumentMut, Item, Value};
 
 use crate::error::PolicyError;
-use crate::pattern::NameGlob;
+use crate::pattern::name_glob;
 use crate::policy::Policy;
 
 /// The key "allow always" answers are appended to.
@@ -39,7 +39,7 @@ const KEY: &str = "always-allow";
 /// assert!(Policy::load(&path).unwrap().always_allowed("read_file"));
 /// ```
 pub fn persist_always_allow(path: &Path, tool_glob: &str) -> Result<(), PolicyError> {
-    NameGlob::new(tool_glob).map_err(|message| PolicyError::Invalid {
+    name_glob(tool_glob).map_err(|message| PolicyError::Invalid {
         message: format!("always-allow: {message}"),
     })?;
     let target = resolve(path);

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::decision::Decision;
 use crate::error::PolicyError;
-use crate::pattern::NameGlob;
+use crate::pattern::{NameGlob, name_glob};
 use crate::rule::{CompiledRule, Profile, Rule, RulePart, RuleSet};
 use crate::session::SessionToggles;
 
@@ -369,7 +369,7 @@ impl Policy {
         {
             return Ok(self);
         }
-        let glob = NameGlob::new(tool_glob).map_err(|message| PolicyError::Invalid {
+        let glob = name_glob(tool_glob).map_err(|message| PolicyError::Invalid {
             message: format!("always-allow: {message}"),
         })?;
         self.always_allow.push(AlwaysAllow {
@@ -524,7 +524,7 @@ fn compile_globs(
     globs
         .iter()
         .enumerate()
-        .map(|(i, g)| NameGlob::new(g).map_err(|e| origin.error(at(i), e)))
+        .map(|(i, g)| name_glob(g).map_err(|e| origin.error(at(i), e)))
         .collect()
 }
 
@@ -591,7 +591,7 @@ pub(crate) fn compile(
                     .iter()
                     .enumerate()
                     .map(|(i, g)| {
-                        NameGlob::new(g)
+                        name_glob(g)
                             .map_err(|e| origin.error(At::ProfileApproveResults(name, i), e))
                     })
                     .collect::<Result<Box<[_]>, _>>()?,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::decision::Decision;
-use crate::pattern::{ArgMatcher, ArgPattern, ListMatch, NameGlob};
+use crate::pattern::{ArgMatcher, ArgPattern, ListMatch, NameGlob, name_glob};
 
 /// One rule: a decision for the calls whose tool name (and optionally plugin name and
 /// argument values) match its patterns.
@@ -184,9 +184,9 @@ impl CompiledRule {
         label: &str,
         place: &str,
     ) -> Result<Self, (RulePart, String)> {
-        let tool = NameGlob::new(&rule.tool).map_err(|e| (RulePart::Tool, e))?;
+        let tool = name_glob(&rule.tool).map_err(|e| (RulePart::Tool, e))?;
         let plugin = match &rule.plugin {
-            Some(p) => Some(NameGlob::new(p).map_err(|e| (RulePart::Plugin, e))?),
+            Some(p) => Some(name_glob(p).map_err(|e| (RulePart::Plugin, e))?),
             None => None,
         };
         // An allow rule matches a list only when every element does; deny

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use crate::error::PolicyError;
-use crate::pattern::NameGlob;
+use crate::pattern::{NameGlob, name_glob};
 
 /// The tools a user switched off for one session, by glob on the tool name.
 ///
@@ -51,7 +51,7 @@ impl SessionToggles {
     }
 
     fn switch(&mut self, glob: &str, off: bool) -> Result<(), PolicyError> {
-        let compiled = NameGlob::new(glob).map_err(|message| PolicyError::Invalid {
+        let compiled = name_glob(glob).map_err(|message| PolicyError::Invalid {
             message: format!("session toggle: {message}"),
         })?;
         let mut switches: Vec<Switch> = self
