@@ -19,8 +19,8 @@
 //! assert!(page.starts_with("world"));
 //! ```
 
+use parking_lot::Mutex;
 use std::collections::BTreeMap;
-use std::sync::Mutex;
 
 use serde_json::{Value, json};
 
@@ -75,11 +75,8 @@ impl VarStore {
         Self::default()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        match self.inner.lock() {
-            Ok(g) => g,
-            Err(poisoned) => poisoned.into_inner(),
-        }
+    fn lock(&self) -> parking_lot::MutexGuard<'_, Inner> {
+        self.inner.lock()
     }
 
     /// Stores `text` under a fresh name and returns the name.

@@ -179,11 +179,11 @@ impl CompileCache {
         let mut tmp = tempfile_in(dir)?;
         {
             use std::io::Write;
-            tmp.1.write_all(&Sha256::digest(&payload))?;
-            tmp.1.write_all(&payload)?;
-            tmp.1.sync_data()?;
+            tmp.write_all(&Sha256::digest(&payload))?;
+            tmp.write_all(&payload)?;
+            tmp.as_file().sync_data()?;
         }
-        std::fs::rename(&tmp.0, entry)
+        tmp.persist(entry).map(drop).map_err(|e| e.error)
     }
 }
 
@@ -219,26 +219,20 @@ fn record_origin(dir: &Path, key: &str, origin: &Path) {
         return;
     }
     let updated = format!("{text}{origin}\n");
-    let result = tempfile_in(dir).and_then(|(tmp, mut file)| {
+    let result = tempfile_in(dir).and_then(|mut tmp| {
         use std::io::Write;
-        file.write_all(updated.as_bytes())?;
-        std::fs::rename(&tmp, &list)
+        tmp.write_all(updated.as_bytes())?;
+        tmp.persist(&list).map(drop).map_err(|e| e.error)
     });
     if let Err(e) = result {
         tracing::debug!(file = %list.display(), "cannot record a cache entry's origin: {e}");
     }
 }
 
-/// A uniquely named temporary file in `dir`.
-fn tempfile_in(dir: &Path) -> std::io::Result<(PathBuf, std::fs::File)> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let path = dir.join(format!(".tmp-{}-{n}", std::process::id()));
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&path)?;
-    Ok((path, file))
+/// A uniquely named temporary file in `dir` (`.tmp-…`, removed if it is
+/// dropped before being persisted; one left by a crash is pruned later).
+fn tempfile_in(dir: &Path) -> std::io::Result<tempfile::NamedTempFile> {
+    tempfile::Builder::new().prefix(".tmp-").tempfile_in(dir)
 }
 
 /// The default cache directory: `$XDG_CACHE_HOME/toolhost` or the platform's equivalent.
