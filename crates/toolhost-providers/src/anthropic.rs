@@ -1,7 +1,7 @@
 //! Anthropic's Messages API (`POST {base_url}/v1/messages`).
 //!
 //! ```no_run
-//! use toolhost_agent::provider::anthropic::Anthropic;
+//! use toolhost_providers::anthropic::Anthropic;
 //!
 //! let claude = Anthropic::new(std::env::var("ANTHROPIC_API_KEY").unwrap_or_default(), "claude-sonnet-4-5")
 //!     .with_max_tokens(8192);

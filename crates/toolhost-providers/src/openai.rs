@@ -3,7 +3,7 @@
 //! Studio, OpenRouter, ...).
 //!
 //! ```no_run
-//! use toolhost_agent::provider::openai::OpenAiCompatible;
+//! use toolhost_providers::openai::OpenAiCompatible;
 //!
 //! let openai = OpenAiCompatible::new("https://api.openai.com/v1", "gpt-4o-mini")
 //!     .with_api_key(std::env::var("OPENAI_API_KEY").ok());

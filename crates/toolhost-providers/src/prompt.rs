@@ -7,7 +7,7 @@
 //! convention (results go back as user messages).
 //!
 //! ```
-//! use toolhost_agent::provider::prompt::{PromptProfile, parse_tool_calls};
+//! use toolhost_providers::prompt::{PromptProfile, parse_tool_calls};
 //!
 //! let (text, calls) = parse_tool_calls(
 //!     PromptProfile::Xml,
@@ -54,8 +54,8 @@ impl fmt::Display for PromptProfile {
 /// A provider that offers tools through the prompt instead of the API.
 ///
 /// ```no_run
-/// use toolhost_agent::provider::openai::OpenAiCompatible;
-/// use toolhost_agent::provider::prompt::{PromptProfile, PromptTools};
+/// use toolhost_providers::openai::OpenAiCompatible;
+/// use toolhost_providers::prompt::{PromptProfile, PromptTools};
 ///
 /// let base = OpenAiCompatible::new("http://localhost:11434/v1", "gemma3:4b").with_name("ollama");
 /// let provider = PromptTools::new(base, PromptProfile::Xml);

@@ -10,7 +10,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use toolhost_agent::provider::retry::RetryPolicy;
+//! use toolhost_providers::retry::RetryPolicy;
 //!
 //! let policy = RetryPolicy {
 //!     max_attempts: 3,

@@ -2,7 +2,7 @@
 //! flags), else from the environment, else a local Ollama server.
 //!
 //! ```
-//! use toolhost_agent::provider::select::{ProviderConfig, ProviderKind, ToolProtocol};
+//! use toolhost_providers::select::{ProviderConfig, ProviderKind, ToolProtocol};
 //!
 //! // As the CLI reads it from a TOML/JSON config file (kebab-case keys):
 //! let cfg: ProviderConfig = serde_json::from_str(
