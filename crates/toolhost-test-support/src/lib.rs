@@ -1,7 +1,18 @@
-//! Helpers shared by the end-to-end tests: where the built plugins are,
-//! scratch plugin directories, and a real HTTP server on loopback.
-
-#![allow(dead_code)]
+//! # toolhost-test-support
+//!
+//! What the end-to-end tests of every crate share (dev-only, never
+//! published): where the built plugins and fixtures are, scratch plugin
+//! directories, a real HTTP server on loopback, the fake model server that
+//! speaks the providers' wire formats, an interactive `host` session, and
+//! the process's resident memory.
+//!
+//! ```no_run
+//! use toolhost_test_support::{copy_plugin, plugins_dir};
+//!
+//! let dir = tempfile::tempdir().unwrap();
+//! copy_plugin(&plugins_dir(), "calc", dir.path());
+//! assert!(dir.path().join("calc.wasm").is_file());
+//! ```
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
@@ -39,12 +50,10 @@ fn built(dir: &str, probe: &str) -> PathBuf {
     dir
 }
 
-/// The `host` binary (in the CLI's tests) with a clean environment: the
-/// compile cache in `cache`, no model configured (nothing listens on port 9).
-pub fn host(cache: &Path) -> std::process::Command {
-    let Some(bin) = option_env!("CARGO_BIN_EXE_host") else {
-        panic!("only the CLI's tests run the binary");
-    };
+/// The `host` binary at `bin` (the CLI's tests pass
+/// `env!("CARGO_BIN_EXE_host")`) with a clean environment: the compile cache
+/// in `cache`, no model configured (nothing listens on port 9).
+pub fn host_command(bin: &str, cache: &Path) -> std::process::Command {
     let mut cmd = std::process::Command::new(bin);
     cmd.env("TOOLHOST_CACHE_DIR", cache)
         .env_remove("RUST_LOG")

@@ -3,12 +3,10 @@
 //! repaired, while a policy file that was itself cut short stops the host with
 //! its location (the host never runs on half a policy).
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use common::*;
+use crate::support::*;
 
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()

@@ -3,15 +3,13 @@
 //! plugins, on stable Rust: every call must return (a result or a typed
 //! error) without a panic or a hang.
 
-mod common;
-
 use std::time::Duration;
 
 use toolhost_runtime::{CallContext, Runtime};
 
-use common::*;
+use crate::support::*;
 
-#[path = "../fuzz/call_input.rs"]
+#[path = "../../../../fuzz/call_input.rs"]
 mod call_input;
 use call_input::split;
 

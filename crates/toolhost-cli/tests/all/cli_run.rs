@@ -1,13 +1,11 @@
 //! `host run`: the real binary, the real example plugins, and a model server
 //! on 127.0.0.1 that speaks the providers' streaming wire formats.
 
-mod common;
-
 use std::process::{Command, Output};
 
 use serde_json::json;
 
-use common::*;
+use crate::support::*;
 
 fn host_run(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_host"))

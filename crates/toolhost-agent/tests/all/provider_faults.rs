@@ -3,14 +3,12 @@
 //! that misbehaves. Every fault must end the run with the right status, a
 //! readable error and the history gathered so far; none may hang it.
 
-mod agent_support;
-
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use agent_support::*;
+use crate::agent_support::*;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::Response;

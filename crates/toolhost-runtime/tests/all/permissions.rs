@@ -2,14 +2,12 @@
 //! plugins: policy decisions, approvals, result approval, session toggles,
 //! Rust hooks and command hooks, on every call path.
 
-mod common;
-
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{fs_scene, plugins_dir, root};
+use crate::support::{fs_scene, plugins_dir, root};
 use serde_json::{Value, json};
 use toolhost_runtime::hooks::{
     AfterDecision, BeforeDecision, CommandHook, FailurePolicy, FnHook, Hook, HookCall, HookEntry,
@@ -722,8 +720,12 @@ async fn decisions(
     configure: impl FnOnce(RuntimeBuilder) -> RuntimeBuilder,
 ) -> (tempfile::TempDir, Runtime) {
     let dir = tempfile::tempdir().unwrap();
-    common::copy_plugin(&plugins_dir(), "calc", dir.path());
-    common::copy_plugin(&common::fixtures_dir(), "hook-decisions", dir.path());
+    crate::support::copy_plugin(&plugins_dir(), "calc", dir.path());
+    crate::support::copy_plugin(
+        &crate::support::fixtures_dir(),
+        "hook-decisions",
+        dir.path(),
+    );
     let config: toolhost_runtime::hooks::HookConfig = toml::from_str(hook).unwrap();
     let builder = Runtime::builder()
         .plugin_dir(dir.path())

@@ -3,13 +3,11 @@
 //! misbehaving tool after another, then a well-behaved one. Every fault must
 //! come back to the model as a readable tool result, and the run must go on.
 
-mod common;
-
 use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 
-use common::*;
+use crate::support::*;
 
 /// `(tool, arguments, text the model must read in the tool result)`.
 fn script() -> Vec<(&'static str, Value, &'static str)> {

@@ -1,11 +1,9 @@
 //! End-to-end behaviour of the `host` binary with the real example plugins.
 
-mod common;
-
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
-use common::*;
+use crate::support::*;
 
 fn shared_cache() -> std::path::PathBuf {
     root().join("target/test-cache")

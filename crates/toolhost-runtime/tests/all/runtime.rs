@@ -1,8 +1,6 @@
 //! End-to-end behaviour of the runtime through its public API, with the real
 //! example and fixture plugins built by `cargo xtask plugins`.
 
-mod common;
-
 use std::path::Path;
 use std::time::Duration;
 
@@ -12,7 +10,7 @@ use toolhost_runtime::{
     ToolErrorKind,
 };
 
-use common::*;
+use crate::support::*;
 
 async fn runtime_with(dirs: &[&Path], settings: Vec<(&str, PluginSettings)>) -> Runtime {
     let mut b = Runtime::builder().cache_dir(Some(root().join("target/test-cache")));

@@ -1,12 +1,10 @@
 //! The agent loop against a scripted provider and fake tools.
 
-mod agent_support;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use agent_support::*;
+use crate::agent_support::*;
 use serde_json::{Value, json};
 use tokio::sync::Barrier;
 use toolhost_agent::{

@@ -18,7 +18,7 @@
 //!
 //! Run with `cargo xtask bench` (it builds the plugins first).
 
-#[path = "../plugins/calc/src/expr.rs"]
+#[path = "../../../plugins/calc/src/expr.rs"]
 #[allow(dead_code)]
 mod expr;
 

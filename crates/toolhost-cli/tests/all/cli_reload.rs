@@ -1,13 +1,11 @@
 //! Hot reload, `--no-watch`, version pins and a shared compile cache, through
 //! the `host` binary.
 
-mod common;
-
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use common::*;
+use crate::support::*;
 
 /// Copies `from` over `dir/calc.wasm` as a build would (staged, then renamed).
 fn rebuild_calc(dir: &Path, from: &Path) {

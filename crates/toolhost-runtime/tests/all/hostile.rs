@@ -7,8 +7,6 @@
 //! That the error reaches the model as a readable tool result is proved in
 //! `cli_hostile.rs` (the agent loop lives in another crate).
 
-mod common;
-
 use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 
@@ -18,7 +16,7 @@ use toolhost_runtime::{
     ToolErrorKind, ToolResult,
 };
 
-use common::*;
+use crate::support::*;
 
 /// Every test takes this lock shared; the memory test takes it exclusively,
 /// so that no other test's runtime is alive while it measures the process's

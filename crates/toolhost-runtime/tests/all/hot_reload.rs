@@ -1,14 +1,12 @@
 //! Hot reload, plugin versions and the compile cache, through the public API
 //! with real files, real file watching and the real plugins.
 
-mod common;
-
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use common::{copy_plugin, fixtures_dir, plugins_dir, root};
+use crate::support::{copy_plugin, fixtures_dir, plugins_dir, root};
 use serde_json::json;
 use tokio::sync::broadcast::Receiver;
 use toolhost_runtime::{CallContext, CallError, PluginEvent, Runtime};

@@ -11,8 +11,6 @@
 //! with `cargo test -p toolhost-runtime --test soak -- --ignored --nocapture`.
 //! Its figures are recorded in SECURITY.md ("Soak").
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -26,7 +24,7 @@ use toolhost_runtime::{
     Runtime, SandboxFault, ToolErrorKind, ToolResult,
 };
 
-use common::*;
+use crate::support::*;
 
 /// Concurrent callers.
 const CALLERS: usize = 16;

@@ -3,14 +3,12 @@
 //! output and its checks, and a version the host does not support. Uses the
 //! plugins built by `cargo xtask plugins`.
 
-mod common;
-
 use serde_json::{Value, json};
 use toolhost_runtime::{
     CallContext, CallError, LoadError, Runtime, SandboxFault, ToolResult, supported_versions,
 };
 
-use common::*;
+use crate::support::*;
 
 fn v(s: &str) -> semver::Version {
     semver::Version::parse(s).unwrap()

@@ -2,15 +2,13 @@
 //! approval prompts answered on stdin, the redaction hook plugin and a
 //! command hook, with a model server on 127.0.0.1 that records what it is sent.
 
-mod common;
-
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
 
-use common::*;
+use crate::support::*;
 
 const SECRET: &str = "sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789";
 
@@ -328,7 +326,7 @@ fn each_step_of_the_permission_layer_and_hooks_is_in_the_runs_history() {
 
 #[test]
 fn a_tool_switched_off_in_the_interactive_session_is_denied_until_switched_on() {
-    let mut cmd = common::host(&root().join("target/test-cache"));
+    let mut cmd = crate::support::host(&root().join("target/test-cache"));
     cmd.arg("--plugins").arg(plugins_dir());
     let mut session = Session::start(cmd);
     session.expect("tools loaded");

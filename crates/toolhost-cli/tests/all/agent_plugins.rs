@@ -2,7 +2,7 @@
 //! runtime (through its `agent` feature, as the `host` binary uses it) and
 //! the real example plugins (`target/plugins`, built by `cargo xtask plugins`).
 
-#[path = "../crates/toolhost-agent/tests/agent_support/mod.rs"]
+#[path = "../../../toolhost-agent/tests/all/agent_support.rs"]
 mod agent_support;
 
 use std::path::{Path, PathBuf};

@@ -1,0 +1,8 @@
+//! The agent loop's and the providers' integration tests, one binary with a
+//! module per concern, against scripted providers and local fake servers.
+
+mod agent_loop;
+mod agent_support;
+mod fuzz_corpus;
+mod provider_faults;
+mod providers;

@@ -1,0 +1,21 @@
+//! The `host` binary's end-to-end tests, one binary with a module per
+//! concern, against the real example plugins and a local fake model server.
+
+mod agent_plugins;
+mod cli;
+mod cli_hostile;
+mod cli_policy;
+mod cli_reload;
+mod cli_run;
+mod interrupted_writes;
+
+/// What the tests share (the `toolhost-test-support` crate), and the binary.
+mod support {
+    pub use toolhost_test_support::*;
+
+    /// The `host` binary with a clean environment (see
+    /// [`toolhost_test_support::host_command`]).
+    pub fn host(cache: &std::path::Path) -> std::process::Command {
+        host_command(env!("CARGO_BIN_EXE_host"), cache)
+    }
+}

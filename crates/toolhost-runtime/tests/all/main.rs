@@ -1,0 +1,15 @@
+//! The runtime's end-to-end tests, one binary with a module per concern
+//! (the built plugins come from `cargo xtask plugins`).
+
+mod contract_versions;
+mod fuzz_corpus_calls;
+mod hostile;
+mod hot_reload;
+mod permissions;
+mod runtime;
+mod soak;
+
+/// What the tests share (the `toolhost-test-support` crate).
+mod support {
+    pub use toolhost_test_support::*;
+}
