@@ -192,6 +192,7 @@ fn bench(root: &Path, extra: &[String]) -> anyhow::Result<()> {
         ("toolhost-runtime", "calls"),
         ("toolhost-runtime", "reload"),
         ("toolhost-runtime", "policy"),
+        ("toolhost-runtime", "concurrency"),
         ("toolhost-agent", "agent"),
     ] {
         let mut cmd = cargo();
