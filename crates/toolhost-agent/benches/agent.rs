@@ -123,7 +123,7 @@ fn bench(c: &mut Criterion) {
                     r
                 },
                 BatchSize::SmallInput,
-            )
+            );
         });
         let request = CompletionRequest {
             model: "bench-model".into(),

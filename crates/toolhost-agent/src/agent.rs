@@ -592,7 +592,7 @@ impl Agent {
         };
         match status {
             Status::Completed | Status::MaxRounds => {
-                info!(%status, rounds = stats.rounds, calls = stats.tool_calls, "agent run ends")
+                info!(%status, rounds = stats.rounds, calls = stats.tool_calls, "agent run ends");
             }
             _ => warn!(%status, error = ?error, rounds = stats.rounds, "agent run ends early"),
         }

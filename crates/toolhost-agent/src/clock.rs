@@ -46,8 +46,7 @@ impl Clock for FixedClock {
 /// Milliseconds since the Unix epoch (0 before it).
 pub fn unix_ms(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH)
-        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-        .unwrap_or(0)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// The UTC calendar date of `t` as `YYYY-MM-DD`.

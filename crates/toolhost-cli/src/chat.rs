@@ -98,7 +98,7 @@ pub fn show_event(event: &AgentEvent, stream_text: bool) {
             ..
         } => eprintln!("  ✗ {tool}: {} ({duration_ms} ms)", one_line(output, 120)),
         AgentEvent::DoomLoopDetected { tool, repeats, .. } => {
-            eprintln!("  ! {tool} was called {repeats} times in a row with the same arguments")
+            eprintln!("  ! {tool} was called {repeats} times in a row with the same arguments");
         }
         _ => {}
     }

@@ -123,7 +123,7 @@ pub fn run(
                 }
             }
             Input::Disable("") | Input::Enable("") => {
-                println!("usage: /disable GLOB, /enable GLOB")
+                println!("usage: /disable GLOB, /enable GLOB");
             }
             Input::Disable(glob) => match runtime.disable_tools(&chat::SESSION, glob) {
                 Ok(()) => println!("switched off for this session: {glob}"),
@@ -167,7 +167,7 @@ pub fn run(
             }
             Input::Chat(text) => match model.as_mut() {
                 None => {
-                    println!("No model is configured (see above). Use /call TOOL JSON, or /help.")
+                    println!("No model is configured (see above). Use /call TOOL JSON, or /help.");
                 }
                 Some(m) => {
                     let result = rt.block_on(chat::turn(&mut m.agent, &history, text, true));

@@ -52,7 +52,7 @@ fn chains(c: &mut Criterion) {
                     (before, after)
                 },
                 criterion::BatchSize::SmallInput,
-            )
+            );
         });
     }
 }

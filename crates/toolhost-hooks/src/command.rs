@@ -389,6 +389,7 @@ impl Drop for GroupKiller {
             // was started in its own process group (`process_group(0)`), whose
             // id is its pid; it has not been reaped yet (we were not
             // disarmed), so the id still names that group.
+            #[allow(unsafe_code)]
             unsafe {
                 libc::kill(-pid, libc::SIGKILL);
             }

@@ -168,6 +168,7 @@ pub struct PathGlob {
 }
 
 impl PathGlob {
+    /// Compiles `pattern` (normalised like the values it will match).
     pub fn new(pattern: &str) -> Result<Self, GlobError> {
         if pattern.is_empty() {
             return Err(GlobError::new(pattern, "empty path glob"));
@@ -182,6 +183,7 @@ impl PathGlob {
         Ok(PathGlob { main, dir })
     }
 
+    /// Whether the path `value`, normalised lexically, matches.
     pub fn is_match(&self, value: &str) -> bool {
         let path = normalize_path(value);
         let path: &str = &path;

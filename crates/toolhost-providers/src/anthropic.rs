@@ -436,7 +436,7 @@ impl Accumulator {
             } => match content_block {
                 WireBlock::Text { text } => self.text_delta(text, on_delta),
                 WireBlock::Thinking { thinking } if !thinking.is_empty() => {
-                    on_delta(Delta::Reasoning(thinking))
+                    on_delta(Delta::Reasoning(thinking));
                 }
                 WireBlock::ToolUse { id, name, input } => {
                     on_delta(Delta::ToolCallStarted {
@@ -465,7 +465,7 @@ impl Accumulator {
                 WireDelta::InputJsonDelta { partial_json } => match self.tools.get_mut(&index) {
                     Some(t) => t.json.push_str(&partial_json),
                     None => {
-                        tracing::debug!(provider, index, "input_json_delta for no tool_use block")
+                        tracing::debug!(provider, index, "input_json_delta for no tool_use block");
                     }
                 },
                 WireDelta::Other => {}

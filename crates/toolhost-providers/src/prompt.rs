@@ -224,7 +224,7 @@ pub fn tool_instructions(
         ToolChoice::Auto => {}
         ToolChoice::Required => s.push_str("\n\nYou must call at least one tool now."),
         ToolChoice::None => {
-            s.push_str("\n\nDo not call any tool now: answer with what you already know.")
+            s.push_str("\n\nDo not call any tool now: answer with what you already know.");
         }
     }
     s

@@ -65,21 +65,21 @@ fn calls(c: &mut Criterion) {
 
     let mut g = c.benchmark_group("call_calculate");
     g.bench_function("native", |b| {
-        b.iter(|| native_calculate(std::hint::black_box(ARGS)))
+        b.iter(|| native_calculate(std::hint::black_box(ARGS)));
     });
     let mut reused = rt.block_on(runtime.reused_instance("calc")).unwrap();
     g.bench_function("reused_instance", |b| {
         b.iter(|| {
             rt.block_on(reused.call("calculate", args.clone(), CallContext::new()))
                 .unwrap()
-        })
+        });
     });
     drop(reused);
     g.bench_function("fresh_instance", |b| {
         b.iter(|| {
             rt.block_on(runtime.call("calculate", args.clone(), CallContext::new()))
                 .unwrap()
-        })
+        });
     });
     // The same, with pooled memory decommitted between sandboxes (what a
     // pooling host does by default): every call page-faults its memory in.
@@ -99,7 +99,7 @@ fn calls(c: &mut Criterion) {
         b.iter(|| {
             rt.block_on(decommit.call("calculate", args.clone(), CallContext::new()))
                 .unwrap()
-        })
+        });
     });
     drop(decommit);
     let exe = std::env::current_exe().unwrap();
@@ -107,7 +107,7 @@ fn calls(c: &mut Criterion) {
         b.iter(|| {
             let out = Command::new(&exe).env(CHILD_ENV, ARGS).output().unwrap();
             assert_eq!(out.stdout, b"14\n");
-        })
+        });
     });
     g.finish();
 }
@@ -133,7 +133,7 @@ fn startup(c: &mut Criterion) {
     g.sample_size(10).measurement_time(Duration::from_secs(20));
     g.bench_function("cold_compile", |b| b.iter(|| load(None)));
     g.bench_function("warm_cache", |b| {
-        b.iter(|| load(Some(cache.path().to_owned())))
+        b.iter(|| load(Some(cache.path().to_owned())));
     });
     g.finish();
 }

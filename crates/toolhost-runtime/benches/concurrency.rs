@@ -73,8 +73,8 @@ async fn measure(runtime: &Runtime, kind: Kind, callers: usize, seconds: f64) ->
     for _ in 0..callers {
         let runtime = runtime.clone();
         tasks.push(tokio::spawn(async move {
-            let mut h = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3)
-                .expect("histogram bounds");
+            let mut h =
+                Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("histogram bounds");
             loop {
                 let t0 = Instant::now();
                 if t0 >= end {
@@ -92,7 +92,7 @@ async fn measure(runtime: &Runtime, kind: Kind, callers: usize, seconds: f64) ->
                 };
                 debug_assert_eq!(out, "14");
                 if t0 >= start {
-                    let ns = t0.elapsed().as_nanos().min(u128::from(u64::MAX)) as u64;
+                    let ns = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
                     h.saturating_record(ns.max(1));
                 }
             }
@@ -102,7 +102,9 @@ async fn measure(runtime: &Runtime, kind: Kind, callers: usize, seconds: f64) ->
     let mut histogram =
         Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("histogram bounds");
     for t in tasks {
-        histogram.add(t.await.expect("caller task")).expect("same bounds");
+        histogram
+            .add(t.await.expect("caller task"))
+            .expect("same bounds");
     }
     Row {
         calls_per_sec: histogram.len() as f64 / seconds,
@@ -167,7 +169,7 @@ fn options() -> Options {
                 o.callers = args
                     .next()
                     .map(|s| s.split(',').filter_map(|n| n.trim().parse().ok()).collect())
-                    .unwrap_or_default()
+                    .unwrap_or_default();
             }
             "--contention" => o.contention = true,
             "--runs" => o.runs = args.next().and_then(|s| s.parse().ok()).unwrap_or(1),
@@ -197,7 +199,11 @@ fn main() {
 
     println!("| run | load | kind | callers | calls/s | p50 | p99 | p99.9 | max |");
     println!("|---:|---|---|---:|---:|---:|---:|---:|---:|");
-    let loads: &[bool] = if o.contention { &[false, true] } else { &[false] };
+    let loads: &[bool] = if o.contention {
+        &[false, true]
+    } else {
+        &[false]
+    };
     for run in 1..=o.runs {
         for &hogged in loads {
             let _hog = hogged.then(Hog::start);

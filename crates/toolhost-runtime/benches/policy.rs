@@ -122,7 +122,7 @@ fn calls(c: &mut Criterion) {
             b.iter(|| {
                 rt.block_on(runtime.call("calculate", args.clone(), CallContext::new()))
                     .unwrap()
-            })
+            });
         });
     }
     g.finish();
@@ -142,7 +142,7 @@ fn calls(c: &mut Criterion) {
             let request =
                 toolhost_runtime::policy::CallRequest::new("calculate", &args).plugin("calc");
             policy.evaluate(&request, &toggles)
-        })
+        });
     });
     // The chains finish without waiting: poll them once, no executor in the
     // figure (inside the runtime's context: each hook's timeout is a tokio timer).
@@ -155,7 +155,7 @@ fn calls(c: &mut Criterion) {
                 let before = poll_once(chain.run_before(&call));
                 let after = poll_once(chain.run_after(&call, outcome.clone()));
                 (before, after)
-            })
+            });
         });
     }
     g.finish();

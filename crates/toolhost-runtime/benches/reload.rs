@@ -89,7 +89,7 @@ fn reload(c: &mut Criterion) {
                 total += written.elapsed();
             }
             total
-        })
+        });
     });
     drop(watched);
 
@@ -111,7 +111,7 @@ fn reload(c: &mut Criterion) {
                 swaps.push(unwatched.load_report().swap);
             }
             total
-        })
+        });
     });
     g.finish();
     swaps.sort();

@@ -86,7 +86,7 @@ impl CompileCache {
         let started = std::time::Instant::now();
         let component = Component::new(engine, wasm)?;
         self.compiled.fetch_add(1, Ordering::Relaxed);
-        tracing::info!(plugin = %origin.display(), ms = started.elapsed().as_millis() as u64, "compiled component");
+        tracing::info!(plugin = %origin.display(), ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX), "compiled component");
         if let Err(e) = self.write(&component, dir, &entry) {
             tracing::warn!(entry = %entry.display(), "cannot write the compile cache: {e}");
         }
@@ -164,7 +164,9 @@ impl CompileCache {
         // this engine configuration (the file name binds it to the engine's
         // compatibility hash and the checksum to its bytes), in a directory
         // that belongs to the host, not to plugins.
-        match unsafe { Component::deserialize(engine, &bytes[CHECKSUM_LEN..]) } {
+        #[allow(unsafe_code)]
+        let component = unsafe { Component::deserialize(engine, &bytes[CHECKSUM_LEN..]) };
+        match component {
             Ok(c) => Some(c),
             Err(e) => {
                 tracing::warn!(entry = %entry.display(), "unusable cache entry, recompiling: {e}");

@@ -99,7 +99,7 @@ impl std::fmt::Display for ArgumentIssue {
 fn busy_message(
     waiting: usize,
     max_queued: usize,
-    instance_limit: &Option<(String, usize)>,
+    instance_limit: Option<&(String, usize)>,
 ) -> String {
     let full = match instance_limit {
         Some((plugin, n)) => format!(
@@ -233,7 +233,7 @@ pub enum CallError {
         fault: SandboxFault,
     },
     /// Too many calls are waiting for a sandbox slot.
-    #[error("{}", busy_message(*.waiting, *.max_queued, .instance_limit))]
+    #[error("{}", busy_message(*.waiting, *.max_queued, .instance_limit.as_ref()))]
     Busy {
         /// How many calls were waiting.
         waiting: usize,

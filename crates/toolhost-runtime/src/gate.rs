@@ -123,7 +123,7 @@ impl Gate {
         if let Some(path) = current.path() {
             match toolhost_policy::persist_always_allow(path, tool) {
                 Ok(()) => {
-                    tracing::info!(tool, file = %path.display(), "added to always-allow")
+                    tracing::info!(tool, file = %path.display(), "added to always-allow");
                 }
                 Err(e) => tracing::warn!(tool, "cannot write \"allow always\" back: {e}"),
             }

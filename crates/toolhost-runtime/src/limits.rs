@@ -97,14 +97,10 @@ impl Limits {
     /// These limits with every override that is set applied on top.
     pub fn with(&self, o: &LimitOverrides) -> Limits {
         Limits {
-            timeout: o
-                .timeout_ms
-                .map(Duration::from_millis)
-                .unwrap_or(self.timeout),
+            timeout: o.timeout_ms.map_or(self.timeout, Duration::from_millis),
             memory_bytes: o
                 .memory_mb
-                .map(|mb| mb.saturating_mul(1024 * 1024))
-                .unwrap_or(self.memory_bytes),
+                .map_or(self.memory_bytes, |mb| mb.saturating_mul(1024 * 1024)),
             table_elements: o.table_elements.unwrap_or(self.table_elements),
             max_output_bytes: o.max_output_bytes.unwrap_or(self.max_output_bytes),
             max_args_bytes: o.max_args_bytes.unwrap_or(self.max_args_bytes),

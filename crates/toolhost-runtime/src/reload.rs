@@ -310,8 +310,8 @@ impl Catalog {
             failed = report.failures.len(),
             compiled = report.compiled,
             cached = report.cache_hits,
-            ms = report.duration.as_millis() as u64,
-            swap_us = swap.as_micros() as u64,
+            ms = u64::try_from(report.duration.as_millis()).unwrap_or(u64::MAX),
+            swap_us = u64::try_from(swap.as_micros()).unwrap_or(u64::MAX),
             "loaded plugins ({} compiled, {} from cache)",
             report.compiled,
             report.cache_hits

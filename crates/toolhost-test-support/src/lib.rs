@@ -39,9 +39,7 @@ pub fn root() -> PathBuf {
 
 fn built(dir: &str, probe: &str) -> PathBuf {
     let env = format!("TOOLHOST_TEST_{}", dir.to_uppercase());
-    let dir = std::env::var_os(&env)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root().join("target").join(dir));
+    let dir = std::env::var_os(&env).map_or_else(|| root().join("target").join(dir), PathBuf::from);
     assert!(
         dir.join(probe).is_file(),
         "{} is missing: build the plugins first with `cargo xtask plugins` (or run `cargo xtask test`)",
@@ -92,12 +90,15 @@ pub fn copy_plugin(from: &Path, name: &str, to: &Path) {
 /// A minimal HTTP/1.1 server on 127.0.0.1 that answers every request with a
 /// fixed body and counts requests. Stops when dropped.
 pub struct TestServer {
+    /// The port it listens on (127.0.0.1).
     pub port: u16,
+    /// Requests served so far.
     pub requests: Arc<AtomicUsize>,
     stop: Arc<AtomicBool>,
 }
 
 impl TestServer {
+    /// Starts the server on a free port; every request gets `body`.
     pub fn start(body: &'static str) -> TestServer {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
@@ -114,7 +115,7 @@ impl TestServer {
                 let mut reader = BufReader::new(conn.try_clone().unwrap());
                 let mut line = String::new();
                 // Read the request head.
-                while reader.read_line(&mut line).map(|n| n > 0).unwrap_or(false) {
+                while reader.read_line(&mut line).is_ok_and(|n| n > 0) {
                     if line == "\r\n" || line == "\n" {
                         break;
                     }
@@ -135,10 +136,12 @@ impl TestServer {
         }
     }
 
+    /// `http://127.0.0.1:PORT{path}`.
     pub fn url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{path}", self.port)
     }
 
+    /// Requests served so far.
     pub fn request_count(&self) -> usize {
         self.requests.load(Ordering::SeqCst)
     }
@@ -154,11 +157,15 @@ impl Drop for TestServer {
 /// A scratch directory with a file inside and a secret outside, plus a
 /// symlink inside that points at the secret.
 pub struct FsScene {
+    /// Owns the scratch directory (removed when dropped).
     pub tmp: tempfile::TempDir,
+    /// The directory a plugin is granted, with `hello.txt` inside.
     pub granted: PathBuf,
+    /// A file outside it (`secret.txt`), and the target of the symlink inside.
     pub secret: PathBuf,
 }
 
+/// Builds an [`FsScene`] in a fresh temporary directory.
 pub fn fs_scene() -> FsScene {
     let tmp = tempfile::tempdir().unwrap();
     let granted = tmp.path().join("granted");
@@ -186,12 +193,15 @@ pub fn fs_scene() -> FsScene {
 /// sent as `text/event-stream` (or, when it starts with `HTTP/1.1 `, sent as
 /// the whole raw response). Stops when dropped.
 pub struct ModelServer {
+    /// The port it listens on (127.0.0.1).
     pub port: u16,
+    /// Every request body received, in order.
     pub bodies: Arc<std::sync::Mutex<Vec<String>>>,
     stop: Arc<AtomicBool>,
 }
 
 impl ModelServer {
+    /// Starts the server on a free port; `answer` makes each response.
     pub fn start(answer: impl Fn(usize, &str) -> String + Send + 'static) -> ModelServer {
         use std::io::Read;
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -208,7 +218,7 @@ impl ModelServer {
                 let mut reader = BufReader::new(conn.try_clone().unwrap());
                 let mut length = 0usize;
                 let mut line = String::new();
-                while reader.read_line(&mut line).map(|n| n > 0).unwrap_or(false) {
+                while reader.read_line(&mut line).is_ok_and(|n| n > 0) {
                     if line == "\r\n" || line == "\n" {
                         break;
                     }
@@ -244,6 +254,7 @@ impl ModelServer {
         ModelServer { port, bodies, stop }
     }
 
+    /// Every request body received so far, parsed as JSON.
     pub fn bodies(&self) -> Vec<serde_json::Value> {
         self.bodies
             .lock()
@@ -301,6 +312,7 @@ pub struct Session {
 }
 
 impl Session {
+    /// Starts `cmd` with piped stdin, stdout and stderr.
     pub fn start(mut cmd: std::process::Command) -> Session {
         let mut child = cmd
             .stdin(std::process::Stdio::piped())
@@ -327,6 +339,7 @@ impl Session {
         Session { child, lines }
     }
 
+    /// Writes `line` (and a newline) to the session's stdin.
     pub fn send(&mut self, line: &str) {
         let stdin = self.child.stdin.as_mut().unwrap();
         writeln!(stdin, "{line}").unwrap();

@@ -840,9 +840,12 @@ async fn a_shared_var_store_outlives_the_run() {
 
 #[tokio::test]
 async fn tool_calls_in_the_forced_final_answer_are_ignored() {
-    let mut stubborn = match call("c2", "echo", "{}") {
-        Step::Reply { completion, .. } => completion,
-        _ => unreachable!(),
+    let Step::Reply {
+        completion: mut stubborn,
+        ..
+    } = call("c2", "echo", "{}")
+    else {
+        unreachable!()
     };
     stubborn.message.content = "Best effort answer.".into();
     let provider = ScriptedProvider::new(vec![

@@ -729,7 +729,7 @@ async fn anthropic_error_event_and_cut_stream() {
         let (r, _) = run(&anthropic(&server), &request(vec![])).await;
         match r.unwrap_err() {
             ProviderError::InvalidResponse { partial_text, .. } => {
-                assert_eq!(partial_text, "Let me compute.")
+                assert_eq!(partial_text, "Let me compute.");
             }
             other => panic!("{other:?}"),
         }
@@ -873,7 +873,7 @@ async fn stream_cut_mid_way_is_invalid_with_partial_text() {
         let (r, deltas) = run(&openai(&server), &request(vec![])).await;
         match r.unwrap_err() {
             ProviderError::InvalidResponse { partial_text, .. } => {
-                assert_eq!(partial_text, "Half an answer")
+                assert_eq!(partial_text, "Half an answer");
             }
             other => panic!("{other:?}"),
         }

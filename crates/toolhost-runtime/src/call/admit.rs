@@ -47,11 +47,10 @@ pub(crate) async fn admit(
         Decision::Deny => {
             return Err(CallError::Denied {
                 tool: tool.to_owned(),
-                reason: evaluation
-                    .reason
-                    .as_deref()
-                    .map(str::to_owned)
-                    .unwrap_or_else(|| format!("denied by {}", evaluation.decided_by)),
+                reason: evaluation.reason.as_deref().map_or_else(
+                    || format!("denied by {}", evaluation.decided_by),
+                    str::to_owned,
+                ),
             });
         }
         Decision::Ask => asks.push(match &evaluation.reason {

@@ -82,7 +82,7 @@ async fn run(
         fault,
     };
     let outcome = outcome.map_err(fault)?;
-    tracing::debug!(tool = call.target.tool, plugin = %plugin.id(), call_id = %call.id, us = duration.as_micros() as u64, "call finished");
+    tracing::debug!(tool = call.target.tool, plugin = %plugin.id(), call_id = %call.id, us = u64::try_from(duration.as_micros()).unwrap_or(u64::MAX), "call finished");
     let tool = call.target.tool.to_owned();
     match outcome {
         RawOutcome::Ok {

@@ -208,7 +208,7 @@ async fn a_panic_is_a_panic_fault_with_its_message() {
     let args = json!({"message": "hostile kaboom 23"});
     match fault_within(&rt, "panic", args, Duration::from_secs(2)).await {
         SandboxFault::Panic { message } => {
-            assert!(message.contains("hostile kaboom 23"), "{message}")
+            assert!(message.contains("hostile kaboom 23"), "{message}");
         }
         other => panic!("{other:?}"),
     }
@@ -243,7 +243,7 @@ async fn details_that_are_not_json_or_not_utf8_are_refused() {
     );
     match fault_within(&rt, "bad_utf8_details", json!({}), Duration::from_secs(2)).await {
         SandboxFault::Trap { message } => {
-            assert!(message.contains("invalid utf-8"), "{message}")
+            assert!(message.contains("invalid utf-8"), "{message}");
         }
         other => panic!("{other:?}"),
     }

@@ -243,7 +243,7 @@ async fn removing_adding_and_renaming_files_unloads_and_loads_their_tools() {
         next_event(&mut events, |_| true).await,
         next_event(&mut events, |_| true).await,
     ];
-    seen.sort_by_key(|e| e.to_string());
+    seen.sort_by_key(std::string::ToString::to_string);
     assert!(
         matches!(&seen[0], PluginEvent::Loaded { plugin, .. } if plugin == "words"),
         "{seen:?}"

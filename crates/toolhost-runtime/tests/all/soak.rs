@@ -396,7 +396,7 @@ async fn soak(calls: usize, deadline: Duration, pool: Pool) -> Figures {
     };
     let spin = PluginSettings {
         limits: LimitOverrides {
-            timeout_ms: Some(SPIN_LIMIT.as_millis() as u64),
+            timeout_ms: Some(u64::try_from(SPIN_LIMIT.as_millis()).unwrap()),
             ..LimitOverrides::default()
         },
         ..PluginSettings::default()
@@ -477,13 +477,12 @@ async fn soak(calls: usize, deadline: Duration, pool: Pool) -> Figures {
             outcomes
         }
     };
-    let outcomes = match tokio::time::timeout(deadline, run).await {
-        Ok(outcomes) => outcomes,
-        Err(_) => panic!(
+    let Ok(outcomes) = tokio::time::timeout(deadline, run).await else {
+        panic!(
             "deadlock? the soak did not finish within {deadline:?}: {} of {calls} calls done, {} started",
             done.load(Ordering::Relaxed),
             next.load(Ordering::Relaxed).min(calls)
-        ),
+        );
     };
     let duration = started.elapsed();
     stop.store(true, Ordering::Relaxed);
