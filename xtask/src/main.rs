@@ -2,7 +2,7 @@
 //!
 //! - `plugins`: build every plugin in `plugins/` for wasm32-wasip2 into
 //!   `target/plugins/` (examples) and `target/fixtures/` (test fixtures).
-//! - `test`: `plugins`, then formatting, clippy and every test of both workspaces.
+//! - `test`: `plugins`, then formatting, clippy (host, plugins, SDK) and every test of both workspaces.
 //! - `demo`: `plugins`, a release build of `host`, then the interactive session.
 //! - `bench`: `plugins`, then the criterion benchmarks (tool calls, agent loop).
 //!
@@ -157,6 +157,22 @@ fn test(root: &Path, extra: &[String]) -> anyhow::Result<()> {
         "-D",
         "warnings",
     ]))?;
+    // The plugins and the SDK follow the same lints (their own workspaces).
+    run(cargo()
+        .current_dir(root.join("plugins"))
+        .env("CARGO_TARGET_DIR", &target_dir)
+        .args([
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--target",
+            WASM_TARGET,
+        ])
+        .args(["--", "-D", "warnings"]))?;
+    run(cargo()
+        .current_dir(root.join("crates").join("toolhost-sdk"))
+        .env("CARGO_TARGET_DIR", &target_dir)
+        .args(["clippy", "--all-targets", "--", "-D", "warnings"]))?;
     // Guest-side logic (the SDK and the plugins' pure modules) runs natively.
     run(cargo()
         .current_dir(root.join("plugins"))

@@ -107,7 +107,12 @@ fn report(tool: &str, found: &[(&'static str, usize)]) {
     );
 }
 
-bindings::export!(RedactSecrets with_types_in bindings);
+// The ABI glue wit-bindgen generates here is `unsafe` code.
+#[allow(unsafe_code)]
+mod export {
+    use super::*;
+    bindings::export!(RedactSecrets with_types_in crate::bindings);
+}
 
 #[cfg(test)]
 mod tests {

@@ -140,7 +140,7 @@ fn secret_at(b: &[u8], i: usize) -> Option<Hit> {
                 c.is_ascii_digit() || c.is_ascii_uppercase()
             })?;
             // Exactly 16: a longer run is something else.
-            if b.get(end).is_some_and(|c| c.is_ascii_alphanumeric()) {
+            if b.get(end).is_some_and(u8::is_ascii_alphanumeric) {
                 return None;
             }
             Some(hit(end, "aws-access-key"))
@@ -252,7 +252,7 @@ fn bearer(b: &[u8], i: usize) -> Option<Hit> {
         c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'~' | b'+' | b'/' | b'=' | b'-')
     })?;
     // "Bearer authentication" is prose, not a token.
-    if b[start..end].iter().all(|c| c.is_ascii_alphabetic()) {
+    if b[start..end].iter().all(u8::is_ascii_alphabetic) {
         return None;
     }
     Some(Hit {
