@@ -26,9 +26,9 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::agent::{Stats, Status};
 use crate::message::Usage;
 use crate::provider::FinishReason;
+use crate::status::{Stats, Status};
 
 /// Receives every event of a run, synchronously and in order. Keep it cheap
 /// (forward to a channel, see [`event_channel`]).

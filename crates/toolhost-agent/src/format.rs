@@ -17,8 +17,9 @@
 //! assert_eq!(message.content, "Hello!");
 //! ```
 
-use crate::agent::{Status, ToolChainResult};
+use crate::agent::ToolChainResult;
 use crate::message::Message;
+use crate::status::Status;
 
 /// Longest argument text in the execution log, in characters.
 pub const LOG_ARGS_CHARS: usize = 100;

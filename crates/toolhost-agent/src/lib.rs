@@ -14,6 +14,7 @@ pub mod clock;
 pub mod events;
 pub mod format;
 pub mod repair;
+pub mod status;
 pub mod tools;
 pub mod vars;
 
@@ -32,11 +33,12 @@ pub use tools::{ToolCallInfo, ToolExecutor, ToolOutcome, ToolSpec};
 
 pub use agent::{
     Agent, AgentOptions, BeforeRequest, DEFAULT_BASE_PROMPT, DoomLoop, DoomLoopApproval,
-    FINAL_ANSWER_NOTE, Stats, Status, ToolCallRecord, ToolChainResult, ToolFilter, UsageRules,
+    FINAL_ANSWER_NOTE, ToolCallRecord, ToolChainResult, ToolFilter, UsageRules,
 };
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use events::{AgentEvent, EventSink, event_channel};
 pub use format::compact_history;
+pub use status::{Stats, Status};
 pub use tokio_util::sync::CancellationToken;
 pub use toolhost_hooks::ErrorKind;
 pub use vars::VarStore;

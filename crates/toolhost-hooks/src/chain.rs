@@ -10,6 +10,7 @@ use tokio::time::Instant;
 use crate::hook::{AfterDecision, BeforeDecision, Hook, HookCall, HookError, HookOutcome};
 use crate::kind::{ErrorKind, TraceDecision};
 use crate::matcher::Matcher;
+use crate::stage::{Stage, Stages};
 
 /// The timeout of a hook unless configured otherwise: 5 s.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -17,71 +18,6 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 /// The failure kind an after-hook's [`AfterDecision::Fail`] (or a failing
 /// hook under [`FailurePolicy::Closed`]) gives the outcome.
 pub const HOOK_FAILURE_KIND: ErrorKind = ErrorKind::Hook;
-
-/// When a hook runs: before the tool, or after it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Stage {
-    /// Before the tool runs; may continue, rewrite, block or ask.
-    Before,
-    /// After the tool ran (or failed); may keep, replace or fail.
-    After,
-}
-
-/// The stages an entry runs at.
-///
-/// ```
-/// use toolhost_hooks::{Stage, Stages};
-/// assert!(Stages::BOTH.contains(Stage::After));
-/// assert!(!Stages::BEFORE.contains(Stage::After));
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Stages {
-    /// Runs before the tool.
-    pub before: bool,
-    /// Runs after the tool.
-    pub after: bool,
-}
-
-impl Stages {
-    /// Before and after.
-    pub const BOTH: Self = Self {
-        before: true,
-        after: true,
-    };
-    /// Before only.
-    pub const BEFORE: Self = Self {
-        before: true,
-        after: false,
-    };
-    /// After only.
-    pub const AFTER: Self = Self {
-        before: false,
-        after: true,
-    };
-
-    /// The stages in both.
-    pub fn intersect(self, other: Self) -> Self {
-        Self {
-            before: self.before && other.before,
-            after: self.after && other.after,
-        }
-    }
-
-    /// Whether `stage` is one of them.
-    pub fn contains(self, stage: Stage) -> bool {
-        match stage {
-            Stage::Before => self.before,
-            Stage::After => self.after,
-        }
-    }
-}
-
-impl Default for Stages {
-    fn default() -> Self {
-        Self::BOTH
-    }
-}
 
 /// What the chain does when a hook fails (returns an error or times out).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -7,10 +7,11 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::chain::{DEFAULT_TIMEOUT, FailurePolicy, HookChain, HookEntry, OnError, Stage, Stages};
+use crate::chain::{DEFAULT_TIMEOUT, FailurePolicy, HookChain, HookEntry, OnError};
 use crate::command::CommandHook;
 use crate::hook::Hook;
 use crate::matcher::{Matcher, MatcherError};
+use crate::stage::{Stage, Stages};
 
 /// One `[[hooks]]` entry of the host's configuration file.
 ///

@@ -4,8 +4,8 @@ use std::fmt;
 
 use serde_json::Value;
 
-use crate::chain::Stages;
 use crate::kind::{ErrorKind, TraceDecision};
+use crate::stage::Stages;
 
 /// The future a [`Hook`] returns: boxed, `Send`, borrowing the hook and the
 /// call for `'a`. The same type as `futures::future::BoxFuture<'a, Result<T, HookError>>`.

@@ -113,10 +113,11 @@ mod config;
 mod hook;
 mod kind;
 mod matcher;
+mod stage;
 
 pub use chain::{
     AfterReport, BeforeReport, BeforeVerdict, DEFAULT_TIMEOUT, FailurePolicy, HOOK_FAILURE_KIND,
-    HookChain, HookEntry, HookTrace, OnError, Stage, Stages,
+    HookChain, HookEntry, HookTrace, OnError,
 };
 pub use command::{BLOCK_EXIT_CODE, CommandHook, DEFAULT_MAX_OUTPUT, Program};
 pub use config::{ConfigError, HookConfig, HookKind, build_chain};
@@ -125,3 +126,4 @@ pub use hook::{
 };
 pub use kind::{ErrorKind, TraceDecision, UnknownDecision};
 pub use matcher::{Matcher, MatcherError};
+pub use stage::{Stage, Stages};

@@ -242,6 +242,31 @@ fn rules(
     Ok((rules, spans))
 }
 
+/// Policies from files: the entry points that read TOML.
+impl Policy {
+    /// Reads and compiles the policy file at `path`.
+    ///
+    /// Every mistake in the file is an error with its line and column; a file with a
+    /// mistake never gives a partly read policy.
+    pub fn load(path: impl AsRef<Path>) -> Result<Self, PolicyError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::from_toml(&text, path)
+    }
+
+    /// Compiles the policy in `text`; `origin` is the file it came from, used in error
+    /// messages and rule descriptions (it is not read).
+    pub fn from_toml(text: &str, origin: &Path) -> Result<Self, PolicyError> {
+        let policy = parse(text, origin)?;
+        let (rules, profiles) = policy.counts();
+        tracing::debug!(path = %origin.display(), rules, profiles, "policy loaded");
+        Ok(policy)
+    }
+}
+
 /// Parses and compiles the policy file `text` read from `path`.
 pub(crate) fn parse(text: &str, path: &Path) -> Result<Policy, PolicyError> {
     let raw: RawPolicy = toml::from_str(text).map_err(|e| {

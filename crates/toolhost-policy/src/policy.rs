@@ -193,30 +193,9 @@ impl Policy {
         <PolicyBuilder as Default>::default()
     }
 
-    /// Reads and compiles the policy file at `path`.
-    ///
-    /// Every mistake in the file is an error with its line and column; a file with a
-    /// mistake never gives a partly read policy.
-    pub fn load(path: impl AsRef<Path>) -> Result<Self, PolicyError> {
-        let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        Self::from_toml(&text, path)
-    }
-
-    /// Compiles the policy in `text`; `origin` is the file it came from, used in error
-    /// messages and rule descriptions (it is not read).
-    pub fn from_toml(text: &str, origin: &Path) -> Result<Self, PolicyError> {
-        let policy = crate::file::parse(text, origin)?;
-        tracing::debug!(
-            path = %origin.display(),
-            rules = policy.rules.len(),
-            profiles = policy.profiles.len(),
-            "policy loaded"
-        );
-        Ok(policy)
+    /// How many rules and profiles it has (for the log).
+    pub(crate) fn counts(&self) -> (usize, usize) {
+        (self.rules.len(), self.profiles.len())
     }
 
     /// The file this policy was loaded from (`None` when built in code).

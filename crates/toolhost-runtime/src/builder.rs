@@ -13,17 +13,26 @@ use toolhost_policy::Policy;
 use crate::api::Linkers;
 use crate::cache::{CompileCache, default_cache_dir};
 use crate::catalog::Catalog;
+use crate::catalog::{DEFAULT_CACHE_GRACE, Sources};
 use crate::engine::{EngineSettings, EpochTicker, build_engine};
 use crate::error::RuntimeError;
 use crate::gate::Gate;
 use crate::grants::PluginSettings;
 use crate::hook_plugin::PluginHook;
 use crate::limits::Limits;
+use crate::parts::Parts;
 use crate::permission::Approver;
 use crate::plugin::Loader;
 use crate::pool::Pool;
-use crate::reload::{DEFAULT_CACHE_GRACE, DEFAULT_DEBOUNCE, Sources};
-use crate::runtime::{Inner, Runtime};
+use crate::runtime::Runtime;
+use crate::watch::DEFAULT_DEBOUNCE;
+
+impl Runtime {
+    /// Starts building a runtime.
+    pub fn builder() -> RuntimeBuilder {
+        RuntimeBuilder::default()
+    }
+}
 
 /// Builds a [`Runtime`].
 ///
@@ -222,7 +231,7 @@ impl RuntimeBuilder {
         let mut hook_error = None;
         // Hook plugins are hooks that call back into this runtime (its
         // catalog for the plugin, its pool for a sandbox): they hold it weakly.
-        let inner = Arc::new_cyclic(|weak: &Weak<Inner>| {
+        let inner = Arc::new_cyclic(|weak: &Weak<Parts>| {
             let from_config = HookChain::from_config(&self.hook_configs, |name| {
                 Some(PluginHook::shared(weak.clone(), name))
             });
@@ -240,7 +249,7 @@ impl RuntimeBuilder {
                 self.approver,
                 self.allow_asks_without_approver,
             );
-            Inner::new(catalog.clone(), gate, pool)
+            Parts::new(catalog.clone(), gate, pool)
         });
         if let Some(e) = hook_error {
             return Err(RuntimeError::Hooks(e.to_string()));
@@ -253,7 +262,7 @@ impl RuntimeBuilder {
                 catalog.sources.clone(),
                 self.debounce,
             )?;
-            catalog.set_watcher(watcher);
+            inner.set_watcher(watcher);
         }
         Ok(Runtime { inner })
     }

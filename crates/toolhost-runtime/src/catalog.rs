@@ -5,18 +5,17 @@
 //! Loading and reloading live in `reload.rs` (`Catalog::reload`), watching
 //! the directories in `watch.rs`, one file's loading in `plugin.rs`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
-use parking_lot::Mutex;
+use serde::Serialize;
 
+use crate::error::{LoadError, RuntimeError};
 use crate::plugin::{Loader, Plugin};
 use crate::registry::Registry;
-use crate::reload::{Files, PluginEvent, Sources};
-use crate::runtime::LoadReport;
-use crate::watch::Watcher;
 
 /// Every loaded plugin and where it came from.
 pub(crate) struct Catalog {
@@ -33,7 +32,6 @@ pub(crate) struct Catalog {
     registry: ArcSwap<Registry>,
     report: ArcSwap<LoadReport>,
     events: tokio::sync::broadcast::Sender<PluginEvent>,
-    watcher: Mutex<Option<Watcher>>,
 }
 
 impl Catalog {
@@ -52,7 +50,6 @@ impl Catalog {
             registry: ArcSwap::from_pointee(Registry::default()),
             report: ArcSwap::from_pointee(LoadReport::default()),
             events: tokio::sync::broadcast::channel(256).0,
-            watcher: Mutex::new(None),
         }
     }
 
@@ -84,15 +81,6 @@ impl Catalog {
         self.events.subscribe()
     }
 
-    /// Keeps `watcher` running for as long as the catalog lives.
-    pub(crate) fn set_watcher(&self, watcher: Watcher) {
-        *self.watcher.lock() = Some(watcher);
-    }
-
-    pub(crate) fn is_watching(&self) -> bool {
-        self.watcher.lock().is_some()
-    }
-
     /// The loaded hook plugin called `name`.
     pub(crate) fn hook_plugin(&self, name: &str) -> Option<Arc<Plugin>> {
         self.registry
@@ -101,5 +89,234 @@ impl Catalog {
             .iter()
             .find(|p| p.name == name && p.is_hook())
             .cloned()
+    }
+}
+
+/// One plugin file that did not load, and why.
+#[derive(Debug, Clone)]
+pub struct LoadFailure {
+    /// The component file.
+    pub path: PathBuf,
+    /// Why it did not load.
+    pub error: LoadError,
+}
+
+/// What happened when the runtime loaded its plugins.
+#[derive(Debug, Clone, Default)]
+pub struct LoadReport {
+    /// Files that did not load.
+    pub failures: Vec<LoadFailure>,
+    /// Plugins or tools renamed or left out (name clashes, duplicate plugins).
+    pub warnings: Vec<String>,
+    /// Components compiled during this load.
+    pub compiled: u64,
+    /// Components taken from the compile cache during this load.
+    pub cache_hits: u64,
+    /// How long loading took.
+    pub duration: Duration,
+    /// How long swapping in the new set of tools took (building the registry included).
+    pub swap: Duration,
+}
+
+/// How long an unneeded compile cache entry is kept after its last use.
+pub const DEFAULT_CACHE_GRACE: Duration = Duration::from_secs(24 * 3600);
+
+/// What the runtime loads plugins from: whole directories and single files.
+/// Every path is absolute and canonical (symlinks resolved), so the paths the
+/// watcher reports match the paths plugins were loaded from.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Sources {
+    pub dirs: Vec<PathBuf>,
+    pub files: Vec<PathBuf>,
+}
+
+impl Sources {
+    /// The plugin file a changed `path` concerns, if any: a `.wasm` in a
+    /// watched directory (or a watched file), or the `.wasm` beside a changed
+    /// manifest.
+    pub(crate) fn plugin_file(&self, path: &Path) -> Option<PathBuf> {
+        let wasm = match path.extension().and_then(|e| e.to_str()) {
+            Some("wasm") => path.to_owned(),
+            Some("toml") => path.with_extension("wasm"),
+            _ => return None,
+        };
+        let in_dir = wasm
+            .parent()
+            .is_some_and(|parent| self.dirs.iter().any(|d| d == parent));
+        (in_dir || self.files.contains(&wasm)).then_some(wasm)
+    }
+
+    /// Directories to watch: every plugin directory, and the parent of every single file.
+    pub(crate) fn watch_roots(&self) -> BTreeSet<PathBuf> {
+        let mut roots: BTreeSet<PathBuf> = self.dirs.iter().cloned().collect();
+        roots.extend(
+            self.files
+                .iter()
+                .filter_map(|f| f.parent().map(Path::to_path_buf)),
+        );
+        roots
+    }
+}
+
+impl Sources {
+    /// Resolves the paths given to the builder: each must exist; directories
+    /// and files are told apart and made canonical.
+    pub(crate) fn resolve(paths: &[PathBuf]) -> Result<Sources, RuntimeError> {
+        let mut sources = Sources::default();
+        for path in paths {
+            let canonical =
+                std::fs::canonicalize(path).map_err(|source| RuntimeError::PluginDir {
+                    path: path.clone(),
+                    source,
+                })?;
+            if canonical.is_file() {
+                sources.files.push(canonical);
+            } else {
+                sources.dirs.push(canonical);
+            }
+        }
+        Ok(sources)
+    }
+
+    /// Every plugin file present now: the `*.wasm` files of each directory
+    /// (sorted) and the single files that still exist. An unreadable
+    /// directory contributes nothing (its plugins unload) and is logged.
+    pub(crate) fn list(&self) -> Vec<PathBuf> {
+        let mut files = Vec::new();
+        for dir in &self.dirs {
+            let entries = match std::fs::read_dir(dir) {
+                Ok(entries) => entries,
+                Err(e) => {
+                    tracing::warn!(dir = %dir.display(), "cannot read plugin directory: {e}");
+                    continue;
+                }
+            };
+            let mut found: Vec<PathBuf> = entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "wasm") && p.is_file())
+                .collect();
+            found.sort();
+            files.extend(found);
+        }
+        files.extend(self.files.iter().filter(|f| f.is_file()).cloned());
+        files
+    }
+}
+
+/// Something that happened to the loaded plugins; see [`Runtime::subscribe`].
+///
+/// ```no_run
+/// # async fn run(runtime: toolhost_runtime::Runtime) {
+/// let mut events = runtime.subscribe();
+/// while let Ok(event) = events.recv().await {
+///     eprintln!("{event}");
+/// }
+/// # }
+/// ```
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "event", rename_all = "kebab-case")]
+pub enum PluginEvent {
+    /// A plugin was loaded (at start, or a new file appeared).
+    Loaded {
+        /// Its name.
+        plugin: String,
+        /// Its version.
+        version: semver::Version,
+        /// The component file.
+        path: PathBuf,
+        /// The names its tools are exposed under.
+        tools: Vec<String>,
+    },
+    /// A plugin's file changed and the new code now serves its calls.
+    Reloaded {
+        /// Its name.
+        plugin: String,
+        /// The version that served until now.
+        from: semver::Version,
+        /// The version that serves from now on.
+        to: semver::Version,
+        /// The component file.
+        path: PathBuf,
+        /// The names its tools are exposed under now.
+        tools: Vec<String>,
+    },
+    /// A plugin is gone (its file was removed or renamed, or another version won).
+    Unloaded {
+        /// Its name.
+        plugin: String,
+        /// The version that was unloaded.
+        version: semver::Version,
+        /// The component file.
+        path: PathBuf,
+    },
+    /// A file could not be loaded. When an earlier version of it was loaded,
+    /// that version keeps serving (`kept`).
+    Failed {
+        /// The component file.
+        path: PathBuf,
+        /// Why.
+        #[serde(serialize_with = "display")]
+        error: LoadError,
+        /// `name@version` of the version still serving, if any.
+        kept: Option<String>,
+    },
+}
+
+fn display<S: serde::Serializer>(e: &LoadError, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_str(e)
+}
+
+impl std::fmt::Display for PluginEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PluginEvent::Loaded {
+                plugin,
+                version,
+                tools,
+                ..
+            } => write!(f, "loaded {plugin}@{version} ({})", tools.join(", ")),
+            PluginEvent::Reloaded {
+                plugin, from, to, ..
+            } => write!(f, "reloaded {plugin}@{from} -> {to}"),
+            PluginEvent::Unloaded {
+                plugin, version, ..
+            } => write!(f, "unloaded {plugin}@{version}"),
+            PluginEvent::Failed { path, error, kept } => {
+                write!(f, "{} did not load: {error}", path.display())?;
+                match kept {
+                    Some(id) => write!(f, " ({id} keeps serving)"),
+                    None => Ok(()),
+                }
+            }
+        }
+    }
+}
+
+/// The current version loaded from each file, and the files that fail.
+#[derive(Default)]
+pub(crate) struct Files {
+    pub(crate) loaded: BTreeMap<PathBuf, Arc<Plugin>>,
+    pub(crate) failed: BTreeMap<PathBuf, LoadError>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn changed_paths_map_to_the_plugin_files_they_concern() {
+        let sources = Sources {
+            dirs: vec![PathBuf::from("/p")],
+            files: vec![PathBuf::from("/q/one.wasm")],
+        };
+        let f = |p: &str| sources.plugin_file(Path::new(p));
+        assert_eq!(f("/p/calc.wasm"), Some(PathBuf::from("/p/calc.wasm")));
+        assert_eq!(f("/p/calc.toml"), Some(PathBuf::from("/p/calc.wasm")));
+        assert_eq!(f("/p/.calc.wasm.swp"), None);
+        assert_eq!(f("/p/sub/calc.wasm"), None, "not recursive");
+        assert_eq!(f("/q/one.wasm"), Some(PathBuf::from("/q/one.wasm")));
+        assert_eq!(f("/q/two.wasm"), None, "only the file given");
+        let roots = sources.watch_roots();
+        assert!(roots.contains(Path::new("/p")) && roots.contains(Path::new("/q")));
     }
 }

@@ -10,21 +10,21 @@ use toolhost_hooks::{
 };
 
 use crate::api::{Linked, RawAfter, RawBefore, RawContext, RawOutcome};
+use crate::parts::Parts;
 use crate::plugin::Plugin;
 use crate::pool::Slot;
-use crate::runtime::Inner;
 use crate::sandbox::Sandbox;
 
 /// The hook plugin called `name`, looked up in the registry at each call, so
 /// a reloaded hook plugin takes effect on the next call.
 pub(crate) struct PluginHook {
-    runtime: Weak<Inner>,
+    runtime: Weak<Parts>,
     name: String,
 }
 
 impl PluginHook {
     /// The hook for the plugin `name`, as the chain holds it.
-    pub(crate) fn shared(runtime: Weak<Inner>, name: &str) -> Arc<dyn Hook> {
+    pub(crate) fn shared(runtime: Weak<Parts>, name: &str) -> Arc<dyn Hook> {
         Arc::new(PluginHook {
             runtime,
             name: name.to_owned(),
@@ -32,7 +32,7 @@ impl PluginHook {
     }
 
     /// The runtime and the currently loaded hook plugin (see [`hook_pre`]).
-    fn current(&self) -> Result<(Arc<Inner>, Arc<Plugin>), HookError> {
+    fn current(&self) -> Result<(Arc<Parts>, Arc<Plugin>), HookError> {
         let inner = self
             .runtime
             .upgrade()
@@ -149,7 +149,7 @@ impl Hook for PluginHook {
 
 /// A fresh sandbox for one hook-plugin function under the plugin's limits
 /// and grants, and the sandbox slot it holds, like a tool call.
-async fn hook_sandbox(inner: &Inner, plugin: &Plugin) -> Result<(Sandbox, Slot), HookError> {
+async fn hook_sandbox(inner: &Parts, plugin: &Plugin) -> Result<(Sandbox, Slot), HookError> {
     let slot = inner
         .pool
         .acquire(plugin)

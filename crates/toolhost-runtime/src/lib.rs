@@ -41,6 +41,7 @@ mod hook_plugin;
 mod http;
 mod limits;
 mod manifest;
+mod parts;
 mod permission;
 mod plugin;
 mod pool;
@@ -55,6 +56,7 @@ pub use api::{Annotations, PACKAGE as CONTRACT_PACKAGE, supported_versions};
 pub use builder::RuntimeBuilder;
 pub use cache::default_cache_dir;
 pub use call::{CallContext, StepSink, ToolResult};
+pub use catalog::{DEFAULT_CACHE_GRACE, LoadFailure, LoadReport, PluginEvent};
 pub use engine::{EPOCH_TICK, EngineSettings};
 pub use error::{ArgumentIssue, CallError, LoadError, RuntimeError, SandboxFault, ToolErrorKind};
 pub use grants::{DirAccess, DirGrant, HostPattern, HostPatternError, PluginSettings};
@@ -66,12 +68,12 @@ pub use permission::{
 };
 pub use plugin::is_valid_tool_name;
 pub use registry::{Granted, PluginInfo, PluginKind, ToolInfo};
-pub use reload::{DEFAULT_CACHE_GRACE, DEFAULT_DEBOUNCE, PluginEvent};
 pub use reuse::ReusedInstance;
-pub use runtime::{LoadFailure, LoadReport, Runtime};
+pub use runtime::Runtime;
 pub use sandbox::ProgressSink;
 /// Hooks before and after every call (re-exported from `toolhost-hooks`).
 pub use toolhost_hooks as hooks;
 pub use toolhost_hooks::ErrorKind;
 /// The permission rules (re-exported from `toolhost-policy`).
 pub use toolhost_policy as policy;
+pub use watch::DEFAULT_DEBOUNCE;

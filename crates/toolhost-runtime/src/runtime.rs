@@ -2,85 +2,24 @@
 //! plugins, runs calls (each through the steps in `call/`), and changes
 //! the policy and the session toggles. Building one is `builder.rs`.
 //!
-//! A runtime is three owned parts: the **catalog** (what is loaded,
-//! `catalog.rs`), the **gate** (policy, hooks, approver: `gate.rs`) and the
-//! **pool** (engine and sandbox slots: `pool.rs`).
+//! A runtime is its parts (`parts.rs`): the catalog, the gate and the pool.
 
-use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 use serde_json::Value;
 use toolhost_policy::{Policy, PolicyError};
 
-use crate::builder::RuntimeBuilder;
 use crate::call::{self, CallContext, ToolResult};
-use crate::catalog::Catalog;
-use crate::error::{CallError, LoadError};
-use crate::gate::Gate;
-use crate::pool::Pool;
+use crate::catalog::{Catalog, LoadReport, PluginEvent};
+use crate::error::CallError;
+use crate::parts::Parts;
 use crate::registry::{PluginInfo, ToolInfo};
-use crate::reload::PluginEvent;
-
-/// One plugin file that did not load, and why.
-#[derive(Debug, Clone)]
-pub struct LoadFailure {
-    /// The component file.
-    pub path: PathBuf,
-    /// Why it did not load.
-    pub error: LoadError,
-}
-
-/// What happened when the runtime loaded its plugins.
-#[derive(Debug, Clone, Default)]
-pub struct LoadReport {
-    /// Files that did not load.
-    pub failures: Vec<LoadFailure>,
-    /// Plugins or tools renamed or left out (name clashes, duplicate plugins).
-    pub warnings: Vec<String>,
-    /// Components compiled during this load.
-    pub compiled: u64,
-    /// Components taken from the compile cache during this load.
-    pub cache_hits: u64,
-    /// How long loading took.
-    pub duration: Duration,
-    /// How long swapping in the new set of tools took (building the registry included).
-    pub swap: Duration,
-}
-
-pub(crate) struct Inner {
-    pub(crate) catalog: Arc<Catalog>,
-    pub(crate) gate: Gate,
-    pub(crate) pool: Pool,
-    /// Numbers the calls that come without an id.
-    calls: AtomicU64,
-}
-
-impl Inner {
-    pub(crate) fn new(catalog: Arc<Catalog>, gate: Gate, pool: Pool) -> Inner {
-        Inner {
-            catalog,
-            gate,
-            pool,
-            calls: AtomicU64::new(0),
-        }
-    }
-
-    /// The caller's call id, or a new one (`call-N`).
-    pub(crate) fn call_id(&self, given: Option<&str>) -> String {
-        match given {
-            Some(id) => id.to_owned(),
-            None => format!("call-{}", self.calls.fetch_add(1, Ordering::Relaxed) + 1),
-        }
-    }
-}
 
 /// Loads sandboxed tool plugins and runs calls into them. Cheap to clone;
 /// `Send + Sync`, so one runtime serves calls from many tasks at once.
 #[derive(Clone)]
 pub struct Runtime {
-    pub(crate) inner: Arc<Inner>,
+    pub(crate) inner: Arc<Parts>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -92,11 +31,6 @@ impl std::fmt::Debug for Runtime {
 }
 
 impl Runtime {
-    /// Starts building a runtime.
-    pub fn builder() -> RuntimeBuilder {
-        RuntimeBuilder::default()
-    }
-
     pub(crate) fn catalog(&self) -> &Catalog {
         &self.inner.catalog
     }
@@ -110,7 +44,14 @@ impl Runtime {
 
     /// Whether the plugin directories are being watched.
     pub fn is_watching(&self) -> bool {
-        self.inner.catalog.is_watching()
+        self.inner.is_watching()
+    }
+
+    /// Compares every plugin file with what is loaded: loads new and changed
+    /// files, unloads removed ones. The watcher does this by itself after an
+    /// error; embedders that do not watch can call it when they like.
+    pub async fn rescan(&self) -> Vec<PluginEvent> {
+        self.catalog().rescan().await
     }
 
     /// What happened at the last load: failures, warnings, compile counts.

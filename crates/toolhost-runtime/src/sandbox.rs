@@ -14,7 +14,7 @@ use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
-use crate::api::Level;
+use crate::api::types::Level;
 use crate::error::SandboxFault;
 use crate::grants::{DirAccess, HostPattern};
 use crate::http::HttpAllowlist;

@@ -15,9 +15,8 @@ use std::time::Duration;
 use notify::{RecommendedWatcher, RecursiveMode};
 use notify_debouncer_mini::{DebounceEventResult, DebouncedEventKind, Debouncer};
 
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, Sources};
 use crate::error::RuntimeError;
-use crate::reload::Sources;
 
 /// A running watcher; dropping it stops watching.
 pub(crate) struct Watcher {
@@ -90,3 +89,6 @@ enum Batch {
     /// The watcher lost track (queue overflow, ...): compare every file.
     Rescan,
 }
+
+/// Default quiet time before a changed file is reloaded.
+pub const DEFAULT_DEBOUNCE: Duration = Duration::from_millis(75);

@@ -119,7 +119,7 @@ pub(crate) fn wasi_linker(engine: &Engine) -> wasmtime::Result<Linker<SandboxSta
 }
 
 mod dispatch;
-mod types;
+pub(crate) mod types;
 pub(crate) mod v0_1;
 pub(crate) mod v0_2;
 

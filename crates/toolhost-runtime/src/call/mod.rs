@@ -29,9 +29,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::CallError;
+use crate::parts::Parts;
 use crate::permission::CallStep;
 use crate::plugin::{Plugin, Tool};
-use crate::runtime::Inner;
 use crate::sandbox::ProgressSink;
 
 /// Who is calling: ids for logs and plugins, and where progress reports go.
@@ -167,7 +167,7 @@ pub(crate) struct Call<'a> {
 impl<'a> Call<'a> {
     /// Step 1, lookup: the plugin and tool that answer `tool` right now.
     pub(crate) fn resolve(
-        inner: &Inner,
+        inner: &Parts,
         tool: &'a str,
         cx: &'a CallContext,
     ) -> Result<Self, CallError> {
@@ -194,7 +194,7 @@ impl<'a> Call<'a> {
 /// A fresh-instance call through every step: lookup, validate and admit,
 /// execute, conclude.
 pub(crate) async fn run(
-    inner: &Inner,
+    inner: &Parts,
     tool: &str,
     args: Value,
     cx: &CallContext,
