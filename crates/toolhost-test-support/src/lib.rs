@@ -14,6 +14,8 @@
 //! assert!(dir.path().join("calc.wasm").is_file());
 //! ```
 
+pub mod fake_model;
+
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};

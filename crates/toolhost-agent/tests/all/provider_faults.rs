@@ -3,16 +3,11 @@
 //! that misbehaves. Every fault must end the run with the right status, a
 //! readable error and the history gathered so far; none may hang it.
 
-use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::agent_support::*;
-use axum::body::{Body, Bytes};
-use axum::extract::State;
-use axum::http::Response;
-use futures::StreamExt;
 use serde_json::{Value, json};
 use toolhost_agent::provider::select::{ProviderConfig, ProviderKind, TimeoutsConfig};
 use toolhost_agent::provider::{Anthropic, OpenAiCompatible, RetryPolicy};
@@ -20,169 +15,10 @@ use toolhost_agent::{
     Agent, AgentEvent, AgentOptions, CancellationToken, Message, Provider, Role, Status,
     ToolChainResult,
 };
+use toolhost_test_support::fake_model::{End, FakeModel as Server, Reply};
 
 // ---------------------------------------------------------------- the server
-
-/// What the server does with one request.
-enum Reply {
-    /// A whole response.
-    Full {
-        status: u16,
-        headers: Vec<(&'static str, String)>,
-        body: String,
-    },
-    /// `text/event-stream` frames, then `end`.
-    Stream { frames: Vec<String>, end: End },
-    /// `first`, then `frame` again and again, `gap` apart, for as long as
-    /// the client reads.
-    Endless {
-        first: Vec<String>,
-        frame: String,
-        gap: Duration,
-    },
-    /// The request is read and never answered (no status line, no headers).
-    Silent,
-}
-
-/// How a streamed body ends.
-#[derive(Debug, Clone, Copy)]
-enum End {
-    /// The body ends normally (the server closes it early).
-    Close,
-    /// The connection is cut mid-body (the chunked encoding never terminates).
-    Cut,
-    /// Nothing more is sent, and the connection stays open.
-    Hang,
-}
-
-type Script = Box<dyn Fn(usize) -> Reply + Send + Sync>;
-
-struct ServerState {
-    script: Script,
-    requests: AtomicUsize,
-    bodies: Mutex<Vec<Value>>,
-    /// Set when a streamed body is dropped (the client went away).
-    stream_dropped: Arc<AtomicBool>,
-}
-
-struct Server {
-    addr: SocketAddr,
-    state: Arc<ServerState>,
-}
-
-impl Server {
-    /// A server answering request `n` (0 for the first) with `script(n)`.
-    async fn start(script: impl Fn(usize) -> Reply + Send + Sync + 'static) -> Server {
-        let state = Arc::new(ServerState {
-            script: Box::new(script),
-            requests: AtomicUsize::new(0),
-            bodies: Mutex::new(Vec::new()),
-            stream_dropped: Arc::new(AtomicBool::new(false)),
-        });
-        let app = axum::Router::new()
-            .fallback(handle)
-            .with_state(state.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move { axum::serve(listener, app).await });
-        Server { addr, state }
-    }
-
-    fn url(&self) -> String {
-        format!("http://{}", self.addr)
-    }
-
-    fn requests(&self) -> usize {
-        self.state.requests.load(Ordering::SeqCst)
-    }
-
-    fn bodies(&self) -> Vec<Value> {
-        self.state.bodies.lock().unwrap().clone()
-    }
-
-    /// Waits (at most 3 s) until the client has dropped the streamed body.
-    async fn wait_stream_dropped(&self) {
-        let deadline = Instant::now() + Duration::from_secs(3);
-        while !self.state.stream_dropped.load(Ordering::SeqCst) {
-            assert!(
-                Instant::now() < deadline,
-                "the server still streams: the connection was not closed"
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    }
-}
-
-struct DropFlag(Arc<AtomicBool>);
-
-impl Drop for DropFlag {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::SeqCst);
-    }
-}
-
-async fn handle(State(state): State<Arc<ServerState>>, body: Bytes) -> Response<Body> {
-    let n = state.requests.fetch_add(1, Ordering::SeqCst);
-    state
-        .bodies
-        .lock()
-        .unwrap()
-        .push(serde_json::from_slice(&body).unwrap_or(Value::Null));
-    let sse = |body: Body| {
-        Response::builder()
-            .status(200)
-            .header("content-type", "text/event-stream")
-            .header("cache-control", "no-cache")
-            .body(body)
-            .unwrap()
-    };
-    match (state.script)(n) {
-        Reply::Full {
-            status,
-            headers,
-            body,
-        } => {
-            let mut b = Response::builder().status(status);
-            for (k, v) in headers {
-                b = b.header(k, v);
-            }
-            b.body(Body::from(body)).unwrap()
-        }
-        Reply::Silent => std::future::pending().await,
-        Reply::Stream { frames, end } => {
-            let flag = DropFlag(state.stream_dropped.clone());
-            let frames =
-                futures::stream::iter(frames).map(|f| Ok::<_, std::io::Error>(Bytes::from(f)));
-            let tail = futures::stream::once(async move {
-                let _flag = flag;
-                match end {
-                    End::Close => Ok(Bytes::new()),
-                    End::Cut => {
-                        // Let the headers and frames reach the client first
-                        // (an error before them would abort the response itself).
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        Err(std::io::Error::other("connection cut"))
-                    }
-                    End::Hang => std::future::pending().await,
-                }
-            });
-            sse(Body::from_stream(frames.chain(tail)))
-        }
-        Reply::Endless { first, frame, gap } => {
-            let flag = DropFlag(state.stream_dropped.clone());
-            let first =
-                futures::stream::iter(first).map(|f| Ok::<_, std::io::Error>(Bytes::from(f)));
-            let repeated = futures::stream::unfold(flag, move |flag| {
-                let frame = frame.clone();
-                async move {
-                    tokio::time::sleep(gap).await;
-                    Some((Ok::<_, std::io::Error>(Bytes::from(frame)), flag))
-                }
-            });
-            sse(Body::from_stream(first.chain(repeated)))
-        }
-    }
-}
+// (`toolhost_test_support::fake_model`, shared with the providers' tests)
 
 fn status(code: u16, headers: Vec<(&'static str, String)>, body: &str) -> Reply {
     Reply::Full {
@@ -212,13 +48,13 @@ impl Wire {
     fn provider(self, server: &Server, policy: RetryPolicy) -> Arc<dyn Provider> {
         match self {
             Wire::OpenAi => Arc::new(
-                OpenAiCompatible::new(format!("{}/v1", server.url()), "test-model")
+                OpenAiCompatible::new(format!("{}/v1", server.url("")), "test-model")
                     .with_api_key(Some("sk-test".into()))
                     .with_retry(policy),
             ),
             Wire::Anthropic => Arc::new(
                 Anthropic::new("ak-test", "claude-test")
-                    .with_base_url(server.url())
+                    .with_base_url(server.url(""))
                     .with_retry(policy),
             ),
         }
@@ -470,7 +306,7 @@ async fn a_server_that_never_answers_times_out_each_attempt_and_ends_with_error(
         request_secs: Some(0.3),
         ..TimeoutsConfig::default()
     };
-    let provider = Wire::OpenAi.configured(&server.url(), timeouts, 2);
+    let provider = Wire::OpenAi.configured(&server.url(""), timeouts, 2);
     let (result, took) = run(&agent(provider, options())).await;
 
     assert_eq!(result.status, Status::Error);
@@ -491,10 +327,12 @@ async fn idle_stream_in_round_two(wire: Wire) {
     let server = Server::start(move |n| match n {
         0 => Reply::Stream {
             frames: wire.tool_call(),
+            gap: Duration::ZERO,
             end: End::Close,
         },
         _ => Reply::Stream {
             frames: wire.unfinished_text(&["Still ", "thinking"]),
+            gap: Duration::ZERO,
             end: End::Hang,
         },
     })
@@ -503,7 +341,7 @@ async fn idle_stream_in_round_two(wire: Wire) {
         idle_secs: Some(0.3),
         ..TimeoutsConfig::default()
     };
-    let provider = wire.configured(&server.url(), timeouts, 4);
+    let provider = wire.configured(&server.url(""), timeouts, 4);
     let (result, took) = run(&agent(provider, options())).await;
 
     assert_eq!(result.status, Status::Error, "{wire:?}");
@@ -541,6 +379,7 @@ async fn a_429_storm_without_retry_after_ends_with_error_after_a_bounded_number_
     let server = Server::start(|n| match n {
         0 => Reply::Stream {
             frames: Wire::OpenAi.tool_call(),
+            gap: Duration::ZERO,
             end: End::Close,
         },
         _ => status(
@@ -602,10 +441,12 @@ async fn truncated_stream_in_round_two(wire: Wire, end: End) {
     let server = Server::start(move |n| match n {
         0 => Reply::Stream {
             frames: wire.tool_call(),
+            gap: Duration::ZERO,
             end: End::Close,
         },
         _ => Reply::Stream {
             frames: wire.unfinished_text(&["Half ", "an answer"]),
+            gap: Duration::ZERO,
             end,
         },
     })
@@ -656,6 +497,7 @@ async fn a_stream_cut_inside_a_tool_call_leaves_no_call_without_a_result() {
     let server = Server::start(|n| match n {
         0 => Reply::Stream {
             frames: Wire::OpenAi.tool_call(),
+            gap: Duration::ZERO,
             end: End::Close,
         },
         _ => Reply::Stream {
@@ -664,6 +506,7 @@ async fn a_stream_cut_inside_a_tool_call_leaves_no_call_without_a_result() {
                 json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_2", "type": "function",
                     "function": {"name": "echo", "arguments": "{\"x\":"}}]}, "finish_reason": null}]})
             )],
+            gap: Duration::ZERO,
             end: End::Cut,
         },
     })
@@ -687,6 +530,7 @@ async fn invalid_json_in_round_two(wire: Wire) {
     let server = Server::start(move |n| match n {
         0 => Reply::Stream {
             frames: wire.tool_call(),
+            gap: Duration::ZERO,
             end: End::Close,
         },
         _ => {
@@ -695,6 +539,7 @@ async fn invalid_json_in_round_two(wire: Wire) {
             frames.extend(wire.finish());
             Reply::Stream {
                 frames,
+                gap: Duration::ZERO,
                 end: End::Close,
             }
         }
@@ -738,6 +583,7 @@ async fn endless_server(wire: Wire) -> Server {
     Server::start(move |n| match n {
         0 => Reply::Stream {
             frames: wire.tool_call(),
+            gap: Duration::ZERO,
             end: End::Close,
         },
         1 => Reply::Endless {

@@ -1,15 +1,8 @@
 //! The HTTP providers against a local server speaking the real wire formats.
 
-use std::collections::VecDeque;
-use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use axum::body::{Body, Bytes};
-use axum::extract::State;
-use axum::http::{HeaderMap, Response, Uri};
-use futures::StreamExt;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use toolhost_agent::provider::prompt::{PromptProfile, PromptTools, parse_tool_calls};
@@ -19,25 +12,12 @@ use toolhost_agent::{
     Completion, CompletionRequest, Delta, FinishReason, Message, Provider, ProviderError, ToolCall,
     ToolChoice, ToolDefinition,
 };
+use toolhost_test_support::fake_model::{End, FakeModel as Server, Reply};
 
 // ---------------------------------------------------------------- the server
 
-/// What the server answers to one request.
-enum Reply {
-    /// A whole response.
-    Full {
-        status: u16,
-        headers: Vec<(&'static str, String)>,
-        body: String,
-    },
-    /// `text/event-stream` frames, sent `gap` apart; then the body ends, or
-    /// (with `hang`) stays open without sending anything.
-    Stream {
-        frames: Vec<String>,
-        gap: Duration,
-        hang: bool,
-    },
-}
+// The fake model server is `toolhost_test_support::fake_model`, shared
+// with the fault tests and the agent loop's.
 
 fn json_reply(body: Value) -> Reply {
     Reply::Full {
@@ -59,7 +39,7 @@ fn sse(frames: Vec<String>) -> Reply {
     Reply::Stream {
         frames,
         gap: Duration::ZERO,
-        hang: false,
+        end: End::Close,
     }
 }
 
@@ -76,110 +56,6 @@ fn anthropic_frames(events: &[Value]) -> Vec<String> {
         .iter()
         .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
         .collect()
-}
-
-#[derive(Debug, Clone)]
-struct Received {
-    path: String,
-    headers: HeaderMap,
-    body: Value,
-}
-
-#[derive(Default)]
-struct ServerState {
-    replies: Mutex<VecDeque<Reply>>,
-    received: Mutex<Vec<Received>>,
-    stream_dropped: Arc<AtomicBool>,
-}
-
-struct Server {
-    addr: SocketAddr,
-    state: Arc<ServerState>,
-}
-
-impl Server {
-    async fn start(replies: Vec<Reply>) -> Server {
-        let state = Arc::new(ServerState {
-            replies: Mutex::new(replies.into()),
-            ..Default::default()
-        });
-        let app = axum::Router::new()
-            .fallback(handle)
-            .with_state(state.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move { axum::serve(listener, app).await });
-        Server { addr, state }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.addr)
-    }
-
-    fn received(&self) -> Vec<Received> {
-        self.state.received.lock().unwrap().clone()
-    }
-}
-
-struct DropFlag(Arc<AtomicBool>);
-
-impl Drop for DropFlag {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::SeqCst);
-    }
-}
-
-async fn handle(
-    State(state): State<Arc<ServerState>>,
-    uri: Uri,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response<Body> {
-    state.received.lock().unwrap().push(Received {
-        path: uri.path().to_owned(),
-        headers,
-        body: serde_json::from_slice(&body).unwrap_or(Value::Null),
-    });
-    let reply = state.replies.lock().unwrap().pop_front();
-    match reply {
-        None => Response::builder()
-            .status(599)
-            .body(Body::from("no reply scripted"))
-            .unwrap(),
-        Some(Reply::Full {
-            status,
-            headers,
-            body,
-        }) => {
-            let mut b = Response::builder().status(status);
-            for (k, v) in headers {
-                b = b.header(k, v);
-            }
-            b.body(Body::from(body)).unwrap()
-        }
-        Some(Reply::Stream { frames, gap, hang }) => {
-            let flag = DropFlag(state.stream_dropped.clone());
-            let frames = futures::stream::iter(frames).then(move |f| async move {
-                if !gap.is_zero() {
-                    tokio::time::sleep(gap).await;
-                }
-                Ok::<_, std::io::Error>(Bytes::from(f))
-            });
-            let tail = futures::stream::once(async move {
-                let _flag = flag;
-                if hang {
-                    std::future::pending::<()>().await;
-                }
-                Ok::<_, std::io::Error>(Bytes::new())
-            });
-            Response::builder()
-                .status(200)
-                .header("content-type", "text/event-stream")
-                .header("cache-control", "no-cache")
-                .body(Body::from_stream(frames.chain(tail)))
-                .unwrap()
-        }
-    }
 }
 
 // ---------------------------------------------------------------- helpers
@@ -322,7 +198,7 @@ async fn openai_streamed_tool_call_arguments_over_many_chunks() {
         }
         chunks.push(finish_chunk("tool_calls"));
         chunks.push(usage_chunk(json!([])));
-        let server = Server::start(vec![sse(openai_frames(&chunks))]).await;
+        let server = Server::replies(vec![sse(openai_frames(&chunks))]).await;
         let (r, deltas) = run(&openai(&server), &request(vec![calc_tool()])).await;
         let c = r.unwrap();
         assert_eq!(c.finish_reason, FinishReason::ToolCalls);
@@ -360,7 +236,7 @@ async fn openai_two_tool_calls_in_one_response() {
             tool_call_chunk(1, None, None, "{\"expr\":\"2+2\"}"),
             finish_chunk("tool_calls"),
         ];
-        let server = Server::start(vec![sse(openai_frames(&chunks))]).await;
+        let server = Server::replies(vec![sse(openai_frames(&chunks))]).await;
         let (r, deltas) = run(&openai(&server), &request(vec![calc_tool()])).await;
         let c = r.unwrap();
         assert_eq!(c.message.content, "Both.");
@@ -398,10 +274,10 @@ async fn openai_text_streaming_reaches_the_sink_in_order() {
             text_chunk("42."),
             finish_chunk("stop"),
         ];
-        let server = Server::start(vec![Reply::Stream {
+        let server = Server::replies(vec![Reply::Stream {
             frames: openai_frames(&chunks),
             gap: Duration::from_millis(5),
-            hang: false,
+            end: End::Close,
         }])
         .await;
         let (r, deltas) = run(&openai(&server), &request(vec![])).await;
@@ -425,7 +301,7 @@ async fn openai_usage_chunk_with_empty_or_null_choices() {
     bounded(async {
         for choices in [json!([]), Value::Null] {
             let chunks = vec![text_chunk("ok"), finish_chunk("stop"), usage_chunk(choices)];
-            let server = Server::start(vec![sse(openai_frames(&chunks))]).await;
+            let server = Server::replies(vec![sse(openai_frames(&chunks))]).await;
             let (r, _) = run(&openai(&server), &request(vec![])).await;
             let c = r.unwrap();
             assert_eq!(c.message.content, "ok");
@@ -448,7 +324,7 @@ async fn openai_non_streaming_response() {
             "usage": {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17},
             "service_tier": "default"
         });
-        let server = Server::start(vec![json_reply(body)]).await;
+        let server = Server::replies(vec![json_reply(body)]).await;
         let provider = openai(&server).with_streaming(false);
         let (r, deltas) = run(&provider, &request(vec![calc_tool()])).await;
         let c = r.unwrap();
@@ -474,7 +350,7 @@ async fn a_json_body_answering_a_streaming_request_is_parsed_whole() {
             "content": [{"type": "text", "text": "whole too"},
                         {"type": "tool_use", "id": "toolu_9", "name": "calc", "input": {"expr": "1"}}],
             "stop_reason": "tool_use", "usage": {"input_tokens": 2, "output_tokens": 3}});
-        let server = Server::start(vec![json_reply(openai_body), json_reply(anthropic_body)]).await;
+        let server = Server::replies(vec![json_reply(openai_body), json_reply(anthropic_body)]).await;
         let (r, deltas) = run(&openai(&server), &request(vec![])).await;
         assert_eq!(r.unwrap().message.content, "whole");
         assert_eq!(texts(&deltas), ["whole"]);
@@ -492,7 +368,7 @@ async fn a_json_body_answering_a_streaming_request_is_parsed_whole() {
 async fn openai_request_body_as_the_server_received_it() {
     bounded(async {
         let chunks = vec![text_chunk("fine"), finish_chunk("stop")];
-        let server = Server::start(vec![sse(openai_frames(&chunks))]).await;
+        let server = Server::replies(vec![sse(openai_frames(&chunks))]).await;
         let mut req = request_with_history();
         req.tool_choice = ToolChoice::Required;
         req.parallel_tool_calls = false;
@@ -538,7 +414,7 @@ async fn openai_request_body_as_the_server_received_it() {
         assert_eq!(m[4]["content"], "Error: division by zero");
 
         // Without tools, neither tools nor tool_choice is sent.
-        let server = Server::start(vec![sse(openai_frames(&chunks))]).await;
+        let server = Server::replies(vec![sse(openai_frames(&chunks))]).await;
         let (r, _) = run(&openai(&server), &request(vec![])).await;
         r.unwrap();
         let b = &server.received()[0].body;
@@ -582,7 +458,8 @@ fn anthropic_tool_use_events() -> Vec<Value> {
 #[tokio::test]
 async fn anthropic_stream_with_text_tool_use_and_usage() {
     bounded(async {
-        let server = Server::start(vec![sse(anthropic_frames(&anthropic_tool_use_events()))]).await;
+        let server =
+            Server::replies(vec![sse(anthropic_frames(&anthropic_tool_use_events()))]).await;
         let (r, deltas) = run(&anthropic(&server), &request(vec![calc_tool()])).await;
         let c = r.unwrap();
         assert_eq!(c.message.content, "Let me compute.");
@@ -636,7 +513,7 @@ async fn anthropic_request_body_as_the_server_received_it() {
             json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}}),
             json!({"type": "message_stop"}),
         ];
-        let server = Server::start(vec![sse(anthropic_frames(&events))]).await;
+        let server = Server::replies(vec![sse(anthropic_frames(&events))]).await;
         let mut req = request_with_history();
         req.parallel_tool_calls = false;
         let (r, _) = run(&anthropic(&server), &req).await;
@@ -709,7 +586,7 @@ async fn anthropic_error_event_and_cut_stream() {
         let mut events = anthropic_tool_use_events()[..9].to_vec();
         events.push(json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}));
         let cut = anthropic_tool_use_events()[..9].to_vec();
-        let server = Server::start(vec![
+        let server = Server::replies(vec![
             sse(anthropic_frames(&events)),
             sse(anthropic_frames(&cut)),
         ])
@@ -743,7 +620,7 @@ async fn anthropic_error_event_and_cut_stream() {
 async fn retries_after_500_then_succeeds() {
     bounded(async {
         let chunks = vec![text_chunk("recovered"), finish_chunk("stop")];
-        let server = Server::start(vec![
+        let server = Server::replies(vec![
             status_reply(500, r#"{"error":{"message":"boom"}}"#),
             status_reply(503, "unavailable"),
             sse(openai_frames(&chunks)),
@@ -760,7 +637,7 @@ async fn retries_after_500_then_succeeds() {
 async fn retries_after_429_honouring_retry_after() {
     bounded(async {
         let chunks = vec![text_chunk("ok"), finish_chunk("stop")];
-        let server = Server::start(vec![
+        let server = Server::replies(vec![
             Reply::Full {
                 status: 429,
                 headers: vec![("retry-after", "1".into())],
@@ -784,7 +661,7 @@ async fn retries_after_429_honouring_retry_after() {
 async fn status_400_fails_at_once_with_status_and_body() {
     bounded(async {
         let body = r#"{"error":{"message":"Invalid schema for function 'calc'","type":"invalid_request_error"}}"#;
-        let server = Server::start(vec![status_reply(400, body), status_reply(400, body)]).await;
+        let server = Server::replies(vec![status_reply(400, body), status_reply(400, body)]).await;
         let (r, _) = run(&openai(&server), &request(vec![calc_tool()])).await;
         let e = r.unwrap_err();
         match &e {
@@ -804,7 +681,7 @@ async fn status_400_fails_at_once_with_status_and_body() {
         assert_eq!(server.received().len(), 1, "no retry on 400");
         // 401 and 404 do not retry either.
         for status in [401, 404] {
-            let server = Server::start(vec![status_reply(status, "no"), status_reply(200, "{}")]).await;
+            let server = Server::replies(vec![status_reply(status, "no"), status_reply(200, "{}")]).await;
             let (r, _) = run(&anthropic(&server), &request(vec![])).await;
             assert!(matches!(r, Err(ProviderError::Status { status: s, .. }) if s == status));
             assert_eq!(server.received().len(), 1);
@@ -818,7 +695,7 @@ async fn gives_up_after_max_attempts_with_an_excerpt() {
     bounded(async {
         let long = "x".repeat(2000);
         let replies = (0..4).map(|_| status_reply(502, &long)).collect();
-        let server = Server::start(replies).await;
+        let server = Server::replies(replies).await;
         let (r, _) = run(&anthropic(&server), &request(vec![])).await;
         match r.unwrap_err() {
             ProviderError::Status {
@@ -869,7 +746,7 @@ async fn stream_cut_mid_way_is_invalid_with_partial_text() {
             .iter()
             .map(|c| format!("data: {c}\n\n"))
             .collect();
-        let server = Server::start(vec![sse(frames)]).await;
+        let server = Server::replies(vec![sse(frames)]).await;
         let (r, deltas) = run(&openai(&server), &request(vec![])).await;
         match r.unwrap_err() {
             ProviderError::InvalidResponse { partial_text, .. } => {
@@ -891,7 +768,7 @@ async fn invalid_json_in_a_chunk_names_the_chunk() {
             "data: {\"choices\": [{\"delta\": {\"content\": \"oops\"\n\n".to_owned(),
             "data: [DONE]\n\n".to_owned(),
         ];
-        let server = Server::start(vec![sse(frames)]).await;
+        let server = Server::replies(vec![sse(frames)]).await;
         let (r, _) = run(&openai(&server), &request(vec![])).await;
         match r.unwrap_err() {
             ProviderError::InvalidResponse {
@@ -912,10 +789,10 @@ async fn invalid_json_in_a_chunk_names_the_chunk() {
 #[tokio::test]
 async fn cancellation_during_streaming_returns_quickly() {
     bounded(async {
-        let server = Server::start(vec![Reply::Stream {
+        let server = Server::replies(vec![Reply::Stream {
             frames: vec![format!("data: {}\n\n", text_chunk("Start"))],
             gap: Duration::ZERO,
-            hang: true,
+            end: End::Hang,
         }])
         .await;
         let provider = openai(&server);
@@ -933,13 +810,13 @@ async fn cancellation_during_streaming_returns_quickly() {
         assert!(started.elapsed() < Duration::from_secs(2));
         // The connection was dropped: the server's body stream goes away.
         let deadline = Instant::now() + Duration::from_secs(3);
-        while !server.state.stream_dropped.load(Ordering::SeqCst) {
+        while !server.stream_dropped() {
             assert!(Instant::now() < deadline, "the server still streams");
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
 
         // Cancelling while waiting to retry returns at once too.
-        let server = Server::start(vec![Reply::Full {
+        let server = Server::replies(vec![Reply::Full {
             status: 429,
             headers: vec![("retry-after", "30".into())],
             body: String::new(),
@@ -966,10 +843,10 @@ async fn cancellation_during_streaming_returns_quickly() {
 #[tokio::test]
 async fn idle_timeout_on_an_endless_silent_stream() {
     bounded(async {
-        let server = Server::start(vec![Reply::Stream {
+        let server = Server::replies(vec![Reply::Stream {
             frames: vec![": keep quiet\n\n".to_owned()],
             gap: Duration::ZERO,
-            hang: true,
+            end: End::Hang,
         }])
         .await;
         let provider = anthropic(&server).with_retry(RetryPolicy {
@@ -1000,7 +877,7 @@ async fn prompt_json_profile_round_trip() {
             .map(|c| text_chunk(std::str::from_utf8(c).unwrap()))
             .chain([finish_chunk("stop")])
             .collect();
-        let server = Server::start(vec![sse(openai_frames(&pieces))]).await;
+        let server = Server::replies(vec![sse(openai_frames(&pieces))]).await;
         let provider = PromptTools::new(openai(&server), PromptProfile::Json);
         assert_eq!(provider.name(), "openai+json");
         let (r, deltas) = run(&provider, &request_with_history()).await;
@@ -1056,7 +933,7 @@ async fn prompt_xml_profile_round_trip() {
             json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 30}}),
             json!({"type": "message_stop"}),
         ];
-        let server = Server::start(vec![sse(anthropic_frames(&events))]).await;
+        let server = Server::replies(vec![sse(anthropic_frames(&events))]).await;
         let provider = PromptTools::new(anthropic(&server), PromptProfile::Xml);
         let (r, _) = run(&provider, &request_with_history()).await;
         let c = r.unwrap();
@@ -1089,7 +966,7 @@ async fn prompt_xml_profile_round_trip() {
 async fn prompt_profile_without_calls_keeps_the_answer() {
     bounded(async {
         let chunks = vec![text_chunk("It is {about} 42."), finish_chunk("stop")];
-        let server = Server::start(vec![sse(openai_frames(&chunks))]).await;
+        let server = Server::replies(vec![sse(openai_frames(&chunks))]).await;
         let provider = PromptTools::new(openai(&server), PromptProfile::Json);
         let (r, deltas) = run(&provider, &request(vec![calc_tool()])).await;
         let c = r.unwrap();
@@ -1107,7 +984,7 @@ async fn prompt_profile_without_calls_keeps_the_answer() {
 async fn select_prefers_explicit_then_keys_then_ollama() {
     bounded(async {
         let tags = json!({"models": [{"name": "qwen3:8b", "model": "qwen3:8b", "size": 1}]});
-        let server = Server::start(vec![json_reply(tags.clone()), json_reply(tags)]).await;
+        let server = Server::replies(vec![json_reply(tags.clone()), json_reply(tags)]).await;
         let root = server.url("");
         let no_env = |_: &str| None;
 
