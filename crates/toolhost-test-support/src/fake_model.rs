@@ -90,9 +90,11 @@ pub struct Received {
     pub headers: HeaderMap,
     /// Its body as JSON (`null` when it is not JSON).
     pub body: Value,
+    /// Its body as text.
+    pub text: String,
 }
 
-type Script = Box<dyn Fn(usize) -> Reply + Send + Sync>;
+type Script = Box<dyn Fn(usize, &Received) -> Reply + Send + Sync>;
 
 struct ServerState {
     script: Script,
@@ -122,6 +124,13 @@ pub struct FakeModel {
 impl FakeModel {
     /// A server answering request `n` (0 for the first) with `script(n)`.
     pub async fn start(script: impl Fn(usize) -> Reply + Send + Sync + 'static) -> FakeModel {
+        FakeModel::start_with(move |n, _| script(n)).await
+    }
+
+    /// A server answering request `n` with `script(n, request)`.
+    pub async fn start_with(
+        script: impl Fn(usize, &Received) -> Reply + Send + Sync + 'static,
+    ) -> FakeModel {
         let state = Arc::new(ServerState {
             script: Box::new(script),
             requests: AtomicUsize::new(0),
@@ -215,16 +224,19 @@ async fn handle(
     body: Bytes,
 ) -> Response<Body> {
     let n = state.requests.fetch_add(1, Ordering::SeqCst);
+    let received = Received {
+        path: uri.path().to_owned(),
+        headers,
+        body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+        text: String::from_utf8_lossy(&body).into_owned(),
+    };
+    let reply = (state.script)(n, &received);
     state
         .received
         .lock()
         .expect("the request log")
-        .push(Received {
-            path: uri.path().to_owned(),
-            headers,
-            body: serde_json::from_slice(&body).unwrap_or(Value::Null),
-        });
-    match (state.script)(n) {
+        .push(received);
+    match reply {
         Reply::Full {
             status,
             headers,
@@ -273,5 +285,71 @@ async fn handle(
             });
             sse(Body::from_stream(first.chain(repeated)))
         }
+    }
+}
+
+/// [`FakeModel`] for tests that are not async (the `host` binary's): it runs
+/// on a tokio runtime of its own, which stops when this is dropped.
+/// `answer(n, body)` (n = 0 for the first request) returns the response:
+/// a stream of server-sent events, or, when it starts with `HTTP/1.1 `, a
+/// whole response (its status, `Content-Type` and body are sent).
+pub struct ModelServer {
+    /// The port it listens on (127.0.0.1).
+    pub port: u16,
+    server: FakeModel,
+    _runtime: tokio::runtime::Runtime,
+}
+
+impl ModelServer {
+    /// Starts the server on a free port; `answer` makes each response.
+    pub fn start(answer: impl Fn(usize, &str) -> String + Send + Sync + 'static) -> ModelServer {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("a tokio runtime for the fake model server");
+        let server = runtime.block_on(FakeModel::start_with(move |n, request| {
+            raw_reply(&answer(n, &request.text))
+        }));
+        let port = server.addr.port();
+        ModelServer {
+            port,
+            server,
+            _runtime: runtime,
+        }
+    }
+
+    /// Every request body received so far, parsed as JSON.
+    pub fn bodies(&self) -> Vec<Value> {
+        self.server.bodies()
+    }
+}
+
+/// `text` as a reply: a whole response when it starts with `HTTP/1.1 `,
+/// otherwise a body of server-sent events.
+fn raw_reply(text: &str) -> Reply {
+    let Some(rest) = text.strip_prefix("HTTP/1.1 ") else {
+        return Reply::Full {
+            status: 200,
+            headers: vec![("content-type", "text/event-stream".to_owned())],
+            body: text.to_owned(),
+        };
+    };
+    let (head, body) = rest.split_once("\r\n\r\n").unwrap_or((rest, ""));
+    let mut lines = head.split("\r\n");
+    let status = lines
+        .next()
+        .and_then(|l| l.split(' ').next())
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(500);
+    let headers = lines
+        .filter_map(|l| l.split_once(':'))
+        .filter(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+        .map(|(_, v)| ("content-type", v.trim().to_owned()))
+        .collect();
+    Reply::Full {
+        status,
+        headers,
+        body: body.to_owned(),
     }
 }

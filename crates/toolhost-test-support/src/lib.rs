@@ -16,6 +16,8 @@
 
 pub mod fake_model;
 
+pub use fake_model::ModelServer;
+
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -187,90 +189,6 @@ pub fn fs_scene() -> FsScene {
         tmp,
         granted,
         secret,
-    }
-}
-
-/// A scripted model server on 127.0.0.1: every POST body is recorded, and
-/// `answer(n, body)` (n = 0 for the first request) returns the response body,
-/// sent as `text/event-stream` (or, when it starts with `HTTP/1.1 `, sent as
-/// the whole raw response). Stops when dropped.
-pub struct ModelServer {
-    /// The port it listens on (127.0.0.1).
-    pub port: u16,
-    /// Every request body received, in order.
-    pub bodies: Arc<std::sync::Mutex<Vec<String>>>,
-    stop: Arc<AtomicBool>,
-}
-
-impl ModelServer {
-    /// Starts the server on a free port; `answer` makes each response.
-    pub fn start(answer: impl Fn(usize, &str) -> String + Send + 'static) -> ModelServer {
-        use std::io::Read;
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let bodies = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (b, s) = (bodies.clone(), stop.clone());
-        std::thread::spawn(move || {
-            for conn in listener.incoming() {
-                if s.load(Ordering::SeqCst) {
-                    break;
-                }
-                let Ok(mut conn) = conn else { continue };
-                let mut reader = BufReader::new(conn.try_clone().unwrap());
-                let mut length = 0usize;
-                let mut line = String::new();
-                while reader.read_line(&mut line).is_ok_and(|n| n > 0) {
-                    if line == "\r\n" || line == "\n" {
-                        break;
-                    }
-                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                        length = v.trim().parse().unwrap_or(0);
-                    }
-                    line.clear();
-                }
-                let mut body = vec![0u8; length];
-                if reader.read_exact(&mut body).is_err() {
-                    continue;
-                }
-                let body = String::from_utf8_lossy(&body).into_owned();
-                let n = {
-                    let mut all = b.lock().unwrap();
-                    all.push(body.clone());
-                    all.len() - 1
-                };
-                let out = answer(n, &body);
-                if out.starts_with("HTTP/1.1 ") {
-                    let _ = conn.write_all(out.as_bytes());
-                    let _ = conn.flush();
-                    continue;
-                }
-                let _ = write!(
-                    conn,
-                    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{out}",
-                    out.len()
-                );
-                let _ = conn.flush();
-            }
-        });
-        ModelServer { port, bodies, stop }
-    }
-
-    /// Every request body received so far, parsed as JSON.
-    pub fn bodies(&self) -> Vec<serde_json::Value> {
-        self.bodies
-            .lock()
-            .unwrap()
-            .iter()
-            .map(|b| serde_json::from_str(b).unwrap())
-            .collect()
-    }
-}
-
-impl Drop for ModelServer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::SeqCst);
-        let _ = TcpStream::connect(("127.0.0.1", self.port));
     }
 }
 
