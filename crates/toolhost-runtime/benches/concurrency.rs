@@ -9,7 +9,7 @@
 //! `--contention` repeats every row with a thread spinning on one core.
 //!
 //! ```text
-//! cargo bench -p toolhost-runtime --bench concurrency -- [--seconds 3] [--callers 1,2,8,32,64,256] [--contention] [--runs 1]
+//! cargo bench -p toolhost-runtime --bench concurrency -- [--seconds 3] [--callers 1,2,8,32,64,256] [--contention] [--runs 1] [--max-instances N]
 //! ```
 //!
 //! Prints one Markdown table row per (contention, kind, callers).
@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use serde_json::{Value, json};
 use support::*;
-use toolhost_runtime::{CallContext, Runtime};
+use toolhost_runtime::{CallContext, PluginSettings, Runtime};
 
 const ARGS: &str = r#"{"expression":"2*(3+4)"}"#;
 
@@ -152,6 +152,8 @@ struct Options {
     callers: Vec<usize>,
     contention: bool,
     runs: usize,
+    /// `calc`'s `max-instances` (the default when not given).
+    max_instances: Option<usize>,
 }
 
 fn options() -> Options {
@@ -160,6 +162,7 @@ fn options() -> Options {
         callers: vec![1, 2, 8, 32, 64, 256],
         contention: false,
         runs: 1,
+        max_instances: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -173,6 +176,7 @@ fn options() -> Options {
             }
             "--contention" => o.contention = true,
             "--runs" => o.runs = args.next().and_then(|s| s.parse().ok()).unwrap_or(1),
+            "--max-instances" => o.max_instances = args.next().and_then(|s| s.parse().ok()),
             // `cargo bench` passes `--bench`; criterion-style flags are ignored.
             _ => {}
         }
@@ -184,10 +188,13 @@ fn main() {
     let o = options();
     let rt = tokio_rt();
     let cache = tempfile::tempdir().expect("a temp dir");
+    let mut calc = PluginSettings::default();
+    calc.limits.max_instances = o.max_instances;
     let runtime = rt.block_on(async {
         Runtime::builder()
             .plugin_dir(plugins_dir())
             .cache_dir(Some(cache.path().to_owned()))
+            .plugin_settings("calc", calc)
             .build()
             .await
             .expect("the runtime starts")
