@@ -52,6 +52,9 @@ mod runtime;
 mod sandbox;
 mod watch;
 
+/// The newest `toolhost:plugin` version this host has bindings for (what
+/// `wit/plugin.wit` declares).
+pub use api::latest::VERSION as CONTRACT_VERSION;
 pub use api::{Annotations, PACKAGE as CONTRACT_PACKAGE, supported_versions};
 pub use builder::RuntimeBuilder;
 pub use cache::default_cache_dir;

@@ -314,6 +314,11 @@ mod tests {
     fn each_supported_version_is_served_by_its_own_bindings() {
         let supported = supported_versions();
         assert_eq!(supported, vec![v("0.2.0"), v("0.1.0")]);
+        assert_eq!(
+            supported[0],
+            crate::api::latest::VERSION,
+            "`latest` is the newest"
+        );
         for theirs in &supported {
             let serving: Vec<_> = supported
                 .iter()

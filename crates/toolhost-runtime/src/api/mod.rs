@@ -38,7 +38,7 @@ macro_rules! version_bindings {
         });
 
         /// The contract version these bindings are for.
-        pub(crate) const VERSION: semver::Version = semver::Version::new($major, $minor, $patch);
+        pub const VERSION: semver::Version = semver::Version::new($major, $minor, $patch);
 
         /// A linker with WASI p2, wasi:http and this version's host interface.
         pub(crate) fn linker(
@@ -124,7 +124,6 @@ pub(crate) mod v0_1;
 pub(crate) mod v0_2;
 
 /// The newest contract version's bindings.
-#[allow(unused_imports)]
 pub(crate) use v0_2 as latest;
 
 pub(crate) use dispatch::{
