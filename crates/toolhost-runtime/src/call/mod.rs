@@ -167,11 +167,11 @@ pub(crate) struct Call<'a> {
 impl<'a> Call<'a> {
     /// Step 1, lookup: the plugin and tool that answer `tool` right now.
     pub(crate) fn resolve(
-        inner: &Parts,
+        parts: &Parts,
         tool: &'a str,
         cx: &'a CallContext,
     ) -> Result<Self, CallError> {
-        let registry = inner.catalog.registry();
+        let registry = parts.catalog.registry();
         let Some((plugin, index)) = registry.tools.get(tool) else {
             return Err(CallError::NotFound {
                 name: tool.to_owned(),
@@ -186,7 +186,7 @@ impl<'a> Call<'a> {
                 index: *index,
             },
             cx,
-            id: inner.call_id(cx.call_id.as_deref()),
+            id: parts.call_id(cx.call_id.as_deref()),
         })
     }
 }
@@ -194,14 +194,14 @@ impl<'a> Call<'a> {
 /// A fresh-instance call through every step: lookup, validate and admit,
 /// execute, conclude.
 pub(crate) async fn run(
-    inner: &Parts,
+    parts: &Parts,
     tool: &str,
     args: Value,
     cx: &CallContext,
 ) -> Result<ToolResult, CallError> {
-    let call = Call::resolve(inner, tool, cx)?;
+    let call = Call::resolve(parts, tool, cx)?;
     let args_text = validate::arguments(&call.target, &args)?;
-    let admitted = admit::admit(&inner.gate, &call, args, args_text).await?;
-    let result = execute::fresh(&inner.pool, &call, &admitted.args_text).await;
-    conclude::conclude(&inner.gate, &call, &admitted.args, result).await
+    let admitted = admit::admit(&parts.gate, &call, args, args_text).await?;
+    let result = execute::fresh(&parts.pool, &call, &admitted.args_text).await;
+    conclude::conclude(&parts.gate, &call, &admitted.args, result).await
 }
