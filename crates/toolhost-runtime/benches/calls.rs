@@ -8,6 +8,10 @@
 //! - `reused_instance`: a call into an instance kept across calls.
 //! - `fresh_instance`: the default; a new sandbox (store, WASI context,
 //!   instance) per call.
+//! - `fresh_instance_paced`: the same with a 200 µs pause before each call
+//!   (untimed), as an agent or a server between requests: the threads have
+//!   gone idle and the caches have cooled when the call starts;
+//!   `native_paced` is the native work paced the same way.
 //! - `fresh_instance_decommit`: the same with the pool's memory decommitted
 //!   between sandboxes instead of kept resident (a naive pooling host).
 //! - `subprocess`: a native process spawned per call (this binary, re-run as a
@@ -79,6 +83,32 @@ fn calls(c: &mut Criterion) {
         b.iter(|| {
             rt.block_on(runtime.call("calculate", args.clone(), CallContext::new()))
                 .unwrap()
+        });
+    });
+    // A caller that pauses between calls (an agent between model turns, a
+    // server between requests): only the call is timed, next to the native
+    // work paced the same way.
+    let paced = |b: &mut criterion::Bencher, call: &dyn Fn()| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                std::thread::sleep(Duration::from_micros(200));
+                let t0 = std::time::Instant::now();
+                call();
+                total += t0.elapsed();
+            }
+            total
+        });
+    };
+    g.bench_function("native_paced", |b| {
+        paced(b, &|| {
+            std::hint::black_box(native_calculate(std::hint::black_box(ARGS)));
+        });
+    });
+    g.bench_function("fresh_instance_paced", |b| {
+        paced(b, &|| {
+            rt.block_on(runtime.call("calculate", args.clone(), CallContext::new()))
+                .unwrap();
         });
     });
     // The same, with pooled memory decommitted between sandboxes (what a

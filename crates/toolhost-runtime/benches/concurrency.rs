@@ -2,14 +2,24 @@
 //! runtime (the host's shape on this machine), each calling `calculate` in a
 //! loop; throughput and the latency tail per number of callers.
 //!
+//! Each caller awaits once before each call (as a server task awaits its
+//! next request) and times the call from there, so the wait for a worker is
+//! in the latency. `--tight` drops that await: a caller whose calls all
+//! complete within one poll then keeps its worker for up to an epoch tick
+//! of calls, and the others wait (the tail the calls-under-load issue saw).
+//!
 //! A **native baseline** runs under the same harness in the same run: the
 //! same JSON work (parse the arguments, evaluate, serialise the result and
-//! details) as a plain async function that yields once, so the executor's,
-//! the harness's and the machine's share of the tail shows in both.
-//! `--contention` repeats every row with a thread spinning on one core.
+//! details) as a plain function, so the executor's, the harness's and the
+//! machine's share of the tail shows in both. `--contention` repeats every
+//! row with a thread spinning on one core; `--kinds sandbox` runs one kind.
+//!
+//! `--sandboxes 1,32,128 [--pool N]` measures memory instead: resident
+//! memory with that many sandboxes in flight.
 //!
 //! ```text
-//! cargo bench -p toolhost-runtime --bench concurrency -- [--seconds 3] [--callers 1,2,8,32,64,256] [--contention] [--runs 1] [--max-instances N]
+//! cargo bench -p toolhost-runtime --bench concurrency -- [--seconds 3] [--callers 1,2,8,32,64,256] [--contention] [--tight] [--kinds native,sandbox] [--runs 1] [--max-instances N]
+//! cargo bench -p toolhost-runtime --bench concurrency -- --sandboxes 1,32,128 [--pool N]
 //! ```
 //!
 //! Prints one Markdown table row per (contention, kind, callers).
@@ -28,7 +38,8 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use serde_json::{Value, json};
 use support::*;
-use toolhost_runtime::{CallContext, PluginSettings, Runtime};
+use toolhost_runtime::{CallContext, EngineSettings, PluginSettings, Runtime};
+use toolhost_test_support::{copy_plugin, rss};
 
 const ARGS: &str = r#"{"expression":"2*(3+4)"}"#;
 
@@ -38,7 +49,6 @@ async fn native_call(args: &str) -> String {
     let expression = v["expression"].as_str().unwrap_or_default();
     let value = expr::evaluate(expression).unwrap_or(f64::NAN);
     let details = json!({"expression": expression, "value": value}).to_string();
-    tokio::task::yield_now().await;
     std::hint::black_box(details);
     expr::format_number(value)
 }
@@ -65,7 +75,7 @@ struct Row {
 
 /// Runs `callers` tasks for `warmup + seconds`, recording each call's latency
 /// (in nanoseconds) after the warm-up.
-async fn measure(runtime: &Runtime, kind: Kind, callers: usize, seconds: f64) -> Row {
+async fn measure(runtime: &Runtime, kind: Kind, callers: usize, seconds: f64, tight: bool) -> Row {
     let warmup = Duration::from_millis(300);
     let start = Instant::now() + warmup;
     let end = start + Duration::from_secs_f64(seconds);
@@ -79,6 +89,9 @@ async fn measure(runtime: &Runtime, kind: Kind, callers: usize, seconds: f64) ->
                 let t0 = Instant::now();
                 if t0 >= end {
                     break;
+                }
+                if !tight {
+                    tokio::task::yield_now().await;
                 }
                 let out = match kind {
                     Kind::Native => native_call(ARGS).await,
@@ -154,6 +167,14 @@ struct Options {
     runs: usize,
     /// `calc`'s `max-instances` (the default when not given).
     max_instances: Option<usize>,
+    tight: bool,
+    /// Which rows to run (both by default).
+    kinds: Vec<Kind>,
+    /// `--sandboxes 1,32,128`: measure memory with this many sandboxes in
+    /// flight instead of calls under load.
+    sandboxes: Vec<usize>,
+    /// The instance pool's size for `--sandboxes` (the default when not given).
+    pool: Option<u32>,
 }
 
 fn options() -> Options {
@@ -163,6 +184,10 @@ fn options() -> Options {
         contention: false,
         runs: 1,
         max_instances: None,
+        tight: false,
+        kinds: vec![Kind::Native, Kind::Sandbox],
+        sandboxes: Vec::new(),
+        pool: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -175,6 +200,28 @@ fn options() -> Options {
                     .unwrap_or_default();
             }
             "--contention" => o.contention = true,
+            "--tight" => o.tight = true,
+            "--sandboxes" => {
+                o.sandboxes = args
+                    .next()
+                    .map(|s| s.split(',').filter_map(|n| n.trim().parse().ok()).collect())
+                    .unwrap_or_default();
+            }
+            "--pool" => o.pool = args.next().and_then(|s| s.parse().ok()),
+            "--kinds" => {
+                o.kinds = args
+                    .next()
+                    .map(|s| {
+                        s.split(',')
+                            .filter_map(|k| match k.trim() {
+                                "native" => Some(Kind::Native),
+                                "sandbox" => Some(Kind::Sandbox),
+                                _ => None,
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+            }
             "--runs" => o.runs = args.next().and_then(|s| s.parse().ok()).unwrap_or(1),
             "--max-instances" => o.max_instances = args.next().and_then(|s| s.parse().ok()),
             // `cargo bench` passes `--bench`; criterion-style flags are ignored.
@@ -184,8 +231,86 @@ fn options() -> Options {
     o
 }
 
+/// Memory with `n` sandboxes in flight: `n` calls of `hostile-sleep` (a
+/// Rust plugin built with the SDK, like the examples) that wait inside the
+/// guest, so each holds its store, instance, linear memory and fiber stack.
+/// Prints the process's resident memory before and during, and the
+/// difference per sandbox.
+fn memory(o: &Options) {
+    let rt = tokio_rt();
+    let cache = tempfile::tempdir().expect("a temp dir");
+    let dir = tempfile::tempdir().expect("a temp dir");
+    copy_plugin(&fixtures_dir(), "hostile-sleep", dir.path());
+    let most = o.sandboxes.iter().copied().max().unwrap_or(1);
+    let mut sleeper = PluginSettings::default();
+    sleeper.limits.max_instances = Some(most);
+    sleeper.limits.timeout_ms = Some(60_000);
+    let mut engine = EngineSettings::default();
+    if let Some(pool) = o.pool {
+        engine.pool_size = pool;
+    }
+    let pool_size = engine.pool_size;
+    let runtime = rt.block_on(async {
+        Runtime::builder()
+            .plugin_dir(dir.path())
+            .cache_dir(Some(cache.path().to_owned()))
+            .engine_settings(engine)
+            .max_queued_calls(100_000)
+            .plugin_settings("hostile-sleep", sleeper)
+            .build()
+            .await
+            .expect("the runtime starts")
+    });
+    let baseline = rss();
+    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+    println!(
+        "pool size {pool_size}; RSS with the plugin loaded, before any call: {:.1} MiB",
+        mib(baseline)
+    );
+    println!("| sandboxes in flight | RSS during | per sandbox | RSS after (kept by the pool) |");
+    println!("|---:|---:|---:|---:|");
+    for &n in &o.sandboxes {
+        // Two rounds at this size; the second is reported (the first may
+        // grow the allocator's and the pool's bookkeeping).
+        for round in 0..2 {
+            let hold = Duration::from_millis(1500);
+            let args = format!(r#"{{"ms":{}}}"#, hold.as_millis());
+            let calls: Vec<_> = (0..n)
+                .map(|_| {
+                    let (runtime, args) = (runtime.clone(), args.clone());
+                    rt.spawn(async move {
+                        runtime
+                            .call_json("sleep", &args, CallContext::new())
+                            .await
+                            .expect("sleep succeeds")
+                    })
+                })
+                .collect();
+            std::thread::sleep(hold / 2);
+            let during = rss();
+            for c in calls {
+                rt.block_on(c).expect("caller task");
+            }
+            if round == 1 {
+                let in_flight = n.min(pool_size as usize).max(1) as u64;
+                let per = during.saturating_sub(baseline) / in_flight;
+                println!(
+                    "| {n} | {:.1} MiB | {:.0} KiB | {:.1} MiB |",
+                    mib(during),
+                    per as f64 / 1024.0,
+                    mib(rss()),
+                );
+            }
+        }
+    }
+}
+
 fn main() {
     let o = options();
+    if !o.sandboxes.is_empty() {
+        memory(&o);
+        return;
+    }
     let rt = tokio_rt();
     let cache = tempfile::tempdir().expect("a temp dir");
     let mut calc = PluginSettings::default();
@@ -215,8 +340,8 @@ fn main() {
         for &hogged in loads {
             let _hog = hogged.then(Hog::start);
             for &callers in &o.callers {
-                for kind in [Kind::Native, Kind::Sandbox] {
-                    let row = rt.block_on(measure(&runtime, kind, callers, o.seconds));
+                for &kind in &o.kinds {
+                    let row = rt.block_on(measure(&runtime, kind, callers, o.seconds, o.tight));
                     let h = &row.histogram;
                     println!(
                         "| {run} | {} | {} | {callers} | {:.0} | {} | {} | {} | {} |",

@@ -96,6 +96,15 @@ impl Runtime {
     /// its schema (every error, with its JSON pointer), asks the policy and
     /// the hooks, runs it in a fresh sandbox under its limits, checks what it
     /// returned, and runs the after-hooks. The steps are in `call/`.
+    ///
+    /// A call whose guest computes and returns without waiting completes
+    /// within one poll; a guest that computes longer yields to the executor
+    /// at every epoch tick ([`EPOCH_TICK`](crate::EPOCH_TICK), 1 ms). A task
+    /// that makes calls back to back without awaiting anything in between
+    /// therefore keeps its worker thread for up to a tick of calls at a
+    /// time, and tasks behind it wait; await between calls (as a server
+    /// reading its next request does) or spread callers over tasks that do
+    /// (see `benches/README.md`, "Calls under load").
     pub async fn call(
         &self,
         tool: &str,

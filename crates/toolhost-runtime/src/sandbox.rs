@@ -2,6 +2,7 @@
 //! deadline and host state, and the classification of what went wrong.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -328,10 +329,10 @@ impl Sandbox {
         // epoch deadline stops a guest that computes; this stops one that
         // waits inside a host call (a sleep, a slow socket).
         let grace = limit.saturating_add(Duration::from_millis(5));
-        let result = match tokio::time::timeout(grace, guest).await {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(e)) => Err(self.classify(&e)),
-            Err(_) => Err(SandboxFault::Timeout { limit }),
+        let result = match until(deadline_after(Instant::now(), grace), guest).await {
+            Some(Ok(value)) => Ok(value),
+            Some(Err(e)) => Err(self.classify(&e)),
+            None => Err(SandboxFault::Timeout { limit }),
         };
         self.flush_logs();
         result
@@ -410,6 +411,30 @@ impl Sandbox {
     }
 }
 
+/// Runs `guest` until it finishes (`Some`) or `deadline` passes (`None`).
+///
+/// The timer is armed only when the guest first waits: a guest that computes
+/// and returns within one poll (most tool calls) never touches the timer
+/// wheel, which a `tokio::time::timeout` per call did (about 5% of a
+/// reused-instance call). A computing guest is stopped by the epoch deadline
+/// instead; this bounds one that waits inside a host call.
+async fn until<F: Future>(deadline: Instant, guest: F) -> Option<F::Output> {
+    let mut guest = std::pin::pin!(guest);
+    let mut timer: Option<Pin<Box<tokio::time::Sleep>>> = None;
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(out) = guest.as_mut().poll(cx) {
+            return Poll::Ready(Some(out));
+        }
+        let timer = timer.get_or_insert_with(|| {
+            Box::pin(tokio::time::sleep_until(tokio::time::Instant::from_std(
+                deadline,
+            )))
+        });
+        timer.as_mut().poll(cx).map(|()| None)
+    })
+    .await
+}
+
 /// Extracts a Rust panic message (`panicked at src/lib.rs:3:5:\nmessage`) from stderr.
 fn panic_message(stderr: &str) -> Option<String> {
     let at = stderr.find("panicked at ")?;
@@ -429,6 +454,21 @@ fn panic_message(stderr: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn until_answers_what_finishes_in_time_and_stops_what_waits_past_the_deadline() {
+        let soon = || Instant::now() + Duration::from_millis(50);
+        assert_eq!(until(soon(), async { 7 }).await, Some(7));
+        assert_eq!(until(soon(), std::future::pending::<()>()).await, None);
+        let waits_a_little = async {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            3
+        };
+        assert_eq!(
+            until(Instant::now() + Duration::from_secs(5), waits_a_little).await,
+            Some(3)
+        );
+    }
 
     #[test]
     fn panic_message_is_extracted_from_rust_stderr() {
