@@ -41,4 +41,4 @@ pub use format::compact_history;
 pub use status::{Stats, Status};
 pub use tokio_util::sync::CancellationToken;
 pub use toolhost_hooks::ErrorKind;
-pub use vars::VarStore;
+pub use vars::{DEFAULT_MAX_VAR_BYTES, DEFAULT_MAX_VARS, VarError, VarStore};

@@ -40,6 +40,21 @@ pub enum VarError {
         /// The names that exist.
         available: String,
     },
+    /// The variable existed but was dropped: the store keeps the newest
+    /// results within its bounds (or was cleared).
+    #[error(
+        "`{name}` is no longer stored: the store keeps the newest {max_vars} results and at most {max_bytes} bytes, dropping the oldest first. Run the tool again if you need it. Stored variables: {available}."
+    )]
+    Gone {
+        /// The name asked for.
+        name: String,
+        /// The store's bound on results.
+        max_vars: usize,
+        /// The store's bound on bytes.
+        max_bytes: usize,
+        /// The names that exist.
+        available: String,
+    },
     /// The offset is past the end.
     #[error("offset {offset} is past the end of `{name}` ({len} bytes).")]
     OffsetPastEnd {
@@ -57,40 +72,117 @@ pub enum VarError {
     Arguments(String),
 }
 
+/// How many results a store keeps by default (the newest; older ones are
+/// dropped first).
+pub const DEFAULT_MAX_VARS: usize = 256;
+/// How many bytes of results a store keeps by default (the newest result is
+/// always kept, whatever its size).
+pub const DEFAULT_MAX_VAR_BYTES: usize = 64 * 1024 * 1024;
+
 /// Full texts of tool results, by name. Thread-safe; share it with an `Arc`.
-#[derive(Debug, Default)]
+///
+/// Bounded: it keeps the newest [`DEFAULT_MAX_VARS`] results and at most
+/// [`DEFAULT_MAX_VAR_BYTES`] (or what [`VarStore::with_bounds`] says),
+/// dropping the oldest first, so a long chat does not grow it without end.
+/// Reading a dropped variable says so ([`VarError::Gone`]).
+#[derive(Debug)]
 pub struct VarStore {
     inner: Mutex<Inner>,
+    max_vars: usize,
+    max_bytes: usize,
+}
+
+impl Default for VarStore {
+    fn default() -> Self {
+        VarStore::with_bounds(DEFAULT_MAX_VARS, DEFAULT_MAX_VAR_BYTES)
+    }
 }
 
 #[derive(Debug, Default)]
 struct Inner {
     next: u64,
-    vars: BTreeMap<String, String>,
+    /// By number: `result_7` is 7, so the first entry is the oldest.
+    vars: BTreeMap<u64, String>,
+    bytes: usize,
+}
+
+/// `result_7` → 7.
+fn number_of(name: &str) -> Option<u64> {
+    name.strip_prefix("result_")?.parse().ok()
+}
+
+fn name_of(number: u64) -> String {
+    format!("result_{number}")
+}
+
+impl Inner {
+    /// The stored names, oldest first; at most the newest `most` of them.
+    fn listing(&self, most: usize) -> String {
+        if self.vars.is_empty() {
+            return "(none)".to_owned();
+        }
+        let skip = self.vars.len().saturating_sub(most);
+        let names: Vec<String> = self.vars.keys().skip(skip).map(|n| name_of(*n)).collect();
+        if skip > 0 {
+            format!("{} older, then {}", skip, names.join(", "))
+        } else {
+            names.join(", ")
+        }
+    }
 }
 
 impl VarStore {
-    /// An empty store.
+    /// An empty store with the default bounds.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty store that keeps at most `max_vars` results and `max_bytes`
+    /// bytes of them (the newest result is always kept).
+    ///
+    /// ```
+    /// use toolhost_agent::{VarError, VarStore};
+    ///
+    /// let vars = VarStore::with_bounds(2, 1024);
+    /// let first = vars.insert("a".to_owned());
+    /// vars.insert("b".to_owned());
+    /// vars.insert("c".to_owned());
+    /// assert!(matches!(vars.read(&first, 0, None, 10), Err(VarError::Gone { .. })));
+    /// ```
+    pub fn with_bounds(max_vars: usize, max_bytes: usize) -> Self {
+        VarStore {
+            inner: Mutex::new(Inner::default()),
+            max_vars: max_vars.max(1),
+            max_bytes,
+        }
     }
 
     fn lock(&self) -> parking_lot::MutexGuard<'_, Inner> {
         self.inner.lock()
     }
 
-    /// Stores `text` under a fresh name and returns the name.
+    /// Stores `text` under a fresh name and returns the name, dropping the
+    /// oldest results while the store is over its bounds.
     pub fn insert(&self, text: String) -> String {
         let mut inner = self.lock();
         inner.next += 1;
-        let name = format!("result_{}", inner.next);
-        inner.vars.insert(name.clone(), text);
-        name
+        let number = inner.next;
+        inner.bytes = inner.bytes.saturating_add(text.len());
+        inner.vars.insert(number, text);
+        while inner.vars.len() > 1
+            && (inner.vars.len() > self.max_vars || inner.bytes > self.max_bytes)
+        {
+            if let Some((_, dropped)) = inner.vars.pop_first() {
+                inner.bytes = inner.bytes.saturating_sub(dropped.len());
+            }
+        }
+        name_of(number)
     }
 
     /// The full text of `name`.
     pub fn get(&self, name: &str) -> Option<String> {
-        self.lock().vars.get(name).cloned()
+        let number = number_of(name)?;
+        self.lock().vars.get(&number).cloned()
     }
 
     /// Whether nothing is stored.
@@ -103,15 +195,22 @@ impl VarStore {
         self.lock().vars.len()
     }
 
-    /// The stored names, sorted.
+    /// Bytes stored.
+    pub fn bytes(&self) -> usize {
+        self.lock().bytes
+    }
+
+    /// The stored names, oldest first.
     pub fn names(&self) -> Vec<String> {
-        self.lock().vars.keys().cloned().collect()
+        self.lock().vars.keys().map(|n| name_of(*n)).collect()
     }
 
     /// Removes everything (names keep counting up, so old references never
     /// point at new results).
     pub fn clear(&self) {
-        self.lock().vars.clear();
+        let mut inner = self.lock();
+        inner.vars.clear();
+        inner.bytes = 0;
     }
 
     /// A page of `name`: `length` bytes (at most `max_page`, default
@@ -125,14 +224,19 @@ impl VarStore {
         max_page: usize,
     ) -> Result<String, VarError> {
         let inner = self.lock();
-        let Some(text) = inner.vars.get(name) else {
-            let names: Vec<&str> = inner.vars.keys().map(String::as_str).collect();
-            return Err(VarError::Unknown {
-                name: name.to_owned(),
-                available: if names.is_empty() {
-                    "(none)".to_owned()
-                } else {
-                    names.join(", ")
+        let number = number_of(name);
+        let Some(text) = number.and_then(|n| inner.vars.get(&n)) else {
+            let available = inner.listing(20);
+            return Err(match number {
+                Some(n) if n >= 1 && n <= inner.next => VarError::Gone {
+                    name: name.to_owned(),
+                    max_vars: self.max_vars,
+                    max_bytes: self.max_bytes,
+                    available,
+                },
+                _ => VarError::Unknown {
+                    name: name.to_owned(),
+                    available,
                 },
             });
         };
@@ -234,6 +338,44 @@ pub fn truncate_for_model(text: &str, max: usize, var: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_store_keeps_the_newest_within_its_bounds_and_says_what_was_dropped() {
+        let vars = VarStore::with_bounds(3, 10);
+        let names: Vec<String> = (0..5).map(|i| vars.insert(format!("{i}{i}"))).collect();
+        assert_eq!(
+            vars.names(),
+            ["result_3", "result_4", "result_5"],
+            "the 3 newest"
+        );
+        assert_eq!(vars.bytes(), 6);
+        let err = vars.read(&names[0], 0, None, 10).unwrap_err();
+        assert!(matches!(err, VarError::Gone { .. }), "{err}");
+        assert!(err.to_string().contains("no longer stored"), "{err}");
+        // Bytes: a 9-byte result pushes out every 2-byte one (6 + 9 > 10, then
+        // 4 + 9, then 2 + 9).
+        vars.insert("123456789".to_owned());
+        assert_eq!(vars.names(), ["result_6"]);
+        // The newest is kept whatever its size.
+        vars.insert("x".repeat(100));
+        assert_eq!(vars.names(), ["result_7"]);
+        assert_eq!(vars.bytes(), 100);
+        // A name that never existed is unknown, not gone.
+        assert!(matches!(
+            vars.read("result_99", 0, None, 10),
+            Err(VarError::Unknown { .. })
+        ));
+        assert!(matches!(
+            vars.read("whatever", 0, None, 10),
+            Err(VarError::Unknown { .. })
+        ));
+        vars.clear();
+        assert_eq!(vars.bytes(), 0);
+        assert!(matches!(
+            vars.read("result_7", 0, None, 10),
+            Err(VarError::Gone { .. })
+        ));
+    }
 
     #[test]
     fn pages_walk_the_text() {

@@ -25,11 +25,12 @@
 //! ```
 
 use std::pin::Pin;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use bytes::Bytes;
 use eventsource_stream::{Event, EventStreamError, Eventsource};
 use futures::{Stream, StreamExt};
+use reqwest::header::HeaderMap;
 use reqwest::{RequestBuilder, Response};
 use tokio_util::sync::CancellationToken;
 
@@ -150,21 +151,36 @@ pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
     s
 }
 
-fn retry_after(resp: &Response) -> Option<Duration> {
-    let h = resp.headers();
-    if let Some(ms) = h
-        .get("retry-after-ms")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .filter(|v| v.is_finite() && *v >= 0.0)
+/// The wait a server asks for: `retry-after-ms` (milliseconds), or
+/// `Retry-After` as seconds or as an HTTP date (RFC 9110), relative to
+/// `now`. Outside input: a number too large for a [`Duration`] is
+/// `Duration::MAX` (then capped by [`RetryPolicy::backoff`]), never a panic;
+/// a date in the past is no wait; anything unreadable is `None`.
+fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+    };
+    let seconds = |value: f64| {
+        (value.is_finite() && value >= 0.0)
+            .then(|| Duration::try_from_secs_f64(value).unwrap_or(Duration::MAX))
+    };
+    if let Some(wait) = header("retry-after-ms")
+        .and_then(|v| v.parse::<f64>().ok())
+        .and_then(|ms| seconds(ms / 1000.0))
     {
-        return Some(Duration::from_secs_f64(ms / 1000.0));
+        return Some(wait);
     }
-    h.get(reqwest::header::RETRY_AFTER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .filter(|v| v.is_finite() && *v >= 0.0)
-        .map(Duration::from_secs_f64)
+    let value = header(reqwest::header::RETRY_AFTER.as_str())?;
+    match value.parse::<f64>() {
+        Ok(secs) => seconds(secs),
+        Err(_) => {
+            let at = httpdate::parse_http_date(value).ok()?;
+            Some(at.duration_since(now).unwrap_or(Duration::ZERO))
+        }
+    }
 }
 
 /// Sends the request `make` builds, retrying transient failures, and returns
@@ -189,7 +205,7 @@ pub(crate) async fn send(
             Ok(Ok(resp)) if resp.status().is_success() => return Ok(resp),
             Ok(Ok(resp)) => {
                 let status = resp.status();
-                let after = retry_after(&resp);
+                let after = retry_after(resp.headers(), SystemTime::now());
                 let body = read_error_body(resp, policy, cancel).await?;
                 let retryable = is_retryable_status(status.as_u16());
                 let body = if retryable && last && attempts > 1 {
@@ -364,4 +380,65 @@ pub(crate) fn is_json(resp: &Response) -> bool {
         .get(reqwest::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.trim_start().starts_with("application/json"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (name, value) in pairs {
+            h.insert(*name, value.parse().unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn an_absurd_retry_after_is_capped_by_the_policy_not_a_panic() {
+        let policy = RetryPolicy::default();
+        let now = SystemTime::now();
+        for h in [
+            headers(&[("retry-after", "1e20")]),
+            headers(&[("retry-after-ms", "1e300")]),
+            headers(&[("retry-after", "18446744073709551616")]),
+        ] {
+            let wait = retry_after(&h, now);
+            assert_eq!(wait, Some(Duration::MAX));
+            assert_eq!(policy.backoff(1, wait), policy.max_backoff);
+        }
+    }
+
+    #[test]
+    fn retry_after_reads_seconds_milliseconds_and_http_dates() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        assert_eq!(
+            retry_after(&headers(&[("retry-after", "3")]), now),
+            Some(Duration::from_secs(3))
+        );
+        assert_eq!(
+            retry_after(
+                &headers(&[("retry-after-ms", "250"), ("retry-after", "9")]),
+                now
+            ),
+            Some(Duration::from_millis(250))
+        );
+        let later = httpdate::fmt_http_date(now + Duration::from_secs(10));
+        assert_eq!(
+            retry_after(&headers(&[("retry-after", &later)]), now),
+            Some(Duration::from_secs(10))
+        );
+        let earlier = httpdate::fmt_http_date(now - Duration::from_secs(10));
+        assert_eq!(
+            retry_after(&headers(&[("retry-after", &earlier)]), now),
+            Some(Duration::ZERO)
+        );
+        for junk in ["-1", "NaN", "inf", "soon"] {
+            assert_eq!(
+                retry_after(&headers(&[("retry-after", junk)]), now),
+                None,
+                "{junk}"
+            );
+        }
+    }
 }

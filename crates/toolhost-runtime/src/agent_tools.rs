@@ -91,3 +91,11 @@ impl ToolExecutor for Runtime {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_agents_built_in_tool_names_are_reserved() {
+        assert!(crate::RESERVED_TOOL_NAMES.contains(&toolhost_agent::vars::READ_VAR));
+    }
+}

@@ -70,7 +70,7 @@ pub use permission::{
     CallStep, ResultApproval, ResultApprovalRequest,
 };
 pub use plugin::is_valid_tool_name;
-pub use registry::{Granted, PluginInfo, PluginKind, ToolInfo};
+pub use registry::{Granted, PluginInfo, PluginKind, RESERVED_TOOL_NAMES, ToolInfo};
 pub use reuse::ReusedInstance;
 pub use runtime::Runtime;
 pub use sandbox::ProgressSink;

@@ -94,6 +94,34 @@ impl std::fmt::Display for Limits {
 }
 
 impl Limits {
+    /// These limits with every override that is set and *lower* applied:
+    /// what a plugin's manifest may do. A manifest is the plugin speaking
+    /// for itself; it may ask for less than the host gives, never for more
+    /// (only the user's per-plugin settings, [`Limits::with`], go above).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use toolhost_runtime::{LimitOverrides, Limits};
+    ///
+    /// let host = Limits { timeout: Duration::from_secs(2), ..Limits::default() };
+    /// let asks = LimitOverrides { timeout_ms: Some(3_600_000), memory_mb: Some(16), ..Default::default() };
+    /// let got = host.lowered_by(&asks);
+    /// assert_eq!(got.timeout, Duration::from_secs(2));
+    /// assert_eq!(got.memory_bytes, 16 * 1024 * 1024);
+    /// ```
+    pub fn lowered_by(&self, o: &LimitOverrides) -> Limits {
+        let asked = self.with(o);
+        Limits {
+            timeout: asked.timeout.min(self.timeout),
+            memory_bytes: asked.memory_bytes.min(self.memory_bytes),
+            table_elements: asked.table_elements.min(self.table_elements),
+            max_output_bytes: asked.max_output_bytes.min(self.max_output_bytes),
+            max_args_bytes: asked.max_args_bytes.min(self.max_args_bytes),
+            max_log_lines: asked.max_log_lines.min(self.max_log_lines),
+            max_instances: asked.max_instances.min(self.max_instances),
+        }
+    }
+
     /// These limits with every override that is set applied on top.
     pub fn with(&self, o: &LimitOverrides) -> Limits {
         Limits {

@@ -304,7 +304,18 @@ fn resolve_sandbox(
     settings: &PluginSettings,
     default_limits: &Limits,
 ) -> Result<SandboxSpec, LoadError> {
-    let limits = default_limits.with(&manifest.limits).with(&settings.limits);
+    // The host's limits are ceilings the manifest may only lower; the
+    // user's settings for this plugin may go either way.
+    let lowered = default_limits.lowered_by(&manifest.limits);
+    if lowered != default_limits.with(&manifest.limits) {
+        tracing::warn!(
+            plugin = name,
+            asked = %default_limits.with(&manifest.limits),
+            given = %lowered,
+            "the manifest asks for limits above the host's; held at the host's (per-plugin settings can raise them)"
+        );
+    }
+    let limits = lowered.with(&settings.limits);
     let mut dirs = Vec::new();
     for grant in &settings.dirs {
         let canonical = std::fs::canonicalize(&grant.path)

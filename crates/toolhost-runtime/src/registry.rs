@@ -86,6 +86,16 @@ pub struct Granted {
     pub env: Vec<String>,
 }
 
+/// Tool names reserved for the host's built-in tools (`read_var`, the agent
+/// loop's reader of stored results). A plugin that declares one keeps its
+/// tool, exposed as `plugin__name` like any other clash, so a plugin can
+/// never stand in for a built-in.
+///
+/// ```
+/// assert!(toolhost_runtime::RESERVED_TOOL_NAMES.contains(&"read_var"));
+/// ```
+pub const RESERVED_TOOL_NAMES: &[&str] = &["read_var"];
+
 /// Tools by exposed name, and the plugins behind them.
 #[derive(Default)]
 pub(crate) struct Registry {
@@ -162,11 +172,15 @@ impl Registry {
         let mut tools: BTreeMap<String, (Arc<Plugin>, usize)> = BTreeMap::new();
         for p in &plugins {
             for (i, t) in p.tools.iter().enumerate() {
-                if !tools.contains_key(&t.name) {
+                let reserved = RESERVED_TOOL_NAMES.contains(&t.name.as_str());
+                if !reserved && !tools.contains_key(&t.name) {
                     tools.insert(t.name.clone(), (p.clone(), i));
                     continue;
                 }
-                let owner = tools[&t.name].0.id();
+                let owner = match tools.get(&t.name) {
+                    Some((owner, _)) => owner.id(),
+                    None => "the host (the name is reserved for a built-in tool)".to_owned(),
+                };
                 let alias = format!("{}__{}", p.name, t.name);
                 if is_valid_tool_name(&alias) && !tools.contains_key(&alias) {
                     warnings.push(format!(

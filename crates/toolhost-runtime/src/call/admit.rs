@@ -1,6 +1,7 @@
 //! Step 3 of a call: whether it may run. The policy decides first (a deny
 //! stops the call here); then the before-hooks run (a block stops it; a
-//! rewrite of the arguments is validated against the schema again); then,
+//! rewrite of the arguments is validated against the schema and judged by
+//! the policy again, as if the model had sent it); then,
 //! when the policy or a hook asked, the user answers through the
 //! [`Approver`](crate::Approver).
 
@@ -30,34 +31,9 @@ pub(crate) async fn admit(
     args_text: String,
 ) -> Result<Admitted, CallError> {
     let (tool, plugin, cx) = (call.target.tool, &call.target.plugin, call.cx);
-    let policy = gate.policy();
-    let mut request = CallRequest::new(tool, &args).plugin(&plugin.name);
-    if let Some(agent) = cx.agent.as_deref() {
-        request = request.agent(agent);
-    }
-    let evaluation = gate.with_session(cx.session_id.as_deref(), |s| policy.evaluate(&request, s));
-    cx.step(|| CallStep::Permission {
-        decision: evaluation.decision,
-        decided_by: evaluation.decided_by.to_string(),
-        reason: evaluation.reason.as_deref().map(str::to_owned),
-    });
-    let mut asks = Vec::new();
-    match evaluation.decision {
-        Decision::Allow => {}
-        Decision::Deny => {
-            return Err(CallError::Denied {
-                tool: tool.to_owned(),
-                reason: evaluation.reason.as_deref().map_or_else(
-                    || format!("denied by {}", evaluation.decided_by),
-                    str::to_owned,
-                ),
-            });
-        }
-        Decision::Ask => asks.push(match &evaluation.reason {
-            Some(r) => format!("{r} ({})", evaluation.decided_by),
-            None => format!("asked by {}", evaluation.decided_by),
-        }),
-    }
+    let mut asks: Vec<String> = check_policy(gate, call, &args, false)?
+        .into_iter()
+        .collect();
 
     let (mut args, mut args_text) = (args, args_text);
     let hooks = gate.hooks();
@@ -86,6 +62,8 @@ pub(crate) async fn admit(
                     hook: "before-hooks".to_owned(),
                     reason: format!("a hook rewrote the arguments into invalid ones: {e}"),
                 })?;
+            // Rewritten arguments are judged as if the model had sent them.
+            asks.extend(check_policy(gate, call, &new, true)?);
             args = new;
         }
     }
@@ -94,6 +72,49 @@ pub(crate) async fn admit(
         ask(gate, call, &args, &asks).await?;
     }
     Ok(Admitted { args, args_text })
+}
+
+/// The policy's decision on `call` with `args`: an error when it denies,
+/// the reason to ask the user when it asks. `rewritten` says the arguments
+/// are a before-hook's rewrite (checked again, so a hook cannot carry a
+/// call past a rule).
+fn check_policy(
+    gate: &Gate,
+    call: &Call<'_>,
+    args: &Value,
+    rewritten: bool,
+) -> Result<Option<String>, CallError> {
+    let (tool, cx) = (call.target.tool, call.cx);
+    let policy = gate.policy();
+    let mut request = CallRequest::new(tool, args).plugin(&call.target.plugin.name);
+    if let Some(agent) = cx.agent.as_deref() {
+        request = request.agent(agent);
+    }
+    let evaluation = gate.with_session(cx.session_id.as_deref(), |s| policy.evaluate(&request, s));
+    cx.step(|| CallStep::Permission {
+        decision: evaluation.decision,
+        decided_by: evaluation.decided_by.to_string(),
+        reason: evaluation.reason.as_deref().map(str::to_owned),
+    });
+    let after = if rewritten {
+        " (on the arguments as a before-hook rewrote them)"
+    } else {
+        ""
+    };
+    match evaluation.decision {
+        Decision::Allow => Ok(None),
+        Decision::Deny => Err(CallError::Denied {
+            tool: tool.to_owned(),
+            reason: match evaluation.reason.as_deref() {
+                Some(r) => format!("{r}{after}"),
+                None => format!("denied by {}{after}", evaluation.decided_by),
+            },
+        }),
+        Decision::Ask => Ok(Some(match &evaluation.reason {
+            Some(r) => format!("{r} ({}){after}", evaluation.decided_by),
+            None => format!("asked by {}{after}", evaluation.decided_by),
+        })),
+    }
 }
 
 /// Asks the approver about a call; without one, the builder's setting decides.

@@ -7,7 +7,8 @@
 //! 2. **validate** (`validate.rs`): the arguments' size and their JSON
 //!    Schema, every error with its JSON pointer;
 //! 3. **admit** (`admit.rs`): the policy's decision (deny stops here), the
-//!    before-hooks (block stops here; a rewrite is validated again), and the
+//!    before-hooks (block stops here; a rewrite is validated and judged by
+//!    the policy again), and the
 //!    user's approval when the policy or a hook asks;
 //! 4. **execute** (`execute.rs`): a sandbox slot from the pool (`queue`),
 //!    then the guest in a fresh sandbox under its limits, and the checks of

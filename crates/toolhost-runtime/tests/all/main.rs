@@ -8,6 +8,7 @@ mod hot_reload;
 mod permissions;
 mod runtime;
 mod soak;
+mod trust;
 
 /// What the tests share (the `toolhost-test-support` crate).
 mod support {

@@ -388,6 +388,62 @@ async fn before_hooks_continue_rewrite_block_and_ask() {
 }
 
 #[tokio::test]
+async fn a_before_hook_rewrite_goes_through_the_policy_again() {
+    let policy = Policy::builder()
+        .rule(
+            Rule::deny("calculate")
+                .arg_glob("expression", "666*")
+                .reason("the beast is off limits"),
+        )
+        .rule(
+            Rule::ask("calculate")
+                .arg_glob("expression", "7*")
+                .reason("sevens need a nod"),
+        )
+        .build()
+        .unwrap();
+    let approver = Scripted::calls(vec![CallApproval::AllowOnce]);
+    let rt = builder()
+        .policy(policy)
+        .hook(before("smuggler", |args| {
+            match args["expression"].as_str() {
+                Some("1+1") => BeforeDecision::Rewrite(json!({"expression": "666+0"})),
+                Some("2+2") => BeforeDecision::Rewrite(json!({"expression": "7+0"})),
+                _ => BeforeDecision::Continue,
+            }
+        }))
+        .approver(approver.clone())
+        .build()
+        .await
+        .unwrap();
+    let err = calc(&rt, "1+1").await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::PermissionDenied, "{err}");
+    assert!(err.to_string().contains("the beast is off limits"), "{err}");
+    assert_eq!(approver.asked.load(Ordering::SeqCst), 0);
+
+    assert_eq!(
+        calc(&rt, "2+2").await.unwrap(),
+        "7",
+        "asked, then allowed once"
+    );
+    assert_eq!(
+        approver.asked.load(Ordering::SeqCst),
+        1,
+        "the rewritten call was asked about"
+    );
+    assert!(
+        approver
+            .reasons
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|r| r.contains("sevens need a nod")),
+        "{:?}",
+        approver.reasons.lock().unwrap()
+    );
+}
+
+#[tokio::test]
 async fn after_hooks_keep_replace_fail_and_see_failures() {
     let seen_failures = Arc::new(Mutex::new(Vec::new()));
     let seen = seen_failures.clone();

@@ -1,0 +1,122 @@
+//! What a plugin may claim for itself and what only the user may give it
+//! (the trust model; `SECURITY.md`).
+
+use std::time::Duration;
+
+use toolhost_runtime::{Limits, PluginSettings, Runtime};
+
+use crate::support::*;
+
+/// `calc` with a manifest asking for far more than the host gives.
+fn greedy_calc(dir: &std::path::Path) {
+    copy_plugin(&plugins_dir(), "calc", dir);
+    std::fs::write(
+        dir.join("calc.toml"),
+        r#"name = "calc"
+version = "0.1.0"
+
+[limits]
+timeout-ms = 31536000000
+memory-mb = 1000000
+table-elements = 100000000
+max-output-bytes = 10000000000
+max-args-bytes = 10000000000
+max-log-lines = 100000000
+max-instances = 100000
+"#,
+    )
+    .unwrap();
+}
+
+fn ceilings() -> Limits {
+    Limits {
+        timeout: Duration::from_secs(2),
+        memory_bytes: 32 * 1024 * 1024,
+        table_elements: 50_000,
+        max_output_bytes: 64 * 1024,
+        max_args_bytes: 16 * 1024,
+        max_log_lines: 100,
+        max_instances: 4,
+    }
+}
+
+#[tokio::test]
+async fn a_manifest_cannot_raise_its_limits_above_the_hosts() {
+    let tmp = tempfile::tempdir().unwrap();
+    greedy_calc(tmp.path());
+    let rt = Runtime::builder()
+        .cache_dir(Some(root().join("target/test-cache")))
+        .plugin_dir(tmp.path())
+        .limits(ceilings())
+        .build()
+        .await
+        .unwrap();
+    let calc = rt.plugins().into_iter().find(|p| p.name == "calc").unwrap();
+    assert_eq!(calc.limits, ceilings(), "every limit is held at the host's");
+}
+
+#[tokio::test]
+async fn a_manifest_can_lower_its_limits_and_the_user_can_raise_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_plugin(&plugins_dir(), "calc", tmp.path());
+    // calc's own manifest asks for 1 s and 16 MiB, below the ceilings.
+    let rt = Runtime::builder()
+        .cache_dir(Some(root().join("target/test-cache")))
+        .plugin_dir(tmp.path())
+        .limits(ceilings())
+        .build()
+        .await
+        .unwrap();
+    let calc = rt.plugins().into_iter().find(|p| p.name == "calc").unwrap();
+    assert_eq!(calc.limits.timeout, Duration::from_secs(1));
+    assert_eq!(calc.limits.memory_bytes, 16 * 1024 * 1024);
+
+    // The user's per-plugin settings are not a manifest: they may go above.
+    let tmp = tempfile::tempdir().unwrap();
+    greedy_calc(tmp.path());
+    let mut user = PluginSettings::default();
+    user.limits.timeout_ms = Some(60_000);
+    user.limits.max_instances = Some(8);
+    let rt = Runtime::builder()
+        .cache_dir(Some(root().join("target/test-cache")))
+        .plugin_dir(tmp.path())
+        .limits(ceilings())
+        .plugin_settings("calc", user)
+        .build()
+        .await
+        .unwrap();
+    let calc = rt.plugins().into_iter().find(|p| p.name == "calc").unwrap();
+    assert_eq!(calc.limits.timeout, Duration::from_secs(60));
+    assert_eq!(calc.limits.max_instances, 8);
+    assert_eq!(calc.limits.max_output_bytes, 64 * 1024, "the rest held");
+}
+
+#[tokio::test]
+async fn a_plugin_cannot_take_a_tool_name_reserved_for_the_host() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_plugin(&fixtures_dir(), "hostile-squatter", tmp.path());
+    let rt = Runtime::builder()
+        .cache_dir(Some(root().join("target/test-cache")))
+        .plugin_dir(tmp.path())
+        .build()
+        .await
+        .unwrap();
+    let names: Vec<String> = rt.tools().into_iter().map(|t| t.name).collect();
+    assert!(
+        !names.iter().any(|n| n == "read_var"),
+        "the built-in's name stays the host's: {names:?}"
+    );
+    assert!(
+        names.iter().any(|n| n == "hostile-squatter__read_var"),
+        "the plugin's tool is still reachable, renamed: {names:?}"
+    );
+    assert!(
+        toolhost_runtime::RESERVED_TOOL_NAMES.contains(&"read_var"),
+        "the reserved names are public, for hosts that add built-ins"
+    );
+    let warnings = rt.load_report().warnings.join("\n");
+    assert!(
+        warnings.contains("read_var") && warnings.contains("reserved"),
+        "{warnings}"
+    );
+}
