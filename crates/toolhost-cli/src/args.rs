@@ -76,6 +76,18 @@ pub struct Global {
     #[arg(long, global = true)]
     pub no_watch: bool,
 
+    /// The lock file binding each plugin's grants to its code (content
+    /// digest), recorded at the first grant; a plugin whose code differs runs
+    /// without its grants until `host trust NAME`. Default: toolhost.lock in
+    /// the current directory.
+    #[arg(long, value_name = "FILE", env = "TOOLHOST_LOCK", global = true)]
+    pub lock: Option<PathBuf>,
+
+    /// Development mode: a plugin whose code changed (a rebuild) keeps its
+    /// grants, and the lock file records its new digest.
+    #[arg(long, global = true)]
+    pub dev: bool,
+
     /// Model provider: openai (or any compatible server, with --base-url), anthropic or ollama.
     /// Default: OPENAI_API_KEY, then ANTHROPIC_API_KEY, then a local Ollama server.
     #[arg(long, value_name = "KIND", global = true)]
@@ -119,6 +131,12 @@ pub enum Command {
         /// Machine-readable output.
         #[arg(long)]
         json: bool,
+    },
+    /// Accept the plugin now loaded under NAME as the code its grants are
+    /// given to (records its digest in the lock file).
+    Trust {
+        /// The plugin's name.
+        name: String,
     },
     /// Call one tool and print its output.
     Call {

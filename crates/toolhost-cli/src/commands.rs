@@ -124,7 +124,17 @@ pub fn plugins(runtime: &Runtime, json: bool) -> anyhow::Result<u8> {
             p.granted.env.join(", ")
         )?;
         writeln!(out, "    limits:    {}", p.limits)?;
+        writeln!(out, "    digest:    {}", p.digest)?;
+        writeln!(out, "    grants:    {}", p.grants)?;
     }
+    Ok(exit::OK)
+}
+
+/// `host trust NAME`: the lock file records the digest of the plugin now
+/// loaded under `name`.
+pub fn trust(runtime: &Runtime, name: &str) -> anyhow::Result<u8> {
+    let digest = runtime.trust(name)?;
+    println!("{name}: {digest} is trusted; its grants apply from its next load");
     Ok(exit::OK)
 }
 

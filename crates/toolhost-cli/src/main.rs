@@ -69,6 +69,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             commands::report_load_problems(&runtime);
             commands::plugins(&runtime, json)
         }
+        Some(Command::Trust { name }) => commands::trust(&runtime, &name),
         Some(Command::Call {
             tool,
             args,

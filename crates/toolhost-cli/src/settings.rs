@@ -214,7 +214,14 @@ pub fn builder(global: &Global, only: Option<&[PathBuf]>) -> anyhow::Result<Runt
         limits.memory_bytes = mb.saturating_mul(1024 * 1024);
     }
 
-    let mut builder = toolhost_runtime::Runtime::builder().limits(limits);
+    let lock = global
+        .lock
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("toolhost.lock"));
+    let mut builder = toolhost_runtime::Runtime::builder()
+        .limits(limits)
+        .lock_file(lock)
+        .accept_new_digests(global.dev);
     if global.no_cache {
         builder = builder.cache_dir(None);
     } else if let Some(dir) = global.cache_dir.clone().or(file.cache_dir) {

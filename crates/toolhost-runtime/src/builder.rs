@@ -20,6 +20,7 @@ use crate::gate::Gate;
 use crate::grants::PluginSettings;
 use crate::hook_plugin::PluginHook;
 use crate::limits::Limits;
+use crate::lockfile::Lock;
 use crate::parts::Parts;
 use crate::permission::Approver;
 use crate::plugin::Loader;
@@ -67,6 +68,8 @@ pub struct RuntimeBuilder {
     allow_asks_without_approver: bool,
     hooks: Vec<HookEntry>,
     hook_configs: Vec<HookConfig>,
+    lock_file: Option<PathBuf>,
+    accept_new_digests: bool,
 }
 
 impl std::fmt::Debug for RuntimeBuilder {
@@ -98,6 +101,8 @@ impl Default for RuntimeBuilder {
             allow_asks_without_approver: false,
             hooks: Vec::new(),
             hook_configs: Vec::new(),
+            lock_file: None,
+            accept_new_digests: false,
         }
     }
 }
@@ -198,6 +203,36 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Binds grants to code: the lock file recording, for each plugin that
+    /// has grants, the content digest they were given to (trust on first
+    /// use; created when missing). A plugin whose digest differs loads
+    /// without its grants until [`Runtime::trust`] accepts it. Without a
+    /// lock file, grants go by plugin name alone.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let runtime = toolhost_runtime::Runtime::builder()
+    ///     .plugin_dir("plugins")
+    ///     .lock_file("toolhost.lock")
+    ///     .build()
+    ///     .await?;
+    /// for p in runtime.plugins() {
+    ///     println!("{} {} grants: {}", p.name, p.digest, p.grants);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn lock_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.lock_file = Some(path.into());
+        self
+    }
+
+    /// Development mode: a plugin whose digest changed (a rebuild) keeps its
+    /// grants and the lock file records the new digest. Off by default.
+    pub fn accept_new_digests(mut self, accept: bool) -> Self {
+        self.accept_new_digests = accept;
+        self
+    }
+
     /// Creates the engine and loads every plugin, in parallel. A plugin that
     /// fails to load is reported in [`Runtime::load_report`]; only host-level
     /// problems (engine, unreadable plugin directory) are errors here.
@@ -206,7 +241,12 @@ impl RuntimeBuilder {
         let linkers = Linkers::new(&engine).map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
         let ticker = EpochTicker::start(&engine)?;
         let cache = Arc::new(CompileCache::new(&engine, self.cache_dir.clone()));
+        let lock = match &self.lock_file {
+            Some(path) => Lock::open(path, self.accept_new_digests)?,
+            None => Lock::none(),
+        };
         let loader = Loader {
+            lock: Arc::new(lock),
             engine: engine.clone(),
             linkers: Arc::new(linkers),
             cache,

@@ -25,6 +25,9 @@ pub enum RuntimeError {
     /// The hook configuration is invalid.
     #[error("invalid hook configuration: {0}")]
     Hooks(String),
+    /// The lock file cannot be read.
+    #[error(transparent)]
+    Lock(#[from] crate::lockfile::LockError),
 }
 
 /// Why one plugin file could not be loaded. The other plugins load regardless.

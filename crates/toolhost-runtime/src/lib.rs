@@ -40,6 +40,7 @@ mod grants;
 mod hook_plugin;
 mod http;
 mod limits;
+mod lockfile;
 mod manifest;
 mod parts;
 mod permission;
@@ -64,6 +65,7 @@ pub use engine::{EPOCH_TICK, EngineSettings};
 pub use error::{ArgumentIssue, CallError, LoadError, RuntimeError, SandboxFault, ToolErrorKind};
 pub use grants::{DirAccess, DirGrant, HostPattern, HostPatternError, PluginSettings};
 pub use limits::{LimitOverrides, Limits};
+pub use lockfile::{GrantState, LockError};
 pub use manifest::{Capabilities, DirRequest, Manifest};
 pub use permission::{
     ApprovalAnswer, ApprovalFuture, ApprovalOf, Approver, CallApproval, CallApprovalRequest,

@@ -14,6 +14,7 @@ use crate::cache::CompileCache;
 use crate::error::{LoadError, SandboxFault};
 use crate::grants::PluginSettings;
 use crate::limits::Limits;
+use crate::lockfile::{GrantState, Lock, digest_of};
 use crate::manifest::{Capabilities, Manifest};
 use crate::sandbox::{Sandbox, SandboxSpec};
 
@@ -33,6 +34,10 @@ pub(crate) struct Plugin {
     pub sandbox: Arc<SandboxSpec>,
     /// The compile cache key of the component's bytes: equal keys, equal code.
     pub content_key: String,
+    /// Its identity: `sha256:` of the component's bytes (`lockfile.rs`).
+    pub digest: String,
+    /// Whether the user's grants for its name apply to this code.
+    pub grants: GrantState,
     /// The manifest it was loaded with (a changed manifest is a reload too).
     pub manifest: Manifest,
     /// One permit per sandbox of this plugin that may be alive at once
@@ -126,6 +131,8 @@ pub(crate) struct Loader {
     pub default_limits: Limits,
     pub settings: Arc<std::collections::BTreeMap<String, PluginSettings>>,
     pub max_wasm_stack: usize,
+    /// The lock file binding grants to digests.
+    pub lock: Arc<Lock>,
 }
 
 /// Whether `name` is a valid tool (or plugin) name for OpenAI and Anthropic.
@@ -211,6 +218,7 @@ impl Loader {
             .await
             .map_err(|e| LoadError::Io(e.to_string()))?;
         check_header(&bytes)?;
+        let digest = digest_of(&bytes);
 
         let component = {
             // Compiling is CPU-bound: keep it off the async workers.
@@ -239,6 +247,23 @@ impl Loader {
 
         let empty = PluginSettings::default();
         let settings = self.settings.get(&name).unwrap_or(&empty);
+        let has_grants =
+            !(settings.dirs.is_empty() && settings.hosts.is_empty() && settings.env.is_empty());
+        let grants = self.lock.check(&name, &digest, has_grants);
+        let withheld;
+        let settings = if has_grants && !grants.is_active() {
+            // Other code than the grants were given to: limits and config
+            // still apply, the capabilities do not.
+            withheld = PluginSettings {
+                dirs: Vec::new(),
+                hosts: Vec::new(),
+                env: Vec::new(),
+                ..settings.clone()
+            };
+            &withheld
+        } else {
+            settings
+        };
         let sandbox = Arc::new(resolve_sandbox(
             &name,
             &manifest,
@@ -267,6 +292,8 @@ impl Loader {
             pre,
             tools,
             content_key,
+            digest,
+            grants,
             instances: Arc::new(tokio::sync::Semaphore::new(
                 // A manifest may say anything; the semaphore has a maximum.
                 sandbox

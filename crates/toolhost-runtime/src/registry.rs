@@ -64,8 +64,13 @@ pub struct PluginInfo {
     pub usage: Option<String>,
     /// What its manifest asks for.
     pub requested: Capabilities,
-    /// What the host granted.
+    /// What the host granted (empty while its grants are withheld).
     pub granted: Granted,
+    /// Its identity: `sha256:` of the component's bytes.
+    pub digest: String,
+    /// Whether the user's grants for its name apply to this code (see
+    /// [`RuntimeBuilder::lock_file`](crate::RuntimeBuilder::lock_file)).
+    pub grants: crate::lockfile::GrantState,
     /// The names its tools are exposed under.
     pub tools: Vec<String>,
     /// The limits its calls run under (defaults, its manifest, the host's settings).
@@ -165,7 +170,15 @@ impl Registry {
                 ));
             }
             if let Some(reason) = reason {
-                selection.insert(name, reason);
+                selection.insert(name.clone(), reason);
+            }
+            if let crate::lockfile::GrantState::Withheld { trusted } = &chosen.grants {
+                warnings.push(format!(
+                    "{} ({}) is not the code its grants were given to ({trusted} in the lock \
+                     file): it runs without them. Accept it with `host trust {name}`",
+                    chosen.id(),
+                    chosen.digest
+                ));
             }
             plugins.push(chosen);
         }
@@ -261,6 +274,8 @@ impl Registry {
                     hosts: p.sandbox.hosts.iter().map(ToString::to_string).collect(),
                     env: p.sandbox.env.iter().map(|(k, _)| k.clone()).collect(),
                 },
+                digest: p.digest.clone(),
+                grants: p.grants.clone(),
                 limits: p.sandbox.limits.clone(),
                 tools: self
                     .tools

@@ -16,6 +16,7 @@ use std::time::Instant;
 
 use crate::catalog::{Catalog, Files, LoadFailure, LoadReport, PluginEvent};
 use crate::error::LoadError;
+use crate::lockfile::GrantState;
 use crate::plugin::Plugin;
 use crate::registry::Registry;
 
@@ -84,7 +85,16 @@ impl Catalog {
         }
 
         let swap_started = Instant::now();
-        let (registry, warnings) = Registry::build(state.loaded.values().cloned(), &self.pins);
+        let (registry, mut warnings) = Registry::build(state.loaded.values().cloned(), &self.pins);
+        // A chosen plugin loaded with grants for the first time (or rebuilt,
+        // in dev mode): the lock file now binds them to its digest.
+        for p in &registry.plugins {
+            if p.grants == GrantState::FirstUse
+                && let Err(e) = self.loader.lock.record(&p.name, &p.digest)
+            {
+                warnings.push(format!("{}: {e}", p.id()));
+            }
+        }
         let registry = Arc::new(registry);
         let old = self.swap_registry(registry.clone());
         let swap = swap_started.elapsed();

@@ -12,6 +12,7 @@ use toolhost_policy::{Policy, PolicyError};
 use crate::call::{self, CallContext, ToolResult};
 use crate::catalog::{Catalog, LoadReport, PluginEvent};
 use crate::error::CallError;
+use crate::lockfile::LockError;
 use crate::parts::Parts;
 use crate::registry::{PluginInfo, ToolInfo};
 
@@ -69,6 +70,25 @@ impl Runtime {
     /// Every loaded plugin, with requested and granted capabilities.
     pub fn plugins(&self) -> Vec<PluginInfo> {
         self.inner.catalog.registry().plugin_infos()
+    }
+
+    /// Accepts the code now loaded as plugin `name` as the code its grants
+    /// are given to: the lock file records its digest (returned). Takes
+    /// effect at the plugin's next load (a restart, or its file's next
+    /// change). See [`RuntimeBuilder::lock_file`](crate::RuntimeBuilder::lock_file).
+    pub fn trust(&self, name: &str) -> Result<String, LockError> {
+        let registry = self.inner.catalog.registry();
+        let plugin = registry
+            .plugins
+            .iter()
+            .find(|p| p.name == name)
+            .ok_or_else(|| LockError::UnknownPlugin(name.to_owned()))?;
+        self.inner
+            .catalog
+            .loader
+            .lock
+            .record(&plugin.name, &plugin.digest)?;
+        Ok(plugin.digest.clone())
     }
 
     /// The permission filter: the tools a model may be offered for `agent`

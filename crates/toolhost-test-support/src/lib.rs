@@ -54,10 +54,21 @@ fn built(dir: &str, probe: &str) -> PathBuf {
 
 /// The `host` binary at `bin` (the CLI's tests pass
 /// `env!("CARGO_BIN_EXE_host")`) with a clean environment: the compile cache
-/// in `cache`, no model configured (nothing listens on port 9).
+/// in `cache`, no model configured (nothing listens on port 9), and a lock
+/// file of its own that does not exist yet (not `toolhost.lock` in the
+/// working directory; a test of the lock file sets `TOOLHOST_LOCK` again).
 pub fn host_command(bin: &str, cache: &Path) -> std::process::Command {
+    static COMMANDS: AtomicUsize = AtomicUsize::new(0);
+    let lock = std::env::temp_dir()
+        .join("toolhost-test-locks")
+        .join(format!(
+            "{}-{}.lock",
+            std::process::id(),
+            COMMANDS.fetch_add(1, Ordering::Relaxed)
+        ));
     let mut cmd = std::process::Command::new(bin);
     cmd.env("TOOLHOST_CACHE_DIR", cache)
+        .env("TOOLHOST_LOCK", lock)
         .env_remove("RUST_LOG")
         .env_remove("TOOLHOST_CONFIG")
         .env_remove("TOOLHOST_POLICY")

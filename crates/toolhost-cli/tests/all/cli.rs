@@ -257,3 +257,53 @@ fn plugins_shows_the_limits_each_plugin_runs_under() {
         "{text}"
     );
 }
+
+#[test]
+fn a_plugin_whose_code_changed_runs_without_its_grants_until_trusted() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("plugins");
+    copy_plugin(&fixtures_dir(), "hostile-env", &dir);
+    let lock = work.path().join("toolhost.lock");
+    let host_with = |args: &[&str]| {
+        run(host(&shared_cache())
+            .env("TOOLHOST_LOCK", &lock)
+            .arg("--plugins")
+            .arg(&dir)
+            .arg("--allow-env")
+            .arg("hostile-env=TOOLHOST_TEST_SECRET=hunter2")
+            .args(args))
+    };
+    let read_secret = ["call", "env", r#"{"name":"TOOLHOST_TEST_SECRET"}"#];
+    let o = host_with(&read_secret);
+    assert!(stdout(&o).contains("hunter2"), "first use: {}", stderr(&o));
+    assert!(lock.is_file(), "the first grant writes the lock file");
+
+    // Another component claims the name.
+    std::fs::copy(
+        fixtures_dir().join("hostile.wasm"),
+        dir.join("hostile-env.wasm"),
+    )
+    .unwrap();
+    let o = host_with(&["plugins"]);
+    let listing = stdout(&o);
+    assert!(listing.contains("digest:    sha256:"), "{listing}");
+    assert!(listing.contains("WITHHELD"), "{listing}");
+    let o = host_with(&read_secret);
+    assert!(!stdout(&o).contains("hunter2"), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("host trust hostile-env"),
+        "{}",
+        stderr(&o)
+    );
+
+    let o = host_with(&["trust", "hostile-env"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("sha256:"), "{}", stdout(&o));
+    let o = host_with(&read_secret);
+    assert!(stdout(&o).contains("hunter2"), "trusted: {}", stderr(&o));
+
+    // `--dev` accepts a rebuild at once.
+    copy_plugin(&fixtures_dir(), "hostile-env", &dir);
+    let o = host_with(&["--dev", "call", "env", r#"{"name":"TOOLHOST_TEST_SECRET"}"#]);
+    assert!(stdout(&o).contains("hunter2"), "dev mode: {}", stderr(&o));
+}

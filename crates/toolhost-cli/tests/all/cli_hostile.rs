@@ -3,7 +3,7 @@
 //! misbehaving tool after another, then a well-behaved one. Every fault must
 //! come back to the model as a readable tool result, and the run must go on.
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use serde_json::{Value, json};
 
@@ -80,29 +80,26 @@ fn every_fault_reaches_the_model_as_a_readable_tool_result() {
     });
 
     let started = std::time::Instant::now();
-    let out = Command::new(env!("CARGO_BIN_EXE_host"))
-        .env("TOOLHOST_CACHE_DIR", root().join("target/test-cache"))
-        .env_remove("RUST_LOG")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("TOOLHOST_CONFIG")
-        .env_remove("TOOLHOST_POLICY")
-        .env("TEST_MODEL_KEY", "test-key")
-        .arg("--plugins")
-        .arg(dir.path())
-        .args(["--no-watch", "--provider", "openai", "--base-url"])
-        .arg(format!("http://127.0.0.1:{}/v1", server.port))
-        .args([
-            "--api-key-env",
-            "TEST_MODEL_KEY",
-            "--model",
-            "test-model",
-            "run",
-            "Misbehave.",
-        ])
-        .stdin(Stdio::null())
-        .output()
-        .expect("host runs");
+    let out = host_command(
+        env!("CARGO_BIN_EXE_host"),
+        &root().join("target/test-cache"),
+    )
+    .env("TEST_MODEL_KEY", "test-key")
+    .arg("--plugins")
+    .arg(dir.path())
+    .args(["--no-watch", "--provider", "openai", "--base-url"])
+    .arg(format!("http://127.0.0.1:{}/v1", server.port))
+    .args([
+        "--api-key-env",
+        "TEST_MODEL_KEY",
+        "--model",
+        "test-model",
+        "run",
+        "Misbehave.",
+    ])
+    .stdin(Stdio::null())
+    .output()
+    .expect("host runs");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(

@@ -4,7 +4,7 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
 use serde_json::{Value, json};
 
@@ -64,25 +64,23 @@ impl Scene {
 }
 
 fn host(scene: &Scene, args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_host"))
-        .env("TOOLHOST_CACHE_DIR", root().join("target/test-cache"))
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("TOOLHOST_CONFIG")
-        .env_remove("TOOLHOST_POLICY")
-        .env("TEST_MODEL_KEY", "test-key")
-        .arg("--plugins")
-        .arg(plugins_dir())
-        .arg("--config")
-        .arg(scene.path("host.toml"))
-        .arg("--policy")
-        .arg(scene.path("policy.toml"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("host runs");
+    let mut child = host_command(
+        env!("CARGO_BIN_EXE_host"),
+        &root().join("target/test-cache"),
+    )
+    .env("TEST_MODEL_KEY", "test-key")
+    .arg("--plugins")
+    .arg(plugins_dir())
+    .arg("--config")
+    .arg(scene.path("host.toml"))
+    .arg("--policy")
+    .arg(scene.path("policy.toml"))
+    .args(args)
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("host runs");
     let mut input = child.stdin.take().unwrap();
     input.write_all(stdin.as_bytes()).unwrap();
     drop(input);

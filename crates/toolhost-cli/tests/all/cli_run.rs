@@ -1,24 +1,23 @@
 //! `host run`: the real binary, the real example plugins, and a model server
 //! on 127.0.0.1 that speaks the providers' streaming wire formats.
 
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::json;
 
 use crate::support::*;
 
 fn host_run(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_host"))
-        .env("TOOLHOST_CACHE_DIR", root().join("target/test-cache"))
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("TOOLHOST_CONFIG")
-        .env("TEST_MODEL_KEY", "test-key")
-        .arg("--plugins")
-        .arg(plugins_dir())
-        .args(args)
-        .output()
-        .expect("host runs")
+    host_command(
+        env!("CARGO_BIN_EXE_host"),
+        &root().join("target/test-cache"),
+    )
+    .env("TEST_MODEL_KEY", "test-key")
+    .arg("--plugins")
+    .arg(plugins_dir())
+    .args(args)
+    .output()
+    .expect("host runs")
 }
 
 #[test]
@@ -157,17 +156,17 @@ fn run_answers_through_the_anthropic_format_after_calling_calculate() {
 
 #[test]
 fn run_without_a_model_says_how_to_configure_one() {
-    let o = Command::new(env!("CARGO_BIN_EXE_host"))
-        .env("TOOLHOST_CACHE_DIR", root().join("target/test-cache"))
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("ANTHROPIC_API_KEY")
-        // Nothing listens here, so auto-detection finds no Ollama either.
-        .env("OLLAMA_HOST", "http://127.0.0.1:9")
-        .arg("--plugins")
-        .arg(plugins_dir())
-        .args(["run", "hello"])
-        .output()
-        .unwrap();
+    let o = host_command(
+        env!("CARGO_BIN_EXE_host"),
+        &root().join("target/test-cache"),
+    )
+    // Nothing listens here, so auto-detection finds no Ollama either.
+    .env("OLLAMA_HOST", "http://127.0.0.1:9")
+    .arg("--plugins")
+    .arg(plugins_dir())
+    .args(["run", "hello"])
+    .output()
+    .unwrap();
     assert_eq!(o.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&o.stderr).contains("OPENAI_API_KEY"));
 }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use toolhost_runtime::{Limits, PluginSettings, Runtime};
+use toolhost_runtime::{GrantState, Limits, PluginSettings, Runtime};
 
 use crate::support::*;
 
@@ -119,4 +119,146 @@ async fn a_plugin_cannot_take_a_tool_name_reserved_for_the_host() {
         warnings.contains("read_var") && warnings.contains("reserved"),
         "{warnings}"
     );
+}
+
+/// `hostile-env` answers `env {"name": …}` with the variable's value.
+async fn env_value(rt: &Runtime, name: &str) -> String {
+    rt.call(
+        "env",
+        serde_json::json!({ "name": name }),
+        toolhost_runtime::CallContext::new(),
+    )
+    .await
+    .map_or_else(|e| format!("error: {e}"), |r| r.output)
+}
+
+async fn with_lock(dir: &std::path::Path, lock: &std::path::Path, accept_new: bool) -> Runtime {
+    let mut grants = PluginSettings::default();
+    grants.env.push("TOOLHOST_TEST_SECRET=hunter2".to_owned());
+    Runtime::builder()
+        .cache_dir(Some(root().join("target/test-cache")))
+        .plugin_dir(dir)
+        .plugin_settings("hostile-env", grants)
+        .lock_file(lock)
+        .accept_new_digests(accept_new)
+        .build()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn grants_stay_with_the_code_they_were_given_to() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, lock) = (tmp.path().join("plugins"), tmp.path().join("toolhost.lock"));
+    copy_plugin(&fixtures_dir(), "hostile-env", &dir);
+
+    // First use: the digest is recorded and the grant applies.
+    let rt = with_lock(&dir, &lock, false).await;
+    let env = rt
+        .plugins()
+        .into_iter()
+        .find(|p| p.name == "hostile-env")
+        .unwrap();
+    assert_eq!(env.grants, GrantState::FirstUse);
+    assert!(env.digest.starts_with("sha256:"), "{}", env.digest);
+    assert!(
+        env_value(&rt, "TOOLHOST_TEST_SECRET")
+            .await
+            .contains("hunter2")
+    );
+    let locked = std::fs::read_to_string(&lock).unwrap();
+    assert!(locked.contains(&env.digest), "{locked}");
+    drop(rt);
+
+    // Other code under the same name (another component claiming
+    // `hostile-env`): it loads, without the grant, and says so.
+    std::fs::copy(
+        fixtures_dir().join("hostile.wasm"),
+        dir.join("hostile-env.wasm"),
+    )
+    .unwrap();
+    let rt = with_lock(&dir, &lock, false).await;
+    let env = rt
+        .plugins()
+        .into_iter()
+        .find(|p| p.name == "hostile-env")
+        .unwrap();
+    assert!(
+        matches!(env.grants, GrantState::Withheld { .. }),
+        "{:?}",
+        env.grants
+    );
+    assert!(env.granted.env.is_empty(), "{:?}", env.granted);
+    assert!(
+        !env_value(&rt, "TOOLHOST_TEST_SECRET")
+            .await
+            .contains("hunter2")
+    );
+    let warnings = rt.load_report().warnings.join("\n");
+    assert!(
+        warnings.contains("hostile-env") && warnings.contains("host trust"),
+        "{warnings}"
+    );
+
+    // The user accepts it: the lock trusts the new digest, and the next
+    // load has the grant.
+    let accepted = rt.trust("hostile-env").unwrap();
+    assert_eq!(accepted, env.digest);
+    drop(rt);
+    let rt = with_lock(&dir, &lock, false).await;
+    assert!(
+        env_value(&rt, "TOOLHOST_TEST_SECRET")
+            .await
+            .contains("hunter2")
+    );
+    drop(rt);
+
+    // Dev mode accepts a rebuilt plugin at once.
+    std::fs::copy(
+        fixtures_dir().join("hostile-env.wasm"),
+        dir.join("hostile-env.wasm"),
+    )
+    .unwrap();
+    let rt = with_lock(&dir, &lock, true).await;
+    let env = rt
+        .plugins()
+        .into_iter()
+        .find(|p| p.name == "hostile-env")
+        .unwrap();
+    assert_eq!(env.grants, GrantState::FirstUse);
+    assert!(
+        env_value(&rt, "TOOLHOST_TEST_SECRET")
+            .await
+            .contains("hunter2")
+    );
+}
+
+#[tokio::test]
+async fn a_plugin_without_grants_is_not_recorded_and_a_broken_lock_file_is_an_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let lock = tmp.path().join("toolhost.lock");
+    let dir = tmp.path().join("plugins");
+    copy_plugin(&plugins_dir(), "calc", &dir);
+    let rt = Runtime::builder()
+        .cache_dir(Some(root().join("target/test-cache")))
+        .plugin_dir(&dir)
+        .lock_file(&lock)
+        .build()
+        .await
+        .unwrap();
+    let calc = rt.plugins().into_iter().find(|p| p.name == "calc").unwrap();
+    assert_eq!(calc.grants, GrantState::NoGrants);
+    assert!(!lock.exists(), "nothing to bind, nothing written");
+
+    std::fs::write(&lock, "this is = [not toml").unwrap();
+    let Err(err) = Runtime::builder()
+        .cache_dir(Some(root().join("target/test-cache")))
+        .plugin_dir(&dir)
+        .lock_file(&lock)
+        .build()
+        .await
+    else {
+        panic!("a malformed lock file stops the start");
+    };
+    assert!(err.to_string().contains("toolhost.lock"), "{err}");
 }

@@ -1,0 +1,210 @@
+//! The lock file: which code a plugin's grants were given to.
+//!
+//! A plugin's name is what its manifest says, so a grant given to a name
+//! alone would follow any file that claims that name. With a lock file
+//! ([`RuntimeBuilder::lock_file`](crate::RuntimeBuilder::lock_file)), the
+//! first time a plugin loads *with grants* its content digest (SHA-256 of
+//! the component) is recorded beside its name, like a package lock. Later
+//! loads under that name get the grants only when the digest matches; a
+//! different digest loads **without** its grants (directories, hosts,
+//! environment) and says so, until the user accepts it
+//! ([`Runtime::trust`](crate::Runtime::trust), `host trust NAME`) or the
+//! runtime accepts new digests ([`RuntimeBuilder::accept_new_digests`](crate::RuntimeBuilder::accept_new_digests),
+//! `host --dev`, for plugins being rebuilt).
+//!
+//! ```toml
+//! # toolhost.lock
+//! [plugins.fs]
+//! digest = "sha256:3f5a…"
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// The content digest of a component: `sha256:` and the hex of its bytes.
+pub(crate) fn digest_of(bytes: &[u8]) -> String {
+    format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
+}
+
+/// Whether a plugin got what the user granted it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case", tag = "state")]
+pub enum GrantState {
+    /// Nothing is granted to this plugin (nothing to bind).
+    NoGrants,
+    /// Its digest is the one in the lock file (or no lock file is used):
+    /// its grants apply.
+    Active,
+    /// First load with grants (or a new digest in dev mode): its grants
+    /// apply and its digest is recorded in the lock file once it is the
+    /// version chosen for its name.
+    FirstUse,
+    /// Its digest differs from the one its grants were given to: it runs
+    /// without them until the user accepts it.
+    Withheld {
+        /// The digest the lock file trusts for this name.
+        trusted: String,
+    },
+}
+
+impl GrantState {
+    /// Whether the plugin's grants apply.
+    pub fn is_active(&self) -> bool {
+        matches!(self, GrantState::Active | GrantState::FirstUse)
+    }
+}
+
+impl std::fmt::Display for GrantState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GrantState::NoGrants => f.write_str("nothing granted"),
+            GrantState::Active => f.write_str("active"),
+            GrantState::FirstUse => {
+                f.write_str("active (first use: digest recorded in the lock file)")
+            }
+            GrantState::Withheld { trusted } => write!(
+                f,
+                "WITHHELD: the grants were given to {trusted}; accept this code with `host trust`"
+            ),
+        }
+    }
+}
+
+/// Why the lock file cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    /// Reading or writing it failed.
+    #[error("lock file {path}: {message}")]
+    Io {
+        /// The lock file.
+        path: PathBuf,
+        /// What failed.
+        message: String,
+    },
+    /// It is not a lock file.
+    #[error("lock file {path} is malformed: {message}")]
+    Malformed {
+        /// The lock file.
+        path: PathBuf,
+        /// What is wrong, with line and column.
+        message: String,
+    },
+    /// [`Runtime::trust`](crate::Runtime::trust) was asked about a plugin that is not loaded.
+    #[error("no plugin named `{0}` is loaded")]
+    UnknownPlugin(String),
+    /// [`Runtime::trust`](crate::Runtime::trust) without a lock file.
+    #[error("this runtime has no lock file")]
+    NoLockFile,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LockFile {
+    #[serde(default)]
+    plugins: BTreeMap<String, Entry>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Entry {
+    digest: String,
+}
+
+/// The lock file, loaded, and how new digests are treated.
+#[derive(Debug)]
+pub(crate) struct Lock {
+    path: Option<PathBuf>,
+    accept_new: bool,
+    entries: Mutex<LockFile>,
+}
+
+impl Lock {
+    /// No lock file: grants go by name, as before locks existed.
+    pub(crate) fn none() -> Lock {
+        Lock {
+            path: None,
+            accept_new: false,
+            entries: Mutex::new(LockFile::default()),
+        }
+    }
+
+    /// The lock file at `path` (created at the first grant when missing).
+    pub(crate) fn open(path: &Path, accept_new: bool) -> Result<Lock, LockError> {
+        let entries = match std::fs::read_to_string(path) {
+            Ok(text) => toml::from_str(&text).map_err(|e| LockError::Malformed {
+                path: path.to_owned(),
+                message: e.to_string(),
+            })?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => LockFile::default(),
+            Err(e) => {
+                return Err(LockError::Io {
+                    path: path.to_owned(),
+                    message: e.to_string(),
+                });
+            }
+        };
+        Ok(Lock {
+            path: Some(path.to_owned()),
+            accept_new,
+            entries: Mutex::new(entries),
+        })
+    }
+
+    /// Whether plugin `name` with `digest` gets its grants (`has_grants`:
+    /// whether it has any). Writes nothing: the catalog records first uses
+    /// for the versions it chooses ([`Lock::record`]).
+    pub(crate) fn check(&self, name: &str, digest: &str, has_grants: bool) -> GrantState {
+        if !has_grants {
+            return GrantState::NoGrants;
+        }
+        if self.path.is_none() {
+            return GrantState::Active;
+        }
+        match self.entries.lock().plugins.get(name) {
+            Some(e) if e.digest == digest => GrantState::Active,
+            Some(e) if !self.accept_new => GrantState::Withheld {
+                trusted: e.digest.clone(),
+            },
+            _ => GrantState::FirstUse,
+        }
+    }
+
+    /// Trusts `digest` for `name` from now on, and writes the file.
+    pub(crate) fn record(&self, name: &str, digest: &str) -> Result<(), LockError> {
+        let Some(path) = &self.path else {
+            return Err(LockError::NoLockFile);
+        };
+        let mut entries = self.entries.lock();
+        entries.plugins.insert(
+            name.to_owned(),
+            Entry {
+                digest: digest.to_owned(),
+            },
+        );
+        let text = format!(
+            "# toolhost.lock: the code each plugin's grants were given to.\n\
+             # Written by toolhost; accept a changed plugin with `host trust NAME`.\n\n{}",
+            toml::to_string(&*entries).map_err(|e| LockError::Io {
+                path: path.clone(),
+                message: e.to_string(),
+            })?
+        );
+        let io = |e: std::io::Error| LockError::Io {
+            path: path.clone(),
+            message: e.to_string(),
+        };
+        let dir = path
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir).map_err(io)?;
+        let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
+        std::io::Write::write_all(&mut tmp, text.as_bytes()).map_err(io)?;
+        tmp.persist(path).map_err(|e| io(e.error))?;
+        Ok(())
+    }
+}
