@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use toolhost_runtime::{GrantState, Limits, PluginSettings, Runtime};
+use toolhost_runtime::{GrantState, Limits, PluginInfo, PluginSettings, Runtime, RuntimeBuilder};
 
 use crate::support::*;
 
@@ -28,6 +28,21 @@ max-instances = 100000
     .unwrap();
 }
 
+/// A runtime over `dir`, with the tests' shared compile cache.
+fn builder(dir: &std::path::Path) -> RuntimeBuilder {
+    Runtime::builder()
+        .cache_dir(Some(root().join("target/test-cache")))
+        .plugin_dir(dir)
+}
+
+/// The loaded plugin `name`, as users see it.
+fn info(rt: &Runtime, name: &str) -> PluginInfo {
+    rt.plugins()
+        .into_iter()
+        .find(|p| p.name == name)
+        .unwrap_or_else(|| panic!("{name} is loaded"))
+}
+
 fn ceilings() -> Limits {
     Limits {
         timeout: Duration::from_secs(2),
@@ -40,19 +55,23 @@ fn ceilings() -> Limits {
     }
 }
 
+/// The limits `calc` in `dir` gets under [`ceilings`], with `user`'s settings.
+async fn calc_limits(dir: &std::path::Path, user: PluginSettings) -> Limits {
+    let rt = builder(dir)
+        .limits(ceilings())
+        .plugin_settings("calc", user)
+        .build()
+        .await
+        .unwrap();
+    info(&rt, "calc").limits
+}
+
 #[tokio::test]
 async fn a_manifest_cannot_raise_its_limits_above_the_hosts() {
     let tmp = tempfile::tempdir().unwrap();
     greedy_calc(tmp.path());
-    let rt = Runtime::builder()
-        .cache_dir(Some(root().join("target/test-cache")))
-        .plugin_dir(tmp.path())
-        .limits(ceilings())
-        .build()
-        .await
-        .unwrap();
-    let calc = rt.plugins().into_iter().find(|p| p.name == "calc").unwrap();
-    assert_eq!(calc.limits, ceilings(), "every limit is held at the host's");
+    let limits = calc_limits(tmp.path(), PluginSettings::default()).await;
+    assert_eq!(limits, ceilings(), "every limit is held at the host's");
 }
 
 #[tokio::test]
@@ -60,16 +79,9 @@ async fn a_manifest_can_lower_its_limits_and_the_user_can_raise_them() {
     let tmp = tempfile::tempdir().unwrap();
     copy_plugin(&plugins_dir(), "calc", tmp.path());
     // calc's own manifest asks for 1 s and 16 MiB, below the ceilings.
-    let rt = Runtime::builder()
-        .cache_dir(Some(root().join("target/test-cache")))
-        .plugin_dir(tmp.path())
-        .limits(ceilings())
-        .build()
-        .await
-        .unwrap();
-    let calc = rt.plugins().into_iter().find(|p| p.name == "calc").unwrap();
-    assert_eq!(calc.limits.timeout, Duration::from_secs(1));
-    assert_eq!(calc.limits.memory_bytes, 16 * 1024 * 1024);
+    let limits = calc_limits(tmp.path(), PluginSettings::default()).await;
+    assert_eq!(limits.timeout, Duration::from_secs(1));
+    assert_eq!(limits.memory_bytes, 16 * 1024 * 1024);
 
     // The user's per-plugin settings are not a manifest: they may go above.
     let tmp = tempfile::tempdir().unwrap();
@@ -77,30 +89,17 @@ async fn a_manifest_can_lower_its_limits_and_the_user_can_raise_them() {
     let mut user = PluginSettings::default();
     user.limits.timeout_ms = Some(60_000);
     user.limits.max_instances = Some(8);
-    let rt = Runtime::builder()
-        .cache_dir(Some(root().join("target/test-cache")))
-        .plugin_dir(tmp.path())
-        .limits(ceilings())
-        .plugin_settings("calc", user)
-        .build()
-        .await
-        .unwrap();
-    let calc = rt.plugins().into_iter().find(|p| p.name == "calc").unwrap();
-    assert_eq!(calc.limits.timeout, Duration::from_secs(60));
-    assert_eq!(calc.limits.max_instances, 8);
-    assert_eq!(calc.limits.max_output_bytes, 64 * 1024, "the rest held");
+    let limits = calc_limits(tmp.path(), user).await;
+    assert_eq!(limits.timeout, Duration::from_secs(60));
+    assert_eq!(limits.max_instances, 8);
+    assert_eq!(limits.max_output_bytes, 64 * 1024, "the rest held");
 }
 
 #[tokio::test]
 async fn a_plugin_cannot_take_a_tool_name_reserved_for_the_host() {
     let tmp = tempfile::tempdir().unwrap();
     copy_plugin(&fixtures_dir(), "hostile-squatter", tmp.path());
-    let rt = Runtime::builder()
-        .cache_dir(Some(root().join("target/test-cache")))
-        .plugin_dir(tmp.path())
-        .build()
-        .await
-        .unwrap();
+    let rt = builder(tmp.path()).build().await.unwrap();
     let names: Vec<String> = rt.tools().into_iter().map(|t| t.name).collect();
     assert!(
         !names.iter().any(|n| n == "read_var"),
@@ -121,23 +120,32 @@ async fn a_plugin_cannot_take_a_tool_name_reserved_for_the_host() {
     );
 }
 
-/// `hostile-env` answers `env {"name": …}` with the variable's value.
-async fn env_value(rt: &Runtime, name: &str) -> String {
+/// Whether `hostile-env` (which answers `env {"name": …}` with the
+/// variable's value) sees the granted secret.
+async fn has_secret(rt: &Runtime) -> bool {
     rt.call(
         "env",
-        serde_json::json!({ "name": name }),
+        serde_json::json!({ "name": "TOOLHOST_TEST_SECRET" }),
         toolhost_runtime::CallContext::new(),
     )
     .await
-    .map_or_else(|e| format!("error: {e}"), |r| r.output)
+    .is_ok_and(|r| r.output.contains("hunter2"))
+}
+
+/// Puts fixture `code`'s component in `dir` as `hostile-env.wasm` (the
+/// manifest, and so the name, stay `hostile-env`'s).
+fn serve_as_hostile_env(dir: &std::path::Path, code: &str) {
+    std::fs::copy(
+        fixtures_dir().join(format!("{code}.wasm")),
+        dir.join("hostile-env.wasm"),
+    )
+    .unwrap();
 }
 
 async fn with_lock(dir: &std::path::Path, lock: &std::path::Path, accept_new: bool) -> Runtime {
     let mut grants = PluginSettings::default();
     grants.env.push("TOOLHOST_TEST_SECRET=hunter2".to_owned());
-    Runtime::builder()
-        .cache_dir(Some(root().join("target/test-cache")))
-        .plugin_dir(dir)
+    builder(dir)
         .plugin_settings("hostile-env", grants)
         .lock_file(lock)
         .accept_new_digests(accept_new)
@@ -154,46 +162,26 @@ async fn grants_stay_with_the_code_they_were_given_to() {
 
     // First use: the digest is recorded and the grant applies.
     let rt = with_lock(&dir, &lock, false).await;
-    let env = rt
-        .plugins()
-        .into_iter()
-        .find(|p| p.name == "hostile-env")
-        .unwrap();
+    let env = info(&rt, "hostile-env");
     assert_eq!(env.grants, GrantState::FirstUse);
     assert!(env.digest.starts_with("sha256:"), "{}", env.digest);
-    assert!(
-        env_value(&rt, "TOOLHOST_TEST_SECRET")
-            .await
-            .contains("hunter2")
-    );
+    assert!(has_secret(&rt).await);
     let locked = std::fs::read_to_string(&lock).unwrap();
     assert!(locked.contains(&env.digest), "{locked}");
     drop(rt);
 
     // Other code under the same name (another component claiming
     // `hostile-env`): it loads, without the grant, and says so.
-    std::fs::copy(
-        fixtures_dir().join("hostile.wasm"),
-        dir.join("hostile-env.wasm"),
-    )
-    .unwrap();
+    serve_as_hostile_env(&dir, "hostile");
     let rt = with_lock(&dir, &lock, false).await;
-    let env = rt
-        .plugins()
-        .into_iter()
-        .find(|p| p.name == "hostile-env")
-        .unwrap();
+    let env = info(&rt, "hostile-env");
     assert!(
         matches!(env.grants, GrantState::Withheld { .. }),
         "{:?}",
         env.grants
     );
     assert!(env.granted.env.is_empty(), "{:?}", env.granted);
-    assert!(
-        !env_value(&rt, "TOOLHOST_TEST_SECRET")
-            .await
-            .contains("hunter2")
-    );
+    assert!(!has_secret(&rt).await);
     let warnings = rt.load_report().warnings.join("\n");
     assert!(
         warnings.contains("hostile-env") && warnings.contains("host trust"),
@@ -206,31 +194,15 @@ async fn grants_stay_with_the_code_they_were_given_to() {
     assert_eq!(accepted, env.digest);
     drop(rt);
     let rt = with_lock(&dir, &lock, false).await;
-    assert!(
-        env_value(&rt, "TOOLHOST_TEST_SECRET")
-            .await
-            .contains("hunter2")
-    );
+    assert!(has_secret(&rt).await);
     drop(rt);
 
     // Dev mode accepts a rebuilt plugin at once.
-    std::fs::copy(
-        fixtures_dir().join("hostile-env.wasm"),
-        dir.join("hostile-env.wasm"),
-    )
-    .unwrap();
+    serve_as_hostile_env(&dir, "hostile-env");
     let rt = with_lock(&dir, &lock, true).await;
-    let env = rt
-        .plugins()
-        .into_iter()
-        .find(|p| p.name == "hostile-env")
-        .unwrap();
+    let env = info(&rt, "hostile-env");
     assert_eq!(env.grants, GrantState::FirstUse);
-    assert!(
-        env_value(&rt, "TOOLHOST_TEST_SECRET")
-            .await
-            .contains("hunter2")
-    );
+    assert!(has_secret(&rt).await);
 }
 
 #[tokio::test]
@@ -239,25 +211,13 @@ async fn a_plugin_without_grants_is_not_recorded_and_a_broken_lock_file_is_an_er
     let lock = tmp.path().join("toolhost.lock");
     let dir = tmp.path().join("plugins");
     copy_plugin(&plugins_dir(), "calc", &dir);
-    let rt = Runtime::builder()
-        .cache_dir(Some(root().join("target/test-cache")))
-        .plugin_dir(&dir)
-        .lock_file(&lock)
-        .build()
-        .await
-        .unwrap();
-    let calc = rt.plugins().into_iter().find(|p| p.name == "calc").unwrap();
+    let rt = builder(&dir).lock_file(&lock).build().await.unwrap();
+    let calc = info(&rt, "calc");
     assert_eq!(calc.grants, GrantState::NoGrants);
     assert!(!lock.exists(), "nothing to bind, nothing written");
 
     std::fs::write(&lock, "this is = [not toml").unwrap();
-    let Err(err) = Runtime::builder()
-        .cache_dir(Some(root().join("target/test-cache")))
-        .plugin_dir(&dir)
-        .lock_file(&lock)
-        .build()
-        .await
-    else {
+    let Err(err) = builder(&dir).lock_file(&lock).build().await else {
         panic!("a malformed lock file stops the start");
     };
     assert!(err.to_string().contains("toolhost.lock"), "{err}");
