@@ -138,7 +138,10 @@ impl HookEntry {
 
     #[inline]
     fn applies(&self, stage: Stage, call: &HookCall<'_>) -> bool {
-        self.stages.contains(stage) && self.matcher.matches(call.tool, call.plugin)
+        self.stages.contains(stage)
+            && self
+                .matcher
+                .matches_declared(call.tool, call.declared, call.plugin)
     }
 }
 
@@ -325,9 +328,12 @@ impl HookChain {
     }
 
     /// Whether any hook would run before or after a call of `tool` from
-    /// `plugin`.
-    pub fn matches(&self, tool: &str, plugin: &str) -> bool {
-        self.entries.iter().any(|e| e.matcher.matches(tool, plugin))
+    /// `plugin`; `declared` is the name the plugin declared when a clash
+    /// exposes the tool under another.
+    pub fn matches(&self, tool: &str, declared: Option<&str>, plugin: &str) -> bool {
+        self.entries
+            .iter()
+            .any(|e| e.matcher.matches_declared(tool, declared, plugin))
     }
 
     /// Runs the before-hooks that match `call`, in order.

@@ -33,6 +33,9 @@ pub type HookFuture<'a, T> = futures::future::BoxFuture<'a, Result<T, HookError>
 pub struct HookCall<'a> {
     /// The tool's exposed name.
     pub tool: &'a str,
+    /// The name its plugin declared, when a clash exposes it under another
+    /// (`read_file` for `fs__read_file`); matchers match either.
+    pub declared: Option<&'a str>,
     /// The plugin that provides the tool.
     pub plugin: &'a str,
     /// That plugin's version.
@@ -52,6 +55,7 @@ impl<'a> HookCall<'a> {
     pub fn new(tool: &'a str, args: &'a Value) -> Self {
         Self {
             tool,
+            declared: None,
             plugin: "",
             plugin_version: "",
             args,
@@ -65,6 +69,13 @@ impl<'a> HookCall<'a> {
     pub fn plugin(mut self, plugin: &'a str, version: &'a str) -> Self {
         self.plugin = plugin;
         self.plugin_version = version;
+        self
+    }
+
+    /// Sets the name the tool's plugin declared (kept only when it differs
+    /// from the exposed name).
+    pub fn declared(mut self, declared: &'a str) -> Self {
+        self.declared = (declared != self.tool).then_some(declared);
         self
     }
 

@@ -8,7 +8,11 @@ use toolhost_patterns::NameGlob;
 ///
 /// Each list holds globs (`*`, `?`, `[abc]`, `{a,b}`), compiled once. An
 /// empty list matches everything; a call matches when its tool matches one
-/// of the tool globs *and* its plugin matches one of the plugin globs.
+/// of the tool globs *and* its plugin matches one of the plugin globs. A
+/// tool glob `plugin:tool` names one plugin's tool. A tool glob matches the
+/// exposed name or, after a clash renamed the tool (`fs__read_file`), the
+/// name its plugin declared (`read_file`), so a hook cannot be escaped by
+/// renaming.
 ///
 /// ```
 /// use toolhost_hooks::Matcher;
@@ -19,12 +23,18 @@ use toolhost_patterns::NameGlob;
 /// assert!(!m.matches("write_file", "fs"));
 /// assert!(!m.matches("read_file", "other"));
 /// assert!(Matcher::any().matches("anything", "at-all"));
+///
+/// let fs_only = Matcher::tools(["fs:read_file"])?;
+/// assert!(fs_only.matches_declared("fs__read_file", Some("read_file"), "fs"));
+/// assert!(!fs_only.matches("read_file", "a-tools"));
 /// # Ok::<(), toolhost_hooks::MatcherError>(())
 /// ```
 #[derive(Clone, Default)]
 pub struct Matcher {
     tools: Patterns,
     plugins: Patterns,
+    /// `plugin:tool` tool globs, split.
+    scoped: Vec<(NameGlob, NameGlob)>,
 }
 
 #[derive(Clone, Default)]
@@ -54,6 +64,7 @@ impl Matcher {
         Self {
             tools: Patterns::ANY,
             plugins: Patterns::ANY,
+            scoped: Vec::new(),
         }
     }
 
@@ -66,9 +77,32 @@ impl Matcher {
         P: IntoIterator,
         P::Item: AsRef<str>,
     {
+        let written: Vec<String> = tools.into_iter().map(|t| t.as_ref().to_owned()).collect();
+        let (scoped, plain): (Vec<String>, Vec<String>) =
+            written.iter().cloned().partition(|t| t.contains(':'));
+        let glob = |p: &str| {
+            NameGlob::new(p).map_err(|e| MatcherError {
+                pattern: p.to_owned(),
+                message: e.message().to_owned(),
+            })
+        };
+        let scoped = scoped
+            .iter()
+            .map(|s| {
+                let (plugin, tool) = s.split_once(':').unwrap_or(("", s));
+                Ok((glob(plugin)?, glob(tool)?))
+            })
+            .collect::<Result<Vec<_>, MatcherError>>()?;
+        let mut tools = Patterns::compile(plain)?;
+        if !scoped.is_empty() && tools.source.is_empty() {
+            // Only `plugin:tool` globs: the plain list must not match everything.
+            tools.any = false;
+        }
+        tools.source = written;
         Ok(Self {
-            tools: Patterns::compile(tools)?,
+            tools,
             plugins: Patterns::compile(plugins)?,
+            scoped,
         })
     }
 
@@ -101,7 +135,22 @@ impl Matcher {
     /// Whether a call of `tool` from `plugin` matches. Allocates nothing.
     #[inline]
     pub fn matches(&self, tool: &str, plugin: &str) -> bool {
-        self.tools.matches(tool) && self.plugins.matches(plugin)
+        self.matches_declared(tool, None, plugin)
+    }
+
+    /// Whether a call of `tool` from `plugin` matches, where `declared` is
+    /// the name the plugin declared when a clash exposes the tool under
+    /// another. Allocates nothing.
+    #[inline]
+    pub fn matches_declared(&self, tool: &str, declared: Option<&str>, plugin: &str) -> bool {
+        let named = |g: &NameGlob| g.is_match(tool) || declared.is_some_and(|d| g.is_match(d));
+        let tool_matches = self.tools.any
+            || self.tools.globs.iter().any(named)
+            || self
+                .scoped
+                .iter()
+                .any(|(p, t)| p.is_match(plugin) && named(t));
+        tool_matches && self.plugins.matches(plugin)
     }
 
     /// Whether it matches every call.

@@ -379,6 +379,7 @@ dirs = [{ path = ".", access = "read-only" }]
         args: serde_json::Value,
     ) -> Decision {
         let call = CallRequest {
+            declared: None,
             tool,
             plugin,
             agent,
@@ -552,6 +553,7 @@ dirs = [{ path = ".", access = "read-only" }]
                 for agent in agents {
                     for args in &argss {
                         let call = CallRequest {
+                            declared: None,
                             tool,
                             plugin,
                             agent,

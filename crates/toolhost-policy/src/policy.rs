@@ -12,7 +12,7 @@ use serde_json::Value;
 use crate::decision::Decision;
 use crate::error::PolicyError;
 use crate::pattern::{NameGlob, name_glob};
-use crate::rule::{CompiledRule, Profile, Rule, RulePart, RuleSet};
+use crate::rule::{CompiledRule, Names, Profile, Rule, RulePart, RuleSet};
 use crate::session::SessionToggles;
 
 /// A compiled permission policy.
@@ -87,6 +87,10 @@ struct CompiledProfile {
 pub struct CallRequest<'a> {
     /// The tool's exposed name.
     pub tool: &'a str,
+    /// The name its plugin declared, when a clash exposes it under another
+    /// (`read_file` for `fs__read_file`): rules match either, so renaming
+    /// never lets a call escape a rule.
+    pub declared: Option<&'a str>,
     /// The name of the plugin providing the tool (`None` for tools that no plugin
     /// provides, such as native or MCP tools; rules with a `plugin` glob do not match them).
     pub plugin: Option<&'a str>,
@@ -101,10 +105,18 @@ impl<'a> CallRequest<'a> {
     pub fn new(tool: &'a str, args: &'a Value) -> Self {
         CallRequest {
             tool,
+            declared: None,
             plugin: None,
             agent: None,
             args,
         }
+    }
+
+    /// Sets the name the tool's plugin declared, when it differs from the
+    /// exposed one.
+    pub fn declared(mut self, declared: &'a str) -> Self {
+        self.declared = (declared != self.tool).then_some(declared);
+        self
     }
 
     /// Sets the providing plugin.
@@ -240,9 +252,14 @@ impl Policy {
             };
         }
         let profile = self.profile(call.agent);
+        let names = Names {
+            tool: call.tool,
+            declared: call.declared,
+            plugin: call.plugin,
+        };
         let hit = profile
-            .and_then(|p| p.rules.decide(call.tool, call.plugin, call.args))
-            .or_else(|| self.rules.decide(call.tool, call.plugin, call.args));
+            .and_then(|p| p.rules.decide(names, call.args))
+            .or_else(|| self.rules.decide(names, call.args));
         let (decision, source, reason, decided_by) = match hit {
             Some(rule) => (
                 rule.decision,
@@ -297,13 +314,41 @@ impl Policy {
         agent: Option<&str>,
         session: &SessionToggles,
     ) -> bool {
-        if !session.is_empty() && session.is_disabled(tool) {
+        self.visible_names(Names::of(tool, plugin), agent, session)
+    }
+
+    /// [`visible`](Self::visible) for a tool exposed as `tool` that its
+    /// plugin declared as `declared` (they differ after a clash): rules
+    /// written for either name apply.
+    pub fn visible_as(
+        &self,
+        tool: &str,
+        declared: &str,
+        plugin: Option<&str>,
+        agent: Option<&str>,
+        session: &SessionToggles,
+    ) -> bool {
+        let names = Names {
+            tool,
+            declared: (declared != tool).then_some(declared),
+            plugin,
+        };
+        self.visible_names(names, agent, session)
+    }
+
+    fn visible_names(
+        &self,
+        names: Names<'_>,
+        agent: Option<&str>,
+        session: &SessionToggles,
+    ) -> bool {
+        if !session.is_empty() && session.is_disabled(names.tool) {
             return false;
         }
         let profile = self.profile(agent);
         let mut default = self.default;
         if let Some(p) = profile {
-            let reach = p.rules.reach(tool, plugin);
+            let reach = p.rules.reach(names);
             if reach.always_denied {
                 return false;
             }
@@ -314,7 +359,7 @@ impl Policy {
                 default = *d;
             }
         }
-        let reach = self.rules.reach(tool, plugin);
+        let reach = self.rules.reach(names);
         if reach.always_denied {
             return false;
         }

@@ -164,6 +164,27 @@ pub(crate) enum RulePart {
     Arg(usize),
 }
 
+/// The names a call's tool goes by, for matching: the name it is exposed
+/// (and called) under, the name its plugin declared when a clash renamed it
+/// (`fs__read_file` is `read_file` declared by `fs`), and the plugin.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Names<'a> {
+    pub(crate) tool: &'a str,
+    pub(crate) declared: Option<&'a str>,
+    pub(crate) plugin: Option<&'a str>,
+}
+
+impl<'a> Names<'a> {
+    /// A tool exposed under the name its plugin declared.
+    pub(crate) fn of(tool: &'a str, plugin: Option<&'a str>) -> Self {
+        Names {
+            tool,
+            declared: None,
+            plugin,
+        }
+    }
+}
+
 /// A rule ready for matching.
 #[derive(Debug, Clone)]
 pub(crate) struct CompiledRule {
@@ -184,8 +205,20 @@ impl CompiledRule {
         label: &str,
         place: &str,
     ) -> Result<Self, (RulePart, String)> {
-        let tool = name_glob(&rule.tool).map_err(|e| (RulePart::Tool, e))?;
-        let plugin = match &rule.plugin {
+        // `plugin:tool` names the tool of one plugin (tool names never
+        // contain `:`), the same as `tool` with a `plugin` glob.
+        let (tool_text, plugin_text) = match (rule.tool.split_once(':'), &rule.plugin) {
+            (Some((plugin, tool)), None) => (tool, Some(plugin)),
+            (Some(_), Some(_)) => {
+                return Err((
+                    RulePart::Tool,
+                    "names its plugin twice (`plugin:tool` and `plugin`)".to_owned(),
+                ));
+            }
+            (None, plugin) => (rule.tool.as_str(), plugin.as_deref()),
+        };
+        let tool = name_glob(tool_text).map_err(|e| (RulePart::Tool, e))?;
+        let plugin = match plugin_text {
             Some(p) => Some(name_glob(p).map_err(|e| (RulePart::Plugin, e))?),
             None => None,
         };
@@ -218,11 +251,14 @@ impl CompiledRule {
         })
     }
 
-    /// Whether the tool and plugin names match (the arguments are not looked at).
+    /// Whether the tool and plugin names match (the arguments are not
+    /// looked at). The tool pattern may match the exposed name or the
+    /// declared one, so a rule written for `read_file` still holds when a
+    /// clash exposes the tool as `fs__read_file`.
     #[inline]
-    fn names_match(&self, tool: &str, plugin: Option<&str>) -> bool {
-        self.tool.is_match(tool)
-            && match (&self.plugin, plugin) {
+    fn names_match(&self, n: Names<'_>) -> bool {
+        (self.tool.is_match(n.tool) || n.declared.is_some_and(|d| self.tool.is_match(d)))
+            && match (&self.plugin, n.plugin) {
                 (None, _) => true,
                 (Some(g), Some(p)) => g.is_match(p),
                 (Some(_), None) => false,
@@ -230,8 +266,8 @@ impl CompiledRule {
     }
 
     #[inline]
-    fn matches(&self, tool: &str, plugin: Option<&str>, args: &Value) -> bool {
-        self.names_match(tool, plugin) && self.args.iter().all(|a| a.is_match(args))
+    fn matches(&self, n: Names<'_>, args: &Value) -> bool {
+        self.names_match(n) && self.args.iter().all(|a| a.is_match(args))
     }
 }
 
@@ -263,18 +299,13 @@ impl RuleSet {
 
     /// The deciding rule among those matching the call: the first deny, else the first
     /// ask, else the first allow. `None` when no rule matches.
-    pub(crate) fn decide(
-        &self,
-        tool: &str,
-        plugin: Option<&str>,
-        args: &Value,
-    ) -> Option<&CompiledRule> {
+    pub(crate) fn decide(&self, names: Names<'_>, args: &Value) -> Option<&CompiledRule> {
         let mut best: Option<&CompiledRule> = None;
         for rule in &self.rules {
             if best.is_some_and(|b| b.decision >= rule.decision) {
                 continue;
             }
-            if rule.matches(tool, plugin, args) {
+            if rule.matches(names, args) {
                 if rule.decision == Decision::Deny {
                     return Some(rule);
                 }
@@ -285,10 +316,10 @@ impl RuleSet {
     }
 
     /// What these rules could decide for the tool, over all possible arguments.
-    pub(crate) fn reach(&self, tool: &str, plugin: Option<&str>) -> Reach {
+    pub(crate) fn reach(&self, names: Names<'_>) -> Reach {
         let mut reach = Reach::default();
         for rule in &self.rules {
-            if !rule.names_match(tool, plugin) {
+            if !rule.names_match(names) {
                 continue;
             }
             if rule.decision == Decision::Deny {
@@ -320,21 +351,57 @@ mod tests {
     }
 
     #[test]
+    fn a_rule_names_a_tool_by_its_exposed_or_declared_name_or_as_plugin_colon_tool() {
+        let args = json!({});
+        let renamed = Names {
+            tool: "fs__read_file",
+            declared: Some("read_file"),
+            plugin: Some("fs"),
+        };
+        let s = set(&[Rule::deny("read_file")]);
+        assert!(
+            s.decide(renamed, &args).is_some(),
+            "renaming escapes no rule"
+        );
+        let s = set(&[Rule::deny("fs:read_file")]);
+        assert!(s.decide(renamed, &args).is_some());
+        let other = Names {
+            tool: "read_file",
+            declared: None,
+            plugin: Some("a-tools"),
+        };
+        assert!(s.decide(other, &args).is_none(), "only fs's read_file");
+        let s = set(&[Rule::deny("fs__read_file")]);
+        assert!(s.decide(renamed, &args).is_some(), "the exposed name too");
+        let twice = Rule::deny("fs:read_file").plugin("fs");
+        assert!(CompiledRule::compile(&twice, "rule 1", "").is_err());
+    }
+
+    #[test]
     fn deny_beats_ask_beats_allow_whatever_the_order() {
         let args = json!({});
         let s = set(&[Rule::allow("t"), Rule::ask("t"), Rule::deny("t")]);
-        assert_eq!(s.decide("t", None, &args).unwrap().decision, Decision::Deny);
+        assert_eq!(
+            s.decide(Names::of("t", None), &args).unwrap().decision,
+            Decision::Deny
+        );
         let s = set(&[Rule::deny("t"), Rule::ask("t"), Rule::allow("t")]);
-        assert_eq!(s.decide("t", None, &args).unwrap().decision, Decision::Deny);
+        assert_eq!(
+            s.decide(Names::of("t", None), &args).unwrap().decision,
+            Decision::Deny
+        );
         let s = set(&[Rule::allow("t"), Rule::ask("t")]);
-        assert_eq!(s.decide("t", None, &args).unwrap().decision, Decision::Ask);
-        assert!(s.decide("u", None, &args).is_none());
+        assert_eq!(
+            s.decide(Names::of("t", None), &args).unwrap().decision,
+            Decision::Ask
+        );
+        assert!(s.decide(Names::of("u", None), &args).is_none());
     }
 
     #[test]
     fn first_rule_of_the_winning_decision_is_reported() {
         let s = set(&[Rule::allow("t"), Rule::ask("*"), Rule::ask("t")]);
-        let r = s.decide("t", None, &json!({})).unwrap();
+        let r = s.decide(Names::of("t", None), &json!({})).unwrap();
         assert_eq!(&*r.description, "rule 2 (*, ask)");
     }
 
@@ -342,20 +409,32 @@ mod tests {
     fn plugin_glob_must_match_and_a_tool_without_plugin_does_not_match_it() {
         let s = set(&[Rule::deny("read_file").plugin("fs*")]);
         let args = json!({});
-        assert!(s.decide("read_file", Some("fs-local"), &args).is_some());
-        assert!(s.decide("read_file", Some("other"), &args).is_none());
-        assert!(s.decide("read_file", None, &args).is_none());
+        assert!(
+            s.decide(Names::of("read_file", Some("fs-local")), &args)
+                .is_some()
+        );
+        assert!(
+            s.decide(Names::of("read_file", Some("other")), &args)
+                .is_none()
+        );
+        assert!(s.decide(Names::of("read_file", None), &args).is_none());
     }
 
     #[test]
     fn every_arg_pattern_must_match() {
         let s = set(&[Rule::deny("t").arg_glob("a", "x*").arg_glob("b", "y*")]);
         assert!(
-            s.decide("t", None, &json!({"a": "x1", "b": "y1"}))
+            s.decide(Names::of("t", None), &json!({"a": "x1", "b": "y1"}))
                 .is_some()
         );
-        assert!(s.decide("t", None, &json!({"a": "x1", "b": "z"})).is_none());
-        assert!(s.decide("t", None, &json!({"a": "x1"})).is_none());
+        assert!(
+            s.decide(Names::of("t", None), &json!({"a": "x1", "b": "z"}))
+                .is_none()
+        );
+        assert!(
+            s.decide(Names::of("t", None), &json!({"a": "x1"}))
+                .is_none()
+        );
     }
 
     #[test]
@@ -365,10 +444,10 @@ mod tests {
             Rule::deny("b").arg_glob("p", "*"),
             Rule::ask("c"),
         ]);
-        assert!(s.reach("a", None).always_denied);
-        assert!(!s.reach("b", None).always_denied);
-        assert!(!s.reach("b", None).maybe_allowed);
-        assert!(s.reach("c", None).maybe_allowed);
-        assert_eq!(s.reach("d", None), Reach::default());
+        assert!(s.reach(Names::of("a", None)).always_denied);
+        assert!(!s.reach(Names::of("b", None)).always_denied);
+        assert!(!s.reach(Names::of("b", None)).maybe_allowed);
+        assert!(s.reach(Names::of("c", None)).maybe_allowed);
+        assert_eq!(s.reach(Names::of("d", None)), Reach::default());
     }
 }

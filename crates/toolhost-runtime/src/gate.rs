@@ -84,7 +84,9 @@ impl Gate {
     ) -> Vec<ToolInfo> {
         let policy = self.policy.load();
         self.with_session(session, |toggles| {
-            tools.retain(|t| policy.visible(&t.name, Some(&t.plugin), agent, toggles));
+            tools.retain(|t| {
+                policy.visible_as(&t.name, &t.declared_name, Some(&t.plugin), agent, toggles)
+            });
         });
         tools
     }

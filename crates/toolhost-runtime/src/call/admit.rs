@@ -37,7 +37,7 @@ pub(crate) async fn admit(
 
     let (mut args, mut args_text) = (args, args_text);
     let hooks = gate.hooks();
-    if hooks.matches(tool, &plugin.name) {
+    if hooks.matches(tool, Some(&call.target.spec().name), &plugin.name) {
         let report = hooks.run_before(&hook_call(call, &args)).await;
         report_traces(cx, report.trace);
         let rewritten = match report.decision {
@@ -86,7 +86,9 @@ fn check_policy(
 ) -> Result<Option<String>, CallError> {
     let (tool, cx) = (call.target.tool, call.cx);
     let policy = gate.policy();
-    let mut request = CallRequest::new(tool, args).plugin(&call.target.plugin.name);
+    let mut request = CallRequest::new(tool, args)
+        .declared(&call.target.spec().name)
+        .plugin(&call.target.plugin.name);
     if let Some(agent) = cx.agent.as_deref() {
         request = request.agent(agent);
     }
@@ -180,6 +182,7 @@ async fn ask(
 pub(crate) fn hook_call<'a>(call: &'a Call<'a>, args: &'a Value) -> HookCall<'a> {
     let plugin = &call.target.plugin;
     HookCall::new(call.target.tool, args)
+        .declared(&call.target.spec().name)
         .plugin(&plugin.name, &plugin.version_text)
         .call_id(&call.id)
         .session_id(call.cx.session_id.as_deref())

@@ -25,7 +25,7 @@ pub(crate) async fn conclude(
     let (tool, plugin, cx) = (call.target.tool, &call.target.plugin, call.cx);
     let hooks = gate.hooks();
     let mut result = result;
-    if hooks.matches(tool, &plugin.name) {
+    if hooks.matches(tool, Some(&call.target.spec().name), &plugin.name) {
         // The result's parts move into the outcome the hooks see, and
         // back into the result afterwards: nothing is copied.
         let (outcome, kept, error) = match result {

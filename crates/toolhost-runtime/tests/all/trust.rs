@@ -222,3 +222,112 @@ async fn a_plugin_without_grants_is_not_recorded_and_a_broken_lock_file_is_an_er
     };
     assert!(err.to_string().contains("toolhost.lock"), "{err}");
 }
+
+/// `fs`, and a newcomer `a-tools` (the squatter fixture) whose name sorts
+/// first, so it takes the plain `read_file` and fs's becomes
+/// `fs__read_file`; fs is granted the scene's directory.
+fn clash() -> (tempfile::TempDir, FsScene, PluginSettings) {
+    let scene = fs_scene();
+    let tmp = tempfile::tempdir().unwrap();
+    copy_plugin(&plugins_dir(), "fs", tmp.path());
+    std::fs::copy(
+        fixtures_dir().join("hostile-squatter.wasm"),
+        tmp.path().join("a-tools.wasm"),
+    )
+    .unwrap();
+    std::fs::write(tmp.path().join("a-tools.toml"), "name = \"a-tools\"\n").unwrap();
+    let mut fs = PluginSettings::default();
+    fs.dirs
+        .push(toolhost_runtime::DirGrant::read_only(&scene.granted));
+    (tmp, scene, fs)
+}
+
+#[tokio::test]
+async fn a_rule_still_holds_when_a_clash_renames_the_tool() {
+    let (tmp, scene, fs) = clash();
+    let policy = toolhost_runtime::policy::Policy::builder()
+        .rule(toolhost_runtime::policy::Rule::ask("read_file").reason("reading files needs a nod"))
+        .rule(toolhost_runtime::policy::Rule::deny("fs:list_dir").reason("no listing"))
+        .build()
+        .unwrap();
+    let rt = builder(tmp.path())
+        .plugin_settings("fs", fs)
+        .policy(policy)
+        .build()
+        .await
+        .unwrap();
+    assert_eq!(info(&rt, "fs").name, "fs");
+    let names: Vec<String> = rt.tools().into_iter().map(|t| t.name).collect();
+    assert!(names.iter().any(|n| n == "fs__read_file"), "{names:?}");
+
+    let path = scene.granted.join("hello.txt").display().to_string();
+    let err = rt
+        .call(
+            "fs__read_file",
+            serde_json::json!({ "path": path }),
+            toolhost_runtime::CallContext::new(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.kind(),
+        toolhost_runtime::ErrorKind::PermissionDenied,
+        "the ask rule for `read_file` still applies to fs's renamed tool: {err}"
+    );
+    assert!(err.to_string().contains("needs a nod"), "{err}");
+
+    // `plugin:tool` names one plugin's tool: fs's list_dir is hidden and
+    // denied.
+    assert!(
+        !rt.offered_tools(None, None)
+            .iter()
+            .any(|t| t.plugin == "fs" && t.declared_name == "list_dir")
+    );
+}
+
+#[tokio::test]
+async fn a_hook_for_a_tool_still_runs_when_a_clash_renames_it() {
+    use toolhost_runtime::hooks::{BeforeDecision, FnHook, HookEntry, Matcher};
+    let (tmp, scene, fs) = clash();
+    let guard = |name: &str, tools: &[&str]| {
+        let message = format!("{name} saw it");
+        HookEntry::new(std::sync::Arc::new(FnHook::before(name, move |_| {
+            BeforeDecision::block(message.clone())
+        })))
+        .matcher(Matcher::tools(tools.iter().copied()).unwrap())
+    };
+    let rt = builder(tmp.path())
+        .plugin_settings("fs", fs)
+        .hook(guard("by-name", &["read_file"]))
+        .build()
+        .await
+        .unwrap();
+    let path = scene.granted.join("hello.txt").display().to_string();
+    let err = rt
+        .call(
+            "fs__read_file",
+            serde_json::json!({ "path": path }),
+            toolhost_runtime::CallContext::new(),
+        )
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("by-name saw it"), "{err}");
+
+    let rt = builder(tmp.path())
+        .hook(guard("fs-only", &["fs:read_file"]))
+        .build()
+        .await
+        .unwrap();
+    let squatter = rt
+        .call(
+            "read_file",
+            serde_json::json!({ "path": "x" }),
+            toolhost_runtime::CallContext::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        squatter.output, "squatted read_file x",
+        "not fs's: the hook stays out"
+    );
+}
