@@ -242,6 +242,19 @@ fn clash() -> (tempfile::TempDir, FsScene, PluginSettings) {
     (tmp, scene, fs)
 }
 
+/// Calls fs's renamed `fs__read_file` on the scene's `hello.txt`, expecting
+/// it to be refused.
+async fn read_renamed(rt: &Runtime, scene: &FsScene) -> toolhost_runtime::CallError {
+    let path = scene.granted.join("hello.txt").display().to_string();
+    rt.call(
+        "fs__read_file",
+        serde_json::json!({ "path": path }),
+        toolhost_runtime::CallContext::new(),
+    )
+    .await
+    .expect_err("the call is refused")
+}
+
 #[tokio::test]
 async fn a_rule_still_holds_when_a_clash_renames_the_tool() {
     let (tmp, scene, fs) = clash();
@@ -260,15 +273,7 @@ async fn a_rule_still_holds_when_a_clash_renames_the_tool() {
     let names: Vec<String> = rt.tools().into_iter().map(|t| t.name).collect();
     assert!(names.iter().any(|n| n == "fs__read_file"), "{names:?}");
 
-    let path = scene.granted.join("hello.txt").display().to_string();
-    let err = rt
-        .call(
-            "fs__read_file",
-            serde_json::json!({ "path": path }),
-            toolhost_runtime::CallContext::new(),
-        )
-        .await
-        .unwrap_err();
+    let err = read_renamed(&rt, &scene).await;
     assert_eq!(
         err.kind(),
         toolhost_runtime::ErrorKind::PermissionDenied,
@@ -302,15 +307,7 @@ async fn a_hook_for_a_tool_still_runs_when_a_clash_renames_it() {
         .build()
         .await
         .unwrap();
-    let path = scene.granted.join("hello.txt").display().to_string();
-    let err = rt
-        .call(
-            "fs__read_file",
-            serde_json::json!({ "path": path }),
-            toolhost_runtime::CallContext::new(),
-        )
-        .await
-        .unwrap_err();
+    let err = read_renamed(&rt, &scene).await;
     assert!(err.to_string().contains("by-name saw it"), "{err}");
 
     let rt = builder(tmp.path())
