@@ -1,8 +1,21 @@
 //! Approval prompts: the policy (or a hook) asks about a call, or a result
 //! waits for approval. The question goes to stderr; the answer is one line
-//! of stdin. No answer (stdin closed or not readable) is a deny.
+//! of stdin. No answer (stdin closed or not readable) is a deny, and so is
+//! a stdin that is not a terminal (`yes | host run` approves nothing)
+//! unless `--answers-from-stdin` says answers may come from a pipe.
+//!
+//! Everything in a question that a plugin, a hook or the model wrote (the
+//! arguments, the reasons, the result) is shown with control characters
+//! escaped ([`printable`]), so it cannot move the cursor, rewrite the
+//! question or hide text from the user.
 
-use std::io::{BufRead, Write};
+use std::io::{IsTerminal, Write};
+use std::os::fd::AsFd;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use rustix::event::{PollFd, PollFlags, poll};
+use rustix::io::Errno;
 
 use toolhost_runtime::{
     ApprovalFuture, Approver, CallApproval, CallApprovalRequest, ResultApproval,
@@ -13,6 +26,47 @@ use toolhost_runtime::{
 #[derive(Default)]
 pub struct PromptApprover {
     one_at_a_time: tokio::sync::Mutex<()>,
+    /// Answers may come from a stdin that is not a terminal.
+    from_pipe: bool,
+}
+
+impl PromptApprover {
+    /// An approver that takes answers only from a terminal, or also from a
+    /// pipe when `from_pipe` (scripted sessions that mean it).
+    pub fn new(from_pipe: bool) -> Self {
+        PromptApprover {
+            one_at_a_time: tokio::sync::Mutex::new(()),
+            from_pipe,
+        }
+    }
+
+    /// The next answer, or `None` when there is nobody to ask.
+    async fn answer(&self) -> Option<String> {
+        if !self.from_pipe && !std::io::stdin().is_terminal() {
+            let _ = writeln!(
+                std::io::stderr(),
+                "\n  (stdin is not a terminal: no answer taken from it; use --yes, a policy rule, or --answers-from-stdin)"
+            );
+            return None;
+        }
+        read_answer().await
+    }
+}
+
+/// `text` with every control character but newline and tab, and every
+/// Unicode bidirectional override, shown as an escape (`\u{1b}`), so text
+/// from a plugin, a hook or a model cannot drive the terminal.
+pub fn printable(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        let bidi = matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+        if (c.is_control() && c != '\n' && c != '\t') || bidi {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// How much of a result the prompt shows.
@@ -60,18 +114,64 @@ fn message(word: &str, rest: &str) -> Option<String> {
     (!text.is_empty()).then_some(text)
 }
 
-/// Reads one line of stdin off the async workers; `None` at end of input.
+/// Reads one line of stdin off the async workers; `None` at end of input,
+/// or once the prompt is given up (its call cancelled or timed out): the
+/// read stops then, so the user's next line goes to whoever asks next, not
+/// to a question nobody waits for any more.
 async fn read_answer() -> Option<String> {
-    tokio::task::spawn_blocking(|| {
-        let mut line = String::new();
-        match std::io::stdin().lock().read_line(&mut line) {
-            Ok(0) | Err(_) => None,
-            Ok(_) => Some(line),
+    struct GiveUp(Arc<AtomicBool>);
+    impl Drop for GiveUp {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Relaxed);
         }
-    })
-    .await
-    .ok()
-    .flatten()
+    }
+    let gone = Arc::new(AtomicBool::new(false));
+    let _give_up = GiveUp(gone.clone());
+    tokio::task::spawn_blocking(move || read_line(&std::io::stdin(), &gone))
+        .await
+        .ok()
+        .flatten()
+}
+
+/// The longest answer kept, in bytes; the rest of the line is dropped.
+const MAX_ANSWER: usize = 64 * 1024;
+
+/// Reads one line from `input` without buffering past it (the rest stays
+/// for the next reader: the next prompt, or the interactive session's line
+/// editor), looking every 100 ms whether `gone` says to stop waiting.
+fn read_line(input: &impl AsFd, gone: &AtomicBool) -> Option<String> {
+    let tick = rustix::event::Timespec {
+        tv_sec: 0,
+        tv_nsec: 100_000_000,
+    };
+    let mut line = Vec::new();
+    loop {
+        loop {
+            if gone.load(Ordering::Relaxed) {
+                return None;
+            }
+            let mut fds = [PollFd::new(input, PollFlags::IN)];
+            match poll(&mut fds, Some(&tick)) {
+                Ok(0) | Err(Errno::INTR) => {}
+                // Readable, at its end, or not pollable: read.
+                _ => break,
+            }
+        }
+        let mut byte = [0u8; 1];
+        match rustix::io::read(input, &mut byte) {
+            Ok(0) if line.is_empty() => return None,
+            Ok(0) => break,
+            Ok(_) if byte[0] == b'\n' => break,
+            Ok(_) => {
+                if line.len() < MAX_ANSWER {
+                    line.push(byte[0]);
+                }
+            }
+            Err(Errno::INTR | Errno::AGAIN) => {}
+            Err(_) => return None,
+        }
+    }
+    Some(String::from_utf8_lossy(&line).into_owned())
 }
 
 fn ask(question: &str) {
@@ -89,12 +189,12 @@ impl Approver for PromptApprover {
             let _turn = self.one_at_a_time.lock().await;
             ask(&format!(
                 "\n? {} ({}) wants to run with {}\n  because: {}\n  allow? [y]es once / [a]lways / [n]o, optionally followed by a message for the model: ",
-                req.tool,
-                req.plugin,
-                req.args,
-                req.reasons.join("; ")
+                printable(req.tool),
+                printable(req.plugin),
+                printable(&req.args.to_string()),
+                printable(&req.reasons.join("; "))
             ));
-            parse_call_answer(read_answer().await.as_deref())
+            parse_call_answer(self.answer().await.as_deref())
         })
     }
 
@@ -111,10 +211,12 @@ impl Approver for PromptApprover {
                 ""
             };
             ask(&format!(
-                "\n? the result of {} ({}):\n{shown}{more}\n  send it to the model? [y]es / [n]o, optionally followed by a message: ",
-                req.tool, req.plugin
+                "\n? the result of {} ({}):\n{}{more}\n  send it to the model? [y]es / [n]o, optionally followed by a message: ",
+                printable(req.tool),
+                printable(req.plugin),
+                printable(&shown)
             ));
-            parse_result_answer(read_answer().await.as_deref())
+            parse_result_answer(self.answer().await.as_deref())
         })
     }
 }
@@ -141,6 +243,47 @@ mod tests {
             parse_call_answer(None),
             CallApproval::Deny { message: Some(m) } if m.contains("no answer")
         ));
+    }
+
+    #[test]
+    fn text_from_outside_cannot_drive_the_terminal() {
+        let hostile =
+            "ok\u{1b}[2J\u{1b}]0;pwned\u{7}\rallow? y\u{9b}31m \u{202e}txt.exe\nline two\tend";
+        let shown = printable(hostile);
+        assert!(
+            !shown
+                .chars()
+                .any(|c| c.is_control() && c != '\n' && c != '\t'),
+            "{shown:?}"
+        );
+        assert!(!shown.contains('\u{202e}'), "{shown:?}");
+        assert!(
+            shown.contains("\\u{1b}[2J") && shown.contains("\\u{d}allow? y"),
+            "{shown}"
+        );
+        assert!(shown.contains("\nline two\tend"), "newlines and tabs stay");
+        assert_eq!(printable("plain text"), "plain text");
+    }
+
+    #[test]
+    fn a_prompt_reads_one_line_and_leaves_the_rest_and_stops_when_given_up() {
+        let (mut user, terminal) = std::os::unix::net::UnixStream::pair().unwrap();
+        let gone = AtomicBool::new(false);
+        user.write_all(b"first\nsecond\n").unwrap();
+        assert_eq!(read_line(&terminal, &gone).as_deref(), Some("first"));
+        assert_eq!(
+            read_line(&terminal, &gone).as_deref(),
+            Some("second"),
+            "nothing past the first line was taken"
+        );
+        // A prompt given up while nobody types returns, and takes nothing.
+        gone.store(true, Ordering::Relaxed);
+        assert_eq!(read_line(&terminal, &gone), None);
+        user.write_all(b"third\n").unwrap();
+        gone.store(false, Ordering::Relaxed);
+        assert_eq!(read_line(&terminal, &gone).as_deref(), Some("third"));
+        drop(user);
+        assert_eq!(read_line(&terminal, &gone), None, "end of input");
     }
 
     #[test]

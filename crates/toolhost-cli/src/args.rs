@@ -67,6 +67,12 @@ pub struct Global {
     #[arg(long, global = true)]
     pub yes: bool,
 
+    /// Take answers to approval prompts from stdin even when it is not a
+    /// terminal (a script that means its answers). Without it, a piped stdin
+    /// answers nothing, so `yes | host run` approves nothing.
+    #[arg(long, global = true)]
+    pub answers_from_stdin: bool,
+
     /// The agent profile the policy applies (`[profiles.NAME]` in the policy file).
     #[arg(long, value_name = "NAME", global = true)]
     pub agent: Option<String>,

@@ -252,9 +252,9 @@ pub fn builder(global: &Global, only: Option<&[PathBuf]>) -> anyhow::Result<Runt
     builder = if global.yes {
         builder.allow_asks_without_approver(true)
     } else {
-        builder.approver(std::sync::Arc::new(
-            crate::approve::PromptApprover::default(),
-        ))
+        builder.approver(std::sync::Arc::new(crate::approve::PromptApprover::new(
+            global.answers_from_stdin,
+        )))
     };
     Ok(builder)
 }

@@ -63,7 +63,16 @@ impl Scene {
     }
 }
 
+/// `host` with the scene's config and policy, answering prompts with
+/// `stdin` (piped, so `--answers-from-stdin`).
 fn host(scene: &Scene, args: &[&str], stdin: &str) -> Output {
+    let mut with_answers = vec!["--answers-from-stdin"];
+    with_answers.extend_from_slice(args);
+    host_piped(scene, &with_answers, stdin)
+}
+
+/// `host` with the scene's config and policy, `stdin` piped in.
+fn host_piped(scene: &Scene, args: &[&str], stdin: &str) -> Output {
     let mut child = host_command(
         env!("CARGO_BIN_EXE_host"),
         &root().join("target/test-cache"),
@@ -163,6 +172,21 @@ fn a_denied_tool_is_never_offered_reads_are_asked_and_secrets_are_redacted() {
     let seen = tool_message(&bodies[1]);
     assert!(seen.contains("deploy notes"), "{seen}");
     assert!(seen.contains("[REDACTED"), "{seen}");
+}
+
+#[test]
+fn answers_piped_into_a_stdin_that_is_not_a_terminal_approve_nothing() {
+    // `yes | host run …`: without --answers-from-stdin, nobody was asked.
+    let scene = Scene::new();
+    let server = reading_model(&scene.notes);
+    let args = run_args(&server);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = host_piped(&scene, &args, "y\ny\ny\n");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("not a terminal"), "{stderr}");
+    let bodies = server.bodies();
+    let seen = tool_message(&bodies[1]);
+    assert!(!seen.contains("deploy notes"), "nothing was read: {seen}");
 }
 
 #[test]
