@@ -62,14 +62,16 @@ impl WasiHttpHooks for HttpAllowlist {
         let (plugin, allowed) = (self.plugin.clone(), self.allowed.clone());
         Box::new(async move {
             let uri = request.uri();
-            if let Some(address) = internal_address_not_granted(uri, &allowed).await {
+            let found = match target(uri) {
+                Some((_, host, port)) => resolve(host, port).await,
+                None => Err("the request has no host".to_owned()),
+            };
+            if let Err(refusal) = refuse_internal(uri, found, &allowed) {
                 tracing::warn!(
                     target: "toolhost::plugin",
                     plugin = %plugin,
                     uri = %uri,
-                    %address,
-                    "refused an HTTP request: the host resolves to a private, loopback or \
-                     link-local address that is not granted by IP"
+                    "refused an HTTP request: {refusal}"
                 );
                 return Err(HttpError::HttpRequestDenied);
             }
@@ -96,34 +98,57 @@ fn target(uri: &http::Uri) -> Option<(&str, &str, u16)> {
     ))
 }
 
-/// Resolves the request's host and returns the first address that is
-/// internal (loopback, private, link-local, ...) without being granted
-/// explicitly, that is by a host pattern naming that very IP address. A
-/// grant of a name (`localhost`, `*.corp.example`) is not a grant of the
-/// internal network behind it. A name that does not resolve is left to the
-/// HTTP client, which reports it.
+/// The addresses `host` stands for: itself when it is an IP address, else
+/// what the system resolver answers (an error, or no address, is an error).
+async fn resolve(host: &str, port: u16) -> Result<Vec<std::net::IpAddr>, String> {
+    if let Ok(ip) = host.parse::<std::net::IpAddr>() {
+        return Ok(vec![ip]);
+    }
+    match tokio::net::lookup_host((host, port)).await {
+        Ok(found) => {
+            let addresses: Vec<_> = found.map(|a| a.ip()).collect();
+            if addresses.is_empty() {
+                Err(format!("{host} resolves to no address"))
+            } else {
+                Ok(addresses)
+            }
+        }
+        Err(e) => Err(format!("cannot resolve {host}: {e}")),
+    }
+}
+
+/// Checks the addresses the request's host resolved to (`found`): refused
+/// when the lookup failed (fail closed: a resolver that fails once cannot
+/// get a later lookup past the check), or when one address is internal
+/// (loopback, private, link-local, ...) without being granted explicitly,
+/// that is by a host pattern naming that very IP address. A grant of a name
+/// (`localhost`, `*.corp.example`) is not a grant of the internal network
+/// behind it.
 ///
 /// The client resolves the name again to connect: a DNS server that answers
 /// differently the second time (DNS rebinding) is outside what this check
-/// covers.
-async fn internal_address_not_granted(
+/// covers (SECURITY.md, known gaps).
+fn refuse_internal(
     uri: &http::Uri,
+    found: Result<Vec<std::net::IpAddr>, String>,
     allowed: &[HostPattern],
-) -> Option<std::net::IpAddr> {
-    let (scheme, host, port) = target(uri)?;
-    let addresses: Vec<std::net::IpAddr> = match host.parse::<std::net::IpAddr>() {
-        Ok(ip) => vec![ip],
-        Err(_) => tokio::net::lookup_host((host, port))
-            .await
-            .map(|found| found.map(|a| a.ip()).collect())
-            .unwrap_or_default(),
+) -> Result<(), String> {
+    let Some((scheme, _, port)) = target(uri) else {
+        return Err("the request has no host".to_owned());
     };
-    addresses.into_iter().find(|ip| {
+    let addresses = found?;
+    match addresses.into_iter().find(|ip| {
         is_internal(ip)
             && !allowed
                 .iter()
                 .any(|p| p.names_ip(ip) && p.matches(scheme, &ip.to_string(), port))
-    })
+    }) {
+        Some(ip) => Err(format!(
+            "the host resolves to {ip}, a private, loopback or link-local address that is \
+             not granted by IP"
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Loopback, private, link-local, shared (CGNAT), unspecified or broadcast.
@@ -194,22 +219,48 @@ mod tests {
         }
     }
 
+    /// [`refuse_internal`] after resolving `uri`'s host for real.
+    async fn check(uri: &http::Uri, allowed: &[HostPattern]) -> Result<(), String> {
+        let (_, host, port) = target(uri).unwrap();
+        refuse_internal(uri, resolve(host, port).await, allowed)
+    }
+
     #[tokio::test]
     async fn a_name_that_resolves_to_loopback_needs_the_loopback_address_granted() {
         let uri: http::Uri = "http://localhost:8080/".parse().unwrap();
         let by_name: Vec<HostPattern> = vec!["localhost:8080".parse().unwrap()];
-        assert!(internal_address_not_granted(&uri, &by_name).await.is_some());
+        assert!(check(&uri, &by_name).await.is_err());
         let by_ip: Vec<HostPattern> = vec![
             "localhost:8080".parse().unwrap(),
             "127.0.0.1".parse().unwrap(),
             "[::1]".parse().unwrap(),
         ];
-        assert_eq!(internal_address_not_granted(&uri, &by_ip).await, None);
+        assert_eq!(check(&uri, &by_ip).await, Ok(()));
         let literal: http::Uri = "http://127.0.0.1:8080/".parse().unwrap();
         let any: Vec<HostPattern> = vec!["*".parse().unwrap()];
         assert!(
-            internal_address_not_granted(&literal, &any).await.is_some(),
+            check(&literal, &any).await.is_err(),
             "`*` is not a grant of loopback"
         );
+    }
+
+    #[test]
+    fn a_lookup_that_fails_or_finds_nothing_refuses_the_request() {
+        // The resolver's answers, as a resolver we control would give them.
+        let uri: http::Uri = "https://api.example.com/".parse().unwrap();
+        let any: Vec<HostPattern> = vec!["*".parse().unwrap()];
+        let refused = refuse_internal(
+            &uri,
+            Err("cannot resolve api.example.com: timed out".into()),
+            &any,
+        );
+        assert!(refused.is_err_and(|e| e.contains("cannot resolve")));
+        assert!(refuse_internal(&uri, Ok(vec!["93.184.216.34".parse().unwrap()]), &any).is_ok());
+        // An answer that mixes a public and a metadata address is refused.
+        let mixed = Ok(vec![
+            "93.184.216.34".parse().unwrap(),
+            "169.254.169.254".parse().unwrap(),
+        ]);
+        assert!(refuse_internal(&uri, mixed, &any).is_err_and(|e| e.contains("169.254.169.254")));
     }
 }
