@@ -174,7 +174,11 @@ impl Anthropic {
             super::openai::emit_completion(&completion, on_delta);
             return Ok(completion);
         }
-        let mut events = retry::sse(resp, self.policy.idle_timeout);
+        let mut events = retry::sse(
+            resp,
+            self.policy.idle_timeout,
+            self.policy.max_response_bytes,
+        );
         let mut acc = Accumulator::default();
         while let Some(event) =
             retry::next_event(&self.name, &mut events, cancel, &acc.text).await?

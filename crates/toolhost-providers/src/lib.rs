@@ -26,7 +26,7 @@ pub use anthropic::Anthropic;
 pub use message::{Message, Role, ToolCall, Usage};
 pub use openai::OpenAiCompatible;
 pub use prompt::{PromptProfile, PromptTools, parse_tool_calls};
-pub use retry::RetryPolicy;
+pub use retry::{DEFAULT_MAX_RESPONSE_BYTES, RetryPolicy};
 pub use select::{
     ProviderConfig, ProviderKind, SelectError, SelectedProvider, ToolProtocol, select_from_env,
 };

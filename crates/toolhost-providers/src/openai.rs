@@ -191,7 +191,11 @@ impl OpenAiCompatible {
         on_delta: DeltaSink<'_>,
         cancel: &CancellationToken,
     ) -> Result<Completion, ProviderError> {
-        let mut events = retry::sse(resp, self.policy.idle_timeout);
+        let mut events = retry::sse(
+            resp,
+            self.policy.idle_timeout,
+            self.policy.max_response_bytes,
+        );
         let mut acc = StreamAccumulator::default();
         while let Some(event) =
             retry::next_event(&self.name, &mut events, cancel, &acc.text).await?

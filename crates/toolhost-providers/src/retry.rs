@@ -57,7 +57,19 @@ pub struct RetryPolicy {
     pub request_timeout: Duration,
     /// The longest silence allowed while a response streams (default 90 s).
     pub idle_timeout: Duration,
+    /// The most bytes one response may have, streamed or whole (default
+    /// 32 MiB): the text, the tool calls' arguments and the stream's own
+    /// framing are all made of them, so this bounds each. Past it the
+    /// response is refused (not retried).
+    pub max_response_bytes: usize,
 }
+
+/// The default [`RetryPolicy::max_response_bytes`].
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 32 * 1024 * 1024;
+
+/// The most of an error response's body that is read (only an excerpt of
+/// it is ever shown).
+const MAX_ERROR_BODY_BYTES: usize = 64 * 1024;
 
 impl Default for RetryPolicy {
     fn default() -> Self {
@@ -68,6 +80,7 @@ impl Default for RetryPolicy {
             jitter: true,
             connect_timeout: Duration::from_secs(10),
             request_timeout: Duration::from_secs(300),
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             idle_timeout: Duration::from_secs(90),
         }
     }
@@ -274,7 +287,8 @@ fn give_up_suffix(last: bool, attempt: u32, attempts: u32) -> String {
     }
 }
 
-/// Reads an error response's body (bounded by the request timeout) as an excerpt.
+/// Reads an error response's body (bounded by the request timeout and by
+/// [`MAX_ERROR_BODY_BYTES`]) as an excerpt.
 async fn read_error_body(
     resp: Response,
     policy: &RetryPolicy,
@@ -282,30 +296,61 @@ async fn read_error_body(
 ) -> Result<String, ProviderError> {
     let read = cancellable(
         cancel,
-        tokio::time::timeout(policy.request_timeout, resp.text()),
+        tokio::time::timeout(
+            policy.request_timeout,
+            read_at_most(resp, MAX_ERROR_BODY_BYTES),
+        ),
     )
     .await?;
     Ok(match read {
-        Ok(Ok(text)) => excerpt(&text),
+        Ok(Ok((bytes, _))) => excerpt(&String::from_utf8_lossy(&bytes)),
         Ok(Err(e)) => format!("(body unreadable: {})", error_chain(&e)),
         Err(_) => "(body timed out)".to_owned(),
     })
 }
 
-/// Reads a whole successful response body, bounded by the request timeout.
+/// Up to `max` bytes of `resp`'s body, and whether there was more.
+async fn read_at_most(mut resp: Response, max: usize) -> Result<(Vec<u8>, bool), reqwest::Error> {
+    let mut body = Vec::new();
+    while let Some(chunk) = resp.chunk().await? {
+        let room = max.saturating_sub(body.len());
+        if chunk.len() > room {
+            body.extend_from_slice(&chunk[..room]);
+            return Ok((body, true));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok((body, false))
+}
+
+/// The error for a response past [`RetryPolicy::max_response_bytes`].
+fn too_large(provider: &str, max: usize, partial_text: &str) -> ProviderError {
+    ProviderError::InvalidResponse {
+        provider: provider.to_owned(),
+        message: format!(
+            "the response is larger than {max} bytes (the limit `max_response_bytes`)"
+        ),
+        partial_text: partial_text.to_owned(),
+    }
+}
+
+/// Reads a whole successful response body, bounded by the request timeout
+/// and by [`RetryPolicy::max_response_bytes`].
 pub(crate) async fn read_body(
     provider: &str,
     resp: Response,
     policy: &RetryPolicy,
     cancel: &CancellationToken,
 ) -> Result<Bytes, ProviderError> {
+    let max = policy.max_response_bytes;
     match cancellable(
         cancel,
-        tokio::time::timeout(policy.request_timeout, resp.bytes()),
+        tokio::time::timeout(policy.request_timeout, read_at_most(resp, max)),
     )
     .await?
     {
-        Ok(Ok(b)) => Ok(b),
+        Ok(Ok((_, true))) => Err(too_large(provider, max, "")),
+        Ok(Ok((b, false))) => Ok(Bytes::from(b)),
         Ok(Err(e)) => Err(ProviderError::InvalidResponse {
             provider: provider.to_owned(),
             message: format!("cannot read the body: {}", error_chain(&e)),
@@ -323,6 +368,8 @@ pub(crate) async fn read_body(
 pub(crate) enum StreamFail {
     #[error("no data for {0:?}")]
     Idle(Duration),
+    #[error("more than {0} bytes")]
+    TooLarge(usize),
     #[error("{0}")]
     Http(String),
 }
@@ -332,15 +379,19 @@ pub(crate) type SseStream =
     Pin<Box<dyn Stream<Item = Result<Event, EventStreamError<StreamFail>>> + Send>>;
 
 /// Parses `resp`'s body as server-sent events; a silence longer than `idle`
-/// ends the stream with [`StreamFail::Idle`].
-pub(crate) fn sse(resp: Response, idle: Duration) -> SseStream {
+/// ends the stream with [`StreamFail::Idle`], and more than `max_bytes` in
+/// all with [`StreamFail::TooLarge`] (before the parser buffers them).
+pub(crate) fn sse(resp: Response, idle: Duration, max_bytes: usize) -> SseStream {
     let bytes = Box::pin(resp.bytes_stream());
-    let guarded = futures::stream::unfold(Some(bytes), move |state| async move {
-        let mut s = state?;
+    let guarded = futures::stream::unfold(Some((bytes, 0usize)), move |state| async move {
+        let (mut s, seen) = state?;
         match tokio::time::timeout(idle, s.next()).await {
             Err(_) => Some((Err(StreamFail::Idle(idle)), None)),
             Ok(None) => None,
-            Ok(Some(Ok(b))) => Some((Ok(b), Some(s))),
+            Ok(Some(Ok(b))) => match seen.checked_add(b.len()).filter(|n| *n <= max_bytes) {
+                Some(seen) => Some((Ok(b), Some((s, seen)))),
+                None => Some((Err(StreamFail::TooLarge(max_bytes)), None)),
+            },
             Ok(Some(Err(e))) => Some((Err(StreamFail::Http(error_chain(&e))), None)),
         }
     });
@@ -364,6 +415,9 @@ pub(crate) async fn next_event(
                 provider: provider.to_owned(),
                 message: format!("the stream sent nothing for {d:?}"),
             })
+        }
+        Some(Err(EventStreamError::Transport(StreamFail::TooLarge(max)))) => {
+            Err(too_large(provider, max, partial_text))
         }
         Some(Err(e)) => Err(ProviderError::InvalidResponse {
             provider: provider.to_owned(),

@@ -87,6 +87,25 @@ impl tokio::io::AsyncWrite for CapturedOutput {
     }
 }
 
+/// The longest log line a plugin may write through the host's `log`, in
+/// bytes; the rest of a longer line is dropped, and the line says so.
+const MAX_LOG_LINE_BYTES: usize = 8 * 1024;
+
+/// `message`, cut at [`MAX_LOG_LINE_BYTES`] (at a character boundary) with
+/// a note of how much was dropped.
+fn bounded_line(message: &str) -> std::borrow::Cow<'_, str> {
+    if message.len() <= MAX_LOG_LINE_BYTES {
+        return message.into();
+    }
+    let end = message.floor_char_boundary(MAX_LOG_LINE_BYTES);
+    format!(
+        "{}… [{} more bytes dropped]",
+        &message[..end],
+        message.len() - end
+    )
+    .into()
+}
+
 /// Receives progress reports of long calls: `(tool, message, fraction)`.
 pub type ProgressSink = Arc<dyn Fn(&str, &str, Option<f32>) + Send + Sync>;
 
@@ -190,6 +209,7 @@ impl SandboxState {
             return;
         }
         self.log_lines += 1;
+        let message = &bounded_line(message);
         let plugin = self.spec.plugin.as_str();
         let tool = self.tool.as_str();
         match level {
@@ -468,6 +488,15 @@ mod tests {
             until(Instant::now() + Duration::from_secs(5), waits_a_little).await,
             Some(3)
         );
+    }
+
+    #[test]
+    fn a_log_line_is_bounded() {
+        assert_eq!(bounded_line("short"), "short");
+        let long = "é".repeat(10_000); // 20,000 bytes
+        let cut = bounded_line(&long);
+        assert!(cut.len() < MAX_LOG_LINE_BYTES + 64, "{}", cut.len());
+        assert!(cut.ends_with("more bytes dropped]"), "{}", &cut[cut.len() - 40..]);
     }
 
     #[test]

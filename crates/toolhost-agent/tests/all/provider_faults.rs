@@ -202,6 +202,7 @@ fn fast_policy(max_attempts: u32) -> RetryPolicy {
         connect_timeout: Duration::from_secs(2),
         request_timeout: Duration::from_secs(5),
         idle_timeout: Duration::from_secs(5),
+        ..RetryPolicy::default()
     }
 }
 
@@ -563,6 +564,45 @@ async fn invalid_json_in_round_two(wire: Wire) {
     assert_eq!(result.messages[3], Message::assistant("Hi"));
     assert_eq!(server.requests(), 2, "a broken stream is not retried");
     assert!(took < Duration::from_secs(3), "{took:?}");
+}
+
+/// A stream that would grow without end: 64 KiB of text in 1 KiB deltas,
+/// against a limit of 16 KiB per response.
+async fn a_response_past_the_byte_limit(wire: Wire) {
+    let server = Server::start(move |_| {
+        let kib = "x".repeat(1024);
+        Reply::Stream {
+            frames: wire.unfinished_text(&vec![kib.as_str(); 64]),
+            gap: Duration::ZERO,
+            end: End::Close,
+        }
+    })
+    .await;
+    let policy = RetryPolicy {
+        max_response_bytes: 16 * 1024,
+        ..fast_policy(4)
+    };
+    let provider = wire.provider(&server, policy);
+    let (result, took) = run(&agent(provider, options())).await;
+
+    assert_eq!(result.status, Status::Error, "{wire:?}");
+    let error = error_of(&result);
+    assert!(
+        error.contains("larger than 16384 bytes") && error.contains("max_response_bytes"),
+        "{error}"
+    );
+    assert_eq!(server.requests(), 1, "an oversized response is not retried");
+    assert!(took < Duration::from_secs(3), "{took:?}");
+}
+
+#[tokio::test]
+async fn a_stream_past_the_response_byte_limit_ends_with_error_openai() {
+    a_response_past_the_byte_limit(Wire::OpenAi).await;
+}
+
+#[tokio::test]
+async fn a_stream_past_the_response_byte_limit_ends_with_error_anthropic() {
+    a_response_past_the_byte_limit(Wire::Anthropic).await;
 }
 
 #[tokio::test]

@@ -76,6 +76,7 @@ fn fast_policy() -> RetryPolicy {
         connect_timeout: Duration::from_secs(2),
         request_timeout: Duration::from_secs(5),
         idle_timeout: Duration::from_secs(5),
+        ..RetryPolicy::default()
     }
 }
 
