@@ -496,7 +496,11 @@ mod tests {
         let long = "é".repeat(10_000); // 20,000 bytes
         let cut = bounded_line(&long);
         assert!(cut.len() < MAX_LOG_LINE_BYTES + 64, "{}", cut.len());
-        assert!(cut.ends_with("more bytes dropped]"), "{}", &cut[cut.len() - 40..]);
+        assert!(
+            cut.ends_with("more bytes dropped]"),
+            "{}",
+            &cut[cut.len() - 40..]
+        );
     }
 
     #[test]
