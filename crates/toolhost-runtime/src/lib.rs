@@ -71,7 +71,7 @@ pub use permission::{
     ApprovalAnswer, ApprovalFuture, ApprovalOf, Approver, CallApproval, CallApprovalRequest,
     CallStep, ResultApproval, ResultApprovalRequest,
 };
-pub use plugin::is_valid_tool_name;
+pub use plugin::{DESCRIBE_TIMEOUT, MAX_DESCRIBE_BYTES, MAX_TOOLS, is_valid_tool_name};
 pub use registry::{Granted, PluginInfo, PluginKind, RESERVED_TOOL_NAMES, ToolInfo};
 pub use reuse::ReusedInstance;
 pub use runtime::Runtime;

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::Value;
 use wasmtime::Engine;
@@ -311,17 +312,69 @@ impl Loader {
         pre: &PluginPre,
         spec: &Arc<SandboxSpec>,
     ) -> Result<Vec<RawToolSpec>, LoadError> {
+        // Describing runs under the load budget, not under the call timeout
+        // the plugin's limits allow: one slow plugin must not hold up
+        // start-up or a reload for long.
+        let budget = Arc::new(SandboxSpec {
+            limits: Limits {
+                timeout: spec.limits.timeout.min(DESCRIBE_TIMEOUT),
+                ..spec.limits.clone()
+            },
+            ..(**spec).clone()
+        });
         let mut sandbox =
-            Sandbox::new(&self.engine, spec, self.max_wasm_stack).map_err(LoadError::Grant)?;
+            Sandbox::new(&self.engine, &budget, self.max_wasm_stack).map_err(LoadError::Grant)?;
         sandbox.begin("describe", None);
-        sandbox
+        let specs = sandbox
             .call(async |store| {
                 let instance = pre.instantiate(&mut *store).await?;
                 instance.describe(store).await
             })
             .await
-            .map_err(|fault| LoadError::Describe(fault.to_string()))
+            .map_err(|fault| match fault {
+                SandboxFault::Timeout { limit } => LoadError::Describe(format!(
+                    "did not finish within {limit:?}, the load budget for describe()"
+                )),
+                fault => LoadError::Describe(fault.to_string()),
+            })?;
+        within_load_budget(&specs)?;
+        Ok(specs)
     }
+}
+
+/// The longest `describe()` may take at load time (or the plugin's own
+/// timeout, when shorter).
+pub const DESCRIBE_TIMEOUT: Duration = Duration::from_secs(2);
+/// The most tools one plugin may describe.
+pub const MAX_TOOLS: usize = 1000;
+/// The most bytes of names, descriptions and schemas one plugin may describe.
+pub const MAX_DESCRIBE_BYTES: usize = 4 * 1024 * 1024;
+
+/// Refuses a description past [`MAX_TOOLS`] or [`MAX_DESCRIBE_BYTES`]
+/// before anything is compiled from it.
+fn within_load_budget(specs: &[RawToolSpec]) -> Result<(), LoadError> {
+    if specs.len() > MAX_TOOLS {
+        return Err(LoadError::Describe(format!(
+            "describes {} tools, more than the {MAX_TOOLS} of the load budget",
+            specs.len()
+        )));
+    }
+    let bytes = specs
+        .iter()
+        .map(|s| {
+            s.name.len()
+                + s.description.len()
+                + s.input_schema.len()
+                + s.output_schema.as_ref().map_or(0, String::len)
+        })
+        .fold(0usize, usize::saturating_add);
+    if bytes > MAX_DESCRIBE_BYTES {
+        return Err(LoadError::Describe(format!(
+            "describes {bytes} bytes of names, descriptions and schemas, more than the \
+             {MAX_DESCRIBE_BYTES} of the load budget"
+        )));
+    }
+    Ok(())
 }
 
 /// Combines defaults, the manifest and the host's settings into what a sandbox gets.
@@ -444,6 +497,30 @@ mod tests {
             output_schema: None,
             annotations: Annotations::default(),
         }
+    }
+
+    #[test]
+    fn a_description_past_the_load_budget_is_refused() {
+        let spec = |name: String, schema_bytes: usize| RawToolSpec {
+            name,
+            description: String::new(),
+            input_schema: " ".repeat(schema_bytes),
+            output_schema: None,
+            annotations: Default::default(),
+        };
+        let many: Vec<_> = (0..=MAX_TOOLS).map(|i| spec(format!("t{i}"), 2)).collect();
+        let err = within_load_budget(&many).unwrap_err().to_string();
+        assert!(
+            err.contains("1001 tools") && err.contains("load budget"),
+            "{err}"
+        );
+        assert!(within_load_budget(&many[..MAX_TOOLS]).is_ok());
+        let big = vec![spec("t".into(), MAX_DESCRIBE_BYTES)];
+        let err = within_load_budget(&big).unwrap_err().to_string();
+        assert!(
+            err.contains("bytes") && err.contains("load budget"),
+            "{err}"
+        );
     }
 
     #[test]

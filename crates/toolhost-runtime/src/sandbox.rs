@@ -110,7 +110,7 @@ fn bounded_line(message: &str) -> std::borrow::Cow<'_, str> {
 pub type ProgressSink = Arc<dyn Fn(&str, &str, Option<f32>) + Send + Sync>;
 
 /// What a plugin is given, resolved once at load time and shared by all its calls.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct SandboxSpec {
     pub plugin: String,
     pub limits: Limits,

@@ -328,3 +328,26 @@ async fn a_hook_for_a_tool_still_runs_when_a_clash_renames_it() {
         "not fs's: the hook stays out"
     );
 }
+
+#[tokio::test]
+async fn a_slow_describe_is_stopped_by_the_load_budget_and_the_others_load() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_plugin(&fixtures_dir(), "describe-slow", tmp.path());
+    copy_plugin(&plugins_dir(), "calc", tmp.path());
+    let started = std::time::Instant::now();
+    // calc's calls may take 30 s; describing is held to the load budget.
+    let rt = builder(tmp.path()).build().await.unwrap();
+    let took = started.elapsed();
+    let failures = &rt.load_report().failures;
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    let message = failures[0].error.to_string();
+    assert!(
+        message.contains("describe()") && message.contains("load budget"),
+        "{message}"
+    );
+    assert!(
+        took < Duration::from_secs(8),
+        "start-up waited {took:?} for a plugin that takes 10 s to describe"
+    );
+    assert_eq!(info(&rt, "calc").name, "calc", "the others load");
+}
