@@ -380,6 +380,7 @@ dirs = [{ path = ".", access = "read-only" }]
     ) -> Decision {
         let call = CallRequest {
             declared: None,
+            path_base: None,
             tool,
             plugin,
             agent,
@@ -554,6 +555,7 @@ dirs = [{ path = ".", access = "read-only" }]
                     for args in &argss {
                         let call = CallRequest {
                             declared: None,
+                            path_base: None,
                             tool,
                             plugin,
                             agent,

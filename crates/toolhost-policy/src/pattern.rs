@@ -5,7 +5,9 @@
 use std::fmt;
 
 use serde_json::Value;
+use std::path::Path;
 pub(crate) use toolhost_patterns::NameGlob;
+
 use toolhost_patterns::{HostPattern, PathGlob};
 
 /// Compiles a name glob (tool, plugin), with the message for the policy's errors.
@@ -105,7 +107,14 @@ impl ArgMatcher {
     /// Whether the argument is present and matches. A string matches by its
     /// text; a number or boolean by its JSON text, for a plain glob only; a
     /// list by its elements ([`ListMatch`]); objects and null never match.
+    #[cfg(test)]
     pub(crate) fn is_match(&self, args: &Value) -> bool {
+        self.is_match_in(args, None)
+    }
+
+    /// [`is_match`](Self::is_match) for a call whose relative paths the tool
+    /// resolves against `path_base` (see [`ArgMatcher::path_forms`]).
+    pub(crate) fn is_match_in(&self, args: &Value, path_base: Option<&Path>) -> bool {
         let mut v = args;
         for seg in &self.key {
             match v.get(&**seg) {
@@ -115,23 +124,58 @@ impl ArgMatcher {
         }
         match v {
             Value::Array(items) => match self.lists {
-                ListMatch::Any => items.iter().any(|item| self.scalar_match(item)),
+                ListMatch::Any => items.iter().any(|item| self.scalar_match(item, path_base)),
                 ListMatch::All => {
-                    !items.is_empty() && items.iter().all(|item| self.scalar_match(item))
+                    !items.is_empty() && items.iter().all(|item| self.scalar_match(item, path_base))
                 }
             },
-            scalar => self.scalar_match(scalar),
+            scalar => self.scalar_match(scalar, path_base),
         }
     }
 
-    fn scalar_match(&self, v: &Value) -> bool {
+    fn scalar_match(&self, v: &Value, path_base: Option<&Path>) -> bool {
         match (v, &self.kind) {
             (Value::String(s), ArgKind::Glob(g)) => g.is_match(s),
-            (Value::String(s), ArgKind::Path(p)) => p.is_match(s),
+            (Value::String(s), ArgKind::Path(p)) => {
+                // Every spelling of the path the tool will open: as written,
+                // resolved against the tool's base, and with symlinks
+                // followed. A deny or ask rule matches when any does; an
+                // allow rule only when all do.
+                let forms = Self::path_forms(s, path_base);
+                match self.lists {
+                    ListMatch::Any => forms.iter().any(|f| p.is_match(f)),
+                    ListMatch::All => forms.iter().all(|f| p.is_match(f)),
+                }
+            }
             (Value::String(s), ArgKind::Host(h)) => h.matches_url(s),
             (Value::Number(_) | Value::Bool(_), ArgKind::Glob(g)) => g.is_match(&v.to_string()),
             _ => false,
         }
+    }
+}
+
+impl ArgMatcher {
+    /// The forms of a path argument a rule is matched against: `raw`; when
+    /// it is relative and the call has a base, `base/raw` (how a tool such
+    /// as `fs` resolves it, against its first granted directory); and the
+    /// canonical path of whichever of those exists (symlinks followed), so
+    /// neither a relative spelling nor a symlink inside a grant gets past a
+    /// rule written for the real path.
+    fn path_forms(raw: &str, base: Option<&Path>) -> Vec<String> {
+        let mut forms = vec![raw.to_owned()];
+        let path = Path::new(raw);
+        let resolved = match base {
+            Some(base) if path.is_relative() => {
+                let joined = base.join(path);
+                forms.push(joined.to_string_lossy().into_owned());
+                joined
+            }
+            _ => path.to_path_buf(),
+        };
+        if let Ok(real) = std::fs::canonicalize(&resolved) {
+            forms.push(real.to_string_lossy().into_owned());
+        }
+        forms
     }
 }
 

@@ -91,6 +91,10 @@ pub struct CallRequest<'a> {
     /// (`read_file` for `fs__read_file`): rules match either, so renaming
     /// never lets a call escape a rule.
     pub declared: Option<&'a str>,
+    /// What the tool resolves relative path arguments against (`fs`: its
+    /// first granted directory): path patterns then match the path as
+    /// resolved, and with symlinks followed, as well as as written.
+    pub path_base: Option<&'a std::path::Path>,
     /// The name of the plugin providing the tool (`None` for tools that no plugin
     /// provides, such as native or MCP tools; rules with a `plugin` glob do not match them).
     pub plugin: Option<&'a str>,
@@ -106,6 +110,7 @@ impl<'a> CallRequest<'a> {
         CallRequest {
             tool,
             declared: None,
+            path_base: None,
             plugin: None,
             agent: None,
             args,
@@ -122,6 +127,12 @@ impl<'a> CallRequest<'a> {
     /// Sets the providing plugin.
     pub fn plugin(mut self, plugin: &'a str) -> Self {
         self.plugin = Some(plugin);
+        self
+    }
+
+    /// Sets what the tool resolves relative path arguments against.
+    pub fn path_base(mut self, base: &'a std::path::Path) -> Self {
+        self.path_base = Some(base);
         self
     }
 
@@ -256,6 +267,7 @@ impl Policy {
             tool: call.tool,
             declared: call.declared,
             plugin: call.plugin,
+            path_base: call.path_base,
         };
         let hit = profile
             .and_then(|p| p.rules.decide(names, call.args))
@@ -332,6 +344,7 @@ impl Policy {
             tool,
             declared: (declared != tool).then_some(declared),
             plugin,
+            path_base: None,
         };
         self.visible_names(names, agent, session)
     }

@@ -89,6 +89,12 @@ fn check_policy(
     let mut request = CallRequest::new(tool, args)
         .declared(&call.target.spec().name)
         .plugin(&call.target.plugin.name);
+    // A plugin resolves a relative path against its first granted
+    // directory (the guest sees it at the same absolute path): path rules
+    // match that path too.
+    if let Some((base, _, _)) = call.target.plugin.sandbox.dirs.first() {
+        request = request.path_base(base);
+    }
     if let Some(agent) = cx.agent.as_deref() {
         request = request.agent(agent);
     }

@@ -351,3 +351,67 @@ async fn a_slow_describe_is_stopped_by_the_load_budget_and_the_others_load() {
     );
     assert_eq!(info(&rt, "calc").name, "calc", "the others load");
 }
+
+#[tokio::test]
+async fn a_path_rule_holds_for_relative_paths_and_symlinks_inside_the_grant() {
+    let scene = fs_scene();
+    let secret = scene.granted.join("secret");
+    std::fs::create_dir_all(&secret).unwrap();
+    std::fs::write(secret.join("key.txt"), "hunter2").unwrap();
+    std::os::unix::fs::symlink(secret.join("key.txt"), scene.granted.join("innocent.txt")).unwrap();
+    let granted = std::fs::canonicalize(&scene.granted).unwrap();
+    let policy = toolhost_runtime::policy::Policy::builder()
+        .rule(
+            toolhost_runtime::policy::Rule::deny("read_file")
+                .arg_path("path", format!("{}/secret/**", granted.display()))
+                .reason("the secret folder is off limits"),
+        )
+        .build()
+        .unwrap();
+    let mut fs = PluginSettings::default();
+    fs.dirs
+        .push(toolhost_runtime::DirGrant::read_only(&granted));
+    let rt = Runtime::builder()
+        .cache_dir(Some(root().join("target/test-cache")))
+        .plugin_dir(plugins_dir())
+        .plugin_settings("fs", fs)
+        .policy(policy)
+        .build()
+        .await
+        .unwrap();
+    for spelling in [
+        "secret/key.txt".to_owned(),
+        "./secret/key.txt".to_owned(),
+        "secret//key.txt".to_owned(),
+        "innocent.txt".to_owned(),
+        granted.join("innocent.txt").display().to_string(),
+        granted
+            .join("secret/../secret/key.txt")
+            .display()
+            .to_string(),
+    ] {
+        let result = rt
+            .call(
+                "read_file",
+                serde_json::json!({ "path": spelling }),
+                toolhost_runtime::CallContext::new(),
+            )
+            .await;
+        match result {
+            Err(e) => assert_eq!(
+                e.kind(),
+                toolhost_runtime::ErrorKind::PermissionDenied,
+                "{spelling}: {e}"
+            ),
+            Ok(r) => panic!("{spelling} got past the rule: {}", r.output),
+        }
+    }
+    let ok = rt
+        .call(
+            "read_file",
+            serde_json::json!({ "path": "hello.txt" }),
+            toolhost_runtime::CallContext::new(),
+        )
+        .await;
+    assert!(ok.is_ok(), "other files still read: {ok:?}");
+}
