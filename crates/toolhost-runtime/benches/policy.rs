@@ -144,6 +144,19 @@ fn calls(c: &mut Criterion) {
             policy.evaluate(&request, &toggles)
         });
     });
+    // A call the path rule applies to: its path argument is matched as
+    // written, resolved against the plugin's grant, and canonicalised (one
+    // `canonicalize` syscall).
+    let base = std::env::temp_dir();
+    let read = serde_json::json!({"path": "notes.txt"});
+    g.bench_function("policy_evaluate_path_rule", |b| {
+        b.iter(|| {
+            let request = toolhost_runtime::policy::CallRequest::new("read_file", &read)
+                .plugin("fs")
+                .path_base(&base);
+            policy.evaluate(&request, &toggles)
+        });
+    });
     // The chains finish without waiting: poll them once, no executor in the
     // figure (inside the runtime's context: each hook's timeout is a tokio timer).
     let _context = rt.enter();
