@@ -241,3 +241,25 @@ fn tempfile_in(dir: &Path) -> std::io::Result<tempfile::NamedTempFile> {
 pub fn default_cache_dir() -> Option<PathBuf> {
     directories::ProjectDirs::from("", "", "toolhost").map(|d| d.cache_dir().join("components"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_same_bytes_under_another_engine_are_another_cache_entry() {
+        let plain = Engine::default();
+        let mut config = wasmtime::Config::new();
+        config.epoch_interruption(true);
+        let other = Engine::new(&config).unwrap();
+        let bytes = b"\0asm not really a component";
+        let a = CompileCache::new(&plain, None);
+        let b = CompileCache::new(&other, None);
+        assert_eq!(a.key(bytes), CompileCache::new(&plain, None).key(bytes));
+        assert_ne!(
+            a.key(bytes),
+            b.key(bytes),
+            "an entry compiled for one engine is never read by another"
+        );
+    }
+}

@@ -491,6 +491,38 @@ mod tests {
     }
 
     #[test]
+    fn a_call_logs_at_most_max_log_lines_and_counts_the_rest() {
+        let mut config = wasmtime::Config::new();
+        config.epoch_interruption(true);
+        let engine = Engine::new(&config).unwrap();
+        let spec = Arc::new(SandboxSpec {
+            plugin: "flood".into(),
+            limits: Limits {
+                max_log_lines: 100,
+                ..Limits::default()
+            },
+            ..SandboxSpec::default()
+        });
+        let mut sandbox = Sandbox::new(&engine, &spec, 512 * 1024).unwrap();
+        sandbox.begin("log_flood", None);
+        for i in 0..1000 {
+            sandbox
+                .store
+                .data_mut()
+                .plugin_log(Level::Info, &format!("line {i}"));
+        }
+        let state = sandbox.store.data();
+        assert_eq!(state.log_lines, 100, "the limit is kept");
+        assert_eq!(
+            state.dropped_log_lines, 900,
+            "the rest is counted, not logged"
+        );
+        // The next call starts with a fresh count.
+        sandbox.begin("log_flood", None);
+        assert_eq!(sandbox.store.data().log_lines, 0);
+    }
+
+    #[test]
     fn a_log_line_is_bounded() {
         assert_eq!(bounded_line("short"), "short");
         let long = "é".repeat(10_000); // 20,000 bytes

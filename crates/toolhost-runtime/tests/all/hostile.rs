@@ -449,3 +449,53 @@ async fn memory_returns_to_its_baseline_after_50_memory_limit_faults() {
         mib(after)
     );
 }
+
+#[tokio::test]
+async fn sockets_are_refused_and_a_read_only_grant_refuses_writes() {
+    let _shared = EXCLUSIVE.read().await;
+    let scene = fs_scene();
+    let mut ro = PluginSettings::default();
+    ro.dirs.push(DirGrant::read_only(&scene.granted));
+    let rt = runtime("hostile-net", Some(ro)).await;
+
+    // A listener the plugin could reach if it had sockets: nothing arrives.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let o = alongside_calc(&rt, "connect", json!({ "addr": addr })).await;
+    let message = tool_failure(o.result);
+    assert!(message.starts_with("cannot connect to "), "{message}");
+    assert!(
+        listener.accept().is_err(),
+        "no connection reached the listener"
+    );
+
+    let target = scene.granted.join("written.txt");
+    let o = alongside_calc(
+        &rt,
+        "write_path",
+        json!({ "path": target.display().to_string(), "text": "x" }),
+    )
+    .await;
+    let message = tool_failure(o.result);
+    assert!(message.starts_with("cannot write "), "{message}");
+    assert!(
+        !target.exists(),
+        "nothing was written through a read-only grant"
+    );
+
+    // The same write through a read-write grant works: the refusal was the grant's.
+    let mut rw = PluginSettings::default();
+    rw.dirs.push(DirGrant::read_write(&scene.granted));
+    let rt = runtime("hostile-net", Some(rw)).await;
+    let r = rt
+        .call(
+            "write_path",
+            json!({ "path": target.display().to_string(), "text": "x" }),
+            CallContext::new(),
+        )
+        .await
+        .expect("a read-write grant allows the write");
+    assert!(r.output.starts_with("wrote "), "{}", r.output);
+    assert!(target.exists());
+}
