@@ -172,7 +172,12 @@ impl ArgMatcher {
             }
             _ => path.to_path_buf(),
         };
-        if let Ok(real) = std::fs::canonicalize(&resolved) {
+        // Only an absolute path is canonicalised: a relative one would be
+        // resolved against the host's working directory, which is not what
+        // the plugin sees.
+        if resolved.is_absolute()
+            && let Ok(real) = std::fs::canonicalize(&resolved)
+        {
             forms.push(real.to_string_lossy().into_owned());
         }
         forms
@@ -182,6 +187,15 @@ impl ArgMatcher {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_relative_path_without_a_base_is_not_resolved_against_the_hosts_directory() {
+        let here = std::env::current_dir().unwrap();
+        let forms = ArgMatcher::path_forms("Cargo.toml", None);
+        assert_eq!(forms, ["Cargo.toml"], "{here:?}");
+        let forms = ArgMatcher::path_forms("Cargo.toml", Some(&here));
+        assert_eq!(forms.len(), 3, "as written, joined, canonical: {forms:?}");
+    }
     use serde_json::json;
 
     #[test]

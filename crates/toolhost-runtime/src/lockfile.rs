@@ -179,6 +179,15 @@ impl Lock {
             return Err(LockError::NoLockFile);
         };
         let mut entries = self.entries.lock();
+        if entries
+            .plugins
+            .get(name)
+            .is_some_and(|e| e.digest == digest)
+        {
+            // Already trusted (a plugin recorded at first use stays loaded
+            // across later reloads): nothing to write.
+            return Ok(());
+        }
         entries.plugins.insert(
             name.to_owned(),
             Entry {

@@ -302,7 +302,7 @@ async fn a_hook_for_a_tool_still_runs_when_a_clash_renames_it() {
         .matcher(Matcher::tools(tools.iter().copied()).unwrap())
     };
     let rt = builder(tmp.path())
-        .plugin_settings("fs", fs)
+        .plugin_settings("fs", fs.clone())
         .hook(guard("by-name", &["read_file"]))
         .build()
         .await
@@ -311,10 +311,15 @@ async fn a_hook_for_a_tool_still_runs_when_a_clash_renames_it() {
     assert!(err.to_string().contains("by-name saw it"), "{err}");
 
     let rt = builder(tmp.path())
+        .plugin_settings("fs", fs)
         .hook(guard("fs-only", &["fs:read_file"]))
         .build()
         .await
         .unwrap();
+    // `fs:read_file` reaches fs's renamed tool…
+    let err = read_renamed(&rt, &scene).await;
+    assert!(err.to_string().contains("fs-only saw it"), "{err}");
+    // …and not the other plugin's `read_file`.
     let squatter = rt
         .call(
             "read_file",
