@@ -173,6 +173,12 @@ fn test(root: &Path, extra: &[String]) -> anyhow::Result<()> {
         .current_dir(root.join("crates").join("toolhost-sdk"))
         .env("CARGO_TARGET_DIR", &target_dir)
         .args(["clippy", "--all-targets", "--", "-D", "warnings"]))?;
+    // The fuzz targets (their own workspace; run with cargo-fuzz on nightly)
+    // must at least compile on stable, so they never rot.
+    run(cargo()
+        .current_dir(root.join("fuzz"))
+        .env("CARGO_TARGET_DIR", &target_dir)
+        .args(["check", "--bins"]))?;
     // Guest-side logic (the SDK and the plugins' pure modules) runs natively.
     run(cargo()
         .current_dir(root.join("plugins"))

@@ -492,10 +492,11 @@ impl Agent {
             agent: self,
             opts: &self.options,
             system: self.system_prompt(&messages),
+            // A timeout too far away to represent is no deadline.
             deadline: self
                 .options
                 .timeout
-                .map(|d| tokio::time::Instant::now() + d),
+                .and_then(|d| tokio::time::Instant::now().checked_add(d)),
         };
         let mut run = RunState {
             messages,

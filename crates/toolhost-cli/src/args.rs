@@ -119,6 +119,11 @@ pub struct Global {
     #[arg(long, value_name = "N", global = true)]
     pub max_rounds: Option<u32>,
 
+    /// Longest a turn (`run`, or one chat message) may take, model and tools
+    /// included, before it ends with status `timeout` (0: no limit).
+    #[arg(long, value_name = "SECS", global = true, default_value_t = 1800)]
+    pub run_timeout: u64,
+
     /// More log output on stderr (-v info, -vv debug, -vvv trace). `RUST_LOG` wins when set.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,

@@ -45,6 +45,9 @@ pub async fn connect(
     if let Some(agent) = &global.agent {
         options = options.agent(agent.clone());
     }
+    if global.run_timeout > 0 {
+        options = options.timeout(std::time::Duration::from_secs(global.run_timeout));
+    }
     for plugin in runtime.plugins() {
         if let Some(rules) = plugin.usage {
             options = options.usage_rules(plugin.name, rules);

@@ -20,6 +20,7 @@ use crate::args::Global;
 ///
 /// ```toml
 /// cache-dir = "/var/cache/toolhost"
+/// policy = "policy.toml"
 /// [limits]
 /// timeout-ms = 10000
 /// [plugins.fs]
@@ -30,7 +31,8 @@ use crate::args::Global;
 /// precision = "6"
 /// [versions]
 /// calc = "^1.2"
-/// policy = "policy.toml"
+/// [tool-owners]
+/// read_file = "fs"
 /// [[hooks]]
 /// command = ["sh", "examples/hooks/block-secrets.sh"]
 /// tools = ["read_file"]
@@ -58,6 +60,10 @@ pub struct ConfigFile {
     /// highest version found wins.
     #[serde(default)]
     pub versions: BTreeMap<String, semver::VersionReq>,
+    /// Which plugin gets a tool name several plugins declare
+    /// (`read_file = "fs"`); without it such a name goes to none of them.
+    #[serde(default)]
+    pub tool_owners: BTreeMap<String, String>,
     /// The permission policy file (`--policy` wins).
     #[serde(default)]
     pub policy: Option<PathBuf>,
@@ -244,6 +250,9 @@ pub fn builder(global: &Global, only: Option<&[PathBuf]>) -> anyhow::Result<Runt
     }
     for (name, req) in file.versions {
         builder = builder.require_version(name, req);
+    }
+    for (tool, plugin) in file.tool_owners {
+        builder = builder.tool_owner(tool, plugin);
     }
     if let Some(policy) = policy {
         builder = builder.policy(policy);

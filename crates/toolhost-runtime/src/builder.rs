@@ -60,6 +60,7 @@ pub struct RuntimeBuilder {
     cache_dir: Option<PathBuf>,
     max_queued_calls: usize,
     pins: BTreeMap<String, semver::VersionReq>,
+    tool_owners: BTreeMap<String, String>,
     watch: bool,
     debounce: Duration,
     cache_grace: Duration,
@@ -93,6 +94,7 @@ impl Default for RuntimeBuilder {
             cache_dir: default_cache_dir(),
             max_queued_calls: 1024,
             pins: BTreeMap::new(),
+            tool_owners: BTreeMap::new(),
             watch: false,
             debounce: DEFAULT_DEBOUNCE,
             cache_grace: DEFAULT_CACHE_GRACE,
@@ -151,6 +153,21 @@ impl RuntimeBuilder {
         self.pins.insert(name.into(), requirement);
         self
     }
+
+    /// Gives the plain name `tool` to plugin `plugin` when several plugins
+    /// declare it. Without this, a name declared by two plugins at start-up
+    /// goes to neither (both are exposed as `plugin__tool`), and a name
+    /// already held stays with its holder when another plugin appears.
+    ///
+    /// ```
+    /// let builder = toolhost_runtime::Runtime::builder().tool_owner("read_file", "fs");
+    /// # let _ = builder;
+    /// ```
+    pub fn tool_owner(mut self, tool: impl Into<String>, plugin: impl Into<String>) -> Self {
+        self.tool_owners.insert(tool.into(), plugin.into());
+        self
+    }
+
     /// Watches the plugin directories and reloads plugins whose files change
     /// (off by default). See [`Runtime::subscribe`] for the events.
     pub fn watch(mut self, watch: bool) -> Self {
@@ -258,6 +275,7 @@ impl RuntimeBuilder {
             loader,
             Sources::resolve(&self.paths)?,
             self.pins,
+            self.tool_owners,
             self.cache_grace,
         ));
         let pool = Pool::new(

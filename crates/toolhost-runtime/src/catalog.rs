@@ -24,6 +24,11 @@ pub(crate) struct Catalog {
     pub(crate) sources: Sources,
     /// Version requirements by plugin name.
     pub(crate) pins: BTreeMap<String, semver::VersionReq>,
+    /// Which plugin each plain tool name belongs to: the user's
+    /// `tool-owners`, then every name a plugin has held since start-up
+    /// (kept while that plugin is away, so a plugin being rebuilt gets its
+    /// names back). See `registry.rs` (`assign_names`).
+    pub(crate) tool_owners: parking_lot::Mutex<BTreeMap<String, String>>,
     /// How long unused compile cache entries are kept.
     pub(crate) cache_grace: Duration,
     /// The version loaded from each file; held while a batch loads, so loads never interleave.
@@ -39,12 +44,14 @@ impl Catalog {
         loader: Loader,
         sources: Sources,
         pins: BTreeMap<String, semver::VersionReq>,
+        tool_owners: BTreeMap<String, String>,
         cache_grace: Duration,
     ) -> Catalog {
         Catalog {
             loader,
             sources,
             pins,
+            tool_owners: parking_lot::Mutex::new(tool_owners),
             cache_grace,
             files: tokio::sync::Mutex::new(Files::default()),
             registry: ArcSwap::from_pointee(Registry::default()),
@@ -81,6 +88,20 @@ impl Catalog {
         self.events.subscribe()
     }
 
+    /// Records who holds each plain tool name in `registry`, so the next
+    /// reload leaves it there. Names of plugins that went away are kept (a
+    /// rebuilt plugin gets its names back), up to [`MAX_REMEMBERED_OWNERS`].
+    pub(crate) fn remember_owners(&self, registry: &Registry) {
+        let mut owners = self.tool_owners.lock();
+        owners.extend(registry.owners());
+        if owners.len() > MAX_REMEMBERED_OWNERS {
+            // A plugin cycling through tool names: forget the absent owners.
+            let present: BTreeSet<&str> =
+                registry.plugins.iter().map(|p| p.name.as_str()).collect();
+            owners.retain(|_, plugin| present.contains(plugin.as_str()));
+        }
+    }
+
     /// The loaded hook plugin called `name`.
     pub(crate) fn hook_plugin(&self, name: &str) -> Option<Arc<Plugin>> {
         self.registry
@@ -91,6 +112,10 @@ impl Catalog {
             .cloned()
     }
 }
+
+/// How many tool names' owners a runtime remembers for plugins that are
+/// away before it forgets them.
+const MAX_REMEMBERED_OWNERS: usize = 10_000;
 
 /// One plugin file that did not load, and why.
 #[derive(Debug, Clone)]

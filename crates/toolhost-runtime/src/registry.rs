@@ -1,7 +1,7 @@
 //! The set of tools the model can call: names resolved across plugins,
 //! clashes reported and resolved deterministically.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use serde::Serialize;
@@ -113,11 +113,14 @@ pub(crate) struct Registry {
 impl Registry {
     /// Builds the registry from every loaded plugin file: one version per
     /// plugin name (the highest, or the highest that meets the plugin's
-    /// version requirement in `pins`), then tools by name. Returns warnings for
-    /// every plugin or tool that was renamed or left out, with the reason.
+    /// version requirement in `pins`), then tools by name (see
+    /// [`assign_names`]; `names` says who held which name until now).
+    /// Returns warnings for every plugin or tool that was renamed
+    /// or left out, with the reason.
     pub(crate) fn build(
         candidates: impl IntoIterator<Item = Arc<Plugin>>,
         pins: &BTreeMap<String, semver::VersionReq>,
+        names: &Holders,
     ) -> (Registry, Vec<String>) {
         let mut warnings = Vec::new();
         let mut by_name: BTreeMap<String, Vec<Arc<Plugin>>> = BTreeMap::new();
@@ -182,37 +185,7 @@ impl Registry {
             }
             plugins.push(chosen);
         }
-        let mut tools: BTreeMap<String, (Arc<Plugin>, usize)> = BTreeMap::new();
-        for p in &plugins {
-            for (i, t) in p.tools.iter().enumerate() {
-                let reserved = RESERVED_TOOL_NAMES.contains(&t.name.as_str());
-                if !reserved && !tools.contains_key(&t.name) {
-                    tools.insert(t.name.clone(), (p.clone(), i));
-                    continue;
-                }
-                let owner = match tools.get(&t.name) {
-                    Some((owner, _)) => owner.id(),
-                    None => "the host (the name is reserved for a built-in tool)".to_owned(),
-                };
-                let alias = format!("{}__{}", p.name, t.name);
-                if is_valid_tool_name(&alias) && !tools.contains_key(&alias) {
-                    warnings.push(format!(
-                        "tool `{}` of {} clashes with `{}` of {owner}; it is exposed as `{alias}`",
-                        t.name,
-                        p.id(),
-                        t.name
-                    ));
-                    tools.insert(alias, (p.clone(), i));
-                } else {
-                    warnings.push(format!(
-                        "tool `{}` of {} clashes with `{}` of {owner} and cannot be renamed; it is not available",
-                        t.name,
-                        p.id(),
-                        t.name
-                    ));
-                }
-            }
-        }
+        let tools = assign_names(&plugins, names, &mut warnings);
         (
             Registry {
                 tools,
@@ -221,6 +194,24 @@ impl Registry {
             },
             warnings,
         )
+    }
+
+    /// Which plugin holds each plain (declared) tool name now.
+    pub(crate) fn owners(&self) -> BTreeMap<String, String> {
+        self.tools
+            .iter()
+            .filter(|(name, (p, i))| p.tools[*i].name == **name)
+            .map(|(name, (p, _))| (name.clone(), p.name.clone()))
+            .collect()
+    }
+
+    /// The (plugin, declared name) pairs exposed as `plugin__tool` now.
+    pub(crate) fn renamed(&self) -> BTreeSet<(String, String)> {
+        self.tools
+            .iter()
+            .filter(|(name, (p, i))| p.tools[*i].name != **name)
+            .map(|(_, (p, i))| (p.name.clone(), p.tools[*i].name.clone()))
+            .collect()
     }
 
     pub(crate) fn tool_infos(&self) -> Vec<ToolInfo> {
@@ -292,6 +283,108 @@ impl Registry {
     pub(crate) fn suggest(&self, name: &str) -> Vec<String> {
         suggest(name, self.tools.keys().map(String::as_str))
     }
+}
+
+/// Who held which tool name before a load: what keeps names where they are.
+#[derive(Debug, Default)]
+pub(crate) struct Holders {
+    /// Plain tool name -> the plugin it belongs to: the user's
+    /// `tool-owners`, and every name a plugin has held since start-up.
+    pub owners: BTreeMap<String, String>,
+    /// (plugin, declared name) pairs that were exposed as `plugin__tool`.
+    pub renamed: BTreeSet<(String, String)>,
+}
+
+/// Gives every tool of `plugins` the name the model calls it by.
+///
+/// A declared name goes to the plugin that owns it (the one that held it
+/// since start-up, or the one the user configured). While its owner is away
+/// (being rebuilt, say), a plugin that was renamed because of it stays
+/// renamed; a plugin that appeared meanwhile and alone declares the name (a
+/// renamed file) gets it. A name no one owns goes to the one plugin that
+/// declares it, and to none when several do (a tie). So a plugin never takes
+/// a name from another because of how its name sorts, and a newcomer never
+/// takes a name that is held. Every other claimant is exposed as
+/// `plugin__tool`; a name reserved for a built-in ([`RESERVED_TOOL_NAMES`])
+/// always is.
+fn assign_names(
+    plugins: &[Arc<Plugin>],
+    names: &Holders,
+    warnings: &mut Vec<String>,
+) -> BTreeMap<String, (Arc<Plugin>, usize)> {
+    let mut claims: BTreeMap<&str, Vec<(&Arc<Plugin>, usize)>> = BTreeMap::new();
+    for p in plugins {
+        for (i, t) in p.tools.iter().enumerate() {
+            claims.entry(t.name.as_str()).or_default().push((p, i));
+        }
+    }
+    let mut tools: BTreeMap<String, (Arc<Plugin>, usize)> = BTreeMap::new();
+    let mut renamed: Vec<(&Arc<Plugin>, usize, String)> = Vec::new();
+    for (name, claimants) in &claims {
+        let owner = names.owners.get(*name);
+        let sole = match claimants.as_slice() {
+            [only] => Some(only),
+            _ => None,
+        };
+        let holder = if RESERVED_TOOL_NAMES.contains(name) {
+            None
+        } else if let Some(owner) = owner {
+            claimants
+                .iter()
+                .find(|(p, _)| &p.name == owner)
+                .or(sole.filter(|(p, _)| {
+                    !names
+                        .renamed
+                        .contains(&(p.name.clone(), (*name).to_owned()))
+                }))
+        } else {
+            sole
+        };
+        if let Some((p, i)) = holder {
+            tools.insert((*name).to_owned(), ((*p).clone(), *i));
+        }
+        let why = match (holder, owner) {
+            (Some((p, _)), _) => format!("`{name}` is held by {}", p.id()),
+            _ if RESERVED_TOOL_NAMES.contains(name) => {
+                format!("`{name}` is reserved for a built-in tool of the host")
+            }
+            (None, Some(owner)) => format!(
+                "`{name}` belongs to plugin `{owner}`, which is not loaded now or does not declare it"
+            ),
+            (None, None) => format!(
+                "{} plugins declare `{name}` and none held it before, so none gets it \
+                 (name its owner in the config's `[tool-owners]`, e.g. `{name} = \"{}\"`)",
+                claimants.len(),
+                claimants[0].0.name
+            ),
+        };
+        for (p, i) in claimants {
+            if holder.is_some_and(|(h, _)| Arc::ptr_eq(h, p)) {
+                continue;
+            }
+            renamed.push((p, *i, why.clone()));
+        }
+    }
+    for (p, i, why) in renamed {
+        let declared = &p.tools[i].name;
+        let alias = format!("{}__{declared}", p.name);
+        if is_valid_tool_name(&alias)
+            && !tools.contains_key(&alias)
+            && !claims.contains_key(alias.as_str())
+        {
+            warnings.push(format!(
+                "tool `{declared}` of {} is exposed as `{alias}`: {why}",
+                p.id()
+            ));
+            tools.insert(alias, (p.clone(), i));
+        } else {
+            warnings.push(format!(
+                "tool `{declared}` of {} cannot be renamed and is not available: {why}",
+                p.id()
+            ));
+        }
+    }
+    tools
 }
 
 /// Ranks `candidates` by similarity to `name`: a match ignoring case and

@@ -85,7 +85,14 @@ impl Catalog {
         }
 
         let swap_started = Instant::now();
-        let (registry, mut warnings) = Registry::build(state.loaded.values().cloned(), &self.pins);
+        // A plain tool name stays with the plugin that held it.
+        let names = crate::registry::Holders {
+            owners: self.tool_owners.lock().clone(),
+            renamed: self.registry().renamed(),
+        };
+        let (registry, mut warnings) =
+            Registry::build(state.loaded.values().cloned(), &self.pins, &names);
+        self.remember_owners(&registry);
         // A chosen plugin loaded with grants for the first time (or rebuilt,
         // in dev mode): the lock file now binds them to its digest.
         for p in &registry.plugins {

@@ -303,14 +303,20 @@ pub struct ModelServer {
 impl ModelServer {
     /// Starts the server on a free port; `answer` makes each response.
     pub fn start(answer: impl Fn(usize, &str) -> String + Send + Sync + 'static) -> ModelServer {
+        ModelServer::start_replies(move |n, request| raw_reply(&answer(n, &request.text)))
+    }
+
+    /// Starts the server on a free port; `answer` makes each [`Reply`]
+    /// (streams that stall, trickle or never end included).
+    pub fn start_replies(
+        answer: impl Fn(usize, &Received) -> Reply + Send + Sync + 'static,
+    ) -> ModelServer {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
             .build()
             .expect("a tokio runtime for the fake model server");
-        let server = runtime.block_on(FakeModel::start_with(move |n, request| {
-            raw_reply(&answer(n, &request.text))
-        }));
+        let server = runtime.block_on(FakeModel::start_with(answer));
         let port = server.addr.port();
         ModelServer {
             port,

@@ -16,7 +16,7 @@
 
 pub mod fake_model;
 
-pub use fake_model::ModelServer;
+pub use fake_model::{ModelServer, Reply};
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};

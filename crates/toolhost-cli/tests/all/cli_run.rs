@@ -316,3 +316,42 @@ fn max_rounds_forces_a_final_answer() {
         "no tool may be called in the final answer"
     );
 }
+
+#[test]
+fn a_model_stream_that_never_ends_is_cut_by_the_run_timeout() {
+    // Each frame arrives well within the stream's idle timeout, so only the
+    // run's own deadline can end it.
+    let server = ModelServer::start_replies(|_, _| {
+        let frame =
+            json!({"choices": [{"index": 0, "delta": {"content": "."}, "finish_reason": null}]});
+        Reply::Endless {
+            first: Vec::new(),
+            frame: format!("data: {frame}\n\n"),
+            gap: std::time::Duration::from_millis(50),
+        }
+    });
+    let base = format!("http://127.0.0.1:{}/v1", server.port);
+    let o = host_run(&[
+        "--provider",
+        "openai",
+        "--base-url",
+        &base,
+        "--model",
+        "test-model",
+        "--run-timeout",
+        "2",
+        "run",
+        "Say something.",
+    ]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success(),
+        "{stderr} / {}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    assert!(
+        stderr.contains("timeout"),
+        "{stderr} / {}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+}

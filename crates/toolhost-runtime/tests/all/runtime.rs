@@ -544,27 +544,59 @@ async fn many_concurrent_calls_from_many_tasks_are_all_correct() {
     assert_eq!(done, 32);
 }
 
+/// Calls `name` with `1` and returns the output.
+async fn calculate_as(rt: &Runtime, name: &str) -> String {
+    rt.call(name, json!({"expression": "1"}), CallContext::new())
+        .await
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+        .output
+}
+
 #[tokio::test]
-async fn a_tool_name_clash_is_resolved_deterministically_and_reported() {
+async fn a_tool_name_two_plugins_declare_at_start_goes_to_neither_and_is_reported() {
     let tmp = tempfile::tempdir().unwrap();
     copy_plugin(&plugins_dir(), "calc", tmp.path());
     copy_plugin(&fixtures_dir(), "dup-calc", tmp.path());
     let rt = runtime_with(&[tmp.path()], vec![]).await;
-    assert_calc_still_works(&rt).await;
-    let r = rt
-        .call(
-            "dup-calc__calculate",
-            json!({"expression": "1"}),
-            CallContext::new(),
-        )
-        .await
-        .unwrap();
-    assert_eq!(r.output, "dup");
-    let warnings = rt.load_report().warnings;
+    let names: Vec<String> = rt.tools().into_iter().map(|t| t.name).collect();
     assert!(
-        warnings.iter().any(|w| w.contains("dup-calc__calculate")),
-        "{warnings:?}"
+        !names.iter().any(|n| n == "calculate"),
+        "neither plugin gets the plain name by how its name sorts: {names:?}"
     );
+    assert_eq!(calculate_as(&rt, "calc__calculate").await, "1");
+    assert_eq!(calculate_as(&rt, "dup-calc__calculate").await, "dup");
+    let warnings = rt.load_report().warnings.join("\n");
+    assert!(
+        warnings.contains("dup-calc__calculate") && warnings.contains("tool-owners"),
+        "the warning says how to settle it: {warnings}"
+    );
+}
+
+#[tokio::test]
+async fn a_configured_owner_settles_a_tool_name_clash() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_plugin(&plugins_dir(), "calc", tmp.path());
+    copy_plugin(&fixtures_dir(), "dup-calc", tmp.path());
+    for (owner, plain, other) in [("calc", "1", "dup-calc"), ("dup-calc", "dup", "calc")] {
+        let rt = Runtime::builder()
+            .plugin_dir(tmp.path())
+            .cache_dir(Some(root().join("target/test-cache")))
+            .tool_owner("calculate", owner)
+            .build()
+            .await
+            .unwrap();
+        assert_eq!(
+            calculate_as(&rt, "calculate").await,
+            plain,
+            "{owner} owns it"
+        );
+        assert!(
+            rt.tools()
+                .iter()
+                .any(|t| t.name == format!("{other}__calculate")),
+            "the other is renamed"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

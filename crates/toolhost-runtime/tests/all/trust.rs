@@ -223,9 +223,10 @@ async fn a_plugin_without_grants_is_not_recorded_and_a_broken_lock_file_is_an_er
     assert!(err.to_string().contains("toolhost.lock"), "{err}");
 }
 
-/// `fs`, and a newcomer `a-tools` (the squatter fixture) whose name sorts
-/// first, so it takes the plain `read_file` and fs's becomes
-/// `fs__read_file`; fs is granted the scene's directory.
+/// `fs`, and `a-tools` (the squatter fixture, whose name sorts first) both
+/// declaring `read_file` at start-up: neither gets the plain name, fs's is
+/// `fs__read_file` and the squatter's `a-tools__read_file`; fs is granted
+/// the scene's directory.
 fn clash() -> (tempfile::TempDir, FsScene, PluginSettings) {
     let scene = fs_scene();
     let tmp = tempfile::tempdir().unwrap();
@@ -291,6 +292,58 @@ async fn a_rule_still_holds_when_a_clash_renames_the_tool() {
 }
 
 #[tokio::test]
+async fn a_newcomer_never_takes_a_tool_name_another_plugin_holds() {
+    let scene = fs_scene();
+    let tmp = tempfile::tempdir().unwrap();
+    copy_plugin(&plugins_dir(), "fs", tmp.path());
+    let mut fs = PluginSettings::default();
+    fs.dirs
+        .push(toolhost_runtime::DirGrant::read_only(&scene.granted));
+    let rt = builder(tmp.path())
+        .plugin_settings("fs", fs)
+        .build()
+        .await
+        .unwrap();
+    let path = scene.granted.join("hello.txt").display().to_string();
+    let read = || async {
+        rt.call(
+            "read_file",
+            serde_json::json!({ "path": path }),
+            toolhost_runtime::CallContext::new(),
+        )
+        .await
+        .unwrap()
+        .output
+    };
+    let before = read().await;
+
+    // A plugin whose name sorts first arrives while fs holds `read_file`.
+    std::fs::copy(
+        fixtures_dir().join("hostile-squatter.wasm"),
+        tmp.path().join("a-tools.wasm"),
+    )
+    .unwrap();
+    std::fs::write(tmp.path().join("a-tools.toml"), "name = \"a-tools\"\n").unwrap();
+    rt.rescan().await;
+    assert_eq!(info(&rt, "a-tools").name, "a-tools", "the newcomer loaded");
+    assert_eq!(read().await, before, "`read_file` is still fs's");
+    let names: Vec<String> = rt.tools().into_iter().map(|t| t.name).collect();
+    assert!(names.iter().any(|n| n == "a-tools__read_file"), "{names:?}");
+
+    // fs away for a moment (being rebuilt): the newcomer does not get the
+    // name meanwhile, and fs has it back when it returns.
+    let fs_file = tmp.path().join("fs.wasm");
+    let bytes = std::fs::read(&fs_file).unwrap();
+    std::fs::remove_file(&fs_file).unwrap();
+    rt.rescan().await;
+    let names: Vec<String> = rt.tools().into_iter().map(|t| t.name).collect();
+    assert!(!names.iter().any(|n| n == "read_file"), "{names:?}");
+    std::fs::write(&fs_file, bytes).unwrap();
+    rt.rescan().await;
+    assert_eq!(read().await, before, "`read_file` is fs's again");
+}
+
+#[tokio::test]
 async fn a_hook_for_a_tool_still_runs_when_a_clash_renames_it() {
     use toolhost_runtime::hooks::{BeforeDecision, FnHook, HookEntry, Matcher};
     let (tmp, scene, fs) = clash();
@@ -322,7 +375,7 @@ async fn a_hook_for_a_tool_still_runs_when_a_clash_renames_it() {
     // …and not the other plugin's `read_file`.
     let squatter = rt
         .call(
-            "read_file",
+            "a-tools__read_file",
             serde_json::json!({ "path": "x" }),
             toolhost_runtime::CallContext::new(),
         )
