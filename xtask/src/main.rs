@@ -2,11 +2,16 @@
 //!
 //! - `plugins`: build every plugin in `plugins/` for wasm32-wasip2 into
 //!   `target/plugins/` (examples) and `target/fixtures/` (test fixtures).
-//! - `test`: `plugins`, then formatting, clippy (host, plugins, SDK) and every test of both workspaces.
+//! - `test`: `plugins`, then formatting, clippy (host, plugins, SDK), the
+//!   fuzz targets' build, and every test of both workspaces, with the outside
+//!   software they need (the MCP Python SDK, the MCP Inspector) installed
+//!   into `target/tools/` (`outside.rs`).
 //! - `demo`: `plugins`, a release build of `host`, then the interactive session.
 //! - `bench`: `plugins`, then the criterion benchmarks (tool calls, agent loop).
 //!
 //! Each installs the `wasm32-wasip2` target when it is missing.
+
+mod outside;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -188,8 +193,11 @@ fn test(root: &Path, extra: &[String]) -> anyhow::Result<()> {
         .current_dir(root.join("crates").join("toolhost-sdk"))
         .env("CARGO_TARGET_DIR", &target_dir)
         .args(["test"]))?;
+    // The MCP Python SDK and the Inspector, for the MCP server's tests.
+    let installed = outside::install(root)?;
     let mut cmd = cargo();
     cmd.current_dir(root).args(["test", "--workspace"]);
+    installed.export(&mut cmd);
     cmd.args(extra);
     run(&mut cmd)
 }

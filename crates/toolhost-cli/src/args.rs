@@ -170,6 +170,40 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Serve every tool over MCP on stdin and stdout, for an MCP client that
+    /// starts `host` (Claude Code, Codex, Cursor, goose …).
+    Mcp,
+    /// Serve every tool over MCP's Streamable HTTP transport at `/mcp`, with
+    /// `/healthz` and `/readyz` beside it.
+    Serve {
+        /// Address to listen on (a non-loopback address needs a token).
+        #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
+        listen: std::net::SocketAddr,
+        /// File holding the bearer token clients must send.
+        #[arg(long, value_name = "FILE", conflicts_with = "token_env")]
+        token_file: Option<PathBuf>,
+        /// Environment variable holding the bearer token clients must send.
+        #[arg(long, value_name = "VAR")]
+        token_env: Option<String>,
+        /// A `Host` header value to accept besides loopback names, i.e. a
+        /// name clients reach this server by (repeatable).
+        #[arg(long, value_name = "HOST")]
+        accept_host: Vec<String>,
+        /// A browser origin to accept, e.g. `https://app.example.com:443`
+        /// (repeatable); any other `Origin` is refused.
+        #[arg(long, value_name = "ORIGIN")]
+        accept_origin: Vec<String>,
+        /// No sessions for any protocol revision, so any replica can answer
+        /// any request.
+        #[arg(long)]
+        stateless: bool,
+        /// Most requests served at once (HTTP 503 beyond).
+        #[arg(long, value_name = "N", default_value_t = toolhost_mcp::DEFAULT_MAX_CONCURRENT_REQUESTS)]
+        max_concurrent: usize,
+        /// Largest request body in bytes (HTTP 413 beyond).
+        #[arg(long, value_name = "BYTES", default_value_t = toolhost_mcp::DEFAULT_MAX_REQUEST_BYTES)]
+        max_request_bytes: usize,
+    },
     /// Validate a plugin file and print what it exports and requests.
     Check {
         /// The component file.

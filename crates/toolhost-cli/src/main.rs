@@ -5,6 +5,7 @@ mod args;
 mod chat;
 mod commands;
 mod exit;
+mod mcp;
 mod notices;
 mod repl;
 mod settings;
@@ -54,7 +55,11 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
     };
     let mut builder = settings::builder(&cli.global, only.as_deref())?;
     // Long-running commands pick up plugins that change while they run.
-    if matches!(cli.command, None | Some(Command::Run { .. })) && !cli.global.no_watch {
+    if matches!(
+        cli.command,
+        None | Some(Command::Run { .. } | Command::Mcp | Command::Serve { .. })
+    ) && !cli.global.no_watch
+    {
         builder = builder.watch(true);
     }
     let file = settings::config_file(&cli.global)?;
@@ -85,6 +90,32 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 details,
                 json,
             ))
+        }
+        Some(Command::Mcp) => {
+            commands::report_load_problems(&runtime);
+            rt.block_on(mcp::stdio(&cli.global, runtime))
+        }
+        Some(Command::Serve {
+            listen,
+            token_file,
+            token_env,
+            accept_host,
+            accept_origin,
+            stateless,
+            max_concurrent,
+            max_request_bytes,
+        }) => {
+            commands::report_load_problems(&runtime);
+            let options = toolhost_mcp::HttpOptions {
+                listen,
+                token: mcp::token(token_file.as_deref(), token_env.as_deref())?,
+                allowed_hosts: accept_host,
+                allowed_origins: accept_origin,
+                max_request_bytes,
+                max_concurrent_requests: max_concurrent,
+                stateless,
+            };
+            rt.block_on(mcp::http(&cli.global, runtime, options))
         }
         Some(Command::Run { prompt, json }) => {
             commands::report_load_problems(&runtime);

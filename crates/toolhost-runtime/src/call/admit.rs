@@ -137,7 +137,7 @@ async fn ask(
         tool: tool.to_owned(),
         reason,
     };
-    let Some(approver) = gate.approver() else {
+    let Some(approver) = cx.approver_or(gate) else {
         cx.step(|| CallStep::Approval {
             of: ApprovalOf::Call,
             answer: ApprovalAnswer::NoApprover,

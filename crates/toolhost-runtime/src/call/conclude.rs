@@ -109,7 +109,7 @@ pub(crate) async fn conclude(
     if !gate.policy().approve_result(tool, cx.agent.as_deref()) {
         return result;
     }
-    let Some(approver) = gate.approver() else {
+    let Some(approver) = cx.approver_or(gate) else {
         cx.step(|| CallStep::Approval {
             of: ApprovalOf::Result,
             answer: ApprovalAnswer::NoApprover,

@@ -48,6 +48,8 @@ pub struct CallContext {
     pub(crate) agent: Option<String>,
     pub(crate) progress: Option<ProgressSink>,
     steps: Option<StepSink>,
+    /// Asks about this call instead of the runtime's approver.
+    pub(crate) approver: Option<Arc<dyn crate::permission::Approver>>,
 }
 
 /// Receives each [`CallStep`] of a call (see [`CallContext::on_step`]).
@@ -91,6 +93,23 @@ impl CallContext {
         self.progress = Some(Arc::new(sink));
         self
     }
+    /// Asks `approver` about this call (a policy or hook `ask`, a result
+    /// under result approval) instead of the runtime's approver: an entry
+    /// point that can reach the user its own way (an MCP server asks the
+    /// client through elicitation) sets one per call.
+    pub fn approver(mut self, approver: Arc<dyn crate::permission::Approver>) -> Self {
+        self.approver = Some(approver);
+        self
+    }
+
+    /// The approver for this call: its own, else the runtime's.
+    pub(crate) fn approver_or<'a>(
+        &'a self,
+        gate: &'a crate::gate::Gate,
+    ) -> Option<&'a Arc<dyn crate::permission::Approver>> {
+        self.approver.as_ref().or(gate.approver())
+    }
+
     /// Receives every step of the permission layer and the hooks on this
     /// call (the policy's decision, each hook's decision and time, approvals),
     /// for events and history.

@@ -1,0 +1,75 @@
+//! `host mcp` and `host serve`: the flags wired to `toolhost-mcp`.
+
+use std::path::Path;
+
+use anyhow::{Context, bail};
+use toolhost_mcp::{HttpOptions, HttpServer, McpServer, ServerOptions};
+use toolhost_runtime::Runtime;
+
+use crate::args::Global;
+use crate::exit;
+
+fn server(global: &Global, runtime: Runtime) -> McpServer {
+    McpServer::new(
+        runtime,
+        ServerOptions {
+            agent: global.agent.clone(),
+        },
+    )
+}
+
+/// Serves one client on stdin and stdout (logs go to stderr).
+pub async fn stdio(global: &Global, runtime: Runtime) -> anyhow::Result<u8> {
+    server(global, runtime).serve_stdio().await?;
+    Ok(exit::OK)
+}
+
+/// Serves over Streamable HTTP until Ctrl-C or SIGTERM, then finishes the
+/// requests in flight.
+pub async fn http(global: &Global, runtime: Runtime, options: HttpOptions) -> anyhow::Result<u8> {
+    let bound = HttpServer::bind(server(global, runtime), options).await?;
+    eprintln!("toolhost MCP server on http://{}/mcp", bound.local_addr());
+    bound.run(shutdown_signal()).await?;
+    Ok(exit::OK)
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::warn!("cannot listen for SIGTERM: {e}");
+                    let _ = tokio::signal::ctrl_c().await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+/// The bearer token from `--token-file` (surrounding whitespace trimmed) or
+/// `--token-env`.
+pub fn token(file: Option<&Path>, env: Option<&str>) -> anyhow::Result<Option<String>> {
+    let token = match (file, env) {
+        (Some(path), _) => std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read the token file {}", path.display()))?
+            .trim()
+            .to_owned(),
+        (None, Some(var)) => std::env::var(var)
+            .with_context(|| format!("the token variable {var} is not set"))?
+            .trim()
+            .to_owned(),
+        (None, None) => return Ok(None),
+    };
+    if token.is_empty() {
+        bail!("the bearer token is empty");
+    }
+    Ok(Some(token))
+}

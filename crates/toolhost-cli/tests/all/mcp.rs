@@ -1,0 +1,473 @@
+//! `host mcp` and `host serve` driven by software nobody here wrote: the
+//! official MCP Python SDK client (`tests/mcp_client.py`, one scenario per
+//! run) over stdio and Streamable HTTP, for protocol revisions 2025-11-25
+//! and 2026-07-28, and the MCP Inspector's CLI. `cargo xtask test` installs
+//! both into `target/tools/`; without them these tests fail, saying so.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::Value;
+
+use crate::support::*;
+
+const MODES: [&str; 2] = ["legacy", "2026-07-28"];
+
+/// An outside tool: from the variable `cargo xtask test` sets, else its
+/// place under `target/tools/`.
+fn outside(var: &str, default: &str) -> PathBuf {
+    let path = std::env::var_os(var).map_or_else(|| root().join(default), PathBuf::from);
+    assert!(
+        path.is_file(),
+        "{} is missing: run the tests with `cargo xtask test`, which installs the MCP \
+         Python SDK and the MCP Inspector into target/tools/ (${var})",
+        path.display()
+    );
+    path
+}
+
+fn python() -> PathBuf {
+    outside("TOOLHOST_TEST_PYTHON", "target/tools/py/bin/python")
+}
+
+fn inspector() -> PathBuf {
+    outside(
+        "TOOLHOST_TEST_INSPECTOR",
+        "target/tools/node/node_modules/.bin/mcp-inspector",
+    )
+}
+
+/// `host` with the test cache and a lock file of its own, as arguments (the
+/// SDK starts stdio servers with a minimal environment of its own).
+fn host_args(tmp: &Path, args: &[&str]) -> Vec<String> {
+    let mut all = vec![
+        env!("CARGO_BIN_EXE_host").to_owned(),
+        "--cache-dir".to_owned(),
+        root().join("target/test-cache").display().to_string(),
+        "--lock".to_owned(),
+        tmp.join("toolhost.lock").display().to_string(),
+    ];
+    all.extend(args.iter().map(|a| (*a).to_owned()));
+    all
+}
+
+/// Runs one scenario of `mcp_client.py` and returns its report.
+fn client(scenario: &str, options: &[&str], host: &[String]) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_client.py");
+    let out = Command::new(python())
+        .arg(script)
+        .arg(scenario)
+        .args(options)
+        .arg("--")
+        .args(host)
+        .output()
+        .expect("the MCP Python client runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "{scenario} {options:?} failed:\n{stderr}\n{stdout}"
+    );
+    let last = stdout.lines().last().unwrap_or_default();
+    serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {stdout}\n{stderr}"))
+}
+
+/// A plugin directory with the example plugins and the `hostile` fixture.
+fn plugins_with_hostile() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    for name in ["calc", "fs", "http", "text"] {
+        copy_plugin(&plugins_dir(), name, tmp.path());
+    }
+    copy_plugin(&fixtures_dir(), "hostile", tmp.path());
+    tmp
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+const DENY_HTTP: &str = "default = \"allow\"\n[[rules]]\ntool = \"http_get\"\ndecision = \"deny\"\nreason = \"no network here\"\n";
+
+/// What every transport and revision must show: the tools one to one, a
+/// denied tool not listed, results, structured content, details in `_meta`,
+/// and every failure an `isError` result with the agent loop's message.
+fn assert_basics(report: &Value, version: &str) {
+    assert_eq!(report["version"], version, "{report}");
+    let tools = &report["tools"];
+    assert_eq!(tools["calculate"]["read_only"], true, "{tools}");
+    assert_eq!(tools["calculate"]["has_output_schema"], true);
+    assert_eq!(tools["read_file"]["schema_type"], "object");
+    assert!(
+        tools.get("http_get").is_none(),
+        "a tool the policy denies is not listed: {tools}"
+    );
+    let calls = &report["calls"];
+    assert_eq!(calls["ok"]["is_error"], false, "{calls}");
+    assert_eq!(calls["ok"]["text"], "14");
+    assert_eq!(calls["ok"]["structured"]["value"], 14.0);
+    assert_eq!(
+        calls["ok"]["meta"]["dev.toolhost/details"]["expression"], "2*(3+4)",
+        "details go in _meta, not the text"
+    );
+    for (call, kind, says) in [
+        (
+            "invalid",
+            "invalid-arguments",
+            "\"expression\" is a required property",
+        ),
+        ("unknown", "not-found", "did you mean `calculate`"),
+        ("denied", "permission-denied", "no network here"),
+        ("panic", "sandbox-fault", "plugin panicked: boom"),
+    ] {
+        let r = &calls[call];
+        assert_eq!(r["is_error"], true, "{call}: {r}");
+        assert_eq!(r["meta"]["dev.toolhost/error-kind"], kind, "{call}: {r}");
+        assert!(r["text"].as_str().unwrap().contains(says), "{call}: {r}");
+    }
+}
+
+#[test]
+fn mcp_over_stdio_serves_the_plugins_to_the_python_sdk_in_both_revisions() {
+    let dir = plugins_with_hostile();
+    let policy = write(dir.path(), "policy.toml", DENY_HTTP);
+    let plugins = dir.path().display().to_string();
+    let host = host_args(
+        dir.path(),
+        &["--plugins", &plugins, "--policy", &policy, "mcp"],
+    );
+    for (mode, version) in [("legacy", "2025-11-25"), ("2026-07-28", "2026-07-28")] {
+        let report = client("basics", &["--mode", mode], &host);
+        assert_basics(&report, version);
+    }
+}
+
+#[test]
+fn an_ask_becomes_an_elicitation_and_a_client_that_cannot_answer_is_denied() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_plugin(&plugins_dir(), "calc", dir.path());
+    let policy = write(
+        dir.path(),
+        "policy.toml",
+        "[[rules]]\ntool = \"calculate\"\ndecision = \"ask\"\nreason = \"sums need a nod\"\n",
+    );
+    let plugins = dir.path().display().to_string();
+    let host = host_args(
+        dir.path(),
+        &["--plugins", &plugins, "--policy", &policy, "mcp"],
+    );
+    let ask =
+        |answer: &str, mode: &str| client("ask", &["--mode", mode, "--answer", answer], &host);
+
+    let yes = ask("accept", "legacy");
+    assert_eq!(yes["result"]["text"], "2", "{yes}");
+    let question = yes["asked"][0].as_str().unwrap();
+    assert!(
+        question.contains("calculate") && question.contains("sums need a nod"),
+        "the question names the tool and the rule's reason: {question}"
+    );
+
+    let no = ask("decline", "legacy");
+    assert_eq!(no["asked"].as_array().unwrap().len(), 1, "{no}");
+    assert_eq!(no["result"]["is_error"], true);
+    assert!(no["result"]["text"].as_str().unwrap().contains("declined"));
+
+    let cannot = ask("none", "legacy");
+    assert!(cannot["asked"].as_array().unwrap().is_empty());
+    assert!(
+        cannot["result"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("cannot be asked"),
+        "{cannot}"
+    );
+
+    let modern = ask("accept", "2026-07-28");
+    assert_eq!(modern["result"]["is_error"], true, "{modern}");
+    assert!(
+        modern["result"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("input_required"),
+        "on 2026-07-28 the denial says why: {modern}"
+    );
+}
+
+#[test]
+fn a_cancelled_call_stops_its_sandbox_in_both_revisions() {
+    let dir = plugins_with_hostile();
+    // One sandbox at a time for `hostile`, and a spin that would run for a
+    // minute: the call after the cancelled one runs only if the cancelled
+    // call's sandbox was stopped.
+    let config = write(
+        dir.path(),
+        "config.toml",
+        "[plugins.hostile]\nlimits = { max-instances = 1, timeout-ms = 60000 }\n",
+    );
+    let plugins = dir.path().display().to_string();
+    let host = host_args(
+        dir.path(),
+        &["--plugins", &plugins, "--config", &config, "mcp"],
+    );
+    for mode in MODES {
+        let report = client("cancel", &["--mode", mode], &host);
+        assert_eq!(report["cancelled"], true, "{report}");
+        assert_eq!(report["next"]["text"], "next", "{mode}: {report}");
+    }
+}
+
+#[test]
+fn a_hot_reload_tells_clients_the_tool_list_changed_in_both_revisions() {
+    for mode in MODES {
+        let dir = tempfile::tempdir().unwrap();
+        let plugins = dir.path().join("plugins");
+        copy_plugin(&plugins_dir(), "calc", &plugins);
+        let host = host_args(
+            dir.path(),
+            &["--plugins", &plugins.display().to_string(), "mcp"],
+        );
+        let report = client(
+            "reload",
+            &[
+                "--mode",
+                mode,
+                "--copy",
+                &plugins_dir().join("text.wasm").display().to_string(),
+                &plugins.join("text.wasm").display().to_string(),
+            ],
+            &host,
+        );
+        assert_eq!(report["changed"], true, "{mode}: {report}");
+        assert_eq!(report["before"], serde_json::json!(["calculate"]));
+        assert!(
+            report["after"]
+                .as_array()
+                .unwrap()
+                .contains(&Value::from("word_count")),
+            "{report}"
+        );
+    }
+}
+
+#[test]
+fn progress_from_a_plugin_reaches_the_client_as_progress_notifications() {
+    let server = TestServer::start("hello from the test server");
+    let url = server.url("/page");
+    let dir = tempfile::tempdir().unwrap();
+    copy_plugin(&plugins_dir(), "http", dir.path());
+    let plugins = dir.path().display().to_string();
+    let grant = format!("http=127.0.0.1:{}", server.port);
+    let host = host_args(
+        dir.path(),
+        &["--plugins", &plugins, "--allow-host", &grant, "mcp"],
+    );
+    for mode in MODES {
+        let report = client("progress", &["--mode", mode, "--url-arg", &url], &host);
+        assert_eq!(report["result"]["is_error"], false, "{mode}: {report}");
+        let progress = report["progress"].as_array().unwrap();
+        assert!(
+            progress
+                .iter()
+                .any(|p| p["message"].as_str().is_some_and(|m| m.contains(&url))),
+            "{mode}: {report}"
+        );
+    }
+}
+
+/// `host serve` on a free port; returns the process and its base URL.
+struct Served {
+    child: Child,
+    base: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(args: &[String]) -> Served {
+    let mut child = Command::new(&args[0])
+        .args(&args[1..])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("host serve starts");
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = BufReader::new(stderr).lines();
+    let base = loop {
+        let line = lines
+            .next()
+            .expect("host serve says where it listens")
+            .unwrap();
+        if let Some(rest) = line.strip_prefix("toolhost MCP server on ") {
+            break rest.trim_end_matches("/mcp").to_owned();
+        }
+    };
+    // Keep draining stderr so the server never blocks on it.
+    std::thread::spawn(move || for _ in lines {});
+    Served { child, base }
+}
+
+/// A raw HTTP/1.1 request; returns the status code and the body.
+fn http(
+    base: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, String) {
+    let authority = base.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(authority).unwrap();
+    let mut request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\
+         Content-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        request.push_str(&format!("{k}: {v}\r\n"));
+    }
+    request.push_str("\r\n");
+    stream.write_all(request.as_bytes()).unwrap();
+    // A server may answer before reading a large body: a failed write is fine.
+    let _ = stream.write_all(body.as_bytes());
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    let status = response
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
+
+fn mcp_headers(token: Option<&str>) -> Vec<(&'static str, String)> {
+    let mut h = vec![
+        ("Content-Type", "application/json".to_owned()),
+        ("Accept", "application/json, text/event-stream".to_owned()),
+    ];
+    if let Some(t) = token {
+        h.push(("Authorization", format!("Bearer {t}")));
+    }
+    h
+}
+
+fn post(base: &str, headers: &[(&'static str, String)], body: &str) -> (u16, String) {
+    let h: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    http(base, "POST", "/mcp", &h, body)
+}
+
+#[test]
+fn mcp_over_http_serves_both_revisions_behind_a_bearer_token() {
+    let dir = plugins_with_hostile();
+    let policy = write(dir.path(), "policy.toml", DENY_HTTP);
+    let token = write(dir.path(), "token", "s3cret-token\n");
+    let plugins = dir.path().display().to_string();
+    let served = serve(&host_args(
+        dir.path(),
+        &[
+            "--plugins",
+            &plugins,
+            "--policy",
+            &policy,
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--token-file",
+            &token,
+        ],
+    ));
+    let url = format!("{}/mcp", served.base);
+    for (mode, version) in [("legacy", "2025-11-25"), ("2026-07-28", "2026-07-28")] {
+        let report = client(
+            "basics",
+            &["--mode", mode, "--url", &url, "--token", "s3cret-token"],
+            &[],
+        );
+        assert_basics(&report, version);
+    }
+
+    let (status, body) = post(&served.base, &mcp_headers(None), INITIALIZE);
+    assert_eq!(status, 401, "no token: {body}");
+    assert!(
+        body.contains("bearer token"),
+        "a JSON-RPC error says why: {body}"
+    );
+    let (status, _) = post(&served.base, &mcp_headers(Some("wrong")), INITIALIZE);
+    assert_eq!(status, 401, "a wrong token");
+
+    let mut evil = mcp_headers(Some("s3cret-token"));
+    evil.push(("Origin", "http://evil.example".to_owned()));
+    let (status, body) = post(&served.base, &evil, INITIALIZE);
+    assert_eq!(status, 403, "a browser page from another origin: {body}");
+
+    let huge = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"{}"}}}}}}"#,
+        "x".repeat(5 * 1024 * 1024)
+    );
+    let (status, _) = post(&served.base, &mcp_headers(Some("s3cret-token")), &huge);
+    assert_eq!(status, 413, "a request over the size bound");
+
+    assert_eq!(http(&served.base, "GET", "/healthz", &[], "").0, 200);
+    assert_eq!(http(&served.base, "GET", "/readyz", &[], "").0, 200);
+    let (status, _) = post(&served.base, &mcp_headers(Some("s3cret-token")), INITIALIZE);
+    assert_eq!(status, 200, "the server still serves");
+}
+
+#[test]
+fn serve_refuses_a_non_loopback_address_without_a_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_host"))
+        .args(host_args(dir.path(), &["serve", "--listen", "0.0.0.0:0"])[1..].iter())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("without a bearer token"), "{stderr}");
+}
+
+#[test]
+fn the_mcp_inspector_cli_lists_and_calls_tools_over_stdio() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_plugin(&plugins_dir(), "calc", dir.path());
+    let plugins = dir.path().display().to_string();
+    let host = host_args(dir.path(), &["--plugins", &plugins, "mcp"]);
+    let inspect = |method: &[&str]| -> Value {
+        let out = Command::new(inspector())
+            .arg("--cli")
+            .args(&host)
+            .args(method)
+            .output()
+            .expect("the Inspector runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{method:?}: {stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+    };
+    let listed = inspect(&["--method", "tools/list"]);
+    assert_eq!(listed["tools"][0]["name"], "calculate", "{listed}");
+    assert_eq!(listed["tools"][0]["annotations"]["readOnlyHint"], true);
+    let called = inspect(&[
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "calculate",
+        "--tool-arg",
+        "expression=6*7",
+    ]);
+    assert_eq!(called["content"][0]["text"], "42", "{called}");
+    assert_eq!(called["structuredContent"]["value"], 42, "{called}");
+}

@@ -1,0 +1,174 @@
+"""Drives toolhost's MCP server with the official MCP Python SDK (`mcp` on PyPI).
+
+Run by `crates/toolhost-cli/tests/all/mcp.rs` with the SDK that `cargo xtask
+test` installs. One scenario per run; prints one JSON object (the report the
+Rust test checks) on stdout's last line.
+
+    python mcp_client.py --mode auto|legacy|2026-07-28 [--url URL [--token T]] \
+        SCENARIO [--answer accept|decline|none] [--url-arg U] [--copy SRC DST] -- HOST_COMMAND...
+"""
+
+import argparse
+import asyncio
+import json
+import shutil
+import sys
+import time
+
+import anyio
+import httpx2
+import mcp_types as types
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+
+def result_json(r):
+    return {
+        "is_error": bool(r.is_error),
+        "text": "".join(c.text for c in r.content if getattr(c, "type", "") == "text"),
+        "structured": r.structured_content,
+        "meta": r.meta,
+    }
+
+
+def server(args):
+    if args.url:
+        if args.token:
+            http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {args.token}"}, timeout=30)
+            return streamable_http_client(args.url, http_client=http)
+        return args.url
+    return StdioServerParameters(command=args.host[0], args=args.host[1:])
+
+
+async def basics(args):
+    async with Client(server(args), mode=args.mode) as c:
+        listed = await c.list_tools()
+        tools = {
+            t.name: {
+                "read_only": t.annotations.read_only_hint if t.annotations else None,
+                "destructive": t.annotations.destructive_hint if t.annotations else None,
+                "has_output_schema": t.output_schema is not None,
+                "schema_type": t.input_schema.get("type"),
+            }
+            for t in listed.tools
+        }
+        report = {"version": c.protocol_version, "tools": tools, "calls": {}}
+        for name, tool, arguments in [
+            ("ok", "calculate", {"expression": "2*(3+4)"}),
+            ("invalid", "calculate", {"expr": "1"}),
+            ("unknown", "calculat", {}),
+            ("denied", "http_get", {"url": "http://127.0.0.1:9/"}),
+        ]:
+            try:
+                report["calls"][name] = result_json(await c.call_tool(tool, arguments))
+            except Exception as e:  # a protocol error: the report says so
+                report["calls"][name] = {"exception": repr(e)}
+        if "panic" in tools:
+            report["calls"]["panic"] = result_json(await c.call_tool("panic", {"message": "boom"}))
+        return report
+
+
+async def ask(args):
+    async def elicit(context, params):
+        if args.answer == "accept":
+            return types.ElicitResult(action="accept", content={"approve": True})
+        return types.ElicitResult(action="decline")
+
+    callback = None if args.answer == "none" else elicit
+    asked = []
+
+    async def counting(context, params):
+        asked.append(params.message)
+        return await callback(context, params)
+
+    async with Client(server(args), mode=args.mode, elicitation_callback=counting if callback else None) as c:
+        r = await c.call_tool("calculate", {"expression": "1+1"})
+        return {"version": c.protocol_version, "asked": asked, "result": result_json(r)}
+
+
+async def progress(args):
+    seen = []
+
+    async def on_progress(value, total, message):
+        seen.append({"progress": value, "total": total, "message": message})
+
+    async with Client(server(args), mode=args.mode) as c:
+        r = await c.call_tool("http_get", {"url": args.url_arg}, progress_callback=on_progress)
+        return {"version": c.protocol_version, "progress": seen, "result": result_json(r)}
+
+
+async def cancel(args):
+    async with Client(server(args), mode=args.mode) as c:
+        started = time.monotonic()
+        with anyio.move_on_after(1.0) as scope:
+            await c.call_tool("spin", {})
+        cancelled_after = time.monotonic() - started
+        # The same plugin, which may run one sandbox at a time: this call
+        # only gets one if the cancelled call's sandbox was stopped.
+        try:
+            r = result_json(await c.call_tool("echo", {"text": "next"}, read_timeout_seconds=15))
+        except Exception as e:
+            r = {"exception": repr(e)}
+        return {
+            "version": c.protocol_version,
+            "cancelled": scope.cancelled_caught,
+            "cancelled_after_s": cancelled_after,
+            "next": r,
+        }
+
+
+async def reload(args):
+    changed = anyio.Event()
+
+    async def on_message(message):
+        if isinstance(message, types.ServerNotification) and isinstance(
+            message.root if hasattr(message, "root") else message, types.ToolListChangedNotification
+        ):
+            changed.set()
+        elif isinstance(message, types.ToolListChangedNotification):
+            changed.set()
+
+    async with Client(server(args), mode=args.mode, message_handler=on_message) as c:
+        before = sorted(t.name for t in (await c.list_tools()).tools)
+        how = "notification"
+        if c.protocol_version >= "2026-07-28":
+            how = "subscription"
+            async with c.listen(tools_list_changed=True) as sub:
+                shutil.copy(args.copy[0], args.copy[1])
+                with anyio.move_on_after(20):
+                    async for _event in sub:
+                        changed.set()
+                        break
+        else:
+            shutil.copy(args.copy[0], args.copy[1])
+            with anyio.move_on_after(20):
+                await changed.wait()
+        after = sorted(t.name for t in (await c.list_tools(cache_mode="bypass") if c.protocol_version >= "2026-07-28" else await c.list_tools()).tools)
+        return {"version": c.protocol_version, "how": how, "changed": changed.is_set(), "before": before, "after": after}
+
+
+SCENARIOS = {"basics": basics, "ask": ask, "progress": progress, "cancel": cancel, "reload": reload}
+
+
+def main():
+    argv = sys.argv[1:]
+    host = []
+    if "--" in argv:
+        i = argv.index("--")
+        argv, host = argv[:i], argv[i + 1 :]
+    p = argparse.ArgumentParser()
+    p.add_argument("scenario", choices=sorted(SCENARIOS))
+    p.add_argument("--mode", default="auto")
+    p.add_argument("--url")
+    p.add_argument("--token")
+    p.add_argument("--answer", default="none")
+    p.add_argument("--url-arg")
+    p.add_argument("--copy", nargs=2)
+    args = p.parse_args(argv)
+    args.host = host
+    report = asyncio.run(SCENARIOS[args.scenario](args))
+    print(json.dumps(report, default=str))
+
+
+if __name__ == "__main__":
+    main()

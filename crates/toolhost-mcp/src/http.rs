@@ -1,0 +1,264 @@
+//! MCP over Streamable HTTP: the endpoint `/mcp` (rmcp's
+//! `StreamableHttpService`, both protocol revisions), behind a bearer token,
+//! `Host` and `Origin` checks, a request-size bound and a concurrency bound,
+//! with `/healthz` and `/readyz` beside it.
+//!
+//! ```no_run
+//! # async fn run(server: toolhost_mcp::McpServer) -> Result<(), toolhost_mcp::McpServeError> {
+//! use toolhost_mcp::HttpOptions;
+//!
+//! let bound = toolhost_mcp::HttpServer::bind(server, HttpOptions::local(8080)).await?;
+//! eprintln!("MCP on http://{}/mcp", bound.local_addr());
+//! bound.run(async { let _ = tokio::signal::ctrl_c().await; }).await
+//! # }
+//! ```
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use http::{HeaderValue, StatusCode, header};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio_util::sync::CancellationToken;
+
+use crate::McpServeError;
+use crate::server::McpServer;
+
+/// Largest request body accepted by default (4 MiB).
+pub const DEFAULT_MAX_REQUEST_BYTES: usize = 4 * 1024 * 1024;
+/// Most requests served at once by default; more get HTTP 503.
+pub const DEFAULT_MAX_CONCURRENT_REQUESTS: usize = 256;
+
+/// How the HTTP endpoint listens and whom it lets in.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// Where to listen.
+    pub listen: SocketAddr,
+    /// The bearer token every request to `/mcp` must carry
+    /// (`Authorization: Bearer …`). Required to listen on a non-loopback
+    /// address.
+    pub token: Option<String>,
+    /// `Host` header values accepted besides loopback names (the names
+    /// clients reach this server by, when it is not on loopback).
+    pub allowed_hosts: Vec<String>,
+    /// Browser origins accepted (`https://app.example.com:443`); a request
+    /// with any other `Origin` header is refused (DNS-rebinding defence).
+    /// Requests without `Origin` (not from a browser) are not affected.
+    pub allowed_origins: Vec<String>,
+    /// Largest request body (HTTP 413 beyond).
+    pub max_request_bytes: usize,
+    /// Most requests served at once (HTTP 503 beyond).
+    pub max_concurrent_requests: usize,
+    /// Serve every request statelessly (no `Mcp-Session-Id`, even for
+    /// clients of 2025-11-25 and older), so any replica can answer any
+    /// request. 2026-07-28 requests are always stateless.
+    pub stateless: bool,
+}
+
+impl HttpOptions {
+    /// Listening on `127.0.0.1:port` with the defaults and no token.
+    pub fn local(port: u16) -> HttpOptions {
+        HttpOptions {
+            listen: SocketAddr::from(([127, 0, 0, 1], port)),
+            token: None,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
+            max_concurrent_requests: DEFAULT_MAX_CONCURRENT_REQUESTS,
+            stateless: false,
+        }
+    }
+}
+
+/// An HTTP endpoint bound to its address, ready to [`run`](Self::run).
+pub struct HttpServer {
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    addr: SocketAddr,
+    stop: CancellationToken,
+    ready: Arc<AtomicBool>,
+}
+
+#[derive(Clone)]
+struct Gate {
+    token: Option<Arc<str>>,
+    slots: Arc<tokio::sync::Semaphore>,
+}
+
+impl HttpServer {
+    /// Binds `options.listen` (port 0: any free port). Refuses a
+    /// non-loopback address without a token.
+    pub async fn bind(
+        server: McpServer,
+        options: HttpOptions,
+    ) -> Result<HttpServer, McpServeError> {
+        if !options.listen.ip().is_loopback() && options.token.is_none() {
+            return Err(McpServeError::TokenRequired(options.listen));
+        }
+        if options.token.as_deref().is_some_and(str::is_empty) {
+            return Err(McpServeError::EmptyToken);
+        }
+        let stop = CancellationToken::new();
+        let mut hosts = vec![
+            "localhost".to_owned(),
+            "127.0.0.1".to_owned(),
+            "::1".to_owned(),
+        ];
+        hosts.extend(options.allowed_hosts.iter().cloned());
+        let config = StreamableHttpServerConfig::default()
+            .with_allowed_hosts(hosts)
+            .with_allowed_origins(options.allowed_origins.clone())
+            .enforce_origin_validation()
+            .with_max_request_body_bytes(options.max_request_bytes)
+            .with_legacy_session_mode(!options.stateless)
+            .with_cancellation_token(stop.child_token());
+        let factory = server.clone();
+        let mcp: StreamableHttpService<McpServer, LocalSessionManager> =
+            StreamableHttpService::new(move || Ok(factory.clone()), Default::default(), config);
+        let gate = Gate {
+            token: options.token.as_deref().map(Arc::from),
+            slots: Arc::new(tokio::sync::Semaphore::new(
+                options.max_concurrent_requests.max(1),
+            )),
+        };
+        let ready = Arc::new(AtomicBool::new(true));
+        let ready_flag = ready.clone();
+        let app = axum::Router::new()
+            .nest_service("/mcp", mcp)
+            .layer(axum::middleware::from_fn_with_state(gate, admit))
+            .route("/healthz", axum::routing::get(|| async { "ok\n" }))
+            .route(
+                "/readyz",
+                axum::routing::get(move || {
+                    let ready = ready_flag.load(Ordering::Relaxed);
+                    async move {
+                        if ready {
+                            (StatusCode::OK, "ready\n")
+                        } else {
+                            (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n")
+                        }
+                    }
+                }),
+            );
+        let listener = tokio::net::TcpListener::bind(options.listen)
+            .await
+            .map_err(|e| McpServeError::Bind(options.listen, e.to_string()))?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| McpServeError::Bind(options.listen, e.to_string()))?;
+        Ok(HttpServer {
+            listener,
+            app,
+            addr,
+            stop,
+            ready,
+        })
+    }
+
+    /// The address it listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Serves until `shutdown` completes, then stops taking requests,
+    /// reports not-ready, and lets the requests in flight finish.
+    pub async fn run(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), McpServeError> {
+        let (stop, ready) = (self.stop.clone(), self.ready.clone());
+        axum::serve(self.listener, self.app)
+            .with_graceful_shutdown(async move {
+                shutdown.await;
+                ready.store(false, Ordering::Relaxed);
+                tracing::info!("MCP server shutting down: finishing the requests in flight");
+                stop.cancel();
+            })
+            .await
+            .map_err(|e| McpServeError::Stopped(e.to_string()))
+    }
+}
+
+/// Lets a request to `/mcp` in when it carries the token and a slot is free.
+async fn admit(State(gate): State<Gate>, request: Request, next: Next) -> Response {
+    let started = std::time::Instant::now();
+    let method = request.method().clone();
+    if let Some(token) = &gate.token {
+        let given = request
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "));
+        if !given.is_some_and(|g| same(g.as_bytes(), token.as_bytes())) {
+            tracing::info!(target: "toolhost::mcp::access", %method, status = 401, "refused: no valid bearer token");
+            let mut response = rpc_error(
+                StatusCode::UNAUTHORIZED,
+                -32001,
+                "a valid bearer token is required (Authorization: Bearer …)",
+            );
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            return response;
+        }
+    }
+    let Ok(_slot) = gate.slots.clone().try_acquire_owned() else {
+        tracing::warn!(target: "toolhost::mcp::access", %method, status = 503, "refused: too many requests in flight");
+        let mut response = rpc_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            -32000,
+            "the server is at its limit of concurrent requests; retry shortly",
+        );
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        return response;
+    };
+    let response = next.run(request).await;
+    tracing::info!(
+        target: "toolhost::mcp::access",
+        %method,
+        status = response.status().as_u16(),
+        micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
+        "request"
+    );
+    response
+}
+
+/// A JSON-RPC error response with no id, and `status`.
+fn rpc_error(status: StatusCode, code: i32, message: &str) -> Response {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": { "code": code, "message": message },
+    });
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        Body::from(body.to_string()),
+    )
+        .into_response()
+}
+
+/// Compares two secrets in time that depends only on their lengths.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_compare_whole() {
+        assert!(same(b"secret", b"secret"));
+        assert!(!same(b"secret", b"secreT"));
+        assert!(!same(b"secret", b"secret2"));
+        assert!(!same(b"", b"x"));
+    }
+}

@@ -1,0 +1,63 @@
+//! toolhost over the Model Context Protocol.
+//!
+//! [`McpServer`] serves a [`toolhost_runtime::Runtime`]'s tools to any MCP
+//! client (Claude Code, Codex, Cursor, goose, the MCP SDKs), over stdio
+//! ([`McpServer::serve_stdio`]) or Streamable HTTP ([`HttpServer`]), for
+//! protocol revisions 2025-11-25 (and older) and 2026-07-28, through
+//! [rmcp](https://docs.rs/rmcp), the official Rust SDK.
+//!
+//! It is an adapter: every call goes through `Runtime::call`, the one call
+//! pipeline (lookup, validation, policy, hooks, approval, limits, result
+//! approval), exactly as the agent loop's and `host call`'s do. How tools
+//! and results map to MCP is in `tools.rs`, how an `ask` reaches the
+//! client's user in `elicit.rs`, the HTTP endpoint in `http.rs`.
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use toolhost_mcp::{HttpOptions, HttpServer, McpServer, ServerOptions};
+//!
+//! let runtime = toolhost_runtime::Runtime::builder()
+//!     .plugin_dir("target/plugins")
+//!     .watch(true)
+//!     .build()
+//!     .await?;
+//! let server = McpServer::new(runtime, ServerOptions::default());
+//! let http = HttpServer::bind(server, HttpOptions::local(8080)).await?;
+//! http.run(async { let _ = tokio::signal::ctrl_c().await; }).await?;
+//! # Ok(()) }
+//! ```
+
+mod elicit;
+mod http;
+mod server;
+mod tools;
+
+pub use elicit::ELICITATION_TIMEOUT;
+pub use http::{
+    DEFAULT_MAX_CONCURRENT_REQUESTS, DEFAULT_MAX_REQUEST_BYTES, HttpOptions, HttpServer,
+};
+pub use server::{McpServer, ServerOptions};
+pub use tools::{DETAILS_META_KEY, ERROR_KIND_META_KEY, PLUGIN_META_KEY};
+
+/// Why a server could not start or stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum McpServeError {
+    /// The transport could not be set up (e.g. the client never initialised).
+    #[error("the MCP server could not start: {0}")]
+    Start(String),
+    /// The server stopped with an error.
+    #[error("the MCP server stopped: {0}")]
+    Stopped(String),
+    /// The address could not be bound.
+    #[error("cannot listen on {0}: {1}")]
+    Bind(std::net::SocketAddr, String),
+    /// A non-loopback address without a bearer token.
+    #[error(
+        "refusing to listen on {0} without a bearer token: anyone who can reach it could call \
+         every tool (give a token, or listen on 127.0.0.1)"
+    )]
+    TokenRequired(std::net::SocketAddr),
+    /// An empty bearer token.
+    #[error("the bearer token is empty")]
+    EmptyToken,
+}

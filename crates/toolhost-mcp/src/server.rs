@@ -1,0 +1,278 @@
+//! The MCP server: an adapter from MCP requests to [`Runtime::call`], the
+//! same call pipeline as every other entry point (lookup, validation,
+//! policy, hooks, approval, limits, result approval). Nothing here decides
+//! anything about a call; it only translates.
+//!
+//! - `tools/list` lists [`Runtime::offered_tools`]: what the policy denies
+//!   outright for the server's agent profile is not listed.
+//! - `tools/call` runs [`Runtime::call`] with the profile, a progress sink
+//!   that becomes `notifications/progress` when the client sent a progress
+//!   token, and an approver that asks the client (elicitation). A client's
+//!   cancellation drops the call, which stops its sandbox.
+//! - A reload that changes the tool set sends `notifications/tools/list_changed`
+//!   to every connected client (2025-11-25 and older: to the session's peer;
+//!   2026-07-28: on the client's `subscriptions/listen` stream).
+//!
+//! Nothing a client sends is read as policy: the profile is the server's,
+//! fixed when it starts.
+
+use std::sync::Arc;
+
+use rmcp::ErrorData as McpError;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ServerCapabilities,
+    ServerConfig, SubscriptionFilter,
+};
+use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
+use serde_json::Value;
+use toolhost_runtime::{CallContext, PluginEvent, Runtime};
+
+use crate::elicit::ElicitingApprover;
+use crate::tools;
+
+/// How many progress reports of one call may wait to be sent; more are
+/// dropped (a plugin that floods progress cannot grow the host's memory).
+const PROGRESS_QUEUE: usize = 64;
+
+/// What an MCP server serves, and as whom.
+#[derive(Debug, Clone, Default)]
+pub struct ServerOptions {
+    /// The policy's agent profile every call runs under (`None`: the
+    /// policy's defaults). Chosen by whoever starts the server, never by
+    /// the client.
+    pub agent: Option<String>,
+}
+
+/// Serves a [`Runtime`]'s tools to MCP clients; see the module docs. One
+/// value serves any number of clients (it is cheap to clone).
+///
+/// ```no_run
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// use toolhost_mcp::{McpServer, ServerOptions};
+///
+/// let runtime = toolhost_runtime::Runtime::builder()
+///     .plugin_dir("target/plugins")
+///     .build()
+///     .await?;
+/// McpServer::new(runtime, ServerOptions::default()).serve_stdio().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct McpServer {
+    runtime: Runtime,
+    options: Arc<ServerOptions>,
+}
+
+impl McpServer {
+    /// A server for `runtime`'s tools.
+    pub fn new(runtime: Runtime, options: ServerOptions) -> McpServer {
+        McpServer {
+            runtime,
+            options: Arc::new(options),
+        }
+    }
+
+    /// The runtime it serves.
+    pub fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+
+    /// Serves one client on this process's stdin and stdout until the client
+    /// closes them.
+    pub async fn serve_stdio(self) -> Result<(), crate::McpServeError> {
+        use rmcp::ServiceExt;
+        let running = self
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|e| crate::McpServeError::Start(e.to_string()))?;
+        running
+            .waiting()
+            .await
+            .map_err(|e| crate::McpServeError::Stopped(e.to_string()))?;
+        Ok(())
+    }
+
+    fn instructions(&self) -> Option<String> {
+        let rules: Vec<String> = self
+            .runtime
+            .plugins()
+            .into_iter()
+            .filter_map(|p| p.usage.map(|u| format!("{}: {u}", p.name)))
+            .collect();
+        (!rules.is_empty()).then(|| rules.join("\n"))
+    }
+
+    async fn call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> rmcp::model::CallToolResult {
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        let mut cx = CallContext::new()
+            .call_id(format!("mcp-{}", request_id(&context)))
+            .approver(Arc::new(ElicitingApprover {
+                peer: context.peer.clone(),
+                protocol: context.protocol_version(),
+            }));
+        if let Some(agent) = &self.options.agent {
+            cx = cx.agent(agent.clone());
+        }
+        let forwarder = context
+            .meta
+            .get_progress_token()
+            .map(|token| progress(&mut cx, context.peer.clone(), token));
+        let outcome = tokio::select! {
+            r = self.runtime.call(&request.name, args, cx) => Some(r),
+            () = context.ct.cancelled() => None,
+        };
+        if let Some(f) = forwarder {
+            f.abort();
+        }
+        match outcome {
+            Some(Ok(r)) => tools::success(r),
+            Some(Err(e)) => tools::failure(&e),
+            // Dropping the call stopped its sandbox; the client is no longer
+            // waiting for this answer.
+            None => {
+                tracing::info!(tool = %request.name, "the client cancelled the call: its sandbox is stopped");
+                tools::error_result("the client cancelled the call", "aborted")
+            }
+        }
+    }
+}
+
+fn request_id(context: &RequestContext<RoleServer>) -> String {
+    match serde_json::to_value(&context.id) {
+        Ok(Value::String(s)) => s,
+        Ok(v) => v.to_string(),
+        Err(_) => "?".to_owned(),
+    }
+}
+
+/// Sends the call's progress reports to the client as
+/// `notifications/progress` for `token`, through a bounded queue.
+fn progress(
+    cx: &mut CallContext,
+    peer: Peer<RoleServer>,
+    token: ProgressToken,
+) -> tokio::task::JoinHandle<()> {
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<(String, Option<f32>)>(PROGRESS_QUEUE);
+    *cx = std::mem::take(cx).on_progress(move |_tool, message, fraction| {
+        // Full: the report is dropped rather than queued without bound.
+        let _ = tx.try_send((message.to_owned(), fraction));
+    });
+    tokio::spawn(async move {
+        let mut last = 0.0_f64;
+        let mut count = 0.0_f64;
+        while let Some((message, fraction)) = rx.recv().await {
+            count += 1.0;
+            let (value, total) = match fraction {
+                Some(f) if f.is_finite() => (f64::from(f.clamp(0.0, 1.0)) * 100.0, Some(100.0)),
+                _ => (count, None),
+            };
+            // Progress only ever goes up, whatever the plugin reports.
+            last = value.max(last);
+            let mut note =
+                ProgressNotificationParam::new(token.clone(), last).with_message(message);
+            if let Some(total) = total {
+                note = note.with_total(total);
+            }
+            if peer.notify_progress(note).await.is_err() {
+                break;
+            }
+        }
+    })
+}
+
+/// Whether `event` changes the tool set a client sees.
+fn changes_tools(event: &PluginEvent) -> bool {
+    matches!(
+        event,
+        PluginEvent::Loaded { .. } | PluginEvent::Reloaded { .. } | PluginEvent::Unloaded { .. }
+    )
+}
+
+impl rmcp::ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        let mut info = ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")));
+        if let Some(instructions) = self.instructions() {
+            info = info.with_instructions(instructions);
+        }
+        info
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let tools = self
+            .runtime
+            .offered_tools(self.options.agent.as_deref(), None)
+            .iter()
+            .map(tools::mcp_tool)
+            .collect();
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        Ok(self.call(request, context).await.into())
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        // A client with a session (stdio, or HTTP before 2026-07-28): tell
+        // it when the tool set changes, for as long as it is connected.
+        let mut events = self.runtime.subscribe();
+        let peer = context.peer;
+        tokio::spawn(async move {
+            loop {
+                match events.recv().await {
+                    Ok(event) if !changes_tools(&event) => {}
+                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                        if peer.notify_tool_list_changed().await.is_err() {
+                            break;
+                        }
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+                }
+            }
+        });
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let _ = requested;
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        // 2026-07-28: list changes go out on the client's subscription stream.
+        let mut events = self.runtime.subscribe();
+        loop {
+            tokio::select! {
+                () = context.cancelled() => return Ok(()),
+                event = events.recv() => match event {
+                    Ok(event) if !changes_tools(&event) => {}
+                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                        if context.sink().notify_tool_list_changed().await.is_err() {
+                            return Ok(());
+                        }
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return Ok(()),
+                },
+            }
+        }
+    }
+}
