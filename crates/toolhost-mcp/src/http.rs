@@ -21,6 +21,7 @@ use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use axum::serve::ListenerExt;
 use http::{HeaderValue, StatusCode, header};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
@@ -116,6 +117,7 @@ impl HttpServer {
             .enforce_origin_validation()
             .with_max_request_body_bytes(options.max_request_bytes)
             .with_legacy_session_mode(!options.stateless)
+            .with_json_response(true)
             .with_cancellation_token(stop.child_token());
         let factory = server.clone();
         let mcp: StreamableHttpService<McpServer, LocalSessionManager> =
@@ -172,7 +174,13 @@ impl HttpServer {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), McpServeError> {
         let (stop, ready) = (self.stop.clone(), self.ready.clone());
-        axum::serve(self.listener, self.app)
+        // Answers go out at once (no Nagle delay between headers and body).
+        let listener = self.listener.tap_io(|tcp| {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::debug!("cannot set TCP_NODELAY: {e}");
+            }
+        });
+        axum::serve(listener, self.app)
             .with_graceful_shutdown(async move {
                 shutdown.await;
                 ready.store(false, Ordering::Relaxed);

@@ -1,0 +1,440 @@
+//! MCP server benchmarks, each with its baseline in the same run:
+//!
+//! - **stdio round trip**: one `tools/call` of `calculate` at a time through
+//!   `host mcp`, against the floor: a bare JSON-RPC echo process in the same
+//!   language as the client (this program, re-run with `--echo`), which
+//!   parses each line and answers it.
+//! - **start to first answer**: spawning `host mcp` (warm compile cache) until
+//!   its `tools/list` answer, against spawning the echo until its first answer.
+//! - **HTTP calls/s**: `host serve --stateless` with 1, 8 and 64 keep-alive
+//!   connections, each sending one JSON-RPC `tools/call` after another, with
+//!   p50/p99 latency; the baseline is the same client against a bare HTTP
+//!   echo server in this program (`--http-echo`).
+//!
+//! ```sh
+//! cargo bench -p toolhost-cli --bench mcp -- [--calls N] [--runs N] [--seconds S]
+//! ```
+//! Figures and the method are in `benches/README.md`.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("--echo") {
+        return echo();
+    }
+    if args.first().map(String::as_str) == Some("--http-echo") {
+        return http_echo();
+    }
+    let flag = |name: &str, default: usize| -> usize {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
+    };
+    let calls = flag("--calls", 2000);
+    let runs = flag("--runs", 3);
+    let seconds = u64::try_from(flag("--seconds", 3)).unwrap_or(3);
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let plugins = root.join("target/plugins");
+    assert!(
+        plugins.join("calc.wasm").is_file(),
+        "build the plugins first: cargo xtask plugins"
+    );
+    let cache = root.join("target/bench-cache");
+    let host = |extra: &[&str]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_host"));
+        cmd.arg("--plugins")
+            .arg(&plugins)
+            .arg("--cache-dir")
+            .arg(&cache)
+            .arg("--no-watch")
+            .args(extra)
+            .env_remove("RUST_LOG");
+        cmd
+    };
+    let me = std::env::current_exe().expect("this benchmark's path");
+
+    println!("MCP over stdio: one call at a time ({calls} calls per run, {runs} runs)");
+    println!("{:<28} {:>9} {:>9} {:>9}", "", "min µs", "p50 µs", "p99 µs");
+    for run in 0..runs {
+        let floor = round_trips(Command::new(&me).arg("--echo"), calls);
+        let served = round_trips(&mut host(&["mcp"]), calls);
+        print_row(&format!("echo floor (run {})", run + 1), &floor);
+        print_row(&format!("host mcp, calculate (run {})", run + 1), &served);
+        println!(
+            "{:<28} {:>29}",
+            "  host - floor, p50",
+            format!("{:.1} µs", served.p50() - floor.p50())
+        );
+    }
+
+    println!("\nStart to first answer (warm compile cache), median of 10");
+    for _ in 0..runs {
+        let floor = median((0..10).map(|_| first_answer(Command::new(&me).arg("--echo"))));
+        let served = median((0..10).map(|_| first_answer(&mut host(&["mcp"]))));
+        println!(
+            "  echo {:>7.2} ms   host mcp {:>7.2} ms",
+            floor * 1e3,
+            served * 1e3
+        );
+    }
+
+    println!("\nMCP over HTTP (stateless, JSON responses), {seconds} s per row");
+    println!(
+        "{:<34} {:>11} {:>9} {:>9}",
+        "", "calls/s", "p50 µs", "p99 µs"
+    );
+    for _ in 0..runs {
+        let echo = Served::start(Command::new(&me).arg("--http-echo"));
+        let served = Served::start(&mut host(&[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--stateless",
+        ]));
+        for connections in [1, 8, 64] {
+            let (rate, lat) = http_load(&echo.authority, connections, seconds);
+            println!(
+                "{:<34} {:>11.0} {:>9.0} {:>9.0}",
+                format!("echo floor, {connections} conn"),
+                rate,
+                lat.p50(),
+                lat.p99()
+            );
+            let (rate, lat) = http_load(&served.authority, connections, seconds);
+            println!(
+                "{:<34} {:>11.0} {:>9.0} {:>9.0}",
+                format!("host serve, {connections} conn"),
+                rate,
+                lat.p50(),
+                lat.p99()
+            );
+        }
+    }
+}
+
+/// Latencies in µs, sorted.
+struct Latencies(Vec<f64>);
+
+impl Latencies {
+    fn new(mut v: Vec<f64>) -> Latencies {
+        v.sort_by(f64::total_cmp);
+        Latencies(v)
+    }
+    fn at(&self, q: f64) -> f64 {
+        if self.0.is_empty() {
+            return f64::NAN;
+        }
+        // The nearest rank: q in [0, 1] picks an index within the list.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let i = ((self.0.len() - 1) as f64 * q).round() as usize;
+        self.0[i.min(self.0.len() - 1)]
+    }
+    fn p50(&self) -> f64 {
+        self.at(0.5)
+    }
+    fn p99(&self) -> f64 {
+        self.at(0.99)
+    }
+}
+
+fn print_row(label: &str, l: &Latencies) {
+    println!(
+        "{label:<28} {:>9.1} {:>9.1} {:>9.1}",
+        l.at(0.0),
+        l.p50(),
+        l.p99()
+    );
+}
+
+fn median(values: impl Iterator<Item = f64>) -> f64 {
+    let mut v: Vec<f64> = values.collect();
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+struct Stdio2 {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    line: String,
+}
+
+impl Stdio2 {
+    fn spawn(cmd: &mut Command) -> Stdio2 {
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the server starts");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        Stdio2 {
+            child,
+            stdin,
+            stdout,
+            line: String::new(),
+        }
+    }
+
+    /// Sends `request` and reads lines until the answer with its id.
+    fn ask(&mut self, id: u64, method: &str, params: Value) -> Value {
+        let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        writeln!(self.stdin, "{line}").unwrap();
+        self.stdin.flush().unwrap();
+        loop {
+            self.line.clear();
+            assert!(
+                self.stdout.read_line(&mut self.line).unwrap() > 0,
+                "the server closed its stdout"
+            );
+            let v: Value = serde_json::from_str(&self.line).unwrap();
+            if v["id"] == json!(id) {
+                return v;
+            }
+        }
+    }
+
+    fn initialize(&mut self) {
+        let r = self.ask(
+            0,
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "bench", "version": "0"}}),
+        );
+        assert!(r.get("result").is_some(), "{r}");
+        writeln!(
+            self.stdin,
+            "{}",
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        )
+        .unwrap();
+    }
+}
+
+impl Drop for Stdio2 {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn round_trips(cmd: &mut Command, calls: usize) -> Latencies {
+    let mut s = Stdio2::spawn(cmd);
+    s.initialize();
+    let params = json!({"name": "calculate", "arguments": {"expression": "2*(3+4)"}});
+    for i in 0..200 {
+        let r = s.ask(1 + i, "tools/call", params.clone());
+        assert!(r.get("result").is_some(), "{r}");
+    }
+    let mut times = Vec::with_capacity(calls);
+    for i in 0..calls as u64 {
+        let started = Instant::now();
+        let r = s.ask(1000 + i, "tools/call", params.clone());
+        times.push(started.elapsed().as_secs_f64() * 1e6);
+        assert!(r.get("result").is_some(), "{r}");
+    }
+    Latencies::new(times)
+}
+
+fn first_answer(cmd: &mut Command) -> f64 {
+    let started = Instant::now();
+    let mut s = Stdio2::spawn(cmd);
+    s.initialize();
+    let r = s.ask(1, "tools/list", json!({}));
+    let took = started.elapsed().as_secs_f64();
+    assert!(r.get("result").is_some(), "{r}");
+    took
+}
+
+/// The floor: answers every JSON-RPC request line with an empty result.
+fn echo() {
+    let stdin = std::io::stdin();
+    let mut out = std::io::stdout().lock();
+    for line in stdin.lock().lines() {
+        let Ok(line) = line else { return };
+        let Ok(v) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        if let Some(id) = v.get("id") {
+            let answer = json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": "14"}], "isError": false}});
+            if writeln!(out, "{answer}")
+                .and_then(|()| out.flush())
+                .is_err()
+            {
+                return;
+            }
+        }
+    }
+}
+
+/// A server process that prints where it listens on stderr.
+struct Served {
+    child: Child,
+    authority: String,
+}
+
+impl Served {
+    fn start(cmd: &mut Command) -> Served {
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the server starts");
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let authority = loop {
+            let line = lines.next().expect("it says where it listens").unwrap();
+            if let Some(rest) = line.strip_prefix("toolhost MCP server on http://") {
+                break rest.trim_end_matches("/mcp").to_owned();
+            }
+        };
+        std::thread::spawn(move || for _ in lines {});
+        Served { child, authority }
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const CALL: &str = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"calculate","arguments":{"expression":"2*(3+4)"}}}"#;
+
+/// `connections` keep-alive connections, each posting one call after
+/// another for `seconds`: calls/s and latencies.
+fn http_load(authority: &str, connections: usize, seconds: u64) -> (f64, Latencies) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let started = Instant::now();
+    let workers: Vec<_> = (0..connections)
+        .map(|_| {
+            let (authority, stop) = (authority.to_owned(), stop.clone());
+            std::thread::spawn(move || {
+                let mut stream = TcpStream::connect(&authority).unwrap();
+                stream.set_nodelay(true).unwrap();
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let request = format!(
+                    "POST /mcp HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\n\
+                     Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-11-25\r\n\
+                     Content-Length: {}\r\n\r\n{CALL}",
+                    CALL.len()
+                );
+                let mut times = Vec::new();
+                while !stop.load(Ordering::Relaxed) {
+                    let t = Instant::now();
+                    stream.write_all(request.as_bytes()).unwrap();
+                    let body = read_response(&mut reader);
+                    times.push(t.elapsed().as_secs_f64() * 1e6);
+                    assert!(body.contains("14"), "{body}");
+                }
+                times
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(seconds));
+    stop.store(true, Ordering::Relaxed);
+    let mut all = Vec::new();
+    for w in workers {
+        all.extend(w.join().unwrap());
+    }
+    let rate = all.len() as f64 / started.elapsed().as_secs_f64();
+    (rate, Latencies::new(all))
+}
+
+/// Reads one HTTP/1.1 response with a Content-Length or chunked body.
+fn read_response(reader: &mut BufReader<TcpStream>) -> String {
+    let mut line = String::new();
+    let mut length = None;
+    let mut chunked = false;
+    loop {
+        line.clear();
+        reader.read_line(&mut line).unwrap();
+        let l = line.trim_end().to_ascii_lowercase();
+        if l.is_empty() {
+            break;
+        }
+        if let Some(v) = l.strip_prefix("content-length:") {
+            length = v.trim().parse::<usize>().ok();
+        }
+        if l.starts_with("transfer-encoding:") && l.contains("chunked") {
+            chunked = true;
+        }
+    }
+    let mut body = Vec::new();
+    if chunked {
+        loop {
+            line.clear();
+            reader.read_line(&mut line).unwrap();
+            let size = usize::from_str_radix(line.trim(), 16).unwrap_or(0);
+            let mut chunk = vec![0; size + 2];
+            reader.read_exact(&mut chunk).unwrap();
+            if size == 0 {
+                break;
+            }
+            body.extend_from_slice(&chunk[..size]);
+        }
+    } else {
+        let mut b = vec![0; length.unwrap_or(0)];
+        reader.read_exact(&mut b).unwrap();
+        body = b;
+    }
+    String::from_utf8_lossy(&body).into_owned()
+}
+
+/// The HTTP floor: answers every request with a fixed JSON-RPC result.
+fn http_echo() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    eprintln!(
+        "toolhost MCP server on http://{}/mcp",
+        listener.local_addr().unwrap()
+    );
+    for conn in listener.incoming() {
+        let Ok(stream) = conn else { continue };
+        std::thread::spawn(move || {
+            let _ = stream.set_nodelay(true);
+            let mut writer = stream.try_clone().unwrap();
+            let mut reader = BufReader::new(stream);
+            let body = r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"14"}],"isError":false}}"#;
+            let mut line = String::new();
+            loop {
+                let mut length = 0;
+                loop {
+                    line.clear();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                        return;
+                    }
+                    let l = line.trim_end().to_ascii_lowercase();
+                    if l.is_empty() {
+                        break;
+                    }
+                    if let Some(v) = l.strip_prefix("content-length:") {
+                        length = v.trim().parse().unwrap_or(0);
+                    }
+                }
+                let mut request = vec![0; length];
+                if reader.read_exact(&mut request).is_err() {
+                    return;
+                }
+                let _: Value = serde_json::from_slice(&request).unwrap_or(Value::Null);
+                let response = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                    body.len()
+                );
+                if writer.write_all(response.as_bytes()).is_err() {
+                    return;
+                }
+            }
+        });
+    }
+}
