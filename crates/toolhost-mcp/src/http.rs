@@ -1,7 +1,8 @@
 //! MCP over Streamable HTTP: the endpoint `/mcp` (rmcp's
 //! `StreamableHttpService`, both protocol revisions), behind a bearer token,
 //! `Host` and `Origin` checks, a request-size bound and a concurrency bound,
-//! with `/healthz` and `/readyz` beside it.
+//! with `/healthz`, `/readyz` and `/metrics` (Prometheus, `metrics.rs`)
+//! beside it.
 //!
 //! ```no_run
 //! # async fn run(server: toolhost_mcp::McpServer) -> Result<(), toolhost_mcp::McpServeError> {
@@ -128,12 +129,39 @@ impl HttpServer {
                 options.max_concurrent_requests.max(1),
             )),
         };
+        let metrics = server.metrics().clone();
+        let mut events = server.runtime().subscribe();
+        let counted = metrics.clone();
+        tokio::spawn(async move {
+            loop {
+                match events.recv().await {
+                    Ok(event) => counted.plugin_event(&event),
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+                }
+            }
+        });
         let ready = Arc::new(AtomicBool::new(true));
         let ready_flag = ready.clone();
         let app = axum::Router::new()
             .nest_service("/mcp", mcp)
             .layer(axum::middleware::from_fn_with_state(gate, admit))
             .route("/healthz", axum::routing::get(|| async { "ok\n" }))
+            .route(
+                "/metrics",
+                axum::routing::get(move || {
+                    let text = metrics.encode();
+                    async move {
+                        (
+                            [(
+                                header::CONTENT_TYPE,
+                                "text/plain; version=0.0.4; charset=utf-8",
+                            )],
+                            text,
+                        )
+                    }
+                }),
+            )
             .route(
                 "/readyz",
                 axum::routing::get(move || {

@@ -29,6 +29,7 @@
 
 mod elicit;
 mod http;
+mod metrics;
 mod server;
 mod tools;
 

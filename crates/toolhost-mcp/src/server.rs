@@ -29,6 +29,7 @@ use serde_json::Value;
 use toolhost_runtime::{CallContext, PluginEvent, Runtime};
 
 use crate::elicit::ElicitingApprover;
+use crate::metrics::Metrics;
 use crate::tools;
 
 /// How many progress reports of one call may wait to be sent; more are
@@ -62,6 +63,7 @@ pub struct ServerOptions {
 pub struct McpServer {
     runtime: Runtime,
     options: Arc<ServerOptions>,
+    metrics: Arc<Metrics>,
 }
 
 impl McpServer {
@@ -70,7 +72,13 @@ impl McpServer {
         McpServer {
             runtime,
             options: Arc::new(options),
+            metrics: Arc::new(Metrics::new()),
         }
+    }
+
+    /// Its metrics (served at `/metrics` over HTTP).
+    pub(crate) fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
     }
 
     /// The runtime it serves.
@@ -108,6 +116,7 @@ impl McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> rmcp::model::CallToolResult {
+        let mut recorded = self.metrics.call();
         let args = Value::Object(request.arguments.unwrap_or_default());
         let mut cx = CallContext::new()
             .call_id(format!("mcp-{}", request_id(&context)))
@@ -130,8 +139,14 @@ impl McpServer {
             f.abort();
         }
         match outcome {
-            Some(Ok(r)) => tools::success(r),
-            Some(Err(e)) => tools::failure(&e),
+            Some(Ok(r)) => {
+                recorded.outcome("ok");
+                tools::success(r)
+            }
+            Some(Err(e)) => {
+                recorded.outcome(crate::metrics::kind_label(&e.kind()));
+                tools::failure(&e)
+            }
             // Dropping the call stopped its sandbox; the client is no longer
             // waiting for this answer.
             None => {

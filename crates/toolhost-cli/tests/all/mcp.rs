@@ -420,6 +420,16 @@ fn mcp_over_http_serves_both_revisions_behind_a_bearer_token() {
 
     assert_eq!(http(&served.base, "GET", "/healthz", &[], "").0, 200);
     assert_eq!(http(&served.base, "GET", "/readyz", &[], "").0, 200);
+    let (status, metrics) = http(&served.base, "GET", "/metrics", &[], "");
+    assert_eq!(status, 200);
+    for series in [
+        "toolhost_mcp_calls_total{outcome=\"ok\"} 2",
+        "toolhost_mcp_calls_total{outcome=\"permission-denied\"} 2",
+        "toolhost_mcp_calls_in_flight 0",
+        "toolhost_mcp_call_duration_seconds_count 10",
+    ] {
+        assert!(metrics.contains(series), "{series} in:\n{metrics}");
+    }
     let (status, _) = post(&served.base, &mcp_headers(Some("s3cret-token")), INITIALIZE);
     assert_eq!(status, 200, "the server still serves");
 }
