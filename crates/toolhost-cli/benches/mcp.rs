@@ -13,6 +13,7 @@
 //!
 //! ```sh
 //! cargo bench -p toolhost-cli --bench mcp -- [--calls N] [--runs N] [--seconds S]
+//! cargo bench -p toolhost-cli --bench mcp -- --load HOST:PORT [--seconds S]   # an endpoint of yours
 //! ```
 //! Figures and the method are in `benches/README.md`.
 
@@ -40,6 +41,20 @@ fn main() {
             .and_then(|v| v.parse().ok())
             .unwrap_or(default)
     };
+    if let Some(i) = args.iter().position(|a| a == "--load") {
+        // Load an endpoint started elsewhere (benches/scale-out.sh).
+        let authority = args.get(i + 1).expect("--load HOST:PORT");
+        let seconds = u64::try_from(flag("--seconds", 3)).unwrap_or(3);
+        for connections in [1, 8, 64] {
+            let (rate, lat) = http_load(authority, connections, seconds);
+            println!(
+                "{connections:>3} conn {rate:>9.0} calls/s  p50 {:>6.0} µs  p99 {:>6.0} µs",
+                lat.p50(),
+                lat.p99()
+            );
+        }
+        return;
+    }
     let calls = flag("--calls", 2000);
     let runs = flag("--runs", 3);
     let seconds = u64::try_from(flag("--seconds", 3)).unwrap_or(3);
