@@ -9,25 +9,35 @@ use toolhost_runtime::Runtime;
 use crate::args::Global;
 use crate::exit;
 
-fn server(global: &Global, runtime: Runtime) -> McpServer {
-    McpServer::new(
+/// The variable holding the key that seals 2026-07-28 approval round trips
+/// (replicas behind one load balancer need the same one).
+const STATE_KEY_VAR: &str = "TOOLHOST_MCP_STATE_KEY";
+
+fn server(global: &Global, runtime: Runtime) -> anyhow::Result<McpServer> {
+    let state_key = match std::env::var(STATE_KEY_VAR) {
+        Ok(key) if key.len() < 32 => bail!("{STATE_KEY_VAR} must be at least 32 bytes long"),
+        Ok(key) => Some(key.into_bytes()),
+        Err(_) => None,
+    };
+    Ok(McpServer::new(
         runtime,
         ServerOptions {
             agent: global.agent.clone(),
+            state_key,
         },
-    )
+    ))
 }
 
 /// Serves one client on stdin and stdout (logs go to stderr).
 pub async fn stdio(global: &Global, runtime: Runtime) -> anyhow::Result<u8> {
-    server(global, runtime).serve_stdio().await?;
+    server(global, runtime)?.serve_stdio().await?;
     Ok(exit::OK)
 }
 
 /// Serves over Streamable HTTP until Ctrl-C or SIGTERM, then finishes the
 /// requests in flight.
 pub async fn http(global: &Global, runtime: Runtime, options: HttpOptions) -> anyhow::Result<u8> {
-    let bound = HttpServer::bind(server(global, runtime), options).await?;
+    let bound = HttpServer::bind(server(global, runtime)?, options).await?;
     eprintln!("toolhost MCP server on http://{}/mcp", bound.local_addr());
     bound.run(shutdown_signal()).await?;
     Ok(exit::OK)

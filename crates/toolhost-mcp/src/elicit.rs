@@ -1,15 +1,17 @@
-//! A policy `ask` over MCP: the question goes to the client as an
-//! elicitation (form mode), and a client that cannot be asked gets a denial
-//! that says why.
+//! A policy `ask` over MCP.
 //!
-//! Protocol 2026-07-28 forbids server-to-client requests (its answer is an
-//! `input_required` result and a retried call); this server does not
-//! implement that round trip yet, so on that revision an `ask` is a denial
-//! naming the reason.
+//! - 2025-11-25 and older: the question goes to the client as an elicitation
+//!   request (form mode) during the call ([`ElicitingApprover`]); a client
+//!   that cannot be asked gets a denial that says why.
+//! - 2026-07-28, where a server sends no requests to the client: the call
+//!   stops at the question and returns `input_required` with the
+//!   elicitation; the client asks its user and calls again with the answer
+//!   and the sealed state ([`RoundTrips`], [`RoundTripApprover`]). Nothing
+//!   runs before the answer (the approval comes before execution; a
+//!   before-hook runs again on the retry).
 
 use std::time::Duration;
 
-use rmcp::model::ProtocolVersion;
 use rmcp::service::{ElicitationError, Peer, RoleServer};
 use serde::Deserialize;
 use toolhost_runtime::{
@@ -36,20 +38,10 @@ rmcp::elicit_safe!(Approval);
 /// Asks the MCP client's user (see the module docs).
 pub(crate) struct ElicitingApprover {
     pub(crate) peer: Peer<RoleServer>,
-    /// The request's protocol revision, when known.
-    pub(crate) protocol: Option<ProtocolVersion>,
 }
 
 impl ElicitingApprover {
     async fn ask(&self, question: String) -> Result<(), String> {
-        if self.protocol.as_ref().is_some_and(|v| !v.has_initialize()) {
-            return Err(format!(
-                "the user's approval is needed, and on MCP {} a server cannot ask the user \
-                 during a call (toolhost does not implement `input_required` yet); allow the \
-                 tool in the policy, or connect with protocol 2025-11-25",
-                self.protocol.as_ref().map_or("", |v| v.as_str())
-            ));
-        }
         match self
             .peer
             .elicit_with_timeout::<Approval>(question, Some(ELICITATION_TIMEOUT))
@@ -82,14 +74,7 @@ impl Approver for ElicitingApprover {
         request: &'a CallApprovalRequest<'a>,
     ) -> ApprovalFuture<'a, CallApproval> {
         Box::pin(async move {
-            let question = format!(
-                "toolhost: allow `{}` (plugin {}) to run with {}? Asked because: {}",
-                request.tool,
-                request.plugin,
-                one_line(&request.args.to_string(), SHOWN_CHARS),
-                request.reasons.join("; ")
-            );
-            match self.ask(question).await {
+            match self.ask(call_question(request)).await {
                 Ok(()) => CallApproval::AllowOnce,
                 Err(message) => CallApproval::Deny {
                     message: Some(message),
@@ -137,10 +122,299 @@ fn one_line(s: &str, max: usize) -> String {
 mod tests {
     use super::*;
 
+    fn accept() -> rmcp::model::InputResponses {
+        [(
+            QUESTION_KEY.to_owned(),
+            serde_json::json!({"action": "accept", "content": {"approve": true}}),
+        )]
+        .into_iter()
+        .collect()
+    }
+
+    fn state_of(trips: &RoundTrips, tool: &str, args: &serde_json::Value) -> String {
+        trips
+            .ask(tool, args, "allow?")
+            .unwrap()
+            .request_state
+            .expect("a sealed state")
+    }
+
+    #[test]
+    fn an_answer_approves_only_the_call_it_was_asked_about_and_only_once() {
+        let trips = RoundTrips::new(None);
+        let args = serde_json::json!({"expression": "1+1"});
+        let state = state_of(&trips, "calculate", &args);
+        let other = serde_json::json!({"expression": "2+2"});
+        assert!(
+            matches!(
+                trips.retry("calculate", &other, Some(&state), Some(&accept())),
+                Retry::Answered(Some(_))
+            ),
+            "other arguments"
+        );
+        let state = state_of(&trips, "calculate", &args);
+        assert!(
+            matches!(
+                trips.retry("read_file", &args, Some(&state), Some(&accept())),
+                Retry::Answered(Some(_))
+            ),
+            "another tool"
+        );
+        let state = state_of(&trips, "calculate", &args);
+        assert!(matches!(
+            trips.retry("calculate", &args, Some(&state), Some(&accept())),
+            Retry::Answered(None)
+        ));
+        assert!(
+            matches!(
+                trips.retry("calculate", &args, Some(&state), Some(&accept())),
+                Retry::Answered(Some(_))
+            ),
+            "a replayed answer"
+        );
+        assert!(
+            matches!(
+                trips.retry("calculate", &args, Some("rs1.forged"), Some(&accept())),
+                Retry::Answered(Some(_))
+            ),
+            "a forged state"
+        );
+        let state = state_of(&trips, "calculate", &args);
+        assert!(
+            matches!(
+                trips.retry("calculate", &args, Some(&state), None),
+                Retry::Answered(Some(_))
+            ),
+            "no answer is a no"
+        );
+        let elsewhere = RoundTrips::new(None);
+        let state = state_of(&elsewhere, "calculate", &args);
+        assert!(
+            matches!(
+                trips.retry("calculate", &args, Some(&state), Some(&accept())),
+                Retry::Answered(Some(_))
+            ),
+            "sealed with another key"
+        );
+        assert!(matches!(
+            trips.retry("calculate", &args, None, None),
+            Retry::First
+        ));
+    }
+
     #[test]
     fn questions_are_one_line_without_control_characters_and_bounded() {
         assert_eq!(one_line("a\nb\u{1b}[31m", 100), "a b [31m");
         let long = "x".repeat(5000);
         assert_eq!(one_line(&long, 10).chars().count(), 11);
     }
+}
+
+/// How long a user's answer to an `input_required` question stays valid.
+pub const APPROVAL_TTL: Duration = Duration::from_secs(300);
+
+/// Most answers remembered as used (replay protection within one process).
+const MAX_USED_ANSWERS: usize = 10_000;
+
+/// The key of the one question toolhost asks in an `input_required` result.
+const QUESTION_KEY: &str = "toolhost-approval";
+
+/// The `input_required` round trip of protocol 2026-07-28 for an `ask`:
+/// the first call stops at the question and comes back as an
+/// `InputRequiredResult` with an elicitation and a sealed `requestState`
+/// bound to the tool and its exact arguments; the client retries with the
+/// user's answer, which is accepted once, within [`APPROVAL_TTL`].
+pub(crate) struct RoundTrips {
+    codec: rmcp::model::RequestStateCodec,
+    used: parking_lot::Mutex<(
+        std::collections::HashSet<String>,
+        std::collections::VecDeque<String>,
+    )>,
+}
+
+/// What a retried call carries, after checking.
+pub(crate) enum Retry {
+    /// Not a retry: ask (and defer the question) if the policy asks.
+    First,
+    /// The user's answer to this very call: `None` approves, `Some` denies
+    /// with the message.
+    Answered(Option<String>),
+}
+
+#[derive(serde::Serialize, Deserialize)]
+struct Sealed {
+    nonce: String,
+}
+
+impl RoundTrips {
+    /// With `key` (at least 32 bytes; replicas behind one load balancer
+    /// need the same key), or a random one for this process.
+    pub(crate) fn new(key: Option<&[u8]>) -> RoundTrips {
+        let random = || {
+            let mut k = uuid::Uuid::new_v4().as_bytes().to_vec();
+            k.extend_from_slice(uuid::Uuid::new_v4().as_bytes());
+            k
+        };
+        let key = key
+            .filter(|k| k.len() >= 32)
+            .map_or_else(random, <[u8]>::to_vec);
+        RoundTrips {
+            codec: rmcp::model::RequestStateCodec::new_unchecked(key),
+            used: parking_lot::Mutex::new(Default::default()),
+        }
+    }
+
+    /// What binds an answer to one call: the tool and its exact arguments.
+    fn binding(tool: &str, args: &serde_json::Value) -> Vec<u8> {
+        use sha2::Digest;
+        let mut h = sha2::Sha256::new();
+        h.update(tool.as_bytes());
+        h.update([0]);
+        h.update(args.to_string().as_bytes());
+        h.finalize().to_vec()
+    }
+
+    /// Checks a retry's `requestState` and the user's answer.
+    pub(crate) fn retry(
+        &self,
+        tool: &str,
+        args: &serde_json::Value,
+        state: Option<&str>,
+        responses: Option<&rmcp::model::InputResponses>,
+    ) -> Retry {
+        let Some(state) = state else {
+            return Retry::First;
+        };
+        let expired = || {
+            Retry::Answered(Some(
+                "the approval does not match this call, has expired, or was already used; \
+                 call the tool again to be asked again"
+                    .to_owned(),
+            ))
+        };
+        let Ok(sealed) = self
+            .codec
+            .open_json_with::<Sealed>(state, &Self::binding(tool, args))
+        else {
+            return expired();
+        };
+        {
+            let mut used = self.used.lock();
+            if !used.0.insert(sealed.nonce.clone()) {
+                return expired();
+            }
+            used.1.push_back(sealed.nonce);
+            while used.1.len() > MAX_USED_ANSWERS {
+                if let Some(old) = used.1.pop_front() {
+                    used.0.remove(&old);
+                }
+            }
+        }
+        let answer = responses.and_then(|r| r.get(QUESTION_KEY));
+        let approved = answer.is_some_and(|a| {
+            a.get("action").and_then(serde_json::Value::as_str) == Some("accept")
+                && a.pointer("/content/approve")
+                    .and_then(serde_json::Value::as_bool)
+                    == Some(true)
+        });
+        if approved {
+            Retry::Answered(None)
+        } else {
+            Retry::Answered(Some("the user declined".to_owned()))
+        }
+    }
+
+    /// The `InputRequiredResult` asking `question` about this call.
+    pub(crate) fn ask(
+        &self,
+        tool: &str,
+        args: &serde_json::Value,
+        question: &str,
+    ) -> Result<rmcp::model::InputRequiredResult, String> {
+        let state = self
+            .codec
+            .seal_json_with(
+                &Sealed {
+                    nonce: uuid::Uuid::new_v4().to_string(),
+                },
+                &rmcp::model::SealOptions::new()
+                    .associated_data(&Self::binding(tool, args))
+                    .ttl(APPROVAL_TTL),
+            )
+            .map_err(|e| e.to_string())?;
+        let request: rmcp::model::InputRequest = serde_json::from_value(serde_json::json!({
+            "method": "elicitation/create",
+            "params": {
+                "mode": "form",
+                "message": question,
+                "requestedSchema": {
+                    "type": "object",
+                    "properties": { "approve": { "type": "boolean", "description": "Allow it?" } },
+                    "required": ["approve"],
+                },
+            },
+        }))
+        .map_err(|e| e.to_string())?;
+        Ok(rmcp::model::InputRequiredResult::new(
+            Some([(QUESTION_KEY.to_owned(), request)].into_iter().collect()),
+            Some(state),
+        ))
+    }
+}
+
+/// On 2026-07-28: answers from a retry, or records the question to send
+/// back as `input_required` (and denies meanwhile, so nothing runs).
+pub(crate) struct RoundTripApprover {
+    pub(crate) answer: Retry,
+    /// The question asked during the call, if any.
+    pub(crate) asked: parking_lot::Mutex<Option<String>>,
+}
+
+impl Approver for RoundTripApprover {
+    fn approve_call<'a>(
+        &'a self,
+        request: &'a CallApprovalRequest<'a>,
+    ) -> ApprovalFuture<'a, CallApproval> {
+        Box::pin(async move {
+            match &self.answer {
+                Retry::Answered(None) => CallApproval::AllowOnce,
+                Retry::Answered(Some(message)) => CallApproval::Deny {
+                    message: Some(message.clone()),
+                },
+                Retry::First => {
+                    *self.asked.lock() = Some(call_question(request));
+                    CallApproval::Deny {
+                        message: Some("waiting for the user's answer".to_owned()),
+                    }
+                }
+            }
+        })
+    }
+
+    fn approve_result<'a>(
+        &'a self,
+        _request: &'a ResultApprovalRequest<'a>,
+    ) -> ApprovalFuture<'a, ResultApproval> {
+        // The tool has run: its result cannot wait for another round trip.
+        Box::pin(async {
+            ResultApproval::Reject {
+                message: Some(
+                    "this result needs the user's approval, which MCP 2026-07-28 clients \
+                     cannot give after a call has run"
+                        .to_owned(),
+                ),
+            }
+        })
+    }
+}
+
+/// The question for a call approval.
+fn call_question(request: &CallApprovalRequest<'_>) -> String {
+    format!(
+        "toolhost: allow `{}` (plugin {}) to run with {}? Asked because: {}",
+        request.tool,
+        request.plugin,
+        one_line(&request.args.to_string(), SHOWN_CHARS),
+        request.reasons.join("; ")
+    )
 }

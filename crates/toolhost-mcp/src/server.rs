@@ -28,7 +28,7 @@ use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, Subsc
 use serde_json::Value;
 use toolhost_runtime::{CallContext, PluginEvent, Runtime};
 
-use crate::elicit::ElicitingApprover;
+use crate::elicit::{ElicitingApprover, RoundTripApprover, RoundTrips};
 use crate::metrics::Metrics;
 use crate::tools;
 
@@ -43,6 +43,11 @@ pub struct ServerOptions {
     /// policy's defaults). Chosen by whoever starts the server, never by
     /// the client.
     pub agent: Option<String>,
+    /// The key that seals the `requestState` of a 2026-07-28 approval round
+    /// trip (at least 32 bytes). Replicas behind one load balancer need the
+    /// same key, since a retry may reach another replica; `None`: a random
+    /// key for this process.
+    pub state_key: Option<Vec<u8>>,
 }
 
 /// Serves a [`Runtime`]'s tools to MCP clients; see the module docs. One
@@ -64,6 +69,7 @@ pub struct McpServer {
     runtime: Runtime,
     options: Arc<ServerOptions>,
     metrics: Arc<Metrics>,
+    round_trips: Arc<RoundTrips>,
 }
 
 impl McpServer {
@@ -71,6 +77,7 @@ impl McpServer {
     pub fn new(runtime: Runtime, options: ServerOptions) -> McpServer {
         McpServer {
             runtime,
+            round_trips: Arc::new(RoundTrips::new(options.state_key.as_deref())),
             options: Arc::new(options),
             metrics: Arc::new(Metrics::new()),
         }
@@ -115,15 +122,32 @@ impl McpServer {
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> rmcp::model::CallToolResult {
+    ) -> CallToolResponse {
         let mut recorded = self.metrics.call();
-        let args = Value::Object(request.arguments.unwrap_or_default());
+        let args = Value::Object(request.arguments.clone().unwrap_or_default());
+        let modern = context
+            .protocol_version()
+            .is_some_and(|v| !v.has_initialize());
+        let round_trip = modern.then(|| {
+            Arc::new(RoundTripApprover {
+                answer: self.round_trips.retry(
+                    &request.name,
+                    &args,
+                    request.request_state.as_deref(),
+                    request.input_responses.as_ref(),
+                ),
+                asked: parking_lot::Mutex::new(None),
+            })
+        });
+        let approver: Arc<dyn toolhost_runtime::Approver> = match &round_trip {
+            Some(a) => a.clone(),
+            None => Arc::new(ElicitingApprover {
+                peer: context.peer.clone(),
+            }),
+        };
         let mut cx = CallContext::new()
             .call_id(format!("mcp-{}", request_id(&context)))
-            .approver(Arc::new(ElicitingApprover {
-                peer: context.peer.clone(),
-                protocol: context.protocol_version(),
-            }));
+            .approver(approver);
         if let Some(agent) = &self.options.agent {
             cx = cx.agent(agent.clone());
         }
@@ -132,13 +156,39 @@ impl McpServer {
             .get_progress_token()
             .map(|token| progress(&mut cx, context.peer.clone(), token));
         let outcome = tokio::select! {
-            r = self.runtime.call(&request.name, args, cx) => Some(r),
+            r = self.runtime.call(&request.name, args.clone(), cx) => Some(r),
             () = context.ct.cancelled() => None,
         };
         if let Some(f) = forwarder {
             f.abort();
         }
-        match outcome {
+        // 2026-07-28: the call stopped at a question; send it back.
+        let asked = round_trip.and_then(|a| a.asked.lock().take());
+        let can_answer = context
+            .client_capabilities()
+            .is_some_and(|c| c.elicitation.is_some());
+        if let (Some(_), Some(Err(_)), false) = (&asked, &outcome, can_answer) {
+            recorded.outcome("permission-denied");
+            return tools::error_result(
+                &format!(
+                    "permission denied for `{}`: the user's approval is needed and this MCP \
+                     client cannot be asked (it did not declare form elicitation)",
+                    request.name
+                ),
+                "permission-denied",
+            )
+            .into();
+        }
+        if let (Some(question), Some(Err(_))) = (asked, &outcome) {
+            match self.round_trips.ask(&request.name, &args, &question) {
+                Ok(input) => {
+                    recorded.outcome("input-required");
+                    return CallToolResponse::InputRequired(input);
+                }
+                Err(e) => tracing::warn!("cannot build the input_required result: {e}"),
+            }
+        }
+        let result = match outcome {
             Some(Ok(r)) => {
                 recorded.outcome("ok");
                 tools::success(r)
@@ -153,7 +203,8 @@ impl McpServer {
                 tracing::info!(tool = %request.name, "the client cancelled the call: its sandbox is stopped");
                 tools::error_result("the client cancelled the call", "aborted")
             }
-        }
+        };
+        result.into()
     }
 }
 
@@ -271,7 +322,7 @@ impl rmcp::ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        Ok(self.call(request, context).await.into())
+        Ok(self.call(request, context).await)
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {

@@ -145,7 +145,7 @@ fn mcp_over_stdio_serves_the_plugins_to_the_python_sdk_in_both_revisions() {
 }
 
 #[test]
-fn an_ask_becomes_an_elicitation_and_a_client_that_cannot_answer_is_denied() {
+fn an_ask_reaches_the_clients_user_in_both_revisions_and_a_client_that_cannot_answer_is_denied() {
     let dir = tempfile::tempdir().unwrap();
     copy_plugin(&plugins_dir(), "calc", dir.path());
     let policy = write(
@@ -161,38 +161,32 @@ fn an_ask_becomes_an_elicitation_and_a_client_that_cannot_answer_is_denied() {
     let ask =
         |answer: &str, mode: &str| client("ask", &["--mode", mode, "--answer", answer], &host);
 
-    let yes = ask("accept", "legacy");
-    assert_eq!(yes["result"]["text"], "2", "{yes}");
-    let question = yes["asked"][0].as_str().unwrap();
-    assert!(
-        question.contains("calculate") && question.contains("sums need a nod"),
-        "the question names the tool and the rule's reason: {question}"
-    );
+    // 2025-11-25: an elicitation request during the call; 2026-07-28: an
+    // `input_required` result, and the SDK retries with the answer.
+    for mode in MODES {
+        let yes = ask("accept", mode);
+        assert_eq!(yes["result"]["text"], "2", "{mode}: {yes}");
+        let question = yes["asked"][0].as_str().unwrap();
+        assert!(
+            question.contains("calculate") && question.contains("sums need a nod"),
+            "the question names the tool and the rule's reason: {question}"
+        );
 
-    let no = ask("decline", "legacy");
-    assert_eq!(no["asked"].as_array().unwrap().len(), 1, "{no}");
-    assert_eq!(no["result"]["is_error"], true);
-    assert!(no["result"]["text"].as_str().unwrap().contains("declined"));
+        let no = ask("decline", mode);
+        assert_eq!(no["asked"].as_array().unwrap().len(), 1, "{mode}: {no}");
+        assert_eq!(no["result"]["is_error"], true);
+        assert!(no["result"]["text"].as_str().unwrap().contains("declined"));
 
-    let cannot = ask("none", "legacy");
-    assert!(cannot["asked"].as_array().unwrap().is_empty());
-    assert!(
-        cannot["result"]["text"]
-            .as_str()
-            .unwrap()
-            .contains("cannot be asked"),
-        "{cannot}"
-    );
-
-    let modern = ask("accept", "2026-07-28");
-    assert_eq!(modern["result"]["is_error"], true, "{modern}");
-    assert!(
-        modern["result"]["text"]
-            .as_str()
-            .unwrap()
-            .contains("input_required"),
-        "on 2026-07-28 the denial says why: {modern}"
-    );
+        let cannot = ask("none", mode);
+        assert!(cannot["asked"].as_array().unwrap().is_empty());
+        assert!(
+            cannot["result"]["text"]
+                .as_str()
+                .unwrap()
+                .contains("cannot be asked"),
+            "{mode}: {cannot}"
+        );
+    }
 }
 
 #[test]
