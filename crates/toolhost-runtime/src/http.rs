@@ -25,11 +25,27 @@ type ResponseFuture = Box<
 pub(crate) struct HttpAllowlist {
     plugin: String,
     allowed: Arc<[HostPattern]>,
+    resolver: Resolver,
+}
+
+/// Name resolution: the system's, or one a test controls.
+type Resolver =
+    fn(String, u16) -> futures::future::BoxFuture<'static, Result<Vec<std::net::IpAddr>, String>>;
+
+fn system_resolver(
+    host: String,
+    port: u16,
+) -> futures::future::BoxFuture<'static, Result<Vec<std::net::IpAddr>, String>> {
+    Box::pin(async move { resolve(&host, port).await })
 }
 
 impl HttpAllowlist {
     pub(crate) fn new(plugin: String, allowed: Arc<[HostPattern]>) -> Self {
-        HttpAllowlist { plugin, allowed }
+        HttpAllowlist {
+            plugin,
+            allowed,
+            resolver: system_resolver,
+        }
     }
 
     /// Whether `uri` may be requested (before name resolution).
@@ -59,14 +75,17 @@ impl WasiHttpHooks for HttpAllowlist {
             return Box::new(async { Err(HttpError::HttpRequestDenied) });
         }
         tracing::debug!(target: "toolhost::plugin", plugin = %self.plugin, uri = %request.uri(), "HTTP request");
-        let (plugin, allowed) = (self.plugin.clone(), self.allowed.clone());
+        let (plugin, allowed, resolver) =
+            (self.plugin.clone(), self.allowed.clone(), self.resolver);
         Box::new(async move {
-            let uri = request.uri();
-            let found = match target(uri) {
-                Some((_, host, port)) => resolve(host, port).await,
+            let mut request = request;
+            let uri = request.uri().clone();
+            let found = match target(&uri) {
+                Some((_, host, port)) => resolver(host.to_owned(), port).await,
                 None => Err("the request has no host".to_owned()),
             };
-            if let Err(refusal) = refuse_internal(uri, found, &allowed) {
+            let checked = found.as_ref().ok().and_then(|a| a.first().copied());
+            if let Err(refusal) = refuse_internal(&uri, found, &allowed) {
                 tracing::warn!(
                     target: "toolhost::plugin",
                     plugin = %plugin,
@@ -75,6 +94,15 @@ impl WasiHttpHooks for HttpAllowlist {
                 );
                 return Err(HttpError::HttpRequestDenied);
             }
+            // Plain HTTP connects to the address just checked, never to a
+            // second lookup's answer (DNS rebinding); the Host header keeps
+            // the name. HTTPS connects by name: a rebound address would have
+            // to present a valid certificate for that name.
+            if let Some(ip) = checked
+                && let Some(pinned) = pin_to(&uri, ip)
+            {
+                *request.uri_mut() = pinned;
+            }
             let (res, io) = wasmtime_wasi_http::default_send_request(request, options).await?;
             Ok((
                 res.map(BodyExt::boxed_unsync),
@@ -82,6 +110,22 @@ impl WasiHttpHooks for HttpAllowlist {
             ))
         })
     }
+}
+
+/// `uri` aimed at `ip` instead of its host name, for plain `http` only
+/// (`None` for anything else, or a URI that is already an address).
+fn pin_to(uri: &http::Uri, ip: std::net::IpAddr) -> Option<http::Uri> {
+    let (scheme, host, port) = target(uri)?;
+    if scheme != "http" || host.parse::<std::net::IpAddr>().is_ok() {
+        return None;
+    }
+    let authority = std::net::SocketAddr::new(ip, port).to_string();
+    http::Uri::builder()
+        .scheme("http")
+        .authority(authority)
+        .path_and_query(uri.path_and_query().map_or("/", |p| p.as_str()))
+        .build()
+        .ok()
 }
 
 /// The scheme, host and port a request goes to (default ports filled in).
@@ -125,9 +169,10 @@ async fn resolve(host: &str, port: u16) -> Result<Vec<std::net::IpAddr>, String>
 /// (`localhost`, `*.corp.example`) is not a grant of the internal network
 /// behind it.
 ///
-/// The client resolves the name again to connect: a DNS server that answers
-/// differently the second time (DNS rebinding) is outside what this check
-/// covers (SECURITY.md, known gaps).
+/// Plain HTTP then connects to the first address checked ([`pin_to`]), so a
+/// DNS server that answers differently the second time (DNS rebinding)
+/// gets no second question; HTTPS connects by name and relies on the
+/// certificate (SECURITY.md).
 fn refuse_internal(
     uri: &http::Uri,
     found: Result<Vec<std::net::IpAddr>, String>,
@@ -241,6 +286,77 @@ mod tests {
         assert!(
             check(&literal, &any).await.is_err(),
             "`*` is not a grant of loopback"
+        );
+    }
+
+    #[test]
+    fn plain_http_is_pinned_to_the_checked_address_and_https_is_not() {
+        let v4: std::net::IpAddr = "203.0.113.7".parse().unwrap();
+        let v6: std::net::IpAddr = "2001:db8::1".parse().unwrap();
+        let uri: http::Uri = "http://api.example.com/a/b?c=d".parse().unwrap();
+        assert_eq!(
+            pin_to(&uri, v4).unwrap().to_string(),
+            "http://203.0.113.7:80/a/b?c=d"
+        );
+        let uri: http::Uri = "http://api.example.com:8080".parse().unwrap();
+        assert_eq!(
+            pin_to(&uri, v6).unwrap().to_string(),
+            "http://[2001:db8::1]:8080/"
+        );
+        assert!(pin_to(&"https://api.example.com/".parse().unwrap(), v4).is_none());
+        assert!(pin_to(&"http://127.0.0.1:9/".parse().unwrap(), v4).is_none());
+    }
+
+    /// A resolver we control: `rebind.test` is 127.0.0.1 when checked; the
+    /// system resolver has never heard of it, so a second lookup fails.
+    fn rebinding_resolver(
+        host: String,
+        _port: u16,
+    ) -> futures::future::BoxFuture<'static, Result<Vec<std::net::IpAddr>, String>> {
+        Box::pin(async move {
+            assert_eq!(host, "rebind.test");
+            Ok(vec!["127.0.0.1".parse().unwrap()])
+        })
+    }
+
+    #[tokio::test]
+    async fn a_request_connects_to_the_address_that_was_checked_not_to_a_second_lookup() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = tokio::spawn(async move {
+            let (mut conn, _) = listener.accept().await.unwrap();
+            let mut buf = vec![0; 4096];
+            let n = conn.read(&mut buf).await.unwrap();
+            conn.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+                .await
+                .unwrap();
+            String::from_utf8_lossy(&buf[..n]).into_owned()
+        });
+        let mut hooks = HttpAllowlist {
+            plugin: "http".into(),
+            allowed: vec![
+                format!("rebind.test:{port}").parse().unwrap(),
+                "127.0.0.1".parse().unwrap(),
+            ]
+            .into(),
+            resolver: rebinding_resolver,
+        };
+        let body = http_body_util::Empty::<bytes::Bytes>::new()
+            .map_err(|never| match never {})
+            .boxed_unsync();
+        let request = http::Request::builder()
+            .uri(format!("http://rebind.test:{port}/path"))
+            .header(http::header::HOST, format!("rebind.test:{port}"))
+            .body(body)
+            .unwrap();
+        let sent = Box::into_pin(hooks.send_request(request, None, Box::new(async { Ok(()) })));
+        let (response, _io) = sent.await.expect("sent to the checked address");
+        assert_eq!(response.status(), 200);
+        let seen = server.await.unwrap();
+        assert!(
+            seen.starts_with("GET /path HTTP/1.1") && seen.contains("host: rebind.test"),
+            "the request went to 127.0.0.1 with its name in Host: {seen}"
         );
     }
 
