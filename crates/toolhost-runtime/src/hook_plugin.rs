@@ -159,6 +159,6 @@ async fn hook_sandbox(inner: &Parts, plugin: &Plugin) -> Result<(Sandbox, Slot),
         .pool
         .sandbox(&plugin.sandbox)
         .map_err(HookError::Failed)?;
-    sandbox.begin(&plugin.name, None);
+    sandbox.begin(&plugin.name, None, None);
     Ok((sandbox, slot))
 }

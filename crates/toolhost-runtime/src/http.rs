@@ -26,7 +26,14 @@ pub(crate) struct HttpAllowlist {
     plugin: String,
     allowed: Arc<[HostPattern]>,
     resolver: Resolver,
+    /// The running call's policy check of each request it makes (every
+    /// redirect hop included); set per call (`call/admit.rs`, `hop_check`).
+    pub(crate) hop_check: Option<HopCheck>,
 }
+
+/// Whether the policy lets the running call request this URL: `Err` with
+/// the reason when it does not.
+pub(crate) type HopCheck = Arc<dyn Fn(&http::Uri) -> Result<(), String> + Send + Sync>;
 
 /// Name resolution: the system's, or one a test controls.
 type Resolver =
@@ -45,6 +52,7 @@ impl HttpAllowlist {
             plugin,
             allowed,
             resolver: system_resolver,
+            hop_check: None,
         }
     }
 
@@ -71,6 +79,15 @@ impl WasiHttpHooks for HttpAllowlist {
                 plugin = %self.plugin,
                 uri = %request.uri(),
                 "refused an HTTP request to a host that is not granted"
+            );
+            return Box::new(async { Err(HttpError::HttpRequestDenied) });
+        }
+        if let Some(Err(reason)) = self.hop_check.as_ref().map(|check| check(request.uri())) {
+            tracing::warn!(
+                target: "toolhost::plugin",
+                plugin = %self.plugin,
+                uri = %request.uri(),
+                "refused an HTTP request the policy does not allow: {reason}"
             );
             return Box::new(async { Err(HttpError::HttpRequestDenied) });
         }
@@ -341,6 +358,7 @@ mod tests {
             ]
             .into(),
             resolver: rebinding_resolver,
+            hop_check: None,
         };
         let body = http_body_util::Empty::<bytes::Bytes>::new()
             .map_err(|never| match never {})

@@ -324,7 +324,7 @@ impl Loader {
         });
         let mut sandbox =
             Sandbox::new(&self.engine, &budget, self.max_wasm_stack).map_err(LoadError::Grant)?;
-        sandbox.begin("describe", None);
+        sandbox.begin("describe", None, None);
         let specs = sandbox
             .call(async |store| {
                 let instance = pre.instantiate(&mut *store).await?;

@@ -74,7 +74,7 @@ impl ReusedInstance {
                     .pool
                     .sandbox(&plugin.sandbox)
                     .map_err(host_err)?;
-                sandbox.begin(call.target.tool, None);
+                sandbox.begin(call.target.tool, None, None);
                 let instance = sandbox
                     .call(async |store| plugin.pre.instantiate(store).await)
                     .await

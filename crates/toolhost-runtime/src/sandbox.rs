@@ -314,9 +314,15 @@ impl Sandbox {
 
     /// Prepares the store for a call of `tool`: arms the deadline, resets the
     /// per-call counters. Returns when the call started.
-    pub(crate) fn begin(&mut self, tool: &str, progress: Option<ProgressSink>) -> Instant {
+    pub(crate) fn begin(
+        &mut self,
+        tool: &str,
+        progress: Option<ProgressSink>,
+        hop_check: Option<crate::http::HopCheck>,
+    ) -> Instant {
         let now = Instant::now();
         let state = self.store.data_mut();
+        state.http_hooks.hop_check = hop_check;
         state.deadline = deadline_after(now, state.spec.limits.timeout);
         state.tool.clear();
         state.tool.push_str(tool);
@@ -504,7 +510,7 @@ mod tests {
             ..SandboxSpec::default()
         });
         let mut sandbox = Sandbox::new(&engine, &spec, 512 * 1024).unwrap();
-        sandbox.begin("log_flood", None);
+        sandbox.begin("log_flood", None, None);
         for i in 0..1000 {
             sandbox
                 .store
@@ -518,7 +524,7 @@ mod tests {
             "the rest is counted, not logged"
         );
         // The next call starts with a fresh count.
-        sandbox.begin("log_flood", None);
+        sandbox.begin("log_flood", None, None);
         assert_eq!(sandbox.store.data().log_lines, 0);
     }
 

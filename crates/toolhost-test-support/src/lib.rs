@@ -115,6 +115,22 @@ pub struct TestServer {
 impl TestServer {
     /// Starts the server on a free port; every request gets `body`.
     pub fn start(body: &'static str) -> TestServer {
+        TestServer::answering(format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        ))
+    }
+
+    /// Starts a server whose every answer is a `302` to `location`.
+    pub fn redirecting(location: &str) -> TestServer {
+        TestServer::answering(format!(
+            "HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        ))
+    }
+
+    /// Starts the server on a free port; every request gets `response`
+    /// (status line, headers and body, as sent).
+    pub fn answering(response: String) -> TestServer {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let requests = Arc::new(AtomicUsize::new(0));
@@ -136,11 +152,7 @@ impl TestServer {
                     }
                     line.clear();
                 }
-                let _ = write!(
-                    conn,
-                    "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
+                let _ = conn.write_all(response.as_bytes());
                 let _ = conn.flush();
             }
         });

@@ -71,7 +71,71 @@ pub(crate) async fn admit(
     if !asks.is_empty() {
         ask(gate, call, &args, &asks).await?;
     }
+    if let Some(check) = hop_check(gate, call, &args) {
+        let _ = call.hops.set(check);
+    }
     Ok(Admitted { args, args_text })
+}
+
+/// The policy applied to every HTTP request the call makes, redirect hops
+/// included: for a call with URL arguments, each request's URL stands in
+/// for them and the policy decides again. A deny refuses the request; an
+/// ask refuses it too (nobody can be asked in the middle of a call) unless
+/// it goes to a host the call's own URLs named, which was already allowed
+/// or asked about. `None` when no argument is an `http(s)` URL.
+fn hop_check(gate: &Gate, call: &Call<'_>, args: &Value) -> Option<crate::http::HopCheck> {
+    let Value::Object(map) = args else {
+        return None;
+    };
+    let web_host = |v: &Value| {
+        let uri: http::Uri = v.as_str()?.parse().ok()?;
+        matches!(uri.scheme_str(), Some("http" | "https"))
+            .then(|| uri.host().map(str::to_ascii_lowercase))
+            .flatten()
+    };
+    let keys: Vec<String> = map
+        .iter()
+        .filter(|(_, v)| web_host(v).is_some())
+        .map(|(k, _)| k.clone())
+        .collect();
+    if keys.is_empty() {
+        return None;
+    }
+    let named: Vec<String> = map.values().filter_map(web_host).collect();
+    let policy = gate.policy();
+    let tool = call.target.tool.to_owned();
+    let declared = call.target.spec().name.clone();
+    let plugin = call.target.plugin.name.clone();
+    let agent = call.cx.agent.clone();
+    let args = args.clone();
+    Some(std::sync::Arc::new(move |uri: &http::Uri| {
+        let hop = uri.to_string();
+        let mut hop_args = args.clone();
+        for k in &keys {
+            hop_args[k.as_str()] = Value::String(hop.clone());
+        }
+        let mut request = CallRequest::new(&tool, &hop_args)
+            .declared(&declared)
+            .plugin(&plugin);
+        if let Some(agent) = agent.as_deref() {
+            request = request.agent(agent);
+        }
+        let evaluation = policy.evaluate(&request, &toolhost_policy::SessionToggles::default());
+        let host = uri.host().map(str::to_ascii_lowercase);
+        match evaluation.decision {
+            Decision::Allow => Ok(()),
+            Decision::Ask if host.is_some_and(|h| named.contains(&h)) => Ok(()),
+            Decision::Ask => Err(format!(
+                "a request to {hop} would need the user's approval ({}), and nobody can be \
+                 asked in the middle of a call",
+                evaluation.decided_by
+            )),
+            Decision::Deny => Err(match evaluation.reason.as_deref() {
+                Some(reason) => reason.to_owned(),
+                None => format!("denied by {}", evaluation.decided_by),
+            }),
+        }
+    }))
 }
 
 /// The policy's decision on `call` with `args`: an error when it denies,

@@ -66,7 +66,11 @@ async fn run(
 ) -> Result<ToolResult, CallError> {
     let (plugin, spec, cx) = (&call.target.plugin, call.target.spec(), call.cx);
     let limits = &plugin.sandbox.limits;
-    let started = sandbox.begin(call.target.tool, cx.progress.clone());
+    let started = sandbox.begin(
+        call.target.tool,
+        cx.progress.clone(),
+        call.hops.get().cloned(),
+    );
     let raw_cx = RawContext {
         call_id: &call.id,
         session_id: cx.session_id.as_deref(),

@@ -182,6 +182,9 @@ pub(crate) struct Call<'a> {
     pub cx: &'a CallContext,
     /// The caller's call id, or one the runtime made up.
     pub id: String,
+    /// The policy's check of each HTTP request the call makes, set when it
+    /// is admitted (`admit.rs`, `hop_check`).
+    pub hops: std::sync::OnceLock<crate::http::HopCheck>,
 }
 
 impl<'a> Call<'a> {
@@ -207,6 +210,7 @@ impl<'a> Call<'a> {
             },
             cx,
             id: parts.call_id(cx.call_id.as_deref()),
+            hops: std::sync::OnceLock::new(),
         })
     }
 }

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::support::{fs_scene, plugins_dir, root};
+use crate::support::{TestServer, fs_scene, plugins_dir, root};
 use serde_json::{Value, json};
 use toolhost_runtime::hooks::{
     AfterDecision, BeforeDecision, CommandHook, FailurePolicy, FnHook, Hook, HookCall, HookEntry,
@@ -1063,5 +1063,57 @@ async fn a_hook_plugin_after_the_call_replaces_fails_and_recovers_a_failure() {
             "hook-decisions:Before:continue",
             "hook-decisions:After:replace"
         ]
+    );
+}
+
+#[tokio::test]
+async fn a_url_rule_holds_for_every_redirect_hop() {
+    let target = TestServer::start("the page behind the redirect");
+    let start = TestServer::redirecting(&target.url("/secret"));
+    let mut http = toolhost_runtime::PluginSettings::default();
+    for port in [start.port, target.port] {
+        http.hosts
+            .push(format!("127.0.0.1:{port}").parse().unwrap());
+    }
+    let policy = Policy::builder()
+        .rule(
+            Rule::deny("http_get")
+                .arg_host("url", format!("127.0.0.1:{}", target.port))
+                .reason("not that service"),
+        )
+        .build()
+        .unwrap();
+    let rt = builder()
+        .plugin_settings("http", http)
+        .policy(policy)
+        .build()
+        .await
+        .unwrap();
+
+    // Asked directly, the rule denies the call.
+    let direct = rt
+        .call(
+            "http_get",
+            json!({"url": target.url("/secret")}),
+            CallContext::new(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(direct.kind(), ErrorKind::PermissionDenied, "{direct}");
+
+    // Through an allowed host's redirect, the hop is refused too.
+    let through = rt
+        .call(
+            "http_get",
+            json!({"url": start.url("/go")}),
+            CallContext::new(),
+        )
+        .await;
+    assert!(through.is_err(), "{through:?}");
+    assert_eq!(start.request_count(), 1, "the first request went out");
+    assert_eq!(
+        target.request_count(),
+        0,
+        "the redirect to the denied service never left the host"
     );
 }
