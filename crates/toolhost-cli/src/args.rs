@@ -179,7 +179,9 @@ pub enum Command {
         /// Address to listen on (a non-loopback address needs a token).
         #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
         listen: std::net::SocketAddr,
-        /// File holding the bearer token clients must send.
+        /// File of bearer tokens clients must send: one per line, each
+        /// optionally followed by the policy profile its client's calls run
+        /// under (`TOKEN reviewer`).
         #[arg(long, value_name = "FILE", conflicts_with = "token_env")]
         token_file: Option<PathBuf>,
         /// Environment variable holding the bearer token clients must send.

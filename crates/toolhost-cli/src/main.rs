@@ -108,7 +108,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             commands::report_load_problems(&runtime);
             let options = toolhost_mcp::HttpOptions {
                 listen,
-                token: mcp::token(token_file.as_deref(), token_env.as_deref())?,
+                tokens: mcp::tokens(token_file.as_deref(), token_env.as_deref())?,
                 allowed_hosts: accept_host,
                 allowed_origins: accept_origin,
                 max_request_bytes,

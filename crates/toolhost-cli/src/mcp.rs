@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use anyhow::{Context, bail};
-use toolhost_mcp::{HttpOptions, HttpServer, McpServer, ServerOptions};
+use toolhost_mcp::{ClientToken, HttpOptions, HttpServer, McpServer, ServerOptions};
 use toolhost_runtime::Runtime;
 
 use crate::args::Global;
@@ -64,22 +64,21 @@ async fn shutdown_signal() {
     let _ = tokio::signal::ctrl_c().await;
 }
 
-/// The bearer token from `--token-file` (surrounding whitespace trimmed) or
-/// `--token-env`.
-pub fn token(file: Option<&Path>, env: Option<&str>) -> anyhow::Result<Option<String>> {
-    let token = match (file, env) {
-        (Some(path), _) => std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read the token file {}", path.display()))?
-            .trim()
-            .to_owned(),
-        (None, Some(var)) => std::env::var(var)
-            .with_context(|| format!("the token variable {var} is not set"))?
-            .trim()
-            .to_owned(),
-        (None, None) => return Ok(None),
+/// The bearer tokens from `--token-file` (one per line, each optionally
+/// followed by the profile its client's calls run under) or `--token-env`.
+pub fn tokens(file: Option<&Path>, env: Option<&str>) -> anyhow::Result<Vec<ClientToken>> {
+    let tokens = match (file, env) {
+        (Some(path), _) => ClientToken::parse(
+            &std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read the token file {}", path.display()))?,
+        ),
+        (None, Some(var)) => ClientToken::parse(
+            &std::env::var(var).with_context(|| format!("the token variable {var} is not set"))?,
+        ),
+        (None, None) => return Ok(Vec::new()),
     };
-    if token.is_empty() {
-        bail!("the bearer token is empty");
+    if tokens.is_empty() {
+        bail!("no bearer token given (the token file or variable is empty)");
     }
-    Ok(Some(token))
+    Ok(tokens)
 }

@@ -41,10 +41,11 @@ pub const DEFAULT_MAX_CONCURRENT_REQUESTS: usize = 256;
 pub struct HttpOptions {
     /// Where to listen.
     pub listen: SocketAddr,
-    /// The bearer token every request to `/mcp` must carry
-    /// (`Authorization: Bearer …`). Required to listen on a non-loopback
-    /// address.
-    pub token: Option<String>,
+    /// The bearer tokens a request to `/mcp` may carry (`Authorization:
+    /// Bearer …`), each with the policy profile its client's calls run
+    /// under (`None`: the server's). Empty: no token needed, which only a
+    /// loopback address allows.
+    pub tokens: Vec<ClientToken>,
     /// `Host` header values accepted besides loopback names (the names
     /// clients reach this server by, when it is not on loopback).
     pub allowed_hosts: Vec<String>,
@@ -67,7 +68,7 @@ impl HttpOptions {
     pub fn local(port: u16) -> HttpOptions {
         HttpOptions {
             listen: SocketAddr::from(([127, 0, 0, 1], port)),
-            token: None,
+            tokens: Vec::new(),
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
@@ -86,9 +87,48 @@ pub struct HttpServer {
     ready: Arc<AtomicBool>,
 }
 
+/// A client's bearer token and the policy profile its calls run under.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientToken {
+    /// The secret.
+    pub token: String,
+    /// The agent profile (`None`: the server's).
+    pub agent: Option<String>,
+}
+
+impl ClientToken {
+    /// Reads a token file: one token per line, optionally followed by the
+    /// profile its client's calls run under (`s3cret reviewer`); blank lines
+    /// and lines starting with `#` are skipped.
+    ///
+    /// ```
+    /// let tokens = toolhost_mcp::ClientToken::parse("# team\nabc reviewer\nxyz\n");
+    /// assert_eq!(tokens[0].agent.as_deref(), Some("reviewer"));
+    /// assert_eq!(tokens[1].agent, None);
+    /// ```
+    pub fn parse(text: &str) -> Vec<ClientToken> {
+        text.lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .map(|l| {
+                let mut words = l.split_whitespace();
+                ClientToken {
+                    token: words.next().unwrap_or_default().to_owned(),
+                    agent: words.next().map(str::to_owned),
+                }
+            })
+            .collect()
+    }
+}
+
+/// The profile the request's token names, for the server to read
+/// (`server.rs`): set on the HTTP request by `admit`.
+#[derive(Debug, Clone)]
+pub(crate) struct ClientProfile(pub(crate) String);
+
 #[derive(Clone)]
 struct Gate {
-    token: Option<Arc<str>>,
+    tokens: Arc<[ClientToken]>,
     slots: Arc<tokio::sync::Semaphore>,
 }
 
@@ -99,10 +139,10 @@ impl HttpServer {
         server: McpServer,
         options: HttpOptions,
     ) -> Result<HttpServer, McpServeError> {
-        if !options.listen.ip().is_loopback() && options.token.is_none() {
+        if !options.listen.ip().is_loopback() && options.tokens.is_empty() {
             return Err(McpServeError::TokenRequired(options.listen));
         }
-        if options.token.as_deref().is_some_and(str::is_empty) {
+        if options.tokens.iter().any(|t| t.token.is_empty()) {
             return Err(McpServeError::EmptyToken);
         }
         let stop = CancellationToken::new();
@@ -124,7 +164,7 @@ impl HttpServer {
         let mcp: StreamableHttpService<McpServer, LocalSessionManager> =
             StreamableHttpService::new(move || Ok(factory.clone()), Default::default(), config);
         let gate = Gate {
-            token: options.token.as_deref().map(Arc::from),
+            tokens: options.tokens.clone().into(),
             slots: Arc::new(tokio::sync::Semaphore::new(
                 options.max_concurrent_requests.max(1),
             )),
@@ -220,40 +260,50 @@ impl HttpServer {
     }
 }
 
-/// Lets a request to `/mcp` in when it carries the token and a slot is free.
-async fn admit(State(gate): State<Gate>, request: Request, next: Next) -> Response {
+/// Lets a request to `/mcp` in when it carries a token (when tokens are
+/// set) and a slot is free; marks it with its token's profile.
+async fn admit(State(gate): State<Gate>, mut request: Request, next: Next) -> Response {
     let started = std::time::Instant::now();
     let method = request.method().clone();
-    if let Some(token) = &gate.token {
+    if !gate.tokens.is_empty() {
         let given = request
             .headers()
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "));
-        if !given.is_some_and(|g| same(g.as_bytes(), token.as_bytes())) {
+        let client = given.and_then(|g| {
+            // Every token is compared, so the time taken does not tell which matched.
+            gate.tokens.iter().fold(None, |found, t| {
+                if same(g.as_bytes(), t.token.as_bytes()) {
+                    Some(t)
+                } else {
+                    found
+                }
+            })
+        });
+        let Some(client) = client else {
             tracing::info!(target: "toolhost::mcp::access", %method, status = 401, "refused: no valid bearer token");
-            let mut response = rpc_error(
+            return refusal(
                 StatusCode::UNAUTHORIZED,
                 -32001,
                 "a valid bearer token is required (Authorization: Bearer …)",
+                (header::WWW_AUTHENTICATE, "Bearer"),
             );
-            response
-                .headers_mut()
-                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-            return response;
+        };
+        if let Some(agent) = &client.agent {
+            request
+                .extensions_mut()
+                .insert(ClientProfile(agent.clone()));
         }
     }
     let Ok(_slot) = gate.slots.clone().try_acquire_owned() else {
         tracing::warn!(target: "toolhost::mcp::access", %method, status = 503, "refused: too many requests in flight");
-        let mut response = rpc_error(
+        return refusal(
             StatusCode::SERVICE_UNAVAILABLE,
             -32000,
             "the server is at its limit of concurrent requests; retry shortly",
+            (header::RETRY_AFTER, "1"),
         );
-        response
-            .headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-        return response;
     };
     let response = next.run(request).await;
     tracing::info!(
@@ -263,6 +313,20 @@ async fn admit(State(gate): State<Gate>, request: Request, next: Next) -> Respon
         micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
         "request"
     );
+    response
+}
+
+/// A refused request: `status`, a JSON-RPC error, and one header.
+fn refusal(
+    status: StatusCode,
+    code: i32,
+    message: &str,
+    (name, value): (http::HeaderName, &'static str),
+) -> Response {
+    let mut response = rpc_error(status, code, message);
+    response
+        .headers_mut()
+        .insert(name, HeaderValue::from_static(value));
     response
 }
 

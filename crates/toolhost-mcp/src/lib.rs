@@ -35,7 +35,8 @@ mod tools;
 
 pub use elicit::ELICITATION_TIMEOUT;
 pub use http::{
-    DEFAULT_MAX_CONCURRENT_REQUESTS, DEFAULT_MAX_REQUEST_BYTES, HttpOptions, HttpServer,
+    ClientToken, DEFAULT_MAX_CONCURRENT_REQUESTS, DEFAULT_MAX_REQUEST_BYTES, HttpOptions,
+    HttpServer,
 };
 pub use server::{McpServer, ServerOptions};
 pub use tools::{DETAILS_META_KEY, ERROR_KIND_META_KEY, PLUGIN_META_KEY};

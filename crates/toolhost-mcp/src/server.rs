@@ -108,6 +108,17 @@ impl McpServer {
         Ok(())
     }
 
+    /// The profile a request's calls run under: its bearer token's (HTTP),
+    /// else the server's.
+    fn agent(&self, context: &RequestContext<RoleServer>) -> Option<String> {
+        context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<crate::http::ClientProfile>())
+            .map(|p| p.0.clone())
+            .or_else(|| self.options.agent.clone())
+    }
+
     fn instructions(&self) -> Option<String> {
         let rules: Vec<String> = self
             .runtime
@@ -148,8 +159,8 @@ impl McpServer {
         let mut cx = CallContext::new()
             .call_id(format!("mcp-{}", request_id(&context)))
             .approver(approver);
-        if let Some(agent) = &self.options.agent {
-            cx = cx.agent(agent.clone());
+        if let Some(agent) = self.agent(&context) {
+            cx = cx.agent(agent);
         }
         let forwarder = context
             .meta
@@ -306,11 +317,11 @@ impl rmcp::ServerHandler for McpServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let tools = self
             .runtime
-            .offered_tools(self.options.agent.as_deref(), None)
+            .offered_tools(self.agent(&context).as_deref(), None)
             .iter()
             .map(tools::mcp_tool)
             .collect();

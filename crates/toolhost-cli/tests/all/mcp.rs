@@ -429,6 +429,62 @@ fn mcp_over_http_serves_both_revisions_behind_a_bearer_token() {
 }
 
 #[test]
+fn each_bearer_token_can_carry_its_clients_policy_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["calc", "text"] {
+        copy_plugin(&plugins_dir(), name, dir.path());
+    }
+    let policy = write(
+        dir.path(),
+        "policy.toml",
+        "default = \"allow\"\n[profiles.reviewer]\ndefault = \"deny\"\n\
+         [[profiles.reviewer.rules]]\ntool = \"calculate\"\ndecision = \"allow\"\n",
+    );
+    let tokens = write(
+        dir.path(),
+        "tokens",
+        "# who may call\nadmin-token\nreviewer-token reviewer\n",
+    );
+    let plugins = dir.path().display().to_string();
+    let served = serve(&host_args(
+        dir.path(),
+        &[
+            "--plugins",
+            &plugins,
+            "--policy",
+            &policy,
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--token-file",
+            &tokens,
+        ],
+    ));
+    let url = format!("{}/mcp", served.base);
+    let listed = |token: &str, mode: &str| -> Vec<String> {
+        let report = client(
+            "basics",
+            &["--mode", mode, "--url", &url, "--token", token],
+            &[],
+        );
+        assert_eq!(report["calls"]["ok"]["text"], "14", "{report}");
+        report["tools"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect()
+    };
+    for mode in MODES {
+        assert_eq!(listed("reviewer-token", mode), ["calculate"], "{mode}");
+        assert!(
+            listed("admin-token", mode).contains(&"word_count".to_owned()),
+            "{mode}"
+        );
+    }
+}
+
+#[test]
 fn serve_refuses_a_non_loopback_address_without_a_token() {
     let dir = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_host"))
