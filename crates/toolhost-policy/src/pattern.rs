@@ -69,7 +69,12 @@ pub(crate) struct ArgMatcher {
 #[derive(Debug, Clone)]
 enum ArgKind {
     Glob(NameGlob),
-    Path(PathGlob),
+    /// A path glob; `relative` for a pattern like `secret/**`, which is
+    /// matched against paths relative to the tool's base.
+    Path {
+        glob: PathGlob,
+        relative: bool,
+    },
     Host(HostPattern),
 }
 
@@ -94,7 +99,10 @@ impl ArgMatcher {
         }
         let kind = match pattern {
             ArgPattern::Glob(p) => ArgKind::Glob(name_glob(p)?),
-            ArgPattern::Path(p) => ArgKind::Path(PathGlob::new(p).map_err(|e| e.to_string())?),
+            ArgPattern::Path(p) => ArgKind::Path {
+                glob: PathGlob::new(p).map_err(|e| e.to_string())?,
+                relative: !p.starts_with('/'),
+            },
             ArgPattern::Host(p) => ArgKind::Host(HostPattern::new(p).map_err(|e| e.to_string())?),
         };
         Ok(ArgMatcher {
@@ -136,15 +144,25 @@ impl ArgMatcher {
     fn scalar_match(&self, v: &Value, path_base: Option<&Path>) -> bool {
         match (v, &self.kind) {
             (Value::String(s), ArgKind::Glob(g)) => g.is_match(s),
-            (Value::String(s), ArgKind::Path(p)) => {
+            (Value::String(s), ArgKind::Path { glob, relative }) => {
                 // Every spelling of the path the tool will open: as written,
                 // resolved against the tool's base, and with symlinks
-                // followed. A deny or ask rule matches when any does; an
-                // allow rule only when all do.
-                let forms = Self::path_forms(s, path_base);
+                // followed; for a relative pattern, those spellings relative
+                // to the base. A deny or ask rule matches when any does; an
+                // allow rule only when all do (and there is one).
+                let mut forms = Self::path_forms(s, path_base);
+                if *relative {
+                    let escapes;
+                    (forms, escapes) = Self::relative_forms(&forms, path_base);
+                    // A path that leaves the base is never allowed by a
+                    // pattern relative to it.
+                    if escapes && self.lists == ListMatch::All {
+                        return false;
+                    }
+                }
                 match self.lists {
-                    ListMatch::Any => forms.iter().any(|f| p.is_match(f)),
-                    ListMatch::All => forms.iter().all(|f| p.is_match(f)),
+                    ListMatch::Any => forms.iter().any(|f| glob.is_match(f)),
+                    ListMatch::All => !forms.is_empty() && forms.iter().all(|f| glob.is_match(f)),
                 }
             }
             (Value::String(s), ArgKind::Host(h)) => h.matches_url(s),
@@ -155,6 +173,47 @@ impl ArgMatcher {
 }
 
 impl ArgMatcher {
+    /// `forms` as a relative pattern sees them: the relative ones as they
+    /// are, the absolute ones inside `base` (as written or canonical)
+    /// relative to it; an absolute path outside the base has none. Also
+    /// says whether a form leaves the base (`..` after normalising, or an
+    /// absolute form outside it).
+    fn relative_forms(forms: &[String], base: Option<&Path>) -> (Vec<String>, bool) {
+        let bases: Vec<std::path::PathBuf> = base
+            .into_iter()
+            .flat_map(|b| [Some(b.to_path_buf()), std::fs::canonicalize(b).ok()])
+            .flatten()
+            .collect();
+        let mut out = Vec::new();
+        let mut escapes = false;
+        let mut keep = |rel: String, escapes: &mut bool| {
+            let normal = toolhost_patterns::normalize_path(&rel).into_owned();
+            if normal == ".." || normal.starts_with("../") {
+                *escapes = true;
+            } else {
+                out.push(normal);
+            }
+        };
+        for form in forms {
+            let path = Path::new(form);
+            if path.is_relative() {
+                keep(form.clone(), &mut escapes);
+                continue;
+            }
+            let mut inside = false;
+            for b in &bases {
+                if let Ok(rest) = path.strip_prefix(b) {
+                    inside = true;
+                    keep(rest.to_string_lossy().into_owned(), &mut escapes);
+                }
+            }
+            escapes |= !inside;
+        }
+        out.sort();
+        out.dedup();
+        (out, escapes)
+    }
+
     /// The forms of a path argument a rule is matched against: `raw`; when
     /// it is relative and the call has a base, `base/raw` (how a tool such
     /// as `fs` resolves it, against its first granted directory); and the
@@ -187,6 +246,50 @@ impl ArgMatcher {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_relative_pattern_holds_for_every_spelling_of_a_path_under_the_base() {
+        let scene = tempfile::tempdir().unwrap();
+        let base = scene.path().join("grant");
+        std::fs::create_dir_all(base.join("secret")).unwrap();
+        std::fs::write(base.join("secret/key.txt"), "k").unwrap();
+        std::os::unix::fs::symlink(base.join("secret"), base.join("alias")).unwrap();
+        let deny = ArgMatcher::new(
+            "path",
+            &ArgPattern::Path("secret/**".into()),
+            ListMatch::Any,
+        )
+        .unwrap();
+        let b = base.display().to_string();
+        for spelling in [
+            "secret/key.txt".to_owned(),
+            "./secret/key.txt".to_owned(),
+            "sub/../secret/key.txt".to_owned(),
+            format!("{b}/secret/key.txt"),
+            format!("{b}//secret/./key.txt"),
+            "alias/key.txt".to_owned(),
+            format!("{b}/alias/key.txt"),
+            "secret/".to_owned(),
+        ] {
+            assert!(
+                deny.is_match_in(&json!({ "path": spelling }), Some(&base)),
+                "{spelling}"
+            );
+        }
+        for other in ["public/a.txt".to_owned(), "/etc/passwd".to_owned()] {
+            assert!(
+                !deny.is_match_in(&json!({ "path": other }), Some(&base)),
+                "{other}"
+            );
+        }
+        // An allow rule with a relative pattern never allows a path outside the base.
+        let allow =
+            ArgMatcher::new("path", &ArgPattern::Path("**".into()), ListMatch::All).unwrap();
+        assert!(!allow.is_match_in(&json!({ "path": "/etc/passwd" }), Some(&base)));
+        assert!(!allow.is_match_in(&json!({ "path": "../outside" }), Some(&base)));
+        assert!(!allow.is_match_in(&json!({ "path": "secret/../../x" }), Some(&base)));
+        assert!(allow.is_match_in(&json!({ "path": "secret/key.txt" }), Some(&base)));
+    }
 
     #[test]
     fn a_relative_path_without_a_base_is_not_resolved_against_the_hosts_directory() {
