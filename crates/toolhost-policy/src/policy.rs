@@ -252,8 +252,11 @@ impl Policy {
     /// Cheap: no allocation unless the call is switched off, or a host pattern has to
     /// parse a URL argument.
     pub fn evaluate(&self, call: &CallRequest<'_>, session: &SessionToggles) -> Evaluation {
+        // A toggle for a name holds for the tool a clash renamed too.
         if !session.is_empty()
-            && let Some(glob) = session.disabled_by(call.tool)
+            && let Some(glob) = session
+                .disabled_by(call.tool)
+                .or_else(|| call.declared.and_then(|d| session.disabled_by(d)))
         {
             return Evaluation {
                 decision: Decision::Deny,
@@ -355,7 +358,10 @@ impl Policy {
         agent: Option<&str>,
         session: &SessionToggles,
     ) -> bool {
-        if !session.is_empty() && session.is_disabled(names.tool) {
+        if !session.is_empty()
+            && (session.is_disabled(names.tool)
+                || names.declared.is_some_and(|d| session.is_disabled(d)))
+        {
             return false;
         }
         let profile = self.profile(agent);
@@ -383,11 +389,26 @@ impl Policy {
     /// model sees them: `tool` matches `approve-results` (the profile's list when the
     /// agent's profile sets one, else the base list).
     pub fn approve_result(&self, tool: &str, agent: Option<&str>) -> bool {
+        self.approve_result_of(tool, None, agent)
+    }
+
+    /// [`approve_result`](Self::approve_result) for a tool a clash exposes
+    /// under another name: the name its plugin `declared` matches too, so
+    /// a renamed tool keeps the result approval written for its name.
+    /// (`always-allow`, which only ever widens, matches the exposed name alone.)
+    pub fn approve_result_of(
+        &self,
+        tool: &str,
+        declared: Option<&str>,
+        agent: Option<&str>,
+    ) -> bool {
         let globs = self
             .profile(agent)
             .and_then(|p| p.approve_results.as_deref())
             .unwrap_or(&self.approve_results);
-        globs.iter().any(|g| g.is_match(tool))
+        globs
+            .iter()
+            .any(|g| g.is_match(tool) || declared.is_some_and(|d| g.is_match(d)))
     }
 
     /// Whether an `ask` for `tool` is answered `allow` by `always-allow`.
@@ -871,6 +892,10 @@ mod tests {
         );
         assert!(p.approve_result("http_get", None));
         assert!(!p.approve_result("read_file", None));
+        assert!(
+            p.approve_result_of("web__http_get", Some("http_get"), None),
+            "a clash-renamed tool keeps its result approval"
+        );
         assert!(p.approve_result("read_file", Some("reviewer")));
         assert!(!p.approve_result("http_get", Some("reviewer")));
         assert!(!p.approve_result("http_get", Some("quiet")));
@@ -926,6 +951,17 @@ mod tests {
         let e = p.evaluate(&CallRequest::new("http_get", &args), &session);
         assert_eq!(e.decision, Decision::Allow);
         assert!(p.visible("http_get", None, None, &session));
+    }
+
+    #[test]
+    fn a_switched_off_name_holds_for_the_tool_a_clash_renamed() {
+        let p = build(Policy::builder().rule(Rule::allow("*")));
+        let mut session = SessionToggles::new();
+        session.disable("http_get").unwrap();
+        let args = json!({});
+        let renamed = CallRequest::new("web__http_get", &args).declared("http_get");
+        assert_eq!(p.evaluate(&renamed, &session).decision, Decision::Deny);
+        assert!(!p.visible_as("web__http_get", "http_get", Some("web"), None, &session));
     }
 
     #[test]

@@ -106,7 +106,11 @@ pub(crate) async fn conclude(
     let Ok(r) = &result else {
         return result;
     };
-    if !gate.policy().approve_result(tool, cx.agent.as_deref()) {
+    if !gate.policy().approve_result_of(
+        tool,
+        Some(call.target.spec().name.as_str()),
+        cx.agent.as_deref(),
+    ) {
         return result;
     }
     let Some(approver) = cx.approver_or(gate) else {
