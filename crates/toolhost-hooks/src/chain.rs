@@ -61,6 +61,14 @@ impl OnError {
     }
 }
 
+/// `Some(Closed)` when the result says the hook was not there to run
+/// ([`HookError::Unavailable`]); `None` to go by the entry's `on-error`.
+fn closed_if_unavailable<T>(
+    result: &Result<Result<T, HookError>, tokio::time::error::Elapsed>,
+) -> Option<FailurePolicy> {
+    matches!(result, Ok(Err(HookError::Unavailable(_)))).then_some(FailurePolicy::Closed)
+}
+
 impl Default for OnError {
     fn default() -> Self {
         Self {
@@ -364,6 +372,7 @@ impl HookChain {
             let started = Instant::now();
             let result = within(entry.timeout, entry.hook.before(&current)).await;
             let duration = started.elapsed();
+            let unavailable = closed_if_unavailable(&result);
             let mut trace = HookTrace {
                 hook: name.to_owned(),
                 stage: Stage::Before,
@@ -390,8 +399,9 @@ impl HookChain {
                     }
                 }
                 Err(error) => {
-                    tracing::warn!(hook = name, tool = call.tool, %error, policy = ?entry.on_error.before, "before-hook failed");
-                    match entry.on_error.before {
+                    let policy = unavailable.unwrap_or(entry.on_error.before);
+                    tracing::warn!(hook = name, tool = call.tool, %error, ?policy, "before-hook failed");
+                    match policy {
                         FailurePolicy::Open => {
                             trace.decision = TraceDecision::Continue;
                             trace.error = Some(error);
@@ -452,6 +462,7 @@ impl HookChain {
             let started = Instant::now();
             let result = within(entry.timeout, entry.hook.after(call, &report.outcome)).await;
             let duration = started.elapsed();
+            let unavailable = closed_if_unavailable(&result);
             let mut trace = HookTrace {
                 hook: name.to_owned(),
                 stage: Stage::After,
@@ -466,8 +477,9 @@ impl HookChain {
                     report.structured_replaced |= apply(&mut report.outcome, decision);
                 }
                 Err(error) => {
-                    tracing::warn!(hook = name, tool = call.tool, %error, policy = ?entry.on_error.after, "after-hook failed");
-                    match entry.on_error.after {
+                    let policy = unavailable.unwrap_or(entry.on_error.after);
+                    tracing::warn!(hook = name, tool = call.tool, %error, ?policy, "after-hook failed");
+                    match policy {
                         FailurePolicy::Open => trace.decision = TraceDecision::Keep,
                         FailurePolicy::Closed => {
                             let message = failure_reason(name, &error);

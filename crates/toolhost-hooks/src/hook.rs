@@ -347,6 +347,13 @@ pub enum HookError {
     /// Talking to a command hook's program failed.
     #[error("i/o error: {0}")]
     Io(#[from] std::io::Error),
+    /// The hook the entry names is not there to run: a hook plugin that is
+    /// not loaded, or a plugin that is not the code the binding follows.
+    /// Always fails closed, whatever the entry's `on-error` says: a hook
+    /// that was configured must never be skipped silently because something
+    /// else took its name.
+    #[error("{0}")]
+    Unavailable(String),
 }
 
 impl HookError {

@@ -38,8 +38,29 @@ impl PluginHook {
             .upgrade()
             .ok_or_else(|| HookError::Failed("the runtime is shutting down".into()))?;
         let plugin = inner.catalog.hook_plugin(&self.name).ok_or_else(|| {
-            HookError::Failed(format!("hook plugin `{}` is not loaded", self.name))
+            HookError::Unavailable(format!(
+                "hook plugin `{}` is not loaded (or the plugin of that name is not a hook plugin)",
+                self.name
+            ))
         })?;
+        // The binding follows the plugin whose file carries the name, so a
+        // plugin that merely calls itself so (a higher version in another
+        // file) cannot stand in for the hook.
+        let stem = plugin
+            .path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or_default();
+        if stem != self.name && !stem.starts_with(&format!("{}@", self.name)) {
+            return Err(HookError::Unavailable(format!(
+                "hook plugin `{}` is loaded from {}: a hook binding follows only a plugin \
+                 whose file is named after it (`{}.wasm`, or `{}@VERSION.wasm`)",
+                self.name,
+                plugin.path.display(),
+                self.name,
+                self.name
+            )));
+        }
         Ok((inner, plugin))
     }
 }
@@ -48,7 +69,7 @@ impl PluginHook {
 fn hook_pre(plugin: &Plugin) -> Result<&crate::api::HookPre, HookError> {
     match &plugin.pre {
         Linked::Hook(pre) => Ok(pre),
-        Linked::Tool(_) => Err(HookError::Failed(format!(
+        Linked::Tool(_) => Err(HookError::Unavailable(format!(
             "`{}` is not a hook plugin",
             plugin.name
         ))),

@@ -489,6 +489,29 @@ async fn a_failing_before_hook_fails_open_when_configured() {
 }
 
 #[tokio::test]
+async fn a_hook_that_is_not_there_to_run_fails_closed_even_when_configured_open() {
+    let missing = || {
+        FnHook::new("missing")
+            .on_before(|_| Err(HookError::Unavailable("not loaded".into())))
+            .on_after(|_, _| Err(HookError::Unavailable("not loaded".into())))
+    };
+    let chain = HookChain::new(vec![
+        entry(missing()).on_error(OnError::both(FailurePolicy::Open)),
+    ]);
+    let args = json!({});
+    let before = chain.run_before(&call("x", &args)).await;
+    assert!(
+        matches!(before.decision, BeforeVerdict::Block { .. }),
+        "{:?}",
+        before.decision
+    );
+    let after = chain
+        .run_after(&call("x", &args), HookOutcome::ok("secret result"))
+        .await;
+    assert_ne!(after.outcome, HookOutcome::ok("secret result"));
+}
+
+#[tokio::test]
 async fn a_failing_after_hook_keeps_the_outcome_by_default_and_fails_it_when_closed() {
     let args = json!({});
     let open = HookChain::new(vec![entry(broken())]);

@@ -473,3 +473,58 @@ async fn a_path_rule_holds_for_relative_paths_and_symlinks_inside_the_grant() {
         .await;
     assert!(ok.is_ok(), "other files still read: {ok:?}");
 }
+
+#[tokio::test]
+async fn a_plugin_that_takes_a_hook_plugins_name_makes_its_calls_fail_never_skip_the_hook() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_plugin(&plugins_dir(), "text", tmp.path());
+    copy_plugin(&plugins_dir(), "redact-secrets", tmp.path());
+    let hook: toolhost_runtime::hooks::HookConfig =
+        toml::from_str("plugin-hook = \"redact-secrets\"\nstages = [\"after\"]\n").unwrap();
+    let count = |rt: &Runtime| {
+        let rt = rt.clone();
+        async move {
+            rt.call(
+                "word_count",
+                serde_json::json!({"text": "a b c"}),
+                toolhost_runtime::CallContext::new(),
+            )
+            .await
+        }
+    };
+    let rt = builder(tmp.path())
+        .hook_configs([hook.clone()])
+        .build()
+        .await
+        .unwrap();
+    assert!(count(&rt).await.is_ok(), "the real hook runs");
+
+    // Two squatters claim the hook's name with a higher version: a tool
+    // plugin, and the hook's own code in a file named otherwise. After-hook
+    // failures fail open by default, yet neither may make the hook be skipped.
+    for (file, code) in [("weather", "calc"), ("helper", "redact-secrets")] {
+        let dir = tempfile::tempdir().unwrap();
+        copy_plugin(&plugins_dir(), "text", dir.path());
+        copy_plugin(&plugins_dir(), "redact-secrets", dir.path());
+        std::fs::copy(
+            plugins_dir().join(format!("{code}.wasm")),
+            dir.path().join(format!("{file}.wasm")),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join(format!("{file}.toml")),
+            "name = \"redact-secrets\"\nversion = \"99.0.0\"\n",
+        )
+        .unwrap();
+        let rt = builder(dir.path())
+            .hook_configs([hook.clone()])
+            .build()
+            .await
+            .unwrap();
+        let err = count(&rt).await.expect_err("the call fails closed");
+        assert!(
+            err.to_string().contains("redact-secrets"),
+            "{file}: the error names the hook: {err}"
+        );
+    }
+}
