@@ -11,17 +11,21 @@
 //! Execute(round) --round < max_rounds------+
 //!    |  round == max_rounds
 //!    v
-//! FinalAnswer (no tools, tool_choice none) --> Done(max-rounds)
+//! FinalAnswer (tool_choice none; then no tools, history as text) --> Done(max-rounds)
 //!
 //! any state --abort--> Done(aborted); --deadline--> Done(timeout);
-//! provider error --> Done(error); repeated call refused --> Done(doom-loop)
+//! provider error --> Done(error);
+//! repeated call refused --> FinalAnswer --> Done(doom-loop);
+//! empty reply after tool results --> FinalAnswer --> Done(completed)
 //! ```
 //!
 //! A doom loop (the same tool with the same canonical arguments
 //! [`AgentOptions::doom_loop_threshold`] times in a row, across rounds) asks
 //! [`AgentOptions::doom_loop_approval`]; without a callback (non-interactive
-//! use) the run ends with the dedicated status `doom-loop`, so callers can
-//! tell it apart from host faults.
+//! use), or when refused, the repeated call gets a result telling the model
+//! it already has that result, the model is asked for a final answer, and
+//! the run ends with the dedicated status `doom-loop` and that answer, so
+//! callers can tell it apart from host faults and still get an answer.
 //!
 //! Every failure inside a tool call (unknown tool, malformed arguments,
 //! schema violations, traps, timeouts) becomes a tool result the model reads;
@@ -80,6 +84,50 @@ When a tool returns an error, read it and correct your call instead of repeating
 pub const FINAL_ANSWER_NOTE: &str = "[The tool-call limit for this request has been reached. \
 Do not call any more tools: answer now with the information gathered so far, and say what \
 is still missing.]";
+
+/// Longest tool result kept when a history is rendered as text.
+const TEXT_HISTORY_RESULT_CHARS: usize = 4000;
+
+/// `messages` as plain text in one user message, for a final answer asked
+/// without tools: some models and servers cannot answer a history of tool
+/// calls once tools are off. Results are cut at
+/// [`TEXT_HISTORY_RESULT_CHARS`].
+fn history_as_text(messages: &[Message]) -> Vec<Message> {
+    let mut text = String::from("The conversation so far:\n");
+    for m in messages {
+        match m.role {
+            Role::System => {}
+            Role::User => text.push_str(&format!("\nUser: {}\n", m.content)),
+            Role::Assistant => {
+                if !m.content.trim().is_empty() {
+                    text.push_str(&format!("\nAssistant: {}\n", m.content));
+                }
+                for c in &m.tool_calls {
+                    text.push_str(&format!(
+                        "\nAssistant called the tool `{}` with {}\n",
+                        c.name, c.arguments
+                    ));
+                }
+            }
+            Role::Tool => {
+                let cut: String = m.content.chars().take(TEXT_HISTORY_RESULT_CHARS).collect();
+                let more = if cut.len() < m.content.len() {
+                    " …"
+                } else {
+                    ""
+                };
+                text.push_str(&format!(
+                    "\nThe tool `{}` returned{}: {cut}{more}\n",
+                    m.tool_name.as_deref().unwrap_or("?"),
+                    if m.is_error { " an error" } else { "" }
+                ));
+            }
+        }
+    }
+    text.push('\n');
+    text.push_str(FINAL_ANSWER_NOTE);
+    vec![Message::user(text)]
+}
 
 /// A caller's own narrowing of the tools offered to the model (e.g. only
 /// read-only tools for a planning step). It is not the permission layer:
@@ -512,9 +560,14 @@ impl Agent {
         let mut state = State::Request { round: 1 };
         let (status, error) = loop {
             state = match state {
-                State::Request { round } if round > ctx.opts.max_rounds => {
-                    State::FinalAnswer { round }
-                }
+                State::Request { round } if round > ctx.opts.max_rounds => State::FinalAnswer {
+                    round,
+                    status: Status::MaxRounds,
+                    error: Some(format!(
+                        "stopped after {} rounds of tool calls",
+                        ctx.opts.max_rounds
+                    )),
+                },
                 State::Request { round } => ctx.request(&mut run, round).await,
                 State::Execute {
                     round,
@@ -526,7 +579,11 @@ impl Agent {
                     ctx.execute(&mut run, round, calls, &tools, builtin, completion)
                         .await
                 }
-                State::FinalAnswer { round } => ctx.final_answer(&mut run, round).await,
+                State::FinalAnswer {
+                    round,
+                    status,
+                    error,
+                } => ctx.final_answer(&mut run, round, status, error).await,
                 State::Done { status, error } => break (status, error),
             };
         };
@@ -574,8 +631,14 @@ enum State {
         builtin: bool,
         completion: RoundInfo,
     },
-    /// The round limit was reached: one request without tools.
-    FinalAnswer { round: u32 },
+    /// One request without tools for the answer: after the round limit, a
+    /// refused doom loop, or an empty reply after tool results. The run then
+    /// ends with `status` and `error` (what happened), and the answer.
+    FinalAnswer {
+        round: u32,
+        status: Status,
+        error: Option<String>,
+    },
     /// Over.
     Done {
         status: Status,
@@ -910,6 +973,19 @@ impl Ctx<'_> {
         };
         if calls.is_empty() {
             self.end_round(round, info, 0);
+            // An empty reply after tool results (small models do this): ask
+            // for the answer instead of ending with nothing.
+            if run.text.trim().is_empty() && !run.history.is_empty() {
+                info!(
+                    round,
+                    "empty reply after tool results; asking for a final answer"
+                );
+                return State::FinalAnswer {
+                    round: round + 1,
+                    status: Status::Completed,
+                    error: None,
+                };
+            }
             return State::done(Status::Completed, None);
         }
         State::Execute {
@@ -933,8 +1009,18 @@ impl Ctx<'_> {
     /// State `FinalAnswer`: one request in which tools cannot be called.
     /// The definitions are still sent, with `tool_choice: none`: Anthropic
     /// rejects a request whose history holds tool calls but defines no tools.
-    async fn final_answer(&self, run: &mut RunState, round: u32) -> State {
-        info!(round, "round limit reached; asking for a final answer");
+    /// When the reply has no text (empty, or only tool calls), the same
+    /// request goes again without tools, the tool history rendered as text;
+    /// when that is empty too, the run's error says so. The run ends with
+    /// `status` and `error`, which say why a final answer was asked for.
+    async fn final_answer(
+        &self,
+        run: &mut RunState,
+        round: u32,
+        status: Status,
+        mut error: Option<String>,
+    ) -> State {
+        info!(round, %status, "asking for a final answer");
         let note = Message::user(FINAL_ANSWER_NOTE);
         let (tools, _) = self.current_tools();
         let completion = match self
@@ -950,6 +1036,27 @@ impl Ctx<'_> {
                 "the model asked for tools in the final answer; ignoring the calls"
             );
         }
+        let mut completion = completion;
+        if completion.message.content.trim().is_empty() {
+            info!(
+                round,
+                "the final answer was empty; asking again with the history as text"
+            );
+            let as_text = history_as_text(&run.messages);
+            let original = std::mem::replace(&mut run.messages, as_text);
+            let plain = self.complete(run, round, &[], ToolChoice::None, None).await;
+            run.messages = original;
+            match plain {
+                Ok(c) if !c.message.content.trim().is_empty() => completion = c,
+                Ok(_) | Err(_) => {
+                    let note = "the model gave no final answer, with or without tools";
+                    error = Some(match error {
+                        Some(e) => format!("{e}; {note}"),
+                        None => note.to_owned(),
+                    });
+                }
+            }
+        }
         run.text.clone_from(&completion.message.content);
         run.messages
             .push(Message::assistant(completion.message.content));
@@ -961,13 +1068,7 @@ impl Ctx<'_> {
             },
             0,
         );
-        State::done(
-            Status::MaxRounds,
-            Some(format!(
-                "stopped after {} rounds of tool calls",
-                self.opts.max_rounds
-            )),
-        )
+        State::done(status, error)
     }
 
     /// State `Execute`: repair, check and run the calls, append their results
@@ -1062,6 +1163,13 @@ impl Ctx<'_> {
         self.end_round(round, info, n_calls);
 
         match stop {
+            // A refused doom loop: the model has what it needs; ask for the
+            // answer rather than end with nothing.
+            Some(stop) if stop.status == Status::DoomLoop => State::FinalAnswer {
+                round: round + 1,
+                status: stop.status,
+                error: stop.error,
+            },
             Some(stop) => stop.into_state(),
             None => State::Request { round: round + 1 },
         }
@@ -1194,7 +1302,8 @@ impl Ctx<'_> {
         Err(Stop {
             status: Status::DoomLoop,
             error: Some(format!(
-                "`{tool}` was called {repeats} times in a row with the same arguments"
+                "`{tool}` was called {repeats} times in a row with the same arguments; \
+                 its result is already above: do not call it again, answer with what you have"
             )),
         })
     }

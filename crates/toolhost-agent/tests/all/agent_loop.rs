@@ -388,41 +388,122 @@ async fn the_run_deadline_ends_with_timeout() {
 }
 
 #[tokio::test]
-async fn a_doom_loop_without_approval_ends_the_run() {
+async fn a_doom_loop_without_approval_refuses_the_call_and_ends_with_an_answer() {
     let same = r#"{"b": 2, "a": 1}"#;
     let reordered = r#"{"a":1,"b":2}"#;
     let provider = ScriptedProvider::new(vec![
         call("c1", "echo", same),
         call("c2", "echo", reordered),
         call("c3", "Echo", same),
-        text("unreachable"),
+        text("The answer, from what I have."),
     ]);
     let tools = FakeTools::echo(vec![spec("echo", false)]);
     let (sink, mut events) = event_channel();
     let result = agent(&provider, &tools, options().events(sink))
         .run(vec![Message::user("go")])
         .await;
-    assert_eq!(result.status, Status::DoomLoop);
+    assert_eq!(
+        result.status,
+        Status::DoomLoop,
+        "the status says what happened"
+    );
     assert!(
         result.error.as_deref().unwrap_or("").contains("3 times"),
         "{:?}",
         result.error
     );
     assert_eq!(
+        result.final_text(),
+        "The answer, from what I have.",
+        "never an empty answer"
+    );
+    assert_eq!(
         tools.recorded().len(),
         2,
         "the third identical call did not run"
     );
-    assert_eq!(provider.requests().len(), 3);
-    // The refused call still has a result, so the messages stay valid.
-    let last = result.messages.last().unwrap();
-    assert_eq!(last.role, Role::Tool);
-    assert!(last.content.starts_with("not run"));
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 4, "three rounds, then the final answer");
+    assert_eq!(requests[3].tool_choice, ToolChoice::None);
+    // The refused call has a result telling the model why, so the messages
+    // stay valid and the model knows to answer.
+    let refused = tool_messages(&result.messages).last().copied().unwrap();
+    assert!(
+        refused.content.starts_with("not run") && refused.content.contains("do not call it again"),
+        "{}",
+        refused.content
+    );
     let mut detected = false;
     while let Ok(e) = events.try_recv() {
         detected |= matches!(e, AgentEvent::DoomLoopDetected { repeats: 3, .. });
     }
     assert!(detected);
+}
+
+#[tokio::test]
+async fn an_empty_reply_after_tool_results_asks_for_the_answer() {
+    let provider = ScriptedProvider::new(vec![
+        call("c1", "echo", r#"{"i":1}"#),
+        text(""),
+        text("Done: the echo said i=1."),
+    ]);
+    let tools = FakeTools::echo(vec![spec("echo", false)]);
+    let result = agent(&provider, &tools, options())
+        .run(vec![Message::user("go")])
+        .await;
+    assert_eq!(result.status, Status::Completed);
+    assert_eq!(result.final_text(), "Done: the echo said i=1.");
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 3);
+    assert_eq!(requests[2].tool_choice, ToolChoice::None);
+}
+
+#[tokio::test]
+async fn an_empty_final_answer_is_asked_again_without_tools_and_the_history_as_text() {
+    let provider = ScriptedProvider::new(vec![
+        call("c1", "echo", r#"{"i":1}"#),
+        // With tool_choice none, a small model still writes a tool call.
+        call("c2", "echo", r#"{"i":2}"#),
+        text("From the history: i=1."),
+    ]);
+    let tools = FakeTools::echo(vec![spec("echo", false)]);
+    let result = agent(&provider, &tools, options().max_rounds(1))
+        .run(vec![Message::user("go")])
+        .await;
+    assert_eq!(result.status, Status::MaxRounds);
+    assert_eq!(result.final_text(), "From the history: i=1.");
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 3);
+    let plain = &requests[2];
+    assert!(plain.tools.is_empty(), "no tools at all");
+    assert_eq!(plain.messages.len(), 1);
+    let text = &plain.messages[0].content;
+    assert!(
+        text.contains("called the tool `echo`") && text.contains(FINAL_ANSWER_NOTE),
+        "{text}"
+    );
+    // Every tool call in the history still has its result.
+    assert_eq!(tool_messages(&result.messages).len(), 1);
+}
+
+#[tokio::test]
+async fn a_final_answer_that_stays_empty_says_so_in_the_error() {
+    let provider =
+        ScriptedProvider::new(vec![call("c1", "echo", r#"{"i":1}"#), text(""), text("")]);
+    let tools = FakeTools::echo(vec![spec("echo", false)]);
+    let result = agent(&provider, &tools, options().max_rounds(1))
+        .run(vec![Message::user("go")])
+        .await;
+    assert_eq!(result.status, Status::MaxRounds);
+    assert!(
+        result
+            .error
+            .as_deref()
+            .unwrap_or("")
+            .contains("no final answer"),
+        "{:?}",
+        result.error
+    );
 }
 
 #[tokio::test]
