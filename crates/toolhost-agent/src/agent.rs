@@ -85,6 +85,32 @@ pub const FINAL_ANSWER_NOTE: &str = "[The tool-call limit for this request has b
 Do not call any more tools: answer now with the information gathered so far, and say what \
 is still missing.]";
 
+/// How many times a request is sent again when the server could not parse
+/// the model's own output ([`is_model_output_error`]).
+const MODEL_OUTPUT_RETRIES: u32 = 2;
+
+/// Whether `e` says the server could not parse what the model itself wrote
+/// (llama.cpp's "the model produced output that does not match the expected
+/// … format", in the stream or as a 5xx), rather than a fault of the
+/// request or the network: the next attempt samples anew.
+fn is_model_output_error(e: &ProviderError) -> bool {
+    let text = match e {
+        ProviderError::Status { status, body, .. } if *status >= 500 => body,
+        ProviderError::InvalidResponse { message, .. } => message,
+        _ => return false,
+    };
+    let text = text.to_ascii_lowercase();
+    [
+        "does not match the expected",
+        "model produced output",
+        "failed to parse tool call",
+        "failed to parse the model",
+        "error parsing tool call",
+    ]
+    .iter()
+    .any(|p| text.contains(p))
+}
+
 /// Longest tool result kept when a history is rendered as text.
 const TEXT_HISTORY_RESULT_CHARS: usize = 4000;
 
@@ -902,10 +928,25 @@ impl Ctx<'_> {
                 name,
             }),
         };
-        let result = tokio::select! {
-            biased;
-            stop = self.interrupted() => Err(stop),
-            r = self.agent.provider.complete(&request, &on_delta, &self.opts.abort) => Ok(r),
+        // A server that could not parse the model's own output (sampling
+        // differs on the next attempt) is asked again, a bounded number of times.
+        let mut attempts = 1;
+        let result = loop {
+            let r = tokio::select! {
+                biased;
+                stop = self.interrupted() => Err(stop),
+                r = self.agent.provider.complete(&request, &on_delta, &self.opts.abort) => Ok(r),
+            };
+            match &r {
+                Ok(Err(e)) if attempts <= MODEL_OUTPUT_RETRIES && is_model_output_error(e) => {
+                    warn!(round, attempts, error = %e, "the server could not parse the model's output; asking again");
+                    attempts += 1;
+                    if let Ok(mut p) = partial.lock() {
+                        p.clear();
+                    }
+                }
+                _ => break r,
+            }
         };
         if lent {
             let mut history = std::mem::take(&mut request.messages);
@@ -934,9 +975,16 @@ impl Ctx<'_> {
             Ok(Err(e)) => {
                 warn!(round, error = %e, "provider request failed");
                 keep_partial(run);
+                let error = if is_model_output_error(&e) {
+                    format!(
+                        "the server could not parse the model's own output ({attempts} attempts): {e}"
+                    )
+                } else {
+                    format!("model request failed: {e}")
+                };
                 Err(Stop {
                     status: Status::Error,
-                    error: Some(format!("model request failed: {e}")),
+                    error: Some(error),
                 })
             }
             Err(stop) => {

@@ -436,6 +436,63 @@ async fn a_429_storm_with_a_long_retry_after_waits_at_most_max_backoff_per_retry
     );
 }
 
+// ---------------------------------------------------------------- the model's own output
+
+/// What llama.cpp sends, inside a 200 stream, when it cannot parse what the
+/// model wrote.
+fn unparsable_output_frame() -> String {
+    format!(
+        "data: {}\n\n",
+        json!({"error": {"code": 500, "type": "server_error",
+            "message": "The model produced output that does not match the expected peg-native format"}})
+    )
+}
+
+#[tokio::test]
+async fn a_round_the_server_could_not_parse_is_asked_again_and_answers() {
+    let server = Server::start(|n| match n {
+        0 => Reply::Stream {
+            frames: vec![unparsable_output_frame()],
+            gap: Duration::ZERO,
+            end: End::Close,
+        },
+        _ => Reply::Stream {
+            frames: {
+                let mut f = Wire::OpenAi.unfinished_text(&["fourteen"]);
+                f.extend(Wire::OpenAi.finish());
+                f
+            },
+            gap: Duration::ZERO,
+            end: End::Close,
+        },
+    })
+    .await;
+    let provider = Wire::OpenAi.provider(&server, fast_policy(1));
+    let (result, _) = run(&agent(provider, options())).await;
+    assert_eq!(result.status, Status::Completed, "{:?}", result.error);
+    assert_eq!(result.final_text(), "fourteen");
+    assert_eq!(server.requests(), 2);
+}
+
+#[tokio::test]
+async fn a_server_that_never_parses_the_models_output_ends_the_run_saying_so() {
+    let server = Server::start(|_| Reply::Stream {
+        frames: vec![unparsable_output_frame()],
+        gap: Duration::ZERO,
+        end: End::Close,
+    })
+    .await;
+    let provider = Wire::OpenAi.provider(&server, fast_policy(1));
+    let (result, _) = run(&agent(provider, options())).await;
+    assert_eq!(result.status, Status::Error);
+    let error = error_of(&result);
+    assert!(
+        error.contains("could not parse the model's own output (3 attempts)"),
+        "{error}"
+    );
+    assert_eq!(server.requests(), 3, "bounded");
+}
+
 // ---------------------------------------------------------------- broken streams
 
 async fn truncated_stream_in_round_two(wire: Wire, end: End) {
