@@ -53,6 +53,41 @@ impl PromptApprover {
     }
 }
 
+/// The user's answer when the same call repeats (a doom loop).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RepeatAnswer {
+    /// Let this call run.
+    Once,
+    /// Let repeated calls run for the rest of the session.
+    Always,
+    /// Refuse it: the model is asked for its answer.
+    Stop,
+}
+
+/// Parses an answer to the doom-loop question: `o`/`y` once, `a` always,
+/// anything else (or no answer) stop.
+pub fn parse_repeat_answer(line: Option<&str>) -> RepeatAnswer {
+    match line.map(|l| l.trim().to_ascii_lowercase()).as_deref() {
+        Some("o" | "once" | "y" | "yes") => RepeatAnswer::Once,
+        Some("a" | "always") => RepeatAnswer::Always,
+        _ => RepeatAnswer::Stop,
+    }
+}
+
+impl PromptApprover {
+    /// Asks whether `tool`, called `repeats` times in a row with the same
+    /// `arguments`, may run again.
+    pub async fn ask_repeat(&self, tool: &str, arguments: &str, repeats: u32) -> RepeatAnswer {
+        let _turn = self.one_at_a_time.lock().await;
+        ask(&format!(
+            "\n? the model called {} {repeats} times in a row with {}\n  let it run again? [o]nce / [a]lways this session / [s]top and answer: ",
+            printable(tool),
+            printable(arguments)
+        ));
+        parse_repeat_answer(self.answer().await.as_deref())
+    }
+}
+
 /// `text` with every control character but newline and tab, and every
 /// Unicode bidirectional override, shown as an escape (`\u{1b}`), so text
 /// from a plugin, a hook or a model cannot drive the terminal.
@@ -284,6 +319,15 @@ mod tests {
         assert_eq!(read_line(&terminal, &gone).as_deref(), Some("third"));
         drop(user);
         assert_eq!(read_line(&terminal, &gone), None, "end of input");
+    }
+
+    #[test]
+    fn repeat_answers_parse_and_default_to_stop() {
+        assert_eq!(parse_repeat_answer(Some("o")), RepeatAnswer::Once);
+        assert_eq!(parse_repeat_answer(Some(" A\n")), RepeatAnswer::Always);
+        assert_eq!(parse_repeat_answer(Some("s")), RepeatAnswer::Stop);
+        assert_eq!(parse_repeat_answer(Some("whatever")), RepeatAnswer::Stop);
+        assert_eq!(parse_repeat_answer(None), RepeatAnswer::Stop);
     }
 
     #[test]

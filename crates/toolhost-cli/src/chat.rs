@@ -31,6 +31,7 @@ pub async fn connect(
     global: &Global,
     file: &ConfigFile,
     runtime: &Runtime,
+    interactive: bool,
 ) -> anyhow::Result<Option<Model>> {
     let config = settings::provider_config(global, file)?;
     let Some(selected) = select_from_env(config.as_ref()).await? else {
@@ -44,6 +45,36 @@ pub async fn connect(
         .session_id(SESSION.as_str());
     if let Some(agent) = &global.agent {
         options = options.agent(agent.clone());
+    }
+    // In the chat, a repeated call is the user's to allow (once, or for the
+    // session) or stop; non-interactively the loop refuses it and asks the
+    // model for its answer.
+    if interactive && !global.yes {
+        let prompt = Arc::new(crate::approve::PromptApprover::new(
+            global.answers_from_stdin,
+        ));
+        let always = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        options = options.doom_loop_approval(move |doom| {
+            let (prompt, always) = (prompt.clone(), always.clone());
+            Box::pin(async move {
+                use crate::approve::RepeatAnswer;
+                use std::sync::atomic::Ordering;
+                if always.load(Ordering::Relaxed) {
+                    return true;
+                }
+                match prompt
+                    .ask_repeat(&doom.tool, &doom.arguments, doom.repeats)
+                    .await
+                {
+                    RepeatAnswer::Once => true,
+                    RepeatAnswer::Always => {
+                        always.store(true, Ordering::Relaxed);
+                        true
+                    }
+                    RepeatAnswer::Stop => false,
+                }
+            })
+        });
     }
     if global.run_timeout > 0 {
         options = options.timeout(std::time::Duration::from_secs(global.run_timeout));

@@ -120,7 +120,9 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Some(Command::Run { prompt, json }) => {
             commands::report_load_problems(&runtime);
             notices::print_plugin_events(&rt, &runtime, None);
-            let Some(mut model) = rt.block_on(chat::connect(&cli.global, &file, &runtime))? else {
+            let Some(mut model) =
+                rt.block_on(chat::connect(&cli.global, &file, &runtime, false))?
+            else {
                 eprintln!("error: {}", chat::no_model_help());
                 return Ok(exit::FAILURE);
             };
@@ -145,7 +147,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         }
         None => {
             commands::report_load_problems(&runtime);
-            let model = rt.block_on(chat::connect(&cli.global, &file, &runtime))?;
+            let model = rt.block_on(chat::connect(&cli.global, &file, &runtime, true))?;
             repl::run(&rt, &runtime, model)
         }
     }

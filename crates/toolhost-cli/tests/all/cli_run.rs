@@ -355,3 +355,33 @@ fn a_model_stream_that_never_ends_is_cut_by_the_run_timeout() {
         String::from_utf8_lossy(&o.stdout)
     );
 }
+
+#[test]
+fn in_the_chat_a_repeated_call_is_the_users_to_allow_or_stop() {
+    // The model asks for the same call forever, until it is told to answer.
+    let server = ModelServer::start(|_, body| {
+        if body.contains("answer now") {
+            openai_sse(&[json!({"choices": [{"index": 0, "delta": {"content": "It is 2."}, "finish_reason": "stop"}]})])
+        } else {
+            openai_tool_call("c", "calculate", r#"{"expression": "1+1"}"#)
+        }
+    });
+    let base = format!("http://127.0.0.1:{}/v1", server.port);
+    let mut cmd = crate::support::host(&root().join("target/test-cache"));
+    cmd.env("TEST_MODEL_KEY", "test-key")
+        .arg("--plugins")
+        .arg(plugins_dir())
+        .args(["--provider", "openai", "--base-url", &base, "--model", "m"])
+        .args(["--api-key-env", "TEST_MODEL_KEY", "--answers-from-stdin"]);
+    let mut session = Session::start(cmd);
+    session.expect("tools loaded");
+    session.send("What is 1+1?");
+    let asked = session.expect("times in a row with");
+    assert!(asked.contains("calculate") && asked.contains("3 times"), "{asked}");
+    session.send("o");
+    // Allowed once: the count starts again, and the question comes back.
+    session.expect("times in a row with");
+    session.send("s");
+    // Stopped: the model is asked for its answer.
+    session.expect("It is 2.");
+}
