@@ -361,7 +361,9 @@ fn in_the_chat_a_repeated_call_is_the_users_to_allow_or_stop() {
     // The model asks for the same call forever, until it is told to answer.
     let server = ModelServer::start(|_, body| {
         if body.contains("answer now") {
-            openai_sse(&[json!({"choices": [{"index": 0, "delta": {"content": "It is 2."}, "finish_reason": "stop"}]})])
+            openai_sse(&[
+                json!({"choices": [{"index": 0, "delta": {"content": "It is 2."}, "finish_reason": "stop"}]}),
+            ])
         } else {
             openai_tool_call("c", "calculate", r#"{"expression": "1+1"}"#)
         }
@@ -377,7 +379,10 @@ fn in_the_chat_a_repeated_call_is_the_users_to_allow_or_stop() {
     session.expect("tools loaded");
     session.send("What is 1+1?");
     let asked = session.expect("times in a row with");
-    assert!(asked.contains("calculate") && asked.contains("3 times"), "{asked}");
+    assert!(
+        asked.contains("calculate") && asked.contains("3 times"),
+        "{asked}"
+    );
     session.send("o");
     // Allowed once: the count starts again, and the question comes back.
     session.expect("times in a row with");
