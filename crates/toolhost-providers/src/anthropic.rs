@@ -117,15 +117,25 @@ impl Anthropic {
             "max_tokens": request.max_tokens.unwrap_or(self.max_tokens),
             "messages": messages_json(&request.messages),
         });
+        // Prompt caching: the tool definitions and the system prompt (which
+        // carries the date, never the time) are the same request after
+        // request, so each ends with a cache breakpoint (two of the four
+        // Anthropic allows); the conversation after them is not cached.
+        let cached = json!({"type": "ephemeral"});
         if !system.is_empty() {
-            body["system"] = json!(system.join("\n\n"));
+            body["system"] = json!([
+                {"type": "text", "text": system.join("\n\n"), "cache_control": cached},
+            ]);
         }
         if !request.tools.is_empty() {
-            let tools: Vec<Value> = request
+            let mut tools: Vec<Value> = request
                 .tools
                 .iter()
                 .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
                 .collect();
+            if let Some(last) = tools.last_mut() {
+                last["cache_control"] = cached.clone();
+            }
             body["tools"] = Value::Array(tools);
             body["tool_choice"] = match request.tool_choice {
                 ToolChoice::None => json!({"type": "none"}),

@@ -527,13 +527,17 @@ async fn anthropic_request_body_as_the_server_received_it() {
         assert_eq!(got[0].headers["anthropic-version"], "2023-06-01");
         let b = &got[0].body;
         assert_eq!(b["model"], "claude-test");
-        assert_eq!(b["system"], "You are terse.");
+        // The system prompt and the tool definitions end with cache breakpoints.
+        assert_eq!(
+            b["system"],
+            json!([{"type": "text", "text": "You are terse.", "cache_control": {"type": "ephemeral"}}])
+        );
         assert_eq!(b["max_tokens"], 4096);
         assert_eq!(b["stream"], true);
         assert_eq!(
             b["tools"],
             json!([{"name": "calc", "description": "Evaluates an arithmetic expression.",
-                    "input_schema": calc_tool().parameters}])
+                    "input_schema": calc_tool().parameters, "cache_control": {"type": "ephemeral"}}])
         );
         assert_eq!(
             b["tool_choice"],
@@ -948,7 +952,7 @@ async fn prompt_xml_profile_round_trip() {
         let b = &server.received()[0].body;
         assert!(b.get("tools").is_none());
         assert!(b.get("tool_choice").is_none());
-        let system = b["system"].as_str().unwrap();
+        let system = b["system"][0]["text"].as_str().unwrap();
         assert!(system.contains("## calc") && system.contains("<tool_code>"));
         let m = b["messages"].as_array().unwrap();
         assert_eq!(m.len(), 3);
