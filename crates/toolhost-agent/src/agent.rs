@@ -914,12 +914,27 @@ impl Ctx<'_> {
         run.rounds += 1;
 
         let partial = Mutex::new(String::new());
+        // `<think>…</think>` in the text is reasoning, not answer.
+        let think = Mutex::new(crate::think::ThinkFilter::default());
+        let pieces = |pieces: Vec<crate::think::Piece>| {
+            for piece in pieces {
+                match piece {
+                    crate::think::Piece::Text(text) => {
+                        if let Ok(mut p) = partial.lock() {
+                            p.push_str(&text);
+                        }
+                        self.emit(AgentEvent::TextDelta { round, text });
+                    }
+                    crate::think::Piece::Reasoning(text) => {
+                        self.emit(AgentEvent::ReasoningDelta { round, text });
+                    }
+                }
+            }
+        };
         let on_delta = |delta: Delta| match delta {
             Delta::Text(text) => {
-                if let Ok(mut p) = partial.lock() {
-                    p.push_str(&text);
-                }
-                self.emit(AgentEvent::TextDelta { round, text });
+                let split = think.lock().map(|mut f| f.push(&text)).unwrap_or_default();
+                pieces(split);
             }
             Delta::Reasoning(text) => self.emit(AgentEvent::ReasoningDelta { round, text }),
             Delta::ToolCallStarted { id, name } => self.emit(AgentEvent::ToolCallStreamed {
@@ -960,9 +975,12 @@ impl Ctx<'_> {
                 run.messages.push(Message::assistant(text));
             }
         };
+        pieces(think.lock().map(|mut f| f.finish()).unwrap_or_default());
         match result {
-            Ok(Ok(completion)) => {
+            Ok(Ok(mut completion)) => {
                 run.usage += completion.usage;
+                let (answer, _reasoning) = crate::think::split_think(&completion.message.content);
+                completion.message.content = answer;
                 Ok(completion)
             }
             Ok(Err(ProviderError::Cancelled)) if self.stop_now().is_some() => {

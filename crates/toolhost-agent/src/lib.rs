@@ -15,6 +15,7 @@ pub mod events;
 pub mod format;
 pub mod repair;
 pub mod status;
+pub mod think;
 pub mod tools;
 pub mod vars;
 

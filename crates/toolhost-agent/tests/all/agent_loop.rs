@@ -441,6 +441,36 @@ async fn a_doom_loop_without_approval_refuses_the_call_and_ends_with_an_answer()
 }
 
 #[tokio::test]
+async fn think_blocks_in_the_text_are_reasoning_not_answer() {
+    let provider = ScriptedProvider::new(vec![text(
+        "<think>2 and 2 make 4</think>\n\nThe answer is 4.",
+    )]);
+    let tools = FakeTools::echo(vec![spec("echo", false)]);
+    let (sink, mut events) = event_channel();
+    let result = agent(&provider, &tools, options().events(sink))
+        .run(vec![Message::user("2+2?")])
+        .await;
+    assert_eq!(result.final_text(), "The answer is 4.");
+    assert!(
+        result
+            .messages
+            .iter()
+            .all(|m| !m.content.contains("<think>")),
+        "the history keeps no reasoning"
+    );
+    let (mut reasoning, mut text) = (String::new(), String::new());
+    while let Ok(e) = events.try_recv() {
+        match e {
+            AgentEvent::ReasoningDelta { text: t, .. } => reasoning.push_str(&t),
+            AgentEvent::TextDelta { text: t, .. } => text.push_str(&t),
+            _ => {}
+        }
+    }
+    assert_eq!(reasoning, "2 and 2 make 4");
+    assert!(!text.contains("think"), "{text}");
+}
+
+#[tokio::test]
 async fn an_empty_reply_after_tool_results_asks_for_the_answer() {
     let provider = ScriptedProvider::new(vec![
         call("c1", "echo", r#"{"i":1}"#),
