@@ -537,10 +537,27 @@ impl Agent {
                 parts.push(m.content.trim().to_owned());
             }
         }
-        if !o.usage_rules.is_empty() {
+        // The options' rules, then the executor's for the tools offered now
+        // (a name the options already cover is not repeated).
+        let info = ToolCallInfo {
+            call_id: String::new(),
+            session_id: o.session_id.clone(),
+            agent: o.agent.clone(),
+        };
+        let mut all: Vec<(String, String)> = o
+            .usage_rules
+            .iter()
+            .map(|r| (r.name.clone(), r.text.clone()))
+            .collect();
+        for (name, text) in self.tools.usage_rules(&info) {
+            if !all.iter().any(|(n, _)| *n == name) {
+                all.push((name, text));
+            }
+        }
+        if !all.is_empty() {
             let mut rules = String::from("# Tool usage rules");
-            for r in &o.usage_rules {
-                rules.push_str(&format!("\n\n## {}\n{}", r.name, r.text.trim()));
+            for (name, text) in &all {
+                rules.push_str(&format!("\n\n## {name}\n{}", text.trim()));
             }
             parts.push(rules);
         }

@@ -66,6 +66,15 @@ pub trait ToolExecutor: Send + Sync {
         self.tools()
     }
 
+    /// Rules for the model from the sources of the tools offered for this
+    /// agent and session (a plugin's `usage`), as `(source, text)`; read at
+    /// the start of every run, so a plugin loaded since the last run brings
+    /// its rules and a hidden one takes them away. None by default.
+    fn usage_rules(&self, info: &ToolCallInfo) -> Vec<(String, String)> {
+        let _ = info;
+        Vec::new()
+    }
+
     /// Runs `name` with `args`. Never fails: every failure is a `ToolOutcome`
     /// with `is_error` set and a message the model can act on.
     fn call<'a>(

@@ -79,11 +79,8 @@ pub async fn connect(
     if global.run_timeout > 0 {
         options = options.timeout(std::time::Duration::from_secs(global.run_timeout));
     }
-    for plugin in runtime.plugins() {
-        if let Some(rules) = plugin.usage {
-            options = options.usage_rules(plugin.name, rules);
-        }
-    }
+    // Plugins' usage rules come from the runtime at each run
+    // (`ToolExecutor::usage_rules`), so hot-loaded plugins bring theirs.
     Ok(Some(Model {
         agent: Agent::new(provider, Arc::new(runtime.clone())).with_options(options),
         label,

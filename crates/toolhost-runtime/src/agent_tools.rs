@@ -45,6 +45,16 @@ impl ToolExecutor for Runtime {
             .collect()
     }
 
+    /// The `usage` of each plugin with a tool offered now.
+    fn usage_rules(&self, info: &ToolCallInfo) -> Vec<(String, String)> {
+        let offered = self.offered_tools(info.agent.as_deref(), info.session_id.as_deref());
+        self.plugins()
+            .into_iter()
+            .filter(|p| offered.iter().any(|t| t.plugin == p.name))
+            .filter_map(|p| p.usage.map(|u| (p.name, u)))
+            .collect()
+    }
+
     fn call<'a>(
         &'a self,
         name: &'a str,

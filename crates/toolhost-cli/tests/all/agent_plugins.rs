@@ -173,3 +173,51 @@ async fn the_next_request_offers_a_plugin_loaded_during_the_turn() {
     assert!(offered(1).contains(&"word_count".to_owned()));
     assert!(!result.history[1].is_error, "{:?}", result.history[1]);
 }
+
+#[tokio::test]
+async fn usage_rules_follow_the_plugins_loaded_and_offered_at_each_run() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        plugins_dir().join("calc.wasm"),
+        dir.path().join("calc.wasm"),
+    )
+    .unwrap();
+    let runtime = Arc::new(
+        Runtime::builder()
+            .plugin_dir(dir.path())
+            .cache_dir(Some(root.join("target/test-cache")))
+            .build()
+            .await
+            .unwrap(),
+    );
+    let provider = ScriptedProvider::new(vec![text("one"), text("two"), text("three")]);
+    let agent = Agent::new(provider.clone(), runtime.clone())
+        .with_options(AgentOptions::new("scripted").clock(clock()));
+    let system = |i: usize| provider.requests()[i].system.clone().unwrap_or_default();
+
+    agent.run(vec![Message::user("hi")]).await;
+    assert!(!system(0).contains("## fs"), "{}", system(0));
+
+    // fs arrives after the agent was built: its rules come with it.
+    for ext in ["wasm", "toml"] {
+        std::fs::copy(
+            plugins_dir().join(format!("fs.{ext}")),
+            dir.path().join(format!("fs.{ext}")),
+        )
+        .unwrap();
+    }
+    runtime.rescan().await;
+    agent.run(vec![Message::user("hi")]).await;
+    assert!(system(1).contains("## fs"), "{}", system(1));
+
+    // Hidden by the policy: its rules go too.
+    runtime.set_policy(
+        toolhost_runtime::policy::Policy::builder()
+            .rule(toolhost_runtime::policy::Rule::deny("fs:*"))
+            .build()
+            .unwrap(),
+    );
+    agent.run(vec![Message::user("hi")]).await;
+    assert!(!system(2).contains("## fs"), "{}", system(2));
+}
