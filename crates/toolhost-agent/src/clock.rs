@@ -23,7 +23,10 @@ pub trait Clock: Send + Sync {
     }
 }
 
-/// The system clock (dates in UTC).
+/// The system clock: today's date in the user's local time zone, labelled
+/// with its offset (`2026-11-23 (local time, UTC+01:00)`), so the model
+/// knows which day it is where the user is. The time of day is never given,
+/// so the system prompt stays cacheable all day.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SystemClock;
 
@@ -31,6 +34,21 @@ impl Clock for SystemClock {
     fn now(&self) -> SystemTime {
         SystemTime::now()
     }
+
+    fn today(&self) -> String {
+        local_date(self.now())
+    }
+}
+
+/// The local calendar date of `t` (the `TZ` variable, else the system's
+/// zone), labelled with its UTC offset.
+pub fn local_date(t: SystemTime) -> String {
+    let local: chrono::DateTime<chrono::Local> = t.into();
+    format!(
+        "{} (local time, UTC{})",
+        local.format("%Y-%m-%d"),
+        local.format("%:z")
+    )
 }
 
 /// A clock stopped at one instant.
@@ -72,6 +90,14 @@ pub fn utc_date(t: SystemTime) -> String {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn the_local_date_is_labelled_with_its_offset() {
+        let d = local_date(UNIX_EPOCH + Duration::from_secs(1_700_000_000));
+        assert_eq!(d.len(), "2023-11-14 (local time, UTC+00:00)".len(), "{d}");
+        assert!(d.contains(" (local time, UTC") && d.ends_with(')'), "{d}");
+        assert!(d.starts_with("2023-11-1"), "{d}");
+    }
 
     #[test]
     fn dates() {
