@@ -283,6 +283,25 @@ impl Drop for Served {
     }
 }
 
+/// `host serve` of the plugins in `dir` under `policy`, behind the token file `tokens`.
+fn serve_with_tokens(dir: &Path, policy: &str, tokens: &str) -> Served {
+    let plugins = dir.display().to_string();
+    serve(&host_args(
+        dir,
+        &[
+            "--plugins",
+            &plugins,
+            "--policy",
+            policy,
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--token-file",
+            tokens,
+        ],
+    ))
+}
+
 fn serve(args: &[String]) -> Served {
     let mut child = Command::new(&args[0])
         .args(&args[1..])
@@ -366,21 +385,7 @@ fn mcp_over_http_serves_both_revisions_behind_a_bearer_token() {
     let dir = plugins_with_hostile();
     let policy = write(dir.path(), "policy.toml", DENY_HTTP);
     let token = write(dir.path(), "token", "s3cret-token\n");
-    let plugins = dir.path().display().to_string();
-    let served = serve(&host_args(
-        dir.path(),
-        &[
-            "--plugins",
-            &plugins,
-            "--policy",
-            &policy,
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--token-file",
-            &token,
-        ],
-    ));
+    let served = serve_with_tokens(dir.path(), &policy, &token);
     let url = format!("{}/mcp", served.base);
     for (mode, version) in [("legacy", "2025-11-25"), ("2026-07-28", "2026-07-28")] {
         let report = client(
@@ -445,21 +450,7 @@ fn each_bearer_token_can_carry_its_clients_policy_profile() {
         "tokens",
         "# who may call\nadmin-token\nreviewer-token reviewer\n",
     );
-    let plugins = dir.path().display().to_string();
-    let served = serve(&host_args(
-        dir.path(),
-        &[
-            "--plugins",
-            &plugins,
-            "--policy",
-            &policy,
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--token-file",
-            &tokens,
-        ],
-    ));
+    let served = serve_with_tokens(dir.path(), &policy, &tokens);
     let url = format!("{}/mcp", served.base);
     let listed = |token: &str, mode: &str| -> Vec<String> {
         let report = client(
