@@ -193,8 +193,10 @@ fn test(root: &Path, extra: &[String]) -> anyhow::Result<()> {
         .current_dir(root.join("crates").join("toolhost-sdk"))
         .env("CARGO_TARGET_DIR", &target_dir)
         .args(["test"]))?;
-    // The MCP Python SDK and the Inspector, for the MCP server's tests.
+    // The MCP Python SDK and the Inspector, for the MCP server's tests;
+    // componentize-py, for the Python plugins.
     let installed = outside::install(root)?;
+    outside::python_plugins(root, &installed)?;
     let mut cmd = cargo();
     cmd.current_dir(root).args(["test", "--workspace"]);
     installed.export(&mut cmd);

@@ -12,6 +12,8 @@ use crate::run;
 
 /// The MCP Python SDK (PyPI), the official client the MCP server is tested with.
 pub const MCP_PYTHON_SDK: &str = "mcp==2.3.0";
+/// componentize-py (PyPI): builds the Python plugins (`plugins/python/`).
+pub const COMPONENTIZE_PY: &str = "componentize-py==0.25.1";
 /// The MCP Inspector (npm), whose CLI mode lists and calls tools.
 pub const MCP_INSPECTOR: &str = "@modelcontextprotocol/inspector@2.12.0";
 
@@ -21,6 +23,8 @@ pub struct Installed {
     pub python: PathBuf,
     /// The Inspector's CLI.
     pub inspector: PathBuf,
+    /// componentize-py.
+    pub componentize_py: PathBuf,
 }
 
 impl Installed {
@@ -37,7 +41,7 @@ pub fn install(root: &Path) -> anyhow::Result<Installed> {
     std::fs::create_dir_all(&dir)?;
     let venv = dir.join("py");
     let python = venv.join("bin").join("python");
-    let marker = venv.join(format!(".installed-{MCP_PYTHON_SDK}"));
+    let marker = venv.join(format!(".installed-{MCP_PYTHON_SDK}+{COMPONENTIZE_PY}"));
     if !marker.is_file() {
         let _ = std::fs::remove_dir_all(&venv);
         run(Command::new("python3").arg("-m").arg("venv").arg(&venv))
@@ -49,8 +53,9 @@ pub fn install(root: &Path) -> anyhow::Result<Installed> {
             "--quiet",
             "--disable-pip-version-check",
             MCP_PYTHON_SDK,
+            COMPONENTIZE_PY,
         ]))
-        .context("installing the MCP Python SDK from PyPI")?;
+        .context("installing the MCP Python SDK and componentize-py from PyPI")?;
         std::fs::write(&marker, "")?;
     }
     let node = dir.join("node");
@@ -73,5 +78,56 @@ pub fn install(root: &Path) -> anyhow::Result<Installed> {
         .context("npm (Node 20 or later) is needed to install the MCP Inspector")?;
         std::fs::write(&marker, "")?;
     }
-    Ok(Installed { python, inspector })
+    let componentize_py = venv.join("bin").join("componentize-py");
+    Ok(Installed {
+        python,
+        inspector,
+        componentize_py,
+    })
+}
+
+/// Builds every Python plugin (`plugins/python/NAME/app.py`, with
+/// `NAME.toml` beside it) into `target/plugins-py/NAME.wasm` with
+/// componentize-py, against `wit/plugin.wit`. A plugin whose component is
+/// newer than its sources and the contract is not rebuilt.
+pub fn python_plugins(root: &Path, installed: &Installed) -> anyhow::Result<()> {
+    let out = root.join("target").join("plugins-py");
+    std::fs::create_dir_all(&out)?;
+    let wit = root.join("wit").join("plugin.wit");
+    let src = root.join("plugins").join("python");
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&src)
+        .with_context(|| format!("reading {}", src.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join("app.py").is_file())
+        .collect();
+    dirs.sort();
+    for dir in dirs {
+        let name = dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .context("a plugin directory name")?
+            .to_owned();
+        let wasm = out.join(format!("{name}.wasm"));
+        let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+        let newest_source = std::fs::read_dir(&dir)?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .chain([wit.clone()])
+            .filter_map(|p| modified(&p))
+            .max();
+        if modified(&wasm).is_none_or(|built| newest_source.is_some_and(|s| s > built)) {
+            run(Command::new(&installed.componentize_py)
+                .current_dir(&dir)
+                .arg("-d")
+                .arg(&wit)
+                .args(["-w", "tool-plugin", "componentize", "app", "-o"])
+                .arg(&wasm))
+            .with_context(|| format!("building the Python plugin {name}"))?;
+        }
+        let manifest = dir.join(format!("{name}.toml"));
+        if manifest.is_file() {
+            std::fs::copy(&manifest, out.join(format!("{name}.toml")))?;
+        }
+    }
+    eprintln!("xtask: Python plugins in {}", out.display());
+    Ok(())
 }

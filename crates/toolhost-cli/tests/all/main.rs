@@ -8,6 +8,7 @@ mod cli_policy;
 mod cli_reload;
 mod cli_run;
 mod interrupted_writes;
+mod languages;
 mod mcp;
 
 /// What the tests share (the `toolhost-test-support` crate), and the binary.
