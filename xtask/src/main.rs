@@ -194,9 +194,10 @@ fn test(root: &Path, extra: &[String]) -> anyhow::Result<()> {
         .env("CARGO_TARGET_DIR", &target_dir)
         .args(["test"]))?;
     // The MCP Python SDK and the Inspector, for the MCP server's tests;
-    // componentize-py, for the Python plugins.
+    // componentize-py and componentize-js, for the Python and JS plugins.
     let installed = outside::install(root)?;
     outside::python_plugins(root, &installed)?;
+    outside::js_plugins(root, &installed)?;
     let mut cmd = cargo();
     cmd.current_dir(root).args(["test", "--workspace"]);
     installed.export(&mut cmd);

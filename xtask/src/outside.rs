@@ -16,6 +16,8 @@ pub const MCP_PYTHON_SDK: &str = "mcp==2.3.0";
 pub const COMPONENTIZE_PY: &str = "componentize-py==0.25.1";
 /// The MCP Inspector (npm), whose CLI mode lists and calls tools.
 pub const MCP_INSPECTOR: &str = "@modelcontextprotocol/inspector@2.12.0";
+/// componentize-js (npm): builds the JavaScript plugins (`plugins/js/`).
+pub const COMPONENTIZE_JS: &str = "@bytecodealliance/componentize-js@0.23.0";
 
 /// Where the tools are, for the tests (as environment variables).
 pub struct Installed {
@@ -25,6 +27,8 @@ pub struct Installed {
     pub inspector: PathBuf,
     /// componentize-py.
     pub componentize_py: PathBuf,
+    /// Where `node_modules` with componentize-js is.
+    pub node_dir: PathBuf,
 }
 
 impl Installed {
@@ -61,8 +65,9 @@ pub fn install(root: &Path) -> anyhow::Result<Installed> {
     let node = dir.join("node");
     let inspector = node.join("node_modules").join(".bin").join("mcp-inspector");
     let marker = node.join(format!(
-        ".installed-{}",
-        MCP_INSPECTOR.replace(['/', '@'], "_")
+        ".installed-{}+{}",
+        MCP_INSPECTOR.replace(['/', '@'], "_"),
+        COMPONENTIZE_JS.replace(['/', '@'], "_")
     ));
     if !marker.is_file() {
         let _ = std::fs::remove_dir_all(&node);
@@ -83,22 +88,60 @@ pub fn install(root: &Path) -> anyhow::Result<Installed> {
         python,
         inspector,
         componentize_py,
+        node_dir: node,
     })
 }
 
 /// Builds every Python plugin (`plugins/python/NAME/app.py`, with
 /// `NAME.toml` beside it) into `target/plugins-py/NAME.wasm` with
-/// componentize-py, against `wit/plugin.wit`. A plugin whose component is
-/// newer than its sources and the contract is not rebuilt.
+/// componentize-py, against `wit/plugin.wit`.
 pub fn python_plugins(root: &Path, installed: &Installed) -> anyhow::Result<()> {
-    let out = root.join("target").join("plugins-py");
+    let wit = root.join("wit").join("plugin.wit");
+    foreign_plugins(root, "python", "app.py", "plugins-py", |dir, wasm| {
+        let mut cmd = Command::new(&installed.componentize_py);
+        cmd.current_dir(dir)
+            .arg("-d")
+            .arg(&wit)
+            .args(["-w", "tool-plugin", "componentize", "app", "-o"])
+            .arg(wasm);
+        cmd
+    })
+}
+
+/// Builds every JavaScript plugin (`plugins/js/NAME/app.js`) into
+/// `target/plugins-js/NAME.wasm` with componentize-js
+/// (`xtask/componentize-js.mjs`, run from where it is installed so that node
+/// finds the package).
+pub fn js_plugins(root: &Path, installed: &Installed) -> anyhow::Result<()> {
+    let wit = root.join("wit").join("plugin.wit");
+    let script = installed.node_dir.join("componentize-js.mjs");
+    std::fs::copy(root.join("xtask").join("componentize-js.mjs"), &script)?;
+    foreign_plugins(root, "js", "app.js", "plugins-js", |dir, wasm| {
+        let mut cmd = Command::new("node");
+        cmd.arg(&script).arg(dir.join("app.js")).arg(&wit).arg(wasm);
+        cmd
+    })
+}
+
+/// Builds each `plugins/LANG/NAME/` that has `entry` into
+/// `target/OUT/NAME.wasm` with `build(dir, wasm)`, and copies its
+/// `NAME.toml`. A plugin whose component is newer than its sources and the
+/// contract is not rebuilt.
+fn foreign_plugins(
+    root: &Path,
+    lang: &str,
+    entry: &str,
+    out: &str,
+    build: impl Fn(&Path, &Path) -> Command,
+) -> anyhow::Result<()> {
+    let out = root.join("target").join(out);
     std::fs::create_dir_all(&out)?;
     let wit = root.join("wit").join("plugin.wit");
-    let src = root.join("plugins").join("python");
+    let src = root.join("plugins").join(lang);
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(&src)
         .with_context(|| format!("reading {}", src.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.join("app.py").is_file())
+        .filter(|p| p.join(entry).is_file())
         .collect();
     dirs.sort();
     for dir in dirs {
@@ -115,19 +158,14 @@ pub fn python_plugins(root: &Path, installed: &Installed) -> anyhow::Result<()> 
             .filter_map(|p| modified(&p))
             .max();
         if modified(&wasm).is_none_or(|built| newest_source.is_some_and(|s| s > built)) {
-            run(Command::new(&installed.componentize_py)
-                .current_dir(&dir)
-                .arg("-d")
-                .arg(&wit)
-                .args(["-w", "tool-plugin", "componentize", "app", "-o"])
-                .arg(&wasm))
-            .with_context(|| format!("building the Python plugin {name}"))?;
+            run(&mut build(&dir, &wasm))
+                .with_context(|| format!("building the {lang} plugin {name}"))?;
         }
         let manifest = dir.join(format!("{name}.toml"));
         if manifest.is_file() {
             std::fs::copy(&manifest, out.join(format!("{name}.toml")))?;
         }
     }
-    eprintln!("xtask: Python plugins in {}", out.display());
+    eprintln!("xtask: {lang} plugins in {}", out.display());
     Ok(())
 }
