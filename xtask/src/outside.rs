@@ -79,8 +79,11 @@ pub fn install(root: &Path) -> anyhow::Result<Installed> {
             "--no-fund",
             "--loglevel=error",
             MCP_INSPECTOR,
+            COMPONENTIZE_JS,
         ]))
-        .context("npm (Node 20 or later) is needed to install the MCP Inspector")?;
+        .context(
+            "npm (Node 20 or later) is needed to install the MCP Inspector and componentize-js",
+        )?;
         std::fs::write(&marker, "")?;
     }
     let componentize_py = venv.join("bin").join("componentize-py");
