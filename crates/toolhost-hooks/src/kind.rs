@@ -65,6 +65,22 @@ impl ErrorKind {
     /// The kebab-case name.
     pub fn as_str(&self) -> &str {
         match self {
+            ErrorKind::Other(other) => other,
+            known => known.known_name().unwrap_or_default(),
+        }
+    }
+
+    /// The kebab-case name of a kind this version knows; `None` for
+    /// [`ErrorKind::Other`]. For labels that must come from a fixed set
+    /// (metrics), whatever a peer sends.
+    ///
+    /// ```
+    /// use toolhost_hooks::ErrorKind;
+    /// assert_eq!(ErrorKind::Timeout.known_name(), Some("timeout"));
+    /// assert_eq!(ErrorKind::Other("x".into()).known_name(), None);
+    /// ```
+    pub fn known_name(&self) -> Option<&'static str> {
+        Some(match self {
             ErrorKind::NotFound => "not-found",
             ErrorKind::InvalidArguments => "invalid-arguments",
             ErrorKind::ToolInvalidArguments => "tool-invalid-arguments",
@@ -80,8 +96,8 @@ impl ErrorKind {
             ErrorKind::NotRun => "not-run",
             ErrorKind::Timeout => "timeout",
             ErrorKind::Aborted => "aborted",
-            ErrorKind::Other(other) => other,
-        }
+            ErrorKind::Other(_) => return None,
+        })
     }
 
     /// Whether the model should change the arguments: schema errors and a

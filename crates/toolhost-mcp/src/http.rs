@@ -270,7 +270,10 @@ async fn admit(State(gate): State<Gate>, mut request: Request, next: Next) -> Re
             .headers()
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "));
+            // The scheme is case-insensitive (RFC 9110, 11.1).
+            .and_then(|v| v.split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, token)| token.trim());
         let client = given.and_then(|g| {
             // Every token is compared, so the time taken does not tell which matched.
             gate.tokens.iter().fold(None, |found, t| {

@@ -106,28 +106,7 @@ impl Metrics {
 /// The label for an error of `kind`: its name when it is one this version
 /// knows, else `other` (so the set of series stays fixed).
 pub(crate) fn kind_label(kind: &toolhost_runtime::ErrorKind) -> &'static str {
-    const KNOWN: &[&str] = &[
-        "not-found",
-        "invalid-arguments",
-        "tool-invalid-arguments",
-        "tool-failed",
-        "sandbox-fault",
-        "busy",
-        "host-error",
-        "permission-denied",
-        "blocked-by-hook",
-        "hook-failed",
-        "rejected",
-        "hook",
-        "not-run",
-        "timeout",
-        "aborted",
-    ];
-    KNOWN
-        .iter()
-        .find(|k| **k == kind.as_str())
-        .copied()
-        .unwrap_or("other")
+    kind.known_name().unwrap_or("other")
 }
 
 /// Records one call's outcome and duration when dropped.

@@ -343,7 +343,19 @@ impl rmcp::ServerHandler for McpServer {
         let peer = context.peer;
         tokio::spawn(async move {
             loop {
-                match events.recv().await {
+                // Ends with the client's connection: checked at every event
+                // and at least every 30 s, so a closed session's task does
+                // not wait for the next reload.
+                let event = tokio::select! {
+                    e = events.recv() => e,
+                    () = tokio::time::sleep(std::time::Duration::from_secs(30)) => {
+                        if peer.is_transport_closed() {
+                            break;
+                        }
+                        continue;
+                    }
+                };
+                match event {
                     Ok(event) if !changes_tools(&event) => {}
                     Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
                         if peer.notify_tool_list_changed().await.is_err() {

@@ -404,6 +404,10 @@ fn mcp_over_http_serves_both_revisions_behind_a_bearer_token() {
     );
     let (status, _) = post(&served.base, &mcp_headers(Some("wrong")), INITIALIZE);
     assert_eq!(status, 401, "a wrong token");
+    let mut lower = mcp_headers(None);
+    lower.push(("Authorization", "bearer s3cret-token".to_owned()));
+    let (status, body) = post(&served.base, &lower, INITIALIZE);
+    assert_eq!(status, 200, "the scheme is case-insensitive: {body}");
 
     let mut evil = mcp_headers(Some("s3cret-token"));
     evil.push(("Origin", "http://evil.example".to_owned()));
