@@ -18,6 +18,14 @@ pub const COMPONENTIZE_PY: &str = "componentize-py==0.25.1";
 pub const MCP_INSPECTOR: &str = "@modelcontextprotocol/inspector@2.12.0";
 /// componentize-js (npm): builds the JavaScript plugins (`plugins/js/`).
 pub const COMPONENTIZE_JS: &str = "@bytecodealliance/componentize-js@0.23.0";
+/// The reference MCP servers (PyPI) the MCP client is tested against.
+pub const MCP_SERVER_TIME: &str = "mcp-server-time==2026.10.19";
+/// See [`MCP_SERVER_TIME`].
+pub const MCP_SERVER_GIT: &str = "mcp-server-git==2026.10.19";
+/// The reference MCP servers (npm) the MCP client is tested against.
+pub const MCP_SERVER_EVERYTHING: &str = "@modelcontextprotocol/server-everything@2026.8.31";
+/// See [`MCP_SERVER_EVERYTHING`].
+pub const MCP_SERVER_FILESYSTEM: &str = "@modelcontextprotocol/server-filesystem@2026.8.31";
 
 /// Where the tools are, for the tests (as environment variables).
 pub struct Installed {
@@ -29,13 +37,17 @@ pub struct Installed {
     pub componentize_py: PathBuf,
     /// Where `node_modules` with componentize-js is.
     pub node_dir: PathBuf,
+    /// `target/tools`, where all of it is (the reference MCP servers under
+    /// `py/bin/` and `node/node_modules/.bin/`).
+    pub tools: PathBuf,
 }
 
 impl Installed {
     /// Sets the variables the tests read.
     pub fn export(&self, cmd: &mut Command) {
         cmd.env("TOOLHOST_TEST_PYTHON", &self.python)
-            .env("TOOLHOST_TEST_INSPECTOR", &self.inspector);
+            .env("TOOLHOST_TEST_INSPECTOR", &self.inspector)
+            .env("TOOLHOST_TEST_TOOLS", &self.tools);
     }
 }
 
@@ -45,7 +57,9 @@ pub fn install(root: &Path) -> anyhow::Result<Installed> {
     std::fs::create_dir_all(&dir)?;
     let venv = dir.join("py");
     let python = venv.join("bin").join("python");
-    let marker = venv.join(format!(".installed-{MCP_PYTHON_SDK}+{COMPONENTIZE_PY}"));
+    let marker = venv.join(format!(
+        ".installed-{MCP_PYTHON_SDK}+{COMPONENTIZE_PY}+{MCP_SERVER_TIME}+{MCP_SERVER_GIT}"
+    ));
     if !marker.is_file() {
         let _ = std::fs::remove_dir_all(&venv);
         run(Command::new("python3").arg("-m").arg("venv").arg(&venv))
@@ -58,16 +72,26 @@ pub fn install(root: &Path) -> anyhow::Result<Installed> {
             "--disable-pip-version-check",
             MCP_PYTHON_SDK,
             COMPONENTIZE_PY,
+            MCP_SERVER_TIME,
+            MCP_SERVER_GIT,
         ]))
-        .context("installing the MCP Python SDK and componentize-py from PyPI")?;
+        .context(
+            "installing the MCP Python SDK, componentize-py and the reference MCP servers from PyPI",
+        )?;
         std::fs::write(&marker, "")?;
     }
     let node = dir.join("node");
     let inspector = node.join("node_modules").join(".bin").join("mcp-inspector");
     let marker = node.join(format!(
-        ".installed-{}+{}",
-        MCP_INSPECTOR.replace(['/', '@'], "_"),
-        COMPONENTIZE_JS.replace(['/', '@'], "_")
+        ".installed-{}",
+        [
+            MCP_INSPECTOR,
+            COMPONENTIZE_JS,
+            MCP_SERVER_EVERYTHING,
+            MCP_SERVER_FILESYSTEM
+        ]
+        .join("+")
+        .replace(['/', '@'], "_")
     ));
     if !marker.is_file() {
         let _ = std::fs::remove_dir_all(&node);
@@ -80,11 +104,24 @@ pub fn install(root: &Path) -> anyhow::Result<Installed> {
             "--loglevel=error",
             MCP_INSPECTOR,
             COMPONENTIZE_JS,
+            MCP_SERVER_EVERYTHING,
+            MCP_SERVER_FILESYSTEM,
         ]))
         .context(
-            "npm (Node 20 or later) is needed to install the MCP Inspector and componentize-js",
+            "npm (Node 20 or later) is needed to install the MCP Inspector, componentize-js and the reference MCP servers",
         )?;
         std::fs::write(&marker, "")?;
+    }
+    // bubblewrap (Debian), the process sandbox of stdio MCP servers.
+    if !on_path("bwrap") {
+        run(Command::new("apt-get").args(["update", "-qq"]))
+            .and_then(|()| {
+                run(Command::new("apt-get").args(["install", "-y", "-qq", "bubblewrap"]))
+            })
+            .context(
+                "bubblewrap (`bwrap`, Debian package bubblewrap) is needed for the MCP client's \
+                 sandbox tests; install it with apt-get as root",
+            )?;
     }
     let componentize_py = venv.join("bin").join("componentize-py");
     Ok(Installed {
@@ -92,6 +129,7 @@ pub fn install(root: &Path) -> anyhow::Result<Installed> {
         inspector,
         componentize_py,
         node_dir: node,
+        tools: dir,
     })
 }
 
@@ -171,4 +209,10 @@ fn foreign_plugins(
     }
     eprintln!("xtask: {lang} plugins in {}", out.display());
     Ok(())
+}
+
+/// Whether `name` is a file in a directory of the PATH.
+fn on_path(name: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(name).is_file()))
 }

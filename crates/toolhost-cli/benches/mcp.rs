@@ -6,6 +6,10 @@
 //!   parses each line and answers it.
 //! - **start to first answer**: spawning `host mcp` (warm compile cache) until
 //!   its `tools/list` answer, against spawning the echo until its first answer.
+//! - **MCP gateway**: one `tools/call` at a time to an MCP server directly
+//!   and through `host mcp --mcp NAME=…` (the client gateway), for the echo
+//!   floor and for `server-everything`'s `echo`; the proxy floor is a relay
+//!   in this program (`--relay COMMAND…`) that copies lines both ways.
 //! - **HTTP calls/s**: `host serve --stateless` with 1, 8 and 64 keep-alive
 //!   connections, each sending one JSON-RPC `tools/call` after another, with
 //!   p50/p99 latency; the baseline is the same client against a bare HTTP
@@ -33,6 +37,9 @@ fn main() {
     }
     if args.first().map(String::as_str) == Some("--http-echo") {
         return http_echo();
+    }
+    if args.first().map(String::as_str) == Some("--relay") {
+        return relay(&args[1..]);
     }
     let flag = |name: &str, default: usize| -> usize {
         args.iter()
@@ -90,6 +97,63 @@ fn main() {
             "  host - floor, p50",
             format!("{:.1} µs", served.p50() - floor.p50())
         );
+    }
+
+    // The MCP client gateway: the same server called directly and through
+    // `host mcp --mcp NAME=…` (lookup, validation, policy, hooks, limits, a
+    // second stdio hop).
+    let everything = root.join("target/tools/node/node_modules/.bin/mcp-server-everything");
+    assert!(
+        everything.is_file(),
+        "{} is missing: cargo xtask test installs it",
+        everything.display()
+    );
+    println!(
+        "\nMCP gateway: a server called directly and through host mcp ({calls} calls per run)"
+    );
+    println!("{:<28} {:>9} {:>9} {:>9}", "", "min µs", "p50 µs", "p99 µs");
+    let floor_flag = format!("floor={} --echo", me.display());
+    let every_flag = format!("every={}", everything.display());
+    let floor_call = json!({"name": "echo", "arguments": {}});
+    let every_call = json!({"name": "echo", "arguments": {"message": "hi"}});
+    for run in 0..runs {
+        for (label, flag, call, prefixed) in [
+            ("echo floor", &floor_flag, &floor_call, "floor__echo"),
+            ("server-everything", &every_flag, &every_call, "every__echo"),
+        ] {
+            let mut direct = if prefixed == "floor__echo" {
+                let mut echo = Command::new(&me);
+                echo.arg("--echo");
+                echo
+            } else {
+                Command::new(&everything)
+            };
+            let plain = round_trips_of(&mut direct, calls, call);
+            // The least any stdio proxy adds: a relay that copies lines
+            // both ways, in this language.
+            let mut relayed = Command::new(&me);
+            relayed
+                .arg("--relay")
+                .arg(direct.get_program())
+                .args(direct.get_args());
+            let relay = round_trips_of(&mut relayed, calls, call);
+            let mut through = call.clone();
+            through["name"] = json!(prefixed);
+            let gateway = round_trips_of(&mut host(&["--mcp", flag, "mcp"]), calls, &through);
+            print_row(&format!("{label} (run {})", run + 1), &plain);
+            print_row("  through a line relay", &relay);
+            print_row("  through host mcp", &gateway);
+            println!(
+                "{:<28} {:>29}",
+                "  gateway - direct, p50",
+                format!("{:.1} µs", gateway.p50() - plain.p50())
+            );
+            println!(
+                "{:<28} {:>29}",
+                "  gateway - relay, p50",
+                format!("{:.1} µs", gateway.p50() - relay.p50())
+            );
+        }
     }
 
     println!("\nStart to first answer (warm compile cache), median of 10");
@@ -244,9 +308,14 @@ impl Drop for Stdio2 {
 }
 
 fn round_trips(cmd: &mut Command, calls: usize) -> Latencies {
+    let params = json!({"name": "calculate", "arguments": {"expression": "2*(3+4)"}});
+    round_trips_of(cmd, calls, &params)
+}
+
+/// `calls` sequential `tools/call`s with `params` (after 200 to warm up).
+fn round_trips_of(cmd: &mut Command, calls: usize, params: &Value) -> Latencies {
     let mut s = Stdio2::spawn(cmd);
     s.initialize();
-    let params = json!({"name": "calculate", "arguments": {"expression": "2*(3+4)"}});
     for i in 0..200 {
         let r = s.ask(1 + i, "tools/call", params.clone());
         assert!(r.get("result").is_some(), "{r}");
@@ -281,7 +350,21 @@ fn echo() {
             continue;
         };
         if let Some(id) = v.get("id") {
-            let answer = json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": "14"}], "isError": false}});
+            // Enough of a server for an MCP client to connect: it answers
+            // `initialize` and lists one tool, `echo`; any other request
+            // gets a tool result.
+            let result = match v["method"].as_str() {
+                Some("initialize") => json!({
+                    "protocolVersion": v["params"]["protocolVersion"],
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "echo-floor", "version": "0"}
+                }),
+                Some("tools/list") => json!({"tools": [
+                    {"name": "echo", "description": "The floor.", "inputSchema": {"type": "object"}}
+                ]}),
+                _ => json!({"content": [{"type": "text", "text": "14"}], "isError": false}),
+            };
+            let answer = json!({"jsonrpc": "2.0", "id": id, "result": result});
             if writeln!(out, "{answer}")
                 .and_then(|()| out.flush())
                 .is_err()
@@ -290,6 +373,40 @@ fn echo() {
             }
         }
     }
+}
+
+/// The proxy floor: starts `command` and copies lines from stdin to its
+/// stdin and from its stdout to stdout, one thread each way.
+fn relay(command: &[String]) {
+    let mut child = Command::new(&command[0])
+        .args(&command[1..])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the relayed server starts");
+    let mut to_child = child.stdin.take().unwrap();
+    let from_child = BufReader::new(child.stdout.take().unwrap());
+    std::thread::spawn(move || {
+        let mut out = std::io::stdout().lock();
+        for line in from_child.lines() {
+            let Ok(line) = line else { return };
+            if writeln!(out, "{line}").and_then(|()| out.flush()).is_err() {
+                return;
+            }
+        }
+    });
+    for line in std::io::stdin().lock().lines() {
+        let Ok(line) = line else { break };
+        if writeln!(to_child, "{line}")
+            .and_then(|()| to_child.flush())
+            .is_err()
+        {
+            break;
+        }
+    }
+    drop(to_child);
+    let _ = child.wait();
 }
 
 /// A server process that prints where it listens on stderr.

@@ -37,6 +37,13 @@ pub struct Global {
     #[arg(long = "allow-env", value_name = "PLUGIN=NAME[=VALUE]", global = true)]
     pub allow_env: Vec<String>,
 
+    /// An external MCP server whose tools join the plugins', behind the same
+    /// policy, hooks and limits: `NAME=COMMAND [ARGS…]` (stdio) or `NAME=URL`
+    /// (Streamable HTTP). Its tools are called `NAME__TOOL`. Repeatable; the
+    /// config file's `[[mcp-servers]]` says more (env, sandbox, limits).
+    #[arg(long = "mcp", value_name = "NAME=COMMAND|URL", global = true)]
+    pub mcp: Vec<String>,
+
     /// Set a plugin config value: `PLUGIN.KEY=VALUE`. Repeatable.
     #[arg(long = "set", value_name = "PLUGIN.KEY=VALUE", global = true)]
     pub set: Vec<String>,

@@ -101,9 +101,27 @@ pub fn plugins(runtime: &Runtime, json: bool) -> anyhow::Result<u8> {
         return Ok(exit::OK);
     }
     for p in &plugins {
+        if let Some(source) = &p.source {
+            // An external MCP server (or another tool source).
+            writeln!(out, "{}  ({}: {})", p.name, source.kind, source.location)?;
+            writeln!(out, "    state:     {}", source.state)?;
+            if let Some(server) = &source.server {
+                writeln!(out, "    server:    {server}")?;
+            }
+            writeln!(out, "    tools:     {}", p.tools.join(", "))?;
+            // Only these limits apply to a source's calls.
+            writeln!(
+                out,
+                "    limits:    timeout-ms={} max-output-bytes={} max-instances={}",
+                p.limits.timeout.as_millis(),
+                p.limits.max_output_bytes,
+                p.limits.max_instances
+            )?;
+            continue;
+        }
         writeln!(out, "{}@{}  ({})", p.name, p.version, p.path.display())?;
         let world = match p.kind {
-            PluginKind::Tool => "tool-plugin",
+            PluginKind::Tool | PluginKind::Source => "tool-plugin",
             PluginKind::Hook => "hook-plugin",
         };
         writeln!(

@@ -6,6 +6,7 @@ mod chat;
 mod commands;
 mod exit;
 mod mcp;
+mod mcp_servers;
 mod notices;
 mod repl;
 mod settings;
@@ -53,7 +54,11 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         Some(Command::Check { file, .. }) => Some(vec![file.clone()]),
         _ => None,
     };
-    let mut builder = settings::builder(&cli.global, only.as_deref())?;
+    // MCP servers' clients start (as tasks of `rt`) while the builder is made.
+    let mut builder = {
+        let _tokio = rt.enter();
+        settings::builder(&cli.global, only.as_deref())?
+    };
     // Long-running commands pick up plugins that change while they run.
     if matches!(
         cli.command,

@@ -38,6 +38,9 @@ use crate::args::Global;
 /// tools = ["read_file"]
 /// [[hooks]]
 /// plugin-hook = "redact-secrets"
+/// [[mcp-servers]]
+/// name = "git"
+/// command = ["mcp-server-git", "--repository", "."]
 /// ```
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
@@ -70,6 +73,10 @@ pub struct ConfigFile {
     /// Hooks before and after every call, in order (`[[hooks]]`).
     #[serde(default)]
     pub hooks: Vec<HookConfig>,
+    /// External MCP servers whose tools join the plugins' (`[[mcp-servers]]`,
+    /// see `mcp_servers.rs`).
+    #[serde(default)]
+    pub mcp_servers: Vec<crate::mcp_servers::ServerEntry>,
 }
 
 impl ConfigFile {
@@ -244,6 +251,13 @@ pub fn builder(global: &Global, only: Option<&[PathBuf]>) -> anyhow::Result<Runt
     };
     for p in paths {
         builder = builder.plugin_dir(p);
+    }
+    if only.is_none() {
+        let mut servers = file.mcp_servers;
+        for flag in &global.mcp {
+            servers.push(crate::mcp_servers::ServerEntry::from_flag(flag)?);
+        }
+        builder = crate::mcp_servers::add(builder, servers, &mut settings)?;
     }
     for (name, s) in settings {
         builder = builder.plugin_settings(name, s);

@@ -147,7 +147,24 @@ async def reload(args):
         return {"version": c.protocol_version, "how": how, "changed": changed.is_set(), "before": before, "after": after}
 
 
-SCENARIOS = {"basics": basics, "ask": ask, "progress": progress, "cancel": cancel, "reload": reload}
+async def gateway(args):
+    """Lists the tools and makes each `--call NAME JSON`."""
+    async with Client(server(args), mode=args.mode) as c:
+        listed = await c.list_tools()
+        report = {"tools": sorted(t.name for t in listed.tools), "calls": {}}
+        for name, arguments in args.call or []:
+            report["calls"][name] = result_json(await c.call_tool(name, json.loads(arguments)))
+        return report
+
+
+SCENARIOS = {
+    "basics": basics,
+    "ask": ask,
+    "progress": progress,
+    "cancel": cancel,
+    "reload": reload,
+    "gateway": gateway,
+}
 
 
 def main():
@@ -164,6 +181,7 @@ def main():
     p.add_argument("--answer", default="none")
     p.add_argument("--url-arg")
     p.add_argument("--copy", nargs=2)
+    p.add_argument("--call", nargs=2, action="append")
     args = p.parse_args(argv)
     args.host = host
     report = asyncio.run(SCENARIOS[args.scenario](args))

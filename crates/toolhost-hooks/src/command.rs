@@ -365,18 +365,31 @@ fn excerpt(text: &str) -> String {
     format!("`{}…`", &text[..end])
 }
 
-/// Kills a child's process group unless disarmed.
-struct GroupKiller {
+/// Kills a child's process group (SIGKILL) when dropped, unless disarmed:
+/// for a child started with `process_group(0)`, so everything it spawned
+/// goes with it. Also used for MCP servers run over stdio.
+///
+/// ```no_run
+/// # async fn run() -> std::io::Result<()> {
+/// let mut command = tokio::process::Command::new("sleep");
+/// command.arg("60").process_group(0).kill_on_drop(true);
+/// let child = command.spawn()?;
+/// let _group = toolhost_hooks::GroupKiller::new(child.id());
+/// # Ok(()) }
+/// ```
+pub struct GroupKiller {
     #[cfg_attr(not(unix), allow(dead_code))]
     pid: Option<u32>,
 }
 
 impl GroupKiller {
-    fn new(pid: Option<u32>) -> Self {
+    /// Guards the group of the child with process id `pid`.
+    pub fn new(pid: Option<u32>) -> Self {
         Self { pid }
     }
 
-    fn disarm(&mut self) {
+    /// Leaves the group alone from now on (its leader was reaped).
+    pub fn disarm(&mut self) {
         self.pid = None;
     }
 }

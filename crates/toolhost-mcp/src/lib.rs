@@ -27,12 +27,18 @@
 //! # Ok(()) }
 //! ```
 
+mod client;
+mod connect;
 mod elicit;
 mod http;
 mod metrics;
 mod server;
 mod tools;
 
+pub use client::{
+    DEFAULT_CONNECT_TIMEOUT, DEFAULT_ENV, DEFAULT_MAX_MESSAGE_BYTES, HttpEndpoint, McpClientError,
+    McpServerConfig, McpSource, McpTransport, ProcessSandbox, Start, StdioServer,
+};
 pub use elicit::ELICITATION_TIMEOUT;
 pub use http::{
     ClientToken, DEFAULT_MAX_CONCURRENT_REQUESTS, DEFAULT_MAX_REQUEST_BYTES, HttpOptions,

@@ -6,6 +6,11 @@
 //! [`DETAILS_META_KEY`]), never into the text a model reads. An error is an
 //! `isError` result whose text is the message the agent loop gives a model,
 //! with its kind under `_meta` so a client can tell a denial from a trap.
+//!
+//! The other way, for the client (`client.rs`): an external server's `Tool`
+//! becomes a [`SourceTool`], its `CallToolResult` a [`SourceOutcome`] whose
+//! output is the text content (other content is named, with its size, and
+//! kept whole in `details`).
 
 use std::sync::Arc;
 
@@ -13,7 +18,7 @@ use rmcp::model::{
     CallToolResult, ContentBlock, JsonObject, MetaObject, Tool, ToolAnnotations as McpAnnotations,
 };
 use serde_json::Value;
-use toolhost_runtime::{CallError, ToolInfo, ToolResult};
+use toolhost_runtime::{Annotations, CallError, SourceOutcome, SourceTool, ToolInfo, ToolResult};
 
 /// The `_meta` key a result's `details` go under.
 pub const DETAILS_META_KEY: &str = "dev.toolhost/details";
@@ -89,6 +94,98 @@ pub(crate) fn error_result(message: &str, kind: &str) -> CallToolResult {
         Value::String(kind.to_owned()),
     );
     result.with_meta(Some(meta))
+}
+
+/// An external server's tool as a tool source's: schemas and annotations
+/// one to one, with MCP's defaults for hints the server leaves out
+/// (destructive and open-world unless it says otherwise). The title, when
+/// the description is empty, describes it.
+pub(crate) fn source_tool(t: &Tool) -> SourceTool {
+    let hints = t.annotations.clone().unwrap_or_default();
+    let read_only = hints.read_only_hint.unwrap_or(false);
+    let description = match (&t.description, &t.title) {
+        (Some(d), _) if !d.is_empty() => d.to_string(),
+        (_, Some(title)) => title.clone(),
+        _ => String::new(),
+    };
+    SourceTool {
+        name: t.name.to_string(),
+        description,
+        input_schema: Value::Object((*t.input_schema).clone()),
+        output_schema: t
+            .output_schema
+            .as_ref()
+            .map(|s| Value::Object((**s).clone())),
+        annotations: Annotations {
+            read_only,
+            idempotent: hints.idempotent_hint.unwrap_or(false),
+            destructive: !read_only && hints.destructive_hint.unwrap_or(true),
+            open_world: hints.open_world_hint.unwrap_or(true),
+        },
+    }
+}
+
+/// An external server's result as a tool source's outcome: the text blocks
+/// (and embedded text resources) joined for the model; other content named
+/// with its type and size, and the whole content kept in `details` for user
+/// interfaces; `isError` a failure with that text.
+pub(crate) fn source_outcome(r: CallToolResult) -> SourceOutcome {
+    let mut parts = Vec::with_capacity(r.content.len());
+    let mut only_text = true;
+    for block in &r.content {
+        match block {
+            ContentBlock::Text(t) => parts.push(t.text.clone()),
+            ContentBlock::Image(i) => {
+                only_text = false;
+                parts.push(format!(
+                    "[image {}, {} bytes of base64]",
+                    i.mime_type,
+                    i.data.len()
+                ));
+            }
+            ContentBlock::Audio(a) => {
+                only_text = false;
+                parts.push(format!(
+                    "[audio {}, {} bytes of base64]",
+                    a.mime_type,
+                    a.data.len()
+                ));
+            }
+            ContentBlock::Resource(e) => match &e.resource {
+                rmcp::model::ResourceContents::TextResourceContents { text, .. } => {
+                    parts.push(text.clone());
+                }
+                other => {
+                    only_text = false;
+                    let uri = match other {
+                        rmcp::model::ResourceContents::BlobResourceContents { uri, .. } => {
+                            uri.as_str()
+                        }
+                        _ => "",
+                    };
+                    parts.push(format!("[resource {uri}]"));
+                }
+            },
+            ContentBlock::ResourceLink(link) => {
+                only_text = false;
+                parts.push(format!("[resource link {} ({})]", link.uri, link.name));
+            }
+            _ => {
+                only_text = false;
+                parts.push("[content of a kind this host does not know]".to_owned());
+            }
+        }
+    }
+    let output = parts.join("\n");
+    if r.is_error == Some(true) {
+        return SourceOutcome::Failed(output);
+    }
+    let details = (!only_text).then(|| serde_json::json!({ "content": r.content }));
+    SourceOutcome::Ok {
+        output,
+        details,
+        structured: r.structured_content,
+    }
 }
 
 #[cfg(test)]

@@ -42,6 +42,8 @@ struct RawProfile {
 #[serde(deny_unknown_fields)]
 struct RawRule {
     tool: Option<Spanned<String>>,
+    /// `server` reads better for a tool source such as an MCP server.
+    #[serde(alias = "server")]
     plugin: Option<Spanned<String>>,
     decision: Option<Spanned<String>>,
     reason: Option<String>,
@@ -206,12 +208,19 @@ fn rules(
     for r in raw {
         let whole = r.span();
         let r = r.into_inner();
-        let tool = r.tool.ok_or_else(|| {
-            file.error_at(
-                whole.clone(),
-                "rule without `tool` (a glob on the tool name is required)".into(),
-            )
-        })?;
+        // A rule on a plugin (or server) alone covers all its tools.
+        let tool = match (r.tool, &r.plugin) {
+            (Some(tool), _) => tool,
+            (None, Some(p)) => Spanned::new(p.span(), "*".to_owned()),
+            (None, None) => {
+                return Err(file.error_at(
+                    whole.clone(),
+                    "rule without `tool` or `plugin`/`server` (a glob on the tool name, \
+                     or on the plugin or MCP server that provides it)"
+                        .into(),
+                ));
+            }
+        };
         let word = r.decision.ok_or_else(|| {
             file.error_at(
                 whole.clone(),
@@ -602,7 +611,7 @@ dirs = [{ path = ".", access = "read-only" }]
     fn unknown_key_is_located() {
         assert_eq!(
             err("default = \"allow\"\n\n[[rules]]\ntool = \"x\"\ndecison = \"deny\"\n"),
-            "policy.toml:5:1: unknown field `decison`, expected one of `tool`, `plugin`, `decision`, `reason`, `args`"
+            "policy.toml:5:1: unknown field `decison`, expected one of `tool`, `plugin`, `server`, `decision`, `reason`, `args`"
         );
         let e = err("[profiles.r]\nrule = []\n");
         assert!(
@@ -635,11 +644,23 @@ dirs = [{ path = ".", access = "read-only" }]
     }
 
     #[test]
+    fn a_server_rule_covers_every_tool_of_that_server() {
+        let text = "[[rules]]\nserver = \"git\"\ndecision = \"deny\"\n";
+        let p = Policy::from_toml(text, Path::new("policy.toml")).unwrap();
+        let at = |tool: &str, plugin: &str| decide(&p, tool, Some(plugin), None, json!({}));
+        assert_eq!(at("git__status", "git"), Decision::Deny);
+        assert_eq!(at("git__log", "git"), Decision::Deny);
+        assert_eq!(at("git__status", "time"), Decision::Allow);
+        assert!(!p.visible("git__log", Some("git"), None, &SessionToggles::new()));
+    }
+
+    #[test]
     fn rule_without_tool_or_decision_is_located() {
         let e = err("default = \"ask\"\n\n[[rules]]\ndecision = \"deny\"\n");
         assert_eq!(
             e,
-            "policy.toml:3:1: rule without `tool` (a glob on the tool name is required)"
+            "policy.toml:3:1: rule without `tool` or `plugin`/`server` (a glob on the tool name, \
+             or on the plugin or MCP server that provides it)"
         );
         let e = err("[[rules]]\ntool = \"x\"\ndecision = \"ask\"\n[[rules]]\ntool = \"y\"\n");
         assert_eq!(

@@ -26,6 +26,7 @@ use crate::permission::Approver;
 use crate::plugin::Loader;
 use crate::pool::Pool;
 use crate::runtime::Runtime;
+use crate::source::ToolSource;
 use crate::watch::DEFAULT_DEBOUNCE;
 
 impl Runtime {
@@ -69,6 +70,7 @@ pub struct RuntimeBuilder {
     allow_asks_without_approver: bool,
     hooks: Vec<HookEntry>,
     hook_configs: Vec<HookConfig>,
+    tool_sources: Vec<Arc<dyn ToolSource>>,
     lock_file: Option<PathBuf>,
     accept_new_digests: bool,
 }
@@ -103,6 +105,7 @@ impl Default for RuntimeBuilder {
             allow_asks_without_approver: false,
             hooks: Vec::new(),
             hook_configs: Vec::new(),
+            tool_sources: Vec::new(),
             lock_file: None,
             accept_new_digests: false,
         }
@@ -110,6 +113,18 @@ impl Default for RuntimeBuilder {
 }
 
 impl RuntimeBuilder {
+    /// Adds a tool source (an MCP server from `toolhost-mcp`, or your own):
+    /// its tools are listed beside the plugins' as `PREFIX` + their names,
+    /// and calls to them go through the same policy, hooks, approvals and
+    /// limits (`timeout-ms`, `max-instances`, `max-output-bytes`, set per
+    /// source with [`plugin_settings`](Self::plugin_settings) under its
+    /// name). `build` waits for [`ToolSource::ready`]; the registry follows
+    /// [`ToolSource::changes`] from then on. See [`ToolSource`] for an example.
+    pub fn source(mut self, source: Arc<dyn ToolSource>) -> Self {
+        self.tool_sources.push(source);
+        self
+    }
+
     /// Loads every `*.wasm` in `path` (or `path` itself if it is a file).
     pub fn plugin_dir(mut self, path: impl Into<PathBuf>) -> Self {
         self.paths.push(path.into());
@@ -277,6 +292,7 @@ impl RuntimeBuilder {
             self.pins,
             self.tool_owners,
             self.cache_grace,
+            self.tool_sources,
         ));
         let pool = Pool::new(
             engine,
@@ -312,8 +328,12 @@ impl RuntimeBuilder {
         if let Some(e) = hook_error {
             return Err(RuntimeError::Hooks(e.to_string()));
         }
+        futures::future::join_all(catalog.sources_in_use.iter().map(|s| s.ready())).await;
+        let subscribed = crate::source::subscribe(&catalog);
+        catalog.build_source_plugins(None).await;
         let files = catalog.sources.list().into_iter().collect();
         catalog.reload(files).await;
+        crate::source::follow(&catalog, subscribed);
         if self.watch {
             let watcher = crate::watch::start(
                 Arc::downgrade(&catalog),

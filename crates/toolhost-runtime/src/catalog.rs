@@ -16,6 +16,7 @@ use serde::Serialize;
 use crate::error::{LoadError, RuntimeError};
 use crate::plugin::{Loader, Plugin};
 use crate::registry::Registry;
+use crate::source::ToolSource;
 
 /// Every loaded plugin and where it came from.
 pub(crate) struct Catalog {
@@ -31,6 +32,9 @@ pub(crate) struct Catalog {
     pub(crate) tool_owners: parking_lot::Mutex<BTreeMap<String, String>>,
     /// How long unused compile cache entries are kept.
     pub(crate) cache_grace: Duration,
+    /// The tool sources (`source.rs`), each with the plugin last built from
+    /// its tools and the warnings about tools it left out.
+    pub(crate) sources_in_use: Vec<Arc<dyn ToolSource>>,
     /// The version loaded from each file; held while a batch loads, so loads never interleave.
     pub(crate) files: tokio::sync::Mutex<Files>,
     /// Read on every call; replaced whole by a reload.
@@ -46,10 +50,12 @@ impl Catalog {
         pins: BTreeMap<String, semver::VersionReq>,
         tool_owners: BTreeMap<String, String>,
         cache_grace: Duration,
+        tool_sources: Vec<Arc<dyn ToolSource>>,
     ) -> Catalog {
         Catalog {
             loader,
             sources,
+            sources_in_use: tool_sources,
             pins,
             tool_owners: parking_lot::Mutex::new(tool_owners),
             cache_grace,
@@ -317,11 +323,13 @@ impl std::fmt::Display for PluginEvent {
     }
 }
 
-/// The current version loaded from each file, and the files that fail.
+/// The current version loaded from each file, and the files that fail;
+/// the plugin built from each tool source's tools, with its warnings.
 #[derive(Default)]
 pub(crate) struct Files {
     pub(crate) loaded: BTreeMap<PathBuf, Arc<Plugin>>,
     pub(crate) failed: BTreeMap<PathBuf, LoadError>,
+    pub(crate) from_sources: BTreeMap<String, (Arc<Plugin>, Vec<String>)>,
 }
 
 #[cfg(test)]

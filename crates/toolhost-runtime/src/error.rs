@@ -183,6 +183,9 @@ pub enum SandboxFault {
         /// The JSON parser's message.
         message: String,
     },
+    /// The tool source (an MCP server, say) could not run the call.
+    #[error("{0}")]
+    Source(crate::source::SourceError),
     /// The plugin's structured content does not match the tool's output
     /// schema (or is missing although the tool declares one).
     #[error("plugin returned structured content that does not match its output schema at {}: {message}", pointer(.path))]

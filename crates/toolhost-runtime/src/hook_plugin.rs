@@ -69,7 +69,7 @@ impl PluginHook {
 fn hook_pre(plugin: &Plugin) -> Result<&crate::api::HookPre, HookError> {
     match &plugin.pre {
         Linked::Hook(pre) => Ok(pre),
-        Linked::Tool(_) => Err(HookError::Unavailable(format!(
+        Linked::Tool(_) | Linked::Source(_) => Err(HookError::Unavailable(format!(
             "`{}` is not a hook plugin",
             plugin.name
         ))),

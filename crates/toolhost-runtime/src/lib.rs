@@ -51,6 +51,7 @@ mod reload;
 mod reuse;
 mod runtime;
 mod sandbox;
+mod source;
 mod watch;
 
 /// The newest `toolhost:plugin` version this host has bindings for (what
@@ -76,6 +77,10 @@ pub use registry::{Granted, PluginInfo, PluginKind, RESERVED_TOOL_NAMES, ToolInf
 pub use reuse::ReusedInstance;
 pub use runtime::Runtime;
 pub use sandbox::ProgressSink;
+pub use source::{
+    SourceCall, SourceError, SourceFuture, SourceOutcome, SourceProgress, SourceState,
+    SourceStatus, SourceTool, ToolSource,
+};
 /// Hooks before and after every call (re-exported from `toolhost-hooks`).
 pub use toolhost_hooks as hooks;
 pub use toolhost_hooks::ErrorKind;

@@ -52,6 +52,14 @@ impl Plugin {
         matches!(self.pre, Linked::Hook(_))
     }
 
+    /// The tool source behind it, when it is not a component (`source.rs`).
+    pub fn source(&self) -> Option<&Arc<dyn crate::source::ToolSource>> {
+        match &self.pre {
+            Linked::Source(source) => Some(source),
+            _ => None,
+        }
+    }
+
     /// `name@version`, as shown to users.
     pub fn id(&self) -> String {
         format!("{}@{}", self.name, self.version)
@@ -69,6 +77,9 @@ pub(crate) struct Tool {
     /// JSON Schema of the structured result, when the tool declares one (0.2.0).
     pub output_schema: Option<Arc<Value>>,
     pub output_validator: Option<jsonschema::Validator>,
+    /// The name a tool source knows it by (`source.rs`); `None` for a
+    /// plugin's tool, which is called by `name`.
+    pub remote_name: Option<String>,
 }
 
 impl Tool {
@@ -121,6 +132,17 @@ impl Tool {
         }
         Ok(())
     }
+}
+
+/// One permit per call of a plugin (or source) that may run at once:
+/// `max-instances`, held to what a semaphore can count (a manifest may say
+/// anything).
+pub(crate) fn instance_permits(limits: &Limits) -> Arc<tokio::sync::Semaphore> {
+    Arc::new(tokio::sync::Semaphore::new(
+        limits
+            .max_instances
+            .clamp(1, tokio::sync::Semaphore::MAX_PERMITS),
+    ))
 }
 
 /// What loading needs from the runtime; cheap to clone into a task per file.
@@ -275,7 +297,7 @@ impl Loader {
         let tools = match &pre {
             Linked::Tool(tool) => validate_tools(self.describe(tool, &sandbox).await?)?,
             // A hook plugin has no tools; it runs in the hook chain.
-            Linked::Hook(_) => Vec::new(),
+            Linked::Hook(_) | Linked::Source(_) => Vec::new(),
         };
         let version = manifest
             .version
@@ -295,13 +317,7 @@ impl Loader {
             content_key,
             digest,
             grants,
-            instances: Arc::new(tokio::sync::Semaphore::new(
-                // A manifest may say anything; the semaphore has a maximum.
-                sandbox
-                    .limits
-                    .max_instances
-                    .clamp(1, tokio::sync::Semaphore::MAX_PERMITS),
-            )),
+            instances: instance_permits(&sandbox.limits),
             sandbox,
             manifest,
         })
@@ -473,6 +489,7 @@ fn validate_tools(specs: Vec<RawToolSpec>) -> Result<Vec<Tool>, LoadError> {
             None => (None, None),
         };
         tools.push(Tool {
+            remote_name: None,
             name: spec.name,
             description: spec.description,
             schema: Arc::new(schema),

@@ -43,6 +43,9 @@ pub enum PluginKind {
     /// A hook run before and after calls (world `hook-plugin`), when the
     /// host's hook configuration names it.
     Hook,
+    /// A tool source outside the engine, such as an MCP server
+    /// ([`ToolSource`](crate::ToolSource)).
+    Source,
 }
 
 /// A loaded plugin as users see it.
@@ -75,6 +78,9 @@ pub struct PluginInfo {
     pub tools: Vec<String>,
     /// The limits its calls run under (defaults, its manifest, the host's settings).
     pub limits: crate::limits::Limits,
+    /// For a tool source: what it is and how it is doing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<crate::source::SourceStatus>,
     /// Why this version was chosen, when several were found or the host pins a
     /// version requirement (e.g. "pinned to ^1.2: the highest match among 2.0.0, 1.3.0").
     pub selection: Option<String>,
@@ -130,9 +136,15 @@ impl Registry {
         let mut plugins: Vec<Arc<Plugin>> = Vec::new();
         let mut selection = BTreeMap::new();
         for (name, mut versions) in by_name {
-            // Highest version first, then by path for a deterministic choice.
-            versions.sort_by(|a, b| b.version.cmp(&a.version).then_with(|| a.path.cmp(&b.path)));
-            let pin = pins.get(&name);
+            // A configured tool source first (a plugin file never takes its
+            // name), then the highest version, then by path for a
+            // deterministic choice.
+            versions.sort_by(|a, b| {
+                (b.source().is_some().cmp(&a.source().is_some()))
+                    .then_with(|| b.version.cmp(&a.version))
+                    .then_with(|| a.path.cmp(&b.path))
+            });
+            let pin = pins.get(&name).filter(|_| versions[0].source().is_none());
             let listed = || {
                 versions
                     .iter()
@@ -157,6 +169,9 @@ impl Registry {
                     "pinned to {req}: the highest match among {}",
                     listed()
                 )),
+                None if chosen.source().is_some() && versions.len() > 1 => {
+                    Some("a configured tool source, whose name a plugin file never takes".into())
+                }
                 None if versions.len() > 1 => {
                     Some(format!("the highest version among {}", listed()))
                 }
@@ -240,9 +255,12 @@ impl Registry {
                 name: p.name.clone(),
                 kind: if p.is_hook() {
                     PluginKind::Hook
+                } else if p.source().is_some() {
+                    PluginKind::Source
                 } else {
                     PluginKind::Tool
                 },
+                source: p.source().map(|s| s.status()),
                 version: p.version.clone(),
                 path: p.path.clone(),
                 api_version: p.api_version.clone(),

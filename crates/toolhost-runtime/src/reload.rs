@@ -21,6 +21,31 @@ use crate::plugin::Plugin;
 use crate::registry::Registry;
 
 impl Catalog {
+    /// Rebuilds the plugin of every tool source in `names` (or of all,
+    /// when `None`) from the tools it lists now, then the registry.
+    pub(crate) async fn refresh_sources(&self, names: Option<&[String]>) -> Vec<PluginEvent> {
+        self.build_source_plugins(names).await;
+        self.reload(BTreeSet::new()).await
+    }
+
+    /// Rebuilds the plugin of every tool source in `names` (or of all).
+    pub(crate) async fn build_source_plugins(&self, names: Option<&[String]>) {
+        let mut state = self.files.lock().await;
+        for source in &self.sources_in_use {
+            if names.is_some_and(|n| !n.iter().any(|n| n == source.name())) {
+                continue;
+            }
+            let (plugin, warnings) = crate::source::source_plugin(
+                source,
+                &self.loader.default_limits,
+                self.loader.settings.get(source.name()),
+            );
+            state
+                .from_sources
+                .insert(source.name().to_owned(), (Arc::new(plugin), warnings));
+        }
+    }
+
     /// See `Runtime::rescan`.
     pub(crate) async fn rescan(&self) -> Vec<PluginEvent> {
         let present: BTreeSet<PathBuf> = self.sources.list().into_iter().collect();
@@ -90,8 +115,17 @@ impl Catalog {
             owners: self.tool_owners.lock().clone(),
             renamed: self.registry().renamed(),
         };
-        let (registry, mut warnings) =
-            Registry::build(state.loaded.values().cloned(), &self.pins, &names);
+        let from_sources = state.from_sources.values();
+        let (registry, mut warnings) = Registry::build(
+            state
+                .loaded
+                .values()
+                .cloned()
+                .chain(from_sources.clone().map(|(p, _)| p.clone())),
+            &self.pins,
+            &names,
+        );
+        warnings.extend(from_sources.flat_map(|(_, w)| w.iter().cloned()));
         self.remember_owners(&registry);
         // A chosen plugin loaded with grants for the first time (or rebuilt,
         // in dev mode): the lock file now binds them to its digest.

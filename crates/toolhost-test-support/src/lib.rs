@@ -88,6 +88,28 @@ pub fn fixtures_dir() -> PathBuf {
     built("fixtures", "hostile.wasm")
 }
 
+/// An outside program the test command installs under `target/tools/`
+/// (`cargo xtask test` says where with `TOOLHOST_TEST_TOOLS`), e.g.
+/// `py/bin/mcp-server-time` or `node/node_modules/.bin/mcp-server-everything`.
+/// Missing, it fails the test, saying how to install it: never a skip.
+pub fn outside_tool(relative: &str) -> PathBuf {
+    let tools = std::env::var_os("TOOLHOST_TEST_TOOLS")
+        .map_or_else(|| root().join("target").join("tools"), PathBuf::from);
+    let path = tools.join(relative);
+    assert!(
+        path.is_file(),
+        "{} is missing: run the tests with `cargo xtask test`, which installs the MCP SDK, the \
+         Inspector and the reference MCP servers into target/tools/",
+        path.display()
+    );
+    path
+}
+
+/// The misbehaving MCP server (`mcp/hostile_server.py`, run with `python3`).
+pub fn hostile_mcp_server() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/hostile_server.py")
+}
+
 /// Copies plugin `name` (its `.wasm` and `.toml`, when there is one) from `from` into `to`.
 pub fn copy_plugin(from: &Path, name: &str, to: &Path) {
     std::fs::create_dir_all(to).unwrap();

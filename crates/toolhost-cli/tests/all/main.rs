@@ -10,6 +10,7 @@ mod cli_run;
 mod interrupted_writes;
 mod languages;
 mod mcp;
+mod mcp_gateway;
 
 /// What the tests share (the `toolhost-test-support` crate), and the binary.
 mod support {

@@ -40,7 +40,7 @@ fn inspector() -> PathBuf {
 
 /// `host` with the test cache and a lock file of its own, as arguments (the
 /// SDK starts stdio servers with a minimal environment of its own).
-fn host_args(tmp: &Path, args: &[&str]) -> Vec<String> {
+pub(crate) fn host_args(tmp: &Path, args: &[&str]) -> Vec<String> {
     let mut all = vec![
         env!("CARGO_BIN_EXE_host").to_owned(),
         "--cache-dir".to_owned(),
@@ -53,7 +53,7 @@ fn host_args(tmp: &Path, args: &[&str]) -> Vec<String> {
 }
 
 /// Runs one scenario of `mcp_client.py` and returns its report.
-fn client(scenario: &str, options: &[&str], host: &[String]) -> Value {
+pub(crate) fn client(scenario: &str, options: &[&str], host: &[String]) -> Value {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_client.py");
     let out = Command::new(python())
         .arg(script)

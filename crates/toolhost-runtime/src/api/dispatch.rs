@@ -230,10 +230,12 @@ pub(crate) fn detect_kind(engine: &Engine, component: &Component) -> ComponentKi
     }
 }
 
-/// A linked component of either kind.
+/// What a plugin's calls run on: a linked component of either kind, or a
+/// tool source outside the engine (`source.rs`).
 pub(crate) enum Linked {
     Tool(PluginPre),
     Hook(HookPre),
+    Source(std::sync::Arc<dyn crate::source::ToolSource>),
 }
 
 impl Linked {
@@ -245,6 +247,9 @@ impl Linked {
         match self {
             Linked::Tool(pre) => pre.instantiate(store).await,
             Linked::Hook(_) => Err(wasmtime::Error::msg("a hook plugin has no tools to run")),
+            Linked::Source(_) => Err(wasmtime::Error::msg(
+                "a tool source has no WebAssembly instance",
+            )),
         }
     }
 }

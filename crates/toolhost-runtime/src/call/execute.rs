@@ -4,6 +4,9 @@
 //! it returned: sizes (`max-output-bytes`), `details` as JSON, structured
 //! content against the tool's output schema.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use wasmtime::Store;
 
 use crate::api::{PluginInstance, RawContext, RawOutcome};
@@ -11,6 +14,7 @@ use crate::call::{Call, ToolResult};
 use crate::error::{CallError, SandboxFault, ToolErrorKind};
 use crate::pool::Pool;
 use crate::sandbox::{Sandbox, SandboxState};
+use crate::source::{SourceCall, SourceError, SourceOutcome, SourceProgress, ToolSource};
 
 /// Runs an admitted call in a fresh sandbox.
 pub(crate) async fn fresh(
@@ -118,25 +122,127 @@ async fn run(
                 })?),
             };
             let structured = spec.check_structured(structured, max).map_err(fault)?;
-            Ok(ToolResult {
-                output,
-                details,
-                structured,
-                tool,
-                plugin: plugin.name.clone(),
-                plugin_version: plugin.version.clone(),
-                duration,
-            })
+            Ok(result(call, output, details, structured, duration))
         }
-        RawOutcome::InvalidArguments(message) => Err(CallError::Tool {
-            tool,
-            kind: ToolErrorKind::InvalidArguments,
-            message,
-        }),
-        RawOutcome::Failed(message) => Err(CallError::Tool {
-            tool,
-            kind: ToolErrorKind::Failed,
-            message,
-        }),
+        RawOutcome::InvalidArguments(message) => {
+            Err(tool_error(tool, ToolErrorKind::InvalidArguments, message))
+        }
+        RawOutcome::Failed(message) => Err(tool_error(tool, ToolErrorKind::Failed, message)),
+    }
+}
+
+/// Runs an admitted call on a tool source (`source.rs`) instead of a
+/// sandbox: one of the plugin's `max-instances` permits, the source's call
+/// under `timeout-ms` (dropped, so cancelled, past it), and the same checks
+/// of what it returned as a plugin's.
+pub(crate) async fn from_source(
+    source: &dyn ToolSource,
+    call: &Call<'_>,
+    args: &serde_json::Value,
+) -> Result<ToolResult, CallError> {
+    let (plugin, spec, cx) = (&call.target.plugin, call.target.spec(), call.cx);
+    let limits = &plugin.sandbox.limits;
+    let fault = |fault: SandboxFault| CallError::Sandbox {
+        tool: call.target.tool.to_owned(),
+        plugin: plugin.id(),
+        fault,
+    };
+    let started = std::time::Instant::now();
+    let progress = cx.progress.clone().map(|sink| {
+        let (tool, reports) = (call.target.tool.to_owned(), AtomicUsize::new(0));
+        let forward: SourceProgress = Arc::new(move |message: &str, fraction: Option<f32>| {
+            // As for a plugin: a bounded number of reports per call.
+            if reports.fetch_add(1, Ordering::Relaxed) < MAX_PROGRESS_REPORTS {
+                sink(&tool, message, fraction);
+            }
+        });
+        forward
+    });
+    let request = SourceCall {
+        tool: spec.remote_name.as_deref().unwrap_or(&spec.name),
+        args,
+        call_id: &call.id,
+        session_id: cx.session_id.as_deref(),
+        progress,
+        max_output_bytes: limits.max_output_bytes,
+    };
+    let outcome = tokio::time::timeout(limits.timeout, async {
+        let _permit = plugin
+            .instances
+            .acquire()
+            .await
+            .map_err(|e| SourceError::Unavailable(e.to_string()))?;
+        source.call(request).await
+    })
+    .await
+    .map_err(|_| {
+        fault(SandboxFault::Timeout {
+            limit: limits.timeout,
+        })
+    })?
+    .map_err(|e| fault(SandboxFault::Source(e)))?;
+    let duration = started.elapsed();
+    tracing::debug!(tool = call.target.tool, source = %plugin.name, call_id = %call.id, us = u64::try_from(duration.as_micros()).unwrap_or(u64::MAX), "source call finished");
+    let tool = call.target.tool.to_owned();
+    match outcome {
+        SourceOutcome::Ok {
+            output,
+            details,
+            structured,
+        } => {
+            let max = limits.max_output_bytes;
+            let too_large = |what: &'static str, size: usize| {
+                fault(SandboxFault::OutputTooLarge {
+                    what,
+                    size,
+                    limit: max,
+                })
+            };
+            if output.len() > max {
+                return Err(too_large("output", output.len()));
+            }
+            for (what, value) in [("details", &details), ("structured", &structured)] {
+                let size = value.as_ref().map_or(0, |v| v.to_string().len());
+                if size > max {
+                    return Err(too_large(what, size));
+                }
+            }
+            spec.validate_structured(structured.as_ref())
+                .map_err(fault)?;
+            Ok(result(call, output, details, structured, duration))
+        }
+        SourceOutcome::InvalidArguments(message) => {
+            Err(tool_error(tool, ToolErrorKind::InvalidArguments, message))
+        }
+        SourceOutcome::Failed(message) => Err(tool_error(tool, ToolErrorKind::Failed, message)),
+    }
+}
+
+/// How many progress reports of one call reach the caller.
+const MAX_PROGRESS_REPORTS: usize = 64;
+
+fn result(
+    call: &Call<'_>,
+    output: String,
+    details: Option<serde_json::Value>,
+    structured: Option<serde_json::Value>,
+    duration: std::time::Duration,
+) -> ToolResult {
+    ToolResult {
+        output,
+        details,
+        structured,
+        tool: call.target.tool.to_owned(),
+        plugin: call.target.plugin.name.clone(),
+        plugin_version: call.target.plugin.version.clone(),
+        duration,
+    }
+}
+
+fn tool_error(tool: String, kind: ToolErrorKind, message: String) -> CallError {
+    CallError::Tool {
+        tool,
+        kind,
+        message,
     }
 }

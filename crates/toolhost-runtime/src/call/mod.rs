@@ -11,8 +11,10 @@
 //!    the policy again), and the
 //!    user's approval when the policy or a hook asks;
 //! 4. **execute** (`execute.rs`): a sandbox slot from the pool (`queue`),
-//!    then the guest in a fresh sandbox under its limits, and the checks of
-//!    what it returned (sizes, JSON, output schema);
+//!    then the guest in a fresh sandbox under its limits — or, for a tool
+//!    from a tool source (`source.rs`, an MCP server), the source's call
+//!    under the same time and size limits — and the checks of what it
+//!    returned (sizes, JSON, output schema);
 //! 5. **conclude** (`conclude.rs`): the after-hooks (on failures too), then
 //!    the user's approval of the result when the policy asks for it.
 //!
@@ -226,6 +228,9 @@ pub(crate) async fn run(
     let call = Call::resolve(parts, tool, cx)?;
     let args_text = validate::arguments(&call.target, &args)?;
     let admitted = admit::admit(&parts.gate, &call, args, args_text).await?;
-    let result = execute::fresh(&parts.pool, &call, &admitted.args_text).await;
+    let result = match call.target.plugin.source() {
+        Some(source) => execute::from_source(source.as_ref(), &call, &admitted.args).await,
+        None => execute::fresh(&parts.pool, &call, &admitted.args_text).await,
+    };
     conclude::conclude(&parts.gate, &call, &admitted.args, result).await
 }

@@ -1,0 +1,690 @@
+//! The MCP client: an external MCP server as a tool source
+//! ([`McpSource`], a [`ToolSource`]). Its tools join the runtime's
+//! registry as `PREFIX` + their names (`git__status`), and every call to
+//! one goes through the runtime's one pipeline — policy, hooks, approvals,
+//! limits, events — like a plugin's.
+//!
+//! A source keeps one connection to its server, made by a task of its own
+//! (`connect.rs` starts the process or opens the HTTP session):
+//!
+//! - at start-up (`start = "eager"`: building the runtime waits for it,
+//!   within `connect-timeout`) or in the background (`"lazy"`: the host
+//!   starts serving at once and the tools join when the server answers);
+//! - a server that exits or drops the connection is reconnected, at once
+//!   the first time and then with a backoff from 0.5 s doubling to 30 s,
+//!   while calls to its tools fail at once with the reason (a dead server
+//!   is a tool error, never a hung agent);
+//! - `notifications/tools/list_changed` re-lists its tools, and the
+//!   runtime's registry follows;
+//! - every message it sends is bounded (`max-message-bytes`), every list
+//!   it pages through too, and its calls run under the runtime's
+//!   `timeout-ms` for it (a call past it is cancelled on the server).
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! use toolhost_mcp::{McpServerConfig, McpSource};
+//!
+//! let time = McpSource::start(McpServerConfig::stdio("time", "mcp-server-time", &[]))?;
+//! let runtime = toolhost_runtime::Runtime::builder()
+//!     .source(Arc::new(time))
+//!     .build()
+//!     .await?;
+//! let now = runtime
+//!     .call("time__get_current_time", serde_json::json!({"timezone": "UTC"}), Default::default())
+//!     .await?;
+//! println!("{}", now.output);
+//! # Ok(()) }
+//! ```
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CancelledNotificationParam, ClientCapabilities,
+    ClientConfig, ClientRequest, Implementation, PaginatedRequestParams, ProgressNotificationParam,
+    ProgressToken, ServerResult,
+};
+use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RoleClient, ServiceError};
+use rmcp::{ClientHandler, ErrorData};
+use serde_json::Value;
+use tokio::sync::{Notify, watch};
+use toolhost_runtime::{
+    SourceCall, SourceError, SourceFuture, SourceOutcome, SourceProgress, SourceState,
+    SourceStatus, SourceTool, ToolSource,
+};
+
+use crate::connect::{self, Session};
+use crate::tools;
+
+/// How to reach an MCP server.
+#[derive(Debug, Clone, PartialEq)]
+pub enum McpTransport {
+    /// A program that speaks MCP on its stdin and stdout.
+    Stdio(StdioServer),
+    /// A Streamable HTTP endpoint.
+    Http(HttpEndpoint),
+}
+
+/// A server run as a child process, in its own process group (stopped,
+/// with everything it started, when the source is dropped or the host
+/// exits and closes its stdin).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StdioServer {
+    /// The program.
+    pub command: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Variables set for it (`KEY`, `value`).
+    pub env: Vec<(String, String)>,
+    /// Variables passed through from the host's environment, by name. It
+    /// gets these, those in `env` and [`DEFAULT_ENV`], and no others.
+    pub pass_env: Vec<String>,
+    /// Its working directory (the host's, if `None`).
+    pub cwd: Option<PathBuf>,
+    /// Runs it in a process sandbox (`connect.rs`, bubblewrap).
+    pub sandbox: Option<ProcessSandbox>,
+}
+
+/// The host variables every stdio server gets, as the MCP SDKs pass them.
+pub const DEFAULT_ENV: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG"];
+
+/// A stdio server's process sandbox (Linux, bubblewrap): the whole file
+/// system read-only, `/tmp` and `/dev/shm` empty and private, the granted
+/// directories writable, no network unless granted, its own PID, IPC and
+/// UTS namespaces, and it dies with the host. It does not hide files from
+/// reading (mount a directory over them with `hide`), nor limit CPU or
+/// memory.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProcessSandbox {
+    /// Directories it may write to.
+    pub write: Vec<PathBuf>,
+    /// Directories replaced by an empty one (e.g. `~/.ssh`).
+    pub hide: Vec<PathBuf>,
+    /// Whether it keeps the host's network.
+    pub network: bool,
+}
+
+/// A Streamable HTTP endpoint.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HttpEndpoint {
+    /// Its URL (`http://127.0.0.1:3000/mcp`).
+    pub url: String,
+    /// Headers sent with every request.
+    pub headers: Vec<(String, String)>,
+    /// A bearer token (`Authorization: Bearer …`).
+    pub bearer: Option<String>,
+}
+
+/// When a server is connected.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Start {
+    /// At start-up: building the runtime waits for it (within
+    /// `connect_timeout`), so its tools are there from the first request.
+    #[default]
+    Eager,
+    /// In the background: the host serves at once, and its tools join when
+    /// it answers (MCP clients hear `tools/list_changed`).
+    Lazy,
+}
+
+/// One `[[mcp-servers]]` entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpServerConfig {
+    /// Its name: the plugin name its tools are listed under, what
+    /// `server = "…"` policy rules match. `^[a-zA-Z0-9_-]{1,64}$`.
+    pub name: String,
+    /// How to reach it.
+    pub transport: McpTransport,
+    /// What its tool names start with (`NAME__` if `None`).
+    pub prefix: Option<String>,
+    /// When it is connected.
+    pub start: Start,
+    /// How long connecting (start, initialise, list tools) may take.
+    pub connect_timeout: Duration,
+    /// The largest message accepted from it, in bytes.
+    pub max_message_bytes: usize,
+}
+
+/// The default [`McpServerConfig::connect_timeout`].
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// The default [`McpServerConfig::max_message_bytes`].
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+/// The most pages of `tools/list` read from one server.
+const MAX_LIST_PAGES: usize = 100;
+/// The most tools read from one server (the runtime keeps at most 1000).
+const MAX_LISTED_TOOLS: usize = 2000;
+/// The first wait before reconnecting after a failed attempt, and the longest.
+const BACKOFF: (Duration, Duration) = (Duration::from_millis(500), Duration::from_secs(30));
+
+impl McpServerConfig {
+    /// A stdio server started as `command args…`, connected at start-up.
+    pub fn stdio(name: impl Into<String>, command: impl Into<String>, args: &[&str]) -> Self {
+        Self::new(
+            name,
+            McpTransport::Stdio(StdioServer {
+                command: command.into(),
+                args: args.iter().map(|a| (*a).to_owned()).collect(),
+                ..StdioServer::default()
+            }),
+        )
+    }
+
+    /// A Streamable HTTP server at `url`, connected at start-up.
+    pub fn http(name: impl Into<String>, url: impl Into<String>) -> Self {
+        Self::new(
+            name,
+            McpTransport::Http(HttpEndpoint {
+                url: url.into(),
+                ..HttpEndpoint::default()
+            }),
+        )
+    }
+
+    fn new(name: impl Into<String>, transport: McpTransport) -> Self {
+        McpServerConfig {
+            name: name.into(),
+            transport,
+            prefix: None,
+            start: Start::Eager,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+        }
+    }
+
+    /// Where it is, for `host plugins`: the command line or the URL.
+    pub fn location(&self) -> String {
+        match &self.transport {
+            McpTransport::Stdio(s) => std::iter::once(s.command.as_str())
+                .chain(s.args.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join(" "),
+            McpTransport::Http(h) => h.url.clone(),
+        }
+    }
+}
+
+/// Why a source cannot be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum McpClientError {
+    /// The name is not a valid plugin name.
+    #[error("MCP server name `{0}` must match ^[a-zA-Z0-9_-]{{1,64}}$")]
+    InvalidName(String),
+    /// The configuration cannot work (an empty command, a bad URL or header,
+    /// a sandbox asked for where there is none).
+    #[error("MCP server `{name}`: {message}")]
+    Invalid {
+        /// The server.
+        name: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// An external MCP server as a tool source. Dropping it stops the
+/// connection (and a stdio server's process group).
+pub struct McpSource {
+    shared: Arc<Shared>,
+    manager: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for McpSource {
+    fn drop(&mut self) {
+        self.manager.abort();
+    }
+}
+
+/// The connection as calls see it.
+#[derive(Clone)]
+enum Link {
+    Starting,
+    Up(Peer<RoleClient>),
+    Down(String),
+}
+
+/// What the source and its connection task share.
+pub(crate) struct Shared {
+    pub(crate) config: McpServerConfig,
+    link: watch::Sender<Link>,
+    state: Mutex<(SourceState, Option<String>)>,
+    tools: Mutex<Arc<[SourceTool]>>,
+    changes: watch::Sender<u64>,
+    /// Set by `notifications/tools/list_changed`.
+    relist: Notify,
+    /// Where each running call's progress goes, by progress token.
+    progress: Mutex<HashMap<String, SourceProgress>>,
+}
+
+impl McpSource {
+    /// Checks `config` and starts connecting (in a task; within a Tokio
+    /// runtime). A server that cannot be started or reached is not an
+    /// error here: the source reports it in its status and keeps trying.
+    pub fn start(config: McpServerConfig) -> Result<McpSource, McpClientError> {
+        if !toolhost_runtime::is_valid_tool_name(&config.name) {
+            return Err(McpClientError::InvalidName(config.name));
+        }
+        connect::check(&config).map_err(|message| McpClientError::Invalid {
+            name: config.name.clone(),
+            message,
+        })?;
+        let shared = Arc::new(Shared {
+            config,
+            link: watch::channel(Link::Starting).0,
+            state: Mutex::new((SourceState::Starting, None)),
+            tools: Mutex::new(Arc::new([])),
+            changes: watch::channel(0).0,
+            relist: Notify::new(),
+            progress: Mutex::new(HashMap::new()),
+        });
+        if matches!(shared.config.transport, McpTransport::Http(_)) {
+            // HTTPS through rustls with ring; a provider installed before stays.
+            let _ = rustls::crypto::ring::default_provider().install_default();
+        }
+        let manager = tokio::spawn(manage(shared.clone()));
+        Ok(McpSource { shared, manager })
+    }
+
+    /// Its configuration.
+    pub fn config(&self) -> &McpServerConfig {
+        &self.shared.config
+    }
+
+    /// Waits until the connection is up or has failed (for tests and
+    /// embedders that want to know), and returns the state.
+    pub async fn connected(&self) -> SourceState {
+        let mut link = self.shared.link.subscribe();
+        let _ = link.wait_for(|l| !matches!(l, Link::Starting)).await;
+        self.shared.state.lock().0.clone()
+    }
+
+    async fn run_call(&self, call: SourceCall<'_>) -> Result<SourceOutcome, SourceError> {
+        let peer = self.peer().await?;
+        let arguments = match call.args {
+            Value::Object(map) => Some(map.clone()),
+            Value::Null => None,
+            _ => {
+                return Ok(SourceOutcome::InvalidArguments(
+                    "MCP tools take an object of arguments".into(),
+                ));
+            }
+        };
+        let mut params = CallToolRequestParams::new(call.tool.to_owned());
+        if let Some(arguments) = arguments {
+            params = params.with_arguments(arguments);
+        }
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let handle = peer
+            .send_request_with_option(request, PeerRequestOptions::no_options())
+            .await
+            .map_err(|e| SourceError::Unavailable(format!("cannot send the call: {e}")))?;
+        // rmcp gives every request its own progress token.
+        let _progress = call.progress.map(|sink| {
+            ProgressGuard::register(&self.shared, token_key(&handle.progress_token), sink)
+        });
+        let mut cancel = CancelOnDrop {
+            peer: Some(peer),
+            id: handle.id.clone(),
+        };
+        let response = handle.await_response().await;
+        cancel.peer = None;
+        let result = match response {
+            Ok(ServerResult::CallToolResult(result)) => result,
+            Ok(_) => {
+                return Err(SourceError::Protocol(
+                    "the answer to tools/call is not a tool result".into(),
+                ));
+            }
+            Err(ServiceError::McpError(e)) => return Ok(call_refused(e)),
+            Err(ServiceError::TransportClosed | ServiceError::TransportSend(_)) => {
+                return Err(SourceError::Unavailable(
+                    "the server went away during the call".into(),
+                ));
+            }
+            Err(other) => return Err(SourceError::Protocol(other.to_string())),
+        };
+        Ok(tools::source_outcome(result))
+    }
+
+    /// The connection, waiting while it is being made; an error at once
+    /// when it is down.
+    async fn peer(&self) -> Result<Peer<RoleClient>, SourceError> {
+        let mut link = self.shared.link.subscribe();
+        let link = link
+            .wait_for(|l| !matches!(l, Link::Starting))
+            .await
+            .map_err(|_| SourceError::Unavailable("the client stopped".into()))?
+            .clone();
+        match link {
+            Link::Up(peer) => Ok(peer),
+            Link::Down(reason) => Err(SourceError::Unavailable(reason)),
+            Link::Starting => Err(SourceError::Unavailable("not connected".into())),
+        }
+    }
+}
+
+/// A JSON-RPC error in answer to `tools/call`: invalid parameters are the
+/// caller's to fix, anything else a failure of the tool.
+fn call_refused(e: ErrorData) -> SourceOutcome {
+    let message = e.message.to_string();
+    if e.code == rmcp::model::ErrorCode::INVALID_PARAMS {
+        SourceOutcome::InvalidArguments(message)
+    } else {
+        SourceOutcome::Failed(message)
+    }
+}
+
+/// A progress token as the key of the progress table.
+fn token_key(token: &ProgressToken) -> String {
+    match &token.0 {
+        rmcp::model::NumberOrString::String(s) => format!("s:{s}"),
+        rmcp::model::NumberOrString::Number(n) => format!("n:{n}"),
+    }
+}
+
+/// Tells the server a call was dropped before its answer (a timeout, or
+/// the caller went away): `notifications/cancelled`.
+struct CancelOnDrop {
+    peer: Option<Peer<RoleClient>>,
+    id: rmcp::model::RequestId,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let Some(peer) = self.peer.take() else {
+            return;
+        };
+        let id = self.id.clone();
+        if let Ok(tokio) = tokio::runtime::Handle::try_current() {
+            tokio.spawn(async move {
+                let cancelled = CancelledNotificationParam::new(
+                    Some(id),
+                    Some("the host stopped waiting for the call".into()),
+                );
+                let _ = peer.notify_cancelled(cancelled).await;
+            });
+        }
+    }
+}
+
+/// Takes a call's progress token out of the table when the call ends.
+struct ProgressGuard {
+    shared: Weak<Shared>,
+    token: String,
+}
+
+impl ProgressGuard {
+    fn register(shared: &Arc<Shared>, token: String, sink: SourceProgress) -> Self {
+        shared.progress.lock().insert(token.clone(), sink);
+        ProgressGuard {
+            shared: Arc::downgrade(shared),
+            token,
+        }
+    }
+}
+
+impl Drop for ProgressGuard {
+    fn drop(&mut self) {
+        if let Some(shared) = self.shared.upgrade() {
+            shared.progress.lock().remove(&self.token);
+        }
+    }
+}
+
+impl ToolSource for McpSource {
+    fn name(&self) -> &str {
+        &self.shared.config.name
+    }
+
+    fn prefix(&self) -> String {
+        match &self.shared.config.prefix {
+            Some(prefix) => prefix.clone(),
+            None => format!("{}__", self.shared.config.name),
+        }
+    }
+
+    fn status(&self) -> SourceStatus {
+        let (state, server) = self.shared.state.lock().clone();
+        let kind = match self.shared.config.transport {
+            McpTransport::Stdio(_) => "mcp-stdio",
+            McpTransport::Http(_) => "mcp-http",
+        };
+        SourceStatus {
+            server,
+            ..SourceStatus::new(kind, self.shared.config.location(), state)
+        }
+    }
+
+    fn tools(&self) -> Arc<[SourceTool]> {
+        self.shared.tools.lock().clone()
+    }
+
+    fn changes(&self) -> watch::Receiver<u64> {
+        self.shared.changes.subscribe()
+    }
+
+    fn ready(&self) -> SourceFuture<'_, ()> {
+        Box::pin(async move {
+            if self.shared.config.start == Start::Eager {
+                // The connection task gives up within `connect_timeout`.
+                let _ = self.connected().await;
+            }
+        })
+    }
+
+    fn call<'a>(
+        &'a self,
+        call: SourceCall<'a>,
+    ) -> SourceFuture<'a, Result<SourceOutcome, SourceError>> {
+        Box::pin(self.run_call(call))
+    }
+}
+
+/// Answers the server: list changes and progress.
+#[derive(Clone)]
+pub(crate) struct Handler {
+    shared: Weak<Shared>,
+}
+
+impl ClientHandler for Handler {
+    fn on_tool_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        if let Some(shared) = self.shared.upgrade() {
+            shared.relist.notify_one();
+        }
+        std::future::ready(())
+    }
+
+    fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        let token = token_key(&params.progress_token);
+        let sink = self
+            .shared
+            .upgrade()
+            .and_then(|shared| shared.progress.lock().get(&token).cloned());
+        if let Some(sink) = sink {
+            #[allow(clippy::cast_possible_truncation)]
+            let fraction = params
+                .total
+                .filter(|t| *t > 0.0)
+                .map(|t| (params.progress / t).clamp(0.0, 1.0) as f32);
+            let message: String = params
+                .message
+                .unwrap_or_default()
+                .chars()
+                .take(200)
+                .collect();
+            sink(&message, fraction);
+        }
+        std::future::ready(())
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("toolhost", env!("CARGO_PKG_VERSION")),
+        )
+    }
+}
+
+impl Shared {
+    fn set_link(&self, link: Link, state: SourceState, server: Option<String>) {
+        {
+            let mut now = self.state.lock();
+            now.0 = state;
+            if server.is_some() {
+                now.1 = server;
+            }
+        }
+        self.link.send_replace(link);
+    }
+
+    fn set_tools(&self, tools: Vec<SourceTool>) {
+        let changed = {
+            let mut now = self.tools.lock();
+            let changed = **now != *tools;
+            *now = tools.into();
+            changed
+        };
+        if changed {
+            self.changes.send_modify(|n| *n = n.wrapping_add(1));
+        }
+    }
+
+    pub(crate) fn handler(self: &Arc<Self>) -> Handler {
+        Handler {
+            shared: Arc::downgrade(self),
+        }
+    }
+}
+
+/// The connection task: connect, list, follow list changes until the
+/// session ends, then again, with backoff after failures.
+async fn manage(shared: Arc<Shared>) {
+    let name = shared.config.name.clone();
+    let mut backoff = BACKOFF.0;
+    let mut last_quick_retry: Option<Instant> = None;
+    loop {
+        if !matches!(*shared.link.borrow(), Link::Starting) {
+            shared.set_link(Link::Starting, SourceState::Starting, None);
+        }
+        let started =
+            tokio::time::timeout(shared.config.connect_timeout, connect::open(&shared)).await;
+        let reason = match started {
+            Err(_) => format!(
+                "did not connect within {} ms (`connect-timeout-ms`)",
+                shared.config.connect_timeout.as_millis()
+            ),
+            Ok(Err(reason)) => reason,
+            Ok(Ok(session)) => {
+                let reason = serve(&shared, session).await;
+                // A server that worked and went away is retried at once,
+                // once in a while; one that keeps failing waits longer.
+                let quick = last_quick_retry.is_none_or(|t| t.elapsed() > Duration::from_secs(10));
+                if reason.1 && quick {
+                    last_quick_retry = Some(Instant::now());
+                    backoff = BACKOFF.0;
+                    tracing::warn!(server = %name, "MCP server: {}; reconnecting", reason.0);
+                    continue;
+                }
+                reason.0
+            }
+        };
+        tracing::warn!(server = %name, "MCP server: {reason}; retrying in {} ms", backoff.as_millis());
+        shared.set_link(
+            Link::Down(reason.clone()),
+            SourceState::Down {
+                reason,
+                retry_in: Some(backoff),
+            },
+            None,
+        );
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(BACKOFF.1);
+    }
+}
+
+/// Runs one session: lists the tools, marks the link up, re-lists on
+/// every list change, and returns why it ended and whether it had worked.
+async fn serve(shared: &Arc<Shared>, session: Session) -> (String, bool) {
+    let Session {
+        service,
+        process,
+        stderr,
+    } = session;
+    let peer = service.peer().clone();
+    let server = service
+        .peer_info()
+        .and_then(|info| info.server_info.clone())
+        .map(|i| format!("{} {}", printable(&i.name, 64), printable(&i.version, 32)));
+    match tokio::time::timeout(shared.config.connect_timeout, list_tools(&peer)).await {
+        Ok(Ok(tools)) => shared.set_tools(tools),
+        Ok(Err(e)) => return (format!("tools/list failed: {e}"), false),
+        Err(_) => {
+            return (
+                "tools/list did not answer within `connect-timeout-ms`".into(),
+                false,
+            );
+        }
+    }
+    shared.set_link(Link::Up(peer.clone()), SourceState::Ready, server);
+    tracing::info!(server = %shared.config.name, tools = shared.tools.lock().len(), "MCP server connected");
+    let waiting = service.waiting();
+    tokio::pin!(waiting);
+    loop {
+        tokio::select! {
+            _ = &mut waiting => break,
+            () = shared.relist.notified() => {
+                match tokio::time::timeout(shared.config.connect_timeout, list_tools(&peer)).await {
+                    Ok(Ok(tools)) => shared.set_tools(tools),
+                    Ok(Err(e)) => tracing::warn!(server = %shared.config.name, "re-listing tools failed: {e}"),
+                    Err(_) => tracing::warn!(server = %shared.config.name, "re-listing tools timed out"),
+                }
+            }
+        }
+    }
+    let why = match process {
+        Some(mut process) => match process.exited().await {
+            Some(status) => format!("the server exited ({status})"),
+            None => "the server closed its output".to_owned(),
+        },
+        None => "the server closed the session".to_owned(),
+    };
+    (connect::with_stderr(why, &stderr), true)
+}
+
+/// Every page of `tools/list`, bounded in pages and tools.
+async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<SourceTool>, ServiceError> {
+    let mut tools = Vec::new();
+    let mut cursor = None;
+    for _ in 0..MAX_LIST_PAGES {
+        let page = peer
+            .list_tools(Some(PaginatedRequestParams::default().with_cursor(cursor)))
+            .await?;
+        tools.extend(page.tools.iter().map(tools::source_tool));
+        if tools.len() >= MAX_LISTED_TOOLS {
+            tools.truncate(MAX_LISTED_TOOLS);
+            break;
+        }
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    Ok(tools)
+}
+
+/// `text` with control characters escaped, cut at `max` characters.
+pub(crate) fn printable(text: &str, max: usize) -> String {
+    text.chars()
+        .take(max)
+        .flat_map(char::escape_debug)
+        .collect()
+}

@@ -1,0 +1,304 @@
+//! Opening a session with an MCP server (`client.rs` decides when): a
+//! stdio server started as a child process — in its own process group,
+//! with only the environment it is granted, optionally inside a
+//! bubblewrap sandbox — or a Streamable HTTP endpoint; then MCP's
+//! initialisation through rmcp.
+
+use std::collections::{HashMap, VecDeque};
+use std::process::{ExitStatus, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::async_rw::AsyncRwTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use tokio::io::AsyncReadExt;
+use toolhost_runtime::hooks::GroupKiller;
+
+use crate::client::{
+    DEFAULT_ENV, Handler, HttpEndpoint, McpServerConfig, McpTransport, ProcessSandbox, Shared,
+    StdioServer, printable,
+};
+
+/// An open session: the rmcp service, the server's process (stdio), and
+/// the last lines it wrote to stderr.
+pub(crate) struct Session {
+    pub service: RunningService<RoleClient, Handler>,
+    pub process: Option<Process>,
+    pub stderr: StderrTail,
+}
+
+/// A stdio server's process; its whole group is killed when this is dropped.
+pub(crate) struct Process {
+    child: tokio::process::Child,
+    _group: GroupKiller,
+}
+
+impl Process {
+    /// Its exit status, once it has exited (waiting at most a second).
+    pub async fn exited(&mut self) -> Option<ExitStatus> {
+        tokio::time::timeout(Duration::from_secs(1), self.child.wait())
+            .await
+            .ok()
+            .and_then(Result::ok)
+    }
+}
+
+/// The last lines a server wrote to stderr, for the reason it failed.
+pub(crate) type StderrTail = Arc<Mutex<VecDeque<String>>>;
+const STDERR_LINES_KEPT: usize = 3;
+const STDERR_LINE_CHARS: usize = 300;
+
+/// `why`, with the server's last stderr line when it wrote any.
+pub(crate) fn with_stderr(why: String, stderr: &StderrTail) -> String {
+    match stderr.lock().back() {
+        Some(line) => format!("{why}; its last stderr line: {line}"),
+        None => why,
+    }
+}
+
+/// What can be checked before starting: a command, a URL and headers that
+/// parse, bubblewrap where a sandbox is asked for, directories that exist.
+pub(crate) fn check(config: &McpServerConfig) -> Result<(), String> {
+    match &config.transport {
+        McpTransport::Stdio(s) => {
+            if s.command.trim().is_empty() {
+                return Err("the command is empty".into());
+            }
+            if let Some(dir) = &s.cwd
+                && !dir.is_dir()
+            {
+                return Err(format!(
+                    "working directory {} does not exist",
+                    dir.display()
+                ));
+            }
+            if let Some(sandbox) = &s.sandbox {
+                which("bwrap").ok_or(
+                    "`sandbox` needs bubblewrap (`bwrap` on the PATH), which is not installed \
+                     (Debian: apt-get install bubblewrap)",
+                )?;
+                for dir in sandbox.write.iter().chain(&sandbox.hide) {
+                    if !dir.is_dir() {
+                        return Err(format!(
+                            "sandbox directory {} does not exist",
+                            dir.display()
+                        ));
+                    }
+                }
+            }
+            Ok(())
+        }
+        McpTransport::Http(h) => http_config(h).map(|_| ()),
+    }
+}
+
+/// Starts the server (or opens the HTTP session) and initialises MCP.
+pub(crate) async fn open(shared: &Arc<Shared>) -> Result<Session, String> {
+    let config = &shared.config;
+    match &config.transport {
+        McpTransport::Stdio(server) => {
+            let mut command = command(server);
+            let mut child = command
+                .spawn()
+                .map_err(|e| format!("cannot start `{}`: {e}", printable(&server.command, 200)))?;
+            let group = GroupKiller::new(child.id());
+            let stderr = StderrTail::default();
+            if let Some(pipe) = child.stderr.take() {
+                tokio::spawn(read_stderr(pipe, stderr.clone(), config.name.clone()));
+            }
+            let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+                return Err("the server's stdin or stdout is not a pipe".into());
+            };
+            let transport = AsyncRwTransport::new_client(stdout, stdin)
+                .with_max_line_length(config.max_message_bytes);
+            let mut process = Process {
+                child,
+                _group: group,
+            };
+            match rmcp::serve_client(shared.handler(), transport).await {
+                Ok(service) => Ok(Session {
+                    service,
+                    process: Some(process),
+                    stderr,
+                }),
+                Err(e) => {
+                    let why = match process.exited().await {
+                        Some(status) => {
+                            format!("the server exited ({status}) during initialisation")
+                        }
+                        None => format!("initialisation failed: {e}"),
+                    };
+                    Err(with_stderr(why, &stderr))
+                }
+            }
+        }
+        McpTransport::Http(endpoint) => {
+            let http = http_config(endpoint)?.max_sse_event_size(config.max_message_bytes);
+            let transport = StreamableHttpClientTransport::from_config(http);
+            let service = rmcp::serve_client(shared.handler(), transport)
+                .await
+                .map_err(|e| format!("initialisation failed: {e}"))?;
+            Ok(Session {
+                service,
+                process: None,
+                stderr: StderrTail::default(),
+            })
+        }
+    }
+}
+
+/// The command that starts a stdio server: its own process group, a clean
+/// environment (the [`DEFAULT_ENV`] and granted variables only), killed
+/// when dropped; inside bubblewrap when it has a sandbox.
+fn command(server: &StdioServer) -> tokio::process::Command {
+    let mut command = match &server.sandbox {
+        Some(sandbox) => {
+            let mut bwrap = tokio::process::Command::new("bwrap");
+            bwrap.args(bwrap_args(sandbox, server));
+            bwrap.arg("--").arg(&server.command).args(&server.args);
+            bwrap
+        }
+        None => {
+            let mut direct = tokio::process::Command::new(&server.command);
+            direct.args(&server.args);
+            direct
+        }
+    };
+    command.env_clear();
+    for key in DEFAULT_ENV
+        .iter()
+        .copied()
+        .chain(server.pass_env.iter().map(String::as_str))
+    {
+        if let Some(value) = std::env::var_os(key) {
+            command.env(key, value);
+        }
+    }
+    command.envs(server.env.iter().map(|(k, v)| (k, v)));
+    if let Some(dir) = &server.cwd {
+        command.current_dir(dir);
+    }
+    command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    #[cfg(unix)]
+    command.process_group(0);
+    command
+}
+
+/// bubblewrap's arguments for `sandbox`: see [`ProcessSandbox`].
+fn bwrap_args(sandbox: &ProcessSandbox, server: &StdioServer) -> Vec<std::ffi::OsString> {
+    let mut args: Vec<std::ffi::OsString> = [
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--tmpfs",
+        "/tmp",
+        "--tmpfs",
+        "/dev/shm",
+        "--unshare-all",
+        "--die-with-parent",
+        "--new-session",
+    ]
+    .iter()
+    .map(Into::into)
+    .collect();
+    if sandbox.network {
+        args.push("--share-net".into());
+    }
+    for dir in &sandbox.hide {
+        args.extend(["--tmpfs".into(), dir.clone().into_os_string()]);
+    }
+    for dir in &sandbox.write {
+        let dir = dir.clone().into_os_string();
+        args.extend(["--bind".into(), dir.clone(), dir]);
+    }
+    let cwd = server.cwd.clone().or_else(|| std::env::current_dir().ok());
+    if let Some(cwd) = cwd {
+        args.extend(["--chdir".into(), cwd.into_os_string()]);
+    }
+    args
+}
+
+/// The HTTP transport's configuration: the URL must be http(s), headers
+/// must be valid, the bearer token goes in `Authorization`.
+fn http_config(endpoint: &HttpEndpoint) -> Result<StreamableHttpClientTransportConfig, String> {
+    let uri: http::Uri = endpoint
+        .url
+        .parse()
+        .map_err(|e| format!("invalid URL `{}`: {e}", printable(&endpoint.url, 200)))?;
+    if !matches!(uri.scheme_str(), Some("http" | "https")) || uri.host().is_none() {
+        return Err(format!(
+            "the URL `{}` must be http:// or https:// with a host",
+            printable(&endpoint.url, 200)
+        ));
+    }
+    let mut headers = HashMap::new();
+    for (name, value) in &endpoint.headers {
+        let name = http::HeaderName::from_bytes(name.as_bytes())
+            .map_err(|_| format!("invalid header name `{}`", printable(name, 100)))?;
+        let value = http::HeaderValue::from_str(value)
+            .map_err(|_| format!("invalid value for header `{name}`"))?;
+        headers.insert(name, value);
+    }
+    let mut config = StreamableHttpClientTransportConfig::with_uri(endpoint.url.as_str())
+        .custom_headers(headers);
+    if let Some(token) = &endpoint.bearer {
+        if token.is_empty() || http::HeaderValue::from_str(token).is_err() {
+            return Err("the bearer token is empty or not valid in a header".into());
+        }
+        config = config.auth_header(token.clone());
+    }
+    Ok(config)
+}
+
+/// Logs a server's stderr (at debug level) and keeps its last lines; a
+/// line is cut at [`STDERR_LINE_CHARS`], so a server that never writes a
+/// newline costs no memory.
+async fn read_stderr(mut pipe: tokio::process::ChildStderr, tail: StderrTail, server: String) {
+    let mut buf = [0u8; 8192];
+    let mut line: Vec<u8> = Vec::new();
+    let finish = |line: &mut Vec<u8>| {
+        let text = printable(String::from_utf8_lossy(line).trim_end(), STDERR_LINE_CHARS);
+        line.clear();
+        if text.is_empty() {
+            return;
+        }
+        tracing::debug!(server = %server, "stderr: {text}");
+        let mut tail = tail.lock();
+        if tail.len() == STDERR_LINES_KEPT {
+            tail.pop_front();
+        }
+        tail.push_back(text);
+    };
+    loop {
+        let n = match pipe.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        for &byte in &buf[..n] {
+            if byte == b'\n' {
+                finish(&mut line);
+            } else if line.len() < STDERR_LINE_CHARS * 4 {
+                line.push(byte);
+            }
+        }
+    }
+    finish(&mut line);
+}
+
+/// The first `name` on the PATH.
+fn which(name: &str) -> Option<std::path::PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join(name))
+        .find(|path| path.is_file())
+}

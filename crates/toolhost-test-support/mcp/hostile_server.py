@@ -1,0 +1,133 @@
+"""An MCP server over stdio that misbehaves on demand (Python standard
+library only), for the MCP client's tests.
+
+Tools:
+  echo      answers {"text": ...} at once
+  stall     never answers
+  crash     exits the process in the middle of the call
+  garbage   writes lines that are not JSON-RPC, then answers
+  huge      answers with one line of 20 MB
+  flood     sends 5000 progress notifications, then answers
+  grow      adds the tool `added`, sends notifications/tools/list_changed, answers
+  bad_name  is listed as `bad name/with.dots` (a name providers refuse)
+  write     writes "x" to arguments.path; answers "written" or the error
+  connect   opens TCP to 127.0.0.1:arguments.port; answers "connected" or the error
+
+Options: --hang-init (never answer `initialize`), --exit-at-start (exit 3
+at once, after a line on stderr), --pid-file PATH (write the pid there).
+"""
+
+import json
+import os
+import sys
+import time
+
+args = sys.argv[1:]
+if "--pid-file" in args:
+    with open(args[args.index("--pid-file") + 1], "w") as f:
+        f.write(str(os.getpid()))
+if "--exit-at-start" in args:
+    sys.stderr.write("hostile server: refusing to start\n")
+    sys.stderr.flush()
+    sys.exit(3)
+
+TOOLS = [
+    {"name": n, "description": d, "inputSchema": {"type": "object"}}
+    for n, d in [
+        ("echo", "Echoes text."),
+        ("stall", "Never answers."),
+        ("crash", "Exits mid-call."),
+        ("garbage", "Writes garbage, then answers."),
+        ("huge", "Answers with 20 MB."),
+        ("flood", "Floods progress notifications."),
+        ("grow", "Adds a tool."),
+        ("bad name/with.dots", "A name providers refuse."),
+        ("write", "Writes a file."),
+        ("connect", "Opens a TCP connection."),
+    ]
+]
+
+
+def send(message):
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def result(id_, value):
+    send({"jsonrpc": "2.0", "id": id_, "result": value})
+
+
+def text(id_, t):
+    result(id_, {"content": [{"type": "text", "text": t}], "isError": False})
+
+
+for line in sys.stdin:
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        continue
+    method, id_ = msg.get("method"), msg.get("id")
+    params = msg.get("params") or {}
+    if method == "initialize":
+        if "--hang-init" in args:
+            continue
+        result(id_, {
+            "protocolVersion": params.get("protocolVersion", "2025-06-18"),
+            "capabilities": {"tools": {"listChanged": True}},
+            "serverInfo": {"name": "hostile", "version": "6.6.6"},
+        })
+    elif method == "tools/list":
+        result(id_, {"tools": TOOLS})
+    elif method == "tools/call":
+        name = params.get("name")
+        arguments = params.get("arguments") or {}
+        token = (params.get("_meta") or {}).get("progressToken")
+        if name == "echo":
+            text(id_, "echo: " + str(arguments.get("text", "")))
+        elif name == "stall":
+            pass
+        elif name == "crash":
+            sys.stderr.write("hostile server: crashing on purpose\n")
+            sys.stderr.flush()
+            os._exit(7)
+        elif name == "garbage":
+            sys.stdout.write("this is not json\n{\"jsonrpc\": \"2.0\"}\n[1, 2\n")
+            sys.stdout.flush()
+            text(id_, "after garbage")
+        elif name == "huge":
+            text(id_, "x" * (20 * 1024 * 1024))
+        elif name == "flood":
+            for i in range(5000):
+                send({"jsonrpc": "2.0", "method": "notifications/progress",
+                      "params": {"progressToken": token, "progress": i, "total": 5000,
+                                 "message": "step %d" % i}})
+            text(id_, "flooded")
+        elif name == "grow":
+            if not any(t["name"] == "added" for t in TOOLS):
+                TOOLS.append({"name": "added", "description": "Added later.",
+                              "inputSchema": {"type": "object"}})
+            send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+            text(id_, "grown")
+        elif name == "write":
+            try:
+                with open(arguments["path"], "w") as f:
+                    f.write("x")
+                text(id_, "written")
+            except OSError as e:
+                text(id_, "error: " + str(e))
+        elif name == "connect":
+            import socket
+            try:
+                socket.create_connection(("127.0.0.1", int(arguments["port"])), timeout=2).close()
+                text(id_, "connected")
+            except OSError as e:
+                text(id_, "error: " + str(e))
+        else:
+            send({"jsonrpc": "2.0", "id": id_,
+                  "error": {"code": -32602, "message": "unknown tool " + str(name)}})
+    elif id_ is not None and method is not None:
+        if method == "ping":
+            result(id_, {})
+        else:
+            send({"jsonrpc": "2.0", "id": id_,
+                  "error": {"code": -32601, "message": "no method " + method}})
