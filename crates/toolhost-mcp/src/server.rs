@@ -170,8 +170,13 @@ impl McpServer {
             r = self.runtime.call(&request.name, args.clone(), cx) => Some(r),
             () = context.ct.cancelled() => None,
         };
-        if let Some(f) = forwarder {
-            f.abort();
+        if let Some(mut f) = forwarder {
+            // The call is over and its progress sink dropped: the reports
+            // still queued go out before the result (within a bound, for a
+            // client that does not read).
+            if outcome.is_none() || tokio::time::timeout(PROGRESS_DRAIN, &mut f).await.is_err() {
+                f.abort();
+            }
         }
         // 2026-07-28: the call stopped at a question; send it back.
         let asked = round_trip.and_then(|a| a.asked.lock().take());
@@ -218,6 +223,9 @@ impl McpServer {
         result.into()
     }
 }
+
+/// How long the progress reports queued when a call ends may take to go out.
+const PROGRESS_DRAIN: std::time::Duration = std::time::Duration::from_secs(1);
 
 type Reader = Box<dyn tokio::io::AsyncRead + Send + Unpin>;
 type Writer = Box<dyn tokio::io::AsyncWrite + Send + Unpin>;
