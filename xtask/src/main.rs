@@ -8,9 +8,12 @@
 //!   into `target/tools/` (`outside.rs`).
 //! - `demo`: `plugins`, a release build of `host`, then the interactive session.
 //! - `bench`: `plugins`, then the criterion benchmarks (tool calls, agent loop).
+//! - `eval`: the agent loop against a real model server, on the tasks of
+//!   `xtask/eval/tasks.toml` (`eval.rs`); not part of `test`.
 //!
 //! Each installs the `wasm32-wasip2` target when it is missing.
 
+mod eval;
 mod outside;
 
 use std::path::{Path, PathBuf};
@@ -29,13 +32,15 @@ fn main() -> anyhow::Result<()> {
         Some("test") => test(&root, &args[1..]),
         Some("demo") => demo(&root, &args[1..]),
         Some("bench") => bench(&root, &args[1..]),
+        Some("eval") => eval::eval(&root, &args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <plugins|test|demo|bench>\n\
+                "usage: cargo xtask <plugins|test|demo|bench|eval>\n\
                  \n  plugins   build the example and fixture plugins into target/plugins and target/fixtures\
                  \n  test      build the plugins and run fmt, clippy and every test\
                  \n  demo      build everything (release) and start `host --plugins target/plugins`\
-                 \n  bench     build the plugins and run the benchmarks (args go to criterion)"
+                 \n  bench     build the plugins and run the benchmarks (args go to criterion)\
+                 \n  eval      the agent loop's tasks against a model server (--base-url URL --model NAME; xtask/src/eval.rs)"
             );
             std::process::exit(2);
         }

@@ -141,6 +141,7 @@ fn bench(c: &mut Criterion) {
             parallel_tool_calls: true,
             max_tokens: None,
             temperature: None,
+            response_schema: None,
         };
         g.bench_with_input(
             BenchmarkId::new("serialize_request", n),

@@ -916,6 +916,7 @@ impl Ctx<'_> {
                 && choice != ToolChoice::None,
             max_tokens: self.opts.max_tokens,
             temperature: self.opts.temperature,
+            response_schema: None,
         };
         self.emit(AgentEvent::RequestStart {
             round,
@@ -980,6 +981,32 @@ impl Ctx<'_> {
                 _ => break r,
             }
         };
+        // Still unparsable: this round goes once through a prompt protocol
+        // (tools in the system prompt, calls parsed from the text), which
+        // leaves the server nothing of the model's to parse.
+        let native = self.agent.provider.prompt_profile().is_none();
+        let mut through_prompt = false;
+        let result = match result {
+            Ok(Err(e)) if native && !request.tools.is_empty() && is_model_output_error(&e) => {
+                warn!(round, error = %e, "the server could not parse the model's output; this round goes through the json prompt protocol");
+                through_prompt = true;
+                if let Ok(mut p) = partial.lock() {
+                    p.clear();
+                }
+                tokio::select! {
+                    biased;
+                    stop = self.interrupted() => Err(stop),
+                    r = crate::provider::prompt::complete_through_prompt(
+                        self.agent.provider.as_ref(),
+                        crate::provider::prompt::PromptProfile::Json,
+                        &request,
+                        &on_delta,
+                        &self.opts.abort,
+                    ) => Ok(r),
+                }
+            }
+            other => other,
+        };
         if lent {
             let mut history = std::mem::take(&mut request.messages);
             history.truncate(history.len() - extras);
@@ -1010,9 +1037,14 @@ impl Ctx<'_> {
             Ok(Err(e)) => {
                 warn!(round, error = %e, "provider request failed");
                 keep_partial(run);
-                let error = if is_model_output_error(&e) {
+                let error = if is_model_output_error(&e) || through_prompt {
+                    let then = if through_prompt {
+                        ", then once through the json prompt protocol"
+                    } else {
+                        ""
+                    };
                     format!(
-                        "the server could not parse the model's own output ({attempts} attempts): {e}"
+                        "the server could not parse the model's own output ({attempts} attempts{then}): {e}"
                     )
                 } else {
                     format!("model request failed: {e}")

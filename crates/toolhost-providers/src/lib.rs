@@ -77,6 +77,12 @@ pub struct CompletionRequest {
     pub max_tokens: Option<u32>,
     /// Sampling temperature.
     pub temperature: Option<f32>,
+    /// Asks the server to constrain the reply to this JSON Schema
+    /// (constrained decoding: OpenAI-style `response_format`, which
+    /// llama.cpp, vLLM, LM Studio and Ollama accept); ignored by the
+    /// Anthropic provider. The prompt protocols set it (`prompt.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_schema: Option<serde_json::Value>,
 }
 
 /// Why the model stopped.
@@ -183,4 +189,10 @@ pub trait Provider: Send + Sync {
         on_delta: DeltaSink<'a>,
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Result<Completion, ProviderError>>;
+
+    /// The prompt protocol this provider offers tools through, if it is one
+    /// ([`prompt::PromptTools`]); `None` for native tool calling.
+    fn prompt_profile(&self) -> Option<prompt::PromptProfile> {
+        None
+    }
 }

@@ -148,6 +148,12 @@ impl OpenAiCompatible {
         if let Some(t) = request.temperature {
             body["temperature"] = json!(t);
         }
+        if let Some(schema) = &request.response_schema {
+            body["response_format"] = json!({
+                "type": "json_schema",
+                "json_schema": {"name": "reply", "schema": schema},
+            });
+        }
         if self.stream {
             body["stream"] = json!(true);
             body["stream_options"] = json!({"include_usage": true});

@@ -65,6 +65,28 @@ pub struct PromptTools {
     inner: Box<dyn Provider>,
     profile: PromptProfile,
     name: String,
+    constrain: Constrain,
+    /// Set when the server refused a constrained request (`Constrain::Auto`).
+    refused_schema: std::sync::atomic::AtomicBool,
+}
+
+/// Whether the JSON protocol asks the server for constrained decoding: the
+/// reply held to the JSON of tool calls or of an answer
+/// (`{"answer": "…"}`), through OpenAI-style `response_format` with a JSON
+/// Schema (llama.cpp turns it into a grammar; vLLM, LM Studio and Ollama
+/// accept it too). The XML protocol is never constrained.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Constrain {
+    /// Ask, and when the server refuses the schema (an error naming
+    /// `response_format`, `json_schema` or a grammar), send that request
+    /// again without and never ask this server again.
+    #[default]
+    Auto,
+    /// Always ask; a refusal is an error.
+    On,
+    /// Never ask.
+    Off,
 }
 
 impl fmt::Debug for PromptTools {
@@ -89,7 +111,27 @@ impl PromptTools {
             inner,
             profile,
             name,
+            constrain: Constrain::Auto,
+            refused_schema: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Sets whether replies are constrained ([`Constrain`]; `Auto` by default).
+    pub fn with_constrain(mut self, constrain: Constrain) -> Self {
+        self.constrain = constrain;
+        self
+    }
+
+    /// Whether the next request with tools asks for constrained decoding.
+    pub fn constrains(&self) -> bool {
+        self.profile == PromptProfile::Json
+            && match self.constrain {
+                Constrain::Off => false,
+                Constrain::On => true,
+                Constrain::Auto => !self
+                    .refused_schema
+                    .load(std::sync::atomic::Ordering::Relaxed),
+            }
     }
 
     /// The calling convention.
@@ -100,77 +142,162 @@ impl PromptTools {
     /// The request actually sent to the wrapped provider: tools described in
     /// the system prompt, none sent natively, the history in text form.
     pub fn rewrite_request(&self, request: &CompletionRequest) -> CompletionRequest {
-        let mut system = request.system.clone().unwrap_or_default();
-        if !request.tools.is_empty() {
-            if !system.is_empty() {
-                system.push_str("\n\n");
-            }
-            system.push_str(&tool_instructions(
-                self.profile,
-                &request.tools,
-                request.tool_choice,
-            ));
-        }
-        CompletionRequest {
-            model: request.model.clone(),
-            system: (!system.is_empty()).then_some(system),
-            messages: history_as_text(self.profile, &request.messages),
-            tools: Vec::new(),
-            tool_choice: ToolChoice::Auto,
-            parallel_tool_calls: false,
-            max_tokens: request.max_tokens,
-            temperature: request.temperature,
-        }
+        rewrite(self.profile, request, self.constrains())
     }
+}
 
-    async fn run(
-        &self,
-        request: &CompletionRequest,
-        on_delta: DeltaSink<'_>,
-        cancel: &CancellationToken,
-    ) -> Result<Completion, ProviderError> {
-        let rewritten = self.rewrite_request(request);
-        let parse = !request.tools.is_empty() && request.tool_choice != ToolChoice::None;
-        let filter = Mutex::new(DeltaFilter::new(self.profile, parse));
-        let sink = |d: Delta| match d {
-            Delta::Text(t) => {
-                let out = match filter.lock() {
-                    Ok(mut f) => f.push(&t),
-                    Err(_) => Some(t),
-                };
-                if let Some(out) = out {
-                    on_delta(Delta::Text(out));
-                }
+/// Sends `request` to `inner` with its tools offered through the prompt in
+/// `profile`'s convention, and parses the calls out of the answer: what
+/// [`PromptTools`] does for every request, for one request. The agent loop
+/// uses it for a round that a server failed to parse natively.
+pub async fn complete_through_prompt(
+    inner: &dyn Provider,
+    profile: PromptProfile,
+    request: &CompletionRequest,
+    on_delta: DeltaSink<'_>,
+    cancel: &CancellationToken,
+) -> Result<Completion, ProviderError> {
+    complete_prompt(inner, profile, false, request, on_delta, cancel).await
+}
+
+/// [`complete_through_prompt`], constrained when `constrained` (and the
+/// request offers tools): then the reply is JSON, held back until it is
+/// parsed, and only the answer in it reaches `on_delta`.
+async fn complete_prompt(
+    inner: &dyn Provider,
+    profile: PromptProfile,
+    constrained: bool,
+    request: &CompletionRequest,
+    on_delta: DeltaSink<'_>,
+    cancel: &CancellationToken,
+) -> Result<Completion, ProviderError> {
+    let rewritten = rewrite(profile, request, constrained);
+    let constrained = rewritten.response_schema.is_some();
+    let parse = !request.tools.is_empty() && request.tool_choice != ToolChoice::None;
+    let filter = Mutex::new(DeltaFilter::new(profile, parse));
+    let sink = |d: Delta| match d {
+        Delta::Text(_) if constrained => {}
+        Delta::Text(t) => {
+            let out = match filter.lock() {
+                Ok(mut f) => f.push(&t),
+                Err(_) => Some(t),
+            };
+            if let Some(out) = out {
+                on_delta(Delta::Text(out));
             }
-            other => on_delta(other),
-        };
-        let mut completion = self.inner.complete(&rewritten, &sink, cancel).await?;
-        let (text, calls) = if parse {
-            parse_tool_calls(self.profile, &completion.message.content)
-        } else {
-            (std::mem::take(&mut completion.message.content), Vec::new())
-        };
-        // Held-back text reaches the sink unless it really was a call.
-        if let Ok(mut f) = filter.lock()
-            && let Some(rest) = f.flush(calls.is_empty())
-        {
-            on_delta(Delta::Text(rest));
         }
-        for c in &calls {
-            on_delta(Delta::ToolCallStarted {
-                id: c.id.clone(),
-                name: c.name.clone(),
-            });
+        other => on_delta(other),
+    };
+    let mut completion = inner.complete(&rewritten, &sink, cancel).await?;
+    let (text, calls) = if parse {
+        parse_tool_calls(profile, &completion.message.content)
+    } else {
+        (std::mem::take(&mut completion.message.content), Vec::new())
+    };
+    // Held-back text reaches the sink unless it really was a call.
+    if constrained {
+        if !text.is_empty() {
+            on_delta(Delta::Text(text.clone()));
         }
-        completion.message.content = text;
-        completion.message.tool_calls.extend(calls);
-        if !completion.message.tool_calls.is_empty()
-            && completion.finish_reason == FinishReason::Stop
-        {
-            completion.finish_reason = FinishReason::ToolCalls;
-        }
-        Ok(completion)
+    } else if let Ok(mut f) = filter.lock()
+        && let Some(rest) = f.flush(calls.is_empty())
+    {
+        on_delta(Delta::Text(rest));
     }
+    for c in &calls {
+        on_delta(Delta::ToolCallStarted {
+            id: c.id.clone(),
+            name: c.name.clone(),
+        });
+    }
+    completion.message.content = text;
+    completion.message.tool_calls.extend(calls);
+    if !completion.message.tool_calls.is_empty() && completion.finish_reason == FinishReason::Stop {
+        completion.finish_reason = FinishReason::ToolCalls;
+    }
+    Ok(completion)
+}
+
+/// `request` as sent in `profile`'s convention: tools described in the
+/// system prompt, none sent natively, the history in text form.
+fn rewrite(
+    profile: PromptProfile,
+    request: &CompletionRequest,
+    constrain: bool,
+) -> CompletionRequest {
+    let mut system = request.system.clone().unwrap_or_default();
+    let constrain = constrain
+        && profile == PromptProfile::Json
+        && !request.tools.is_empty()
+        && request.tool_choice != ToolChoice::None;
+    if !request.tools.is_empty() {
+        if !system.is_empty() {
+            system.push_str("\n\n");
+        }
+        system.push_str(&tool_instructions(
+            profile,
+            &request.tools,
+            request.tool_choice,
+        ));
+        if constrain {
+            system.push_str(ANSWER_FORM);
+        }
+    }
+    CompletionRequest {
+        model: request.model.clone(),
+        system: (!system.is_empty()).then_some(system),
+        messages: history_as_text(profile, &request.messages),
+        tools: Vec::new(),
+        tool_choice: ToolChoice::Auto,
+        parallel_tool_calls: false,
+        max_tokens: request.max_tokens,
+        temperature: request.temperature,
+        response_schema: constrain.then(|| reply_schema(&request.tools)),
+    }
+}
+
+/// Added to the instructions when the reply is constrained to JSON.
+const ANSWER_FORM: &str = "\n\nYour whole reply is one JSON object: the tool calls as above, \
+or, when you call no tool, {\"answer\": \"<your answer>\"}.";
+
+/// The JSON Schema a constrained reply follows: tool calls of the offered
+/// tools, each with its own arguments schema, or an answer.
+pub fn reply_schema(tools: &[ToolDefinition]) -> Value {
+    let calls: Vec<Value> = tools
+        .iter()
+        .map(|t| {
+            json!({
+                "type": "object",
+                "properties": {"name": {"const": t.name}, "arguments": t.parameters},
+                "required": ["name", "arguments"],
+            })
+        })
+        .collect();
+    json!({"anyOf": [
+        {
+            "type": "object",
+            "properties": {"tool_calls": {"type": "array", "minItems": 1, "items": {"anyOf": calls}}},
+            "required": ["tool_calls"],
+        },
+        {
+            "type": "object",
+            "properties": {"answer": {"type": "string"}},
+            "required": ["answer"],
+        },
+    ]})
+}
+
+/// Whether `e` is a server refusing `response_format` (it does not do
+/// constrained decoding, or not with this schema).
+fn refuses_schema(e: &ProviderError) -> bool {
+    let ProviderError::Status { status, body, .. } = e else {
+        return false;
+    };
+    let body = body.to_ascii_lowercase();
+    matches!(*status, 400 | 404 | 415 | 422 | 500 | 501)
+        && ["response_format", "json_schema", "grammar", "schema"]
+            .iter()
+            .any(|w| body.contains(w))
 }
 
 impl Provider for PromptTools {
@@ -184,7 +311,27 @@ impl Provider for PromptTools {
         on_delta: DeltaSink<'a>,
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Result<Completion, ProviderError>> {
-        Box::pin(self.run(request, on_delta, cancel))
+        Box::pin(async move {
+            let constrained = self.constrains();
+            let inner = self.inner.as_ref();
+            let first =
+                complete_prompt(inner, self.profile, constrained, request, on_delta, cancel).await;
+            match first {
+                Err(e)
+                    if constrained && self.constrain == Constrain::Auto && refuses_schema(&e) =>
+                {
+                    tracing::warn!(provider = %self.name, error = %e, "the server refuses constrained decoding; asking without from now on");
+                    self.refused_schema
+                        .store(true, std::sync::atomic::Ordering::Relaxed);
+                    complete_prompt(inner, self.profile, false, request, on_delta, cancel).await
+                }
+                other => other,
+            }
+        })
+    }
+
+    fn prompt_profile(&self) -> Option<PromptProfile> {
+        Some(self.profile)
     }
 }
 
@@ -216,7 +363,7 @@ pub fn tool_instructions(
             "To call a tool, write a block of this form, then stop:\n\n\
              <tool_code>{\"name\": \"<tool name>\", \"arguments\": {<arguments matching the tool's schema>}}</tool_code>\n\n\
              Write one block per call; you may write several. The results come back in the next user \
-             message as <tool_result name=\"<tool name>\">…</tool_result>. \
+             message as <tool_result name=\"<tool name>\" id=\"<call id>\">…</tool_result>. \
              When you need no tool, answer in plain text without such a block.",
         ),
     }
@@ -235,7 +382,7 @@ pub fn render_tool_calls(profile: PromptProfile, calls: &[ToolCall]) -> String {
     let call_json = |c: &ToolCall| {
         let args = serde_json::from_str::<Value>(&c.arguments)
             .unwrap_or_else(|_| Value::String(c.arguments.clone()));
-        json!({"name": c.name, "arguments": args})
+        json!({"id": c.id, "name": c.name, "arguments": args})
     };
     match profile {
         PromptProfile::Json => {
@@ -250,10 +397,13 @@ pub fn render_tool_calls(profile: PromptProfile, calls: &[ToolCall]) -> String {
     }
 }
 
-/// One tool result written in the profile's convention.
+/// One tool result written in the profile's convention, with the id of the
+/// call it answers (so two calls of one tool are told apart by more than
+/// their order).
 pub fn render_tool_result(
     profile: PromptProfile,
     name: &str,
+    id: Option<&str>,
     output: &str,
     is_error: bool,
 ) -> String {
@@ -264,11 +414,15 @@ pub fn render_tool_result(
             } else {
                 "Tool result"
             };
-            format!("{head} ({name}):\n{output}")
+            match id {
+                Some(id) => format!("{head} ({name}, call {id}):\n{output}"),
+                None => format!("{head} ({name}):\n{output}"),
+            }
         }
         PromptProfile::Xml => {
             let err = if is_error { " error=\"true\"" } else { "" };
-            format!("<tool_result name=\"{name}\"{err}>{output}</tool_result>")
+            let id = id.map(|id| format!(" id=\"{id}\"")).unwrap_or_default();
+            format!("<tool_result name=\"{name}\"{id}{err}>{output}</tool_result>")
         }
     }
 }
@@ -291,6 +445,7 @@ fn history_as_text(profile: PromptProfile, messages: &[Message]) -> Vec<Message>
             Role::Tool => Message::user(render_tool_result(
                 profile,
                 m.tool_name.as_deref().unwrap_or("tool"),
+                m.tool_call_id.as_deref(),
                 &m.content,
                 m.is_error,
             )),
@@ -548,6 +703,15 @@ fn strip_fence(body: &str) -> &str {
 /// in the text. Arguments are kept as JSON text (a string argument value is
 /// taken as already-encoded JSON).
 pub fn parse_tool_calls(profile: PromptProfile, text: &str) -> (String, Vec<ToolCall>) {
+    // The answer form of a constrained reply (`{"answer": "…"}`), also
+    // taken when a model writes it unasked.
+    if profile == PromptProfile::Json
+        && let Ok(Value::Object(map)) = serde_json::from_str::<Value>(strip_fence(text.trim()))
+        && map.len() == 1
+        && let Some(Value::String(answer)) = map.get("answer")
+    {
+        return (answer.clone(), Vec::new());
+    }
     let mut spans = match profile {
         PromptProfile::Json => json_spans(text),
         PromptProfile::Xml => xml_spans(text),
@@ -891,7 +1055,7 @@ mod tests {
         assert_eq!(out[2].role, Role::User);
         assert_eq!(
             out[2].content,
-            "<tool_result name=\"calc\">42</tool_result>\n\n<tool_result name=\"calc\" error=\"true\">oops</tool_result>"
+            "<tool_result name=\"calc\" id=\"1\">42</tool_result>\n\n<tool_result name=\"calc\" id=\"1\" error=\"true\">oops</tool_result>"
         );
     }
 

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use super::Provider;
 use super::anthropic::Anthropic;
 use super::openai::{MaxTokensField, OpenAiCompatible};
-use super::prompt::{PromptProfile, PromptTools};
+use super::prompt::{Constrain, PromptProfile, PromptTools};
 use super::retry::RetryPolicy;
 
 /// The default OpenAI base URL.
@@ -135,6 +135,10 @@ pub struct ProviderConfig {
     /// Stream responses (default true).
     #[serde(default)]
     pub stream: Option<bool>,
+    /// Constrained decoding for the `json` protocol: `auto` (default: asked
+    /// for, dropped for good if the server refuses it), `on` or `off`.
+    #[serde(default)]
+    pub constrain: Constrain,
 }
 
 /// A ready provider and what it is.
@@ -222,6 +226,7 @@ impl ProviderConfig {
             max_attempts: None,
             max_tokens: None,
             stream: None,
+            constrain: Constrain::Auto,
         }
     }
 
@@ -341,7 +346,10 @@ impl ProviderConfig {
         };
         let provider = match self.protocol {
             ToolProtocol::Native => provider,
-            ToolProtocol::Json => Box::new(PromptTools::from_boxed(provider, PromptProfile::Json)),
+            ToolProtocol::Json => Box::new(
+                PromptTools::from_boxed(provider, PromptProfile::Json)
+                    .with_constrain(self.constrain),
+            ),
             ToolProtocol::Xml => Box::new(PromptTools::from_boxed(provider, PromptProfile::Xml)),
         };
         Ok(SelectedProvider {

