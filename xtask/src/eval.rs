@@ -4,7 +4,7 @@
 //!
 //! ```sh
 //! cargo xtask eval --local [--provider openai|anthropic] [--protocols native,json,xml] \
-//!     [--only ID,ID…] [--max-rounds N] [--timeout SECS] [--constrain auto|on|off] \
+//!     [--only ID,ID…] [--max-rounds N] [--timeout SECS] [--constrain auto|on|off] [--host PATH] \
 //!     [--markdown docs/eval.md --label TEXT]
 //! cargo xtask eval --base-url http://127.0.0.1:8080/v1 --model NAME [--api-key-env VAR] …
 //! ```
@@ -102,6 +102,8 @@ struct Options {
     label: Option<String>,
     /// `[model] constrain = …` for the json protocol (`auto` by default).
     constrain: Option<String>,
+    /// Another `host` binary (an older build, for a before/after row).
+    host: Option<PathBuf>,
 }
 
 fn options(args: &[String]) -> anyhow::Result<Options> {
@@ -147,6 +149,7 @@ fn options(args: &[String]) -> anyhow::Result<Options> {
         markdown: value("--markdown").map(PathBuf::from),
         label: value("--label"),
         constrain: value("--constrain"),
+        host: value("--host").map(PathBuf::from),
     })
 }
 
@@ -179,10 +182,15 @@ pub fn eval(root: &Path, args: &[String]) -> anyhow::Result<()> {
         bail!("no task matches --only");
     }
     plugins(root)?;
-    run(cargo()
-        .current_dir(root)
-        .args(["build", "-p", "toolhost-cli"]))?;
-    let host = root.join("target/debug/host");
+    let host = match &opts.host {
+        Some(host) => host.clone(),
+        None => {
+            run(cargo()
+                .current_dir(root)
+                .args(["build", "-p", "toolhost-cli"]))?;
+            root.join("target/debug/host")
+        }
+    };
     let mut tables = Vec::new();
     let mut matrix: BTreeMap<String, Vec<(String, bool)>> = BTreeMap::new();
     for protocol in &opts.protocols {

@@ -111,6 +111,33 @@ fn is_model_output_error(e: &ProviderError) -> bool {
     .any(|p| text.contains(p))
 }
 
+/// `answer` without [`FINAL_ANSWER_NOTE`] (with or without its brackets),
+/// which small models sometimes repeat.
+fn without_note(answer: &str) -> String {
+    let bare = FINAL_ANSWER_NOTE
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    if !answer.contains(bare) {
+        return answer.to_owned();
+    }
+    answer
+        .replace(FINAL_ANSWER_NOTE, "")
+        .replace(bare, "")
+        .trim()
+        .to_owned()
+}
+
+/// Whether `text` is (or holds) a tool call written as text in either
+/// prompt convention (a ```` ```json ```` block with a name and arguments, a
+/// `<tool_code>` block): what a small model writes when it may not call
+/// tools, which is no answer.
+fn shaped_like_a_call(text: &str) -> bool {
+    use crate::provider::prompt::{PromptProfile, parse_tool_calls};
+    [PromptProfile::Json, PromptProfile::Xml]
+        .into_iter()
+        .any(|p| !parse_tool_calls(p, text).1.is_empty())
+}
+
 /// Longest tool result kept when a history is rendered as text.
 const TEXT_HISTORY_RESULT_CHARS: usize = 4000;
 
@@ -756,6 +783,9 @@ enum Action {
     Reject(CallRejection),
     /// Not run because the loop stops; the text says why.
     Skip(String),
+    /// Not run again: the same read-only call just ran; answered with its
+    /// result and a note to use it (small models often ask twice).
+    Repeat(String),
 }
 
 /// When a call started: by the agent's clock, and monotonic.
@@ -1152,19 +1182,30 @@ impl Ctx<'_> {
             );
         }
         let mut completion = completion;
-        if completion.message.content.trim().is_empty() {
+        if completion.message.content.trim().is_empty()
+            || shaped_like_a_call(&completion.message.content)
+        {
             info!(
                 round,
-                "the final answer was empty; asking again with the history as text"
+                "the final answer was empty or a tool call written as text; asking again with the history as text"
             );
             let as_text = history_as_text(&run.messages);
             let original = std::mem::replace(&mut run.messages, as_text);
             let plain = self.complete(run, round, &[], ToolChoice::None, None).await;
             run.messages = original;
             match plain {
-                Ok(c) if !c.message.content.trim().is_empty() => completion = c,
+                Ok(c)
+                    if !c.message.content.trim().is_empty()
+                        && !shaped_like_a_call(&c.message.content) =>
+                {
+                    completion = c;
+                }
                 Ok(_) | Err(_) => {
-                    let note = "the model gave no final answer, with or without tools";
+                    let note = if completion.message.content.trim().is_empty() {
+                        "the model gave no final answer, with or without tools"
+                    } else {
+                        "the model answered with a tool call written as text, with or without tools"
+                    };
                     error = Some(match error {
                         Some(e) => format!("{e}; {note}"),
                         None => note.to_owned(),
@@ -1172,9 +1213,10 @@ impl Ctx<'_> {
                 }
             }
         }
-        run.text.clone_from(&completion.message.content);
-        run.messages
-            .push(Message::assistant(completion.message.content));
+        // A small model may copy the note into its answer.
+        let answer = without_note(&completion.message.content);
+        run.text.clone_from(&answer);
+        run.messages.push(Message::assistant(answer));
         self.end_round(
             round,
             RoundInfo {
@@ -1262,6 +1304,13 @@ impl Ctx<'_> {
                         Action::Skip(reason) => {
                             error_outcome(format!("not run: {reason}"), ErrorKind::NotRun)
                         }
+                        Action::Repeat(output) => ToolOutcome {
+                            output: output.clone(),
+                            details: None,
+                            is_error: false,
+                            error_kind: None,
+                            steps: Vec::new(),
+                        },
                         Action::Run { .. } => {
                             let reason = match &stop {
                                 Some(s) => s.error.clone().unwrap_or_else(|| s.status.to_string()),
@@ -1343,7 +1392,7 @@ impl Ctx<'_> {
                 continue;
             }
             let action = match self.check_doom_loop(run, round, &tool, &args, &call).await {
-                Ok(()) => action,
+                Ok(()) => repeated(run, &tool, action),
                 Err(s) => {
                     let reason = s.error.clone().unwrap_or_else(|| s.status.to_string());
                     stop = Some(s);
@@ -1571,6 +1620,29 @@ impl Ctx<'_> {
             round_usage,
             steps: e.outcome.steps,
         });
+    }
+}
+
+/// `action`, or [`Action::Repeat`] when it runs a read-only tool with the
+/// same arguments as the call just before it (`run.repeats` counts them),
+/// whose result was not an error: the model gets that result again with a
+/// note, and nothing runs twice.
+fn repeated(run: &RunState, tool: &str, action: Action) -> Action {
+    let read_only = matches!(
+        action,
+        Action::Run {
+            read_only: true,
+            builtin: false
+        }
+    );
+    let last = run.history.last().filter(|r| r.tool == tool && !r.is_error);
+    match last {
+        Some(last) if read_only && run.repeats >= 2 => Action::Repeat(format!(
+            "{}\n\n[This is the result of the identical `{tool}` call just before; it was not run \
+             again. Use it to answer the user now.]",
+            last.output
+        )),
+        _ => action,
     }
 }
 

@@ -517,6 +517,41 @@ async fn an_empty_final_answer_is_asked_again_without_tools_and_the_history_as_t
 }
 
 #[tokio::test]
+async fn a_final_answer_that_is_a_tool_call_written_as_text_is_asked_again_without_tools() {
+    let provider = ScriptedProvider::new(vec![
+        call("c1", "echo", r#"{"i":1}"#),
+        // With tool_choice none, a small model writes its call as text.
+        text("```json\n{\"name\": \"echo\", \"arguments\": {\"i\": 2}}\n```"),
+        text("The echo said i=1."),
+    ]);
+    let tools = FakeTools::echo(vec![spec("echo", false)]);
+    let result = agent(&provider, &tools, options().max_rounds(1))
+        .run(vec![Message::user("go")])
+        .await;
+    assert_eq!(result.status, Status::MaxRounds);
+    assert_eq!(result.final_text(), "The echo said i=1.");
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 3);
+    assert!(requests[2].tools.is_empty(), "asked again without tools");
+}
+
+#[tokio::test]
+async fn a_final_answer_that_repeats_the_note_keeps_only_the_answer() {
+    let provider = ScriptedProvider::new(vec![
+        call("c1", "echo", r#"{"i":1}"#),
+        text(&format!(
+            "It is 1.\n\n{}",
+            FINAL_ANSWER_NOTE.trim_matches(['[', ']'])
+        )),
+    ]);
+    let tools = FakeTools::echo(vec![spec("echo", false)]);
+    let result = agent(&provider, &tools, options().max_rounds(1))
+        .run(vec![Message::user("go")])
+        .await;
+    assert_eq!(result.final_text(), "It is 1.");
+}
+
+#[tokio::test]
 async fn a_final_answer_that_stays_empty_says_so_in_the_error() {
     let provider =
         ScriptedProvider::new(vec![call("c1", "echo", r#"{"i":1}"#), text(""), text("")]);
@@ -533,6 +568,35 @@ async fn a_final_answer_that_stays_empty_says_so_in_the_error() {
             .contains("no final answer"),
         "{:?}",
         result.error
+    );
+}
+
+#[tokio::test]
+async fn a_read_only_call_repeated_at_once_is_answered_from_its_result_not_run_again() {
+    let provider = ScriptedProvider::new(vec![
+        call("c1", "echo", r#"{"i":1}"#),
+        call("c2", "echo", r#"{ "i": 1 }"#),
+        text("i was 1."),
+    ]);
+    let tools = FakeTools::echo(vec![spec("echo", true)]);
+    let result = agent(&provider, &tools, options())
+        .run(vec![Message::user("go")])
+        .await;
+    assert_eq!(result.status, Status::Completed);
+    assert_eq!(result.final_text(), "i was 1.");
+    assert_eq!(tools.recorded().len(), 1, "ran once");
+    let results = tool_messages(&result.messages);
+    assert_eq!(results.len(), 2, "every call has its result");
+    assert!(!results[1].is_error);
+    assert!(
+        results[1].content.starts_with(&results[0].content),
+        "{}",
+        results[1].content
+    );
+    assert!(
+        results[1].content.contains("was not run again"),
+        "{}",
+        results[1].content
     );
 }
 
