@@ -138,6 +138,21 @@ fn shaped_like_a_call(text: &str) -> bool {
         .any(|p| !parse_tool_calls(p, text).1.is_empty())
 }
 
+/// Whether `e` is a server refusing a request longer than the model's
+/// context (llama.cpp's `exceed_context_size_error`, OpenAI's
+/// `context_length_exceeded`, Anthropic's "prompt is too long").
+fn is_context_overflow(e: &ProviderError) -> bool {
+    let ProviderError::Status { status, body, .. } = e else {
+        return false;
+    };
+    let body = body.to_ascii_lowercase();
+    matches!(*status, 400 | 413)
+        && (body.contains("context_length_exceeded")
+            || body.contains("exceed_context_size")
+            || body.contains("prompt is too long")
+            || (body.contains("context") && (body.contains("exceed") || body.contains("too long"))))
+}
+
 /// Longest tool result kept when a history is rendered as text.
 const TEXT_HISTORY_RESULT_CHARS: usize = 4000;
 
@@ -624,6 +639,7 @@ impl Agent {
             rounds: 0,
             last_call: None,
             repeats: 0,
+            overflowed: false,
         };
         info!(messages = run.messages.len(), "agent run starts");
 
@@ -758,6 +774,9 @@ struct RunState {
     /// The last call's (tool, canonical arguments), for doom-loop detection.
     last_call: Option<(String, String)>,
     repeats: u32,
+    /// The last request failed because the conversation no longer fits the
+    /// model's context ([`is_context_overflow`]).
+    overflowed: bool,
 }
 
 /// The read-only context of a run.
@@ -1067,7 +1086,10 @@ impl Ctx<'_> {
             Ok(Err(e)) => {
                 warn!(round, error = %e, "provider request failed");
                 keep_partial(run);
-                let error = if is_model_output_error(&e) || through_prompt {
+                run.overflowed = is_context_overflow(&e);
+                let error = if run.overflowed {
+                    format!("the conversation no longer fits the model's context: {e}")
+                } else if is_model_output_error(&e) || through_prompt {
                     let then = if through_prompt {
                         ", then once through the json prompt protocol"
                     } else {
@@ -1099,6 +1121,15 @@ impl Ctx<'_> {
             .await
         {
             Ok(c) => c,
+            // Too long for the model: the answer comes from the history as
+            // text, results cut short (`final_answer`).
+            Err(stop) if run.overflowed && !run.history.is_empty() => {
+                return State::FinalAnswer {
+                    round: round + 1,
+                    status: stop.status,
+                    error: stop.error,
+                };
+            }
             Err(stop) => return stop.into_state(),
         };
         let Completion {
@@ -1173,6 +1204,12 @@ impl Ctx<'_> {
             .await
         {
             Ok(c) => c,
+            // Too long: straight to the history as text below.
+            Err(_) if run.overflowed => Completion {
+                message: Message::assistant(""),
+                finish_reason: FinishReason::Stop,
+                usage: Usage::default(),
+            },
             Err(stop) => return stop.into_state(),
         };
         if !completion.message.tool_calls.is_empty() {

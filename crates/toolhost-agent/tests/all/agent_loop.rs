@@ -552,6 +552,41 @@ async fn a_final_answer_that_repeats_the_note_keeps_only_the_answer() {
 }
 
 #[tokio::test]
+async fn a_conversation_past_the_models_context_still_ends_with_an_answer_from_the_history_as_text()
+{
+    let overflow = || {
+        Step::Fail(ProviderError::Status {
+            provider: "openai".into(),
+            status: 400,
+            body: r#"{"error":{"code":400,"message":"request (16881 tokens) exceeds the available context size (16384 tokens)","type":"exceed_context_size_error"}}"#.into(),
+        })
+    };
+    let provider = ScriptedProvider::new(vec![
+        call("c1", "echo", r#"{"i":1}"#),
+        overflow(),
+        overflow(),
+        text("From what was read: i=1."),
+    ]);
+    let tools = FakeTools::echo(vec![spec("echo", false)]);
+    let result = agent(&provider, &tools, options())
+        .run(vec![Message::user("go")])
+        .await;
+    assert_eq!(result.final_text(), "From what was read: i=1.");
+    assert_eq!(result.status, Status::Error);
+    let error = result.error.unwrap_or_default();
+    assert!(
+        error.contains("no longer fits the model's context"),
+        "{error}"
+    );
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 4);
+    assert!(
+        requests[3].tools.is_empty() && requests[3].messages.len() == 1,
+        "the history as text"
+    );
+}
+
+#[tokio::test]
 async fn a_final_answer_that_stays_empty_says_so_in_the_error() {
     let provider =
         ScriptedProvider::new(vec![call("c1", "echo", r#"{"i":1}"#), text(""), text("")]);
