@@ -81,6 +81,8 @@ struct Outcome {
     ok: bool,
     why: Vec<String>,
     answered: bool,
+    /// The run ended `completed` (not `doom-loop`, `max-rounds`, …).
+    completed: bool,
     calls: usize,
     valid_calls: usize,
     rounds: u64,
@@ -389,6 +391,16 @@ fn run_task(
         .args(["--protocol", protocol])
         .arg("--max-rounds")
         .arg(opts.max_rounds.to_string())
+        // The host ends the turn itself (status `timeout`) before the
+        // harness would kill it.
+        .arg("--run-timeout")
+        .arg(
+            opts.timeout
+                .as_secs()
+                .saturating_sub(30)
+                .max(30)
+                .to_string(),
+        )
         .env_remove("TOOLHOST_CONFIG")
         .env_remove("TOOLHOST_POLICY")
         .stdout(Stdio::piped())
@@ -437,6 +449,7 @@ fn run_task(
                     dir.join("stderr.txt").display()
                 )],
                 answered: false,
+                completed: false,
                 calls: 0,
                 valid_calls: 0,
                 rounds: 0,
@@ -507,9 +520,6 @@ fn check(task: &Task, result: &Value, secs: f64) -> Outcome {
     let answer = result["text"].as_str().unwrap_or_default();
     let lower = answer.to_lowercase();
     let answered = !answer.trim().is_empty() && status != "?";
-    if status != "completed" {
-        why.push(format!("status {status}"));
-    }
     if answer.trim().is_empty() {
         why.push("empty answer".into());
     }
@@ -570,10 +580,16 @@ fn check(task: &Task, result: &Value, secs: f64) -> Outcome {
             why.push(format!("`{tool}` ran"));
         }
     }
+    // The answer and the calls decide; the status is shown, and counted apart.
+    let ok = why.is_empty();
+    if status != "completed" {
+        why.push(format!("status {status}"));
+    }
     Outcome {
-        ok: why.is_empty(),
+        ok,
         why,
         answered,
+        completed: status == "completed",
         calls: history.len(),
         valid_calls: history.len() - invalid,
         rounds: result["stats"]["rounds"].as_u64().unwrap_or(0),
@@ -590,6 +606,7 @@ struct Summary {
     tasks: usize,
     ok: usize,
     answered: usize,
+    completed: usize,
     calls: usize,
     valid: usize,
     rounds: f64,
@@ -607,6 +624,7 @@ fn summary(outcomes: &[Outcome]) -> Summary {
         tasks: outcomes.len(),
         ok: outcomes.iter().filter(|o| o.ok).count(),
         answered: outcomes.iter().filter(|o| o.answered).count(),
+        completed: outcomes.iter().filter(|o| o.completed).count(),
         calls: outcomes.iter().map(|o| o.calls).sum(),
         valid: outcomes.iter().map(|o| o.valid_calls).sum(),
         rounds,
@@ -650,13 +668,14 @@ fn render(
             format!(", tasks {}", opts.only.join(","))
         }
     );
-    s.push_str("| protocol | task success | answered with a status | valid tool calls | mean rounds | tokens in / out | median time |\n");
-    s.push_str("|---|---|---|---|---|---|---|\n");
+    s.push_str("| protocol | task success | answered with a status | ended `completed` | valid tool calls | mean rounds | tokens in / out | median time |\n");
+    s.push_str("|---|---|---|---|---|---|---|---|\n");
     for (protocol, t) in tables {
         s.push_str(&format!(
-            "| {protocol} | {} | {} | {} | {:.1} | {} / {} | {:.1} s |\n",
+            "| {protocol} | {} | {} | {} | {} | {:.1} | {} / {} | {:.1} s |\n",
             percent(t.ok, t.tasks),
             percent(t.answered, t.tasks),
+            percent(t.completed, t.tasks),
             percent(t.valid, t.calls),
             t.rounds,
             t.tokens.0,

@@ -1219,6 +1219,8 @@ impl Ctx<'_> {
             );
         }
         let mut completion = completion;
+        // A small model may copy the note into its answer (or answer only that).
+        completion.message.content = without_note(&completion.message.content);
         if completion.message.content.trim().is_empty()
             || shaped_like_a_call(&completion.message.content)
         {
@@ -1230,6 +1232,10 @@ impl Ctx<'_> {
             let original = std::mem::replace(&mut run.messages, as_text);
             let plain = self.complete(run, round, &[], ToolChoice::None, None).await;
             run.messages = original;
+            let plain = plain.map(|mut c| {
+                c.message.content = without_note(&c.message.content);
+                c
+            });
             match plain {
                 Ok(c)
                     if !c.message.content.trim().is_empty()
@@ -1250,10 +1256,9 @@ impl Ctx<'_> {
                 }
             }
         }
-        // A small model may copy the note into its answer.
-        let answer = without_note(&completion.message.content);
-        run.text.clone_from(&answer);
-        run.messages.push(Message::assistant(answer));
+        run.text.clone_from(&completion.message.content);
+        run.messages
+            .push(Message::assistant(completion.message.content));
         self.end_round(
             round,
             RoundInfo {

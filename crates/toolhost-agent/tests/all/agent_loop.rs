@@ -549,6 +549,17 @@ async fn a_final_answer_that_repeats_the_note_keeps_only_the_answer() {
         .run(vec![Message::user("go")])
         .await;
     assert_eq!(result.final_text(), "It is 1.");
+
+    // Only the note is no answer: asked again with the history as text.
+    let provider = ScriptedProvider::new(vec![
+        call("c1", "echo", r#"{"i":1}"#),
+        text(FINAL_ANSWER_NOTE),
+        text("i=1"),
+    ]);
+    let result = agent(&provider, &tools, options().max_rounds(1))
+        .run(vec![Message::user("go")])
+        .await;
+    assert_eq!(result.final_text(), "i=1");
 }
 
 #[tokio::test]
