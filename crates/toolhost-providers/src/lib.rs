@@ -79,7 +79,8 @@ pub struct CompletionRequest {
     pub temperature: Option<f32>,
     /// Asks the server to constrain the reply to this JSON Schema
     /// (constrained decoding: OpenAI-style `response_format`, which
-    /// llama.cpp, vLLM, LM Studio and Ollama accept); ignored by the
+    /// llama.cpp accepts, checked in `cargo xtask eval`; vLLM, LM Studio
+    /// and Ollama document it); ignored by the
     /// Anthropic provider. The prompt protocols set it (`prompt.rs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response_schema: Option<serde_json::Value>,

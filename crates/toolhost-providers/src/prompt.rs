@@ -73,8 +73,8 @@ pub struct PromptTools {
 /// Whether the JSON protocol asks the server for constrained decoding: the
 /// reply held to the JSON of tool calls or of an answer
 /// (`{"answer": "…"}`), through OpenAI-style `response_format` with a JSON
-/// Schema (llama.cpp turns it into a grammar; vLLM, LM Studio and Ollama
-/// accept it too). The XML protocol is never constrained.
+/// Schema (llama.cpp turns it into a grammar, checked in `cargo xtask eval`;
+/// vLLM, LM Studio and Ollama document it). The XML protocol is never constrained.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Constrain {

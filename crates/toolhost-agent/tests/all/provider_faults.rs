@@ -448,6 +448,17 @@ fn unparsable_output_frame() -> String {
     )
 }
 
+/// A whole streamed OpenAI answer of `pieces`.
+fn openai_answer(pieces: &[&str]) -> Reply {
+    let mut frames = Wire::OpenAi.unfinished_text(pieces);
+    frames.extend(Wire::OpenAi.finish());
+    Reply::Stream {
+        frames,
+        gap: Duration::ZERO,
+        end: End::Close,
+    }
+}
+
 #[tokio::test]
 async fn a_round_the_server_could_not_parse_is_asked_again_and_answers() {
     let server = Server::start(|n| match n {
@@ -456,15 +467,7 @@ async fn a_round_the_server_could_not_parse_is_asked_again_and_answers() {
             gap: Duration::ZERO,
             end: End::Close,
         },
-        _ => Reply::Stream {
-            frames: {
-                let mut f = Wire::OpenAi.unfinished_text(&["fourteen"]);
-                f.extend(Wire::OpenAi.finish());
-                f
-            },
-            gap: Duration::ZERO,
-            end: End::Close,
-        },
+        _ => openai_answer(&["fourteen"]),
     })
     .await;
     let provider = Wire::OpenAi.provider(&server, fast_policy(1));
@@ -517,15 +520,7 @@ async fn a_round_the_server_never_parses_natively_goes_through_the_prompt_protoc
             gap: Duration::ZERO,
             end: End::Close,
         },
-        _ => Reply::Stream {
-            frames: {
-                let mut f = Wire::OpenAi.unfinished_text(&["done"]);
-                f.extend(Wire::OpenAi.finish());
-                f
-            },
-            gap: Duration::ZERO,
-            end: End::Close,
-        },
+        _ => openai_answer(&["done"]),
     })
     .await;
     let provider = Wire::OpenAi.provider(&server, fast_policy(1));

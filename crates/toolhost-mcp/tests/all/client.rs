@@ -332,6 +332,15 @@ async fn a_server_that_cannot_start_is_down_with_its_reason_and_calls_fail_at_on
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_lazy_server_does_not_hold_up_start_up_and_joins_later() {
+    // A lazy server that never finishes starting: start-up does not wait
+    // for it (its connection is still being made when the runtime is built).
+    let mut never = hostile(&["--hang-init"]);
+    never.name = "never".into();
+    never.start = Start::Lazy;
+    let rt = runtime(vec![never], 10_000).await;
+    assert_eq!(status(&rt, "never").state, SourceState::Starting);
+    drop(rt);
+
     let mut config = hostile(&[]);
     config.start = Start::Lazy;
     let rt = runtime(vec![config], 10_000).await;
