@@ -1,11 +1,16 @@
 // Builds one JavaScript plugin into a component with componentize-js (run by
-// `cargo xtask test` with node, from target/tools/node):
+// `cargo xtask plugins-foreign` / `cargo xtask test` with node, from
+// target/tools/node):
 //   node componentize-js.mjs APP.js WIT OUT.wasm
+// APP.js may import modules beside it by relative path (the helper module
+// ./toolhost-plugin.js): componentize-js resolves them inside APP.js's
+// directory when it is given the path (`sourcePath`), not the text.
 import { componentize } from "@bytecodealliance/componentize-js";
-import { readFile, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 
-const [source, wit, out] = process.argv.slice(2);
-const { component } = await componentize(await readFile(source, "utf8"), {
+const [sourcePath, wit, out] = process.argv.slice(2);
+const { component } = await componentize({
+  sourcePath,
   witPath: wit,
   worldName: "tool-plugin",
   // Nothing beyond the contract: the host grants capabilities, not the build.

@@ -2,6 +2,12 @@
 //!
 //! - `plugins`: build every plugin in `plugins/` for wasm32-wasip2 into
 //!   `target/plugins/` (examples) and `target/fixtures/` (test fixtures).
+//! - `plugins-foreign`: install componentize-py and componentize-js into
+//!   `target/tools/` and build the Python and JavaScript plugins
+//!   (`plugins/{python,js}/`) into `target/plugins-{py,js}/` and
+//!   `target/fixtures-{py,js}/` (`outside.rs`); Go from PyPI, wit-bindgen and
+//!   wasm-tools from crates.io, and the Go plugins (`plugins/go/`) into
+//!   `target/plugins-go/` (`golang.rs`).
 //! - `test`: `plugins`, then formatting, clippy (host, plugins, SDK), the
 //!   fuzz targets' build, and every test of both workspaces, with the outside
 //!   software they need (the MCP Python SDK, the MCP Inspector) installed
@@ -14,6 +20,7 @@
 //! Each installs the `wasm32-wasip2` target when it is missing.
 
 mod eval;
+mod golang;
 mod outside;
 
 use std::path::{Path, PathBuf};
@@ -29,6 +36,7 @@ fn main() -> anyhow::Result<()> {
     let root = root();
     match args.first().map(String::as_str) {
         Some("plugins") => plugins(&root),
+        Some("plugins-foreign") => plugins_foreign(&root),
         Some("test") => test(&root, &args[1..]),
         Some("demo") => demo(&root, &args[1..]),
         Some("bench") => bench(&root, &args[1..]),
@@ -37,6 +45,7 @@ fn main() -> anyhow::Result<()> {
             eprintln!(
                 "usage: cargo xtask <plugins|test|demo|bench|eval>\n\
                  \n  plugins   build the example and fixture plugins into target/plugins and target/fixtures\
+                 \n  plugins-foreign  install componentize-py/-js into target/tools and build the Python and JS plugins into target/{{plugins,fixtures}}-{{py,js}}\
                  \n  test      build the plugins and run fmt, clippy and every test\
                  \n  demo      build everything (release) and start `host --plugins target/plugins`\
                  \n  bench     build the plugins and run the benchmarks (args go to criterion)\
@@ -203,11 +212,21 @@ fn test(root: &Path, extra: &[String]) -> anyhow::Result<()> {
     let installed = outside::install(root)?;
     outside::python_plugins(root, &installed)?;
     outside::js_plugins(root, &installed)?;
+    // Go (PyPI) with wit-bindgen and wasm-tools (crates.io), for the Go plugins.
+    golang::plugins(root, &golang::install(root)?)?;
     let mut cmd = cargo();
     cmd.current_dir(root).args(["test", "--workspace"]);
     installed.export(&mut cmd);
     cmd.args(extra);
     run(&mut cmd)
+}
+
+/// `cargo xtask plugins-foreign`: the Python, JavaScript and Go plugins alone.
+fn plugins_foreign(root: &Path) -> anyhow::Result<()> {
+    let installed = outside::install(root)?;
+    outside::python_plugins(root, &installed)?;
+    outside::js_plugins(root, &installed)?;
+    golang::plugins(root, &golang::install(root)?)
 }
 
 fn demo(root: &Path, extra: &[String]) -> anyhow::Result<()> {

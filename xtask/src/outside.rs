@@ -45,6 +45,9 @@ pub struct Installed {
     pub tools: PathBuf,
     /// Where the PyPI `bwrap` is, when the machine has none on its PATH.
     pub bwrap_dir: Option<PathBuf>,
+    /// Debian's `docker-registry` (the CNCF distribution registry), for the
+    /// OCI publish/install tests.
+    pub registry: PathBuf,
 }
 
 impl Installed {
@@ -52,7 +55,8 @@ impl Installed {
     pub fn export(&self, cmd: &mut Command) {
         cmd.env("TOOLHOST_TEST_PYTHON", &self.python)
             .env("TOOLHOST_TEST_INSPECTOR", &self.inspector)
-            .env("TOOLHOST_TEST_TOOLS", &self.tools);
+            .env("TOOLHOST_TEST_TOOLS", &self.tools)
+            .env("TOOLHOST_TEST_REGISTRY", &self.registry);
         if let Some(dir) = &self.bwrap_dir {
             let path = std::env::var_os("PATH").unwrap_or_default();
             let mut dirs = vec![dir.clone()];
@@ -148,6 +152,7 @@ pub fn install(root: &Path) -> anyhow::Result<Installed> {
         Some(dir)
     };
     let componentize_py = venv.join("bin").join("componentize-py");
+    let registry = docker_registry()?;
     Ok(Installed {
         python,
         inspector,
@@ -155,56 +160,153 @@ pub fn install(root: &Path) -> anyhow::Result<Installed> {
         node_dir: node,
         tools: dir,
         bwrap_dir,
+        registry,
     })
 }
 
+/// Debian's package of the CNCF distribution registry (2.8): the real
+/// registry `host publish` and `host install` are tested against.
+pub const DOCKER_REGISTRY: &str = "docker-registry";
+
+/// The `docker-registry` binary, installed with apt-get when missing
+/// (`apt-get update` first only when the install fails).
+fn docker_registry() -> anyhow::Result<PathBuf> {
+    let find = || {
+        std::env::var_os("PATH").and_then(|path| {
+            std::env::split_paths(&path)
+                .map(|dir| dir.join(DOCKER_REGISTRY))
+                .find(|p| p.is_file())
+        })
+    };
+    if let Some(path) = find() {
+        return Ok(path);
+    }
+    let install = || {
+        run(Command::new("apt-get")
+            .args(["install", "-y", "--no-install-recommends", DOCKER_REGISTRY])
+            .env("DEBIAN_FRONTEND", "noninteractive"))
+    };
+    if install().is_err() {
+        run(Command::new("apt-get").arg("update"))
+            .and_then(|()| install())
+            .context(
+                "installing Debian's docker-registry package with apt-get (needs root) for the OCI registry tests",
+            )?;
+    }
+    find().context("apt-get installed docker-registry, but it is not on the PATH")
+}
+
+/// The Python helper module plugin authors import (`toolhost_plugin`),
+/// relative to the repository's root.
+pub const PYTHON_HELPER_DIR: &str = "sdk/python";
+/// The JavaScript helper module plugin authors import
+/// (`./toolhost-plugin.js`), relative to the repository's root.
+pub const JS_HELPER: &str = "sdk/js/toolhost-plugin.js";
+
 /// Builds every Python plugin (`plugins/python/NAME/app.py`, with
-/// `NAME.toml` beside it) into `target/plugins-py/NAME.wasm` with
-/// componentize-py, against `wit/plugin.wit`.
+/// `NAME.toml` beside it) into `target/plugins-py/NAME.wasm`, and every
+/// fixture (`plugins/python/fixtures/NAME/`) into `target/fixtures-py/`,
+/// with componentize-py against `wit/plugin.wit`; the helper module
+/// (`sdk/python/toolhost_plugin.py`) is on its path.
 pub fn python_plugins(root: &Path, installed: &Installed) -> anyhow::Result<()> {
     let wit = root.join("wit").join("plugin.wit");
-    foreign_plugins(root, "python", "app.py", "plugins-py", |dir, wasm| {
-        let mut cmd = Command::new(&installed.componentize_py);
-        cmd.current_dir(dir)
-            .arg("-d")
-            .arg(&wit)
-            .args(["-w", "tool-plugin", "componentize", "app", "-o"])
-            .arg(wasm);
-        cmd
-    })
+    let helper_dir = root.join(PYTHON_HELPER_DIR);
+    let helper = helper_dir.join("toolhost_plugin.py");
+    let src = root.join("plugins").join("python");
+    for (src, out) in [
+        (src.clone(), "plugins-py"),
+        (src.join("fixtures"), "fixtures-py"),
+    ] {
+        foreign_plugins(root, &src, "app.py", out, &helper, |dir, wasm| {
+            let mut cmd = Command::new(&installed.componentize_py);
+            cmd.current_dir(dir)
+                .arg("-d")
+                .arg(&wit)
+                .args(["-w", "tool-plugin", "componentize", "app", "-p", "."])
+                .arg("-p")
+                .arg(&helper_dir)
+                .arg("-o")
+                .arg(wasm);
+            Ok(cmd)
+        })?;
+    }
+    Ok(())
 }
 
 /// Builds every JavaScript plugin (`plugins/js/NAME/app.js`) into
-/// `target/plugins-js/NAME.wasm` with componentize-js
+/// `target/plugins-js/NAME.wasm`, and every fixture (`plugins/js/fixtures/`)
+/// into `target/fixtures-js/`, with componentize-js
 /// (`xtask/componentize-js.mjs`, run from where it is installed so that node
-/// finds the package).
+/// finds the package). componentize-js resolves relative imports inside the
+/// plugin's directory only, so each plugin is staged in
+/// `target/build-js/NAME/` with the helper module (`./toolhost-plugin.js`)
+/// beside its `app.js`, as an author's plugin directory has it.
 pub fn js_plugins(root: &Path, installed: &Installed) -> anyhow::Result<()> {
     let wit = root.join("wit").join("plugin.wit");
     let script = installed.node_dir.join("componentize-js.mjs");
     std::fs::copy(root.join("xtask").join("componentize-js.mjs"), &script)?;
-    foreign_plugins(root, "js", "app.js", "plugins-js", |dir, wasm| {
-        let mut cmd = Command::new("node");
-        cmd.arg(&script).arg(dir.join("app.js")).arg(&wit).arg(wasm);
-        cmd
-    })
+    let helper = root.join(JS_HELPER);
+    let stage_root = root.join("target").join("build-js");
+    let src = root.join("plugins").join("js");
+    for (src, out) in [
+        (src.clone(), "plugins-js"),
+        (src.join("fixtures"), "fixtures-js"),
+    ] {
+        foreign_plugins(root, &src, "app.js", out, &helper, |dir, wasm| {
+            let name = dir.file_name().unwrap_or_default();
+            let stage = stage_root.join(name);
+            stage_js(dir, &helper, &stage)
+                .with_context(|| format!("staging {} in {}", dir.display(), stage.display()))?;
+            let mut cmd = Command::new("node");
+            cmd.current_dir(&stage)
+                .arg(&script)
+                .arg(stage.join("app.js"))
+                .arg(&wit)
+                .arg(wasm);
+            Ok(cmd)
+        })?;
+    }
+    Ok(())
 }
 
-/// Builds each `plugins/LANG/NAME/` that has `entry` into
+/// Copies the files of the plugin directory `dir` and the helper module
+/// into `stage` (emptied first).
+fn stage_js(dir: &Path, helper: &Path, stage: &Path) -> anyhow::Result<()> {
+    let _ = std::fs::remove_dir_all(stage);
+    std::fs::create_dir_all(stage)?;
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_file()
+            && let Some(name) = path.file_name()
+        {
+            std::fs::copy(&path, stage.join(name))?;
+        }
+    }
+    std::fs::copy(helper, stage.join("toolhost-plugin.js"))
+        .with_context(|| format!("copying {}", helper.display()))?;
+    Ok(())
+}
+
+/// Builds each directory of `src` that has `entry` into
 /// `target/OUT/NAME.wasm` with `build(dir, wasm)`, and copies its
-/// `NAME.toml`. A plugin whose component is newer than its sources and the
-/// contract is not rebuilt.
+/// `NAME.toml`. A plugin whose component is newer than its sources, the
+/// helper module and the contract is not rebuilt. A missing `src` builds
+/// nothing.
 fn foreign_plugins(
     root: &Path,
-    lang: &str,
+    src: &Path,
     entry: &str,
     out: &str,
-    build: impl Fn(&Path, &Path) -> Command,
+    helper: &Path,
+    build: impl Fn(&Path, &Path) -> anyhow::Result<Command>,
 ) -> anyhow::Result<()> {
+    if !src.is_dir() {
+        return Ok(());
+    }
     let out = root.join("target").join(out);
     std::fs::create_dir_all(&out)?;
     let wit = root.join("wit").join("plugin.wit");
-    let src = root.join("plugins").join(lang);
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&src)
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(src)
         .with_context(|| format!("reading {}", src.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.join(entry).is_file())
@@ -220,19 +322,19 @@ fn foreign_plugins(
         let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
         let newest_source = std::fs::read_dir(&dir)?
             .filter_map(|e| e.ok().map(|e| e.path()))
-            .chain([wit.clone()])
+            .chain([wit.clone(), helper.to_owned()])
             .filter_map(|p| modified(&p))
             .max();
         if modified(&wasm).is_none_or(|built| newest_source.is_some_and(|s| s > built)) {
-            run(&mut build(&dir, &wasm))
-                .with_context(|| format!("building the {lang} plugin {name}"))?;
+            run(&mut build(&dir, &wasm)?)
+                .with_context(|| format!("building the plugin {}", dir.display()))?;
         }
         let manifest = dir.join(format!("{name}.toml"));
         if manifest.is_file() {
             std::fs::copy(&manifest, out.join(format!("{name}.toml")))?;
         }
     }
-    eprintln!("xtask: {lang} plugins in {}", out.display());
+    eprintln!("xtask: plugins of {} in {}", src.display(), out.display());
     Ok(())
 }
 

@@ -5,6 +5,8 @@
 //!   that answers at once and tools that cost nothing: everything measured is
 //!   the loop's own work for one round (system prompt, tool list, request
 //!   assembly, events, result).
+//! - `loop_round_windowed/N`: the same with a context window configured
+//!   (far from full): adds the size estimate made before every request.
 //! - `serialize_request/N`: building and serializing the OpenAI wire body of
 //!   the same request, which every real round pays on top.
 //!
@@ -60,6 +62,7 @@ impl ToolExecutor for Tools {
                 is_error: false,
                 error_kind: None,
                 steps: Vec::new(),
+                cached: false,
             }
         })
     }
@@ -108,6 +111,10 @@ fn bench(c: &mut Criterion) {
         .unwrap();
     let agent = Agent::new(Arc::new(Instant), Arc::new(Tools(tools())))
         .with_options(AgentOptions::new("bench-model"));
+    // The same with a context window, far from full: the estimate before
+    // every request runs, nothing is compacted.
+    let windowed = Agent::new(Arc::new(Instant), Arc::new(Tools(tools())))
+        .with_options(AgentOptions::new("bench-model").context_window(1_000_000));
     let openai = OpenAiCompatible::new("http://127.0.0.1:1/v1", "bench-model");
     let mut g = c.benchmark_group("agent");
     for n in [10usize, 200] {
@@ -125,6 +132,17 @@ fn bench(c: &mut Criterion) {
                 BatchSize::SmallInput,
             );
         });
+        g.bench_with_input(
+            BenchmarkId::new("loop_round_windowed", n),
+            &messages,
+            |b, m| {
+                b.iter_batched(
+                    || m.clone(),
+                    |m| rt.block_on(windowed.run(m)),
+                    BatchSize::SmallInput,
+                );
+            },
+        );
         let request = CompletionRequest {
             model: "bench-model".into(),
             system: Some(agent.system_prompt(&messages)),
@@ -142,6 +160,7 @@ fn bench(c: &mut Criterion) {
             max_tokens: None,
             temperature: None,
             response_schema: None,
+            ..Default::default()
         };
         g.bench_with_input(
             BenchmarkId::new("serialize_request", n),

@@ -1,6 +1,8 @@
 //! The agent loop: ask the model, run the tools it asks for, repeat.
 //!
-//! [`Agent::run`] is one state machine:
+//! [`Agent::run`] is one state machine, driven by [`Agent::step`], which
+//! pauses at `Proposed` and `Ran` for an embedder's decisions (see
+//! [`step`](crate::step)); `run` takes every default:
 //!
 //! ```text
 //!            +-----------------------------+
@@ -8,7 +10,11 @@
 //! Request(round) --no tool calls--> Done(completed)
 //!    |  tool calls                         |
 //!    v                                     |
-//! Execute(round) --round < max_rounds------+
+//! Execute(round): repair, parse, doom loop |
+//!    v                                     |
+//! Proposed (pause) -> run them -> Ran (pause) -> record
+//!    |                                     |
+//!    +--------------round < max_rounds-----+
 //!    |  round == max_rounds
 //!    v
 //! FinalAnswer (tool_choice none; then no tools, history as text) --> Done(max-rounds)
@@ -63,14 +69,18 @@ use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, info, warn};
 
 use crate::clock::{Clock, SystemClock, unix_ms};
+use crate::context::{Compaction, ContextPolicy};
 use crate::events::{AgentEvent, EventSink};
 use crate::message::{Message, Role, ToolCall, Usage};
+use crate::provider::ModelOptions;
 use crate::provider::{
     BoxFuture, Completion, CompletionRequest, Delta, FinishReason, Provider, ProviderError,
     ToolChoice, ToolDefinition,
 };
 use crate::repair::{CallRejection, canonical_json, parse_arguments, resolve_tool_name};
+use crate::request::{ParamsTransform, RequestHook, SystemTransform};
 use crate::status::{Stats, Status};
+use crate::step::{AgentState, StepOutcome};
 use crate::tools::{ToolCallInfo, ToolExecutor, ToolOutcome, ToolSpec};
 use crate::vars::{READ_VAR, VarStore, read_var_spec, truncate_for_model};
 
@@ -236,7 +246,7 @@ pub struct UsageRules {
 /// One tool call the model asked for: run, rejected before running (unknown
 /// tool, malformed arguments: `error_kind` `not-found` / `invalid-arguments`),
 /// or not run because the loop stopped (`not-run`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCallRecord {
     /// The model's call id.
     pub call_id: String,
@@ -271,8 +281,11 @@ pub struct ToolCallRecord {
     /// Tokens used by that round's request.
     pub round_usage: Usage,
     /// What the permission layer and hooks did (see [`ToolOutcome::steps`]).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<Value>,
+    /// Whether the result came from the result cache (see [`ToolOutcome::cached`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cached: bool,
 }
 
 /// Everything a run produced.
@@ -366,6 +379,20 @@ pub struct AgentOptions {
     pub before_request: Option<BeforeRequest>,
     /// Asked on a doom loop; without one the run ends `doom-loop`.
     pub doom_loop_approval: Option<DoomLoopApproval>,
+    /// Model options (the merged layers), applied to every request over
+    /// [`max_tokens`](Self::max_tokens) and [`temperature`](Self::temperature)
+    /// (see [`request`](crate::request)).
+    pub model_options: ModelOptions,
+    /// Rewrites the system prompt before every request.
+    pub system_transform: Option<SystemTransform>,
+    /// Run before every request, in order; may change the system prompt and
+    /// the parameters (see [`RequestHook`]).
+    pub request_hooks: Vec<Arc<dyn RequestHook>>,
+    /// Rewrites the request last, before it is sent.
+    pub params_transform: Option<ParamsTransform>,
+    /// Keeping the history inside the model's context window (see
+    /// [`context`](crate::context)).
+    pub context: ContextPolicy,
 }
 
 impl Default for AgentOptions {
@@ -392,6 +419,11 @@ impl Default for AgentOptions {
             tool_filter: None,
             before_request: None,
             doom_loop_approval: None,
+            model_options: ModelOptions::default(),
+            system_transform: None,
+            request_hooks: Vec::new(),
+            params_transform: None,
+            context: ContextPolicy::default(),
         }
     }
 }
@@ -408,6 +440,8 @@ impl std::fmt::Debug for AgentOptions {
             .field("doom_loop_threshold", &self.doom_loop_threshold)
             .field("session_id", &self.session_id)
             .field("agent", &self.agent)
+            .field("model_options", &self.model_options)
+            .field("request_hooks", &self.request_hooks.len())
             .finish_non_exhaustive()
     }
 }
@@ -506,6 +540,16 @@ impl AgentOptions {
         self.tool_filter = Some(Arc::new(f));
         self
     }
+    /// Sets the model's context window in tokens (see [`context`](crate::context)).
+    pub fn context_window(mut self, tokens: u32) -> Self {
+        self.context.window = Some(tokens);
+        self
+    }
+    /// Sets how the history is kept inside the context window.
+    pub fn context(mut self, policy: ContextPolicy) -> Self {
+        self.context = policy;
+        self
+    }
     /// Sets [`before_request`](Self::before_request).
     pub fn before_request(mut self, f: impl Fn(&mut Vec<Message>) + Send + Sync + 'static) -> Self {
         self.before_request = Some(Arc::new(f));
@@ -517,6 +561,29 @@ impl AgentOptions {
         f: impl Fn(DoomLoop) -> BoxFuture<'static, bool> + Send + Sync + 'static,
     ) -> Self {
         self.doom_loop_approval = Some(Arc::new(f));
+        self
+    }
+    /// Sets [`model_options`](Self::model_options).
+    pub fn model_options(mut self, options: ModelOptions) -> Self {
+        self.model_options = options;
+        self
+    }
+    /// Sets [`system_transform`](Self::system_transform).
+    pub fn system_transform(mut self, f: impl Fn(&mut String) + Send + Sync + 'static) -> Self {
+        self.system_transform = Some(Arc::new(f));
+        self
+    }
+    /// Adds one of the [`request_hooks`](Self::request_hooks).
+    pub fn request_hook(mut self, hook: Arc<dyn RequestHook>) -> Self {
+        self.request_hooks.push(hook);
+        self
+    }
+    /// Sets [`params_transform`](Self::params_transform).
+    pub fn params_transform(
+        mut self,
+        f: impl Fn(&mut CompletionRequest) + Send + Sync + 'static,
+    ) -> Self {
+        self.params_transform = Some(Arc::new(f));
         self
     }
 }
@@ -568,6 +635,8 @@ impl Agent {
     /// The system prompt a run starting now would send: the base prompt, the
     /// text of any `Role::System` messages among `messages`, the usage rules,
     /// and today's date (never the time, so the prompt stays cacheable all day).
+    /// [`AgentOptions::system_transform`] and request hooks apply to it
+    /// before each request, not here.
     pub fn system_prompt(&self, messages: &[Message]) -> String {
         let o = &self.options;
         let mut parts: Vec<String> = Vec::new();
@@ -603,6 +672,9 @@ impl Agent {
             }
             parts.push(rules);
         }
+        if !o.vars.is_empty() {
+            parts.push(crate::var_ref::PROMPT.to_owned());
+        }
         parts.push(format!("Today's date: {}.", o.clock.today()));
         parts.join("\n\n")
     }
@@ -610,51 +682,157 @@ impl Agent {
     /// Runs the loop on `messages` (the conversation so far, ending with the
     /// user's request) and returns the whole tool chain. Never panics on
     /// anything the model, the tools or the provider do; see [`Status`].
+    ///
+    /// It is [`step`](Self::step) in a loop that runs every proposed call
+    /// and keeps every result.
     pub async fn run(&self, messages: Vec<Message>) -> ToolChainResult {
         let span = tracing::info_span!(
             "agent_run",
             model = %self.options.model,
             provider = self.provider.name()
         );
-        self.run_inner(messages).instrument(span).await
+        async {
+            let mut state = self.start(messages);
+            self.advance(&mut state, false).await;
+            self.result(&mut state, true)
+        }
+        .instrument(span)
+        .await
     }
 
-    async fn run_inner(&self, messages: Vec<Message>) -> ToolChainResult {
-        let started = Instant::now();
+    /// A run on `messages` that has not started: drive it with
+    /// [`step`](Self::step). The state can be saved (serde) between steps
+    /// and resumed by an agent with the same options, in another process.
+    pub fn start(&self, messages: Vec<Message>) -> AgentState {
+        info!(messages = messages.len(), "agent run starts");
+        AgentState {
+            system: self.system_prompt(&messages),
+            run: RunState {
+                messages,
+                text: String::new(),
+                history: Vec::new(),
+                usage: Usage::default(),
+                rounds: 0,
+                last_call: None,
+                repeats: 0,
+                overflowed: false,
+                compacted_after_overflow: false,
+            },
+            state: State::Request { round: 1 },
+            awaiting: false,
+            elapsed_ms: 0,
+            finished: false,
+            deadline: None,
+        }
+    }
+
+    /// Runs `state` on to the next point where a person or a program may
+    /// decide: calls proposed ([`StepOutcome::ToolCalls`]; decide with
+    /// [`AgentState::decide`], by default a call runs), results ready
+    /// ([`StepOutcome::Results`]; replace with [`AgentState::set_result`],
+    /// by default they are kept), or the end ([`StepOutcome::Finished`]).
+    /// The next call to `step` goes on from there.
+    pub async fn step(&self, state: &mut AgentState) -> StepOutcome {
+        match self.advance(state, true).await {
+            Some(outcome) => outcome,
+            None => StepOutcome::Finished(Box::new(self.result(state, false))),
+        }
+    }
+
+    /// Moves `state` on until a pause (`Some`; only when `pauses`) or the
+    /// end (`None`).
+    async fn advance(&self, state: &mut AgentState, pauses: bool) -> Option<StepOutcome> {
+        let began = Instant::now();
+        // The run's time limit counts the time spent in steps, not between them.
+        let deadline = *state.deadline.get_or_insert_with(|| {
+            let used = Duration::from_millis(state.elapsed_ms);
+            self.options
+                .timeout
+                .and_then(|d| tokio::time::Instant::now().checked_add(d.saturating_sub(used)))
+        });
         let ctx = Ctx {
             agent: self,
             opts: &self.options,
-            system: self.system_prompt(&messages),
-            // A timeout too far away to represent is no deadline.
-            deadline: self
-                .options
-                .timeout
-                .and_then(|d| tokio::time::Instant::now().checked_add(d)),
+            system: state.system.clone(),
+            deadline,
         };
-        let mut run = RunState {
-            messages,
-            text: String::new(),
-            history: Vec::new(),
-            usage: Usage::default(),
-            rounds: 0,
-            last_call: None,
-            repeats: 0,
-            overflowed: false,
-        };
-        info!(messages = run.messages.len(), "agent run starts");
+        let outcome = ctx.advance(state, pauses).await;
+        state.elapsed_ms = state
+            .elapsed_ms
+            .saturating_add(u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX));
+        outcome
+    }
 
-        let mut state = State::Request { round: 1 };
-        let (status, error) = loop {
-            state = match state {
-                State::Request { round } if round > ctx.opts.max_rounds => State::FinalAnswer {
+    /// The run's result (and, the first time, its `Finish` event); `take`
+    /// moves the conversation out of `state` rather than copying it.
+    fn result(&self, state: &mut AgentState, take: bool) -> ToolChainResult {
+        let (status, error) = match &state.state {
+            State::Done { status, error } => (*status, error.clone()),
+            _ => (Status::Error, Some("the run has not finished".to_owned())),
+        };
+        let run = &mut state.run;
+        let stats = Stats {
+            rounds: run.rounds,
+            tool_calls: u32::try_from(run.history.len()).unwrap_or(u32::MAX),
+            errors: u32::try_from(run.history.iter().filter(|h| h.is_error).count())
+                .unwrap_or(u32::MAX),
+            elapsed_ms: state.elapsed_ms,
+        };
+        if !state.finished {
+            state.finished = true;
+            match status {
+                Status::Completed | Status::MaxRounds => {
+                    info!(%status, rounds = stats.rounds, calls = stats.tool_calls, "agent run ends");
+                }
+                _ => warn!(%status, error = ?error, rounds = stats.rounds, "agent run ends early"),
+            }
+            if let Some(sink) = &self.options.events {
+                sink(AgentEvent::Finish {
+                    status,
+                    error: error.clone(),
+                    usage: run.usage,
+                    stats,
+                });
+            }
+        }
+        let (text, messages, history) = if take {
+            (
+                std::mem::take(&mut run.text),
+                std::mem::take(&mut run.messages),
+                std::mem::take(&mut run.history),
+            )
+        } else {
+            (run.text.clone(), run.messages.clone(), run.history.clone())
+        };
+        ToolChainResult {
+            status,
+            error,
+            text,
+            messages,
+            history,
+            usage: run.usage,
+            stats,
+        }
+    }
+}
+
+impl Ctx<'_> {
+    /// Moves `state` on until a pause (`Some`; only when `pauses`) or the
+    /// end (`None`).
+    async fn advance(&self, state: &mut AgentState, pauses: bool) -> Option<StepOutcome> {
+        let run = &mut state.run;
+        loop {
+            let current = std::mem::replace(&mut state.state, State::done(Status::Error, None));
+            state.state = match current {
+                State::Request { round } if round > self.opts.max_rounds => State::FinalAnswer {
                     round,
                     status: Status::MaxRounds,
                     error: Some(format!(
                         "stopped after {} rounds of tool calls",
-                        ctx.opts.max_rounds
+                        self.opts.max_rounds
                     )),
                 },
-                State::Request { round } => ctx.request(&mut run, round).await,
+                State::Request { round } => self.request(run, round).await,
                 State::Execute {
                     round,
                     calls,
@@ -662,59 +840,84 @@ impl Agent {
                     builtin,
                     completion,
                 } => {
-                    ctx.execute(&mut run, round, calls, &tools, builtin, completion)
-                        .await
+                    let (planned, stop) = self.plan(run, round, calls, &tools, builtin).await;
+                    State::Proposed {
+                        round,
+                        planned,
+                        stop,
+                        completion,
+                    }
+                }
+                State::Proposed { .. } if pauses && !state.awaiting => {
+                    let view = crate::step::proposed(&current);
+                    state.state = current;
+                    state.awaiting = true;
+                    return Some(StepOutcome::ToolCalls(view));
+                }
+                State::Proposed {
+                    round,
+                    planned,
+                    stop,
+                    completion,
+                } => {
+                    state.awaiting = false;
+                    self.run_planned(round, planned, stop, completion).await
+                }
+                State::Ran { .. } if pauses && !state.awaiting => {
+                    let view = crate::step::ready(&current);
+                    state.state = current;
+                    state.awaiting = true;
+                    return Some(StepOutcome::Results(view));
+                }
+                State::Ran {
+                    round,
+                    done,
+                    stop,
+                    completion,
+                } => {
+                    state.awaiting = false;
+                    self.record_round(run, round, done, stop, completion)
                 }
                 State::FinalAnswer {
                     round,
                     status,
                     error,
-                } => ctx.final_answer(&mut run, round, status, error).await,
-                State::Done { status, error } => break (status, error),
+                } => self.final_answer(run, round, status, error).await,
+                done @ State::Done { .. } => {
+                    state.state = done;
+                    return None;
+                }
             };
-        };
-
-        let stats = Stats {
-            rounds: run.rounds,
-            tool_calls: u32::try_from(run.history.len()).unwrap_or(u32::MAX),
-            errors: u32::try_from(run.history.iter().filter(|h| h.is_error).count())
-                .unwrap_or(u32::MAX),
-            elapsed_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
-        };
-        match status {
-            Status::Completed | Status::MaxRounds => {
-                info!(%status, rounds = stats.rounds, calls = stats.tool_calls, "agent run ends");
-            }
-            _ => warn!(%status, error = ?error, rounds = stats.rounds, "agent run ends early"),
-        }
-        ctx.emit(AgentEvent::Finish {
-            status,
-            error: error.clone(),
-            usage: run.usage,
-            stats,
-        });
-        ToolChainResult {
-            status,
-            error,
-            text: run.text,
-            messages: run.messages,
-            history: run.history,
-            usage: run.usage,
-            stats,
         }
     }
 }
 
 /// The states of one run.
-enum State {
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "kebab-case")]
+pub(crate) enum State {
     /// Send a request with tools.
     Request { round: u32 },
-    /// Run the tool calls of the response to `round`.
+    /// Check the tool calls of the response to `round`.
     Execute {
         round: u32,
         calls: Vec<ToolCall>,
         tools: Vec<ToolSpec>,
         builtin: bool,
+        completion: RoundInfo,
+    },
+    /// The calls, checked, before they run (a pause of [`Agent::step`]).
+    Proposed {
+        round: u32,
+        planned: Vec<Planned>,
+        stop: Option<Stop>,
+        completion: RoundInfo,
+    },
+    /// The calls ran; their results before they are recorded (a pause).
+    Ran {
+        round: u32,
+        done: Vec<(Planned, Executed)>,
+        stop: Option<Stop>,
         completion: RoundInfo,
     },
     /// One request without tools for the answer: after the round limit, a
@@ -742,14 +945,15 @@ impl State {
 }
 
 /// What the loop keeps of a response for its round's end.
-struct RoundInfo {
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct RoundInfo {
     usage: Usage,
     finish_reason: FinishReason,
 }
 
 /// Why the run must stop now.
-#[derive(Debug, Clone)]
-struct Stop {
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Stop {
     status: Status,
     error: Option<String>,
 }
@@ -761,11 +965,18 @@ impl Stop {
             error: self.error,
         }
     }
+
+    fn reason(&self) -> String {
+        self.error
+            .clone()
+            .unwrap_or_else(|| self.status.to_string())
+    }
 }
 
 /// The mutable data of a run.
-struct RunState {
-    messages: Vec<Message>,
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct RunState {
+    pub(crate) messages: Vec<Message>,
     /// The text of the last assistant message of this run.
     text: String,
     history: Vec<ToolCallRecord>,
@@ -777,6 +988,9 @@ struct RunState {
     /// The last request failed because the conversation no longer fits the
     /// model's context ([`is_context_overflow`]).
     overflowed: bool,
+    /// Whether the history was compacted after a refusal as too long (once
+    /// per run: a second refusal ends the run).
+    compacted_after_overflow: bool,
 }
 
 /// The read-only context of a run.
@@ -788,23 +1002,28 @@ struct Ctx<'a> {
 }
 
 /// One tool call after repair and parsing.
-struct Planned {
-    call: ToolCall,
-    tool: String,
-    args: Value,
-    action: Action,
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Planned {
+    pub(crate) call: ToolCall,
+    pub(crate) tool: String,
+    pub(crate) args: Value,
+    pub(crate) action: Action,
 }
 
-enum Action {
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "kebab-case")]
+pub(crate) enum Action {
     /// Hand it to the executor (or the built-in `read_var`).
     Run { read_only: bool, builtin: bool },
     /// Answer with this error without running anything.
-    Reject(CallRejection),
+    Reject { message: String, kind: ErrorKind },
     /// Not run because the loop stops; the text says why.
-    Skip(String),
+    Skip { reason: String },
     /// Not run again: the same read-only call just ran; answered with its
     /// result and a note to use it (small models often ask twice).
-    Repeat(String),
+    Repeat { output: String },
+    /// Not run: the caller of [`Agent::step`] gave its result.
+    Supplied { output: String, is_error: bool },
 }
 
 /// When a call started: by the agent's clock, and monotonic.
@@ -814,14 +1033,19 @@ struct Timing {
 }
 
 /// The result of running one planned call.
-struct Executed {
-    outcome: ToolOutcome,
-    for_model: String,
-    var: Option<String>,
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Executed {
+    pub(crate) outcome: ToolOutcome,
+    pub(crate) for_model: String,
+    pub(crate) var: Option<String>,
     started_at_ms: u64,
     ended_at_ms: u64,
     duration_ms: u64,
     stop: Option<Stop>,
+    /// Replaced by the caller of [`Agent::step`]: the variable holds the
+    /// replacement too, so the model cannot read the original back.
+    #[serde(default)]
+    pub(crate) replaced: bool,
 }
 
 impl Ctx<'_> {
@@ -913,6 +1137,143 @@ impl Ctx<'_> {
         (tools, builtin)
     }
 
+    /// Compacts `run.messages` when the next request would pass the policy's
+    /// trigger (see [`context`](crate::context)); `forced` after the server
+    /// refused a request as too long, down to half of it at most. Returns
+    /// whether anything changed.
+    /// `fixed_chars`: the system prompt's and the tools' characters.
+    async fn fit_context(
+        &self,
+        run: &mut RunState,
+        round: u32,
+        fixed_chars: usize,
+        forced: bool,
+    ) -> bool {
+        use crate::context::{
+            REMOVED_MARK, SUMMARY_MARK, protected, prunable, pruned_stub, summary_cut,
+        };
+        let policy = &self.opts.context;
+        let counter = &policy.counter;
+        let known = policy.window_for(&self.opts.model);
+        if known.is_none() && !forced {
+            return false;
+        }
+        let fixed = counter.estimate_chars(fixed_chars);
+        let before = fixed.saturating_add(counter.messages(&run.messages));
+        let window = known.unwrap_or(before);
+        // Room for the reply: max_tokens, at most a quarter of the window.
+        let reply = self.opts.max_tokens.unwrap_or(window / 8).min(window / 4);
+        let room = u64::from(window.saturating_sub(reply));
+        let share =
+            |percent: u8| u32::try_from(room * u64::from(percent) / 100).unwrap_or(u32::MAX);
+        let mut target = share(policy.target_percent);
+        if forced {
+            target = target.min(before / 2);
+        } else if before <= share(policy.trigger_percent) {
+            return false;
+        }
+        let mut c = Compaction {
+            tokens_before: before,
+            window,
+            ..Compaction::default()
+        };
+        let mut now = before;
+        let p = protected(&run.messages);
+        // 1. Old tool outputs become stubs naming their variable.
+        for i in prunable(&run.messages, p) {
+            if now <= target {
+                break;
+            }
+            let m = &run.messages[i];
+            let known = m.tool_call_id.as_deref().and_then(|id| {
+                run.history
+                    .iter()
+                    .rev()
+                    .find(|h| h.call_id == id)
+                    .and_then(|h| h.var.clone())
+            });
+            let var = known.unwrap_or_else(|| self.opts.vars.insert(m.content.clone()));
+            let was = counter.message(m);
+            let stub = pruned_stub(m.content.len(), Some(&var));
+            let m = &mut run.messages[i];
+            m.content = stub;
+            now = now.saturating_sub(was).saturating_add(counter.message(m));
+            c.pruned_outputs += 1;
+            c.pruned_vars.push(var);
+        }
+        // 2. The oldest turns become a summary.
+        if now > target
+            && let Some(cut) = summary_cut(counter, &run.messages, p, fixed, target)
+        {
+            let summary = if policy.summarize {
+                let (summary, usage) = self.summarize(&run.messages[..cut], room).await;
+                run.usage += usage;
+                summary
+            } else {
+                None
+            };
+            c.summarized_by_model = summary.is_some();
+            let text = match summary {
+                Some(s) => format!("{SUMMARY_MARK}\n{s}"),
+                None => format!("{REMOVED_MARK} ({cut} messages)"),
+            };
+            run.messages.splice(..cut, [Message::user(text)]);
+            c.summarized_messages = u32::try_from(cut).unwrap_or(u32::MAX);
+            now = fixed.saturating_add(counter.messages(&run.messages));
+        }
+        if c.pruned_outputs == 0 && c.summarized_messages == 0 {
+            return false;
+        }
+        c.tokens_after = now;
+        info!(
+            round,
+            pruned = c.pruned_outputs,
+            summarized = c.summarized_messages,
+            before,
+            after = now,
+            window,
+            "history compacted to fit the context window"
+        );
+        self.emit(AgentEvent::ContextCompacted {
+            round,
+            compaction: c,
+        });
+        true
+    }
+
+    /// Asks the model for a summary of `messages` (no tools); `None` when it
+    /// fails or says nothing; and the tokens it used.
+    async fn summarize(&self, messages: &[Message], room: u64) -> (Option<String>, Usage) {
+        let max_tokens = u32::try_from((room / 4).min(1024)).unwrap_or(1024);
+        // The transcript takes at most half the room.
+        let max_chars = self.opts.context.counter.chars_for(room / 2);
+        let request = CompletionRequest {
+            model: self.opts.model.clone(),
+            system: Some(crate::context::SUMMARY_PROMPT.to_owned()),
+            messages: vec![Message::user(crate::context::as_transcript(
+                messages, max_chars,
+            ))],
+            max_tokens: Some(max_tokens),
+            ..CompletionRequest::default()
+        };
+        let r = tokio::select! {
+            biased;
+            _ = self.interrupted() => return (None, Usage::default()),
+            r = self.agent.provider.complete(&request, &|_| {}, &self.opts.abort) => r,
+        };
+        match r {
+            Ok(c) => {
+                let (text, _) = crate::think::split_think(&c.message.content);
+                let text = text.trim();
+                ((!text.is_empty()).then(|| text.to_owned()), c.usage)
+            }
+            Err(e) => {
+                warn!(error = %e, "the model could not summarise the history");
+                (None, Usage::default())
+            }
+        }
+    }
+
     /// Sends one request and streams it; `extra` messages go to this request only.
     async fn complete(
         &self,
@@ -928,6 +1289,16 @@ impl Ctx<'_> {
         if let Some(hook) = &self.opts.before_request {
             hook(&mut run.messages);
         }
+        // With no window known there is nothing to estimate for (a refusal
+        // as too long is handled in `request`).
+        let managed = self.opts.context.window_for(&self.opts.model).is_some();
+        let fixed_chars = if managed {
+            let chars = crate::context::request_chars(&self.system, tools, []);
+            self.fit_context(run, round, chars, false).await;
+            chars
+        } else {
+            0
+        };
         // The request takes the history and gives it back after the call, so a
         // round does not copy it. (System messages, merged into the system
         // prompt, are left out; only then is the history copied.)
@@ -942,6 +1313,7 @@ impl Ctx<'_> {
                 .collect()
         };
         let extras = usize::from(extra.is_some());
+        let extra_sent = extra.clone();
         messages.extend(extra);
         let mut request = CompletionRequest {
             model: self.opts.model.clone(),
@@ -966,7 +1338,9 @@ impl Ctx<'_> {
             max_tokens: self.opts.max_tokens,
             temperature: self.opts.temperature,
             response_schema: None,
+            ..Default::default()
         };
+        crate::request::prepare(self.opts, &mut request).await;
         self.emit(AgentEvent::RequestStart {
             round,
             messages: request.messages.len(),
@@ -1072,6 +1446,20 @@ impl Ctx<'_> {
         match result {
             Ok(Ok(mut completion)) => {
                 run.usage += completion.usage;
+                let sent = if managed {
+                    run.messages
+                        .iter()
+                        .chain(extra_sent.iter())
+                        .fold(fixed_chars, |sum, m| {
+                            sum.saturating_add(crate::context::message_chars(m))
+                        })
+                } else {
+                    0
+                };
+                self.opts
+                    .context
+                    .counter
+                    .observe(sent, completion.usage.input_tokens);
                 let (answer, _reasoning) = crate::think::split_think(&completion.message.content);
                 completion.message.content = answer;
                 Ok(completion)
@@ -1087,6 +1475,11 @@ impl Ctx<'_> {
                 warn!(round, error = %e, "provider request failed");
                 keep_partial(run);
                 run.overflowed = is_context_overflow(&e);
+                if let (true, ProviderError::Status { body, .. }) = (run.overflowed, &e)
+                    && let Some(window) = crate::context::window_in_refusal(body)
+                {
+                    self.opts.context.counter.learn_window(window);
+                }
                 let error = if run.overflowed {
                     format!("the conversation no longer fits the model's context: {e}")
                 } else if is_model_output_error(&e) || through_prompt {
@@ -1121,6 +1514,23 @@ impl Ctx<'_> {
             .await
         {
             Ok(c) => c,
+            // Refused as too long: compact the history (once) and ask again.
+            Err(_)
+                if run.overflowed
+                    && !run.compacted_after_overflow
+                    && self
+                        .fit_context(
+                            run,
+                            round,
+                            crate::context::request_chars(&self.system, &tools, []),
+                            true,
+                        )
+                        .await =>
+            {
+                run.compacted_after_overflow = true;
+                run.overflowed = false;
+                return State::Request { round };
+            }
             // Too long for the model: the answer comes from the history as
             // text, results cut short (`final_answer`).
             Err(stop) if run.overflowed && !run.history.is_empty() => {
@@ -1270,20 +1680,16 @@ impl Ctx<'_> {
         State::done(status, error)
     }
 
-    /// State `Execute`: repair, check and run the calls, append their results
-    /// in call order (every call gets exactly one result).
-    async fn execute(
+    /// State `Proposed`, decided: runs the calls that are to run (in
+    /// parallel when all are read-only), and gives every other call its
+    /// result without running it.
+    async fn run_planned(
         &self,
-        run: &mut RunState,
         round: u32,
-        calls: Vec<ToolCall>,
-        tools: &[ToolSpec],
-        builtin: bool,
-        info: RoundInfo,
+        planned: Vec<Planned>,
+        plan_stop: Option<Stop>,
+        completion: RoundInfo,
     ) -> State {
-        let n_calls = calls.len();
-        let (planned, plan_stop) = self.plan(run, round, calls, tools, builtin).await;
-
         let runnable: Vec<usize> = planned
             .iter()
             .enumerate()
@@ -1301,7 +1707,12 @@ impl Ctx<'_> {
                     }
                 )
             });
-        debug!(round, calls = n_calls, parallel, "executing tool calls");
+        debug!(
+            round,
+            calls = planned.len(),
+            parallel,
+            "executing tool calls"
+        );
 
         let mut executed: Vec<Option<Executed>> = Vec::new();
         executed.resize_with(planned.len(), || None);
@@ -1335,36 +1746,62 @@ impl Ctx<'_> {
         // An abort or deadline during execution wins over a doom loop found earlier.
         let stop = exec_stop.or(plan_stop);
 
-        for (p, e) in planned.into_iter().zip(executed) {
-            match (&p.action, e) {
-                (Action::Run { .. }, Some(e)) => self.record(run, round, info.usage, p, e),
+        let done = planned
+            .into_iter()
+            .zip(executed)
+            .map(|(p, e)| match (&p.action, e) {
+                (Action::Run { .. }, Some(e)) => (p, e),
                 (action, _) => {
                     let outcome = match action {
-                        Action::Reject(rejection) => {
-                            error_outcome(rejection.to_string(), rejection.kind())
+                        Action::Reject { message, kind } => {
+                            error_outcome(message.clone(), kind.clone())
                         }
-                        Action::Skip(reason) => {
+                        Action::Skip { reason } => {
                             error_outcome(format!("not run: {reason}"), ErrorKind::NotRun)
                         }
-                        Action::Repeat(output) => ToolOutcome {
-                            output: output.clone(),
-                            details: None,
-                            is_error: false,
-                            error_kind: None,
-                            steps: Vec::new(),
-                        },
+                        Action::Repeat { output } => ok_outcome(output.clone()),
+                        Action::Supplied {
+                            output,
+                            is_error: true,
+                        } => error_outcome(output.clone(), ErrorKind::ToolFailed),
+                        Action::Supplied { output, .. } => ok_outcome(output.clone()),
                         Action::Run { .. } => {
                             let reason = match &stop {
-                                Some(s) => s.error.clone().unwrap_or_else(|| s.status.to_string()),
+                                Some(s) => s.reason(),
                                 None => "the loop stopped".to_owned(),
                             };
                             error_outcome(format!("not run: {reason}"), ErrorKind::NotRun)
                         }
                     };
                     let e = self.finish(round, &p, outcome, self.start_timing(), None);
-                    self.record(run, round, info.usage, p, e);
+                    (p, e)
                 }
+            })
+            .collect();
+        State::Ran {
+            round,
+            done,
+            stop,
+            completion,
+        }
+    }
+
+    /// State `Ran`, decided: appends the results in call order (every call
+    /// gets exactly one result) and goes on.
+    fn record_round(
+        &self,
+        run: &mut RunState,
+        round: u32,
+        done: Vec<(Planned, Executed)>,
+        stop: Option<Stop>,
+        info: RoundInfo,
+    ) -> State {
+        let n_calls = done.len();
+        for (p, e) in done {
+            if let (true, Some(var)) = (e.replaced, &e.var) {
+                self.opts.vars.replace(var, e.outcome.output.clone());
             }
+            self.record(run, round, info.usage, p, e);
         }
         self.end_round(round, info, n_calls);
 
@@ -1397,9 +1834,11 @@ impl Ctx<'_> {
         for call in calls {
             let resolved = resolve_tool_name(&call.name, tools.iter().map(|t| t.name.as_str()));
             let (tool, args, action) = match resolved {
-                Err(rejection) => (call.name.clone(), Value::Null, Action::Reject(rejection)),
-                Ok(tool) => match parse_arguments(&call.arguments) {
-                    Err(rejection) => (tool, Value::Null, Action::Reject(rejection)),
+                Err(rejection) => (call.name.clone(), Value::Null, Action::rejected(rejection)),
+                Ok(tool) => match parse_arguments(&call.arguments).and_then(|args| {
+                    crate::var_ref::substitute(args, &self.opts.vars).map_err(CallRejection::from)
+                }) {
+                    Err(rejection) => (tool, Value::Null, Action::rejected(rejection)),
                     Ok(args) => {
                         let read_only = tools
                             .iter()
@@ -1429,7 +1868,7 @@ impl Ctx<'_> {
                     call,
                     tool,
                     args,
-                    action: Action::Skip(reason),
+                    action: Action::Skip { reason },
                 });
                 continue;
             }
@@ -1438,7 +1877,7 @@ impl Ctx<'_> {
                 Err(s) => {
                     let reason = s.error.clone().unwrap_or_else(|| s.status.to_string());
                     stop = Some(s);
-                    Action::Skip(reason)
+                    Action::Skip { reason }
                 }
             };
             planned.push(Planned {
@@ -1531,13 +1970,7 @@ impl Ctx<'_> {
                 .vars
                 .call_read_var(&p.args, self.opts.max_output_bytes)
             {
-                Ok(page) => ToolOutcome {
-                    output: page,
-                    details: None,
-                    is_error: false,
-                    error_kind: None,
-                    steps: Vec::new(),
-                },
+                Ok(page) => ok_outcome(page),
                 Err(e) => error_outcome(e.to_string(), ErrorKind::InvalidArguments),
             }
         } else {
@@ -1623,6 +2056,7 @@ impl Ctx<'_> {
                 var: var.clone(),
                 duration_ms,
                 steps: outcome.steps.clone(),
+                cached: outcome.cached,
             });
         }
         Executed {
@@ -1633,6 +2067,7 @@ impl Ctx<'_> {
             ended_at_ms: self.now_ms(),
             duration_ms,
             stop,
+            replaced: false,
         }
     }
 
@@ -1661,6 +2096,7 @@ impl Ctx<'_> {
             round,
             round_usage,
             steps: e.outcome.steps,
+            cached: e.outcome.cached,
         });
     }
 }
@@ -1679,21 +2115,41 @@ fn repeated(run: &RunState, tool: &str, action: Action) -> Action {
     );
     let last = run.history.last().filter(|r| r.tool == tool && !r.is_error);
     match last {
-        Some(last) if read_only && run.repeats >= 2 => Action::Repeat(format!(
-            "{}\n\n[This is the result of the identical `{tool}` call just before; it was not run \
+        Some(last) if read_only && run.repeats >= 2 => Action::Repeat {
+            output: format!(
+                "{}\n\n[This is the result of the identical `{tool}` call just before; it was not run \
              again. Use it to answer the user now.]",
-            last.output
-        )),
+                last.output
+            ),
+        },
         _ => action,
     }
 }
 
 fn error_outcome(output: String, kind: ErrorKind) -> ToolOutcome {
     ToolOutcome {
+        error_kind: Some(kind),
+        is_error: true,
+        ..ok_outcome(output)
+    }
+}
+
+fn ok_outcome(output: String) -> ToolOutcome {
+    ToolOutcome {
         output,
         details: None,
-        is_error: true,
-        error_kind: Some(kind),
+        is_error: false,
+        error_kind: None,
         steps: Vec::new(),
+        cached: false,
+    }
+}
+
+impl Action {
+    fn rejected(rejection: CallRejection) -> Self {
+        Action::Reject {
+            message: rejection.to_string(),
+            kind: rejection.kind(),
+        }
     }
 }

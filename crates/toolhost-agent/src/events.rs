@@ -49,6 +49,15 @@ pub fn event_channel() -> (EventSink, mpsc::UnboundedReceiver<AgentEvent>) {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum AgentEvent {
+    /// The history was compacted before a request, to fit the model's
+    /// context window (see [`context`](crate::context)).
+    ContextCompacted {
+        /// The round whose request it was.
+        round: u32,
+        /// What was pruned and summarised, and the tokens before and after.
+        #[serde(flatten)]
+        compaction: crate::context::Compaction,
+    },
     /// A request to the model is about to be sent.
     RequestStart {
         /// 1-based round; the forced final answer after the round limit has
@@ -128,6 +137,9 @@ pub enum AgentEvent {
         /// hook's decision and time, approvals).
         #[serde(skip_serializing_if = "Vec::is_empty", default)]
         steps: Vec<Value>,
+        /// The result came from the result cache: the tool did not run.
+        #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+        cached: bool,
     },
     /// The tool call failed; the model reads `output` as the error.
     ToolCallError {

@@ -97,6 +97,37 @@ pub fn compact_history(result: &ToolChainResult) -> Message {
     Message::assistant(parts.join("\n\n"))
 }
 
+/// The conversation to send with the next turn of a chat: the run's
+/// messages up to and including the user's request — as the run left them,
+/// so a compaction of earlier turns (see [`context`](crate::context)) is
+/// kept rather than redone each turn — then [`compact_history`] of the run.
+///
+/// ```
+/// use toolhost_agent::{next_turn_history, Message, Stats, Status, ToolChainResult, Usage};
+///
+/// let result = ToolChainResult {
+///     status: Status::Completed,
+///     error: None,
+///     text: "Hello!".into(),
+///     messages: vec![Message::user("hi"), Message::assistant("Hello!")],
+///     history: Vec::new(),
+///     usage: Usage::default(),
+///     stats: Stats::default(),
+/// };
+/// let next = next_turn_history(&result);
+/// assert_eq!(next, [Message::user("hi"), Message::assistant("Hello!")]);
+/// ```
+pub fn next_turn_history(result: &ToolChainResult) -> Vec<Message> {
+    let asked = result
+        .messages
+        .iter()
+        .rposition(|m| m.role == crate::message::Role::User)
+        .map_or(0, |i| i + 1);
+    let mut next = result.messages[..asked].to_vec();
+    next.push(compact_history(result));
+    next
+}
+
 /// `text` on one line (whitespace runs become one space), cut to `max`
 /// characters with an ellipsis.
 fn one_line(text: &str, max: usize) -> String {

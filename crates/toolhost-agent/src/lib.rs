@@ -11,12 +11,16 @@
 
 pub mod agent;
 pub mod clock;
+pub mod context;
 pub mod events;
 pub mod format;
 pub mod repair;
+pub mod request;
 pub mod status;
+pub mod step;
 pub mod think;
 pub mod tools;
+pub mod var_ref;
 pub mod vars;
 
 pub use provider::{
@@ -38,8 +42,11 @@ pub use agent::{
 };
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use events::{AgentEvent, EventSink, event_channel};
-pub use format::compact_history;
+pub use format::{compact_history, next_turn_history};
 pub use status::{Stats, Status};
+pub use step::{AgentState, Decision, ProposedCall, ReadyResult, StepError, StepOutcome};
 pub use tokio_util::sync::CancellationToken;
 pub use toolhost_hooks::ErrorKind;
-pub use vars::{DEFAULT_MAX_VAR_BYTES, DEFAULT_MAX_VARS, VarError, VarStore};
+pub use vars::{
+    DEFAULT_MAX_VAR_BYTES, DEFAULT_MAX_VARS, SavedVar, VarError, VarSnapshot, VarStore,
+};

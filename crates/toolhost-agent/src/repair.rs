@@ -42,6 +42,10 @@ pub enum CallRejection {
         /// The parser's message, with line and column.
         message: String,
     },
+    /// A variable reference in the arguments could not be substituted
+    /// (see [`var_ref`](crate::var_ref)).
+    #[error(transparent)]
+    VarRef(#[from] crate::var_ref::VarRefError),
 }
 
 impl CallRejection {
@@ -51,7 +55,9 @@ impl CallRejection {
             CallRejection::UnknownTool { .. } | CallRejection::AmbiguousTool { .. } => {
                 ErrorKind::NotFound
             }
-            CallRejection::MalformedArguments { .. } => ErrorKind::InvalidArguments,
+            CallRejection::MalformedArguments { .. } | CallRejection::VarRef(_) => {
+                ErrorKind::InvalidArguments
+            }
         }
     }
 }

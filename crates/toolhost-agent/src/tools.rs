@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::provider::BoxFuture;
 
 /// A tool as the loop sees it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ToolSpec {
     /// The name the model calls it by.
     pub name: String,
@@ -23,7 +23,7 @@ pub struct ToolSpec {
 }
 
 /// The outcome of running one tool call, ready for the model and the UI.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ToolOutcome {
     /// Text for the model (the output, or an error message it can act on).
     pub output: String,
@@ -37,6 +37,11 @@ pub struct ToolOutcome {
     /// decision, each hook's decision and time, approvals), as JSON, for
     /// events and history.
     pub steps: Vec<Value>,
+    /// Whether the result came from the executor's result cache (the
+    /// runtime's, for read-only and idempotent tools) instead of running the
+    /// tool.
+    #[serde(default)]
+    pub cached: bool,
 }
 
 /// Per-call information passed to the executor.

@@ -22,9 +22,30 @@
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
 
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::tools::ToolSpec;
+
+/// A [`VarStore`]'s contents, for saving: see [`VarStore::snapshot`] and
+/// [`VarStore::restore`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VarSnapshot {
+    /// How many names the store had given out (`result_1` ..
+    /// `result_{issued}`); new names count on from here.
+    pub issued: u64,
+    /// The stored results, oldest first.
+    pub vars: Vec<SavedVar>,
+}
+
+/// One stored result in a [`VarSnapshot`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SavedVar {
+    /// Its name, `result_N`.
+    pub name: String,
+    /// The full text.
+    pub text: String,
+}
 
 /// The name of the built-in tool.
 pub const READ_VAR: &str = "read_var";
@@ -179,6 +200,29 @@ impl VarStore {
         name_of(number)
     }
 
+    /// Replaces the text of `name` when it is still stored (a result
+    /// replaced before the model read it, see
+    /// [`AgentState::set_result`](crate::AgentState::set_result)); `false`
+    /// when it is not. The store's byte bound may then drop older results.
+    pub fn replace(&self, name: &str, text: String) -> bool {
+        let Some(number) = number_of(name) else {
+            return false;
+        };
+        let mut inner = self.lock();
+        let Some(old) = inner.vars.get_mut(&number) else {
+            return false;
+        };
+        let was = std::mem::replace(old, text);
+        let now = inner.vars.get(&number).map_or(0, String::len);
+        inner.bytes = inner.bytes.saturating_sub(was.len()).saturating_add(now);
+        while inner.vars.len() > 1 && inner.bytes > self.max_bytes {
+            if let Some((_, dropped)) = inner.vars.pop_first() {
+                inner.bytes = inner.bytes.saturating_sub(dropped.len());
+            }
+        }
+        true
+    }
+
     /// The full text of `name`.
     pub fn get(&self, name: &str) -> Option<String> {
         let number = number_of(name)?;
@@ -211,6 +255,69 @@ impl VarStore {
         let mut inner = self.lock();
         inner.vars.clear();
         inner.bytes = 0;
+    }
+
+    /// Builds a snapshot of the store: every stored result and how many names
+    /// were given out. Serializable, so a saved chat can bring its variables
+    /// back with [`VarStore::restore`].
+    ///
+    /// ```
+    /// use toolhost_agent::VarStore;
+    ///
+    /// let vars = VarStore::new();
+    /// vars.insert("42".to_owned());
+    /// let json = serde_json::to_string(&vars.snapshot()).unwrap();
+    ///
+    /// let later = VarStore::new();
+    /// later.restore(serde_json::from_str(&json).unwrap());
+    /// assert_eq!(later.get("result_1").as_deref(), Some("42"));
+    /// assert_eq!(later.insert("43".to_owned()), "result_2");
+    /// ```
+    pub fn snapshot(&self) -> VarSnapshot {
+        let inner = self.lock();
+        VarSnapshot {
+            issued: inner.next,
+            vars: inner
+                .vars
+                .iter()
+                .map(|(n, text)| SavedVar {
+                    name: name_of(*n),
+                    text: text.clone(),
+                })
+                .collect(),
+        }
+    }
+
+    /// Replaces the stored results with a snapshot's, within this store's
+    /// bounds (the newest kept, as [`insert`](Self::insert) would). Names
+    /// keep counting up from the highest of this store's count, the
+    /// snapshot's and its highest name, so a later result never takes a name
+    /// already handed out. Entries whose name is not `result_N` (a snapshot is
+    /// outside input) are skipped.
+    pub fn restore(&self, snapshot: VarSnapshot) {
+        let mut vars = BTreeMap::new();
+        for SavedVar { name, text } in snapshot.vars {
+            match number_of(&name) {
+                Some(n) if n >= 1 => {
+                    vars.insert(n, text);
+                }
+                _ => tracing::warn!(name, "skipped a saved variable whose name is not result_N"),
+            }
+        }
+        let highest = vars.last_key_value().map_or(0, |(n, _)| *n);
+        let mut inner = self.lock();
+        inner.next = inner.next.max(snapshot.issued).max(highest);
+        inner.bytes = vars
+            .values()
+            .fold(0usize, |sum, t| sum.saturating_add(t.len()));
+        inner.vars = vars;
+        while inner.vars.len() > 1
+            && (inner.vars.len() > self.max_vars || inner.bytes > self.max_bytes)
+        {
+            if let Some((_, dropped)) = inner.vars.pop_first() {
+                inner.bytes = inner.bytes.saturating_sub(dropped.len());
+            }
+        }
     }
 
     /// A page of `name`: `length` bytes (at most `max_page`, default
@@ -302,7 +409,8 @@ pub fn read_var_spec(max_page: usize) -> ToolSpec {
         description: format!(
             "Read a stored tool result by its variable name (results longer than the \
              size limit reach you truncated, with the variable named in a note). \
-             Returns at most {max_page} bytes from `offset`."
+             Returns at most {max_page} bytes from `offset`. {}",
+            crate::var_ref::PROMPT
         ),
         input_schema: json!({
             "type": "object",
@@ -413,6 +521,73 @@ mod tests {
         assert!(err.to_string().contains("result_1"), "{err}");
         let err = vars.call_read_var(&json!({"offset": 1}), 10).unwrap_err();
         assert!(matches!(err, VarError::Arguments(_)));
+    }
+
+    #[test]
+    fn a_restored_snapshot_reads_the_same_and_new_names_do_not_collide() {
+        let vars = VarStore::new();
+        vars.insert("first".to_owned());
+        vars.insert("second".to_owned());
+        let snapshot = vars.snapshot();
+        let text = serde_json::to_string(&snapshot).unwrap();
+        let back: VarSnapshot = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, snapshot);
+
+        let restored = VarStore::new();
+        restored.restore(back);
+        assert_eq!(restored.names(), ["result_1", "result_2"]);
+        assert_eq!(restored.get("result_2").as_deref(), Some("second"));
+        assert_eq!(restored.bytes(), "firstsecond".len());
+        assert_eq!(restored.insert("third".to_owned()), "result_3");
+        // A dropped name stays `Gone`, not `Unknown`, after a restore.
+        vars.clear();
+        let empty = VarStore::new();
+        empty.restore(vars.snapshot());
+        assert!(matches!(
+            empty.read("result_1", 0, None, 10),
+            Err(VarError::Gone { .. })
+        ));
+        assert_eq!(empty.insert("x".to_owned()), "result_3");
+    }
+
+    #[test]
+    fn a_restore_keeps_the_stores_bounds_and_ignores_names_that_are_not_variables() {
+        let snapshot = VarSnapshot {
+            issued: 2,
+            vars: vec![
+                SavedVar {
+                    name: "result_1".to_owned(),
+                    text: "aa".to_owned(),
+                },
+                SavedVar {
+                    name: "result_9".to_owned(),
+                    text: "bb".to_owned(),
+                },
+                SavedVar {
+                    name: "../etc".to_owned(),
+                    text: "cc".to_owned(),
+                },
+                SavedVar {
+                    name: "result_4".to_owned(),
+                    text: "dd".to_owned(),
+                },
+            ],
+        };
+        let vars = VarStore::with_bounds(2, 1024);
+        vars.insert("older".to_owned());
+        vars.restore(snapshot);
+        // The two newest valid ones; the count goes on after the highest name.
+        assert_eq!(vars.names(), ["result_4", "result_9"]);
+        assert_eq!(vars.bytes(), 4);
+        assert_eq!(vars.insert("e".to_owned()), "result_10");
+        // A store never counts backwards, whatever the snapshot says.
+        let ahead = VarStore::new();
+        for _ in 0..5 {
+            ahead.insert("z".to_owned());
+        }
+        ahead.restore(VarSnapshot::default());
+        assert!(ahead.is_empty());
+        assert_eq!(ahead.insert("y".to_owned()), "result_6");
     }
 
     #[test]

@@ -80,7 +80,8 @@ pub struct Global {
     #[arg(long, global = true)]
     pub answers_from_stdin: bool,
 
-    /// The agent profile the policy applies (`[profiles.NAME]` in the policy file).
+    /// The agent profile: the policy's `[profiles.NAME]`, and the config
+    /// file's `[agents.NAME.options]` model options.
     #[arg(long, value_name = "NAME", global = true)]
     pub agent: Option<String>,
 
@@ -126,10 +127,51 @@ pub struct Global {
     #[arg(long, value_name = "N", global = true)]
     pub max_rounds: Option<u32>,
 
+    /// The model's context window in tokens: past 80% of it, old tool
+    /// outputs are pruned and old turns summarised (default: known for
+    /// common models, else learned when the server refuses a request).
+    #[arg(long, value_name = "TOKENS", global = true)]
+    pub context_window: Option<u32>,
+
     /// Longest a turn (`run`, or one chat message) may take, model and tools
     /// included, before it ends with status `timeout` (0: no limit).
-    #[arg(long, value_name = "SECS", global = true, default_value_t = 1800)]
+    /// Also spelt `--timeout`.
+    #[arg(
+        long,
+        alias = "timeout",
+        value_name = "SECS",
+        global = true,
+        default_value_t = 1800
+    )]
     pub run_timeout: u64,
+
+    /// A named set of model options from the config file (`[variants.NAME]`),
+    /// laid over `[model.options]` and the agent profile's options.
+    #[arg(long, value_name = "NAME", global = true)]
+    pub variant: Option<String>,
+
+    /// Sampling temperature (0 to 2); wins over every config layer.
+    #[arg(long, value_name = "T", global = true)]
+    pub temperature: Option<f32>,
+
+    /// Nucleus sampling (0 to 1); wins over every config layer.
+    #[arg(long, value_name = "P", global = true)]
+    pub top_p: Option<f32>,
+
+    /// Upper bound on output tokens per request; wins over every config layer.
+    #[arg(long, value_name = "N", global = true)]
+    pub max_tokens: Option<u32>,
+
+    /// Replace the base system prompt with the text of FILE (the date and
+    /// the plugins' usage rules are still appended); wins over the config
+    /// file's `system-prompt` / `system-prompt-file`.
+    #[arg(long, value_name = "FILE", global = true)]
+    pub system_prompt: Option<PathBuf>,
+
+    /// Directory of saved sessions (`--session NAME`, `/save`, `/load`);
+    /// default: `sessions` in the user's data directory.
+    #[arg(long, value_name = "DIR", env = "TOOLHOST_SESSIONS_DIR", global = true)]
+    pub sessions_dir: Option<PathBuf>,
 
     /// More log output on stderr (-v info, -vv debug, -vvv trace). `RUST_LOG` wins when set.
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
@@ -176,6 +218,17 @@ pub enum Command {
         /// Print the whole tool chain (messages, calls, usage, status) as JSON.
         #[arg(long)]
         json: bool,
+        /// Continue the saved session NAME (created when absent): its
+        /// conversation and variables go into the run, and the new turn is saved.
+        #[arg(long, value_name = "NAME")]
+        session: Option<String>,
+    },
+    /// Chat with the model (what `host` with no command does).
+    Chat {
+        /// Load the saved session NAME (created when absent) and save it
+        /// after every turn.
+        #[arg(long, value_name = "NAME")]
+        session: Option<String>,
     },
     /// Serve every tool over MCP on stdin and stdout, for an MCP client that
     /// starts `host` (Claude Code, Codex, Cursor, goose …).
@@ -221,4 +274,7 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// `publish`, `install` and `keygen`: plugins through OCI registries.
+    #[command(flatten)]
+    Registry(crate::install::RegistryCommand),
 }

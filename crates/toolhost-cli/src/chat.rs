@@ -34,6 +34,12 @@ pub async fn connect(
     interactive: bool,
 ) -> anyhow::Result<Option<Model>> {
     let config = settings::provider_config(global, file)?;
+    let window = global
+        .context_window
+        .or(config.as_ref().and_then(|c| c.context_window));
+    if window.is_some_and(|w| w < 1024) {
+        anyhow::bail!("the context window must be at least 1024 tokens");
+    }
     let Some(selected) = select_from_env(config.as_ref()).await? else {
         return Ok(None);
     };
@@ -79,6 +85,11 @@ pub async fn connect(
     if global.run_timeout > 0 {
         options = options.timeout(std::time::Duration::from_secs(global.run_timeout));
     }
+    if let Some(tokens) = window {
+        options = options.context_window(tokens);
+    }
+    // Model options in layers, the system prompt, request hooks.
+    let options = crate::model_options::apply(global, file, options)?;
     // Plugins' usage rules come from the runtime at each run
     // (`ToolExecutor::usage_rules`), so hot-loaded plugins bring theirs.
     Ok(Some(Model {
@@ -116,11 +127,13 @@ pub fn show_event(event: &AgentEvent, stream_text: bool) {
             args,
             output,
             duration_ms,
+            cached,
             ..
         } => eprintln!(
-            "  ✓ {tool} {} → {} ({duration_ms} ms)",
+            "  ✓ {tool} {} → {} ({duration_ms} ms{})",
             one_line(&args.to_string(), 60),
-            one_line(output, 80)
+            one_line(output, 80),
+            if *cached { ", cached" } else { "" }
         ),
         AgentEvent::ToolCallError {
             tool,
@@ -130,6 +143,17 @@ pub fn show_event(event: &AgentEvent, stream_text: bool) {
         } => eprintln!("  ✗ {tool}: {} ({duration_ms} ms)", one_line(output, 120)),
         AgentEvent::DoomLoopDetected { tool, repeats, .. } => {
             eprintln!("  ! {tool} was called {repeats} times in a row with the same arguments");
+        }
+        AgentEvent::ContextCompacted { compaction: c, .. } => {
+            let summary = match (c.summarized_messages, c.summarized_by_model) {
+                (0, _) => String::new(),
+                (n, true) => format!(", {n} messages summarised"),
+                (n, false) => format!(", {n} messages removed"),
+            };
+            eprintln!(
+                "  ~ context compacted: {} tool outputs pruned{summary} ({} → {} of {} tokens)",
+                c.pruned_outputs, c.tokens_before, c.tokens_after, c.window
+            );
         }
         _ => {}
     }

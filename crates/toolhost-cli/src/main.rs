@@ -5,10 +5,13 @@ mod args;
 mod chat;
 mod commands;
 mod exit;
+mod install;
 mod mcp;
 mod mcp_servers;
+mod model_options;
 mod notices;
 mod repl;
+mod sessions;
 mod settings;
 
 use std::process::ExitCode;
@@ -50,6 +53,10 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
+    // Registry commands load no plugins.
+    if let Some(Command::Registry(command)) = &cli.command {
+        return rt.block_on(install::run(&cli.global, command));
+    }
     let only = match &cli.command {
         Some(Command::Check { file, .. }) => Some(vec![file.clone()]),
         _ => None,
@@ -62,7 +69,9 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
     // Long-running commands pick up plugins that change while they run.
     if matches!(
         cli.command,
-        None | Some(Command::Run { .. } | Command::Mcp | Command::Serve { .. })
+        None | Some(
+            Command::Run { .. } | Command::Chat { .. } | Command::Mcp | Command::Serve { .. }
+        )
     ) && !cli.global.no_watch
     {
         builder = builder.watch(true);
@@ -80,6 +89,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             commands::plugins(&runtime, json)
         }
         Some(Command::Trust { name }) => commands::trust(&runtime, &name),
+        Some(Command::Registry(command)) => rt.block_on(install::run(&cli.global, &command)),
         Some(Command::Call {
             tool,
             args,
@@ -122,8 +132,22 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             };
             rt.block_on(mcp::http(&cli.global, runtime, options))
         }
-        Some(Command::Run { prompt, json }) => {
+        Some(Command::Run {
+            prompt,
+            json,
+            session,
+        }) => {
             commands::report_load_problems(&runtime);
+            // A bad name or an unreadable session stops the run before the
+            // model is asked (and before the file could be overwritten).
+            let mut saved = match &session {
+                Some(name) => {
+                    let store = sessions::Store::from_flag(cli.global.sessions_dir.as_deref())?;
+                    let session = store.load_or_new(name, None)?;
+                    Some((store, session))
+                }
+                None => None,
+            };
             notices::print_plugin_events(&rt, &runtime, None);
             let Some(mut model) =
                 rt.block_on(chat::connect(&cli.global, &file, &runtime, false))?
@@ -131,7 +155,23 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 eprintln!("error: {}", chat::no_model_help());
                 return Ok(exit::FAILURE);
             };
-            let result = rt.block_on(chat::turn(&mut model.agent, &[], &prompt, false));
+            let history = match &saved {
+                Some((_, s)) => {
+                    model.agent.options().vars.restore(s.vars.clone());
+                    s.conversation.clone()
+                }
+                None => Vec::new(),
+            };
+            let result = rt.block_on(chat::turn(&mut model.agent, &history, &prompt, false));
+            if let Some((store, s)) = &mut saved {
+                s.push_turn(&prompt, &result);
+                s.model = Some(model.label.clone());
+                s.set_vars(model.agent.options().vars.snapshot());
+                if let Err(e) = store.save(s) {
+                    eprintln!("error: the session was not saved: {e}");
+                    return Ok(exit::FAILURE);
+                }
+            }
             if json {
                 println!("{}", serde_json::to_string_pretty(&result)?);
             } else {
@@ -150,10 +190,17 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             }
             Ok(chat::exit_code(result.status))
         }
+        Some(Command::Chat { session }) => {
+            commands::report_load_problems(&runtime);
+            let model = rt.block_on(chat::connect(&cli.global, &file, &runtime, true))?;
+            let store = sessions::Store::from_flag(cli.global.sessions_dir.as_deref());
+            repl::run(&rt, &runtime, model, store, session.as_deref())
+        }
         None => {
             commands::report_load_problems(&runtime);
             let model = rt.block_on(chat::connect(&cli.global, &file, &runtime, true))?;
-            repl::run(&rt, &runtime, model)
+            let store = sessions::Store::from_flag(cli.global.sessions_dir.as_deref());
+            repl::run(&rt, &runtime, model, store, None)
         }
     }
 }

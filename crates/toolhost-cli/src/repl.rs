@@ -2,10 +2,12 @@
 
 use rustyline::DefaultEditor;
 use rustyline::error::ReadlineError;
-use toolhost_agent::{Message, Role, compact_history};
+use toolhost_agent::Role;
 use toolhost_runtime::{CallContext, Runtime};
 
+use crate::approve::printable;
 use crate::chat::{self, Model};
+use crate::sessions::{self, Session, SessionError, Store};
 
 use crate::commands;
 
@@ -18,6 +20,10 @@ Type a message to chat with the model (Ctrl-C stops a turn), or:
   /enable GLOB           switch them back on
   /reset                 forget the conversation
   /history               show the conversation so far
+  /save [NAME]           save the conversation as session NAME (later turns are saved there too)
+  /load NAME             continue the saved session NAME
+  /sessions              list the saved sessions (name, turns, last update)
+  /rerun                 run the last prompt again from the same context, replacing its answer
   /help                  this help
   /quit                  leave (or Ctrl-D)";
 
@@ -32,6 +38,10 @@ pub enum Input<'a> {
     Enable(&'a str),
     Reset,
     History,
+    Save(&'a str),
+    Load(&'a str),
+    Sessions,
+    Rerun,
     Help,
     Quit,
     Unknown(&'a str),
@@ -64,18 +74,141 @@ pub fn parse(line: &str) -> Input<'_> {
         "enable" => Input::Enable(rest.trim()),
         "reset" => Input::Reset,
         "history" => Input::History,
+        "save" => Input::Save(rest.trim()),
+        "load" => Input::Load(rest.trim()),
+        "sessions" => Input::Sessions,
+        "rerun" => Input::Rerun,
         "help" | "?" => Input::Help,
         "quit" | "exit" | "q" => Input::Quit,
         other => Input::Unknown(other),
     }
 }
 
-/// Runs the session until `/quit` or end of input.
+/// Where the chat's conversation is saved: the store, and the session's
+/// name once it has one (`--session`, `/save NAME`, `/load NAME`).
+struct Saving {
+    store: Result<Store, SessionError>,
+    name: Option<String>,
+}
+
+impl Saving {
+    fn store(&self) -> Option<&Store> {
+        match &self.store {
+            Ok(store) => Some(store),
+            Err(e) => {
+                println!("error: {e}");
+                None
+            }
+        }
+    }
+
+    /// Saves `session` under `name` (when given; it becomes the session's
+    /// name for later turns) or its current name, with the model's label and
+    /// variables. Prints what went wrong; never fails the chat. Whether it
+    /// was saved.
+    fn save(&mut self, session: &mut Session, model: Option<&Model>, name: Option<&str>) -> bool {
+        let Some(name) = name.map(str::to_owned).or_else(|| self.name.clone()) else {
+            return false;
+        };
+        let Some(store) = self.store() else {
+            return false;
+        };
+        if let Err(e) = sessions::validate_name(&name) {
+            println!("error: {e}");
+            return false;
+        }
+        session.name.clone_from(&name);
+        if let Some(m) = model {
+            session.model = Some(m.label.clone());
+            session.set_vars(m.agent.options().vars.snapshot());
+        }
+        match store.save(session) {
+            Ok(_) => {
+                self.name = Some(name);
+                true
+            }
+            Err(e) => {
+                println!("error: the session was not saved: {e}");
+                false
+            }
+        }
+    }
+}
+
+/// Prints the sessions of `store`: name, turns, last update; a file that
+/// cannot be read is flagged with why.
+fn print_sessions(store: &Store) {
+    match store.list() {
+        Ok(list) if list.is_empty() => {
+            println!("no saved sessions in {}", store.dir().display());
+        }
+        Ok(list) => {
+            for l in list {
+                match l.summary {
+                    Ok(s) => println!(
+                        "  {:<24} {:>4} turns  updated {}{}",
+                        l.name,
+                        s.turns,
+                        s.updated.format("%Y-%m-%d %H:%M:%S UTC"),
+                        s.model
+                            .map(|m| format!("  ({})", printable(&m)))
+                            .unwrap_or_default()
+                    ),
+                    Err(e) => {
+                        println!("  {:<24} unreadable: {}", l.name, printable(&e.to_string()));
+                    }
+                }
+            }
+        }
+        Err(e) => println!("error: {e}"),
+    }
+}
+
+/// Runs one chat turn on the session's conversation + `prompt`, shows its
+/// status when it did not complete, and records it in `session`.
+fn chat_turn(rt: &tokio::runtime::Runtime, m: &mut Model, session: &mut Session, prompt: &str) {
+    let result = rt.block_on(chat::turn(
+        &mut m.agent,
+        &session.conversation,
+        prompt,
+        true,
+    ));
+    println!();
+    if result.status != toolhost_agent::Status::Completed {
+        println!(
+            "[{}{}]",
+            result.status,
+            result
+                .error
+                .as_deref()
+                .map(|e| format!(": {e}"))
+                .unwrap_or_default()
+        );
+    }
+    session.push_turn(prompt, &result);
+}
+
+/// Runs the session until `/quit` or end of input. With `session`, the
+/// saved session of that name is loaded (created when absent; a bad name or
+/// an unreadable file stops here, so it is never overwritten) and saved
+/// after every turn.
 pub fn run(
     rt: &tokio::runtime::Runtime,
     runtime: &Runtime,
     mut model: Option<Model>,
+    store: Result<Store, SessionError>,
+    session_name: Option<&str>,
 ) -> anyhow::Result<u8> {
+    let mut saving = Saving { store, name: None };
+    let mut session = Session::new("", model.as_ref().map(|m| m.label.as_str()));
+    if let Some(name) = session_name {
+        let store = saving.store.as_ref().map_err(|e| anyhow::anyhow!("{e}"))?;
+        session = store.load_or_new(name, model.as_ref().map(|m| m.label.as_str()))?;
+        if let Some(m) = &model {
+            m.agent.options().vars.restore(session.vars.clone());
+        }
+        saving.name = Some(name.to_owned());
+    }
     let mut editor = DefaultEditor::new()?;
     let history_file = directories::ProjectDirs::from("", "", "toolhost")
         .map(|d| d.data_dir().join("history.txt"));
@@ -97,8 +230,10 @@ pub fn run(
         Some(m) => println!("Model: {}", m.label),
         None => println!("{}\nTools-only mode: use /call.", chat::no_model_help()),
     }
+    if let Some(name) = &saving.name {
+        println!("Session {name}: {} turns", session.turns.len());
+    }
     let mut show_details = false;
-    let mut history: Vec<Message> = Vec::new();
     loop {
         let line = match editor.readline("> ") {
             Ok(line) => line,
@@ -140,10 +275,11 @@ pub fn run(
                     Ok(r) => {
                         commands::print_result(&r, show_details, false)?;
                         println!(
-                            "({}@{}, {:.2} ms)",
+                            "({}@{}, {:.2} ms{})",
                             r.plugin,
                             r.plugin_version,
-                            r.duration.as_secs_f64() * 1000.0
+                            r.duration.as_secs_f64() * 1000.0,
+                            if r.cached { ", cached" } else { "" }
                         );
                     }
                     Err(e) => println!("error: {e}"),
@@ -151,11 +287,54 @@ pub fn run(
             }
             Input::Unknown(cmd) => println!("unknown command /{cmd}; type /help"),
             Input::Reset => {
-                history.clear();
+                session.conversation.clear();
                 println!("conversation cleared");
             }
+            Input::Save(name) => {
+                let name = (!name.is_empty()).then_some(name);
+                if name.is_none() && saving.name.is_none() {
+                    println!("usage: /save NAME");
+                } else if saving.save(&mut session, model.as_ref(), name) {
+                    println!(
+                        "saved session {} ({} turns)",
+                        session.name,
+                        session.turns.len()
+                    );
+                }
+            }
+            Input::Load("") => println!("usage: /load NAME"),
+            Input::Load(name) => {
+                if let Some(store) = saving.store() {
+                    match store.load(name) {
+                        Ok(loaded) => {
+                            if let Some(m) = &model {
+                                m.agent.options().vars.restore(loaded.vars.clone());
+                            }
+                            println!("loaded session {name} ({} turns)", loaded.turns.len());
+                            session = loaded;
+                            saving.name = Some(name.to_owned());
+                        }
+                        Err(e) => println!("error: {e}"),
+                    }
+                }
+            }
+            Input::Sessions => {
+                if let Some(store) = saving.store() {
+                    print_sessions(store);
+                }
+            }
+            Input::Rerun => match model.as_mut() {
+                None => println!("No model is configured: there is nothing to run again."),
+                Some(m) => match session.pop_turn() {
+                    None => println!("nothing to run again: no turn since the conversation began"),
+                    Some(turn) => {
+                        chat_turn(rt, m, &mut session, &turn.prompt);
+                        saving.save(&mut session, Some(m), None);
+                    }
+                },
+            },
             Input::History => {
-                for m in &history {
+                for m in &session.conversation {
                     let who = match m.role {
                         Role::User => "you",
                         Role::Assistant => "model",
@@ -170,21 +349,8 @@ pub fn run(
                     println!("No model is configured (see above). Use /call TOOL JSON, or /help.");
                 }
                 Some(m) => {
-                    let result = rt.block_on(chat::turn(&mut m.agent, &history, text, true));
-                    println!();
-                    if result.status != toolhost_agent::Status::Completed {
-                        println!(
-                            "[{}{}]",
-                            result.status,
-                            result
-                                .error
-                                .as_deref()
-                                .map(|e| format!(": {e}"))
-                                .unwrap_or_default()
-                        );
-                    }
-                    history.push(Message::user(text));
-                    history.push(compact_history(&result));
+                    chat_turn(rt, m, &mut session, text);
+                    saving.save(&mut session, Some(m), None);
                 }
             },
         }
@@ -223,6 +389,11 @@ mod tests {
         assert_eq!(parse("/quit"), Input::Quit);
         assert_eq!(parse("/disable http_*"), Input::Disable("http_*"));
         assert_eq!(parse("/nope"), Input::Unknown("nope"));
+        assert_eq!(parse("/save"), Input::Save(""));
+        assert_eq!(parse("/save  notes "), Input::Save("notes"));
+        assert_eq!(parse("/load notes"), Input::Load("notes"));
+        assert_eq!(parse("/sessions"), Input::Sessions);
+        assert_eq!(parse("/rerun"), Input::Rerun);
         assert_eq!(parse("hello"), Input::Chat("hello"));
     }
 }

@@ -21,6 +21,9 @@ use crate::args::Global;
 /// ```toml
 /// cache-dir = "/var/cache/toolhost"
 /// policy = "policy.toml"
+/// system-prompt-file = "prompt.md"
+/// trusted-keys = ["keys/publisher.pub"]   # host install: signers it accepts
+/// require-signed = true                   # host install: refuse unsigned plugins
 /// [limits]
 /// timeout-ms = 10000
 /// [plugins.fs]
@@ -41,6 +44,14 @@ use crate::args::Global;
 /// [[mcp-servers]]
 /// name = "git"
 /// command = ["mcp-server-git", "--repository", "."]
+/// [model.options]
+/// temperature = 0.2
+/// [agents.reviewer.options]
+/// reasoning-effort = "high"
+/// [variants.creative]
+/// temperature = 1.1
+/// [[request-hooks]]
+/// command = ["./hooks/params.sh"]
 /// ```
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
@@ -77,6 +88,29 @@ pub struct ConfigFile {
     /// see `mcp_servers.rs`).
     #[serde(default)]
     pub mcp_servers: Vec<crate::mcp_servers::ServerEntry>,
+    /// Replaces the base system prompt (`--system-prompt FILE` wins; see
+    /// `model_options.rs`).
+    #[serde(default)]
+    pub system_prompt: Option<String>,
+    /// A file whose text replaces the base system prompt.
+    #[serde(default)]
+    pub system_prompt_file: Option<PathBuf>,
+    /// Agent profiles (`[agents.NAME]`), chosen with `--agent NAME`.
+    #[serde(default)]
+    pub agents: BTreeMap<String, crate::model_options::AgentProfile>,
+    /// Named sets of model options (`[variants.NAME]`), chosen with `--variant NAME`.
+    #[serde(default)]
+    pub variants: BTreeMap<String, toolhost_agent::provider::ModelOptions>,
+    /// Programs run before each model request (`[[request-hooks]]`).
+    #[serde(default)]
+    pub request_hooks: Vec<toolhost_agent::request::RequestHookConfig>,
+    /// Public keys (PEM files) whose signatures `host install` accepts
+    /// (`--key` adds more; see `install.rs`).
+    #[serde(default)]
+    pub trusted_keys: Vec<PathBuf>,
+    /// `host install` refuses a plugin no trusted key signed (as `--require-signature`).
+    #[serde(default)]
+    pub require_signed: bool,
 }
 
 impl ConfigFile {

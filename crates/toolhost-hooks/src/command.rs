@@ -1,7 +1,7 @@
 //! Command hooks: a program that reads the call as JSON on stdin and answers
 //! on stdout and with its exit code, as Claude Code and Codex hooks do.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use serde::{Deserialize, Deserializer, Serialize};
@@ -155,87 +155,21 @@ impl CommandHook {
         let mut payload = serde_json::to_vec(&Payload::new(event, call, outcome))
             .map_err(|e| HookError::msg(format!("cannot encode the call: {e}")))?;
         payload.push(b'\n');
-
-        let mut command = match &self.program {
-            Program::Argv(argv) => {
-                let Some((program, args)) = argv.split_first() else {
-                    return Err(HookError::msg("empty command"));
-                };
-                let mut command = Command::new(program);
-                command.args(args);
-                command
-            }
-            Program::Shell(script) => {
-                let mut command = Command::new("sh");
-                command.arg("-c").arg(script);
-                command
-            }
-        };
-        if let Some(dir) = &self.current_dir {
-            command.current_dir(dir);
-        }
-        command
-            .env("TOOLHOST_HOOK_EVENT", event)
-            .env("TOOLHOST_HOOK_NAME", &self.name)
-            .env("TOOLHOST_TOOL", call.tool)
-            .env("TOOLHOST_PLUGIN", call.plugin)
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        #[cfg(unix)]
-        command.process_group(0);
-
-        let mut child = command.spawn().map_err(|source| HookError::Spawn {
-            program: self.program_name().to_owned(),
-            source,
-        })?;
-        // Declared after `child`, so dropped before it: if this future is
-        // dropped (timeout) or fails, the whole process group goes.
-        let mut group = GroupKiller::new(child.id());
-
-        let stdin = child.stdin.take();
-        let stdout = child.stdout.take();
-        let stderr = child.stderr.take();
-        let max = self.max_output;
-        let write = async move {
-            if let Some(mut stdin) = stdin {
-                match stdin.write_all(&payload).await {
-                    // The program does not read its input (or not all of it).
-                    Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-                    other => other?,
-                }
-            }
-            Ok::<(), HookError>(())
-        };
-        let read_out = async move {
-            let (bytes, complete) = read_bounded(stdout, max).await?;
-            if !complete {
-                return Err(HookError::InvalidReply(format!(
-                    "stdout is larger than {max} bytes"
-                )));
-            }
-            Ok(bytes)
-        };
-        let read_err = async move { Ok::<_, HookError>(read_bounded(stderr, max).await?.0) };
-        let ((), stdout, stderr) = tokio::try_join!(write, read_out, read_err)?;
-        let status = child.wait().await?;
-        group.disarm();
-
-        let stderr = String::from_utf8_lossy(&stderr).trim().to_owned();
-        Ok(Finished {
-            code: status.code(),
-            stdout,
-            stderr,
-        })
-    }
-
-    fn program_name(&self) -> &str {
-        match &self.program {
-            Program::Argv(argv) => argv.first().map_or("", String::as_str),
-            Program::Shell(_) => "sh",
-        }
+        let mut env: Vec<(&str, &str)> = vec![
+            ("TOOLHOST_HOOK_EVENT", event),
+            ("TOOLHOST_HOOK_NAME", &self.name),
+            ("TOOLHOST_TOOL", call.tool),
+            ("TOOLHOST_PLUGIN", call.plugin),
+        ];
+        env.extend(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        run_program(
+            &self.program,
+            self.current_dir.as_deref(),
+            &env,
+            &payload,
+            self.max_output,
+        )
+        .await
     }
 
     /// The JSON object on stdout, or `None` for an empty stdout.
@@ -324,11 +258,119 @@ impl Hook for CommandHook {
     }
 }
 
-/// What the program left behind.
-struct Finished {
-    code: Option<i32>,
-    stdout: Vec<u8>,
-    stderr: String,
+/// What a program run by [`run_program`] left behind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finished {
+    /// Its exit code, or `None` when a signal ended it.
+    pub code: Option<i32>,
+    /// Its stdout (at most the limit given).
+    pub stdout: Vec<u8>,
+    /// Its stderr, lossily decoded, trimmed, cut at the limit given.
+    pub stderr: String,
+}
+
+/// Runs `program` the way command hooks run: in its own process group
+/// (killed whole, with SIGKILL, if the returned future is dropped, e.g. by a
+/// timeout around it), in `current_dir` (default: the host's), with the
+/// host's environment plus `env`, `input` written on its stdin (a program
+/// that does not read it is fine), and at most `max_output` bytes read of
+/// stdout (more is [`HookError::InvalidReply`]) and of stderr (more is cut).
+/// Used by the tool-call hooks and the agent's request hooks.
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use toolhost_hooks::{Program, run_program};
+///
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// let program = Program::Argv(vec!["tr".into(), "a-z".into(), "A-Z".into()]);
+/// let run = run_program(&program, None, &[("MY_VAR", "1")], b"hello", 64 * 1024);
+/// let finished = tokio::time::timeout(Duration::from_secs(5), run).await??;
+/// assert_eq!(finished.stdout, b"HELLO");
+/// # Ok(()) }
+/// ```
+pub async fn run_program(
+    program: &Program,
+    current_dir: Option<&Path>,
+    env: &[(&str, &str)],
+    input: &[u8],
+    max_output: usize,
+) -> Result<Finished, HookError> {
+    let mut command = match program {
+        Program::Argv(argv) => {
+            let Some((program, args)) = argv.split_first() else {
+                return Err(HookError::msg("empty command"));
+            };
+            let mut command = Command::new(program);
+            command.args(args);
+            command
+        }
+        Program::Shell(script) => {
+            let mut command = Command::new("sh");
+            command.arg("-c").arg(script);
+            command
+        }
+    };
+    if let Some(dir) = current_dir {
+        command.current_dir(dir);
+    }
+    command
+        .envs(env.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    #[cfg(unix)]
+    command.process_group(0);
+
+    let mut child = command.spawn().map_err(|source| HookError::Spawn {
+        program: program_name(program).to_owned(),
+        source,
+    })?;
+    // Declared after `child`, so dropped before it: if this future is
+    // dropped (timeout) or fails, the whole process group goes.
+    let mut group = GroupKiller::new(child.id());
+
+    let stdin = child.stdin.take();
+    let stdout = child.stdout.take();
+    let stderr = child.stderr.take();
+    let max = max_output;
+    let write = async move {
+        if let Some(mut stdin) = stdin {
+            match stdin.write_all(input).await {
+                // The program does not read its input (or not all of it).
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+                other => other?,
+            }
+        }
+        Ok::<(), HookError>(())
+    };
+    let read_out = async move {
+        let (bytes, complete) = read_bounded(stdout, max).await?;
+        if !complete {
+            return Err(HookError::InvalidReply(format!(
+                "stdout is larger than {max} bytes"
+            )));
+        }
+        Ok(bytes)
+    };
+    let read_err = async move { Ok::<_, HookError>(read_bounded(stderr, max).await?.0) };
+    let ((), stdout, stderr) = tokio::try_join!(write, read_out, read_err)?;
+    let status = child.wait().await?;
+    group.disarm();
+
+    let stderr = String::from_utf8_lossy(&stderr).trim().to_owned();
+    Ok(Finished {
+        code: status.code(),
+        stdout,
+        stderr,
+    })
+}
+
+fn program_name(program: &Program) -> &str {
+    match program {
+        Program::Argv(argv) => argv.first().map_or("", String::as_str),
+        Program::Shell(_) => "sh",
+    }
 }
 
 /// Reads up to `max` bytes, then drains (and drops) the rest so that the

@@ -119,7 +119,9 @@ pub use chain::{
     AfterReport, BeforeReport, BeforeVerdict, DEFAULT_TIMEOUT, FailurePolicy, HOOK_FAILURE_KIND,
     HookChain, HookEntry, HookTrace, OnError,
 };
-pub use command::{BLOCK_EXIT_CODE, CommandHook, DEFAULT_MAX_OUTPUT, GroupKiller, Program};
+pub use command::{
+    BLOCK_EXIT_CODE, CommandHook, DEFAULT_MAX_OUTPUT, Finished, GroupKiller, Program, run_program,
+};
 pub use config::{ConfigError, HookConfig, HookKind, build_chain};
 pub use hook::{
     AfterDecision, BeforeDecision, FnHook, Hook, HookCall, HookError, HookFuture, HookOutcome,

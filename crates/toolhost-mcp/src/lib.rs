@@ -45,7 +45,7 @@ pub use http::{
     HttpServer,
 };
 pub use server::{McpServer, ServerOptions};
-pub use tools::{DETAILS_META_KEY, ERROR_KIND_META_KEY, PLUGIN_META_KEY};
+pub use tools::{CACHED_META_KEY, DETAILS_META_KEY, ERROR_KIND_META_KEY, PLUGIN_META_KEY};
 
 /// Why a server could not start or stopped.
 #[derive(Debug, thiserror::Error)]

@@ -26,6 +26,9 @@ pub const DETAILS_META_KEY: &str = "dev.toolhost/details";
 pub const PLUGIN_META_KEY: &str = "dev.toolhost/plugin";
 /// The `_meta` key of an error result's kind (`denied`, `timeout`, …).
 pub const ERROR_KIND_META_KEY: &str = "dev.toolhost/error-kind";
+/// The `_meta` key marking a result that came from the runtime's result
+/// cache (`true`; absent when the tool ran).
+pub const CACHED_META_KEY: &str = "dev.toolhost/cached";
 
 /// `t` as an MCP tool: name, description, schemas and annotations one to
 /// one. A schema that is not a JSON object (the runtime refuses those at
@@ -75,6 +78,9 @@ pub(crate) fn success(r: ToolResult) -> CallToolResult {
     );
     if let Some(details) = r.details {
         meta.insert(DETAILS_META_KEY.to_owned(), details);
+    }
+    if r.cached {
+        meta.insert(CACHED_META_KEY.to_owned(), Value::Bool(true));
     }
     result.with_meta(Some(meta))
 }
@@ -207,5 +213,23 @@ mod tests {
         let text = serde_json::to_value(&r).unwrap();
         assert_eq!(text["content"][0]["text"], "no such tool");
         assert_eq!(text["_meta"][ERROR_KIND_META_KEY], "not-found");
+    }
+
+    #[test]
+    fn a_result_from_the_cache_is_marked_in_meta() {
+        let result = |cached| ToolResult {
+            output: "2".into(),
+            details: None,
+            structured: None,
+            tool: "calculate".into(),
+            plugin: "calc".into(),
+            plugin_version: "0.1.0".parse().unwrap(),
+            duration: std::time::Duration::ZERO,
+            cached,
+        };
+        let hit = serde_json::to_value(success(result(true))).unwrap();
+        assert_eq!(hit["_meta"][CACHED_META_KEY], true);
+        let ran = serde_json::to_value(success(result(false))).unwrap();
+        assert!(ran["_meta"].get(CACHED_META_KEY).is_none(), "{ran}");
     }
 }

@@ -20,6 +20,7 @@ use super::{
     ProviderError, ToolChoice,
 };
 use crate::message::{Message, Role, ToolCall, Usage};
+use crate::options::{f32_json, merge_extra};
 
 /// The API version sent as `anthropic-version`.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -148,11 +149,24 @@ impl Anthropic {
             };
         }
         if let Some(t) = request.temperature {
-            body["temperature"] = json!(t);
+            body["temperature"] = f32_json(t);
+        }
+        if let Some(p) = request.top_p {
+            body["top_p"] = f32_json(p);
+        }
+        if !request.stop.is_empty() {
+            body["stop_sequences"] = json!(request.stop);
+        }
+        // Anthropic's effort parameter (`output_config.effort`: low, medium,
+        // high), documented at platform.claude.com/docs/en/build-with-claude/effort;
+        // models without it answer 400, as they would to any unsupported option.
+        if let Some(effort) = request.reasoning_effort {
+            body["output_config"] = json!({"effort": effort.as_str()});
         }
         if self.stream {
             body["stream"] = json!(true);
         }
+        merge_extra(&self.name, &mut body, &request.extra);
         body
     }
 

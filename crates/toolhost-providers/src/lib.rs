@@ -18,6 +18,7 @@ pub mod anthropic;
 pub mod fuzzing;
 pub mod message;
 pub mod openai;
+pub mod options;
 pub mod prompt;
 pub mod retry;
 pub mod select;
@@ -25,6 +26,7 @@ pub mod select;
 pub use anthropic::Anthropic;
 pub use message::{Message, Role, ToolCall, Usage};
 pub use openai::OpenAiCompatible;
+pub use options::{ModelOptions, OptionsError, ReasoningEffort};
 pub use prompt::{PromptProfile, PromptTools, parse_tool_calls};
 pub use retry::{DEFAULT_MAX_RESPONSE_BYTES, RetryPolicy};
 pub use select::{
@@ -84,6 +86,20 @@ pub struct CompletionRequest {
     /// Anthropic provider. The prompt protocols set it (`prompt.rs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response_schema: Option<serde_json::Value>,
+    /// Nucleus sampling.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f32>,
+    /// Sequences that end the output (empty: none sent).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stop: Vec<String>,
+    /// Reasoning effort (OpenAI `reasoning_effort`, Anthropic `output_config.effort`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<ReasoningEffort>,
+    /// More request-body fields, passed through as they are; a key the
+    /// provider's body already has, or one of
+    /// [`options::FORBIDDEN_EXTRA_KEYS`], is skipped.
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub extra: serde_json::Map<String, Value>,
 }
 
 /// Why the model stopped.

@@ -23,6 +23,7 @@ use super::{
     ProviderError, ToolChoice,
 };
 use crate::message::{Message, Role, ToolCall, Usage};
+use crate::options::{f32_json, merge_extra};
 
 /// Which request field carries [`CompletionRequest::max_tokens`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -146,7 +147,16 @@ impl OpenAiCompatible {
             body[field] = json!(max);
         }
         if let Some(t) = request.temperature {
-            body["temperature"] = json!(t);
+            body["temperature"] = f32_json(t);
+        }
+        if let Some(p) = request.top_p {
+            body["top_p"] = f32_json(p);
+        }
+        if !request.stop.is_empty() {
+            body["stop"] = json!(request.stop);
+        }
+        if let Some(effort) = request.reasoning_effort {
+            body["reasoning_effort"] = json!(effort.as_str());
         }
         if let Some(schema) = &request.response_schema {
             body["response_format"] = json!({
@@ -158,6 +168,7 @@ impl OpenAiCompatible {
             body["stream"] = json!(true);
             body["stream_options"] = json!({"include_usage": true});
         }
+        merge_extra(&self.name, &mut body, &request.extra);
         body
     }
 

@@ -253,6 +253,10 @@ fn rewrite(
         max_tokens: request.max_tokens,
         temperature: request.temperature,
         response_schema: constrain.then(|| reply_schema(&request.tools)),
+        top_p: request.top_p,
+        stop: request.stop.clone(),
+        reasoning_effort: request.reasoning_effort,
+        extra: request.extra.clone(),
     }
 }
 

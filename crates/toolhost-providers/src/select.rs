@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 use super::Provider;
 use super::anthropic::Anthropic;
 use super::openai::{MaxTokensField, OpenAiCompatible};
+use super::options::ModelOptions;
 use super::prompt::{Constrain, PromptProfile, PromptTools};
 use super::retry::RetryPolicy;
 
@@ -139,6 +140,16 @@ pub struct ProviderConfig {
     /// for, dropped for good if the server refuses it), `on` or `off`.
     #[serde(default)]
     pub constrain: Constrain,
+    /// The base layer of model options (`[model.options]`): temperature,
+    /// top-p, max-tokens, stop, reasoning-effort, extra. Agent profiles,
+    /// variants and flags are laid on top (see [`ModelOptions::merge`]).
+    #[serde(default, skip_serializing_if = "ModelOptions::is_empty")]
+    pub options: ModelOptions,
+    /// The model's context window in tokens, for keeping long
+    /// conversations inside it (the agent's `context` module); unset: known
+    /// for common models, else learned from the server's refusals.
+    #[serde(default)]
+    pub context_window: Option<u32>,
 }
 
 /// A ready provider and what it is.
@@ -227,6 +238,8 @@ impl ProviderConfig {
             max_tokens: None,
             stream: None,
             constrain: Constrain::Auto,
+            options: ModelOptions::default(),
+            context_window: None,
         }
     }
 
@@ -275,6 +288,9 @@ impl ProviderConfig {
     /// [`ProviderConfig::build`] with another environment.
     pub fn build_with(&self, env: EnvLookup<'_>) -> Result<SelectedProvider, SelectError> {
         let policy = self.retry_policy()?;
+        self.options
+            .validate()
+            .map_err(|e| SelectError::Invalid(format!("options.{e}")))?;
         let stream = self.stream.unwrap_or(true);
         let (provider, model, base_url): (Box<dyn Provider>, String, String) = match self.kind {
             ProviderKind::Openai => {
@@ -536,6 +552,28 @@ mod tests {
             serde_json::from_str::<ProviderConfig>(r#"{"kind":"openai","modle":"m"}"#).is_err()
         );
         assert!(serde_json::from_str::<ProviderConfig>(r#"{"kind":"gemini"}"#).is_err());
+    }
+
+    #[test]
+    fn model_options_parse_and_bad_ones_stop_the_build() {
+        let cfg: ProviderConfig = serde_json::from_str(
+            r#"{"kind":"openai","base-url":"http://127.0.0.1:1/v1",
+                "options":{"temperature":0.3,"top-p":0.9,"stop":["END"],"extra":{"seed":1}}}"#,
+        )
+        .unwrap();
+        assert_eq!(cfg.options.top_p, Some(0.9));
+        let none = env_of(&[]);
+        assert!(cfg.build_with(&none).is_ok());
+        assert!(
+            serde_json::from_str::<ProviderConfig>(r#"{"kind":"openai","options":{"topp":1}}"#)
+                .is_err()
+        );
+        let mut bad = cfg.clone();
+        bad.options
+            .extra
+            .insert("messages".into(), serde_json::json!([]));
+        let e = bad.build_with(&none).unwrap_err();
+        assert!(e.to_string().contains("extra.messages"), "{e}");
     }
 
     #[test]

@@ -36,7 +36,7 @@ use std::time::Duration;
 use criterion::{Criterion, criterion_group};
 use serde_json::{Value, json};
 use support::*;
-use toolhost_runtime::{CallContext, EngineSettings, Runtime};
+use toolhost_runtime::{CacheOptions, CallContext, EngineSettings, Runtime};
 
 const ARGS: &str = r#"{"expression":"2*(3+4)"}"#;
 const CHILD_ENV: &str = "TOOLHOST_BENCH_CHILD_ARGS";
@@ -168,7 +168,164 @@ fn startup(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, calls, startup);
+/// A plugin per language, each called with a small text task.
+struct Lang {
+    name: &'static str,
+    file: PathBuf,
+    tool: &'static str,
+    args: &'static str,
+}
+
+/// The Rust `calc` plugin next to the Python and JavaScript examples
+/// (`cargo xtask plugins-foreign` builds those into `target/plugins-{py,js}`).
+fn languages_under_test() -> Vec<Lang> {
+    let target = toolhost_test_support::root().join("target");
+    let foreign = |dir: &str, file: &str| {
+        let path = target.join(dir).join(file);
+        assert!(
+            path.is_file(),
+            "{} is missing: build it with `cargo xtask plugins-foreign`",
+            path.display()
+        );
+        path
+    };
+    vec![
+        Lang {
+            name: "rust",
+            file: built("plugins", "calc.wasm"),
+            tool: "calculate",
+            args: ARGS,
+        },
+        Lang {
+            name: "python",
+            file: foreign("plugins-py", "text-stats.wasm"),
+            tool: "text_stats",
+            args: r#"{"text":"one two three"}"#,
+        },
+        Lang {
+            name: "js",
+            file: foreign("plugins-js", "text-case.wasm"),
+            tool: "shout",
+            args: r#"{"text":"hi"}"#,
+        },
+    ]
+}
+
+/// One plugin file loaded with `keep_resident` bytes of each pooled memory
+/// kept resident between sandboxes.
+fn load_one(
+    rt: &tokio::runtime::Runtime,
+    file: &std::path::Path,
+    cache: Option<PathBuf>,
+    keep_resident: usize,
+) -> Runtime {
+    rt.block_on(async {
+        // No result cache: every call runs the tool (the examples are
+        // read-only and idempotent, so the cache would answer them).
+        let r = Runtime::builder()
+            .plugin_dir(file)
+            .cache_dir(cache)
+            .result_cache(CacheOptions::disabled())
+            .engine_settings(EngineSettings {
+                memory_keep_resident: keep_resident,
+                ..EngineSettings::default()
+            })
+            .build()
+            .await
+            .unwrap();
+        assert!(r.load_report().failures.is_empty());
+        r
+    })
+}
+
+/// Plugins in other languages (`benches/README.md`, "Plugins in other
+/// languages"): per language, the fresh-instance call with the pool's
+/// resident memory as it was (4 MiB), as it is (the default) and at 64 MiB, the
+/// reused instance, two concurrent callers (time per call, i.e. the inverse
+/// of throughput), and start-up (cold compile, warm cache) of the one file.
+fn languages(c: &mut Criterion) {
+    let rt = tokio_rt();
+    let cache = tempfile::tempdir().unwrap();
+    // The pool's resident bytes per memory: as they were (4 MiB), as they
+    // are (the default), and more.
+    let before = 4 << 20;
+    let now = EngineSettings::default().memory_keep_resident;
+    let mut g = c.benchmark_group("languages");
+    for lang in languages_under_test() {
+        let size = std::fs::metadata(&lang.file).map(|m| m.len()).unwrap_or(0);
+        eprintln!("languages/{}: component of {size} bytes", lang.name);
+        let args: Value = serde_json::from_str(lang.args).unwrap();
+        let mut settings = vec![before, now, 16 << 20, 64 << 20];
+        settings.sort_unstable();
+        settings.dedup();
+        for keep in settings {
+            let label = format!("keep_{}MiB", keep >> 20);
+            let runtime = load_one(&rt, &lang.file, Some(cache.path().to_owned()), keep);
+            g.bench_function(format!("{}/fresh_instance/{label}", lang.name), |b| {
+                b.iter(|| {
+                    rt.block_on(runtime.call(lang.tool, args.clone(), CallContext::new()))
+                        .unwrap()
+                });
+            });
+            // Two callers at once, each on its own task: the figure is the
+            // time per call of both together (1 / throughput).
+            g.bench_function(format!("{}/two_callers/{label}", lang.name), |b| {
+                b.iter_custom(|iters| {
+                    let t0 = std::time::Instant::now();
+                    rt.block_on(async {
+                        let mut tasks = Vec::new();
+                        for k in 0..2u64 {
+                            let (runtime, args) = (runtime.clone(), args.clone());
+                            let n = iters / 2 + (iters % 2) * k;
+                            tasks.push(tokio::spawn(async move {
+                                for _ in 0..n {
+                                    runtime
+                                        .call(lang.tool, args.clone(), CallContext::new())
+                                        .await
+                                        .unwrap();
+                                    tokio::task::yield_now().await;
+                                }
+                            }));
+                        }
+                        for t in tasks {
+                            t.await.unwrap();
+                        }
+                    });
+                    t0.elapsed()
+                });
+            });
+            if keep == now {
+                let plugin = lang
+                    .file
+                    .file_stem()
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
+                let mut reused = rt.block_on(runtime.reused_instance(&plugin)).unwrap();
+                g.bench_function(format!("{}/reused_instance", lang.name), |b| {
+                    b.iter(|| {
+                        rt.block_on(reused.call(lang.tool, args.clone(), CallContext::new()))
+                            .unwrap()
+                    });
+                });
+            }
+        }
+    }
+    g.finish();
+    let mut g = c.benchmark_group("languages_start");
+    g.sample_size(10).measurement_time(Duration::from_secs(10));
+    for lang in languages_under_test() {
+        g.bench_function(format!("{}/cold_compile", lang.name), |b| {
+            b.iter(|| load_one(&rt, &lang.file, None, now));
+        });
+        g.bench_function(format!("{}/warm_cache", lang.name), |b| {
+            b.iter(|| load_one(&rt, &lang.file, Some(cache.path().to_owned()), now));
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, calls, startup, languages);
 
 fn main() {
     // Re-run as the `subprocess` baseline's child: do the native work once.

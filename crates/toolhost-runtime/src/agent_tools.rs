@@ -89,6 +89,7 @@ impl ToolExecutor for Runtime {
                     is_error: false,
                     error_kind: None,
                     steps,
+                    cached: r.cached,
                 },
                 Err(e) => ToolOutcome {
                     output: e.to_string(),
@@ -96,6 +97,7 @@ impl ToolExecutor for Runtime {
                     is_error: true,
                     error_kind: Some(e.kind()),
                     steps,
+                    cached: false,
                 },
             }
         })

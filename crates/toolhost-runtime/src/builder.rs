@@ -25,6 +25,7 @@ use crate::parts::Parts;
 use crate::permission::Approver;
 use crate::plugin::Loader;
 use crate::pool::Pool;
+use crate::result_cache::{CacheOptions, ResultCache};
 use crate::runtime::Runtime;
 use crate::source::ToolSource;
 use crate::watch::DEFAULT_DEBOUNCE;
@@ -73,6 +74,7 @@ pub struct RuntimeBuilder {
     tool_sources: Vec<Arc<dyn ToolSource>>,
     lock_file: Option<PathBuf>,
     accept_new_digests: bool,
+    result_cache: CacheOptions,
 }
 
 impl std::fmt::Debug for RuntimeBuilder {
@@ -108,6 +110,7 @@ impl Default for RuntimeBuilder {
             tool_sources: Vec::new(),
             lock_file: None,
             accept_new_digests: false,
+            result_cache: CacheOptions::default(),
         }
     }
 }
@@ -265,6 +268,22 @@ impl RuntimeBuilder {
         self
     }
 
+    /// The result cache of read-only, idempotent tools: on by default
+    /// (1,000 entries, 32 MiB, 5 minutes); [`CacheOptions::disabled`]
+    /// turns it off. Per plugin and per tool, the host's settings
+    /// ([`PluginSettings::cache`]) and the manifest opt out or change the
+    /// TTL. See [`CacheOptions`].
+    ///
+    /// ```
+    /// use toolhost_runtime::{CacheOptions, Runtime};
+    /// let builder = Runtime::builder().result_cache(CacheOptions::disabled());
+    /// # let _ = builder;
+    /// ```
+    pub fn result_cache(mut self, options: CacheOptions) -> Self {
+        self.result_cache = options;
+        self
+    }
+
     /// Creates the engine and loads every plugin, in parallel. A plugin that
     /// fails to load is reported in [`Runtime::load_report`]; only host-level
     /// problems (engine, unreadable plugin directory) are errors here.
@@ -323,7 +342,12 @@ impl RuntimeBuilder {
                 self.approver,
                 self.allow_asks_without_approver,
             );
-            Parts::new(catalog.clone(), gate, pool)
+            Parts::new(
+                catalog.clone(),
+                gate,
+                pool,
+                ResultCache::new(self.result_cache.clone()),
+            )
         });
         if let Some(e) = hook_error {
             return Err(RuntimeError::Hooks(e.to_string()));

@@ -350,6 +350,60 @@ impl CallError {
             CallError::Rejected { .. } => ErrorKind::Rejected,
         }
     }
+
+    /// The error as structured data for user interfaces: `kind`, `message`,
+    /// and what the case knows — the tool, the argument issues with their
+    /// JSON pointers, the available tools and suggestions, the plugin and
+    /// fault, the hook, the reason.
+    ///
+    /// ```
+    /// use toolhost_runtime::{ArgumentIssue, CallError};
+    ///
+    /// let err = CallError::InvalidArguments {
+    ///     tool: "calculate".into(),
+    ///     issues: vec![ArgumentIssue { path: "/expression".into(), message: "expected a string".into() }],
+    /// };
+    /// let d = err.details();
+    /// assert_eq!(d["kind"], "invalid-arguments");
+    /// assert_eq!(d["issues"][0]["path"], "/expression");
+    /// ```
+    pub fn details(&self) -> serde_json::Value {
+        use serde_json::json;
+        let mut d = json!({ "kind": self.kind().as_str(), "message": self.to_string() });
+        let extra = match self {
+            CallError::NotFound {
+                name,
+                suggestions,
+                available,
+            } => json!({ "tool": name, "suggestions": suggestions, "available": available }),
+            CallError::InvalidArguments { tool, issues } => {
+                json!({ "tool": tool, "issues": issues })
+            }
+            CallError::Tool { tool, message, .. } => json!({ "tool": tool, "reason": message }),
+            CallError::Sandbox {
+                tool,
+                plugin,
+                fault,
+            } => json!({ "tool": tool, "plugin": plugin, "reason": fault.to_string() }),
+            CallError::Busy {
+                waiting,
+                max_queued,
+                ..
+            } => json!({ "waiting": waiting, "max_queued": max_queued }),
+            CallError::Host { tool, message } | CallError::HookFailed { tool, message } => {
+                json!({ "tool": tool, "reason": message })
+            }
+            CallError::Denied { tool, reason } => json!({ "tool": tool, "reason": reason }),
+            CallError::Blocked { tool, hook, reason } => {
+                json!({ "tool": tool, "hook": hook, "reason": reason })
+            }
+            CallError::Rejected { tool, message } => json!({ "tool": tool, "reason": message }),
+        };
+        if let (Some(d), serde_json::Value::Object(extra)) = (d.as_object_mut(), extra) {
+            d.extend(extra);
+        }
+        d
+    }
 }
 
 #[cfg(test)]

@@ -37,6 +37,13 @@ pub struct PluginSettings {
     /// Configuration values (they win over the manifest's defaults).
     #[serde(default)]
     pub config: BTreeMap<String, String>,
+    /// Caching of its results: opt-outs and TTLs, per plugin and per tool
+    /// (`[plugins.NAME.cache]`; see [`CacheSettings`](crate::CacheSettings)).
+    #[serde(
+        default,
+        skip_serializing_if = "crate::result_cache::CacheSettings::is_empty"
+    )]
+    pub cache: crate::result_cache::CacheSettings,
 }
 
 /// A directory granted to a plugin. It appears in the plugin at the same absolute

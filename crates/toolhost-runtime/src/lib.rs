@@ -48,6 +48,7 @@ mod plugin;
 mod pool;
 mod registry;
 mod reload;
+mod result_cache;
 mod reuse;
 mod runtime;
 mod sandbox;
@@ -66,7 +67,7 @@ pub use engine::{EPOCH_TICK, EngineSettings};
 pub use error::{ArgumentIssue, CallError, LoadError, RuntimeError, SandboxFault, ToolErrorKind};
 pub use grants::{DirAccess, DirGrant, HostPattern, HostPatternError, PluginSettings};
 pub use limits::{LimitOverrides, Limits};
-pub use lockfile::{GrantState, LockError};
+pub use lockfile::{GrantState, InstallRecord, LockError, record_install};
 pub use manifest::{Capabilities, DirRequest, Manifest};
 pub use permission::{
     ApprovalAnswer, ApprovalFuture, ApprovalOf, Approver, CallApproval, CallApprovalRequest,
@@ -74,6 +75,7 @@ pub use permission::{
 };
 pub use plugin::{DESCRIBE_TIMEOUT, MAX_DESCRIBE_BYTES, MAX_TOOLS, is_valid_tool_name};
 pub use registry::{Granted, PluginInfo, PluginKind, RESERVED_TOOL_NAMES, ToolInfo};
+pub use result_cache::{CacheOptions, CacheSettings, CacheStats, ToolCacheSettings};
 pub use reuse::ReusedInstance;
 pub use runtime::Runtime;
 pub use sandbox::ProgressSink;

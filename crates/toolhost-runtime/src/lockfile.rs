@@ -17,6 +17,17 @@
 //! [plugins.fs]
 //! digest = "sha256:3f5a…"
 //! ```
+//!
+//! A plugin installed with `host install` ([`record_install`]) also records
+//! where it came from and who signed it; the grants stay bound to the digest:
+//!
+//! ```toml
+//! [plugins.calc]
+//! digest = "sha256:9c1e…"
+//! version = "1.2.0"
+//! source = "oci://registry.example.com/tools/calc@sha256:77ab…"
+//! signer = "sha256:0d4f…"   # fingerprint of the public key that verified it
+//! ```
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -108,10 +119,95 @@ struct LockFile {
     plugins: BTreeMap<String, Entry>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Entry {
     digest: String,
+    /// Provenance of an installed plugin ([`record_install`]); absent for
+    /// plugins trusted in place.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    source: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    signer: Option<String>,
+}
+
+/// What `host install` records about a plugin it installed: its identity
+/// (name and content digest, to which grants are bound) and its provenance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstallRecord {
+    /// The plugin's name (its files are `NAME.wasm` and `NAME.toml`).
+    pub name: String,
+    /// `sha256:` and the hex of the component's bytes.
+    pub digest: String,
+    /// The version its manifest declares.
+    pub version: Option<String>,
+    /// Where it was installed from (a registry reference pinned to the
+    /// manifest digest, or a file).
+    pub source: String,
+    /// Who signed it: the fingerprint of the trusted key that verified its
+    /// signature; `None` when it was not verified.
+    pub signer: Option<String>,
+}
+
+/// Records an installed plugin in the lock file at `path` (created when
+/// missing): its digest becomes the code its grants are given to, as
+/// `host trust` does, with its version, source and signer beside it.
+///
+/// ```no_run
+/// use toolhost_runtime::{InstallRecord, record_install};
+///
+/// record_install(
+///     std::path::Path::new("toolhost.lock"),
+///     &InstallRecord {
+///         name: "calc".into(),
+///         digest: "sha256:9c1e…".into(),
+///         version: Some("1.2.0".into()),
+///         source: "oci://127.0.0.1:5000/calc@sha256:77ab…".into(),
+///         signer: None,
+///     },
+/// )?;
+/// # Ok::<(), toolhost_runtime::LockError>(())
+/// ```
+pub fn record_install(path: &Path, record: &InstallRecord) -> Result<(), LockError> {
+    let lock = Lock::open(path, false)?;
+    let mut entries = lock.entries.lock();
+    entries.plugins.insert(
+        record.name.clone(),
+        Entry {
+            digest: record.digest.clone(),
+            version: record.version.clone(),
+            source: Some(record.source.clone()),
+            signer: record.signer.clone(),
+        },
+    );
+    write_lock(path, &entries)
+}
+
+/// Writes the lock file atomically (a temporary file renamed over it).
+fn write_lock(path: &Path, entries: &LockFile) -> Result<(), LockError> {
+    let text = format!(
+        "# toolhost.lock: the code each plugin's grants were given to.\n\
+         # Written by toolhost; accept a changed plugin with `host trust NAME`.\n\n{}",
+        toml::to_string(entries).map_err(|e| LockError::Io {
+            path: path.to_owned(),
+            message: e.to_string(),
+        })?
+    );
+    let io = |e: std::io::Error| LockError::Io {
+        path: path.to_owned(),
+        message: e.to_string(),
+    };
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(io)?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
+    std::io::Write::write_all(&mut tmp, text.as_bytes()).map_err(io)?;
+    tmp.persist(path).map_err(|e| io(e.error))?;
+    Ok(())
 }
 
 /// The lock file, loaded, and how new digests are treated.
@@ -192,28 +288,56 @@ impl Lock {
             name.to_owned(),
             Entry {
                 digest: digest.to_owned(),
+                ..Entry::default()
             },
         );
-        let text = format!(
-            "# toolhost.lock: the code each plugin's grants were given to.\n\
-             # Written by toolhost; accept a changed plugin with `host trust NAME`.\n\n{}",
-            toml::to_string(&*entries).map_err(|e| LockError::Io {
-                path: path.clone(),
-                message: e.to_string(),
-            })?
-        );
-        let io = |e: std::io::Error| LockError::Io {
-            path: path.clone(),
-            message: e.to_string(),
-        };
-        let dir = path
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
-        std::fs::create_dir_all(dir).map_err(io)?;
-        let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
-        std::io::Write::write_all(&mut tmp, text.as_bytes()).map_err(io)?;
-        tmp.persist(path).map_err(|e| io(e.error))?;
-        Ok(())
+        write_lock(path, &entries)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(name: &str, digest: &str) -> InstallRecord {
+        InstallRecord {
+            name: name.into(),
+            digest: digest.into(),
+            version: Some("1.2.0".into()),
+            source: "oci://127.0.0.1:5000/calc@sha256:77".into(),
+            signer: Some("sha256:0d4f".into()),
+        }
+    }
+
+    #[test]
+    fn an_install_records_provenance_that_trusting_the_same_digest_keeps() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolhost.lock");
+        record_install(&path, &record("calc", "sha256:aa")).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains("signer = \"sha256:0d4f\""), "{text}");
+        assert!(text.contains("version = \"1.2.0\""), "{text}");
+
+        let lock = Lock::open(&path, false).unwrap();
+        assert_eq!(lock.check("calc", "sha256:aa", true), GrantState::Active);
+        lock.record("calc", "sha256:aa").unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains("source = \"oci://"), "{text}");
+    }
+
+    #[test]
+    fn trusting_other_code_drops_the_provenance_of_the_installed_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("toolhost.lock");
+        record_install(&path, &record("calc", "sha256:aa")).unwrap();
+        let lock = Lock::open(&path, false).unwrap();
+        assert!(matches!(
+            lock.check("calc", "sha256:bb", true),
+            GrantState::Withheld { .. }
+        ));
+        lock.record("calc", "sha256:bb").unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains("sha256:bb"), "{text}");
+        assert!(!text.contains("signer"), "{text}");
     }
 }

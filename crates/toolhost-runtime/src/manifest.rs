@@ -16,6 +16,10 @@
 //!
 //! [config]                     # default config values, readable with `get-config`
 //! max-bytes = "262144"
+//!
+//! [cache]                      # results of read-only, idempotent tools: only lower what the host allows
+//! ttl-ms = 60000
+//! tools.list_dir = { enabled = false }
 //! ```
 
 use std::collections::BTreeMap;
@@ -48,6 +52,14 @@ pub struct Manifest {
     /// Default configuration values.
     #[serde(default)]
     pub config: BTreeMap<String, String>,
+    /// Caching of its tools' results: a manifest may opt tools out or
+    /// shorten their TTL, never more than the host allows (see
+    /// [`CacheSettings`](crate::CacheSettings)).
+    #[serde(
+        default,
+        skip_serializing_if = "crate::result_cache::CacheSettings::is_empty"
+    )]
+    pub cache: crate::result_cache::CacheSettings,
 }
 
 /// Capabilities a plugin requests.
@@ -123,6 +135,9 @@ hosts = ["example.com:443"]
 timeout-ms = 5
 [config]
 k = "v"
+[cache]
+ttl-ms = 10
+tools.t = { enabled = false }
 "#,
             Path::new("fs.toml"),
         )
@@ -132,6 +147,8 @@ k = "v"
         assert_eq!(m.capabilities.dirs, DirRequest::ReadOnly);
         assert_eq!(m.limits.timeout_ms, Some(5));
         assert_eq!(m.config["k"], "v");
+        assert_eq!(m.cache.ttl_ms, Some(10));
+        assert_eq!(m.cache.tools["t"].enabled, Some(false));
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The parts a [`Runtime`](crate::Runtime) is made of, each owned and with
 //! its own job: the **catalog** (what is loaded, `catalog.rs`), the **gate**
 //! (policy, hooks, approver: `gate.rs`), the **pool** (engine and sandbox
-//! slots: `pool.rs`), and the watcher that keeps the catalog current.
+//! slots: `pool.rs`), the **result cache** (`result_cache.rs`), and the watcher that keeps the catalog current.
 //! A call's steps (`call/`) and hook plugins reach the parts through here.
 
 use std::sync::Arc;
@@ -12,6 +12,7 @@ use parking_lot::Mutex;
 use crate::catalog::Catalog;
 use crate::gate::Gate;
 use crate::pool::Pool;
+use crate::result_cache::ResultCache;
 use crate::watch::Watcher;
 
 /// Everything a runtime owns; every clone of the runtime shares one.
@@ -19,6 +20,8 @@ pub(crate) struct Parts {
     pub(crate) catalog: Arc<Catalog>,
     pub(crate) gate: Gate,
     pub(crate) pool: Pool,
+    /// Results of read-only, idempotent tools (`result_cache.rs`).
+    pub(crate) results: ResultCache,
     /// Numbers the calls that come without an id.
     calls: AtomicU64,
     /// Watches the plugin directories, when asked to; stops when dropped.
@@ -26,11 +29,17 @@ pub(crate) struct Parts {
 }
 
 impl Parts {
-    pub(crate) fn new(catalog: Arc<Catalog>, gate: Gate, pool: Pool) -> Parts {
+    pub(crate) fn new(
+        catalog: Arc<Catalog>,
+        gate: Gate,
+        pool: Pool,
+        results: ResultCache,
+    ) -> Parts {
         Parts {
             catalog,
             gate,
             pool,
+            results,
             calls: AtomicU64::new(0),
             watcher: Mutex::new(None),
         }

@@ -141,6 +141,9 @@ pub enum CallStep {
         #[serde(skip_serializing_if = "Option::is_none")]
         message: Option<String>,
     },
+    /// The result came from the result cache: the tool did not run (the
+    /// after-hooks and result approval still do).
+    Cached,
 }
 
 /// What an approval question was about.

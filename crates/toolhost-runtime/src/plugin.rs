@@ -17,6 +17,7 @@ use crate::grants::PluginSettings;
 use crate::limits::Limits;
 use crate::lockfile::{GrantState, Lock, digest_of};
 use crate::manifest::{Capabilities, Manifest};
+use crate::result_cache::CacheRule;
 use crate::sandbox::{Sandbox, SandboxSpec};
 
 /// A loaded plugin: one version of one component, ready to run calls.
@@ -44,6 +45,9 @@ pub(crate) struct Plugin {
     /// One permit per sandbox of this plugin that may be alive at once
     /// (`max-instances`).
     pub instances: Arc<tokio::sync::Semaphore>,
+    /// What the result cache knows it by: its digest, grants, config and
+    /// limits (`result_cache.rs`).
+    pub cache_identity: [u8; 32],
 }
 
 impl Plugin {
@@ -80,6 +84,8 @@ pub(crate) struct Tool {
     /// The name a tool source knows it by (`source.rs`); `None` for a
     /// plugin's tool, which is called by `name`.
     pub remote_name: Option<String>,
+    /// Whether and how long its results may be cached (`result_cache.rs`).
+    pub cache: CacheRule,
 }
 
 impl Tool {
@@ -294,11 +300,15 @@ impl Loader {
             &self.default_limits,
         )?);
 
-        let tools = match &pre {
+        let mut tools = match &pre {
             Linked::Tool(tool) => validate_tools(self.describe(tool, &sandbox).await?)?,
             // A hook plugin has no tools; it runs in the hook chain.
             Linked::Hook(_) | Linked::Source(_) => Vec::new(),
         };
+        for t in &mut tools {
+            t.cache = CacheRule::resolve(&t.name, &t.annotations, &settings.cache, &manifest.cache);
+        }
+        let cache_identity = crate::result_cache::identity(&digest, &sandbox, &tools);
         let version = manifest
             .version
             .clone()
@@ -320,6 +330,7 @@ impl Loader {
             instances: instance_permits(&sandbox.limits),
             sandbox,
             manifest,
+            cache_identity,
         })
     }
 
@@ -497,6 +508,7 @@ fn validate_tools(specs: Vec<RawToolSpec>) -> Result<Vec<Tool>, LoadError> {
             annotations: spec.annotations,
             output_schema,
             output_validator,
+            cache: CacheRule::default(),
         });
     }
     Ok(tools)

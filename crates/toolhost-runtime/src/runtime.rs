@@ -2,7 +2,8 @@
 //! plugins, runs calls (each through the steps in `call/`), and changes
 //! the policy and the session toggles. Building one is `builder.rs`.
 //!
-//! A runtime is its parts (`parts.rs`): the catalog, the gate and the pool.
+//! A runtime is its parts (`parts.rs`): the catalog, the gate, the pool and
+//! the result cache.
 
 use std::sync::Arc;
 
@@ -15,6 +16,7 @@ use crate::error::CallError;
 use crate::lockfile::LockError;
 use crate::parts::Parts;
 use crate::registry::{PluginInfo, ToolInfo};
+use crate::result_cache::CacheStats;
 
 /// Loads sandboxed tool plugins and runs calls into them. Cheap to clone;
 /// `Send + Sync`, so one runtime serves calls from many tasks at once.
@@ -140,9 +142,24 @@ impl Runtime {
     }
 
     /// Replaces the policy for every call from now on (e.g. after the policy
-    /// file changed). The model has no way to call this.
+    /// file changed), and clears the result cache. The model has no way to
+    /// call this.
     pub fn set_policy(&self, policy: Policy) {
         self.inner.gate.set_policy(policy);
+        // What was cached under the old policy (e.g. a redirect hop it
+        // allowed) is not served under the new one.
+        self.inner.results.clear();
+    }
+
+    /// Forgets every result in the result cache (e.g. when the embedder
+    /// knows files changed under a read-only tool).
+    pub fn clear_result_cache(&self) {
+        self.inner.results.clear();
+    }
+
+    /// What the result cache holds and how often it answered.
+    pub fn result_cache_stats(&self) -> CacheStats {
+        self.inner.results.stats()
     }
 
     /// Switches the tools matching `glob` off for one session: they are

@@ -318,7 +318,20 @@ pub(crate) fn source_plugin(
         Some(s) => default_limits.with(&s.limits),
         None => default_limits.clone(),
     };
-    let (tools, warnings) = source_tools(&name, &source.prefix(), &source.tools());
+    let (mut tools, warnings) = source_tools(&name, &source.prefix(), &source.tools());
+    let no_cache_settings = crate::result_cache::CacheSettings::default();
+    for t in &mut tools {
+        // A source has no manifest: the host's settings alone (by the
+        // name the source lists the tool under).
+        let host = settings.map_or(&no_cache_settings, |s| &s.cache);
+        let listed = t.remote_name.as_deref().unwrap_or(&t.name);
+        t.cache = crate::result_cache::CacheRule::resolve(
+            listed,
+            &t.annotations,
+            host,
+            &no_cache_settings,
+        );
+    }
     let digest = digest_of(format!("{}\n{}", status.kind, status.location).as_bytes());
     let sandbox = Arc::new(SandboxSpec {
         plugin: name.clone(),
@@ -326,6 +339,7 @@ pub(crate) fn source_plugin(
         config: settings.map(|s| s.config.clone()).unwrap_or_default(),
         ..SandboxSpec::default()
     });
+    let cache_identity = crate::result_cache::identity(&digest, &sandbox, &tools);
     let version = semver::Version::new(0, 0, 0);
     let plugin = Plugin {
         version_text: version.to_string(),
@@ -336,13 +350,14 @@ pub(crate) fn source_plugin(
         api_version: semver::Version::new(0, 0, 0),
         requested: Default::default(),
         pre: Linked::Source(source.clone()),
-        tools,
         content_key: digest.clone(),
         digest,
         grants: GrantState::NoGrants,
         manifest: Default::default(),
         instances: crate::plugin::instance_permits(&sandbox.limits),
+        cache_identity,
         sandbox,
+        tools,
         name,
     };
     (plugin, warnings)
@@ -425,6 +440,7 @@ fn source_tools(source: &str, prefix: &str, listed: &[SourceTool]) -> (Vec<Tool>
             annotations: t.annotations,
             output_schema: t.output_schema.clone().map(Arc::new),
             output_validator,
+            cache: crate::result_cache::CacheRule::default(),
         });
     }
     (tools, warnings)

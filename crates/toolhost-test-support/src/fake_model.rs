@@ -359,3 +359,83 @@ fn raw_reply(text: &str) -> Reply {
         body: body.to_owned(),
     }
 }
+
+/// A model server's own count of a request's tokens (OpenAI wire format):
+/// the characters of its system prompt, messages, tool calls and tools,
+/// three to a token — not the host's estimate, which must calibrate to it.
+pub fn fake_tokens(body: &Value) -> u64 {
+    let mut chars = 0usize;
+    for m in body["messages"].as_array().into_iter().flatten() {
+        chars += m["content"].as_str().map_or(0, str::len);
+        for c in m["tool_calls"].as_array().into_iter().flatten() {
+            chars += c["function"]["name"].as_str().map_or(0, str::len);
+            chars += c["function"]["arguments"].as_str().map_or(0, str::len);
+        }
+    }
+    for t in body["tools"].as_array().into_iter().flatten() {
+        chars += t.to_string().len();
+    }
+    u64::try_from(chars / 3).unwrap_or(u64::MAX)
+}
+
+/// llama.cpp's refusal of a request longer than its context (HTTP 400).
+pub fn context_exceeded(n_prompt_tokens: u64, n_ctx: u64) -> Reply {
+    Reply::status(
+        400,
+        &serde_json::json!({"error": {
+            "code": 400,
+            "message": "the request exceeds the available context size, try increasing it",
+            "type": "exceed_context_size_error",
+            "n_prompt_tokens": n_prompt_tokens,
+            "n_ctx": n_ctx,
+        }})
+        .to_string(),
+    )
+}
+
+/// What a [`context_limited`] model answers to one request.
+pub enum Answer {
+    /// A text answer.
+    Text(String),
+    /// One tool call: (id, name, JSON arguments).
+    Call(String, String, String),
+    /// A whole response with this status and body.
+    Status(u16, String),
+}
+
+/// An OpenAI-compatible model server with a context of `n_ctx` tokens
+/// (counted by [`fake_tokens`]): a longer request is refused as llama.cpp
+/// refuses it; others get `answer(request body)`, streamed with the usage
+/// (prompt tokens) a real server reports.
+pub async fn context_limited(
+    n_ctx: u64,
+    answer: impl Fn(&Value) -> Answer + Send + Sync + 'static,
+) -> FakeModel {
+    FakeModel::start_with(move |_, request| {
+        let tokens = fake_tokens(&request.body);
+        if tokens > n_ctx {
+            return context_exceeded(tokens, n_ctx);
+        }
+        let delta = match answer(&request.body) {
+            Answer::Text(text) => serde_json::json!({"content": text}),
+            Answer::Call(id, name, arguments) => serde_json::json!({"tool_calls": [{
+                "index": 0, "id": id, "type": "function",
+                "function": {"name": name, "arguments": arguments}}]}),
+            Answer::Status(status, body) => return Reply::status(status, &body),
+        };
+        let finish = if delta.get("tool_calls").is_some() {
+            "tool_calls"
+        } else {
+            "stop"
+        };
+        let frames = [
+            serde_json::json!({"choices": [{"index": 0, "delta": delta, "finish_reason": null}]}),
+            serde_json::json!({"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}),
+            serde_json::json!({"choices": [], "usage": {"prompt_tokens": tokens, "completion_tokens": 5, "total_tokens": tokens + 5}}),
+        ];
+        let mut body: Vec<String> = frames.iter().map(|f| format!("data: {f}\n\n")).collect();
+        body.push("data: [DONE]\n\n".to_owned());
+        Reply::sse(body)
+    })
+    .await
+}

@@ -15,8 +15,10 @@
 //! ```
 
 pub mod fake_model;
+pub mod registry;
 
 pub use fake_model::{ModelServer, Reply};
+pub use registry::Registry;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};

@@ -752,6 +752,7 @@ async fn parallel_read_only_calls_overlap_and_keep_call_order() {
                         is_error: true,
                         error_kind: Some(ErrorKind::Other("test".into())),
                         steps: Vec::new(),
+                        cached: false,
                     },
                 }
             })
@@ -969,6 +970,7 @@ async fn events_are_emitted_in_order() {
             }
             AgentEvent::ToolCallError { tool, .. } => format!("error {tool}"),
             AgentEvent::DoomLoopDetected { .. } => "doom".into(),
+            AgentEvent::ContextCompacted { .. } => "compacted".into(),
             AgentEvent::RoundEnd {
                 round, tool_calls, ..
             } => format!("round-end {round} c{tool_calls}"),
@@ -1129,4 +1131,94 @@ fn events_serialize_with_a_type_tag() {
     );
     let s = serde_json::to_value(Status::DoomLoop).unwrap();
     assert_eq!(s, json!("doom-loop"));
+}
+
+#[tokio::test]
+async fn a_variable_reference_passes_a_stored_result_to_the_next_tool_without_the_model() {
+    let long = "line\n".repeat(10_000);
+    let from_fetch = long.clone();
+    let tools = FakeTools::new(
+        vec![spec("fetch", true), spec("count_lines", true)],
+        move |name, args| {
+            let long = from_fetch.clone();
+            Box::pin(async move {
+                match name.as_str() {
+                    "fetch" => ok(long),
+                    _ => ok(format!(
+                        "{} lines",
+                        args["text"].as_str().unwrap_or("").lines().count()
+                    )),
+                }
+            })
+        },
+    );
+    let provider = ScriptedProvider::new(vec![
+        call("c1", "fetch", "{}"),
+        call("c2", "count_lines", r#"{"text": {"$var": "result_1"}}"#),
+        call("c3", "count_lines", r#"{"text": {"$var": "result_7"}}"#),
+        text("10000 lines."),
+    ]);
+    let result = agent(&provider, &tools, options().max_output_bytes(1024))
+        .run(vec![Message::user("count the lines")])
+        .await;
+    assert_eq!(result.status, Status::Completed);
+    // The second tool got the whole result, which the model only saw cut short.
+    let recorded = tools.recorded();
+    assert_eq!(recorded[1].1["text"].as_str().unwrap(), long);
+    assert!(result.history[0].output.len() < 2048);
+    assert_eq!(result.history[1].output, "10000 lines");
+    assert_eq!(
+        result.history[1].arguments, r#"{"text": {"$var": "result_1"}}"#,
+        "the record keeps what the model wrote"
+    );
+    // An unknown variable is an error the model reads, naming what exists.
+    let bad = &result.history[2];
+    assert!(bad.is_error);
+    assert_eq!(bad.error_kind, Some(ErrorKind::InvalidArguments));
+    assert!(
+        bad.output.contains("result_7") && bad.output.contains("result_1"),
+        "{}",
+        bad.output
+    );
+    assert_eq!(recorded.len(), 2, "the bad call did not run");
+    // The system prompt explains references once variables exist.
+    let requests = provider.requests();
+    assert!(
+        requests[2]
+            .tools
+            .iter()
+            .any(|t| t.name == "read_var" && t.description.contains("$var"))
+    );
+}
+
+#[tokio::test]
+async fn a_cached_tool_result_is_marked_in_the_event_and_the_history() {
+    let provider = ScriptedProvider::new(vec![call("c1", "read", "{}"), text("done")]);
+    let tools = FakeTools::new(vec![spec("read", true)], |_, _| {
+        Box::pin(async {
+            ToolOutcome {
+                cached: true,
+                ..ok("from the cache")
+            }
+        })
+    });
+    let (sink, mut rx) = event_channel();
+    let result = agent(&provider, &tools, options().events(sink))
+        .run(vec![Message::user("go")])
+        .await;
+    assert!(result.history[0].cached);
+    let mut completed = None;
+    while let Ok(e) = rx.try_recv() {
+        if let AgentEvent::ToolCallCompleted { cached, .. } = e {
+            completed = Some(cached);
+        }
+    }
+    assert_eq!(completed, Some(true));
+
+    // A record saved before `cached` existed reads as not cached.
+    let mut saved = serde_json::to_value(&result.history[0]).unwrap();
+    assert_eq!(saved["cached"], true);
+    saved.as_object_mut().unwrap().remove("cached");
+    let old: toolhost_agent::ToolCallRecord = serde_json::from_value(saved).unwrap();
+    assert!(!old.cached);
 }

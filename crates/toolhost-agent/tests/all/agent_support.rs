@@ -218,6 +218,7 @@ pub fn ok(output: impl Into<String>) -> ToolOutcome {
         is_error: false,
         error_kind: None,
         steps: Vec::new(),
+        cached: false,
     }
 }
 

@@ -3,6 +3,8 @@
 
 mod agent_loop;
 mod agent_support;
+mod context;
 mod fuzz_corpus;
 mod provider_faults;
 mod providers;
+mod step;

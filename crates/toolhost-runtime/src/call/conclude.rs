@@ -74,6 +74,7 @@ pub(crate) async fn conclude(
                     plugin: plugin.name.clone(),
                     plugin_version: plugin.version.clone(),
                     duration: std::time::Duration::ZERO,
+                    cached: false,
                 },
             }),
             // A failure every after-hook kept keeps its own kind.

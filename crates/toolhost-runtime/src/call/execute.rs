@@ -236,6 +236,7 @@ fn result(
         plugin: call.target.plugin.name.clone(),
         plugin_version: call.target.plugin.version.clone(),
         duration,
+        cached: false,
     }
 }
 

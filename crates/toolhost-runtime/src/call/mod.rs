@@ -14,7 +14,9 @@
 //!    then the guest in a fresh sandbox under its limits — or, for a tool
 //!    from a tool source (`source.rs`, an MCP server), the source's call
 //!    under the same time and size limits — and the checks of what it
-//!    returned (sizes, JSON, output schema);
+//!    returned (sizes, JSON, output schema). A read-only, idempotent tool's
+//!    result may come from the result cache instead (`result_cache.rs`):
+//!    only this step is skipped;
 //! 5. **conclude** (`conclude.rs`): the after-hooks (on failures too), then
 //!    the user's approval of the result when the policy asks for it.
 //!
@@ -146,9 +148,15 @@ pub struct ToolResult {
     pub plugin: String,
     /// That plugin's version.
     pub plugin_version: semver::Version,
-    /// Wall-clock time of the call, including setting up the sandbox.
+    /// Wall-clock time of the call, including setting up the sandbox (for
+    /// a result from the cache, the time it took to find it).
     #[serde(with = "duration_micros")]
     pub duration: Duration,
+    /// Whether the result came from the result cache instead of running the
+    /// tool (see [`CacheOptions`](crate::CacheOptions)); the after-hooks and
+    /// result approval ran on it all the same.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub cached: bool,
 }
 
 mod duration_micros {
@@ -218,7 +226,8 @@ impl<'a> Call<'a> {
 }
 
 /// A fresh-instance call through every step: lookup, validate and admit,
-/// execute, conclude.
+/// execute (or its result from the result cache, `result_cache.rs`),
+/// conclude.
 pub(crate) async fn run(
     parts: &Parts,
     tool: &str,
@@ -228,9 +237,14 @@ pub(crate) async fn run(
     let call = Call::resolve(parts, tool, cx)?;
     let args_text = validate::arguments(&call.target, &args)?;
     let admitted = admit::admit(&parts.gate, &call, args, args_text).await?;
-    let result = match call.target.plugin.source() {
-        Some(source) => execute::from_source(source.as_ref(), &call, &admitted.args).await,
-        None => execute::fresh(&parts.pool, &call, &admitted.args_text).await,
-    };
+    let result = parts
+        .results
+        .execute(&call, &admitted.args, async || {
+            match call.target.plugin.source() {
+                Some(source) => execute::from_source(source.as_ref(), &call, &admitted.args).await,
+                None => execute::fresh(&parts.pool, &call, &admitted.args_text).await,
+            }
+        })
+        .await;
     conclude::conclude(&parts.gate, &call, &admitted.args, result).await
 }

@@ -6,6 +6,7 @@ mod fuzz_corpus_calls;
 mod hostile;
 mod hot_reload;
 mod permissions;
+mod result_cache;
 mod runtime;
 mod soak;
 mod trust;

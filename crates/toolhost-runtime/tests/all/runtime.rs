@@ -727,6 +727,9 @@ async fn a_plugin_at_its_instance_limit_is_busy_while_others_run() {
         .plugin_dir(tmp.path())
         .cache_dir(Some(root().join("target/test-cache")))
         .max_queued_calls(0)
+        // The probe (`echo`, read-only and idempotent) must reach the
+        // instance, not the result cache.
+        .result_cache(toolhost_runtime::CacheOptions::disabled())
         .build()
         .await
         .unwrap();

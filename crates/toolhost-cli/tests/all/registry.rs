@@ -1,0 +1,165 @@
+//! `host keygen`, `host publish` and `host install` against a real registry
+//! (Debian's `docker-registry`, started on loopback by each test): the
+//! installed plugin answers through `host call`, and the lock file records
+//! where it came from and who signed it.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use crate::support::*;
+
+fn run(cmd: &mut Command) -> Output {
+    cmd.output().expect("host runs")
+}
+
+fn ok(o: &Output) -> String {
+    assert!(
+        o.status.success(),
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn failed(o: &Output) -> String {
+    assert!(
+        !o.status.success(),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn host_in(dir: &Path) -> Command {
+    let mut cmd = host(&root().join("target/test-cache"));
+    cmd.env("TOOLHOST_LOCK", dir.join("toolhost.lock"))
+        .current_dir(dir);
+    cmd
+}
+
+#[test]
+fn a_signed_plugin_round_trips_through_a_registry_and_answers_calls() {
+    let registry = Registry::start();
+    let work = tempfile::tempdir().unwrap();
+    let src = work.path().join("src");
+    copy_plugin(&plugins_dir(), "calc", &src);
+
+    let out = ok(&run(host_in(work.path()).args(["keygen", "publisher"])));
+    assert!(out.contains("fingerprint sha256:"), "{out}");
+    let fingerprint = out
+        .lines()
+        .find_map(|l| l.strip_prefix("fingerprint "))
+        .unwrap()
+        .to_owned();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(work.path().join("publisher.key"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o077, 0, "the private key is readable by others");
+    }
+    // A second keygen does not overwrite the key.
+    failed(&run(host_in(work.path()).args(["keygen", "publisher"])));
+
+    let reference = format!("oci://{}/tools/calc:0.1.0", registry.address);
+    let out = ok(&run(host_in(work.path())
+        .arg("publish")
+        .arg(src.join("calc.wasm"))
+        .arg(&reference)
+        .args(["--key", "publisher.key"])));
+    assert!(out.contains(&format!("signed by {fingerprint}")), "{out}");
+
+    let out = ok(&run(host_in(work.path())
+        .args(["--plugins", "plugins", "install", &reference])
+        .args(["--require-signature", "--key", "publisher.pub"])));
+    assert!(out.contains(&format!("signed by {fingerprint}")), "{out}");
+    assert!(work.path().join("plugins/calc.wasm").is_file());
+    assert!(work.path().join("plugins/calc.toml").is_file());
+
+    let lock = std::fs::read_to_string(work.path().join("toolhost.lock")).unwrap();
+    let lock: toml::Table = toml::from_str(&lock).unwrap();
+    let entry = &lock["plugins"]["calc"];
+    let digest = toolhost_oci::sha256_digest(&std::fs::read(src.join("calc.wasm")).unwrap());
+    assert_eq!(entry["digest"].as_str(), Some(digest.as_str()));
+    assert_eq!(entry["version"].as_str(), Some("0.1.0"));
+    assert_eq!(entry["signer"].as_str(), Some(fingerprint.as_str()));
+    let source = entry["source"].as_str().unwrap();
+    assert!(
+        source.starts_with(&format!("oci://{}/tools/calc@sha256:", registry.address)),
+        "{source}"
+    );
+
+    let out = ok(&run(host_in(work.path()).args([
+        "--plugins",
+        "plugins",
+        "call",
+        "calculate",
+        r#"{"expression":"2*(3+4)"}"#,
+    ])));
+    assert_eq!(out, "14\n");
+}
+
+#[test]
+fn require_signed_in_the_config_refuses_unsigned_and_foreign_signed_plugins() {
+    let registry = Registry::start();
+    let work = tempfile::tempdir().unwrap();
+    let src = work.path().join("src");
+    copy_plugin(&plugins_dir(), "calc", &src);
+    ok(&run(host_in(work.path()).args(["keygen", "trusted"])));
+    ok(&run(host_in(work.path()).args(["keygen", "stranger"])));
+    std::fs::write(
+        work.path().join("host.toml"),
+        "trusted-keys = [\"trusted.pub\"]\nrequire-signed = true\n",
+    )
+    .unwrap();
+
+    let unsigned = format!("oci://{}/calc:unsigned", registry.address);
+    ok(&run(host_in(work.path())
+        .arg("publish")
+        .arg(src.join("calc.wasm"))
+        .arg(&unsigned)));
+    let foreign = format!("oci://{}/calc:foreign", registry.address);
+    ok(&run(host_in(work.path())
+        .arg("publish")
+        .arg(src.join("calc.wasm"))
+        .arg(&foreign)
+        .args(["--key", "stranger.key"])));
+
+    for r in [&unsigned, &foreign] {
+        let err = failed(&run(host_in(work.path()).args([
+            "--config",
+            "host.toml",
+            "--plugins",
+            "plugins",
+            "install",
+            r,
+        ])));
+        assert!(err.contains("is not signed by a trusted key"), "{r}: {err}");
+    }
+    // Nothing was installed or recorded.
+    let installed = std::fs::read_dir(work.path().join("plugins")).map_or(0, Iterator::count);
+    assert_eq!(installed, 0);
+    assert!(!work.path().join("toolhost.lock").exists());
+}
+
+#[test]
+fn a_local_file_installs_and_a_missing_plugins_directory_is_explained() {
+    let work = tempfile::tempdir().unwrap();
+    let src = work.path().join("src");
+    copy_plugin(&plugins_dir(), "calc", &src);
+    let err = failed(&run(host_in(work.path())
+        .arg("install")
+        .arg(src.join("calc.wasm"))));
+    assert!(err.contains("--plugins DIR"), "{err}");
+
+    let out = ok(&run(host_in(work.path())
+        .args(["--plugins", "plugins", "install"])
+        .arg(format!("file://{}", src.join("calc.wasm").display()))));
+    assert!(out.contains("not verified by a signature"), "{out}");
+    let lock = std::fs::read_to_string(work.path().join("toolhost.lock")).unwrap();
+    assert!(lock.contains("source = \"file://"), "{lock}");
+    assert!(!lock.contains("signer"), "{lock}");
+}

@@ -1,0 +1,3 @@
+//! toolhost-oci's integration tests: one binary, a module per subject.
+
+mod registry;
