@@ -651,9 +651,9 @@ impl Agent {
         // The options' rules, then the executor's for the tools offered now
         // (a name the options already cover is not repeated).
         let info = ToolCallInfo {
-            call_id: String::new(),
             session_id: o.session_id.clone(),
             agent: o.agent.clone(),
+            ..ToolCallInfo::default()
         };
         let mut all: Vec<(String, String)> = o
             .usage_rules
@@ -1118,9 +1118,9 @@ impl Ctx<'_> {
     /// the `read_var` offered is the built-in one.
     fn current_tools(&self) -> (Vec<ToolSpec>, bool) {
         let info = ToolCallInfo {
-            call_id: String::new(),
             session_id: self.opts.session_id.clone(),
             agent: self.opts.agent.clone(),
+            ..ToolCallInfo::default()
         };
         let mut all = self.agent.tools.tools_for(&info);
         let shadowed = all.iter().any(|t| t.name == READ_VAR);
@@ -1753,9 +1753,14 @@ impl Ctx<'_> {
                 (Action::Run { .. }, Some(e)) => (p, e),
                 (action, _) => {
                     let outcome = match action {
-                        Action::Reject { message, kind } => {
-                            error_outcome(message.clone(), kind.clone())
-                        }
+                        Action::Reject { message, kind } => ToolOutcome {
+                            details: Some(serde_json::json!({
+                                "kind": kind.as_str(),
+                                "message": message,
+                                "arguments": p.call.arguments,
+                            })),
+                            ..error_outcome(message.clone(), kind.clone())
+                        },
                         Action::Skip { reason } => {
                             error_outcome(format!("not run: {reason}"), ErrorKind::NotRun)
                         }
@@ -1974,10 +1979,36 @@ impl Ctx<'_> {
                 Err(e) => error_outcome(e.to_string(), ErrorKind::InvalidArguments),
             }
         } else {
+            // Cancelled when the run stops, and once the call is over (so a
+            // native tool's own tasks end with it, timeouts included).
+            let abort = self.opts.abort.child_token();
+            let _cancel_when_over = abort.clone().drop_guard();
+            let progress = self.opts.events.clone().map(|sink| {
+                let (call_id, tool) = (p.call.id.clone(), p.tool.clone());
+                let reports = std::sync::atomic::AtomicU32::new(0);
+                let f: crate::tools::ProgressFn = Arc::new(move |message: &str, fraction| {
+                    let n = reports.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if n < crate::tools::MAX_PROGRESS_REPORTS {
+                        sink(AgentEvent::ToolCallProgress {
+                            round,
+                            call_id: call_id.clone(),
+                            tool: tool.clone(),
+                            message: message.to_owned(),
+                            fraction: fraction
+                                .filter(|f| f.is_finite())
+                                .map(|f| f.clamp(0.0, 1.0)),
+                        });
+                    }
+                });
+                f
+            });
             let info = ToolCallInfo {
                 call_id: p.call.id.clone(),
                 session_id: self.opts.session_id.clone(),
                 agent: self.opts.agent.clone(),
+                round,
+                abort: abort.clone(),
+                progress,
             };
             let call = self.agent.tools.call(&p.tool, p.args.clone(), info);
             let limited = async {
@@ -2009,6 +2040,22 @@ impl Ctx<'_> {
                 outcome = limited => outcome,
             }
         };
+        let mut outcome = outcome;
+        // The executor stopped the run (the user denied the call and chose
+        // to stop): no more calls, no more requests.
+        if stop.is_none() && outcome.error_kind == Some(ErrorKind::Aborted) {
+            stop = Some(Stop {
+                status: Status::Aborted,
+                error: Some(outcome.output.clone()),
+            });
+        }
+        // A failed call's details say what was sent (for user interfaces).
+        if outcome.is_error
+            && let Some(serde_json::Value::Object(d)) = &mut outcome.details
+            && !d.contains_key("arguments")
+        {
+            d.insert("arguments".into(), p.args.clone());
+        }
         self.finish(round, p, outcome, timing, stop)
     }
 

@@ -5,7 +5,8 @@
 //! [`ReasoningDelta`](AgentEvent::ReasoningDelta) /
 //! [`ToolCallStreamed`](AgentEvent::ToolCallStreamed), then per tool call
 //! [`ToolCallPending`](AgentEvent::ToolCallPending) (all calls of the response,
-//! in order), [`ToolCallRunning`](AgentEvent::ToolCallRunning) and
+//! in order), [`ToolCallRunning`](AgentEvent::ToolCallRunning), any
+//! [`ToolCallProgress`](AgentEvent::ToolCallProgress), and
 //! [`ToolCallCompleted`](AgentEvent::ToolCallCompleted) or
 //! [`ToolCallError`](AgentEvent::ToolCallError), then
 //! [`RoundEnd`](AgentEvent::RoundEnd). The last event of a run is always
@@ -114,6 +115,20 @@ pub enum AgentEvent {
         tool: String,
         /// When it started.
         started_at_ms: u64,
+    },
+    /// A running tool reported progress (at most
+    /// [`MAX_PROGRESS_REPORTS`](crate::tools::MAX_PROGRESS_REPORTS) a call).
+    ToolCallProgress {
+        /// The round.
+        round: u32,
+        /// The call id.
+        call_id: String,
+        /// The repaired tool name.
+        tool: String,
+        /// What the tool says it is doing.
+        message: String,
+        /// How far along, 0 to 1, when the tool knows.
+        fraction: Option<f32>,
     },
     /// The tool call succeeded.
     ToolCallCompleted {

@@ -44,8 +44,15 @@ pub struct ToolOutcome {
     pub cached: bool,
 }
 
+/// Receives a running call's progress: `(message, fraction 0..1)`.
+pub type ProgressFn = Arc<dyn Fn(&str, Option<f32>) + Send + Sync>;
+
+/// Most progress reports of one call that become events; later ones are
+/// dropped (a tool cannot flood the caller).
+pub const MAX_PROGRESS_REPORTS: u32 = 64;
+
 /// Per-call information passed to the executor.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct ToolCallInfo {
     /// The model's call id.
     pub call_id: String,
@@ -53,6 +60,27 @@ pub struct ToolCallInfo {
     pub session_id: Option<String>,
     /// The agent profile.
     pub agent: Option<String>,
+    /// The round whose assistant message asked for the call (0 outside a run).
+    pub round: u32,
+    /// Cancelled when the run is aborted or runs out of time: a native tool
+    /// can watch it and stop early (the loop stops waiting either way, and
+    /// the runtime stops a sandboxed call when it is dropped).
+    pub abort: tokio_util::sync::CancellationToken,
+    /// Where the tool's progress reports go, when someone listens (the loop
+    /// turns them into [`AgentEvent::ToolCallProgress`](crate::AgentEvent::ToolCallProgress)).
+    pub progress: Option<ProgressFn>,
+}
+
+impl std::fmt::Debug for ToolCallInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolCallInfo")
+            .field("call_id", &self.call_id)
+            .field("session_id", &self.session_id)
+            .field("agent", &self.agent)
+            .field("round", &self.round)
+            .field("progress", &self.progress.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 /// Lists and runs tools.
@@ -81,7 +109,9 @@ pub trait ToolExecutor: Send + Sync {
     }
 
     /// Runs `name` with `args`. Never fails: every failure is a `ToolOutcome`
-    /// with `is_error` set and a message the model can act on.
+    /// with `is_error` set and a message the model can act on. An outcome
+    /// of kind [`Aborted`](ErrorKind::Aborted) stops the run there (status
+    /// `aborted`): the user denied the call and chose to stop.
     fn call<'a>(
         &'a self,
         name: &'a str,

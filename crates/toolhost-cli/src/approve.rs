@@ -107,9 +107,9 @@ pub fn printable(text: &str) -> String {
 /// How much of a result the prompt shows.
 const SHOWN: usize = 2000;
 
-/// Parses an answer to a call question: `y`/`yes` once, `a`/`always`, or
-/// `n`/`no` with an optional message after it (`n use the cache`). Anything
-/// else, or nothing, is a deny.
+/// Parses an answer to a call question: `y`/`yes` once, `a`/`always`,
+/// `n`/`no` with an optional message after it (`n use the cache`), or
+/// `s`/`stop` (deny, and end the turn). Anything else, or nothing, is a deny.
 pub fn parse_call_answer(line: Option<&str>) -> CallApproval {
     let Some(line) = line else {
         return CallApproval::Deny {
@@ -121,6 +121,9 @@ pub fn parse_call_answer(line: Option<&str>) -> CallApproval {
     match word.to_ascii_lowercase().as_str() {
         "y" | "yes" => CallApproval::AllowOnce,
         "a" | "always" => CallApproval::AllowAlways,
+        "s" | "stop" => CallApproval::DenyAndStop {
+            message: message(word, rest),
+        },
         _ => CallApproval::Deny {
             message: message(word, rest),
         },
@@ -143,7 +146,7 @@ pub fn parse_result_answer(line: Option<&str>) -> ResultApproval {
 /// The message that follows `n`/`no` (or the whole answer when it is not a keyword).
 fn message(word: &str, rest: &str) -> Option<String> {
     let text = match word.to_ascii_lowercase().as_str() {
-        "n" | "no" | "" => rest.trim().to_owned(),
+        "n" | "no" | "s" | "stop" | "" => rest.trim().to_owned(),
         _ => format!("{word} {rest}").trim().to_owned(),
     };
     (!text.is_empty()).then_some(text)
@@ -223,7 +226,7 @@ impl Approver for PromptApprover {
         Box::pin(async move {
             let _turn = self.one_at_a_time.lock().await;
             ask(&format!(
-                "\n? {} ({}) wants to run with {}\n  because: {}\n  allow? [y]es once / [a]lways / [n]o, optionally followed by a message for the model: ",
+                "\n? {} ({}) wants to run with {}\n  because: {}\n  allow? [y]es once / [a]lways / [n]o, optionally followed by a message for the model / [s]top the run: ",
                 printable(req.tool),
                 printable(req.plugin),
                 printable(&req.args.to_string()),
@@ -264,6 +267,16 @@ mod tests {
     fn call_answers_parse_with_an_optional_message() {
         assert_eq!(parse_call_answer(Some("y\n")), CallApproval::AllowOnce);
         assert_eq!(parse_call_answer(Some("Always")), CallApproval::AllowAlways);
+        assert_eq!(
+            parse_call_answer(Some("s enough for today\n")),
+            CallApproval::DenyAndStop {
+                message: Some("enough for today".into())
+            }
+        );
+        assert_eq!(
+            parse_call_answer(Some("stop")),
+            CallApproval::DenyAndStop { message: None }
+        );
         assert_eq!(
             parse_call_answer(Some("n read the README instead\n")),
             CallApproval::Deny {

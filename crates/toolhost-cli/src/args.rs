@@ -277,4 +277,7 @@ pub enum Command {
     /// `publish`, `install` and `keygen`: plugins through OCI registries.
     #[command(flatten)]
     Registry(crate::install::RegistryCommand),
+    /// Create a plugin project in NAME/: a manifest, one tool, a test and
+    /// its build command (Rust, Python or JavaScript).
+    New(crate::new::NewArgs),
 }

@@ -144,6 +144,17 @@ pub fn show_event(event: &AgentEvent, stream_text: bool) {
         AgentEvent::DoomLoopDetected { tool, repeats, .. } => {
             eprintln!("  ! {tool} was called {repeats} times in a row with the same arguments");
         }
+        AgentEvent::ToolCallProgress {
+            tool,
+            message,
+            fraction,
+            ..
+        } => {
+            let pct = fraction
+                .map(|f| format!(" ({:.0}%)", f * 100.0))
+                .unwrap_or_default();
+            eprintln!("  … {tool}: {}{pct}", one_line(message, 100));
+        }
         AgentEvent::ContextCompacted { compaction: c, .. } => {
             let summary = match (c.summarized_messages, c.summarized_by_model) {
                 (0, _) => String::new(),

@@ -35,6 +35,7 @@ pub fn for_call_error(e: &CallError) -> u8 {
         CallError::Denied { .. }
         | CallError::Blocked { .. }
         | CallError::HookFailed { .. }
-        | CallError::Rejected { .. } => DENIED,
+        | CallError::Rejected { .. }
+        | CallError::Stopped { .. } => DENIED,
     }
 }

@@ -9,6 +9,7 @@ mod install;
 mod mcp;
 mod mcp_servers;
 mod model_options;
+mod new;
 mod notices;
 mod repl;
 mod sessions;
@@ -50,6 +51,10 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<u8> {
+    // `host new` writes files and loads nothing.
+    if let Some(Command::New(args)) = &cli.command {
+        return new::run(args);
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -90,6 +95,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         }
         Some(Command::Trust { name }) => commands::trust(&runtime, &name),
         Some(Command::Registry(command)) => rt.block_on(install::run(&cli.global, &command)),
+        Some(Command::New(args)) => new::run(&args),
         Some(Command::Call {
             tool,
             args,

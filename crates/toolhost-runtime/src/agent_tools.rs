@@ -77,6 +77,9 @@ impl ToolExecutor for Runtime {
             if let Some(a) = info.agent {
                 cx = cx.agent(a);
             }
+            if let Some(report) = info.progress {
+                cx = cx.on_progress(move |_tool, message, fraction| report(message, fraction));
+            }
             let result = Runtime::call(self, name, args, cx).await;
             let steps = match steps.lock() {
                 Ok(mut s) => std::mem::take(&mut *s),
@@ -93,7 +96,7 @@ impl ToolExecutor for Runtime {
                 },
                 Err(e) => ToolOutcome {
                     output: e.to_string(),
-                    details: None,
+                    details: Some(error_details(self, name, &e)),
                     is_error: true,
                     error_kind: Some(e.kind()),
                     steps,
@@ -102,6 +105,26 @@ impl ToolExecutor for Runtime {
             }
         })
     }
+}
+
+/// [`CallError::details`](crate::CallError::details), with the tool's
+/// argument schema when the arguments were wrong (the loop adds the
+/// arguments it sent).
+fn error_details(runtime: &Runtime, name: &str, e: &crate::CallError) -> Value {
+    let mut details = e.details();
+    if matches!(
+        e,
+        crate::CallError::InvalidArguments { .. }
+            | crate::CallError::Tool {
+                kind: crate::ToolErrorKind::InvalidArguments,
+                ..
+            }
+    ) && let Some(tool) = Runtime::tools(runtime).into_iter().find(|t| t.name == name)
+        && let Some(d) = details.as_object_mut()
+    {
+        d.insert("schema".into(), (*tool.input_schema).clone());
+    }
+    details
 }
 
 #[cfg(test)]

@@ -283,6 +283,16 @@ pub enum CallError {
         /// The hook's message.
         message: String,
     },
+    /// The user denied the call and stopped the run (an approval's
+    /// [`DenyAndStop`](crate::permission::CallApproval::DenyAndStop)); kind
+    /// `aborted`.
+    #[error("`{tool}` was not run, and the run was stopped: {reason}")]
+    Stopped {
+        /// The tool.
+        tool: String,
+        /// Why.
+        reason: String,
+    },
     /// The user rejected the result; the model reads `{"status":"rejected","message":…}`.
     #[error("{}", crate::permission::rejected_json(.message.as_deref()))]
     Rejected {
@@ -348,6 +358,7 @@ impl CallError {
             CallError::Blocked { .. } => ErrorKind::BlockedByHook,
             CallError::HookFailed { .. } => ErrorKind::HookFailed,
             CallError::Rejected { .. } => ErrorKind::Rejected,
+            CallError::Stopped { .. } => ErrorKind::Aborted,
         }
     }
 
@@ -393,7 +404,9 @@ impl CallError {
             CallError::Host { tool, message } | CallError::HookFailed { tool, message } => {
                 json!({ "tool": tool, "reason": message })
             }
-            CallError::Denied { tool, reason } => json!({ "tool": tool, "reason": reason }),
+            CallError::Denied { tool, reason } | CallError::Stopped { tool, reason } => {
+                json!({ "tool": tool, "reason": reason })
+            }
             CallError::Blocked { tool, hook, reason } => {
                 json!({ "tool": tool, "hook": hook, "reason": reason })
             }

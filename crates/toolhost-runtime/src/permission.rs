@@ -44,6 +44,14 @@ pub enum CallApproval {
         /// What the user wants the model to know.
         message: Option<String>,
     },
+    /// Do not run it, and stop: the call fails with
+    /// [`CallError::Stopped`](crate::CallError::Stopped) (kind `aborted`),
+    /// and the agent loop ends the run there (status `aborted`). Other
+    /// entry points answer it as a denial.
+    DenyAndStop {
+        /// Why, for the record.
+        message: Option<String>,
+    },
 }
 
 /// A result waiting for the user's approval before the model sees it.
@@ -166,6 +174,8 @@ pub enum ApprovalAnswer {
     AllowAlways,
     /// The call does not run.
     Deny,
+    /// The call does not run, and the run stops.
+    DenyAndStop,
     /// The model sees the result.
     Accept,
     /// The model reads that the result was rejected.

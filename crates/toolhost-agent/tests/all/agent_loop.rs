@@ -971,6 +971,7 @@ async fn events_are_emitted_in_order() {
             AgentEvent::ToolCallError { tool, .. } => format!("error {tool}"),
             AgentEvent::DoomLoopDetected { .. } => "doom".into(),
             AgentEvent::ContextCompacted { .. } => "compacted".into(),
+            AgentEvent::ToolCallProgress { message, .. } => format!("progress {message}"),
             AgentEvent::RoundEnd {
                 round, tool_calls, ..
             } => format!("round-end {round} c{tool_calls}"),
@@ -1221,4 +1222,81 @@ async fn a_cached_tool_result_is_marked_in_the_event_and_the_history() {
     saved.as_object_mut().unwrap().remove("cached");
     let old: toolhost_agent::ToolCallRecord = serde_json::from_value(saved).unwrap();
     assert!(!old.cached);
+}
+
+/// A tool that reports progress 100 times, and one that waits on the
+/// call's abort signal from a task of its own.
+struct Observant {
+    aborted: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl toolhost_agent::ToolExecutor for Observant {
+    fn tools(&self) -> Vec<toolhost_agent::ToolSpec> {
+        vec![spec("busy", true), spec("stuck", false)]
+    }
+
+    fn call<'a>(
+        &'a self,
+        name: &'a str,
+        _args: Value,
+        info: toolhost_agent::ToolCallInfo,
+    ) -> toolhost_agent::BoxFuture<'a, ToolOutcome> {
+        let aborted = self.aborted.clone();
+        Box::pin(async move {
+            assert_eq!(info.round, 1);
+            if name == "busy" {
+                let report = info.progress.expect("someone listens");
+                for i in 0..100u8 {
+                    report(&format!("step {i}"), Some(f32::from(i) / 100.0));
+                }
+                return ok("done");
+            }
+            let token = info.abort.clone();
+            tokio::spawn(async move {
+                token.cancelled().await;
+                aborted.store(true, Ordering::SeqCst);
+            });
+            std::future::pending().await
+        })
+    }
+}
+
+#[tokio::test]
+async fn progress_becomes_bounded_events_and_a_tool_sees_the_run_stop() {
+    let aborted = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let tools = Arc::new(Observant {
+        aborted: aborted.clone(),
+    });
+    let provider = ScriptedProvider::new(vec![call("c1", "busy", "{}"), text("ok")]);
+    let (sink, mut rx) = event_channel();
+    let agent = Agent::new(provider.clone(), tools.clone()).with_options(options().events(sink));
+    let result = agent.run(vec![Message::user("go")]).await;
+    assert_eq!(result.status, Status::Completed);
+    let mut progress = Vec::new();
+    while let Ok(e) = rx.try_recv() {
+        if let AgentEvent::ToolCallProgress {
+            message, fraction, ..
+        } = e
+        {
+            progress.push((message, fraction));
+        }
+    }
+    assert_eq!(progress.len(), 64, "at most 64 reports a call");
+    assert_eq!(progress[0], ("step 0".to_owned(), Some(0.0)));
+
+    let provider = ScriptedProvider::new(vec![call("c1", "stuck", "{}")]);
+    let agent = Agent::new(provider.clone(), tools)
+        .with_options(options().timeout(Duration::from_millis(200)));
+    let result = agent.run(vec![Message::user("go")]).await;
+    assert_eq!(result.status, Status::Timeout);
+    for _ in 0..100 {
+        if aborted.load(Ordering::SeqCst) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(
+        aborted.load(Ordering::SeqCst),
+        "the tool saw the abort signal"
+    );
 }

@@ -221,3 +221,38 @@ async fn usage_rules_follow_the_plugins_loaded_and_offered_at_each_run() {
     agent.run(vec![Message::user("hi")]).await;
     assert!(!system(2).contains("## fs"), "{}", system(2));
 }
+
+#[tokio::test]
+async fn a_failed_call_carries_structured_details_for_user_interfaces() {
+    let provider = ScriptedProvider::new(vec![
+        calls(&[
+            ("c1", "calculate", r#"{"expression": 7}"#),
+            ("c2", "calculat", r#"{"expression": "1"}"#),
+            ("c3", "calculate", r#"{"expression": "#),
+        ]),
+        text("Sorry."),
+    ]);
+    let agent = Agent::new(provider.clone(), runtime().await)
+        .with_options(AgentOptions::new("scripted").clock(clock()));
+    let result = agent.run(vec![Message::user("go")]).await;
+    assert_eq!(result.status, Status::Completed, "{:?}", result.error);
+
+    // Schema error: the paths, the arguments received, the schema expected.
+    let d = result.history[0].details.as_ref().expect("details");
+    assert_eq!(d["kind"], "invalid-arguments");
+    assert_eq!(d["tool"], "calculate");
+    assert_eq!(d["issues"][0]["path"], "/expression");
+    assert_eq!(d["arguments"], serde_json::json!({"expression": 7}));
+    assert_eq!(d["schema"]["type"], "object");
+    // A name that does not exist (repair is not guessing): what is available.
+    let d = result.history[1].details.as_ref().expect("details");
+    assert_eq!(d["kind"], "not-found");
+    assert!(d["message"].as_str().unwrap().contains("calculate"), "{d}");
+    // Arguments that are not JSON: the text the model wrote.
+    let d = result.history[2].details.as_ref().expect("details");
+    assert_eq!(d["kind"], "invalid-arguments");
+    assert_eq!(d["arguments"], r#"{"expression": "#);
+    // The model reads the message, never the details.
+    let sent = &provider.requests()[1].messages;
+    assert!(sent.iter().all(|m| !m.content.contains("\"schema\"")));
+}

@@ -204,6 +204,29 @@ fn a_denial_with_a_message_reaches_the_model_and_nothing_is_read() {
 }
 
 #[test]
+fn deny_and_stop_ends_the_turn_without_asking_the_model_again() {
+    let scene = Scene::new();
+    let server = reading_model(&scene.notes);
+    let mut args = run_args(&server);
+    args.insert(args.len() - 1, "--json".to_owned());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = host(&scene, &args, "s not now\n");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(130), "aborted: {stderr}");
+    assert_eq!(server.bodies().len(), 1, "the model was not asked again");
+    let run: Value = serde_json::from_slice(&o.stdout).expect("the run as JSON");
+    assert_eq!(run["status"], "aborted");
+    assert_eq!(run["history"][0]["error_kind"], "aborted");
+    assert!(
+        run["history"][0]["output"]
+            .as_str()
+            .unwrap()
+            .contains("not now"),
+        "{run}"
+    );
+}
+
+#[test]
 fn allow_always_is_saved_in_the_policy_file_and_the_next_run_does_not_ask() {
     let scene = Scene::new();
     let server = reading_model(&scene.notes);

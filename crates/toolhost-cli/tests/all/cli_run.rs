@@ -390,3 +390,28 @@ fn in_the_chat_a_repeated_call_is_the_users_to_allow_or_stop() {
     // Stopped: the model is asked for its answer.
     session.expect("It is 2.");
 }
+
+#[test]
+fn a_plugins_progress_reports_are_shown_while_its_call_runs() {
+    let page = TestServer::start("a small page");
+    let url = page.url("/notes");
+    let args = json!({ "url": url }).to_string();
+    let server = ModelServer::start(move |n, _| {
+        if n == 0 {
+            openai_tool_call("c1", "http_get", &args)
+        } else {
+            openai_text("Fetched.")
+        }
+    });
+    let grant = format!(
+        "http={}",
+        url.trim_start_matches("http://").split('/').next().unwrap()
+    );
+    let (o, _) = run_openai(&server, &["--allow-host", &grant], false);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(&format!("… http_get: GET {url}")),
+        "the http plugin's progress report: {stderr}"
+    );
+}

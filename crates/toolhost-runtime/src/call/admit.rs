@@ -229,6 +229,7 @@ async fn ask(
         CallApproval::AllowOnce => (ApprovalAnswer::AllowOnce, None),
         CallApproval::AllowAlways => (ApprovalAnswer::AllowAlways, None),
         CallApproval::Deny { message } => (ApprovalAnswer::Deny, message.clone()),
+        CallApproval::DenyAndStop { message } => (ApprovalAnswer::DenyAndStop, message.clone()),
     };
     cx.step(|| CallStep::Approval {
         of: ApprovalOf::Call,
@@ -245,6 +246,12 @@ async fn ask(
             Some(m) if !m.trim().is_empty() => format!("the user denied the call: {m}"),
             _ => "the user denied the call".to_owned(),
         })),
+        CallApproval::DenyAndStop { message } => Err(CallError::Stopped {
+            tool: tool.to_owned(),
+            reason: message
+                .filter(|m| !m.trim().is_empty())
+                .unwrap_or_else(|| "the user denied the call and stopped".to_owned()),
+        }),
     }
 }
 

@@ -36,6 +36,15 @@ impl Scene {
         for (from, name) in plugins {
             copy_plugin(from, name, &dir);
         }
+        // The example `fs` plugin opts out of the cache (files change
+        // outside the host); here it is the file reader whose changes make
+        // a hit visible, so its copy loses the opt-out.
+        let fs = dir.join("fs.toml");
+        if let Ok(text) = std::fs::read_to_string(&fs)
+            && let Some(at) = text.find("[cache]")
+        {
+            std::fs::write(&fs, &text[..at]).unwrap();
+        }
         let data = tmp.path().join("data");
         std::fs::create_dir_all(&data).unwrap();
         let data = std::fs::canonicalize(data).unwrap();
@@ -84,6 +93,24 @@ async fn read(rt: &Runtime, path: &str) -> ToolResult {
     call(rt, "read_file", json!({ "path": path }))
         .await
         .expect("read_file succeeds")
+}
+
+#[tokio::test]
+async fn the_example_fs_plugin_as_shipped_always_reads_the_file_again() {
+    let scene = Scene::fs();
+    // Its own manifest, with the opt-out.
+    copy_plugin(&plugins_dir(), "fs", &scene.plugins);
+    scene.write("a.txt", "first version\n");
+    let rt = scene.builder().build().await.unwrap();
+    assert!(!read(&rt, "a.txt").await.cached);
+    scene.write("a.txt", "second version\n");
+    let second = read(&rt, "a.txt").await;
+    assert!(!second.cached);
+    assert!(
+        second.output.contains("second version"),
+        "{}",
+        second.output
+    );
 }
 
 #[tokio::test]
