@@ -22,7 +22,7 @@ use std::process::Command;
 
 use anyhow::Context;
 
-use crate::{cargo, run};
+use crate::{cargo, outside, run};
 
 /// Upstream Go (PyPI, a prebuilt toolchain): 1.24 or later has
 /// `//go:wasmexport`, which the generated bindings use.
@@ -161,42 +161,26 @@ pub fn install(root: &Path) -> anyhow::Result<GoToolchain> {
 }
 
 /// Builds every Go plugin (`plugins/go/NAME/` with `.go` files, and
-/// `NAME.toml` beside them) into `target/plugins-go/NAME.wasm`. A plugin
-/// whose component is newer than its sources and the contract is not rebuilt.
+/// `NAME.toml` beside them) into `target/plugins-go/NAME.wasm`, and every
+/// fixture (`plugins/go/fixtures/NAME/`) into `target/fixtures-go/`, through
+/// the same loop as the Python and JavaScript plugins
+/// ([`outside::foreign_plugins`]): a plugin whose component is newer than its
+/// sources and the contract is not rebuilt.
 pub fn plugins(root: &Path, toolchain: &GoToolchain) -> anyhow::Result<()> {
-    let out = root.join("target").join("plugins-go");
-    std::fs::create_dir_all(&out)?;
-    let wit = root.join("wit").join("plugin.wit");
     let src = root.join("plugins").join("go");
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&src)
-        .with_context(|| format!("reading {}", src.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| !go_files(p).unwrap_or_default().is_empty())
-        .collect();
-    dirs.sort();
-    for dir in dirs {
-        let name = dir
-            .file_name()
-            .and_then(|n| n.to_str())
-            .context("a plugin directory name")?
-            .to_owned();
-        let wasm = out.join(format!("{name}.wasm"));
-        let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-        let newest_source = std::fs::read_dir(&dir)?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .chain([wit.clone()])
-            .filter_map(|p| modified(&p))
-            .max();
-        if modified(&wasm).is_none_or(|built| newest_source.is_some_and(|s| s > built)) {
-            build(root, toolchain, &dir, &name, &wasm)
-                .with_context(|| format!("building the Go plugin {name}"))?;
-        }
-        let manifest = dir.join(format!("{name}.toml"));
-        if manifest.is_file() {
-            std::fs::copy(&manifest, out.join(format!("{name}.toml")))?;
-        }
+    let is_plugin = |dir: &Path| go_files(dir).is_ok_and(|files| !files.is_empty());
+    for (src, out) in [
+        (src.clone(), "plugins-go"),
+        (src.join("fixtures"), "fixtures-go"),
+    ] {
+        outside::foreign_plugins(root, &src, out, is_plugin, &[], |dir, wasm| {
+            let name = dir
+                .file_name()
+                .and_then(|n| n.to_str())
+                .context("a plugin directory name")?;
+            build(root, toolchain, dir, name, wasm)
+        })?;
     }
-    eprintln!("xtask: go plugins in {}", out.display());
     Ok(())
 }
 

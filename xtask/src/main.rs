@@ -7,7 +7,7 @@
 //!   (`plugins/{python,js}/`) into `target/plugins-{py,js}/` and
 //!   `target/fixtures-{py,js}/` (`outside.rs`); Go from PyPI, wit-bindgen and
 //!   wasm-tools from crates.io, and the Go plugins (`plugins/go/`) into
-//!   `target/plugins-go/` (`golang.rs`).
+//!   `target/plugins-go/` and `target/fixtures-go/` (`golang.rs`).
 //! - `test`: `plugins`, then formatting, clippy (host, plugins, SDK), the
 //!   fuzz targets' build, and every test of both workspaces, with the outside
 //!   software they need (the MCP Python SDK, the MCP Inspector) installed
@@ -45,7 +45,7 @@ fn main() -> anyhow::Result<()> {
             eprintln!(
                 "usage: cargo xtask <plugins|test|demo|bench|eval>\n\
                  \n  plugins   build the example and fixture plugins into target/plugins and target/fixtures\
-                 \n  plugins-foreign  install componentize-py/-js into target/tools and build the Python and JS plugins into target/{{plugins,fixtures}}-{{py,js}}\
+                 \n  plugins-foreign  install componentize-py/-js and Go into target/tools and build the Python, JS and Go plugins into target/{{plugins,fixtures}}-{{py,js,go}}\
                  \n  test      build the plugins and run fmt, clippy and every test\
                  \n  demo      build everything (release) and start `host --plugins target/plugins`\
                  \n  bench     build the plugins and run the benchmarks (args go to criterion)\

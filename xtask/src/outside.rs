@@ -217,17 +217,17 @@ pub fn python_plugins(root: &Path, installed: &Installed) -> anyhow::Result<()> 
         (src.clone(), "plugins-py"),
         (src.join("fixtures"), "fixtures-py"),
     ] {
-        foreign_plugins(root, &src, "app.py", out, &helper, |dir, wasm| {
-            let mut cmd = Command::new(&installed.componentize_py);
-            cmd.current_dir(dir)
+        let is_plugin = |dir: &Path| dir.join("app.py").is_file();
+        foreign_plugins(root, &src, out, is_plugin, &[&helper], |dir, wasm| {
+            run(Command::new(&installed.componentize_py)
+                .current_dir(dir)
                 .arg("-d")
                 .arg(&wit)
                 .args(["-w", "tool-plugin", "componentize", "app", "-p", "."])
                 .arg("-p")
                 .arg(&helper_dir)
                 .arg("-o")
-                .arg(wasm);
-            Ok(cmd)
+                .arg(wasm))
         })?;
     }
     Ok(())
@@ -252,18 +252,18 @@ pub fn js_plugins(root: &Path, installed: &Installed) -> anyhow::Result<()> {
         (src.clone(), "plugins-js"),
         (src.join("fixtures"), "fixtures-js"),
     ] {
-        foreign_plugins(root, &src, "app.js", out, &helper, |dir, wasm| {
+        let is_plugin = |dir: &Path| dir.join("app.js").is_file();
+        foreign_plugins(root, &src, out, is_plugin, &[&helper], |dir, wasm| {
             let name = dir.file_name().unwrap_or_default();
             let stage = stage_root.join(name);
             stage_js(dir, &helper, &stage)
                 .with_context(|| format!("staging {} in {}", dir.display(), stage.display()))?;
-            let mut cmd = Command::new("node");
-            cmd.current_dir(&stage)
+            run(Command::new("node")
+                .current_dir(&stage)
                 .arg(&script)
                 .arg(stage.join("app.js"))
                 .arg(&wit)
-                .arg(wasm);
-            Ok(cmd)
+                .arg(wasm))
         })?;
     }
     Ok(())
@@ -287,18 +287,19 @@ fn stage_js(dir: &Path, helper: &Path, stage: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Builds each directory of `src` that has `entry` into
+/// Builds each directory of `src` for which `is_plugin(dir)` holds into
 /// `target/OUT/NAME.wasm` with `build(dir, wasm)`, and copies its
-/// `NAME.toml`. A plugin whose component is newer than its sources, the
-/// helper module and the contract is not rebuilt. A missing `src` builds
-/// nothing.
-fn foreign_plugins(
+/// `NAME.toml`. A plugin whose component is newer than the files of its
+/// directory, the contract and the files of `watch` (a helper module) is not
+/// rebuilt. A missing `src` builds nothing. Python, JavaScript and Go
+/// plugins all go through here.
+pub(crate) fn foreign_plugins(
     root: &Path,
     src: &Path,
-    entry: &str,
     out: &str,
-    helper: &Path,
-    build: impl Fn(&Path, &Path) -> anyhow::Result<Command>,
+    is_plugin: impl Fn(&Path) -> bool,
+    watch: &[&Path],
+    build: impl Fn(&Path, &Path) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
     if !src.is_dir() {
         return Ok(());
@@ -309,7 +310,7 @@ fn foreign_plugins(
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(src)
         .with_context(|| format!("reading {}", src.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.join(entry).is_file())
+        .filter(|p| p.is_dir() && is_plugin(p))
         .collect();
     dirs.sort();
     for dir in dirs {
@@ -322,12 +323,12 @@ fn foreign_plugins(
         let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
         let newest_source = std::fs::read_dir(&dir)?
             .filter_map(|e| e.ok().map(|e| e.path()))
-            .chain([wit.clone(), helper.to_owned()])
+            .chain([wit.clone()])
+            .chain(watch.iter().map(|p| p.to_path_buf()))
             .filter_map(|p| modified(&p))
             .max();
         if modified(&wasm).is_none_or(|built| newest_source.is_some_and(|s| s > built)) {
-            run(&mut build(&dir, &wasm)?)
-                .with_context(|| format!("building the plugin {}", dir.display()))?;
+            build(&dir, &wasm).with_context(|| format!("building the plugin {}", dir.display()))?;
         }
         let manifest = dir.join(format!("{name}.toml"));
         if manifest.is_file() {

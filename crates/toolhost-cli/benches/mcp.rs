@@ -74,7 +74,9 @@ fn main() {
     let cache = root.join("target/bench-cache");
     let host = |extra: &[&str]| {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_host"));
-        cmd.arg("--plugins")
+        // The pipeline is measured, not the result cache.
+        cmd.arg("--no-result-cache")
+            .arg("--plugins")
             .arg(&plugins)
             .arg("--cache-dir")
             .arg(&cache)

@@ -64,6 +64,11 @@ pub struct Global {
     #[arg(long, global = true)]
     pub no_cache: bool,
 
+    /// Run every call, never answering one from the result cache of
+    /// read-only, idempotent tools.
+    #[arg(long, global = true)]
+    pub no_result_cache: bool,
+
     /// Permission policy file (TOML): allow / ask / deny rules, result approval,
     /// per-agent profiles, plugin grants. Errors stop the host before it starts.
     #[arg(long, value_name = "FILE", env = "TOOLHOST_POLICY", global = true)]

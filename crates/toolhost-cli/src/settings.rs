@@ -269,6 +269,9 @@ pub fn builder(global: &Global, only: Option<&[PathBuf]>) -> anyhow::Result<Runt
         .limits(limits)
         .lock_file(lock)
         .accept_new_digests(global.dev);
+    if global.no_result_cache {
+        builder = builder.result_cache(toolhost_runtime::CacheOptions::disabled());
+    }
     if global.no_cache {
         builder = builder.cache_dir(None);
     } else if let Some(dir) = global.cache_dir.clone().or(file.cache_dir) {

@@ -107,6 +107,8 @@ async fn runtime_calls(command: &[String], arguments: &Value, calls: usize) -> V
     let args: Vec<&str> = command[1..].iter().map(String::as_str).collect();
     let source = McpSource::start(McpServerConfig::stdio("s", &command[0], &args)).unwrap();
     let runtime = Runtime::builder()
+        // Fresh calls are measured, not the result cache.
+        .result_cache(toolhost_runtime::CacheOptions::disabled())
         .cache_dir(None)
         .source(Arc::new(source))
         .build()

@@ -252,6 +252,8 @@ fn memory(o: &Options) {
     let pool_size = engine.pool_size;
     let runtime = rt.block_on(async {
         Runtime::builder()
+            // Fresh calls are measured, not the result cache.
+            .result_cache(toolhost_runtime::CacheOptions::disabled())
             .plugin_dir(dir.path())
             .cache_dir(Some(cache.path().to_owned()))
             .engine_settings(engine)
@@ -317,6 +319,8 @@ fn main() {
     calc.limits.max_instances = o.max_instances;
     let runtime = rt.block_on(async {
         Runtime::builder()
+            // Fresh calls are measured, not the result cache.
+            .result_cache(toolhost_runtime::CacheOptions::disabled())
             .plugin_dir(plugins_dir())
             .cache_dir(Some(cache.path().to_owned()))
             .plugin_settings("calc", calc)

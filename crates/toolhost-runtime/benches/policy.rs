@@ -67,6 +67,8 @@ fn calls(c: &mut Criterion) {
     let build = |f: &dyn Fn(RuntimeBuilder) -> RuntimeBuilder| {
         rt.block_on(
             f(Runtime::builder()
+                // Fresh calls are measured, not the result cache.
+                .result_cache(toolhost_runtime::CacheOptions::disabled())
                 .plugin_dir(
                     built("plugins", "redact-secrets.wasm")
                         .parent()

@@ -56,6 +56,8 @@ fn reload(c: &mut Criterion) {
     let build = |watch: bool| {
         rt.block_on(
             Runtime::builder()
+                // Fresh calls are measured, not the result cache.
+                .result_cache(toolhost_runtime::CacheOptions::disabled())
                 .plugin_dir(dir.path())
                 .cache_dir(Some(cache.path().to_owned()))
                 .watch(watch)
@@ -140,6 +142,8 @@ fn start(c: &mut Criterion) {
     let load = |dir: &Path, plugins: usize| {
         rt.block_on(async {
             let r = Runtime::builder()
+                // Fresh calls are measured, not the result cache.
+                .result_cache(toolhost_runtime::CacheOptions::disabled())
                 .plugin_dir(dir)
                 .cache_dir(Some(cache.path().to_owned()))
                 .build()

@@ -39,6 +39,12 @@ impl Default for EngineSettings {
     }
 }
 
+/// Bytes of each pooled table kept resident between sandboxes (see
+/// [`EngineSettings::memory_keep_resident`]): the indirect-function tables
+/// of interpreters compiled to wasm (CPython, SpiderMonkey) hold 5,000–8,000
+/// entries, 40–64 KiB, several tables per component.
+const TABLE_KEEP_RESIDENT: usize = 1024 * 1024;
+
 /// Builds the engine: component model, async, epoch interruption, pooling
 /// allocator with copy-on-write memory images.
 pub(crate) fn build_engine(s: &EngineSettings) -> Result<Engine, RuntimeError> {
@@ -63,12 +69,12 @@ pub(crate) fn build_engine(s: &EngineSettings) -> Result<Engine, RuntimeError> {
         // actually touched are reset.
         .linear_memory_keep_resident(s.memory_keep_resident)
         .table_keep_resident(if s.memory_keep_resident > 0 {
-            64 * 1024
+            TABLE_KEEP_RESIDENT
         } else {
             0
         })
         .async_stack_keep_resident(if s.memory_keep_resident > 0 {
-            128 * 1024
+            s.max_wasm_stack + 1024 * 1024
         } else {
             0
         })

@@ -1,8 +1,9 @@
 //! Plugins written in other languages, built from source by the test command
 //! with their own toolchains (`cargo xtask test`: componentize-py from PyPI
 //! builds `plugins/python/*` into `target/plugins-py/`, componentize-js from
-//! npm builds `plugins/js/*` into `target/plugins-js/`), loaded and called
-//! like any Rust plugin.
+//! npm builds `plugins/js/*` into `target/plugins-js/`, Go from PyPI with
+//! wit-bindgen and wasm-tools builds `plugins/go/*` into `target/plugins-go/`),
+//! loaded and called like any Rust plugin.
 
 use std::path::PathBuf;
 
@@ -15,8 +16,9 @@ fn built(dir: &str, file: &str) -> PathBuf {
     let dir = root().join("target").join(dir);
     assert!(
         dir.join(file).is_file(),
-        "{} is missing: run the tests with `cargo xtask test`, which builds the Python \
-         and JavaScript plugins with componentize-py and componentize-js",
+        "{} is missing: run the tests with `cargo xtask test` (or `cargo xtask \
+         plugins-foreign`), which builds the Python, JavaScript and Go plugins with \
+         componentize-py, componentize-js and Go",
         dir.join(file).display()
     );
     dir
@@ -110,9 +112,10 @@ fn a_javascript_plugin_answers_with_text_structured_output_and_typed_errors() {
 }
 
 /// The Python and JavaScript plugins written with the helper modules
-/// (`sdk/python/toolhost_plugin.py`, `sdk/js/toolhost-plugin.js`), and the
-/// fixtures `plugins/{python,js}/fixtures/*-hostile` (a tool that loops
-/// forever in the guest language), built into `target/fixtures-{py,js}/`.
+/// (`sdk/python/toolhost_plugin.py`, `sdk/js/toolhost-plugin.js`), the Go
+/// plugin, and the fixtures `plugins/{python,js,go}/fixtures/*-hostile` (a
+/// tool that loops forever in the guest language), built into
+/// `target/fixtures-{py,js,go}/`.
 mod helpers {
     use std::path::{Path, PathBuf};
     use std::process::{Command, Output};
@@ -128,6 +131,10 @@ mod helpers {
 
     fn js() -> PathBuf {
         built("plugins-js", "text-case.wasm")
+    }
+
+    fn go() -> PathBuf {
+        built("plugins-go", "file-digest.wasm")
     }
 
     fn fixtures(lang: &str, name: &str) -> PathBuf {
@@ -248,10 +255,11 @@ mod helpers {
     }
 
     #[test]
-    fn a_python_or_javascript_tool_that_loops_forever_is_stopped_at_its_time_limit() {
+    fn a_python_javascript_or_go_tool_that_loops_forever_is_stopped_at_its_time_limit() {
         for (lang, plugin, tool) in [
             ("py", "py-hostile", "py_spin"),
             ("js", "js-hostile", "js_spin"),
+            ("go", "go-hostile", "go_spin"),
         ] {
             let dir = fixtures(lang, plugin);
             let (code, r) = call_in(&dir, &["--timeout-ms", "300"], tool, "{}");
@@ -260,6 +268,24 @@ mod helpers {
             let message = r["error"]["message"].as_str().unwrap();
             assert!(message.contains("timed out after 300ms"), "{message}");
         }
+    }
+
+    #[test]
+    fn a_go_tool_that_loops_forever_is_stopped_at_the_lower_limit_of_its_manifest() {
+        // `go-hostile.toml` asks for `timeout-ms = 500`, below the host's.
+        let dir = fixtures("go", "go-hostile");
+        let started = std::time::Instant::now();
+        let (code, r) = call_in(&dir, &[], "go_spin", "{}");
+        assert_eq!(code, 6, "{r}");
+        assert_eq!(r["error"]["kind"], "sandbox-fault", "{r}");
+        let message = r["error"]["message"].as_str().unwrap();
+        assert!(message.contains("timed out after 500ms"), "{message}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(20));
+        // A flag lowers it further; the manifest cannot raise the host's.
+        let (code, r) = call_in(&dir, &["--timeout-ms", "200"], "go_spin", "{}");
+        assert_eq!(code, 6, "{r}");
+        let message = r["error"]["message"].as_str().unwrap();
+        assert!(message.contains("timed out after 200ms"), "{message}");
     }
 
     /// An OpenAI-style streamed answer that calls `calls` (`(id, tool, args)`).
@@ -292,24 +318,33 @@ mod helpers {
     }
 
     #[test]
-    fn the_agent_loop_calls_python_and_javascript_tools_and_keeps_serving_after_a_guest_loops_forever()
+    fn the_agent_loop_calls_python_javascript_and_go_tools_and_keeps_serving_after_a_guest_loops_forever()
      {
         let server = ModelServer::start(|n, _| match n {
-            0 => tool_calls(&[("c1", "py_spin", "{}"), ("c2", "js_spin", "{}")]),
+            0 => tool_calls(&[
+                ("c1", "py_spin", "{}"),
+                ("c2", "js_spin", "{}"),
+                ("c6", "go_spin", "{}"),
+            ]),
             1 => tool_calls(&[
                 ("c3", "text_stats", r#"{"text": "one two"}"#),
                 ("c4", "shout", r#"{"text": "hi"}"#),
                 ("c5", "py_echo", r#"{"text": "still here"}"#),
+                ("c7", "sha256", r#"{"text": "abc"}"#),
+                ("c8", "go_echo", r#"{"text": "go on"}"#),
             ]),
             _ => openai_sse(&[
                 json!({"choices": [{"index": 0, "delta": {"content": "Done."}, "finish_reason": "stop"}]}),
             ]),
         });
         let base = format!("http://127.0.0.1:{}/v1", server.port);
-        let (py_fixtures, js_fixtures) =
-            (fixtures("py", "py-hostile"), fixtures("js", "js-hostile"));
+        let (py_fixtures, js_fixtures, go_fixtures) = (
+            fixtures("py", "py-hostile"),
+            fixtures("js", "js-hostile"),
+            fixtures("go", "go-hostile"),
+        );
         let mut cmd = host(&root().join("target/test-cache"));
-        for dir in [py(), js(), py_fixtures, js_fixtures] {
+        for dir in [py(), js(), go(), py_fixtures, js_fixtures, go_fixtures] {
             cmd.arg("--plugins").arg(dir);
         }
         let o = cmd
@@ -343,10 +378,13 @@ mod helpers {
             "json_pick",
             "py_spin",
             "js_spin",
+            "sha256",
+            "go_spin",
+            "go_echo",
         ] {
             assert!(offered.contains(&name), "{name} in {offered:?}");
         }
-        for id in ["c1", "c2"] {
+        for id in ["c1", "c2", "c6"] {
             let answer = tool_message(&bodies[1], id);
             assert!(answer.contains("timed out"), "{id}: {answer}");
         }
@@ -356,6 +394,11 @@ mod helpers {
         );
         assert_eq!(tool_message(&bodies[2], "c4"), "HI");
         assert_eq!(tool_message(&bodies[2], "c5"), "still here");
+        assert_eq!(
+            tool_message(&bodies[2], "c7"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        assert_eq!(tool_message(&bodies[2], "c8"), "go on");
     }
 
     /// The helpers' own unit tests (plain `python3` and `node`, no component).

@@ -1,4 +1,4 @@
-//! `host new NAME --lang rust|python|js`: the scaffold builds with the
+//! `host new NAME --lang rust|python|js|go`: the scaffold builds with the
 //! language's one build command (run here with the toolchains `cargo xtask
 //! test` installs under `target/tools/`), passes `host check`, answers
 //! `host call`, and its own test passes. A missing toolchain fails the test,
@@ -12,7 +12,8 @@ use serde_json::Value;
 use crate::support::*;
 
 const HOW: &str = "run the tests with `cargo xtask test`, which installs the plugin toolchains \
-                   (the wasm32-wasip2 target, componentize-py, componentize-js) under target/tools/";
+                   (the wasm32-wasip2 target, componentize-py, componentize-js, Go, wit-bindgen, \
+                   wasm-tools) under target/tools/";
 
 /// Runs `cmd` and returns its stdout; a failure shows both streams.
 fn run(cmd: &mut Command, what: &str) -> String {
@@ -198,6 +199,64 @@ fn a_new_javascript_plugin_builds_passes_host_check_and_answers() {
     );
     assert!(out.contains("# pass 2"), "{out}");
     assert!(out.contains("# fail 0"), "{out}");
+}
+
+#[test]
+fn a_new_go_plugin_builds_passes_host_check_and_answers() {
+    let (_parent, dir) = scaffold("go");
+    for file in [
+        "tool.go",
+        "greet.go",
+        "greet_test.go",
+        "go.mod",
+        "build.sh",
+        "plugin.wit",
+    ] {
+        assert!(dir.join(file).is_file(), "{file}");
+    }
+    // The toolchain `cargo xtask plugins-foreign` installs; Go's caches and
+    // no network, as xtask builds the Go plugins.
+    let go = outside_tool("go/bin/go");
+    let tools = go.ancestors().nth(3).unwrap().to_owned();
+    let go_env = |cmd: &mut Command| {
+        cmd.current_dir(&dir)
+            .env("GOTOOLCHAIN", "local")
+            .env("GOPROXY", "off")
+            .env("GOSUMDB", "off")
+            .env("GOTELEMETRY", "off")
+            .env("GOPATH", tools.join("gopath"))
+            .env("GOCACHE", tools.join("gocache"));
+    };
+    let mut build = Command::new("sh");
+    go_env(&mut build);
+    let out = run(
+        build.arg("build.sh").env("TOOLHOST_TOOLS", &tools),
+        "sh build.sh (the scaffold's build command)",
+    );
+    assert!(out.contains("built demo.wasm"), "{out}");
+    check_and_call(&dir);
+
+    let mut test = Command::new(&go);
+    go_env(&mut test);
+    let out = run(
+        test.args(["test", "-v", "./..."]),
+        "go test (the scaffold's own test)",
+    );
+    assert_eq!(out.matches("--- PASS").count(), 3, "{out}");
+    assert!(!out.contains("--- FAIL"), "{out}");
+
+    // A missing tool is named, not a shell error.
+    let mut build = Command::new("sh");
+    go_env(&mut build);
+    let o = build
+        .arg("build.sh")
+        .env("TOOLHOST_TOOLS", &tools)
+        .env("WASM_TOOLS", dir.join("no-such-wasm-tools"))
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("no-such-wasm-tools not found"), "{err}");
 }
 
 #[test]
