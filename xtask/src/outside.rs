@@ -68,36 +68,47 @@ impl Installed {
     }
 }
 
+/// A venv at `venv` with `packages` from PyPI, made anew when the list
+/// changes (a `.installed-A+B…` marker); returns its python. `what` names
+/// them in the error when PyPI or python3 fails.
+pub(crate) fn pip_venv(venv: &Path, packages: &[&str], what: &str) -> anyhow::Result<PathBuf> {
+    let python = venv.join("bin").join("python");
+    let marker = venv.join(format!(".installed-{}", packages.join("+")));
+    if !marker.is_file() {
+        let _ = std::fs::remove_dir_all(venv);
+        run(Command::new("python3").arg("-m").arg("venv").arg(venv))
+            .with_context(|| format!("python3 (3.10 or later, with venv) is needed for {what}"))?;
+        run(Command::new(&python)
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+            ])
+            .args(packages))
+        .with_context(|| format!("installing {what} from PyPI"))?;
+        std::fs::write(&marker, "")?;
+    }
+    Ok(python)
+}
+
 /// Installs what is missing and says where everything is.
 pub fn install(root: &Path) -> anyhow::Result<Installed> {
     let dir = root.join("target").join("tools");
     std::fs::create_dir_all(&dir)?;
     let venv = dir.join("py");
-    let python = venv.join("bin").join("python");
-    let marker = venv.join(format!(
-        ".installed-{MCP_PYTHON_SDK}+{COMPONENTIZE_PY}+{MCP_SERVER_TIME}+{MCP_SERVER_GIT}+{BUBBLEWRAP}"
-    ));
-    if !marker.is_file() {
-        let _ = std::fs::remove_dir_all(&venv);
-        run(Command::new("python3").arg("-m").arg("venv").arg(&venv))
-            .context("python3 (3.10 or later, with venv) is needed for the MCP tests")?;
-        run(Command::new(&python).args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
+    let python = pip_venv(
+        &venv,
+        &[
             MCP_PYTHON_SDK,
             COMPONENTIZE_PY,
             MCP_SERVER_TIME,
             MCP_SERVER_GIT,
             BUBBLEWRAP,
-        ]))
-        .context(
-            "installing the MCP Python SDK, componentize-py and the reference MCP servers from PyPI",
-        )?;
-        std::fs::write(&marker, "")?;
-    }
+        ],
+        "the MCP Python SDK, componentize-py and the reference MCP servers",
+    )?;
     let node = dir.join("node");
     let inspector = node.join("node_modules").join(".bin").join("mcp-inspector");
     let marker = node.join(format!(

@@ -76,6 +76,33 @@ struct Chat {
     vars: Arc<VarStore>,
 }
 
+impl Chat {
+    /// Runs `n` turns as a chat does (each on the history the last one left,
+    /// see `next_turn_history`); each must complete with the model's answer.
+    /// Returns the history after the last.
+    async fn turns(&self, n: u64) -> Vec<Message> {
+        let mut history: Vec<Message> = Vec::new();
+        for i in 0..n {
+            let mut messages = history.clone();
+            messages.push(Message::user(prompt(i)));
+            let result = self.agent.run(messages).await;
+            assert_eq!(
+                result.status,
+                Status::Completed,
+                "turn {i}: {:?}",
+                result.error
+            );
+            assert!(
+                result.text.starts_with("Looked up"),
+                "turn {i}: {}",
+                result.text
+            );
+            history = next_turn_history(&result);
+        }
+        history
+    }
+}
+
 fn chat(server: &FakeModel, options: AgentOptions) -> Chat {
     let events = Arc::new(Mutex::new(Vec::new()));
     let vars = Arc::new(VarStore::new());
@@ -125,24 +152,7 @@ async fn a_200_turn_chat_fits_an_8k_context_by_pruning_and_summarising() {
         &server,
         AgentOptions::new("local-model").context_window(8192),
     );
-    let mut history: Vec<Message> = Vec::new();
-    for i in 0..200 {
-        let mut messages = history.clone();
-        messages.push(Message::user(prompt(i)));
-        let result = chat.agent.run(messages).await;
-        assert_eq!(
-            result.status,
-            Status::Completed,
-            "turn {i}: {:?}",
-            result.error
-        );
-        assert!(
-            result.text.starts_with("Looked up"),
-            "turn {i}: {}",
-            result.text
-        );
-        history = next_turn_history(&result);
-    }
+    let history = chat.turns(200).await;
 
     let bodies = server.bodies();
     let refused: Vec<u64> = bodies
@@ -202,19 +212,7 @@ async fn a_request_refused_as_too_long_is_compacted_and_sent_again_and_the_windo
     let server = context_limited(N_CTX, scripted_model(true)).await;
     // No window configured, and the model is not a known one.
     let chat = chat(&server, AgentOptions::new("local-model"));
-    let mut history: Vec<Message> = Vec::new();
-    for i in 0..40 {
-        let mut messages = history.clone();
-        messages.push(Message::user(prompt(i)));
-        let result = chat.agent.run(messages).await;
-        assert_eq!(
-            result.status,
-            Status::Completed,
-            "turn {i}: {:?}",
-            result.error
-        );
-        history = next_turn_history(&result);
-    }
+    chat.turns(40).await;
     let refused = server
         .bodies()
         .iter()
@@ -233,19 +231,7 @@ async fn turns_the_model_cannot_summarise_are_removed_with_a_note_and_the_chat_g
         &server,
         AgentOptions::new("local-model").context(ContextPolicy::default().window(4096)),
     );
-    let mut history: Vec<Message> = Vec::new();
-    for i in 0..40 {
-        let mut messages = history.clone();
-        messages.push(Message::user(prompt(i)));
-        let result = chat.agent.run(messages).await;
-        assert_eq!(
-            result.status,
-            Status::Completed,
-            "turn {i}: {:?}",
-            result.error
-        );
-        history = next_turn_history(&result);
-    }
+    let history = chat.turns(40).await;
     let done = compactions(&chat.events.lock().unwrap());
     let removed: Vec<_> = done.iter().filter(|c| c.summarized_messages > 0).collect();
     assert!(!removed.is_empty(), "{done:#?}");

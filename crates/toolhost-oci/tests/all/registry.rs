@@ -3,13 +3,13 @@
 //! that refuses a plugin exercised by an artifact crafted to fail it.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use oci_client::Reference;
 use oci_client::client::{ClientConfig, ClientProtocol, Config, ImageLayer};
 use oci_client::manifest::OciImageManifest;
 use toolhost_oci::{
-    FetchOptions, NAME_ANNOTATION, OciError, PLUGIN_MANIFEST_MEDIA_TYPE, PublishOptions,
+    FetchOptions, NAME_ANNOTATION, OciError, PLUGIN_MANIFEST_MEDIA_TYPE, PublishOptions, Published,
     SigningKey, Source, WASM_CONFIG_MEDIA_TYPE, WASM_LAYER_MEDIA_TYPE, fetch, publish,
 };
 use toolhost_test_support::{Registry, copy_plugin, plugins_dir};
@@ -24,6 +24,17 @@ fn calc() -> (tempfile::TempDir, PathBuf) {
 
 fn reference(registry: &Registry, repo_tag: &str) -> Reference {
     format!("{}/{repo_tag}", registry.address).parse().unwrap()
+}
+
+/// Publishes `wasm` unsigned as `repo_tag` on `registry`.
+async fn publish_unsigned(registry: &Registry, wasm: &Path, repo_tag: &str) -> Published {
+    publish(
+        wasm,
+        &reference(registry, repo_tag),
+        &PublishOptions::default(),
+    )
+    .await
+    .unwrap()
 }
 
 fn source(published: &str) -> Source {
@@ -120,13 +131,7 @@ fn named(name: &str) -> BTreeMap<String, String> {
 async fn a_published_plugin_installs_byte_for_byte_with_its_manifest() {
     let registry = Registry::start();
     let (_dir, wasm) = calc();
-    let published = publish(
-        &wasm,
-        &reference(&registry, "tools/calc:0.1.0"),
-        &PublishOptions::default(),
-    )
-    .await
-    .unwrap();
+    let published = publish_unsigned(&registry, &wasm, "tools/calc:0.1.0").await;
     assert_eq!(published.name, "calc");
     assert_eq!(published.signer, None);
 
@@ -164,13 +169,7 @@ async fn a_published_plugin_installs_byte_for_byte_with_its_manifest() {
 async fn the_artifact_uses_the_wasm_oci_layout_that_wkg_reads() {
     let registry = Registry::start();
     let (_dir, wasm) = calc();
-    let published = publish(
-        &wasm,
-        &reference(&registry, "calc:1"),
-        &PublishOptions::default(),
-    )
-    .await
-    .unwrap();
+    let published = publish_unsigned(&registry, &wasm, "calc:1").await;
     let response = registry
         .get(&format!("/v2/calc/manifests/{}", published.manifest_digest))
         .unwrap();
@@ -190,13 +189,7 @@ async fn the_artifact_uses_the_wasm_oci_layout_that_wkg_reads() {
 async fn a_tampered_component_blob_in_the_registry_is_refused() {
     let registry = Registry::start();
     let (_dir, wasm) = calc();
-    let published = publish(
-        &wasm,
-        &reference(&registry, "calc:1"),
-        &PublishOptions::default(),
-    )
-    .await
-    .unwrap();
+    let published = publish_unsigned(&registry, &wasm, "calc:1").await;
     let blob = registry.blob_path(&published.digest);
     let mut bytes = std::fs::read(&blob).unwrap();
     let last = bytes.len() - 1;
@@ -213,13 +206,7 @@ async fn a_tampered_component_blob_in_the_registry_is_refused() {
 async fn a_manifest_whose_bytes_do_not_match_its_digest_is_refused() {
     let registry = Registry::start();
     let (_dir, wasm) = calc();
-    let published = publish(
-        &wasm,
-        &reference(&registry, "calc:1"),
-        &PublishOptions::default(),
-    )
-    .await
-    .unwrap();
+    let published = publish_unsigned(&registry, &wasm, "calc:1").await;
     // The registry now serves other manifest bytes under the same digest
     // (a compromised registry or a man in the middle).
     let blob = registry.blob_path(&published.manifest_digest);
@@ -240,13 +227,7 @@ async fn signatures_missing_valid_and_by_another_key_are_told_apart() {
     let (_dir, wasm) = calc();
     let ours = SigningKey::generate().unwrap();
     let theirs = SigningKey::generate().unwrap();
-    let unsigned = publish(
-        &wasm,
-        &reference(&registry, "calc:unsigned"),
-        &PublishOptions::default(),
-    )
-    .await
-    .unwrap();
+    let unsigned = publish_unsigned(&registry, &wasm, "calc:unsigned").await;
     // Another build (the manifest differs by its creation time at least):
     // change a byte of the manifest TOML so the digest surely differs.
     std::fs::write(
@@ -321,13 +302,7 @@ async fn a_signature_moved_onto_another_manifest_is_refused() {
     .await
     .unwrap();
     std::fs::write(wasm.with_extension("toml"), "name = \"calc\"\n# evil\n").unwrap();
-    let evil = publish(
-        &wasm,
-        &reference(&registry, "calc:evil"),
-        &PublishOptions::default(),
-    )
-    .await
-    .unwrap();
+    let evil = publish_unsigned(&registry, &wasm, "calc:evil").await;
     // Copy the good signature artifact to the evil manifest's signature tag.
     let sig_tag = |d: &str| toolhost_oci::signature::signature_tag(d).unwrap();
     let response = registry
@@ -361,13 +336,7 @@ async fn a_signature_moved_onto_another_manifest_is_refused() {
 async fn a_component_over_the_size_limit_is_refused_before_download() {
     let registry = Registry::start();
     let (_dir, wasm) = calc();
-    let published = publish(
-        &wasm,
-        &reference(&registry, "calc:1"),
-        &PublishOptions::default(),
-    )
-    .await
-    .unwrap();
+    let published = publish_unsigned(&registry, &wasm, "calc:1").await;
     let size = std::fs::metadata(&wasm).unwrap().len();
     let options = FetchOptions {
         max_component_bytes: size - 1,
