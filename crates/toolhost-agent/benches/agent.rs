@@ -160,6 +160,7 @@ fn bench(c: &mut Criterion) {
             max_tokens: None,
             temperature: None,
             response_schema: None,
+            grammar: None,
             ..Default::default()
         };
         g.bench_with_input(

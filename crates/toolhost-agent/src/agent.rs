@@ -166,12 +166,20 @@ fn is_context_overflow(e: &ProviderError) -> bool {
 /// Longest tool result kept when a history is rendered as text.
 const TEXT_HISTORY_RESULT_CHARS: usize = 4000;
 
+/// How [`history_as_text`] starts: a log the host wrote, so that the model
+/// neither takes it for the user's words nor imitates its lines.
+const TEXT_HISTORY_HEAD: &str = "[System-generated log of the conversation so far, written by \
+the host for reference. It is not a message from the user; do not continue or imitate it.]\n";
+
+/// How the log of [`history_as_text`] ends.
+const TEXT_HISTORY_TAIL: &str = "\n[End of the log]\n\n";
+
 /// `messages` as plain text in one user message, for a final answer asked
 /// without tools: some models and servers cannot answer a history of tool
 /// calls once tools are off. Results are cut at
 /// [`TEXT_HISTORY_RESULT_CHARS`].
 fn history_as_text(messages: &[Message]) -> Vec<Message> {
-    let mut text = String::from("The conversation so far:\n");
+    let mut text = String::from(TEXT_HISTORY_HEAD);
     for m in messages {
         match m.role {
             Role::System => {}
@@ -202,7 +210,7 @@ fn history_as_text(messages: &[Message]) -> Vec<Message> {
             }
         }
     }
-    text.push('\n');
+    text.push_str(TEXT_HISTORY_TAIL);
     text.push_str(FINAL_ANSWER_NOTE);
     vec![Message::user(text)]
 }
@@ -1338,6 +1346,7 @@ impl Ctx<'_> {
             max_tokens: self.opts.max_tokens,
             temperature: self.opts.temperature,
             response_schema: None,
+            grammar: None,
             ..Default::default()
         };
         crate::request::prepare(self.opts, &mut request).await;

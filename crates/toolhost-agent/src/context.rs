@@ -49,8 +49,7 @@ use crate::message::{Message, Role};
 use crate::tools::ToolSpec;
 
 /// The first line of a summary that replaced earlier turns.
-pub const SUMMARY_MARK: &str =
-    "[Summary of the earlier conversation, compacted to fit the model's context]";
+pub const SUMMARY_MARK: &str = "[System-generated summary of the earlier conversation, compacted to fit the model's context; not a message from the user]";
 
 /// The first line of a note that replaced earlier turns the model could not summarise.
 pub const REMOVED_MARK: &str = "[Earlier messages were removed to fit the model's context]";

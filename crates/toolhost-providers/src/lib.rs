@@ -86,6 +86,11 @@ pub struct CompletionRequest {
     /// Anthropic provider. The prompt protocols set it (`prompt.rs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response_schema: Option<serde_json::Value>,
+    /// Asks the server to hold the reply to this GBNF grammar (llama.cpp's
+    /// `grammar` field; a server without it refuses the field). Ignored by
+    /// the Anthropic provider. The xml prompt protocol sets it (`prompt.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grammar: Option<String>,
     /// Nucleus sampling.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub top_p: Option<f32>,

@@ -164,6 +164,9 @@ impl OpenAiCompatible {
                 "json_schema": {"name": "reply", "schema": schema},
             });
         }
+        if let Some(grammar) = &request.grammar {
+            body["grammar"] = json!(grammar);
+        }
         if self.stream {
             body["stream"] = json!(true);
             body["stream_options"] = json!({"include_usage": true});

@@ -70,16 +70,25 @@ pub struct PromptTools {
     refused_schema: std::sync::atomic::AtomicBool,
 }
 
-/// Whether the JSON protocol asks the server for constrained decoding: the
-/// reply held to the JSON of tool calls or of an answer
-/// (`{"answer": "…"}`), through OpenAI-style `response_format` with a JSON
-/// Schema (llama.cpp turns it into a grammar, checked in `cargo xtask eval`;
-/// vLLM, LM Studio and Ollama document it). The XML protocol is never constrained.
+/// Whether a prompt protocol asks the server for constrained decoding.
+///
+/// - **json:** the reply is held to the JSON of tool calls or of an answer
+///   (`{"answer": "…"}`), through OpenAI-style `response_format` with a JSON
+///   Schema ([`reply_schema`]; llama.cpp turns it into a grammar, checked in
+///   `cargo xtask eval`; vLLM, LM Studio and Ollama's `/v1` document it).
+/// - **xml:** the reply is held to `<tool_code>` blocks, each a call of an
+///   offered tool with JSON arguments, or to a plain answer, through
+///   llama.cpp's `grammar` field ([`xml_reply_grammar`], GBNF; checked in
+///   `cargo xtask eval`). A server without it refuses the field (OpenAI:
+///   "Unrecognized request argument"), which `Auto` handles.
+///
+/// The Anthropic wire format has neither field, so requests through it are
+/// never constrained.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Constrain {
-    /// Ask, and when the server refuses the schema (an error naming
-    /// `response_format`, `json_schema` or a grammar), send that request
+    /// Ask, and when the server refuses it (an error naming
+    /// `response_format`, `json_schema` or `grammar`), send that request
     /// again without and never ask this server again.
     #[default]
     Auto,
@@ -124,14 +133,13 @@ impl PromptTools {
 
     /// Whether the next request with tools asks for constrained decoding.
     pub fn constrains(&self) -> bool {
-        self.profile == PromptProfile::Json
-            && match self.constrain {
-                Constrain::Off => false,
-                Constrain::On => true,
-                Constrain::Auto => !self
-                    .refused_schema
-                    .load(std::sync::atomic::Ordering::Relaxed),
-            }
+        match self.constrain {
+            Constrain::Off => false,
+            Constrain::On => true,
+            Constrain::Auto => !self
+                .refused_schema
+                .load(std::sync::atomic::Ordering::Relaxed),
+        }
     }
 
     /// The calling convention.
@@ -226,10 +234,15 @@ fn rewrite(
     constrain: bool,
 ) -> CompletionRequest {
     let mut system = request.system.clone().unwrap_or_default();
-    let constrain = constrain
-        && profile == PromptProfile::Json
-        && !request.tools.is_empty()
-        && request.tool_choice != ToolChoice::None;
+    let constrain =
+        constrain && !request.tools.is_empty() && request.tool_choice != ToolChoice::None;
+    let response_schema =
+        (constrain && profile == PromptProfile::Json).then(|| reply_schema(&request.tools));
+    let grammar = if constrain && profile == PromptProfile::Xml {
+        xml_reply_grammar(&request.tools)
+    } else {
+        None
+    };
     if !request.tools.is_empty() {
         if !system.is_empty() {
             system.push_str("\n\n");
@@ -239,7 +252,7 @@ fn rewrite(
             &request.tools,
             request.tool_choice,
         ));
-        if constrain {
+        if response_schema.is_some() {
             system.push_str(ANSWER_FORM);
         }
     }
@@ -252,12 +265,39 @@ fn rewrite(
         parallel_tool_calls: false,
         max_tokens: request.max_tokens,
         temperature: request.temperature,
-        response_schema: constrain.then(|| reply_schema(&request.tools)),
+        // A JSON reply is never cut by the result markers: one inside an
+        // answer's string would break it (and the schema ends the reply).
+        stop: stop_sequences(profile, request, response_schema.is_some()),
+        response_schema,
+        grammar,
         top_p: request.top_p,
-        stop: request.stop.clone(),
         reasoning_effort: request.reasoning_effort,
         extra: request.extra.clone(),
     }
+}
+
+/// Most stop sequences OpenAI's API takes in one request.
+const MAX_STOP_SEQUENCES: usize = 4;
+
+/// The caller's stop sequences, and when the model may call tools and is not
+/// constrained to JSON, the starts of result messages ([`result_markers`]): a small
+/// model that goes on to write its call's result itself is stopped there
+/// (the parser drops such a result in any case).
+fn stop_sequences(
+    profile: PromptProfile,
+    request: &CompletionRequest,
+    constrained: bool,
+) -> Vec<String> {
+    let mut stop = request.stop.clone();
+    if request.tools.is_empty() || request.tool_choice == ToolChoice::None || constrained {
+        return stop;
+    }
+    for m in result_markers(profile) {
+        if stop.len() < MAX_STOP_SEQUENCES && !stop.iter().any(|s| s == m) {
+            stop.push((*m).to_owned());
+        }
+    }
+    stop
 }
 
 /// Added to the instructions when the reply is constrained to JSON.
@@ -289,6 +329,45 @@ pub fn reply_schema(tools: &[ToolDefinition]) -> Value {
             "required": ["answer"],
         },
     ]})
+}
+
+/// The GBNF grammar (llama.cpp's `grammar` field) of a constrained xml
+/// reply: one or more `<tool_code>` blocks, each a call of one of `tools`
+/// (by name) with a JSON object of arguments, or a plain answer that does
+/// not start with `<`. The arguments are any JSON object: the host checks
+/// them against the tool's schema, and its errors teach the model better
+/// than a grammar that makes a wrong call impossible to write. Names that
+/// would need escaping in the grammar are left out (they cannot be called
+/// through it; the host offers only `[A-Za-z0-9_-]` names); with none
+/// left there is no grammar.
+pub fn xml_reply_grammar(tools: &[ToolDefinition]) -> Option<String> {
+    let names: Vec<String> = tools
+        .iter()
+        .filter(|t| {
+            !t.name.is_empty()
+                && t.name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b))
+        })
+        .map(|t| format!("\"\\\"{}\\\"\"", t.name))
+        .collect();
+    if names.is_empty() {
+        return None;
+    }
+    let names = names.join(" | ");
+    Some(format!(
+        r#"root ::= call ("\n" call)* | answer
+call ::= "<tool_code>{{" ws "\"name\"" ws ":" ws name "," ws "\"arguments\"" ws ":" ws object "}}</tool_code>"
+name ::= ({names}) ws
+answer ::= [^<] [^\x00]*
+value ::= object | array | string | number | ("true" | "false" | "null") ws
+object ::= "{{" ws ( string ":" ws value ("," ws string ":" ws value)* )? "}}" ws
+array ::= "[" ws ( value ("," ws value)* )? "]" ws
+string ::= "\"" ( [^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{{4}}) )* "\"" ws
+number ::= ("-"? ([0-9] | [1-9] [0-9]{{0,15}})) ("." [0-9]+)? ([eE] [-+]? [0-9] [1-9]{{0,15}})? ws
+ws ::= | " " | "\n" [ \t]{{0,20}}
+"#
+    ))
 }
 
 /// Whether `e` is a server refusing `response_format` (it does not do
@@ -699,6 +778,31 @@ fn strip_fence(body: &str) -> &str {
     rest.trim_end().strip_suffix("```").unwrap_or(rest).trim()
 }
 
+/// How each convention's result messages start ([`render_tool_result`]):
+/// what a model writes when it imitates a result instead of waiting for it.
+/// Also sent as stop sequences, so a server stops the model there.
+pub fn result_markers(profile: PromptProfile) -> &'static [&'static str] {
+    match profile {
+        PromptProfile::Json => &["Tool result (", "Tool error ("],
+        PromptProfile::Xml => &["<tool_result"],
+    }
+}
+
+/// Where a result the model wrote itself starts: the first result marker
+/// after the first call, outside every call span.
+fn imitated_result(profile: PromptProfile, text: &str, spans: &[Span]) -> Option<usize> {
+    let first = spans.iter().find(|s| !s.2.is_empty())?.0;
+    result_markers(profile)
+        .iter()
+        .filter_map(|m| {
+            text[first..]
+                .match_indices(m)
+                .map(|(k, _)| first + k)
+                .find(|&p| !spans.iter().any(|s| s.0 <= p && p < s.1))
+        })
+        .min()
+}
+
 /// Finds the tool calls in `text` written in `profile`'s convention.
 ///
 /// Returns the text without the calls (the pieces around them, trimmed and
@@ -724,6 +828,16 @@ pub fn parse_tool_calls(profile: PromptProfile, text: &str) -> (String, Vec<Tool
         return (text.to_owned(), Vec::new());
     }
     spans.sort_by_key(|s| s.0);
+    // A model that writes the result of its own call after it (imitating the
+    // result messages) invented it: the reply ends where that starts, and
+    // calls after it (made on the invented result) are dropped too.
+    let text = match imitated_result(profile, text, &spans) {
+        Some(cut) => {
+            spans.retain(|s| s.0 < cut);
+            &text[..cut]
+        }
+        None => text,
+    };
     let batch = fastrand::u32(..);
     let mut pieces = Vec::new();
     let mut calls = Vec::new();
@@ -966,6 +1080,75 @@ mod tests {
         let (rest, calls) = parse_tool_calls(PromptProfile::Json, text);
         assert_eq!(names(&calls), ["calc"]);
         assert_eq!(rest, "");
+    }
+
+    #[test]
+    fn a_result_the_model_wrote_after_its_call_is_cut_with_what_follows() {
+        // Qwen2.5-Coder 1.5B, asked "What is 2*(3+4)?" in the xml protocol.
+        let text = "<tool_code>{\"name\": \"calculate\", \"arguments\": {\"expression\": \"2*(3+4)\"}}</tool_code>\n\n<tool_result name=\"calculate\" id=\"1\">14</tool_result>\n<tool_code>{\"name\": \"calculate\", \"arguments\": {\"expression\": \"14\"}}</tool_code>";
+        let (rest, calls) = parse_tool_calls(PromptProfile::Xml, text);
+        assert_eq!(names(&calls), ["calculate"]);
+        assert_eq!(calls[0].arguments, r#"{"expression":"2*(3+4)"}"#);
+        assert_eq!(rest, "");
+        let text = "```json\n{\"tool_calls\": [{\"name\": \"calculate\", \"arguments\": {\"expression\": \"1+1\"}}]}\n```\nTool result (calculate, call 1):\n2\n\nThe answer is 2.";
+        let (rest, calls) = parse_tool_calls(PromptProfile::Json, text);
+        assert_eq!(names(&calls), ["calculate"]);
+        assert_eq!(rest, "");
+        // A marker inside a call's arguments, or before any call, is no
+        // imitated result.
+        let text = "Results look like <tool_result>.\n<tool_code>{\"name\": \"word_count\", \"arguments\": {\"text\": \"<tool_result name=x>\"}}</tool_code>\nDone.";
+        let (rest, calls) = parse_tool_calls(PromptProfile::Xml, text);
+        assert_eq!(names(&calls), ["word_count"]);
+        assert_eq!(rest, "Results look like <tool_result>.\n\nDone.");
+    }
+
+    #[test]
+    fn result_markers_are_stop_sequences_only_when_tools_may_be_called() {
+        let tool = ToolDefinition {
+            name: "t".into(),
+            description: String::new(),
+            parameters: std::sync::Arc::new(json!({"type": "object"})),
+        };
+        let mut request = CompletionRequest {
+            tools: vec![tool],
+            stop: vec!["END".into()],
+            ..CompletionRequest::default()
+        };
+        assert_eq!(
+            rewrite(PromptProfile::Xml, &request, false).stop,
+            ["END", "<tool_result"]
+        );
+        assert_eq!(
+            rewrite(PromptProfile::Json, &request, false).stop,
+            ["END", "Tool result (", "Tool error ("]
+        );
+        // Constrained: the grammar ends the reply.
+        assert_eq!(rewrite(PromptProfile::Json, &request, true).stop, ["END"]);
+        // At most four, as OpenAI takes.
+        request.stop = vec!["a".into(), "b".into(), "c".into()];
+        assert_eq!(rewrite(PromptProfile::Json, &request, false).stop.len(), 4);
+        request.tool_choice = ToolChoice::None;
+        assert_eq!(
+            rewrite(PromptProfile::Xml, &request, false).stop,
+            ["a", "b", "c"]
+        );
+    }
+
+    #[test]
+    fn the_xml_grammar_names_only_callable_tools() {
+        let tool = |name: &str| ToolDefinition {
+            name: name.into(),
+            description: String::new(),
+            parameters: std::sync::Arc::new(json!({"type": "object"})),
+        };
+        let g = xml_reply_grammar(&[tool("calculate"), tool("bad\"name"), tool("read-file")])
+            .expect("a grammar");
+        assert!(
+            g.contains(r#"name ::= ("\"calculate\"" | "\"read-file\"") ws"#),
+            "{g}"
+        );
+        assert!(!g.contains("bad"), "{g}");
+        assert_eq!(xml_reply_grammar(&[tool("a b")]), None);
     }
 
     #[test]

@@ -512,6 +512,10 @@ async fn an_empty_final_answer_is_asked_again_without_tools_and_the_history_as_t
         text.contains("called the tool `echo`") && text.contains(FINAL_ANSWER_NOTE),
         "{text}"
     );
+    // Marked as the host's log, so the model neither answers it as the
+    // user's words nor imitates it.
+    assert!(text.starts_with("[System-generated log"), "{text}");
+    assert!(text.contains("[End of the log]"), "{text}");
     // Every tool call in the history still has its result.
     assert_eq!(tool_messages(&result.messages).len(), 1);
 }

@@ -111,6 +111,7 @@ fn request(tools: Vec<ToolDefinition>) -> CompletionRequest {
         max_tokens: None,
         temperature: None,
         response_schema: None,
+        grammar: None,
         ..Default::default()
     }
 }
@@ -1003,9 +1004,56 @@ async fn a_server_that_refuses_constrained_decoding_is_asked_without_from_then_o
             PromptTools::new(openai(&server), PromptProfile::Json).with_constrain(Constrain::On);
         let (r, _) = run(&forced, &request_with_history()).await;
         assert!(r.is_err());
-        // The XML protocol is never constrained.
-        let xml = PromptTools::new(openai(&server), PromptProfile::Xml);
-        assert!(!xml.constrains());
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn the_xml_protocol_is_constrained_by_a_grammar_and_falls_back_when_refused() {
+    bounded(async {
+        let answer = || {
+            sse(openai_frames(&[
+                text_chunk("<tool_code>{\"name\": \"calc\", \"arguments\": {\"expr\": \"1\"}}</tool_code>"),
+                finish_chunk("stop"),
+            ]))
+        };
+        // OpenAI's answer to a field it does not know.
+        let refusal = status_reply(
+            400,
+            r#"{"error": {"message": "Unrecognized request argument supplied: grammar", "type": "invalid_request_error"}}"#,
+        );
+        let server = Server::replies(vec![answer(), refusal, answer(), answer()]).await;
+        let provider = PromptTools::new(openai(&server), PromptProfile::Xml);
+        assert!(provider.constrains());
+        let (r, _) = run(&provider, &request(vec![calc_tool()])).await;
+        assert_eq!(r.unwrap().message.tool_calls.len(), 1);
+        let (r, _) = run(&provider, &request(vec![calc_tool()])).await;
+        assert_eq!(r.unwrap().message.tool_calls[0].name, "calc");
+        assert!(!provider.constrains(), "the refusal is remembered");
+        let (r, _) = run(&provider, &request(vec![calc_tool()])).await;
+        assert!(r.is_ok());
+        let bodies: Vec<Value> = server.received().into_iter().map(|r| r.body).collect();
+        assert_eq!(bodies.len(), 4);
+        let grammar = bodies[0]["grammar"].as_str().expect("a grammar is sent");
+        assert!(grammar.starts_with("root ::= call"), "{grammar}");
+        assert!(grammar.contains(r#"name ::= ("\"calc\"") ws"#), "the offered name: {grammar}");
+        assert!(bodies[0].get("response_format").is_none());
+        // The grammar ends a call block; the result marker still stops a
+        // server that ignores the grammar.
+        assert_eq!(bodies[0]["stop"], json!(["<tool_result"]));
+        assert!(bodies[1].get("grammar").is_some());
+        assert!(bodies[2].get("grammar").is_none(), "asked again without");
+        assert!(bodies[3].get("grammar").is_none(), "and from then on");
+        // Off: never sent.
+        let server = Server::replies(vec![answer()]).await;
+        let off = PromptTools::new(openai(&server), PromptProfile::Xml).with_constrain(Constrain::Off);
+        let _ = run(&off, &request(vec![calc_tool()])).await;
+        assert!(server.received()[0].body.get("grammar").is_none());
+        // The Anthropic wire format has no such field.
+        let server = Server::replies(vec![]).await;
+        let provider = PromptTools::new(anthropic(&server), PromptProfile::Xml);
+        let _ = run(&provider, &request(vec![calc_tool()])).await;
+        assert!(server.received()[0].body.get("grammar").is_none());
     })
     .await;
 }
@@ -1046,6 +1094,40 @@ async fn prompt_xml_profile_round_trip() {
         assert_eq!(
             m[2]["content"][0]["text"],
             "<tool_result name=\"calc\" id=\"call_a\">42</tool_result>\n\n<tool_result name=\"calc\" id=\"call_b\" error=\"true\">division by zero</tool_result>"
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_result_the_model_invents_after_its_call_is_stopped_and_dropped() {
+    bounded(async {
+        // What Qwen2.5-Coder 1.5B wrote for "What is 2*(3+4)?" in the xml
+        // protocol: its call, then the result it expected.
+        let invented = "<tool_code>{\"name\": \"calc\", \"arguments\": {\"expr\": \"2*(3+4)\"}}</tool_code>\n\n<tool_result name=\"calc\" id=\"1\">14</tool_result>";
+        let server = Server::replies(vec![sse(openai_frames(&[
+            text_chunk(invented),
+            finish_chunk("stop"),
+        ]))])
+        .await;
+        let provider = PromptTools::new(openai(&server), PromptProfile::Xml);
+        let (r, deltas) = run(&provider, &request(vec![calc_tool()])).await;
+        let c = r.unwrap();
+        assert_eq!(c.message.content, "", "the invented result is not kept");
+        assert_eq!(c.message.tool_calls.len(), 1);
+        assert_eq!(c.message.tool_calls[0].arguments, r#"{"expr":"2*(3+4)"}"#);
+        assert_eq!(texts(&deltas).concat(), "", "nor shown");
+        // The server is asked to stop the model where a result would start.
+        assert_eq!(server.received()[0].body["stop"], json!(["<tool_result"]));
+
+        // The same through the Anthropic wire format, json protocol.
+        let server = Server::replies(vec![]).await;
+        let provider = PromptTools::new(anthropic(&server), PromptProfile::Json)
+            .with_constrain(Constrain::Off);
+        let _ = run(&provider, &request(vec![calc_tool()])).await;
+        assert_eq!(
+            server.received()[0].body["stop_sequences"],
+            json!(["Tool result (", "Tool error ("])
         );
     })
     .await;

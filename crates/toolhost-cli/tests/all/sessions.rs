@@ -260,7 +260,7 @@ fn a_long_chat_is_compacted_to_its_context_window_and_the_session_keeps_the_summ
     let saved = wait_for_turns(&dir.path().join("long.json"), 40);
     let first = saved["conversation"][0]["content"].as_str().unwrap();
     assert!(
-        first.starts_with("[Summary of the earlier conversation"),
+        first.starts_with("[System-generated summary of the earlier conversation"),
         "{first}"
     );
     assert!(first.contains("facts 0 to 40"), "{first}");
