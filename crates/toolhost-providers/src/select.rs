@@ -366,7 +366,10 @@ impl ProviderConfig {
                 PromptTools::from_boxed(provider, PromptProfile::Json)
                     .with_constrain(self.constrain),
             ),
-            ToolProtocol::Xml => Box::new(PromptTools::from_boxed(provider, PromptProfile::Xml)),
+            ToolProtocol::Xml => Box::new(
+                PromptTools::from_boxed(provider, PromptProfile::Xml)
+                    .with_constrain(self.constrain),
+            ),
         };
         Ok(SelectedProvider {
             provider,

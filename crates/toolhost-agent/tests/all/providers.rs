@@ -1199,6 +1199,41 @@ async fn select_prefers_explicit_then_keys_then_ollama() {
 }
 
 #[tokio::test]
+async fn a_configured_constrain_reaches_both_prompt_protocols() {
+    bounded(async {
+        for (protocol, field) in [
+            (select::ToolProtocol::Json, "response_format"),
+            (select::ToolProtocol::Xml, "grammar"),
+        ] {
+            for (constrain, sent) in [(Constrain::Auto, true), (Constrain::Off, false)] {
+                let server = Server::replies(vec![sse(openai_frames(&[
+                    text_chunk("ok"),
+                    finish_chunk("stop"),
+                ]))])
+                .await;
+                let config = ProviderConfig {
+                    base_url: Some(server.url("/v1")),
+                    model: Some("m".into()),
+                    protocol,
+                    constrain,
+                    ..ProviderConfig::new(ProviderKind::Openai)
+                };
+                let env = |_: &str| Some("key".to_owned());
+                let selected = config.build_with(&env).unwrap();
+                let _ = run(selected.provider.as_ref(), &request(vec![calc_tool()])).await;
+                let body = &server.received()[0].body;
+                assert_eq!(
+                    body.get(field).is_some(),
+                    sent,
+                    "{protocol:?} with {constrain:?}: {body}"
+                );
+            }
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn select_returns_none_quickly_without_any_model() {
     bounded(async {
         // A port nobody listens on, and a server that never answers.
