@@ -22,6 +22,7 @@ pub mod options;
 pub mod prompt;
 pub mod retry;
 pub mod select;
+pub mod strict;
 
 pub use anthropic::Anthropic;
 pub use message::{Message, Role, ToolCall, Usage};

@@ -24,6 +24,7 @@ use super::{
 };
 use crate::message::{Message, Role, ToolCall, Usage};
 use crate::options::{f32_json, merge_extra};
+use crate::strict::{drop_strict_nulls, strict_schema};
 
 /// Which request field carries [`CompletionRequest::max_tokens`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -46,6 +47,7 @@ pub struct OpenAiCompatible {
     max_tokens_field: MaxTokensField,
     policy: RetryPolicy,
     client: reqwest::Client,
+    strict_tools: bool,
 }
 
 impl OpenAiCompatible {
@@ -64,7 +66,18 @@ impl OpenAiCompatible {
             max_tokens_field: MaxTokensField::default(),
             client: retry::http_client(&policy),
             policy,
+            strict_tools: false,
         }
+    }
+
+    /// Sends tools with `"strict": true` and their schemas in the subset
+    /// strict mode accepts ([`crate::strict`]), so that a server with
+    /// Structured Outputs holds the arguments to the schema (constrained
+    /// decoding of native calls); the nulls this makes the model write for
+    /// optional arguments are dropped again. Off by default.
+    pub fn with_strict_tools(mut self, strict: bool) -> Self {
+        self.strict_tools = strict;
+        self
     }
 
     /// Sends `Authorization: Bearer <key>` (nothing when `None` or empty).
@@ -126,9 +139,16 @@ impl OpenAiCompatible {
                 .tools
                 .iter()
                 .map(|t| {
-                    json!({"type": "function", "function": {
-                        "name": t.name, "description": t.description, "parameters": t.parameters,
-                    }})
+                    if self.strict_tools {
+                        json!({"type": "function", "function": {
+                            "name": t.name, "description": t.description,
+                            "parameters": strict_schema(&t.parameters), "strict": true,
+                        }})
+                    } else {
+                        json!({"type": "function", "function": {
+                            "name": t.name, "description": t.description, "parameters": t.parameters,
+                        }})
+                    }
                 })
                 .collect();
             body["tools"] = Value::Array(tools);
@@ -240,7 +260,17 @@ impl Provider for OpenAiCompatible {
         on_delta: DeltaSink<'a>,
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Result<Completion, ProviderError>> {
-        Box::pin(self.run(request, on_delta, cancel))
+        Box::pin(async move {
+            let mut completion = self.run(request, on_delta, cancel).await?;
+            if self.strict_tools {
+                for call in &mut completion.message.tool_calls {
+                    if let Some(tool) = request.tools.iter().find(|t| t.name == call.name) {
+                        call.arguments = drop_strict_nulls(&call.arguments, &tool.parameters);
+                    }
+                }
+            }
+            Ok(completion)
+        })
     }
 }
 

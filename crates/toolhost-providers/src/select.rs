@@ -136,8 +136,10 @@ pub struct ProviderConfig {
     /// Stream responses (default true).
     #[serde(default)]
     pub stream: Option<bool>,
-    /// Constrained decoding for the `json` protocol: `auto` (default: asked
-    /// for, dropped for good if the server refuses it), `on` or `off`.
+    /// Constrained decoding: `auto` (the default: asked for in the `json`
+    /// and `xml` protocols, dropped for good if the server refuses it), `on`
+    /// (also native calls, through strict tool schemas on the OpenAI wire
+    /// format; a refusal is an error) or `off`.
     #[serde(default)]
     pub constrain: Constrain,
     /// The base layer of model options (`[model.options]`): temperature,
@@ -286,6 +288,14 @@ impl ProviderConfig {
     }
 
     /// [`ProviderConfig::build`] with another environment.
+    /// Whether native tool calls are sent with strict schemas
+    /// ([`crate::strict`]): `constrain = on` with the native protocol. Not
+    /// `auto`: strict mode rewrites every tool's schema, and llama.cpp holds
+    /// native calls to each tool's schema with a grammar of its own.
+    fn strict_native(&self) -> bool {
+        self.protocol == ToolProtocol::Native && self.constrain == Constrain::On
+    }
+
     pub fn build_with(&self, env: EnvLookup<'_>) -> Result<SelectedProvider, SelectError> {
         let policy = self.retry_policy()?;
         self.options
@@ -318,7 +328,8 @@ impl ProviderConfig {
                     } else {
                         MaxTokensField::MaxTokens
                     })
-                    .with_retry(policy);
+                    .with_retry(policy)
+                    .with_strict_tools(self.strict_native());
                 (Box::new(p), model, base_url)
             }
             ProviderKind::Anthropic => {
@@ -356,7 +367,8 @@ impl ProviderConfig {
                     .with_name("ollama")
                     .with_api_key(key)
                     .with_streaming(stream)
-                    .with_retry(policy);
+                    .with_retry(policy)
+                    .with_strict_tools(self.strict_native());
                 (Box::new(p), model, base_url)
             }
         };

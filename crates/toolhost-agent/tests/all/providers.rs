@@ -1035,7 +1035,10 @@ async fn the_xml_protocol_is_constrained_by_a_grammar_and_falls_back_when_refuse
         let bodies: Vec<Value> = server.received().into_iter().map(|r| r.body).collect();
         assert_eq!(bodies.len(), 4);
         let grammar = bodies[0]["grammar"].as_str().expect("a grammar is sent");
-        assert!(grammar.starts_with("root ::= call"), "{grammar}");
+        assert!(
+            grammar.starts_with(r#"root ::= call ("\n" call){0,3} ("\n"{0,2} "<tool_result")? | answer"#),
+            "bounded calls, and a way out at an imitated result: {grammar}"
+        );
         assert!(grammar.contains(r#"name ::= ("\"calc\"") ws"#), "the offered name: {grammar}");
         assert!(bodies[0].get("response_format").is_none());
         // The grammar ends a call block; the result marker still stops a
@@ -1227,6 +1230,61 @@ async fn a_configured_constrain_reaches_both_prompt_protocols() {
                     sent,
                     "{protocol:?} with {constrain:?}: {body}"
                 );
+            }
+        }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn native_calls_constrained_on_send_strict_schemas_and_drop_the_nulls_they_cause() {
+    bounded(async {
+        let optional = ToolDefinition {
+            name: "read".into(),
+            description: "Reads.".into(),
+            parameters: json!({"type": "object", "properties": {
+                "path": {"type": "string"}, "limit": {"type": "integer"}}, "required": ["path"]})
+            .into(),
+        };
+        let reply = || {
+            sse(openai_frames(&[
+                tool_call_chunk(
+                    0,
+                    Some("c1"),
+                    Some("read"),
+                    r#"{"path": "a.txt", "limit": null}"#,
+                ),
+                finish_chunk("tool_calls"),
+            ]))
+        };
+        for (constrain, strict) in [
+            (Constrain::On, true),
+            (Constrain::Auto, false),
+            (Constrain::Off, false),
+        ] {
+            let server = Server::replies(vec![reply()]).await;
+            let config = ProviderConfig {
+                base_url: Some(server.url("/v1")),
+                model: Some("m".into()),
+                constrain,
+                ..ProviderConfig::new(ProviderKind::Openai)
+            };
+            let env = |_: &str| Some("key".to_owned());
+            let provider = config.build_with(&env).unwrap().provider;
+            let (r, _) = run(provider.as_ref(), &request(vec![optional.clone()])).await;
+            let call = &r.unwrap().message.tool_calls[0];
+            let body = &server.received()[0].body;
+            let function = &body["tools"][0]["function"];
+            if strict {
+                assert_eq!(function["strict"], true, "{body}");
+                assert_eq!(function["parameters"]["additionalProperties"], false);
+                assert_eq!(function["parameters"]["required"], json!(["limit", "path"]));
+                // The tool sees the call it would have seen without strict mode.
+                assert_eq!(call.arguments, r#"{"path":"a.txt"}"#);
+            } else {
+                assert!(function.get("strict").is_none(), "{constrain:?}: {body}");
+                assert_eq!(function["parameters"], *optional.parameters);
+                assert_eq!(call.arguments, r#"{"path": "a.txt", "limit": null}"#);
             }
         }
     })
