@@ -94,7 +94,10 @@ pub const DEFAULT_ENV: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "
 
 /// A stdio server's process sandbox (Linux, bubblewrap): the whole file
 /// system read-only, `/tmp` and `/dev/shm` empty and private, the granted
-/// directories writable, no network unless granted, its own PID, IPC and
+/// directories writable (the most specific of `write` and `hide` wins),
+/// the server's own files that `/tmp` or `hide` would cover mounted back
+/// read-only (its program's tree, script and working directory; never
+/// `/tmp` or `HOME` whole), no network unless granted, its own PID, IPC and
 /// UTS namespaces, and it dies with the host. It does not hide files from
 /// reading (mount a directory over them with `hide`), nor limit CPU or
 /// memory.

@@ -18,8 +18,8 @@ use tokio::io::AsyncReadExt;
 use toolhost_runtime::hooks::GroupKiller;
 
 use crate::client::{
-    DEFAULT_ENV, Handler, HttpEndpoint, McpServerConfig, McpTransport, ProcessSandbox, Shared,
-    StdioServer, printable,
+    DEFAULT_ENV, Handler, HttpEndpoint, McpServerConfig, McpTransport, Shared, StdioServer,
+    printable,
 };
 
 /// An open session: the rmcp service, the server's process (stdio), and
@@ -157,7 +157,7 @@ fn command(server: &StdioServer) -> tokio::process::Command {
     let mut command = match &server.sandbox {
         Some(sandbox) => {
             let mut bwrap = tokio::process::Command::new("bwrap");
-            bwrap.args(bwrap_args(sandbox, server));
+            bwrap.args(crate::process_sandbox::bwrap_args(sandbox, server));
             bwrap.arg("--").arg(&server.command).args(&server.args);
             bwrap
         }
@@ -189,44 +189,6 @@ fn command(server: &StdioServer) -> tokio::process::Command {
     #[cfg(unix)]
     command.process_group(0);
     command
-}
-
-/// bubblewrap's arguments for `sandbox`: see [`ProcessSandbox`].
-fn bwrap_args(sandbox: &ProcessSandbox, server: &StdioServer) -> Vec<std::ffi::OsString> {
-    let mut args: Vec<std::ffi::OsString> = [
-        "--ro-bind",
-        "/",
-        "/",
-        "--dev",
-        "/dev",
-        "--proc",
-        "/proc",
-        "--tmpfs",
-        "/tmp",
-        "--tmpfs",
-        "/dev/shm",
-        "--unshare-all",
-        "--die-with-parent",
-        "--new-session",
-    ]
-    .iter()
-    .map(Into::into)
-    .collect();
-    if sandbox.network {
-        args.push("--share-net".into());
-    }
-    for dir in &sandbox.hide {
-        args.extend(["--tmpfs".into(), dir.clone().into_os_string()]);
-    }
-    for dir in &sandbox.write {
-        let dir = dir.clone().into_os_string();
-        args.extend(["--bind".into(), dir.clone(), dir]);
-    }
-    let cwd = server.cwd.clone().or_else(|| std::env::current_dir().ok());
-    if let Some(cwd) = cwd {
-        args.extend(["--chdir".into(), cwd.into_os_string()]);
-    }
-    args
 }
 
 /// The HTTP transport's configuration: the URL must be http(s), headers

@@ -32,6 +32,7 @@ mod connect;
 mod elicit;
 mod http;
 mod metrics;
+mod process_sandbox;
 mod server;
 mod tools;
 

@@ -398,10 +398,19 @@ fn sandboxed(mut config: McpServerConfig, name: &str, sandbox: ProcessSandbox) -
     config
 }
 
+/// A directory outside /tmp, which the sandbox replaces with its own:
+/// `target/`, or `/var/tmp` when the checkout is under /tmp.
+fn outside_tmp() -> std::path::PathBuf {
+    let target = toolhost_test_support::root().join("target");
+    match target.canonicalize() {
+        Ok(real) if !real.starts_with("/tmp") => target,
+        _ => "/var/tmp".into(),
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn the_process_sandbox_keeps_a_server_to_its_directories_and_off_the_network() {
-    // Not under /tmp, which the sandbox replaces with its own.
-    let dir = tempfile::tempdir_in(toolhost_test_support::root().join("target")).unwrap();
+    let dir = tempfile::tempdir_in(outside_tmp()).unwrap();
     let (granted, other) = (dir.path().join("granted"), dir.path().join("other"));
     std::fs::create_dir_all(&granted).unwrap();
     std::fs::create_dir_all(&other).unwrap();
@@ -468,6 +477,96 @@ async fn the_process_sandbox_keeps_a_server_to_its_directories_and_off_the_netwo
         std::fs::read_to_string(granted.join("c.txt")).unwrap(),
         "hello"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sandboxed_server_whose_files_are_under_tmp_still_sees_them_and_nothing_else_of_tmp() {
+    // The server's venv, script and working directory under /tmp, which
+    // the sandbox replaces with its own (as in a checkout under /tmp).
+    let dir = tempfile::tempdir_in("/tmp").unwrap();
+    let (venv, scripts) = (dir.path().join("venv"), dir.path().join("server"));
+    let (granted, other) = (dir.path().join("granted"), dir.path().join("other"));
+    for d in [&scripts, &granted, &other] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let made = std::process::Command::new("python3")
+        .args(["-m", "venv", "--without-pip"])
+        .arg(&venv)
+        .status()
+        .unwrap();
+    assert!(made.success(), "python3 -m venv: {made}");
+    std::fs::copy(hostile_mcp_server(), scripts.join("server.py")).unwrap();
+    let python = venv.join("bin/python").display().to_string();
+    // A sibling elsewhere in /tmp, which the server must not see.
+    let sibling = tempfile::tempdir_in("/tmp").unwrap();
+    std::fs::write(sibling.path().join("secret"), "s").unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+
+    // An absolute script; HOME hidden too, where the venv's base
+    // interpreter may be (pyenv), reached through the venv's symlink.
+    let script = scripts.join("server.py").display().to_string();
+    let by_path = McpServerConfig::stdio("abs", python.clone(), &[&script]);
+    let home: Vec<_> = std::env::var_os("HOME")
+        .map(std::path::PathBuf::from)
+        .filter(|h| h.is_dir() && h.parent().is_some())
+        .into_iter()
+        .collect();
+    let hides_home = ProcessSandbox {
+        hide: home,
+        ..ProcessSandbox::default()
+    };
+    // A relative script in its working directory (the tempdir, read-only),
+    // with a writable directory inside it.
+    let mut in_cwd = McpServerConfig::stdio("cwd", python, &["server/server.py"]);
+    if let McpTransport::Stdio(s) = &mut in_cwd.transport {
+        s.cwd = Some(dir.path().to_path_buf());
+    }
+    let writes_granted = ProcessSandbox {
+        write: vec![granted.clone()],
+        ..ProcessSandbox::default()
+    };
+    let rt = runtime(
+        vec![
+            sandboxed(by_path, "abs", hides_home),
+            sandboxed(in_cwd, "cwd", writes_granted),
+        ],
+        30_000,
+    )
+    .await;
+    let write = |server: &str, path: &Path| {
+        let (tool, args) = (
+            format!("{server}__write"),
+            json!({"path": path.display().to_string()}),
+        );
+        let rt = &rt;
+        async move { call(rt, &tool, args).await.unwrap() }
+    };
+    for server in ["abs", "cwd"] {
+        let echo = call(&rt, &format!("{server}__echo"), json!({"text": "hi"})).await;
+        assert!(echo.is_ok(), "{server} runs in the sandbox: {echo:?}");
+        let gone = write(server, &sibling.path().join("b")).await;
+        assert!(
+            gone.contains("No such file or directory"),
+            "the rest of /tmp is not there: {gone}"
+        );
+        let offline = call(&rt, &format!("{server}__connect"), json!({"port": port}))
+            .await
+            .unwrap();
+        assert!(offline.starts_with("error:"), "no network: {offline}");
+    }
+    assert!(!sibling.path().join("b").exists());
+    // Only the server's own trees came back, not the tempdir around them.
+    let unseen = write("abs", &other.join("b")).await;
+    assert!(unseen.contains("No such file or directory"), "{unseen}");
+    // Its own files are there read-only; a granted directory stays writable.
+    let own = write("abs", &scripts.join("b")).await;
+    assert!(own.contains("Read-only file system"), "{own}");
+    let cwd = write("cwd", &other.join("b")).await;
+    assert!(cwd.contains("Read-only file system"), "{cwd}");
+    assert_eq!(write("cwd", &granted.join("a")).await, "written");
+    assert!(granted.join("a").is_file());
+    assert!(!other.join("b").exists() && !scripts.join("b").exists());
 }
 
 #[tokio::test(flavor = "multi_thread")]
