@@ -22,21 +22,67 @@ fn answering_server() -> ModelServer {
 
 /// `host --config CONFIG FLAGS… run go`, the `[model]` table pointing at `server`.
 fn run_with(dir: &Path, server: &ModelServer, config: &str, flags: &[&str]) -> Output {
+    command_with(dir, server, config, flags)
+        .output()
+        .expect("host runs")
+}
+
+fn command_with(
+    dir: &Path,
+    server: &ModelServer,
+    config: &str,
+    flags: &[&str],
+) -> std::process::Command {
     let path = dir.join("host.toml");
     let config = format!(
         "[model]\nkind = \"openai\"\nmodel = \"m\"\nbase-url = \"http://127.0.0.1:{}/v1\"\n{config}",
         server.port
     );
     std::fs::write(&path, config).unwrap();
-    host(&root().join("target/test-cache"))
+    let mut command = host(&root().join("target/test-cache"));
+    command
         .arg("--plugins")
         .arg(plugins_dir())
         .arg("--config")
         .arg(&path)
         .args(flags)
-        .args(["run", "go"])
-        .output()
-        .expect("host runs")
+        .args(["run", "go"]);
+    command
+}
+
+#[test]
+fn the_system_prompt_dates_the_day_where_the_user_is_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    // POSIX zone strings (no tz database needed): UTC+14 and UTC-12 are 26
+    // hours apart, so their dates differ at every instant.
+    let date_line = |tz: &str| {
+        let server = answering_server();
+        let o = command_with(dir.path(), &server, "", &[])
+            .env("TZ", tz)
+            .output()
+            .expect("host runs");
+        let b = only_body(&server, &o);
+        let system = b["messages"][0]["content"].as_str().unwrap().to_owned();
+        system
+            .lines()
+            .find(|l| l.starts_with("Today's date:"))
+            .unwrap_or_else(|| panic!("no date: {system}"))
+            .to_owned()
+    };
+    let east = date_line("EAST-14");
+    let west = date_line("WEST+12");
+    assert!(east.ends_with("(local time, UTC+14:00)."), "{east}");
+    assert!(west.ends_with("(local time, UTC-12:00)."), "{west}");
+    assert_ne!(
+        east[..24],
+        west[..24],
+        "the local date, not UTC's: {east} / {west}"
+    );
+    assert_eq!(
+        east.len(),
+        "Today's date: YYYY-MM-DD (local time, UTC+14:00).".len(),
+        "the date and no time of day: {east}"
+    );
 }
 
 fn only_body(server: &ModelServer, o: &Output) -> Value {
