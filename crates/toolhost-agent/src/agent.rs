@@ -725,6 +725,7 @@ impl Agent {
                 repeats: 0,
                 overflowed: false,
                 compacted_after_overflow: false,
+                unparsable: false,
             },
             state: State::Request { round: 1 },
             awaiting: false,
@@ -999,6 +1000,10 @@ pub(crate) struct RunState {
     /// Whether the history was compacted after a refusal as too long (once
     /// per run: a second refusal ends the run).
     compacted_after_overflow: bool,
+    /// The last request failed because the server could not parse the
+    /// model's own output ([`is_model_output_error`]), after its retries.
+    #[serde(default)]
+    unparsable: bool,
 }
 
 /// The read-only context of a run.
@@ -1484,6 +1489,7 @@ impl Ctx<'_> {
                 warn!(round, error = %e, "provider request failed");
                 keep_partial(run);
                 run.overflowed = is_context_overflow(&e);
+                run.unparsable = is_model_output_error(&e);
                 if let (true, ProviderError::Status { body, .. }) = (run.overflowed, &e)
                     && let Some(window) = crate::context::window_in_refusal(body)
                 {
@@ -1623,12 +1629,16 @@ impl Ctx<'_> {
             .await
         {
             Ok(c) => c,
-            // Too long: straight to the history as text below.
-            Err(_) if run.overflowed => Completion {
-                message: Message::assistant(""),
-                finish_reason: FinishReason::Stop,
-                usage: Usage::default(),
-            },
+            // Too long, or a call the server could not parse although none
+            // may be made (llama.cpp's HTTP 500): straight to the history as
+            // text below, which holds no calls.
+            Err(stop) if run.overflowed || (run.unparsable && stop.status == Status::Error) => {
+                Completion {
+                    message: Message::assistant(""),
+                    finish_reason: FinishReason::Stop,
+                    usage: Usage::default(),
+                }
+            }
             Err(stop) => return stop.into_state(),
         };
         if !completion.message.tool_calls.is_empty() {

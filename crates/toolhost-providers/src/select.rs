@@ -287,7 +287,6 @@ impl ProviderConfig {
         self.build_with(&std_env)
     }
 
-    /// [`ProviderConfig::build`] with another environment.
     /// Whether native tool calls are sent with strict schemas
     /// ([`crate::strict`]): `constrain = on` with the native protocol. Not
     /// `auto`: strict mode rewrites every tool's schema, and llama.cpp holds
@@ -296,6 +295,7 @@ impl ProviderConfig {
         self.protocol == ToolProtocol::Native && self.constrain == Constrain::On
     }
 
+    /// [`ProviderConfig::build`] with another environment.
     pub fn build_with(&self, env: EnvLookup<'_>) -> Result<SelectedProvider, SelectError> {
         let policy = self.retry_policy()?;
         self.options

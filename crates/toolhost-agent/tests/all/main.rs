@@ -5,6 +5,7 @@ mod agent_loop;
 mod agent_support;
 mod context;
 mod fuzz_corpus;
+mod local_models;
 mod provider_faults;
 mod providers;
 mod step;

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use crate::agent_support::*;
 use serde_json::{Value, json};
-use toolhost_agent::provider::select::{ProviderConfig, ProviderKind, TimeoutsConfig};
-use toolhost_agent::provider::{Anthropic, OpenAiCompatible, RetryPolicy};
+use toolhost_agent::provider::select::TimeoutsConfig;
+use toolhost_agent::provider::{OpenAiCompatible, RetryPolicy};
 use toolhost_agent::{
     Agent, AgentEvent, AgentOptions, CancellationToken, Message, Provider, Role, Status,
     ToolChainResult,
@@ -28,183 +28,7 @@ fn status(code: u16, headers: Vec<(&'static str, String)>, body: &str) -> Reply 
     }
 }
 
-// ---------------------------------------------------------------- wire formats
-
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Wire {
-    OpenAi,
-    Anthropic,
-}
-
-fn anthropic_frame(event: &Value) -> String {
-    format!(
-        "event: {}\ndata: {event}\n\n",
-        event["type"].as_str().unwrap()
-    )
-}
-
-impl Wire {
-    /// The provider, with explicit retries and timeouts.
-    fn provider(self, server: &Server, policy: RetryPolicy) -> Arc<dyn Provider> {
-        match self {
-            Wire::OpenAi => Arc::new(
-                OpenAiCompatible::new(format!("{}/v1", server.url("")), "test-model")
-                    .with_api_key(Some("sk-test".into()))
-                    .with_retry(policy),
-            ),
-            Wire::Anthropic => Arc::new(
-                Anthropic::new("ak-test", "claude-test")
-                    .with_base_url(server.url(""))
-                    .with_retry(policy),
-            ),
-        }
-    }
-
-    /// The provider as a config file would describe it (timeouts in seconds).
-    fn configured(
-        self,
-        base_url: &str,
-        timeouts: TimeoutsConfig,
-        attempts: u32,
-    ) -> Arc<dyn Provider> {
-        let (kind, url) = match self {
-            Wire::OpenAi => (ProviderKind::Openai, format!("{base_url}/v1")),
-            Wire::Anthropic => (ProviderKind::Anthropic, base_url.to_owned()),
-        };
-        let mut config = ProviderConfig::new(kind);
-        config.model = Some("test-model".into());
-        config.base_url = Some(url);
-        config.timeouts = timeouts;
-        config.max_attempts = Some(attempts);
-        let env = |name: &str| (name == "ANTHROPIC_API_KEY").then(|| "ak-test".to_owned());
-        Arc::from(config.build_with(&env).expect("a valid config").provider)
-    }
-
-    /// A complete response asking for `echo` with `{"x":1}` (call id `call_1`).
-    fn tool_call(self) -> Vec<String> {
-        match self {
-            Wire::OpenAi => vec![
-                format!(
-                    "data: {}\n\n",
-                    json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
-                        "function": {"name": "echo", "arguments": "{\"x\":"}}]}, "finish_reason": null}]})
-                ),
-                format!(
-                    "data: {}\n\n",
-                    json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "1}"}}]}, "finish_reason": null}]})
-                ),
-                format!(
-                    "data: {}\n\n",
-                    json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
-                ),
-                "data: [DONE]\n\n".to_owned(),
-            ],
-            Wire::Anthropic => [
-                json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": [],
-                    "usage": {"input_tokens": 10, "output_tokens": 1}}}),
-                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "call_1", "name": "echo", "input": {}}}),
-                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "{\"x\":"}}),
-                json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "1}"}}),
-                json!({"type": "content_block_stop", "index": 0}),
-                json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 5}}),
-                json!({"type": "message_stop"}),
-            ]
-            .iter()
-            .map(anthropic_frame)
-            .collect(),
-        }
-    }
-
-    /// The start of a text answer, up to (not including) its first delta.
-    fn text_start(self) -> Vec<String> {
-        match self {
-            Wire::OpenAi => vec![format!(
-                "data: {}\n\n",
-                json!({"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": null}]})
-            )],
-            Wire::Anthropic => [
-                json!({"type": "message_start", "message": {"id": "msg_2", "type": "message", "role": "assistant", "content": [],
-                    "usage": {"input_tokens": 20, "output_tokens": 1}}}),
-                json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
-            ]
-            .iter()
-            .map(anthropic_frame)
-            .collect(),
-        }
-    }
-
-    /// One text delta.
-    fn text_delta(self, text: &str) -> String {
-        match self {
-            Wire::OpenAi => format!(
-                "data: {}\n\n",
-                json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]})
-            ),
-            Wire::Anthropic => anthropic_frame(
-                &json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}),
-            ),
-        }
-    }
-
-    /// A text answer that starts with `texts` and is never finished.
-    fn unfinished_text(self, texts: &[&str]) -> Vec<String> {
-        let mut frames = self.text_start();
-        frames.extend(texts.iter().map(|t| self.text_delta(t)));
-        frames
-    }
-
-    /// A frame whose JSON breaks off (a chunk that is not valid JSON).
-    fn broken_frame(self) -> String {
-        match self {
-            Wire::OpenAi => "data: {\"choices\": [{\"index\": 0, \"delta\": {\"content\": \"oo\n\n".to_owned(),
-            Wire::Anthropic => "event: content_block_delta\ndata: {\"type\": \"content_block_delta\", \"index\": 0, \"delta\": {\"type\": \"text_delta\", \"text\": \"oo\n\n".to_owned(),
-        }
-    }
-
-    /// What ends a well-formed answer.
-    fn finish(self) -> Vec<String> {
-        match self {
-            Wire::OpenAi => vec![
-                format!(
-                    "data: {}\n\n",
-                    json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
-                ),
-                "data: [DONE]\n\n".to_owned(),
-            ],
-            Wire::Anthropic => [
-                json!({"type": "content_block_stop", "index": 0}),
-                json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 5}}),
-                json!({"type": "message_stop"}),
-            ]
-            .iter()
-            .map(anthropic_frame)
-            .collect(),
-        }
-    }
-}
-
 // ---------------------------------------------------------------- helpers
-
-/// Every test runs within this bound: a hang fails the test instead of the suite.
-async fn bounded<T>(fut: impl Future<Output = T>) -> T {
-    tokio::time::timeout(Duration::from_secs(15), fut)
-        .await
-        .expect("the run hung")
-}
-
-/// Fast retries, long timeouts (each test shortens what it exercises).
-fn fast_policy(max_attempts: u32) -> RetryPolicy {
-    RetryPolicy {
-        max_attempts,
-        initial_backoff: Duration::from_millis(10),
-        max_backoff: Duration::from_millis(100),
-        jitter: false,
-        connect_timeout: Duration::from_secs(2),
-        request_timeout: Duration::from_secs(5),
-        idle_timeout: Duration::from_secs(5),
-        ..RetryPolicy::default()
-    }
-}
 
 fn options() -> AgentOptions {
     AgentOptions::new("test-model").clock(clock())
@@ -239,21 +63,6 @@ fn assert_round_one_kept(result: &ToolChainResult) {
     assert_eq!(result.messages[2].tool_call_id.as_deref(), Some("call_1"));
     assert_eq!(result.messages[2].content, r#"echo: {"x":1}"#);
     assert_every_call_has_a_result(result);
-}
-
-/// The messages can be sent to a model again: no call without its result.
-fn assert_every_call_has_a_result(result: &ToolChainResult) {
-    for call in result.messages.iter().flat_map(|m| &m.tool_calls) {
-        assert!(
-            result
-                .messages
-                .iter()
-                .any(|m| m.role == Role::Tool && m.tool_call_id.as_deref() == Some(&call.id)),
-            "call {} has no result: {:#?}",
-            call.id,
-            result.messages
-        );
-    }
 }
 
 /// The second request carried round 1's call and result (round 2 really ran).
@@ -446,17 +255,6 @@ fn unparsable_output_frame() -> String {
         json!({"error": {"code": 500, "type": "server_error",
             "message": "The model produced output that does not match the expected peg-native format"}})
     )
-}
-
-/// A whole streamed OpenAI answer of `pieces`.
-fn openai_answer(pieces: &[&str]) -> Reply {
-    let mut frames = Wire::OpenAi.unfinished_text(pieces);
-    frames.extend(Wire::OpenAi.finish());
-    Reply::Stream {
-        frames,
-        gap: Duration::ZERO,
-        end: End::Close,
-    }
 }
 
 #[tokio::test]

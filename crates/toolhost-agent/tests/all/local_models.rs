@@ -1,0 +1,608 @@
+//! The agent loop's help for small local models, over the wire: the real
+//! `OpenAiCompatible` and `Anthropic` providers talk HTTP/SSE to the fake
+//! model server, and each test checks both how the run ends and what the
+//! loop sent (`tool_choice`, whether `tools` went, the last user message).
+//! The same behaviours are tested against a scripted provider in
+//! `agent_loop.rs`; these prove they survive both wire formats.
+
+use std::sync::{Arc, Mutex};
+
+use crate::agent_support::*;
+use serde_json::{Value, json};
+use toolhost_agent::{
+    Agent, AgentEvent, AgentOptions, ErrorKind, FINAL_ANSWER_NOTE, Message, Role, Status,
+    ToolChainResult,
+};
+use toolhost_test_support::fake_model::{FakeModel as Server, Received, Reply};
+
+// ---------------------------------------------------------------- the run
+
+/// The call small models repeat.
+const CALC: &str = r#"{"expression":"14"}"#;
+
+/// What `calculate` answers.
+const FOURTEEN: &str = "14";
+
+/// A run over the wire: its result, its events and the request bodies the
+/// server received.
+struct WireRun {
+    result: ToolChainResult,
+    events: Vec<AgentEvent>,
+    bodies: Vec<Value>,
+    /// The calls the tool executor ran.
+    ran: usize,
+}
+
+/// Runs "what is 14?" with one tool, `calculate` (not read-only, so that a
+/// repeated call really runs again), answering `14`, through `wire`'s real
+/// provider against `server` (no retries inside the provider).
+async fn run(wire: Wire, server: &Server, options: AgentOptions) -> WireRun {
+    let tools = FakeTools::new(vec![spec("calculate", false)], |_, _| {
+        Box::pin(async { ok(FOURTEEN) })
+    });
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink = events.clone();
+    let options = options
+        .clock(clock())
+        .on_event(move |e| sink.lock().unwrap().push(e));
+    let agent =
+        Agent::new(wire.provider(server, fast_policy(1)), tools.clone()).with_options(options);
+    let result = bounded(agent.run(vec![Message::user("What is 14?")])).await;
+    let events = events.lock().unwrap().clone();
+    WireRun {
+        result,
+        events,
+        bodies: server.bodies(),
+        ran: tools.recorded().len(),
+    }
+}
+
+fn options() -> AgentOptions {
+    AgentOptions::new("test-model")
+}
+
+/// The run ended with `status`, a non-empty `answer` as its final text, and
+/// messages that can be sent again (every call has its result, no answer
+/// left with a dangling call).
+fn assert_outcome(run: &WireRun, status: Status, answer: &str) {
+    let r = &run.result;
+    assert_eq!(r.status, status, "{:?}", r.error);
+    assert!(!answer.trim().is_empty());
+    assert_eq!(r.final_text(), answer, "{:#?}", r.messages);
+    let last = r.messages.last().expect("messages");
+    assert_eq!(last.role, Role::Assistant);
+    assert_eq!(last.content, answer);
+    assert!(last.tool_calls.is_empty(), "no dangling calls");
+    assert_every_call_has_a_result(r);
+    // The note is for the request only, never kept.
+    let bare = FINAL_ANSWER_NOTE.trim_matches(['[', ']']);
+    assert!(
+        r.messages.iter().all(|m| !m.content.contains(bare)),
+        "{:#?}",
+        r.messages
+    );
+}
+
+// ---------------------------------------------------------------- the wire
+
+/// `tool_choice` as sent (`auto`, `none`, ...), in either format.
+fn tool_choice(wire: Wire, body: &Value) -> Option<&str> {
+    match wire {
+        Wire::OpenAi => body["tool_choice"].as_str(),
+        Wire::Anthropic => body["tool_choice"]["type"].as_str(),
+    }
+}
+
+/// The tool names offered in `body`.
+fn tool_names(wire: Wire, body: &Value) -> Vec<&str> {
+    body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| match wire {
+            Wire::OpenAi => t["function"]["name"].as_str(),
+            Wire::Anthropic => t["name"].as_str(),
+        })
+        .collect()
+}
+
+/// The conversation in `body` (without OpenAI's system message).
+fn conversation(body: &Value) -> Vec<&Value> {
+    body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["role"] != "system")
+        .collect()
+}
+
+/// The text of a message: its content string, or its text blocks.
+fn text_of(message: &Value) -> String {
+    match &message["content"] {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter(|b| b["type"] == "text")
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// The text of the last user message (Anthropic: its text blocks, not the
+/// tool results it may carry).
+fn last_user_text(body: &Value) -> String {
+    conversation(body)
+        .into_iter()
+        .rev()
+        .find(|m| m["role"] == "user" && !text_of(m).is_empty())
+        .map(text_of)
+        .unwrap_or_default()
+}
+
+/// The tool results in `body`, in order: (call id, text, error flag — always
+/// `false` on OpenAI, which has none: an error is said in the text).
+fn tool_results(wire: Wire, body: &Value) -> Vec<(String, String, bool)> {
+    let messages = conversation(body);
+    match wire {
+        Wire::OpenAi => messages
+            .into_iter()
+            .filter(|m| m["role"] == "tool")
+            .map(|m| {
+                (
+                    m["tool_call_id"].as_str().unwrap_or_default().to_owned(),
+                    m["content"].as_str().unwrap_or_default().to_owned(),
+                    false,
+                )
+            })
+            .collect(),
+        Wire::Anthropic => messages
+            .into_iter()
+            .filter_map(|m| m["content"].as_array())
+            .flatten()
+            .filter(|b| b["type"] == "tool_result")
+            .map(|b| {
+                (
+                    b["tool_use_id"].as_str().unwrap_or_default().to_owned(),
+                    b["content"].as_str().unwrap_or_default().to_owned(),
+                    b["is_error"] == true,
+                )
+            })
+            .collect(),
+    }
+}
+
+/// A round's request: `calculate` offered and callable.
+fn assert_tool_request(wire: Wire, body: &Value) {
+    // (From round 2 on, the built-in `read_var` is offered too.)
+    assert!(tool_names(wire, body).contains(&"calculate"), "{body}");
+    assert_eq!(tool_choice(wire, body), Some("auto"), "{body}");
+}
+
+/// The forced final answer request: the tools are still defined (Anthropic
+/// needs them when the history holds tool calls) but may not be called, and
+/// the last user message is the note.
+fn assert_final_answer_request(wire: Wire, body: &Value) {
+    assert!(tool_names(wire, body).contains(&"calculate"), "{body}");
+    assert_eq!(tool_choice(wire, body), Some("none"), "{body}");
+    if wire == Wire::OpenAi {
+        assert_eq!(body["parallel_tool_calls"], false, "{body}");
+    }
+    assert_eq!(last_user_text(body), FINAL_ANSWER_NOTE, "{body}");
+}
+
+/// The last resort: no tools at all, and the history as a log in one user
+/// message, ending with the note.
+fn assert_history_as_text_request(body: &Value) {
+    assert!(body.get("tools").is_none(), "no tools: {body}");
+    assert!(body.get("tool_choice").is_none(), "{body}");
+    let messages = conversation(body);
+    assert_eq!(messages.len(), 1, "one message: {body}");
+    assert_eq!(messages[0]["role"], "user");
+    let log = text_of(messages[0]);
+    assert!(log.starts_with("[System-generated log"), "{log}");
+    assert!(log.contains("\nUser: What is 14?\n"), "{log}");
+    assert!(
+        log.contains(&format!("called the tool `calculate` with {CALC}")),
+        "{log}"
+    );
+    assert!(
+        log.contains(&format!("The tool `calculate` returned: {FOURTEEN}")),
+        "{log}"
+    );
+    assert!(log.contains("[End of the log]"), "{log}");
+    assert!(log.ends_with(FINAL_ANSWER_NOTE), "{log}");
+}
+
+/// Round 1 of most tests: one `calculate` call.
+fn calc_call(wire: Wire) -> Reply {
+    wire.response(&[], &[("call_1", "calculate", CALC)])
+}
+
+// ---------------------------------------------------------------- 1. doom loop
+
+async fn doom_loop_refused_then_answered(wire: Wire) {
+    let server = Server::replies(vec![
+        wire.response(&[], &[("call_1", "calculate", CALC)]),
+        // The same arguments, written differently.
+        wire.response(&[], &[("call_2", "calculate", r#"{ "expression": "14" }"#)]),
+        wire.response(&[], &[("call_3", "calculate", CALC)]),
+        wire.response(&["14 is 14."], &[]),
+    ])
+    .await;
+    let run = run(wire, &server, options()).await;
+
+    assert_outcome(&run, Status::DoomLoop, "14 is 14.");
+    let error = run.result.error.as_deref().unwrap_or_default();
+    assert!(error.contains("called 3 times in a row"), "{error}");
+    assert_eq!(run.ran, 2, "the third identical call did not run");
+    let refused = run.result.history.last().expect("history");
+    assert_eq!(refused.call_id, "call_3");
+    assert_eq!(refused.error_kind, Some(ErrorKind::NotRun));
+    assert!(
+        run.events
+            .iter()
+            .any(|e| matches!(e, AgentEvent::DoomLoopDetected { repeats: 3, .. }))
+    );
+
+    // On the wire: three rounds with tools, then the final answer request,
+    // which carries the refusal as the third call's result.
+    let b = &run.bodies;
+    assert_eq!(b.len(), 4, "{b:#?}");
+    for body in &b[..3] {
+        assert_tool_request(wire, body);
+    }
+    assert_eq!(
+        tool_results(wire, &b[2]),
+        [
+            ("call_1".to_owned(), FOURTEEN.to_owned(), false),
+            ("call_2".to_owned(), FOURTEEN.to_owned(), false),
+        ]
+    );
+    assert_final_answer_request(wire, &b[3]);
+    let results = tool_results(wire, &b[3]);
+    assert_eq!(results.len(), 3, "{results:?}");
+    let (id, text, is_error) = &results[2];
+    assert_eq!(id, "call_3");
+    assert!(
+        text.contains("not run: `calculate` was called 3 times")
+            && text.contains("its result is already above: do not call it again"),
+        "{text}"
+    );
+    if wire == Wire::Anthropic {
+        assert!(is_error, "the refusal is an error result");
+    } else {
+        assert!(text.starts_with("Error: "), "{text}");
+    }
+}
+
+#[tokio::test]
+async fn a_doom_loop_over_the_wire_refuses_the_call_then_asks_with_tool_choice_none_openai() {
+    doom_loop_refused_then_answered(Wire::OpenAi).await;
+}
+
+#[tokio::test]
+async fn a_doom_loop_over_the_wire_refuses_the_call_then_asks_with_tool_choice_none_anthropic() {
+    doom_loop_refused_then_answered(Wire::Anthropic).await;
+}
+
+// ---------------------------------------------------------------- 2. forced final answer
+
+/// llama.cpp's HTTP 500 when the model wrote a tool call it could not parse
+/// (here: a call although `tool_choice` is `none`).
+fn unparsable_call() -> Reply {
+    Reply::status(
+        500,
+        &json!({"error": {"code": 500, "type": "server_error",
+            "message": "Failed to parse input at pos 0: <tool_call>{\"name\": \"calculate\"... \
+                        The model produced output that does not match the expected peg-native format"}})
+        .to_string(),
+    )
+}
+
+/// Whether `request` is the history rendered as text.
+fn is_history_as_text(request: &Received) -> bool {
+    conversation(&request.body)
+        .first()
+        .is_some_and(|m| text_of(m).starts_with("[System-generated log"))
+}
+
+#[tokio::test]
+async fn llama_cpp_refusing_the_final_answer_leads_to_the_history_as_text_openai() {
+    // llama.cpp refuses the `tool_choice: none` request (the model wrote a
+    // call), three times; the round goes through the prompt protocol, where
+    // the model writes its call as text; the history as text gets the answer.
+    let call_as_text =
+        r#"{"tool_calls": [{"name": "calculate", "arguments": {"expression": "14"}}]}"#;
+    let server = Server::replies(vec![
+        calc_call(Wire::OpenAi),
+        unparsable_call(),
+        unparsable_call(),
+        unparsable_call(),
+        Wire::OpenAi.response(&[call_as_text], &[]),
+        Wire::OpenAi.response(&["It is 14."], &[]),
+    ])
+    .await;
+    let run = run(Wire::OpenAi, &server, options().max_rounds(1)).await;
+
+    assert_outcome(&run, Status::MaxRounds, "It is 14.");
+    assert_eq!(run.ran, 1, "the call written as text did not run");
+    let b = &run.bodies;
+    assert_eq!(b.len(), 6, "{b:#?}");
+    assert_tool_request(Wire::OpenAi, &b[0]);
+    for body in &b[1..4] {
+        assert_final_answer_request(Wire::OpenAi, body);
+    }
+    // The prompt protocol: no native tools; they are described in the prompt.
+    assert!(b[4].get("tools").is_none(), "{}", b[4]);
+    assert!(
+        b[4]["messages"][0]["content"]
+            .as_str()
+            .is_some_and(|s| s.contains("calculate")),
+        "{}",
+        b[4]
+    );
+    assert_history_as_text_request(&b[5]);
+}
+
+#[tokio::test]
+async fn llama_cpp_refusing_every_request_with_calls_still_gets_an_answer_openai() {
+    // A model that writes a call whenever the history holds calls: llama.cpp
+    // fails every request but the history as text, which has none.
+    let server = Server::start_with(|n, request| match n {
+        0 => calc_call(Wire::OpenAi),
+        _ if is_history_as_text(request) => Wire::OpenAi.response(&["It is 14."], &[]),
+        _ => unparsable_call(),
+    })
+    .await;
+    let run = run(Wire::OpenAi, &server, options().max_rounds(1)).await;
+
+    assert_outcome(&run, Status::MaxRounds, "It is 14.");
+    let error = run.result.error.as_deref().unwrap_or_default();
+    assert!(error.contains("stopped after 1 rounds"), "{error}");
+    let b = &run.bodies;
+    assert_eq!(
+        b.len(),
+        6,
+        "round 1, 3 attempts, the prompt protocol, the log"
+    );
+    for body in &b[1..4] {
+        assert_final_answer_request(Wire::OpenAi, body);
+    }
+    assert!(b[4].get("tools").is_none(), "{}", b[4]);
+    assert_history_as_text_request(&b[5]);
+}
+
+async fn final_answer_with_a_native_call(wire: Wire) {
+    // The server ignores `tool_choice: none` (Ollama, some vLLM templates;
+    // Anthropic's models follow the history): the answer is a call.
+    let server = Server::replies(vec![
+        calc_call(wire),
+        wire.response(&[], &[("call_2", "calculate", CALC)]),
+        wire.response(&["It is 14."], &[]),
+    ])
+    .await;
+    let run = run(wire, &server, options().max_rounds(1)).await;
+
+    assert_outcome(&run, Status::MaxRounds, "It is 14.");
+    assert_eq!(run.ran, 1, "the call in the final answer did not run");
+    let b = &run.bodies;
+    assert_eq!(b.len(), 3, "{b:#?}");
+    assert_tool_request(wire, &b[0]);
+    assert_final_answer_request(wire, &b[1]);
+    assert_history_as_text_request(&b[2]);
+}
+
+#[tokio::test]
+async fn a_final_answer_that_is_a_tool_call_is_asked_again_without_tools_openai() {
+    final_answer_with_a_native_call(Wire::OpenAi).await;
+}
+
+#[tokio::test]
+async fn a_final_answer_that_is_a_tool_use_block_is_asked_again_without_tools_anthropic() {
+    final_answer_with_a_native_call(Wire::Anthropic).await;
+}
+
+async fn final_answer_with_a_call_as_text(wire: Wire) {
+    let server = Server::replies(vec![
+        calc_call(wire),
+        wire.response(
+            &[
+                "```json\n{\"name\": \"calculate\", ",
+                "\"arguments\": {\"expression\": \"14\"}}\n```",
+            ],
+            &[],
+        ),
+        wire.response(&["It is 14."], &[]),
+    ])
+    .await;
+    let run = run(wire, &server, options().max_rounds(1)).await;
+
+    assert_outcome(&run, Status::MaxRounds, "It is 14.");
+    let b = &run.bodies;
+    assert_eq!(b.len(), 3, "{b:#?}");
+    assert_final_answer_request(wire, &b[1]);
+    assert_history_as_text_request(&b[2]);
+}
+
+#[tokio::test]
+async fn a_final_answer_that_is_a_call_written_as_text_is_asked_again_without_tools_openai() {
+    final_answer_with_a_call_as_text(Wire::OpenAi).await;
+}
+
+#[tokio::test]
+async fn a_final_answer_that_is_a_call_written_as_text_is_asked_again_without_tools_anthropic() {
+    final_answer_with_a_call_as_text(Wire::Anthropic).await;
+}
+
+// ---------------------------------------------------------------- 3. empty reply
+
+async fn empty_reply_after_results(wire: Wire) {
+    let server = Server::replies(vec![
+        calc_call(wire),
+        wire.response(&[], &[]),
+        wire.response(&["It is 14."], &[]),
+    ])
+    .await;
+    let run = run(wire, &server, options()).await;
+
+    assert_outcome(&run, Status::Completed, "It is 14.");
+    assert!(run.result.error.is_none(), "{:?}", run.result.error);
+    let b = &run.bodies;
+    assert_eq!(b.len(), 3, "{b:#?}");
+    assert_tool_request(wire, &b[1]);
+    assert_eq!(
+        tool_results(wire, &b[1]),
+        [("call_1".to_owned(), FOURTEEN.to_owned(), false)]
+    );
+    assert_final_answer_request(wire, &b[2]);
+    assert_eq!(tool_results(wire, &b[2]).len(), 1, "{}", b[2]);
+}
+
+#[tokio::test]
+async fn an_empty_reply_after_tool_results_asks_for_the_answer_with_tool_choice_none_openai() {
+    empty_reply_after_results(Wire::OpenAi).await;
+}
+
+#[tokio::test]
+async fn an_empty_reply_after_tool_results_asks_for_the_answer_with_tool_choice_none_anthropic() {
+    empty_reply_after_results(Wire::Anthropic).await;
+}
+
+// ---------------------------------------------------------------- 4. <think> in the text
+
+/// Round 1 reasons in `<think>` then calls; round 2 reasons then answers.
+async fn think_in_the_text(wire: Wire, round_one: &[&str], round_two: &[&str]) {
+    let server = Server::replies(vec![
+        wire.response(round_one, &[("call_1", "calculate", CALC)]),
+        wire.response(round_two, &[]),
+    ])
+    .await;
+    let run = run(wire, &server, options()).await;
+
+    assert_outcome(&run, Status::Completed, "The answer is 14.");
+    assert_eq!(run.ran, 1);
+    let (mut reasoning, mut text) = ([String::new(), String::new()], String::new());
+    for e in &run.events {
+        match e {
+            AgentEvent::ReasoningDelta { round, text } => reasoning[*round as usize - 1] += text,
+            AgentEvent::TextDelta { text: t, .. } => text += t,
+            _ => {}
+        }
+    }
+    assert_eq!(reasoning[0].trim(), "Let me calculate 14.");
+    assert_eq!(reasoning[1].trim(), "The tool said 14.");
+    assert_eq!(text.trim(), "The answer is 14.", "no reasoning in the text");
+    for m in &run.result.messages {
+        assert!(
+            !m.content.contains("think>") && !m.content.contains("Let me calculate"),
+            "{m:?}"
+        );
+    }
+
+    // The history sent back has no reasoning: round 1's message is only its call.
+    let b = &run.bodies;
+    assert_eq!(b.len(), 2, "{b:#?}");
+    let sent = b[1].to_string();
+    assert!(
+        !sent.contains("think>") && !sent.contains("Let me calculate"),
+        "{sent}"
+    );
+    let assistant = conversation(&b[1])
+        .into_iter()
+        .find(|m| m["role"] == "assistant")
+        .cloned()
+        .expect("round 1's message");
+    assert_eq!(text_of(&assistant), "", "{assistant}");
+    assert_eq!(
+        tool_results(wire, &b[1]),
+        [("call_1".to_owned(), FOURTEEN.to_owned(), false)]
+    );
+}
+
+const THINK_ONE: &[&str] = &["<think>Let me calculate 14.</think>\n\n"];
+const THINK_TWO: &[&str] = &["<think>The tool said 14.</think>\n\nThe answer is 14."];
+// The tags cut between chunks, as a server streams them token by token.
+const THINK_ONE_SPLIT: &[&str] = &["<thi", "nk>Let me calc", "ulate 14.</th", "ink>\n\n"];
+const THINK_TWO_SPLIT: &[&str] = &[
+    "<",
+    "think",
+    ">The tool said 14.<",
+    "/think",
+    ">\n\nThe answer",
+    " is 14.",
+];
+
+#[tokio::test]
+async fn think_blocks_in_the_text_stay_out_of_the_answer_and_the_history_openai() {
+    think_in_the_text(Wire::OpenAi, THINK_ONE, THINK_TWO).await;
+}
+
+#[tokio::test]
+async fn think_blocks_in_the_text_stay_out_of_the_answer_and_the_history_anthropic() {
+    think_in_the_text(Wire::Anthropic, THINK_ONE, THINK_TWO).await;
+}
+
+#[tokio::test]
+async fn think_tags_split_across_stream_chunks_stay_out_of_the_answer_and_the_history_openai() {
+    think_in_the_text(Wire::OpenAi, THINK_ONE_SPLIT, THINK_TWO_SPLIT).await;
+}
+
+#[tokio::test]
+async fn think_tags_split_across_stream_chunks_stay_out_of_the_answer_and_the_history_anthropic() {
+    think_in_the_text(Wire::Anthropic, THINK_ONE_SPLIT, THINK_TWO_SPLIT).await;
+}
+
+// ---------------------------------------------------------------- 5. the note copied
+
+async fn note_copied_after_the_answer(wire: Wire) {
+    let bare = FINAL_ANSWER_NOTE.trim_matches(['[', ']']);
+    let server = Server::replies(vec![
+        calc_call(wire),
+        wire.response(&["It is 14.\n\n", bare], &[]),
+    ])
+    .await;
+    let run = run(wire, &server, options().max_rounds(1)).await;
+
+    assert_outcome(&run, Status::MaxRounds, "It is 14.");
+    let b = &run.bodies;
+    assert_eq!(b.len(), 2, "the answer was kept, not asked again");
+    assert_final_answer_request(wire, &b[1]);
+}
+
+async fn only_the_note_as_the_answer(wire: Wire) {
+    let server = Server::replies(vec![
+        calc_call(wire),
+        wire.response(&[FINAL_ANSWER_NOTE], &[]),
+        wire.response(&["It is 14."], &[]),
+    ])
+    .await;
+    let run = run(wire, &server, options().max_rounds(1)).await;
+
+    assert_outcome(&run, Status::MaxRounds, "It is 14.");
+    let b = &run.bodies;
+    assert_eq!(b.len(), 3, "{b:#?}");
+    assert_final_answer_request(wire, &b[1]);
+    assert_history_as_text_request(&b[2]);
+}
+
+#[tokio::test]
+async fn a_final_answer_followed_by_a_copy_of_the_note_keeps_only_the_answer_openai() {
+    note_copied_after_the_answer(Wire::OpenAi).await;
+}
+
+#[tokio::test]
+async fn a_final_answer_followed_by_a_copy_of_the_note_keeps_only_the_answer_anthropic() {
+    note_copied_after_the_answer(Wire::Anthropic).await;
+}
+
+#[tokio::test]
+async fn a_final_answer_that_is_only_the_note_is_asked_again_with_the_history_as_text_openai() {
+    only_the_note_as_the_answer(Wire::OpenAi).await;
+}
+
+#[tokio::test]
+async fn a_final_answer_that_is_only_the_note_is_asked_again_with_the_history_as_text_anthropic() {
+    only_the_note_as_the_answer(Wire::Anthropic).await;
+}
