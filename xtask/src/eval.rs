@@ -83,6 +83,8 @@ struct Outcome {
     answered: bool,
     /// The run ended `completed` (not `doom-loop`, `max-rounds`, …).
     completed: bool,
+    /// The history was compacted to fit the context window at least once.
+    compacted: bool,
     calls: usize,
     valid_calls: usize,
     rounds: u64,
@@ -106,6 +108,8 @@ struct Options {
     constrain: Option<String>,
     /// Another `host` binary (an older build, for a before/after row).
     host: Option<PathBuf>,
+    /// `--context-window` for the host (unset: the host learns it).
+    context_window: Option<u32>,
 }
 
 fn options(args: &[String]) -> anyhow::Result<Options> {
@@ -152,6 +156,10 @@ fn options(args: &[String]) -> anyhow::Result<Options> {
         label: value("--label"),
         constrain: value("--constrain"),
         host: value("--host").map(PathBuf::from),
+        context_window: value("--context-window")
+            .map(|v| v.parse())
+            .transpose()
+            .context("--context-window")?,
     })
 }
 
@@ -427,6 +435,9 @@ fn run_task(
         )?;
         cmd.arg("--config").arg(path);
     }
+    if let Some(window) = opts.context_window {
+        cmd.arg("--context-window").arg(window.to_string());
+    }
     if let Some(policy) = &task.policy {
         let path = dir.join("policy.toml");
         std::fs::write(&path, policy)?;
@@ -450,6 +461,7 @@ fn run_task(
                 )],
                 answered: false,
                 completed: false,
+                compacted: false,
                 calls: 0,
                 valid_calls: 0,
                 rounds: 0,
@@ -590,6 +602,7 @@ fn check(task: &Task, result: &Value, secs: f64) -> Outcome {
         why,
         answered,
         completed: status == "completed",
+        compacted: result["stats"]["compactions"].as_u64().unwrap_or(0) > 0,
         calls: history.len(),
         valid_calls: history.len() - invalid,
         rounds: result["stats"]["rounds"].as_u64().unwrap_or(0),
@@ -607,6 +620,7 @@ struct Summary {
     ok: usize,
     answered: usize,
     completed: usize,
+    compacted: usize,
     calls: usize,
     valid: usize,
     rounds: f64,
@@ -625,6 +639,7 @@ fn summary(outcomes: &[Outcome]) -> Summary {
         ok: outcomes.iter().filter(|o| o.ok).count(),
         answered: outcomes.iter().filter(|o| o.answered).count(),
         completed: outcomes.iter().filter(|o| o.completed).count(),
+        compacted: outcomes.iter().filter(|o| o.compacted).count(),
         calls: outcomes.iter().map(|o| o.calls).sum(),
         valid: outcomes.iter().map(|o| o.valid_calls).sum(),
         rounds,
@@ -652,7 +667,7 @@ fn render(
     matrix: &BTreeMap<String, Vec<(String, bool)>>,
 ) -> String {
     let mut s = format!(
-        "### {} ({})\n\nprovider `{}`, base URL `{}`, max rounds {}{}{}\n\n",
+        "### {} ({})\n\nprovider `{}`, base URL `{}`, max rounds {}{}{}{}\n\n",
         opts.model,
         opts.label.as_deref().unwrap_or("local model"),
         opts.provider,
@@ -662,20 +677,24 @@ fn render(
             .as_ref()
             .map(|c| format!(", constrain {c}"))
             .unwrap_or_default(),
+        opts.context_window
+            .map(|w| format!(", context window {w}"))
+            .unwrap_or_default(),
         if opts.only.is_empty() {
             String::new()
         } else {
             format!(", tasks {}", opts.only.join(","))
         }
     );
-    s.push_str("| protocol | task success | answered with a status | ended `completed` | valid tool calls | mean rounds | tokens in / out | median time |\n");
-    s.push_str("|---|---|---|---|---|---|---|---|\n");
+    s.push_str("| protocol | task success | answered with a status | ended `completed` | compacted | valid tool calls | mean rounds | tokens in / out | median time |\n");
+    s.push_str("|---|---|---|---|---|---|---|---|---|\n");
     for (protocol, t) in tables {
         s.push_str(&format!(
-            "| {protocol} | {} | {} | {} | {} | {:.1} | {} / {} | {:.1} s |\n",
+            "| {protocol} | {} | {} | {} | {} | {} | {:.1} | {} / {} | {:.1} s |\n",
             percent(t.ok, t.tasks),
             percent(t.answered, t.tasks),
             percent(t.completed, t.tasks),
+            percent(t.compacted, t.tasks),
             percent(t.valid, t.calls),
             t.rounds,
             t.tokens.0,

@@ -726,6 +726,7 @@ impl Agent {
                 overflowed: false,
                 compacted_after_overflow: false,
                 unparsable: false,
+                compactions: 0,
             },
             state: State::Request { round: 1 },
             awaiting: false,
@@ -786,6 +787,7 @@ impl Agent {
             errors: u32::try_from(run.history.iter().filter(|h| h.is_error).count())
                 .unwrap_or(u32::MAX),
             elapsed_ms: state.elapsed_ms,
+            compactions: run.compactions,
         };
         if !state.finished {
             state.finished = true;
@@ -1000,6 +1002,9 @@ pub(crate) struct RunState {
     /// Whether the history was compacted after a refusal as too long (once
     /// per run: a second refusal ends the run).
     compacted_after_overflow: bool,
+    /// Times the history was compacted ([`Stats::compactions`]).
+    #[serde(default)]
+    compactions: u32,
     /// The last request failed because the server could not parse the
     /// model's own output ([`is_model_output_error`]), after its retries.
     #[serde(default)]
@@ -1238,6 +1243,7 @@ impl Ctx<'_> {
             return false;
         }
         c.tokens_after = now;
+        run.compactions = run.compactions.saturating_add(1);
         info!(
             round,
             pruned = c.pruned_outputs,

@@ -55,4 +55,7 @@ pub struct Stats {
     pub errors: u32,
     /// Wall-clock time of the run, in milliseconds.
     pub elapsed_ms: u64,
+    /// Times the history was compacted to fit the context window (each
+    /// also reported as [`AgentEvent::ContextCompacted`](crate::AgentEvent::ContextCompacted)).
+    pub compactions: u32,
 }

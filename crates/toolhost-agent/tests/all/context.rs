@@ -85,7 +85,13 @@ impl Chat {
         for i in 0..n {
             let mut messages = history.clone();
             messages.push(Message::user(prompt(i)));
+            let before = self.events.lock().unwrap().len();
             let result = self.agent.run(messages).await;
+            let reported = self.events.lock().unwrap().len() - before;
+            assert_eq!(
+                result.stats.compactions as usize, reported,
+                "turn {i}: the stats count each compaction"
+            );
             assert_eq!(
                 result.status,
                 Status::Completed,
