@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 pub mod anthropic;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod grammar;
 pub mod message;
 pub mod openai;
 pub mod options;

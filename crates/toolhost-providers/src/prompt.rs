@@ -29,6 +29,7 @@ use super::{
     BoxFuture, Completion, CompletionRequest, Delta, DeltaSink, FinishReason, Provider,
     ProviderError, ToolChoice, ToolDefinition,
 };
+use crate::grammar::xml_reply_grammar;
 use crate::message::{Message, Role, ToolCall};
 
 /// How the model writes tool calls in its text.
@@ -331,55 +332,6 @@ pub fn reply_schema(tools: &[ToolDefinition]) -> Value {
     ]})
 }
 
-/// Most calls a grammar-constrained xml reply holds.
-const MAX_GRAMMAR_CALLS: usize = 4;
-
-/// The GBNF grammar (llama.cpp's `grammar` field) of a constrained xml
-/// reply: one to [`MAX_GRAMMAR_CALLS`] `<tool_code>` blocks, each a call of
-/// one of `tools` (by name) with a JSON object of arguments, or a plain
-/// answer that does not start with `<`.
-///
-/// After its calls the reply may go on to the start of a result: a small
-/// model that wants to imitate one is stopped there by the stop sequence
-/// ([`result_markers`]) instead of writing calls until the context is full
-/// (a grammar that allowed any number of calls and nothing else made
-/// Qwen2.5-Coder 1.5B repeat its call for 16k tokens). The arguments are any JSON object: the host checks
-/// them against the tool's schema, and its errors teach the model better
-/// than a grammar that makes a wrong call impossible to write. Names that
-/// would need escaping in the grammar are left out (they cannot be called
-/// through it; the host offers only `[A-Za-z0-9_-]` names); with none
-/// left there is no grammar.
-pub fn xml_reply_grammar(tools: &[ToolDefinition]) -> Option<String> {
-    let names: Vec<String> = tools
-        .iter()
-        .filter(|t| {
-            !t.name.is_empty()
-                && t.name
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b))
-        })
-        .map(|t| format!("\"\\\"{}\\\"\"", t.name))
-        .collect();
-    if names.is_empty() {
-        return None;
-    }
-    let names = names.join(" | ");
-    let more = MAX_GRAMMAR_CALLS - 1;
-    Some(format!(
-        r#"root ::= call ("\n" call){{0,{more}}} ("\n"{{0,2}} "<tool_result")? | answer
-call ::= "<tool_code>{{" ws "\"name\"" ws ":" ws name "," ws "\"arguments\"" ws ":" ws object "}}</tool_code>"
-name ::= ({names}) ws
-answer ::= [^<] [^\x00]*
-value ::= object | array | string | number | ("true" | "false" | "null") ws
-object ::= "{{" ws ( string ":" ws value ("," ws string ":" ws value)* )? "}}" ws
-array ::= "[" ws ( value ("," ws value)* )? "]" ws
-string ::= "\"" ( [^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{{4}}) )* "\"" ws
-number ::= ("-"? ([0-9] | [1-9] [0-9]{{0,15}})) ("." [0-9]+)? ([eE] [-+]? [0-9] [1-9]{{0,15}})? ws
-ws ::= | " " | "\n" [ \t]{{0,20}}
-"#
-    ))
-}
-
 /// Whether `e` is a server refusing `response_format` (it does not do
 /// constrained decoding, or not with this schema).
 fn refuses_schema(e: &ProviderError) -> bool {
@@ -472,15 +424,21 @@ pub fn tool_instructions(
 
 /// `calls` written in the profile's convention (as the model would have).
 pub fn render_tool_calls(profile: PromptProfile, calls: &[ToolCall]) -> String {
+    // In the order the instructions (and the xml grammar) give: the name,
+    // the arguments, then the id the result will carry.
     let call_json = |c: &ToolCall| {
         let args = serde_json::from_str::<Value>(&c.arguments)
             .unwrap_or_else(|_| Value::String(c.arguments.clone()));
-        json!({"id": c.id, "name": c.name, "arguments": args})
+        format!(
+            r#"{{"name": {}, "arguments": {args}, "id": {}}}"#,
+            Value::String(c.name.clone()),
+            Value::String(c.id.clone())
+        )
     };
     match profile {
         PromptProfile::Json => {
-            let all: Vec<Value> = calls.iter().map(call_json).collect();
-            format!("```json\n{}\n```", json!({ "tool_calls": all }))
+            let all: Vec<String> = calls.iter().map(call_json).collect();
+            format!("```json\n{{\"tool_calls\": [{}]}}\n```", all.join(", "))
         }
         PromptProfile::Xml => calls
             .iter()
@@ -1145,20 +1103,20 @@ mod tests {
     }
 
     #[test]
-    fn the_xml_grammar_names_only_callable_tools() {
-        let tool = |name: &str| ToolDefinition {
-            name: name.into(),
-            description: String::new(),
-            parameters: std::sync::Arc::new(json!({"type": "object"})),
+    fn calls_in_the_history_are_written_as_the_instructions_say_name_first() {
+        let call = ToolCall {
+            id: "call_1".into(),
+            name: "calc".into(),
+            arguments: r#"{"expr": "1+1"}"#.into(),
         };
-        let g = xml_reply_grammar(&[tool("calculate"), tool("bad\"name"), tool("read-file")])
-            .expect("a grammar");
-        assert!(
-            g.contains(r#"name ::= ("\"calculate\"" | "\"read-file\"") ws"#),
-            "{g}"
+        assert_eq!(
+            render_tool_calls(PromptProfile::Xml, std::slice::from_ref(&call)),
+            r#"<tool_code>{"name": "calc", "arguments": {"expr":"1+1"}, "id": "call_1"}</tool_code>"#
         );
-        assert!(!g.contains("bad"), "{g}");
-        assert_eq!(xml_reply_grammar(&[tool("a b")]), None);
+        assert_eq!(
+            render_tool_calls(PromptProfile::Json, &[call]),
+            "```json\n{\"tool_calls\": [{\"name\": \"calc\", \"arguments\": {\"expr\":\"1+1\"}, \"id\": \"call_1\"}]}\n```"
+        );
     }
 
     #[test]

@@ -1039,7 +1039,10 @@ async fn the_xml_protocol_is_constrained_by_a_grammar_and_falls_back_when_refuse
             grammar.starts_with(r#"root ::= call ("\n" call){0,3} ("\n"{0,2} "<tool_result")? | answer"#),
             "bounded calls, and a way out at an imitated result: {grammar}"
         );
-        assert!(grammar.contains(r#"name ::= ("\"calc\"") ws"#), "the offered name: {grammar}");
+        assert!(
+            grammar.contains(r#"call-0 ::= "\"calc\"" ws"#),
+            "the offered name: {grammar}"
+        );
         assert!(bodies[0].get("response_format").is_none());
         // The grammar ends a call block; the result marker still stops a
         // server that ignores the grammar.
