@@ -260,11 +260,7 @@ fn rewrite(
     CompletionRequest {
         model: request.model.clone(),
         system: (!system.is_empty()).then_some(system),
-        messages: history_as_text(
-            profile,
-            &request.messages,
-            !request.tools.is_empty() && request.tool_choice != ToolChoice::None,
-        ),
+        messages: history_as_text(profile, &request.messages),
         tools: Vec::new(),
         tool_choice: ToolChoice::Auto,
         parallel_tool_calls: false,
@@ -482,25 +478,11 @@ pub fn render_tool_result(
     }
 }
 
-/// Written after each group of results while the model may call tools: in
-/// a user message, results alone read to a small model as something to
-/// comment on ("The text has been converted to upper case.") or a task to
-/// announce ("I will read present.txt instead") rather than act on. The
-/// wording is the one that did best on the eval's failures of that kind
-/// (docs/eval.md).
-pub const RESULTS_NOTE: &str = "If the user's request needs another tool call, make it now; \
-otherwise answer the request, quoting the result.";
-
 /// The history with tool calls and results as text; results become user
-/// messages (with [`RESULTS_NOTE`] after each group when `note`), and
-/// consecutive messages of one role are merged.
-fn history_as_text(profile: PromptProfile, messages: &[Message], note: bool) -> Vec<Message> {
+/// messages, and consecutive messages of one role are merged.
+fn history_as_text(profile: PromptProfile, messages: &[Message]) -> Vec<Message> {
     let mut out: Vec<Message> = Vec::with_capacity(messages.len());
-    for (k, m) in messages.iter().enumerate() {
-        let last_result = m.role == Role::Tool
-            && messages
-                .get(k + 1)
-                .is_none_or(|next| next.role != Role::Tool);
+    for m in messages {
         let converted = match m.role {
             Role::Assistant if !m.tool_calls.is_empty() => {
                 let calls = render_tool_calls(profile, &m.tool_calls);
@@ -511,20 +493,13 @@ fn history_as_text(profile: PromptProfile, messages: &[Message], note: bool) -> 
                 };
                 Message::assistant(text)
             }
-            Role::Tool => {
-                let mut text = render_tool_result(
-                    profile,
-                    m.tool_name.as_deref().unwrap_or("tool"),
-                    m.tool_call_id.as_deref(),
-                    &m.content,
-                    m.is_error,
-                );
-                if note && last_result {
-                    text.push_str("\n\n");
-                    text.push_str(RESULTS_NOTE);
-                }
-                Message::user(text)
-            }
+            Role::Tool => Message::user(render_tool_result(
+                profile,
+                m.tool_name.as_deref().unwrap_or("tool"),
+                m.tool_call_id.as_deref(),
+                &m.content,
+                m.is_error,
+            )),
             _ => m.clone(),
         };
         match out.last_mut() {
@@ -1228,7 +1203,7 @@ mod tests {
             Message::tool_result(&call, "42", false),
             Message::tool_result(&call, "oops", true),
         ];
-        let out = history_as_text(PromptProfile::Xml, &msgs, false);
+        let out = history_as_text(PromptProfile::Xml, &msgs);
         assert_eq!(out.len(), 3);
         assert!(out[1].tool_calls.is_empty());
         assert!(out[1].content.starts_with("thinking\n\n<tool_code>"));
@@ -1237,21 +1212,6 @@ mod tests {
             out[2].content,
             "<tool_result name=\"calc\" id=\"1\">42</tool_result>\n\n<tool_result name=\"calc\" id=\"1\" error=\"true\">oops</tool_result>"
         );
-        // While tools may be called, the note follows each group of results
-        // (every group, so the text of earlier turns, and a server's prompt
-        // cache of them, stay the same from one round to the next).
-        let mut twice = msgs.clone();
-        twice.extend(msgs[1..].iter().cloned());
-        let out = history_as_text(PromptProfile::Xml, &twice, true);
-        assert_eq!(out.len(), 5);
-        for results in [&out[2], &out[4]] {
-            assert!(
-                results
-                    .content
-                    .ends_with(&format!("oops</tool_result>\n\n{RESULTS_NOTE}"))
-            );
-            assert_eq!(results.content.matches(RESULTS_NOTE).count(), 1);
-        }
     }
 
     #[test]

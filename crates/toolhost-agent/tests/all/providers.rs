@@ -5,9 +5,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-use toolhost_agent::provider::prompt::{
-    Constrain, PromptProfile, PromptTools, RESULTS_NOTE, parse_tool_calls,
-};
+use toolhost_agent::provider::prompt::{Constrain, PromptProfile, PromptTools, parse_tool_calls};
 use toolhost_agent::provider::select::{self, ProviderConfig, ProviderKind};
 use toolhost_agent::provider::{Anthropic, OpenAiCompatible, RetryPolicy};
 use toolhost_agent::{
@@ -926,7 +924,7 @@ async fn prompt_json_profile_round_trip() {
         assert_eq!(m[3]["role"], "user");
         assert_eq!(
             m[3]["content"],
-            format!("Tool result (calc, call call_a):\n42\n\nTool error (calc, call call_b):\ndivision by zero\n\n{RESULTS_NOTE}")
+            "Tool result (calc, call call_a):\n42\n\nTool error (calc, call call_b):\ndivision by zero"
         );
     })
     .await;
@@ -1101,7 +1099,7 @@ async fn prompt_xml_profile_round_trip() {
         assert!(m[1]["content"].as_array().unwrap().iter().all(|b| b["type"] == "text"));
         assert_eq!(
             m[2]["content"][0]["text"],
-            format!("<tool_result name=\"calc\" id=\"call_a\">42</tool_result>\n\n<tool_result name=\"calc\" id=\"call_b\" error=\"true\">division by zero</tool_result>\n\n{RESULTS_NOTE}")
+            "<tool_result name=\"calc\" id=\"call_a\">42</tool_result>\n\n<tool_result name=\"calc\" id=\"call_b\" error=\"true\">division by zero</tool_result>"
         );
     })
     .await;
