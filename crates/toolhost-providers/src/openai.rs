@@ -139,16 +139,14 @@ impl OpenAiCompatible {
                 .tools
                 .iter()
                 .map(|t| {
+                    let mut function = json!({
+                        "name": t.name, "description": t.description, "parameters": t.parameters,
+                    });
                     if self.strict_tools {
-                        json!({"type": "function", "function": {
-                            "name": t.name, "description": t.description,
-                            "parameters": strict_schema(&t.parameters), "strict": true,
-                        }})
-                    } else {
-                        json!({"type": "function", "function": {
-                            "name": t.name, "description": t.description, "parameters": t.parameters,
-                        }})
+                        function["parameters"] = strict_schema(&t.parameters);
+                        function["strict"] = json!(true);
                     }
+                    json!({"type": "function", "function": function})
                 })
                 .collect();
             body["tools"] = Value::Array(tools);

@@ -374,24 +374,36 @@ async fn llama_cpp_refusing_every_request_with_calls_still_gets_an_answer_openai
     assert_history_as_text_request(&b[5]);
 }
 
-async fn final_answer_with_a_native_call(wire: Wire) {
-    // The server ignores `tool_choice: none` (Ollama, some vLLM templates;
-    // Anthropic's models follow the history): the answer is a call.
+/// One call, then `bad` as the reply to the final-answer request: the loop
+/// must ask once more, without tools and with the history as text, and
+/// end with that answer.
+async fn a_bad_final_answer_is_asked_again_with_the_history_as_text(
+    wire: Wire,
+    bad: Reply,
+) -> WireRun {
     let server = Server::replies(vec![
         calc_call(wire),
-        wire.response(&[], &[("call_2", "calculate", CALC)]),
+        bad,
         wire.response(&["It is 14."], &[]),
     ])
     .await;
     let run = run(wire, &server, options().max_rounds(1)).await;
 
     assert_outcome(&run, Status::MaxRounds, "It is 14.");
-    assert_eq!(run.ran, 1, "the call in the final answer did not run");
     let b = &run.bodies;
     assert_eq!(b.len(), 3, "{b:#?}");
     assert_tool_request(wire, &b[0]);
     assert_final_answer_request(wire, &b[1]);
     assert_history_as_text_request(&b[2]);
+    run
+}
+
+async fn final_answer_with_a_native_call(wire: Wire) {
+    // The server ignores `tool_choice: none` (Ollama, some vLLM templates;
+    // Anthropic's models follow the history): the answer is a call.
+    let bad = wire.response(&[], &[("call_2", "calculate", CALC)]);
+    let run = a_bad_final_answer_is_asked_again_with_the_history_as_text(wire, bad).await;
+    assert_eq!(run.ran, 1, "the call in the final answer did not run");
 }
 
 #[tokio::test]
@@ -405,25 +417,14 @@ async fn a_final_answer_that_is_a_tool_use_block_is_asked_again_without_tools_an
 }
 
 async fn final_answer_with_a_call_as_text(wire: Wire) {
-    let server = Server::replies(vec![
-        calc_call(wire),
-        wire.response(
-            &[
-                "```json\n{\"name\": \"calculate\", ",
-                "\"arguments\": {\"expression\": \"14\"}}\n```",
-            ],
-            &[],
-        ),
-        wire.response(&["It is 14."], &[]),
-    ])
-    .await;
-    let run = run(wire, &server, options().max_rounds(1)).await;
-
-    assert_outcome(&run, Status::MaxRounds, "It is 14.");
-    let b = &run.bodies;
-    assert_eq!(b.len(), 3, "{b:#?}");
-    assert_final_answer_request(wire, &b[1]);
-    assert_history_as_text_request(&b[2]);
+    let bad = wire.response(
+        &[
+            "```json\n{\"name\": \"calculate\", ",
+            "\"arguments\": {\"expression\": \"14\"}}\n```",
+        ],
+        &[],
+    );
+    a_bad_final_answer_is_asked_again_with_the_history_as_text(wire, bad).await;
 }
 
 #[tokio::test]
@@ -572,19 +573,8 @@ async fn note_copied_after_the_answer(wire: Wire) {
 }
 
 async fn only_the_note_as_the_answer(wire: Wire) {
-    let server = Server::replies(vec![
-        calc_call(wire),
-        wire.response(&[FINAL_ANSWER_NOTE], &[]),
-        wire.response(&["It is 14."], &[]),
-    ])
-    .await;
-    let run = run(wire, &server, options().max_rounds(1)).await;
-
-    assert_outcome(&run, Status::MaxRounds, "It is 14.");
-    let b = &run.bodies;
-    assert_eq!(b.len(), 3, "{b:#?}");
-    assert_final_answer_request(wire, &b[1]);
-    assert_history_as_text_request(&b[2]);
+    let bad = wire.response(&[FINAL_ANSWER_NOTE], &[]);
+    a_bad_final_answer_is_asked_again_with_the_history_as_text(wire, bad).await;
 }
 
 #[tokio::test]
