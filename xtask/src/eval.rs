@@ -751,6 +751,10 @@ mod tests {
         let o = check(&task, &good, 1.0);
         assert!(o.ok, "{:?}", o.why);
         assert_eq!((o.calls, o.valid_calls), (3, 2));
+        assert!(!o.compacted);
+        let mut compacted = good.clone();
+        compacted["stats"]["compactions"] = serde_json::json!(2);
+        assert!(check(&task, &compacted, 1.0).compacted);
         let wrong_order = serde_json::json!({
             "status": "completed", "text": "14",
             "history": [{"tool": "calculate", "is_error": false}, {"tool": "read_file", "is_error": false}]

@@ -41,25 +41,23 @@ const MAX_MEMBERS: usize = 16;
 /// Most items of an array the grammar describes.
 const MAX_ITEMS: usize = 64;
 
-/// Most tools, and properties per tool, given rules of their own; past
-/// these, arguments are any object (a definition list is outside input).
-const MAX_TOOLS: usize = 128;
+/// Most tools a grammar is made for; past this, the reply is not
+/// constrained (a definition list is outside input).
+pub const MAX_TOOLS: usize = 128;
+
+/// Most properties per tool (and enum values per property) given rules of
+/// their own; past this, arguments (or the value) are any JSON.
 const MAX_PROPERTIES: usize = 64;
 
 /// The grammar for a reply that calls `tools` (see the module docs), or
-/// `None` when none of them has a name the grammar can hold (the host
-/// offers only `[A-Za-z0-9_-]` names).
+/// `None` when there is no tool, or more than [`MAX_TOOLS`] (no tool is
+/// ever left out of a grammar: it could not be called at all).
 ///
 /// After its calls the reply may go on to the start of a result: a small
 /// model that wants to imitate one is stopped there by the stop sequence
 /// the protocol sends, instead of writing calls until its context is full.
 pub fn xml_reply_grammar(tools: &[ToolDefinition]) -> Option<String> {
-    let tools: Vec<&ToolDefinition> = tools
-        .iter()
-        .filter(|t| plain_name(&t.name))
-        .take(MAX_TOOLS)
-        .collect();
-    if tools.is_empty() {
+    if tools.is_empty() || tools.len() > MAX_TOOLS {
         return None;
     }
     let mut rules = Vec::new();
@@ -68,7 +66,7 @@ pub fn xml_reply_grammar(tools: &[ToolDefinition]) -> Option<String> {
         calls.push(format!("call-{i}"));
         rules.push(format!(
             r#"call-{i} ::= {} ws "," ws "\"arguments\"" ws ":" ws args-{i}"#,
-            literal(&format!("\"{}\"", tool.name))
+            literal(&Value::String(tool.name.clone()).to_string())
         ));
         rules.push(arguments_rule(i, &tool.parameters));
     }
@@ -95,14 +93,6 @@ ws ::= | " " | "\n" [ \t]{{0,20}}
     ))
 }
 
-/// Whether `name` can go into the grammar as it is.
-fn plain_name(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b))
-}
-
 /// `args-{i}`: an object of the declared properties of `schema`, each with
 /// its own value rule; any object when it declares none (or too many).
 fn arguments_rule(i: usize, schema: &Value) -> String {
@@ -118,7 +108,7 @@ fn arguments_rule(i: usize, schema: &Value) -> String {
         .map(|(name, prop)| {
             format!(
                 r#"{} ws ":" ws {}"#,
-                literal(&serde_json::to_string(name).unwrap_or_default()),
+                literal(&Value::String(name.clone()).to_string()),
                 value_rule(prop)
             )
         })
@@ -240,7 +230,7 @@ mod tests {
             tool("bad\"name", json!({})),
         ])
         .expect("a grammar");
-        assert!(g.contains(r#"call ::= "<tool_code>{" ws "\"name\"" ws ":" ws (call-0 | call-1 | call-2) "}</tool_code>""#), "{g}");
+        assert!(g.contains(r#"call ::= "<tool_code>{" ws "\"name\"" ws ":" ws (call-0 | call-1 | call-2 | call-3) "}</tool_code>""#), "{g}");
         assert!(
             g.contains(r#"call-0 ::= "\"read_file\"" ws "," ws "\"arguments\"" ws ":" ws args-0"#),
             "{g}"
@@ -255,7 +245,9 @@ mod tests {
             "{g}"
         );
         assert!(g.contains("args-2 ::= object"), "{g}");
-        assert!(!g.contains("bad"), "{g}");
+        // A name with a quote is escaped, not left out (it could not be
+        // called at all).
+        assert!(g.contains(r#"call-3 ::= "\"bad\\\"name\"" ws"#), "{g}");
     }
 
     #[test]
@@ -270,9 +262,18 @@ mod tests {
     }
 
     #[test]
-    fn odd_schemas_fall_back_to_any_value_and_odd_names_to_no_grammar() {
-        assert_eq!(xml_reply_grammar(&[tool("a b", json!({}))]), None);
+    fn odd_schemas_fall_back_to_any_value_and_too_many_tools_to_no_grammar() {
         assert_eq!(xml_reply_grammar(&[]), None);
+        let many: Vec<ToolDefinition> = (0..=MAX_TOOLS)
+            .map(|i| tool(&format!("t{i}"), json!({})))
+            .collect();
+        assert_eq!(xml_reply_grammar(&many), None, "none left out: no grammar");
+        assert!(xml_reply_grammar(&many[..MAX_TOOLS]).is_some());
+        assert!(
+            xml_reply_grammar(&[tool("a b", json!({}))])
+                .unwrap()
+                .contains(r#""\"a b\"" ws"#)
+        );
         // An unknown type, a mixed oneOf, quotes and newlines in names and values.
         let g = xml_reply_grammar(&[tool(
             "t",

@@ -277,8 +277,10 @@ fn rewrite(
     }
 }
 
-/// Most stop sequences OpenAI's API takes in one request.
-const MAX_STOP_SEQUENCES: usize = 4;
+/// Most stop sequences OpenAI's API takes in one request (fewer than a
+/// config may set, [`crate::options::MAX_STOP_SEQUENCES`]: the markers are
+/// added only while there is room).
+const OPENAI_STOP_SEQUENCES: usize = 4;
 
 /// The caller's stop sequences, and when the model may call tools and is not
 /// constrained to JSON, the starts of result messages ([`result_markers`]): a small
@@ -294,7 +296,7 @@ fn stop_sequences(
         return stop;
     }
     for m in result_markers(profile) {
-        if stop.len() < MAX_STOP_SEQUENCES && !stop.iter().any(|s| s == m) {
+        if stop.len() < OPENAI_STOP_SEQUENCES && !stop.iter().any(|s| s == m) {
             stop.push((*m).to_owned());
         }
     }
@@ -801,6 +803,10 @@ pub fn parse_tool_calls(profile: PromptProfile, text: &str) -> (String, Vec<Tool
     // calls after it (made on the invented result) are dropped too.
     let text = match imitated_result(profile, text, &spans) {
         Some(cut) => {
+            tracing::debug!(
+                dropped_bytes = text.len() - cut,
+                "dropped a tool result the model wrote after its own call"
+            );
             spans.retain(|s| s.0 < cut);
             &text[..cut]
         }
@@ -1068,6 +1074,19 @@ mod tests {
         let (rest, calls) = parse_tool_calls(PromptProfile::Xml, text);
         assert_eq!(names(&calls), ["word_count"]);
         assert_eq!(rest, "Results look like <tool_result>.\n\nDone.");
+    }
+
+    #[test]
+    fn every_rendered_result_starts_with_a_result_marker() {
+        for profile in [PromptProfile::Json, PromptProfile::Xml] {
+            for is_error in [false, true] {
+                let r = render_tool_result(profile, "t", Some("c1"), "out", is_error);
+                assert!(
+                    result_markers(profile).iter().any(|m| r.starts_with(m)),
+                    "{profile:?}: {r}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! Schema when the function is sent with `"strict": true`, but only for a
 //! subset of JSON Schema: every object closed (`additionalProperties:
 //! false`) with all its properties required, `anyOf` rather than `oneOf`,
-//! a short list of string formats. [`strict_schema`] rewrites a tool's
+//! a short list of string formats, no value limits. [`strict_schema`] rewrites a tool's
 //! schema into that subset without narrowing what a valid call may say: an
 //! optional property becomes required but nullable, and
 //! [`drop_strict_nulls`] removes those nulls from the arguments again, so
@@ -39,6 +39,28 @@ const FORMATS: &[&str] = &[
     "uuid",
 ];
 
+/// Keywords left out of a strict schema: a default, and the value limits
+/// that strict implementations refuse or ignore (the strictest common
+/// subset). They only narrow what a valid call may say, and the host
+/// still checks every call against the original schema, so a value out of
+/// range comes back to the model as a schema error.
+const DROPPED: &[&str] = &[
+    "default",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "minProperties",
+    "maxProperties",
+];
+
 /// Deepest schema rewritten; deeper parts are kept as they are (a schema
 /// from a plugin or an MCP server is outside input).
 const MAX_DEPTH: usize = 32;
@@ -71,7 +93,7 @@ fn rewrite(schema: &Value, depth: usize) -> Value {
                 out.insert(key.clone(), rewrite_map(value, depth));
             }
             "format" if !value.as_str().is_some_and(|f| FORMATS.contains(&f)) => {}
-            "default" => {}
+            k if DROPPED.contains(&k) => {}
             "properties" | "required" | "additionalProperties" => {}
             _ => {
                 out.insert(key.clone(), value.clone());
@@ -226,7 +248,8 @@ mod tests {
         );
         assert_eq!(
             p["offset"],
-            json!({"type": ["integer", "null"], "minimum": 1})
+            json!({"type": ["integer", "null"]}),
+            "value limits go; the host still checks them"
         );
         assert_eq!(
             p["mode"],
