@@ -14,12 +14,15 @@
 //!   into `target/tools/` (`outside.rs`).
 //! - `demo`: `plugins`, a release build of `host`, then the interactive session.
 //! - `bench`: `plugins`, then the criterion benchmarks (tool calls, agent loop).
+//! - `bench-gate`: the performance gate, quick ratios against the values
+//!   recorded in `benches/gate.toml` (`gate.rs`); `test` runs it last.
 //! - `eval`: the agent loop against a real model server, on the tasks of
 //!   `xtask/eval/tasks.toml` (`eval.rs`); not part of `test`.
 //!
 //! Each installs the `wasm32-wasip2` target when it is missing.
 
 mod eval;
+mod gate;
 mod golang;
 mod outside;
 
@@ -40,6 +43,11 @@ fn main() -> anyhow::Result<()> {
         Some("test") => test(&root, &args[1..]),
         Some("demo") => demo(&root, &args[1..]),
         Some("bench") => bench(&root, &args[1..]),
+        Some("bench-gate") => {
+            plugins(&root)?;
+            plugins_foreign(&root)?;
+            gate::bench_gate(&root, &args[1..])
+        }
         Some("eval") => eval::eval(&root, &args[1..]),
         _ => {
             eprintln!(
@@ -49,6 +57,7 @@ fn main() -> anyhow::Result<()> {
                  \n  test      build the plugins and run fmt, clippy and every test\
                  \n  demo      build everything (release) and start `host --plugins target/plugins`\
                  \n  bench     build the plugins and run the benchmarks (args go to criterion)\
+                 \n  bench-gate  the performance gate: quick ratios against benches/gate.toml (--record writes it and the README tables)\
                  \n  eval      the agent loop's tasks against a model server (--base-url URL --model NAME; xtask/src/eval.rs)"
             );
             std::process::exit(2);
@@ -218,7 +227,9 @@ fn test(root: &Path, extra: &[String]) -> anyhow::Result<()> {
     cmd.current_dir(root).args(["test", "--workspace"]);
     installed.export(&mut cmd);
     cmd.args(extra);
-    run(&mut cmd)
+    run(&mut cmd)?;
+    // Last, the performance gate: a regression of a recorded ratio fails.
+    gate::bench_gate(root, &[])
 }
 
 /// `cargo xtask plugins-foreign`: the Python, JavaScript and Go plugins alone.

@@ -62,6 +62,9 @@ fn main() {
         }
         return;
     }
+    if args.iter().any(|a| a == "--gate") {
+        return gate(flag("--rounds", 7));
+    }
     let calls = flag("--calls", 2000);
     let runs = flag("--runs", 3);
     let seconds = u64::try_from(flag("--seconds", 3)).unwrap_or(3);
@@ -74,9 +77,9 @@ fn main() {
     let cache = root.join("target/bench-cache");
     let host = |extra: &[&str]| {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_host"));
-        // The pipeline is measured, not the result cache.
-        cmd.arg("--no-result-cache")
-            .arg("--plugins")
+        // The defaults a user gets (the result cache on): every call's
+        // arguments differ (`distinct`), so each runs the tool.
+        cmd.arg("--plugins")
             .arg(&plugins)
             .arg("--cache-dir")
             .arg(&cache)
@@ -324,12 +327,129 @@ fn round_trips_of(cmd: &mut Command, calls: usize, params: &Value) -> Latencies 
     }
     let mut times = Vec::with_capacity(calls);
     for i in 0..calls as u64 {
+        let params = distinct(params, i);
         let started = Instant::now();
-        let r = s.ask(1000 + i, "tools/call", params.clone());
+        let r = s.ask(1000 + i, "tools/call", params);
         times.push(started.elapsed().as_secs_f64() * 1e6);
         assert!(r.get("result").is_some(), "{r}");
     }
     Latencies::new(times)
+}
+
+/// `params` of a `calculate` call made distinct by `i` (`i*0+…`, the same
+/// result), so the result cache, on by default, never answers it; other
+/// calls as they are.
+fn distinct(params: &Value, i: u64) -> Value {
+    let mut params = params.clone();
+    if let Some(e) = params["arguments"]["expression"].as_str() {
+        params["arguments"]["expression"] = json!(format!("{i}*0+{e}"));
+    }
+    params
+}
+
+/// `--gate`: the MCP ratios of the performance gate (`cargo xtask
+/// bench-gate`), quick and interleaved: each round runs a batch of calls
+/// on every stdio session (kept open) and a second of HTTP load on each
+/// server; each ratio is the median over rounds of the ratio within a
+/// round. Prints `FIGURE` and `RATIO` lines.
+fn gate(rounds: usize) {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let plugins = root.join("target/plugins");
+    let cache = root.join("target/bench-cache");
+    let me = std::env::current_exe().expect("this benchmark's path");
+    // The defaults a user gets: the result cache on (the calls differ).
+    let host = |extra: &[&str]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_host"));
+        cmd.arg("--plugins")
+            .arg(&plugins)
+            .arg("--cache-dir")
+            .arg(&cache)
+            .arg("--no-watch")
+            .args(extra)
+            .env_remove("RUST_LOG");
+        cmd
+    };
+    let floor_flag = format!("floor={} --echo", me.display());
+    let calc = json!({"name": "calculate", "arguments": {"expression": "2*(3+4)"}});
+    let echo_call = json!({"name": "echo", "arguments": {}});
+    let gateway_call = json!({"name": "floor__echo", "arguments": {}});
+    let mut sessions = [
+        (
+            "mcp_echo_floor",
+            Stdio2::spawn(Command::new(&me).arg("--echo")),
+            &echo_call,
+        ),
+        ("mcp_stdio_host", Stdio2::spawn(&mut host(&["mcp"])), &calc),
+        (
+            "mcp_gateway",
+            Stdio2::spawn(&mut host(&["--mcp", &floor_flag, "mcp"])),
+            &gateway_call,
+        ),
+    ];
+    let mut id = 10u64;
+    for (_, s, params) in &mut sessions {
+        s.initialize();
+        for _ in 0..200 {
+            id += 1;
+            let r = s.ask(id, "tools/call", distinct(params, id));
+            assert!(r.get("result").is_some(), "{r}");
+        }
+    }
+    let echo = Served::start(Command::new(&me).arg("--http-echo"));
+    let served = Served::start(&mut host(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--stateless",
+    ]));
+    let mut figures: std::collections::BTreeMap<&str, Vec<f64>> = Default::default();
+    let mut ratios: std::collections::BTreeMap<&str, Vec<f64>> = Default::default();
+    for round in 0..rounds {
+        let mut p50 = std::collections::BTreeMap::new();
+        for k in 0..sessions.len() {
+            let (name, s, params) = &mut sessions[(k + round) % 3];
+            let mut times = Vec::with_capacity(300);
+            for _ in 0..300 {
+                id += 1;
+                let params = distinct(params, id);
+                let started = Instant::now();
+                let r = s.ask(id, "tools/call", params);
+                times.push(started.elapsed().as_secs_f64() * 1e6);
+                assert!(r.get("result").is_some(), "{r}");
+            }
+            let v = Latencies::new(times).p50();
+            p50.insert(*name, v);
+            figures.entry(*name).or_default().push(v);
+        }
+        let (echo_rate, _) = http_load(&echo.authority, 8, 1);
+        let (host_rate, _) = http_load(&served.authority, 8, 1);
+        figures
+            .entry("http_echo_8_connections")
+            .or_default()
+            .push(1e6 / echo_rate);
+        figures
+            .entry("http_host_8_connections")
+            .or_default()
+            .push(1e6 / host_rate);
+        ratios
+            .entry("mcp_stdio_over_echo")
+            .or_default()
+            .push(p50["mcp_stdio_host"] / p50["mcp_echo_floor"]);
+        ratios
+            .entry("gateway_over_direct")
+            .or_default()
+            .push(p50["mcp_gateway"] / p50["mcp_echo_floor"]);
+        ratios
+            .entry("http_echo_over_host_8_connections")
+            .or_default()
+            .push(echo_rate / host_rate);
+    }
+    for (name, v) in figures {
+        println!("FIGURE {name} {:.3}", median(v.into_iter()));
+    }
+    for (name, v) in ratios {
+        println!("RATIO {name} {:.4}", median(v.into_iter()));
+    }
 }
 
 fn first_answer(cmd: &mut Command) -> f64 {
@@ -458,14 +578,18 @@ fn http_load(authority: &str, connections: usize, seconds: u64) -> (f64, Latenci
                 let mut stream = TcpStream::connect(&authority).unwrap();
                 stream.set_nodelay(true).unwrap();
                 let mut reader = BufReader::new(stream.try_clone().unwrap());
-                let request = format!(
-                    "POST /mcp HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\n\
-                     Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-11-25\r\n\
-                     Content-Length: {}\r\n\r\n{CALL}",
-                    CALL.len()
-                );
                 let mut times = Vec::new();
+                let mut n = 0u64;
                 while !stop.load(Ordering::Relaxed) {
+                    // Other arguments on every call (the result cache is on).
+                    n += 1;
+                    let call = CALL.replace("2*(3+4)", &format!("{n}*0+2*(3+4)"));
+                    let request = format!(
+                        "POST /mcp HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\n\
+                         Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-11-25\r\n\
+                         Content-Length: {}\r\n\r\n{call}",
+                        call.len()
+                    );
                     let t = Instant::now();
                     stream.write_all(request.as_bytes()).unwrap();
                     let body = read_response(&mut reader);

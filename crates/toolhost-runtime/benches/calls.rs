@@ -4,10 +4,20 @@
 //! return the number with JSON details.
 //!
 //! - `native`: the plugin's own evaluator compiled into this binary, with the
-//!   same JSON parsing and formatting (the floor).
+//!   same JSON parsing and formatting (the floor of the work itself).
+//! - `bare_wasmtime`: the floor a sandbox is built on, on this machine: a new
+//!   store, `InstancePre::instantiate_async` of the same component on the
+//!   same engine and pooling allocator, one `execute` call, the store
+//!   dropped — none of toolhost's pipeline (`toolhost_runtime::BareWasmtime`).
+//!   `fresh_instance ÷ bare_wasmtime` is what toolhost adds;
+//!   `bare_wasmtime ÷ native` is what the machine charges for a fresh sandbox.
 //! - `reused_instance`: a call into an instance kept across calls.
-//! - `fresh_instance`: the default; a new sandbox (store, WASI context,
-//!   instance) per call.
+//! - `fresh_instance`: the default a user gets (the result cache on); a new
+//!   sandbox (store, WASI context, instance) per call, with other arguments
+//!   on every call, so every call misses the cache and runs the tool.
+//! - `fresh_instance_cache_off`: the same with the result cache off, so
+//!   `fresh_instance ÷ fresh_instance_cache_off` is what a miss costs.
+//! - `cache_hit`: the same arguments every call, answered from the cache.
 //! - `fresh_instance_paced`: the same with a 200 µs pause before each call
 //!   (untimed), as an agent or a server between requests: the threads have
 //!   gone idle and the caches have cooled when the call starts;
@@ -50,28 +60,48 @@ fn native_calculate(args: &str) -> (String, String) {
     (expr::format_number(value), details)
 }
 
+/// Arguments that evaluate to 14 but differ on every call (`N*0+2*(3+4)`),
+/// so the result cache never answers them.
+fn distinct_args() -> impl FnMut() -> Value {
+    let mut n = 0u64;
+    move || {
+        n += 1;
+        json!({ "expression": format!("{n}*0+2*(3+4)") })
+    }
+}
+
 fn calls(c: &mut Criterion) {
     let rt = tokio_rt();
     let cache = tempfile::tempdir().unwrap();
-    let runtime = rt.block_on(async {
-        Runtime::builder()
-            // Fresh calls are measured, not the result cache.
-            .result_cache(toolhost_runtime::CacheOptions::disabled())
-            .plugin_dir(plugins_dir())
-            .cache_dir(Some(cache.path().to_owned()))
-            .build()
-            .await
-            .unwrap()
-    });
+    let load = |options: CacheOptions| {
+        rt.block_on(async {
+            Runtime::builder()
+                .result_cache(options)
+                .plugin_dir(plugins_dir())
+                .cache_dir(Some(cache.path().to_owned()))
+                .build()
+                .await
+                .unwrap()
+        })
+    };
+    // The defaults a user gets (the result cache on) ...
+    let runtime = load(CacheOptions::default());
+    // ... and the same without the result cache.
+    let uncached = load(CacheOptions::disabled());
     let args: Value = serde_json::from_str(ARGS).unwrap();
     let check = rt
         .block_on(runtime.call("calculate", args.clone(), CallContext::new()))
         .unwrap();
     assert_eq!(check.output, "14");
+    let floor = runtime.bare_wasmtime("calc").unwrap();
+    assert_eq!(rt.block_on(floor.call("calculate", ARGS)).unwrap(), "14");
 
     let mut g = c.benchmark_group("call_calculate");
     g.bench_function("native", |b| {
         b.iter(|| native_calculate(std::hint::black_box(ARGS)));
+    });
+    g.bench_function("bare_wasmtime", |b| {
+        b.iter(|| rt.block_on(floor.call("calculate", std::hint::black_box(ARGS))));
     });
     let mut reused = rt.block_on(runtime.reused_instance("calc")).unwrap();
     g.bench_function("reused_instance", |b| {
@@ -81,10 +111,24 @@ fn calls(c: &mut Criterion) {
         });
     });
     drop(reused);
-    g.bench_function("fresh_instance", |b| {
+    for (name, runtime) in [
+        ("fresh_instance", &runtime),
+        ("fresh_instance_cache_off", &uncached),
+    ] {
+        let mut next = distinct_args();
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                rt.block_on(runtime.call("calculate", next(), CallContext::new()))
+                    .unwrap()
+            });
+        });
+    }
+    g.bench_function("cache_hit", |b| {
         b.iter(|| {
-            rt.block_on(runtime.call("calculate", args.clone(), CallContext::new()))
-                .unwrap()
+            let r = rt
+                .block_on(runtime.call("calculate", args.clone(), CallContext::new()))
+                .unwrap();
+            assert!(r.cached);
         });
     });
     // A caller that pauses between calls (an agent between model turns, a
@@ -107,9 +151,11 @@ fn calls(c: &mut Criterion) {
             std::hint::black_box(native_calculate(std::hint::black_box(ARGS)));
         });
     });
+    let next = std::cell::RefCell::new(distinct_args());
     g.bench_function("fresh_instance_paced", |b| {
         paced(b, &|| {
-            rt.block_on(runtime.call("calculate", args.clone(), CallContext::new()))
+            let args = (next.borrow_mut())();
+            rt.block_on(runtime.call("calculate", args, CallContext::new()))
                 .unwrap();
         });
     });
@@ -118,7 +164,7 @@ fn calls(c: &mut Criterion) {
     let decommit = rt.block_on(async {
         Runtime::builder()
             // Fresh calls are measured, not the result cache.
-            .result_cache(toolhost_runtime::CacheOptions::disabled())
+            .result_cache(CacheOptions::disabled())
             .plugin_dir(plugins_dir())
             .cache_dir(Some(cache.path().to_owned()))
             .engine_settings(EngineSettings {

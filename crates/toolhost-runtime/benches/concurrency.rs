@@ -85,6 +85,7 @@ async fn measure(runtime: &Runtime, kind: Kind, callers: usize, seconds: f64, ti
         tasks.push(tokio::spawn(async move {
             let mut h =
                 Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("histogram bounds");
+            let mut n = 0u64;
             loop {
                 let t0 = Instant::now();
                 if t0 >= end {
@@ -93,11 +94,15 @@ async fn measure(runtime: &Runtime, kind: Kind, callers: usize, seconds: f64, ti
                 if !tight {
                     tokio::task::yield_now().await;
                 }
+                // Other arguments on every call (`N*0+2*(3+4)`), for both
+                // kinds: the result cache, on by default, never answers.
+                n += 1;
+                let args = format!(r#"{{"expression":"{n}*0+2*(3+4)"}}"#);
                 let out = match kind {
-                    Kind::Native => native_call(ARGS).await,
+                    Kind::Native => native_call(&args).await,
                     Kind::Sandbox => {
                         runtime
-                            .call_json("calculate", ARGS, CallContext::new())
+                            .call_json("calculate", &args, CallContext::new())
                             .await
                             .expect("calculate succeeds")
                             .output
@@ -317,17 +322,21 @@ fn main() {
     let cache = tempfile::tempdir().expect("a temp dir");
     let mut calc = PluginSettings::default();
     calc.limits.max_instances = o.max_instances;
-    let runtime = rt.block_on(async {
-        Runtime::builder()
-            // Fresh calls are measured, not the result cache.
-            .result_cache(toolhost_runtime::CacheOptions::disabled())
-            .plugin_dir(plugins_dir())
-            .cache_dir(Some(cache.path().to_owned()))
-            .plugin_settings("calc", calc)
-            .build()
-            .await
-            .expect("the runtime starts")
-    });
+    let load = |options: toolhost_runtime::CacheOptions| {
+        rt.block_on(async {
+            Runtime::builder()
+                .result_cache(options)
+                .plugin_dir(plugins_dir())
+                .cache_dir(Some(cache.path().to_owned()))
+                .plugin_settings("calc", calc.clone())
+                .build()
+                .await
+                .expect("the runtime starts")
+        })
+    };
+    // The defaults a user gets (the result cache on), and a row with it off.
+    let runtime = load(toolhost_runtime::CacheOptions::default());
+    let uncached = load(toolhost_runtime::CacheOptions::disabled());
     let check = rt
         .block_on(runtime.call_json("calculate", ARGS, CallContext::new()))
         .expect("calculate succeeds");
@@ -344,13 +353,19 @@ fn main() {
         for &hogged in loads {
             let _hog = hogged.then(Hog::start);
             for &callers in &o.callers {
-                for &kind in &o.kinds {
-                    let row = rt.block_on(measure(&runtime, kind, callers, o.seconds, o.tight));
+                let rows = o.kinds.iter().flat_map(|&kind| match kind {
+                    Kind::Native => vec![(kind, &runtime, kind.name())],
+                    Kind::Sandbox => vec![
+                        (kind, &runtime, kind.name()),
+                        (kind, &uncached, "sandbox, cache off"),
+                    ],
+                });
+                for (kind, runtime, name) in rows {
+                    let row = rt.block_on(measure(runtime, kind, callers, o.seconds, o.tight));
                     let h = &row.histogram;
                     println!(
-                        "| {run} | {} | {} | {callers} | {:.0} | {} | {} | {} | {} |",
+                        "| {run} | {} | {name} | {callers} | {:.0} | {} | {} | {} | {} |",
                         if hogged { "one core hogged" } else { "quiet" },
-                        kind.name(),
                         row.calls_per_sec,
                         us(h.value_at_quantile(0.5)),
                         us(h.value_at_quantile(0.99)),

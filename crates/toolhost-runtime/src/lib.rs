@@ -35,6 +35,7 @@ mod call;
 mod catalog;
 mod engine;
 mod error;
+mod floor;
 mod gate;
 mod grants;
 mod hook_plugin;
@@ -65,6 +66,8 @@ pub use call::{CallContext, StepSink, ToolResult};
 pub use catalog::{DEFAULT_CACHE_GRACE, LoadFailure, LoadReport, PluginEvent};
 pub use engine::{EPOCH_TICK, EngineSettings};
 pub use error::{ArgumentIssue, CallError, LoadError, RuntimeError, SandboxFault, ToolErrorKind};
+#[doc(hidden)]
+pub use floor::BareWasmtime;
 pub use grants::{DirAccess, DirGrant, HostPattern, HostPatternError, PluginSettings};
 pub use limits::{LimitOverrides, Limits};
 pub use lockfile::{GrantState, InstallRecord, LockError, record_install};

@@ -56,6 +56,11 @@ impl Pool {
         }
     }
 
+    /// The engine every sandbox runs on.
+    pub(crate) fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
     /// A fresh sandbox (store, WASI context, limits) for one of `spec`'s plugin's calls.
     pub(crate) fn sandbox(&self, spec: &Arc<SandboxSpec>) -> Result<Sandbox, String> {
         Sandbox::new(&self.engine, spec, self.max_wasm_stack)

@@ -24,11 +24,21 @@
 //!   read-only tools see), unless [`CacheOptions::clear_after_writes`] is
 //!   off. A result computed while the cache was cleared is not stored.
 //! - **Bounds:** at most [`CacheOptions::max_entries`] entries and
-//!   [`CacheOptions::max_bytes`] bytes, least recently used first out; an
-//!   entry larger than an eighth of the byte budget is not cached; each
-//!   entry expires after its TTL.
+//!   [`CacheOptions::max_bytes`] bytes; past them the least recently used
+//!   entry of the new entry's shard goes first (the entries are spread over
+//!   16 independently locked shards by key, so concurrent calls rarely wait
+//!   for each other), then the least recently used of all; an entry larger
+//!   than an eighth of the byte budget is not cached; each entry expires
+//!   after its TTL.
+//! - **Cost of a miss:** one SHA-256 of the plugin's identity, the tool's
+//!   name and the arguments' JSON text as validation wrote it (already
+//!   canonical: `serde_json` sorts object keys in this build), one shard
+//!   lock to look up and one to store. A tool that cannot be cached pays
+//!   one branch.
 
 use std::collections::BTreeMap;
+use std::sync::LazyLock;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use lru::LruCache;
@@ -231,71 +241,114 @@ type Key = [u8; 32];
 /// the bookkeeping of the LRU list.
 const ENTRY_OVERHEAD: usize = 128;
 
+/// The entries are spread over this many independently locked shards (by
+/// the key's first byte), so concurrent calls rarely wait for each other;
+/// the bounds, the counters and the generation are shared atomics.
+const SHARDS: usize = 16;
+
 /// A cached raw result (before the after-hooks).
 struct Entry {
-    output: String,
-    details: Option<Value>,
-    structured: Option<Value>,
+    result: Stored,
     bytes: usize,
     expires: Instant,
+    /// When it was last stored or read, on the cache's own clock: the
+    /// least recently used entry of all shards is the one with the
+    /// smallest tick among the shards' least recently used ones.
+    used: u64,
 }
 
-struct State {
+/// One shard: its part of the entries, least recently used first out.
+struct Shard {
     entries: LruCache<Key, Entry>,
-    bytes: usize,
-    /// Bumped by every clear: a result whose call started before a clear
-    /// is not stored after it.
-    generation: u64,
-    hits: u64,
-    misses: u64,
 }
 
 /// The runtime's result cache (one per runtime, shared by its clones).
 pub(crate) struct ResultCache {
     options: CacheOptions,
-    state: Mutex<State>,
+    shards: Box<[Mutex<Shard>]>,
+    /// Entries and bytes over all shards (each changed under the lock of
+    /// the shard whose entry it counts).
+    entries: AtomicUsize,
+    bytes: AtomicUsize,
+    /// Bumped by every clear: a result whose call started before a clear
+    /// is not stored after it.
+    generation: AtomicU64,
+    /// The clock of [`Entry::used`].
+    clock: AtomicU64,
+    hits: AtomicU64,
+    misses: AtomicU64,
 }
 
 impl ResultCache {
     pub(crate) fn new(options: CacheOptions) -> Self {
         ResultCache {
             options,
-            state: Mutex::new(State {
-                entries: LruCache::unbounded(),
-                bytes: 0,
-                generation: 0,
-                hits: 0,
-                misses: 0,
-            }),
+            shards: (0..SHARDS)
+                .map(|_| {
+                    Mutex::new(Shard {
+                        entries: LruCache::unbounded(),
+                    })
+                })
+                .collect(),
+            entries: AtomicUsize::new(0),
+            bytes: AtomicUsize::new(0),
+            generation: AtomicU64::new(0),
+            clock: AtomicU64::new(0),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
         }
+    }
+
+    fn shard(&self, key: &Key) -> &Mutex<Shard> {
+        &self.shards[usize::from(key[0]) % SHARDS]
+    }
+
+    fn tick(&self) -> u64 {
+        self.clock.fetch_add(1, Ordering::Relaxed)
     }
 
     /// Forgets every entry; results of calls under way are not stored.
     pub(crate) fn clear(&self) {
-        let mut state = self.state.lock();
-        state.entries.clear();
-        state.bytes = 0;
-        state.generation = state.generation.wrapping_add(1);
-    }
-
-    pub(crate) fn stats(&self) -> CacheStats {
-        let state = self.state.lock();
-        CacheStats {
-            entries: state.entries.len(),
-            bytes: state.bytes,
-            hits: state.hits,
-            misses: state.misses,
+        // The generation first: a store that sees the old one under a
+        // shard's lock inserts before this clear empties that shard.
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        if self.entries.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        for shard in &*self.shards {
+            let mut shard = shard.lock();
+            for (_, gone) in shard.entries.iter() {
+                self.forget(gone);
+            }
+            shard.entries.clear();
         }
     }
 
-    /// The execute step of `call` with `args` (as admitted) through the
-    /// cache: a hit answers from it (and is reported as a
-    /// [`CallStep::Cached`] step); a miss runs `execute` and stores its
-    /// result when it succeeded.
+    /// Takes `gone` out of the totals (called under its shard's lock).
+    fn forget(&self, gone: &Entry) {
+        self.entries.fetch_sub(1, Ordering::SeqCst);
+        self.bytes.fetch_sub(gone.bytes, Ordering::SeqCst);
+    }
+
+    pub(crate) fn stats(&self) -> CacheStats {
+        CacheStats {
+            entries: self.entries.load(Ordering::SeqCst),
+            bytes: self.bytes.load(Ordering::SeqCst),
+            hits: self.hits.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The execute step of `call` with `args` (as admitted; `args_text` is
+    /// their JSON text) through the cache: a hit answers from it (and is
+    /// reported as a [`CallStep::Cached`] step); a miss runs `execute` and
+    /// stores its result when it succeeded. A tool that cannot be cached
+    /// costs one branch here (and, when it may write, a clear).
     pub(crate) async fn execute(
         &self,
         call: &Call<'_>,
         args: &Value,
+        args_text: &str,
         execute: impl AsyncFnOnce() -> Result<ToolResult, CallError>,
     ) -> Result<ToolResult, CallError> {
         if !self.options.enabled {
@@ -313,12 +366,18 @@ impl ResultCache {
         let key = key(
             &call.target.plugin.cache_identity,
             &spec.name,
-            args,
+            Args {
+                value: args,
+                text: args_text,
+            },
             call.cx.session_id.as_deref(),
             call.cx.agent.as_deref(),
         );
         let generation = match self.lookup(&key, started) {
             Ok(hit) => {
+                let Some(hit) = hit else {
+                    return execute().await;
+                };
                 // A hit never waits for anything: without this, a task
                 // making cached calls back to back would keep its worker
                 // thread forever. It yields once its cooperative budget is
@@ -349,30 +408,33 @@ impl ResultCache {
 
     /// The entry under `key` when there is a live one, or the generation
     /// a result for it must be stored under.
-    fn lookup(&self, key: &Key, now: Instant) -> Result<Hit, u64> {
-        let mut state = self.state.lock();
-        let live = match state.entries.get(key) {
-            Some(entry) if entry.expires > now => Some(Hit {
-                output: entry.output.clone(),
-                details: entry.details.clone(),
-                structured: entry.structured.clone(),
-            }),
-            Some(_) => {
-                if let Some(gone) = state.entries.pop(key) {
-                    state.bytes = state.bytes.saturating_sub(gone.bytes);
+    fn lookup(&self, key: &Key, now: Instant) -> Result<Option<Hit>, u64> {
+        // Read before the shard: a clear after this makes the store a no-op.
+        let generation = self.generation.load(Ordering::SeqCst);
+        let live = {
+            let mut shard = self.shard(key).lock();
+            match shard.entries.get_mut(key) {
+                Some(entry) if entry.expires > now => {
+                    entry.used = self.tick();
+                    Some(entry.result.hit())
                 }
-                None
+                Some(_) => {
+                    if let Some(gone) = shard.entries.pop(key) {
+                        self.forget(&gone);
+                    }
+                    None
+                }
+                None => None,
             }
-            None => None,
         };
         match live {
             Some(hit) => {
-                state.hits = state.hits.saturating_add(1);
+                self.hits.fetch_add(1, Ordering::Relaxed);
                 Ok(hit)
             }
             None => {
-                state.misses = state.misses.saturating_add(1);
-                Err(state.generation)
+                self.misses.fetch_add(1, Ordering::Relaxed);
+                Err(generation)
             }
         }
     }
@@ -381,7 +443,9 @@ impl ResultCache {
     /// since `generation` or the result is too large; then evicts the
     /// least recently used entries past the bounds.
     fn store(&self, key: Key, generation: u64, result: &ToolResult, ttl: Duration) {
-        let Some(bytes) = entry_bytes(result).filter(|b| *b <= self.options.max_entry_bytes())
+        let Some((stored, bytes)) = Stored::of(result)
+            .and_then(|s| s.bytes().map(|b| (s, b)))
+            .filter(|(_, b)| *b <= self.options.max_entry_bytes())
         else {
             tracing::debug!(
                 tool = %result.tool,
@@ -393,30 +457,147 @@ impl ResultCache {
             return;
         };
         let entry = Entry {
-            output: result.output.clone(),
-            details: result.details.clone(),
-            structured: result.structured.clone(),
+            result: stored,
             bytes,
             expires,
+            used: self.tick(),
         };
-        let mut state = self.state.lock();
-        if state.generation != generation {
+        {
+            let mut shard = self.shard(&key).lock();
+            // Counted before the generation is checked: a clear that bumps
+            // the generation after this check sees the count and empties
+            // this shard (it waits for this lock); one that bumped it
+            // before is seen here. `bytes` is at most an eighth of
+            // `max_bytes`, and the total is back under `max_bytes` once the
+            // evictions below are done: no overflow.
+            self.entries.fetch_add(1, Ordering::SeqCst);
+            self.bytes.fetch_add(bytes, Ordering::SeqCst);
+            if self.generation.load(Ordering::SeqCst) != generation {
+                self.entries.fetch_sub(1, Ordering::SeqCst);
+                self.bytes.fetch_sub(bytes, Ordering::SeqCst);
+                return;
+            }
+            if let Some(old) = shard.entries.put(key, entry) {
+                self.forget(&old);
+            }
+        }
+        let over = || {
+            self.entries.load(Ordering::SeqCst) > self.options.max_entries
+                || self.bytes.load(Ordering::SeqCst) > self.options.max_bytes
+        };
+        if !over() {
             return;
         }
-        if let Some(old) = state.entries.put(key, entry) {
-            state.bytes = state.bytes.saturating_sub(old.bytes);
-        }
-        // `bytes` is at most an eighth of `max_bytes`, and the total stays
-        // at most `max_bytes` after every store: no overflow.
-        state.bytes = state.bytes.saturating_add(bytes);
-        while state.entries.len() > self.options.max_entries || state.bytes > self.options.max_bytes
+        // The common case, a full cache: the least recently used entry of
+        // this key's shard goes (one lock; with keys spread evenly it is
+        // among the oldest of all). The one just stored is never it while
+        // the shard holds another.
         {
-            let Some((_, gone)) = state.entries.pop_lru() else {
-                state.bytes = 0;
-                break;
-            };
-            state.bytes = state.bytes.saturating_sub(gone.bytes);
+            let mut shard = self.shard(&key).lock();
+            while over() && shard.entries.len() > 1 {
+                match shard.entries.pop_lru() {
+                    Some((_, gone)) => self.forget(&gone),
+                    None => break,
+                }
+            }
         }
+        // Else the least recently used of all shards.
+        while over() {
+            if !self.evict_oldest() {
+                break;
+            }
+        }
+    }
+
+    /// Drops the least recently used entry of all shards; `false` when
+    /// every shard is empty.
+    fn evict_oldest(&self) -> bool {
+        let oldest = self
+            .shards
+            .iter()
+            .enumerate()
+            .filter_map(|(i, shard)| shard.lock().entries.peek_lru().map(|(_, e)| (e.used, i)))
+            .min();
+        let Some((_, i)) = oldest else {
+            return false;
+        };
+        // Another call may have used or dropped it meanwhile: then this
+        // drops that shard's next oldest, still an old entry.
+        let mut shard = self.shards[i].lock();
+        if let Some((_, gone)) = shard.entries.pop_lru() {
+            self.forget(&gone);
+        }
+        true
+    }
+}
+
+/// A result as the cache keeps it: the output and its JSON values as text,
+/// one after the other in one buffer — one allocation per entry, so that
+/// storing one costs a write of the text (which also gives its size for the
+/// byte budget) and evicting one a single free, not a walk of the value's
+/// tree; a hit parses the values back.
+#[derive(Clone)]
+struct Stored {
+    /// `output`, then `details` and `structured` as JSON text.
+    text: Vec<u8>,
+    /// Where `output` ends.
+    output_end: usize,
+    /// Where `details` and `structured` end (`None`: absent).
+    details_end: Option<usize>,
+    structured_end: Option<usize>,
+}
+
+impl Stored {
+    /// `result`'s output and values as text (`None` if a value cannot be written).
+    fn of(result: &ToolResult) -> Option<Stored> {
+        let mut text = Vec::with_capacity(result.output.len().saturating_add(128));
+        text.extend_from_slice(result.output.as_bytes());
+        let output_end = text.len();
+        let mut write = |v: &Option<Value>| -> Option<Option<usize>> {
+            match v {
+                None => Some(None),
+                Some(v) => {
+                    serde_json::to_writer(&mut text, v).ok()?;
+                    Some(Some(text.len()))
+                }
+            }
+        };
+        let details_end = write(&result.details)?;
+        let structured_end = write(&result.structured)?;
+        Some(Stored {
+            text,
+            output_end,
+            details_end,
+            structured_end,
+        })
+    }
+
+    /// What it counts for in the byte budget; `None` past `usize`.
+    fn bytes(&self) -> Option<usize> {
+        ENTRY_OVERHEAD.checked_add(self.text.len())
+    }
+
+    /// The output and the values parsed back (`None` if the text does not
+    /// parse, e.g. a value nested deeper than the parser allows: then the
+    /// call runs).
+    fn hit(&self) -> Option<Hit> {
+        let output = std::str::from_utf8(self.text.get(..self.output_end)?).ok()?;
+        let mut start = self.output_end;
+        let mut value = |end: Option<usize>| -> Option<Option<Value>> {
+            let Some(end) = end else {
+                return Some(None);
+            };
+            let v = serde_json::from_slice(self.text.get(start..end)?).ok()?;
+            start = end;
+            Some(Some(v))
+        };
+        let details = value(self.details_end)?;
+        let structured = value(self.structured_end)?;
+        Some(Hit {
+            output: output.to_owned(),
+            details,
+            structured,
+        })
     }
 }
 
@@ -425,32 +606,6 @@ struct Hit {
     output: String,
     details: Option<Value>,
     structured: Option<Value>,
-}
-
-/// What `result` counts for in the byte budget; `None` past `usize`.
-fn entry_bytes(result: &ToolResult) -> Option<usize> {
-    let json = |v: &Option<Value>| v.as_ref().map_or(Some(0), json_len);
-    ENTRY_OVERHEAD
-        .checked_add(result.output.len())?
-        .checked_add(json(&result.details)?)?
-        .checked_add(json(&result.structured)?)
-}
-
-/// The length of `value` as JSON text, without building the text.
-fn json_len(value: &Value) -> Option<usize> {
-    struct Count(Option<usize>);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 = self.0.and_then(|n| n.checked_add(buf.len()));
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(Some(0));
-    serde_json::to_writer(&mut count, value).ok()?;
-    count.0
 }
 
 /// Feeds `Sha256` as an [`std::io::Write`].
@@ -505,22 +660,42 @@ fn canonical_json(value: &Value, out: &mut impl std::io::Write) -> std::io::Resu
     }
 }
 
+/// A call's arguments: the value, and its JSON text as the plugin gets it.
+#[derive(Clone, Copy)]
+struct Args<'a> {
+    value: &'a Value,
+    text: &'a str,
+}
+
+/// Whether `serde_json` writes object keys sorted (its maps are ordered by
+/// key unless some crate in the build turns on `preserve_order`): then a
+/// value's JSON text is already canonical and is hashed as it is, without
+/// writing it again.
+static SORTED_MAPS: LazyLock<bool> = LazyLock::new(|| {
+    let probe: Value = serde_json::from_str(r#"{"b":0,"a":0}"#).unwrap_or(Value::Null);
+    probe.to_string() == r#"{"a":0,"b":0}"#
+});
+
 /// The key of a call to tool `tool` (its declared name) of the plugin whose
 /// identity is `identity`, with `args`, in `session` for `agent`.
 fn key(
     identity: &[u8; 32],
     tool: &str,
-    args: &Value,
+    args: Args<'_>,
     session: Option<&str>,
     agent: Option<&str>,
 ) -> Key {
     let mut hash = Sha256::new();
     field(&mut hash, identity);
     field(&mut hash, tool.as_bytes());
-    let mut text = Vec::new();
-    // Writing to a vector cannot fail.
-    let _ = canonical_json(args, &mut text);
-    field(&mut hash, &text);
+    if *SORTED_MAPS {
+        field(&mut hash, args.text.as_bytes());
+    } else {
+        let mut text = Vec::new();
+        // Writing to a vector cannot fail.
+        let _ = canonical_json(args.value, &mut text);
+        field(&mut hash, &text);
+    }
     for part in [session, agent] {
         match part {
             Some(s) => {
@@ -657,6 +832,32 @@ mod tests {
         assert!(toml::from_str::<CacheSettings>("tools.t = { ttl = 5 }").is_err());
     }
 
+    /// The key of a call with `args`, whose text is what validation writes.
+    fn k(id: &[u8; 32], tool: &str, args: &Value, s: Option<&str>, a: Option<&str>) -> Key {
+        let text = args.to_string();
+        key(
+            id,
+            tool,
+            Args {
+                value: args,
+                text: &text,
+            },
+            s,
+            a,
+        )
+    }
+
+    #[test]
+    fn the_arguments_text_is_canonical_in_this_build() {
+        // The key hashes the validated text as it is only when it is
+        // canonical JSON; in this build it is (no `preserve_order`).
+        assert!(*SORTED_MAPS);
+        let v = json!({"z": {"b": 1, "a": [true, {"y": 0, "x": "é"}]}, "a": null});
+        let mut canonical = Vec::new();
+        canonical_json(&v, &mut canonical).unwrap();
+        assert_eq!(v.to_string().into_bytes(), canonical);
+    }
+
     #[test]
     fn canonical_json_sorts_keys_at_every_depth() {
         let text = |v: &Value| {
@@ -668,25 +869,25 @@ mod tests {
         assert_eq!(text(&a), r#"{"a":true,"b":[1,{"x":null,"y":"é"}]}"#);
         let id = [7; 32];
         let b = json!({"a": true, "b": [1, {"x": null, "y": "é"}]});
-        assert_eq!(key(&id, "t", &a, None, None), key(&id, "t", &b, None, None));
+        assert_eq!(k(&id, "t", &a, None, None), k(&id, "t", &b, None, None));
         assert_ne!(
-            key(&id, "t", &a, None, None),
-            key(&id, "t", &json!({"a": false}), None, None)
+            k(&id, "t", &a, None, None),
+            k(&id, "t", &json!({"a": false}), None, None)
         );
     }
 
     #[test]
     fn the_key_separates_tools_sessions_agents_and_identities() {
         let args = json!({});
-        let base = key(&[0; 32], "t", &args, None, None);
-        assert_ne!(base, key(&[1; 32], "t", &args, None, None));
-        assert_ne!(base, key(&[0; 32], "u", &args, None, None));
-        assert_ne!(base, key(&[0; 32], "t", &args, Some("s"), None));
-        assert_ne!(base, key(&[0; 32], "t", &args, None, Some("s")));
+        let base = k(&[0; 32], "t", &args, None, None);
+        assert_ne!(base, k(&[1; 32], "t", &args, None, None));
+        assert_ne!(base, k(&[0; 32], "u", &args, None, None));
+        assert_ne!(base, k(&[0; 32], "t", &args, Some("s"), None));
+        assert_ne!(base, k(&[0; 32], "t", &args, None, Some("s")));
         // No shifting of bytes between fields makes two calls alike.
         assert_ne!(
-            key(&[0; 32], "t", &args, Some("ab"), Some("c")),
-            key(&[0; 32], "t", &args, Some("a"), Some("bc"))
+            k(&[0; 32], "t", &args, Some("ab"), Some("c")),
+            k(&[0; 32], "t", &args, Some("a"), Some("bc"))
         );
     }
 
@@ -755,7 +956,10 @@ mod tests {
             panic!("empty")
         };
         cache.store([1; 32], generation, &result("new"), MIN);
-        assert_eq!(cache.lookup(&[1; 32], now).ok().unwrap().output, "new");
+        assert_eq!(
+            cache.lookup(&[1; 32], now).ok().flatten().unwrap().output,
+            "new"
+        );
     }
 
     #[test]
@@ -764,7 +968,7 @@ mod tests {
         r.details = Some(json!({"k": "v"}));
         r.structured = Some(json!([1, 2]));
         assert_eq!(
-            entry_bytes(&r),
+            Stored::of(&r).unwrap().bytes(),
             Some(ENTRY_OVERHEAD + 4 + r#"{"k":"v"}"#.len() + "[1,2]".len())
         );
         let cache = ResultCache::new(CacheOptions {
@@ -781,5 +985,80 @@ mod tests {
         assert_eq!(stats.bytes, 8 * (ENTRY_OVERHEAD + 10));
         assert!(cache.lookup(&[0; 32], Instant::now()).is_err(), "evicted");
         assert!(cache.lookup(&[8; 32], Instant::now()).is_ok());
+    }
+
+    #[test]
+    fn a_hit_gives_back_the_stored_output_details_and_structured_result() {
+        let cache = ResultCache::new(CacheOptions::default());
+        let mut r = result("14");
+        r.details = Some(json!({"expression": "2*(3+4)", "value": 14.0, "nested": [{"b": null}]}));
+        r.structured = Some(json!({"value": 14}));
+        cache.store([3; 32], 0, &r, MIN);
+        let hit = cache
+            .lookup(&[3; 32], Instant::now())
+            .ok()
+            .flatten()
+            .unwrap();
+        assert_eq!(hit.output, r.output);
+        assert_eq!(hit.details, r.details);
+        assert_eq!(hit.structured, r.structured);
+    }
+
+    #[test]
+    fn a_full_cache_stays_within_its_entry_bound_and_keeps_the_newest() {
+        let cache = ResultCache::new(CacheOptions {
+            max_entries: 10,
+            ..CacheOptions::default()
+        });
+        let key_of = |i: u32| -> Key {
+            let mut hash = Sha256::new();
+            hash.update(i.to_le_bytes());
+            hash.finalize().into()
+        };
+        for i in 0..1_000u32 {
+            cache.store(key_of(i), 0, &result("r"), MIN);
+            assert!(cache.stats().entries <= 10);
+        }
+        assert_eq!(cache.stats().entries, 10);
+        assert_eq!(cache.stats().bytes, 10 * (ENTRY_OVERHEAD + 1));
+        assert!(
+            cache.lookup(&key_of(999), Instant::now()).is_ok(),
+            "the newest stays"
+        );
+    }
+
+    #[test]
+    fn the_totals_match_the_shards_after_concurrent_stores_and_clears() {
+        let cache = std::sync::Arc::new(ResultCache::new(CacheOptions {
+            max_entries: 50,
+            ..CacheOptions::default()
+        }));
+        let threads: Vec<_> = (0..4u8)
+            .map(|t| {
+                let cache = cache.clone();
+                std::thread::spawn(move || {
+                    for i in 0..2_000u32 {
+                        let mut key = [t; 32];
+                        key[..4].copy_from_slice(&i.to_le_bytes());
+                        let generation = match cache.lookup(&key, Instant::now()) {
+                            Ok(_) => continue,
+                            Err(g) => g,
+                        };
+                        cache.store(key, generation, &result("r"), MIN);
+                        if t == 0 && i % 97 == 0 {
+                            cache.clear();
+                        }
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let held: usize = cache.shards.iter().map(|s| s.lock().entries.len()).sum();
+        let stats = cache.stats();
+        assert_eq!(stats.entries, held);
+        assert_eq!(stats.bytes, held * (ENTRY_OVERHEAD + 1));
+        assert!(held <= 50);
     }
 }

@@ -203,6 +203,32 @@ impl ResourceLimiter for Limiter {
 }
 
 impl SandboxState {
+    /// The least state a store of this type needs: a WASI context that
+    /// grants nothing, no limiter, no captured output (the benchmarks'
+    /// bare-wasmtime floor, `floor.rs`).
+    pub(crate) fn bare(spec: Arc<SandboxSpec>) -> SandboxState {
+        SandboxState {
+            wasi: WasiCtxBuilder::new().build(),
+            table: ResourceTable::new(),
+            http: WasiHttpCtx::new(),
+            http_hooks: HttpAllowlist::new(spec.plugin.clone(), spec.hosts.clone()),
+            limiter: Limiter {
+                memory_bytes: u64::MAX,
+                table_elements: usize::MAX,
+                refused_memory: None,
+                refused_table: None,
+            },
+            tool: String::new(),
+            log_lines: 0,
+            dropped_log_lines: 0,
+            progress: None,
+            deadline: Instant::now(),
+            stdout: CapturedOutput::default(),
+            stderr: CapturedOutput::default(),
+            spec,
+        }
+    }
+
     pub(crate) fn plugin_log(&mut self, level: Level, message: &str) {
         if self.log_lines >= self.spec.limits.max_log_lines {
             self.dropped_log_lines += 1;

@@ -239,12 +239,15 @@ pub(crate) async fn run(
     let admitted = admit::admit(&parts.gate, &call, args, args_text).await?;
     let result = parts
         .results
-        .execute(&call, &admitted.args, async || {
-            match call.target.plugin.source() {
+        .execute(
+            &call,
+            &admitted.args,
+            &admitted.args_text,
+            async || match call.target.plugin.source() {
                 Some(source) => execute::from_source(source.as_ref(), &call, &admitted.args).await,
                 None => execute::fresh(&parts.pool, &call, &admitted.args_text).await,
-            }
-        })
+            },
+        )
         .await;
     conclude::conclude(&parts.gate, &call, &admitted.args, result).await
 }

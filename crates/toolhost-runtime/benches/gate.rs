@@ -1,0 +1,301 @@
+//! The quick benchmark behind the CI gate (`cargo xtask bench-gate`,
+//! `benches/README.md`, "The gate"): ratios that hold on a noisy machine,
+//! because each is measured against its baseline in the same run, batch
+//! against batch, in alternating order.
+//!
+//! Each *variant* is a closure that makes `n` calls. A *round* runs every
+//! variant once in a rotated order, each for a batch of about 20 ms; a
+//! ratio is the median over the rounds of (time per call of A) ÷ (time per
+//! call of B) within the round, so a slow moment of the machine slows both
+//! sides alike. Figures (µs per call) are medians over the rounds.
+//!
+//! Prints `FIGURE name µs` and `RATIO name value` lines for xtask to read.
+//!
+//! ```sh
+//! cargo bench -p toolhost-runtime --bench gate -- [--rounds N] [--only VARIANT,…]
+//! ```
+
+#[path = "../../../plugins/calc/src/expr.rs"]
+#[allow(dead_code)]
+mod expr;
+
+#[path = "support.rs"]
+mod support;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::*;
+use toolhost_runtime::{CacheOptions, CallContext, Runtime};
+
+const ARGS: &str = r#"{"expression":"2*(3+4)"}"#;
+
+/// How long one batch of a variant runs.
+const BATCH: Duration = Duration::from_millis(20);
+
+/// Makes `n` calls; returns the time they took.
+type Variant<'a> = Box<dyn FnMut(u64) -> Duration + 'a>;
+
+fn native_calculate(args: &str) -> (String, String) {
+    let v: Value = serde_json::from_str(args).unwrap_or(Value::Null);
+    let expression = v["expression"].as_str().unwrap_or_default();
+    let value = expr::evaluate(expression).unwrap_or(f64::NAN);
+    let details = json!({"expression": expression, "value": value}).to_string();
+    (expr::format_number(value), details)
+}
+
+fn main() {
+    let cli: Vec<String> = std::env::args().collect();
+    let rounds = cli
+        .iter()
+        .position(|a| a == "--rounds")
+        .and_then(|i| cli.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(15usize);
+    let rt = tokio_rt();
+    // The compile cache the MCP benchmarks use too: the components are
+    // compiled once, not on every run of the gate.
+    let cache = toolhost_test_support::root()
+        .join("target")
+        .join("bench-cache");
+    let load = |dir: std::path::PathBuf, options: CacheOptions| {
+        rt.block_on(async {
+            let r = Runtime::builder()
+                .result_cache(options)
+                .plugin_dir(dir)
+                .cache_dir(Some(cache.clone()))
+                .build()
+                .await
+                .unwrap();
+            assert!(r.load_report().failures.is_empty(), "{:?}", r.load_report());
+            r
+        })
+    };
+    // The defaults a user gets, and the result cache off.
+    let runtime = load(built("plugins", "calc.wasm"), CacheOptions::default());
+    let uncached = load(built("plugins", "calc.wasm"), CacheOptions::disabled());
+    let floor = runtime.bare_wasmtime("calc").unwrap();
+    let foreign = |dir: &str, file: &str| {
+        let path = toolhost_test_support::root()
+            .join("target")
+            .join(dir)
+            .join(file);
+        assert!(
+            path.is_file(),
+            "{} is missing: build it with `cargo xtask plugins-foreign`",
+            path.display()
+        );
+        load(path, CacheOptions::default())
+    };
+    let python = foreign("plugins-py", "text-stats.wasm");
+    let js = foreign("plugins-js", "text-case.wasm");
+
+    let args: Value = serde_json::from_str(ARGS).unwrap();
+    let counter = std::cell::Cell::new(0u64);
+    // Arguments that differ on every call: the result cache never answers.
+    let distinct = || {
+        counter.set(counter.get() + 1);
+        json!({ "expression": format!("{}*0+2*(3+4)", counter.get()) })
+    };
+    let fresh = |runtime: &Runtime, tool: &'static str, args: &dyn Fn() -> Value, n: u64| {
+        let t0 = Instant::now();
+        rt.block_on(async {
+            for _ in 0..n {
+                let r = runtime.call(tool, args(), CallContext::new()).await;
+                assert!(r.is_ok(), "{r:?}");
+            }
+        });
+        t0.elapsed()
+    };
+    // `callers` tasks at once, `n` calls in all: time per call is 1 / throughput.
+    let concurrent = |runtime: &Runtime, callers: u64, n: u64| {
+        let t0 = Instant::now();
+        rt.block_on(async {
+            let mut tasks = Vec::new();
+            for k in 0..callers {
+                let runtime = runtime.clone();
+                let share = n / callers + u64::from(k < n % callers);
+                // Task k takes base+k, base+k+callers, …: no two calls of
+                // any batch share arguments.
+                let base = counter.get() + k;
+                tasks.push(tokio::spawn(async move {
+                    for i in 0..share {
+                        let args =
+                            json!({ "expression": format!("{}*0+2*(3+4)", base + i * callers) });
+                        runtime
+                            .call("calculate", args, CallContext::new())
+                            .await
+                            .unwrap();
+                    }
+                }));
+            }
+            for t in tasks {
+                t.await.unwrap();
+            }
+        });
+        counter.set(counter.get() + (n + 1) * callers);
+        t0.elapsed()
+    };
+    let mut reused = rt.block_on(runtime.reused_instance("calc")).unwrap();
+
+    let mut variants: BTreeMap<&str, Variant> = BTreeMap::new();
+    variants.insert(
+        "native",
+        Box::new(|n| {
+            let t0 = Instant::now();
+            for _ in 0..n {
+                std::hint::black_box(native_calculate(std::hint::black_box(ARGS)));
+            }
+            t0.elapsed()
+        }),
+    );
+    variants.insert(
+        "bare_wasmtime",
+        Box::new(|n| {
+            let t0 = Instant::now();
+            rt.block_on(async {
+                for _ in 0..n {
+                    floor.call("calculate", ARGS).await.unwrap();
+                }
+            });
+            t0.elapsed()
+        }),
+    );
+    variants.insert(
+        "reused_instance",
+        Box::new(|n| {
+            let t0 = Instant::now();
+            rt.block_on(async {
+                for _ in 0..n {
+                    reused
+                        .call("calculate", args.clone(), CallContext::new())
+                        .await
+                        .unwrap();
+                }
+            });
+            t0.elapsed()
+        }),
+    );
+    variants.insert(
+        "fresh_instance",
+        Box::new(|n| fresh(&runtime, "calculate", &distinct, n)),
+    );
+    variants.insert(
+        "fresh_instance_cache_off",
+        Box::new(|n| fresh(&uncached, "calculate", &distinct, n)),
+    );
+    variants.insert("eight_callers", Box::new(|n| concurrent(&runtime, 8, n)));
+    variants.insert(
+        "eight_callers_cache_off",
+        Box::new(|n| concurrent(&uncached, 8, n)),
+    );
+    // Python's and JS's examples are read-only and idempotent too: other
+    // arguments each call, so none is answered from the cache.
+    variants.insert(
+        "python_fresh_instance",
+        Box::new(|n| {
+            let args = || {
+                counter.set(counter.get() + 1);
+                json!({ "text": format!("one two three {}", counter.get()) })
+            };
+            fresh(&python, "text_stats", &args, n)
+        }),
+    );
+    variants.insert(
+        "js_fresh_instance",
+        Box::new(|n| {
+            let args = || {
+                counter.set(counter.get() + 1);
+                json!({ "text": format!("hi {}", counter.get()) })
+            };
+            fresh(&js, "shout", &args, n)
+        }),
+    );
+
+    // `--only a,b`: just these variants (for a profile of one of them).
+    if let Some(only) = cli
+        .iter()
+        .position(|a| a == "--only")
+        .and_then(|i| cli.get(i + 1))
+    {
+        let keep: Vec<&str> = only.split(',').collect();
+        variants.retain(|name, _| keep.contains(name));
+    }
+    // Calls per batch, from one timed warm-up call batch each.
+    let mut sizes: BTreeMap<&str, u64> = BTreeMap::new();
+    for (name, run) in &mut variants {
+        run(5);
+        let mut n = 5u64;
+        loop {
+            let took = run(n);
+            if took >= BATCH / 4 || n >= 1 << 20 {
+                let per = took.as_secs_f64() / n as f64;
+                let want = (BATCH.as_secs_f64() / per).ceil().max(8.0);
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                sizes.insert(name, want as u64);
+                break;
+            }
+            n *= 4;
+        }
+    }
+
+    let names: Vec<&str> = variants.keys().copied().collect();
+    let mut per_call: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    let mut per_round: Vec<BTreeMap<&str, f64>> = Vec::new();
+    for round in 0..rounds {
+        let mut this = BTreeMap::new();
+        for k in 0..names.len() {
+            let name = names[(k + round) % names.len()];
+            let n = sizes[name];
+            let run = variants.get_mut(name).unwrap();
+            #[allow(clippy::cast_precision_loss)]
+            let us = run(n).as_secs_f64() * 1e6 / n as f64;
+            this.insert(name, us);
+            per_call.entry(name).or_default().push(us);
+        }
+        per_round.push(this);
+    }
+    for (name, v) in &mut per_call {
+        println!("FIGURE {name} {:.3}", median(v));
+    }
+    for (ratio, a, b) in [
+        // What toolhost adds to a fresh sandbox, and to a kept one.
+        ("fresh_over_bare", "fresh_instance", "bare_wasmtime"),
+        ("reused_over_bare", "reused_instance", "bare_wasmtime"),
+        // What the machine charges for a fresh sandbox (not gated).
+        ("bare_over_native", "bare_wasmtime", "native"),
+        // What the result cache costs a call that misses.
+        (
+            "cache_on_over_off",
+            "fresh_instance",
+            "fresh_instance_cache_off",
+        ),
+        (
+            "cache_on_over_off_8_callers",
+            "eight_callers",
+            "eight_callers_cache_off",
+        ),
+        // Other languages' fresh calls against Rust's.
+        (
+            "python_over_rust",
+            "python_fresh_instance",
+            "fresh_instance",
+        ),
+        ("js_over_rust", "js_fresh_instance", "fresh_instance"),
+    ] {
+        let mut v: Vec<f64> = per_round
+            .iter()
+            .filter_map(|r| Some(r.get(a)? / r.get(b)?))
+            .collect();
+        if v.is_empty() {
+            continue;
+        }
+        println!("RATIO {ratio} {:.4}", median(&mut v));
+    }
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}

@@ -1,0 +1,313 @@
+//! `cargo xtask bench-gate`: the performance gate. A few minutes of
+//! benchmarks that measure ratios which hold on a noisy machine — each
+//! against its baseline in the same run (`crates/toolhost-runtime/benches/gate.rs`,
+//! `crates/toolhost-cli/benches/mcp.rs -- --gate`) — and compare them with
+//! the values recorded in `benches/gate.toml`. A ratio worse than its
+//! recorded value times its margin fails the gate (after one more
+//! measurement, so one slow moment of the machine does not).
+//!
+//! - `cargo xtask bench-gate`: measure and check (what `cargo xtask test` runs).
+//! - `cargo xtask bench-gate --record`: measure several times, record the
+//!   median of each ratio in `benches/gate.toml`, and write the generated
+//!   figures table into `README.md` and `benches/README.md` (between the
+//!   `<!-- gate:begin -->` and `<!-- gate:end -->` lines).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::{Context, bail};
+use serde::{Deserialize, Serialize};
+
+use crate::cargo;
+
+const GATE_FILE: &str = "benches/gate.toml";
+const BEGIN: &str = "<!-- gate:begin -->";
+const END: &str = "<!-- gate:end -->";
+
+/// `benches/gate.toml`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GateFile {
+    /// When, on which commit and machine the values were recorded.
+    recorded: String,
+    ratios: BTreeMap<String, Ratio>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Ratio {
+    /// What it measures, for the table.
+    about: String,
+    /// The median of the recording runs.
+    value: f64,
+    /// The gate fails above `value * margin`.
+    margin: f64,
+    /// The issue's goal, when there is one (shown, not gated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    goal: Option<f64>,
+    /// The range over the recording runs.
+    #[serde(default)]
+    range: (f64, f64),
+    /// Shown in the table but never fails the gate (the machine's own figure).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    info: bool,
+}
+
+/// What one measurement printed: `FIGURE name µs` and `RATIO name value`.
+#[derive(Debug, Default)]
+struct Measured {
+    figures: BTreeMap<String, f64>,
+    ratios: BTreeMap<String, f64>,
+}
+
+impl Measured {
+    fn parse(&mut self, out: &str) {
+        for line in out.lines() {
+            let mut words = line.split_whitespace();
+            let (Some(kind), Some(name), Some(value)) = (words.next(), words.next(), words.next())
+            else {
+                continue;
+            };
+            let Ok(value) = value.parse::<f64>() else {
+                continue;
+            };
+            match kind {
+                "FIGURE" => self.figures.insert(name.to_owned(), value),
+                "RATIO" => self.ratios.insert(name.to_owned(), value),
+                _ => None,
+            };
+        }
+    }
+}
+
+/// Runs both gate benchmarks once. One cargo command for both packages, so
+/// that their dependencies are built once, with the same features.
+fn measure(root: &Path) -> anyhow::Result<Measured> {
+    let mut cmd = cargo();
+    cmd.current_dir(root).args([
+        "bench",
+        "--quiet",
+        "-p",
+        "toolhost-runtime",
+        "-p",
+        "toolhost-cli",
+        "--bench",
+        "gate",
+        "--bench",
+        "mcp",
+        "--",
+        "--gate",
+    ]);
+    eprintln!("xtask: running {cmd:?}");
+    let out = cmd
+        .output()
+        .with_context(|| format!("cannot start {cmd:?}"))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        bail!(
+            "{cmd:?} failed with {}:\n{stdout}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let mut measured = Measured::default();
+    measured.parse(&stdout);
+    Ok(measured)
+}
+
+pub(crate) fn bench_gate(root: &Path, extra: &[String]) -> anyhow::Result<()> {
+    let record = extra.iter().any(|a| a == "--record");
+    let path = root.join(GATE_FILE);
+    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {GATE_FILE}"))?;
+    let mut gate: GateFile =
+        toml::from_str(&text).with_context(|| format!("parsing {GATE_FILE}"))?;
+    if record {
+        return record_runs(root, &mut gate);
+    }
+    let first = measure(root)?;
+    let mut failed = check(&gate, &first);
+    print_table(&gate, &first);
+    if !failed.is_empty() {
+        eprintln!(
+            "xtask: bench-gate: {} over the limit; measuring once more",
+            failed.join(", ")
+        );
+        let second = measure(root)?;
+        print_table(&gate, &second);
+        let again = check(&gate, &second);
+        failed.retain(|name| again.contains(name));
+    }
+    if !failed.is_empty() {
+        bail!(
+            "the performance gate failed: {} worse than recorded in {GATE_FILE} by more than the margin, twice",
+            failed.join(", ")
+        );
+    }
+    eprintln!("xtask: bench-gate: every ratio within its margin");
+    Ok(())
+}
+
+/// The names of the gated ratios over their limit (or missing).
+fn check(gate: &GateFile, measured: &Measured) -> Vec<String> {
+    gate.ratios
+        .iter()
+        .filter(|(_, r)| !r.info)
+        .filter(|(name, r)| {
+            measured
+                .ratios
+                .get(*name)
+                .is_none_or(|v| !v.is_finite() || *v > r.value * r.margin)
+        })
+        .map(|(name, _)| name.clone())
+        .collect()
+}
+
+fn print_table(gate: &GateFile, measured: &Measured) {
+    eprintln!(
+        "{:<30} {:>9} {:>9} {:>9}",
+        "ratio", "measured", "limit", "goal"
+    );
+    for (name, r) in &gate.ratios {
+        let v = measured.ratios.get(name).copied().unwrap_or(f64::NAN);
+        let limit = if r.info {
+            "-".to_owned()
+        } else {
+            format!("{:.2}", r.value * r.margin)
+        };
+        let goal = r.goal.map_or_else(|| "-".to_owned(), |g| format!("{g:.2}"));
+        eprintln!("{name:<30} {v:>9.3} {limit:>9} {goal:>9}");
+    }
+}
+
+/// `--record`: five measurements; each ratio's median becomes its recorded
+/// value; the table goes into the READMEs.
+fn record_runs(root: &Path, gate: &mut GateFile) -> anyhow::Result<()> {
+    let runs: usize = 5;
+    let mut all: Vec<Measured> = Vec::new();
+    for i in 0..runs {
+        eprintln!("xtask: bench-gate --record: run {} of {runs}", i + 1);
+        let m = measure(root)?;
+        print_table(gate, &m);
+        all.push(m);
+    }
+    let median_of = |values: Vec<f64>| -> (f64, f64, f64) {
+        let mut v: Vec<f64> = values.into_iter().filter(|x| x.is_finite()).collect();
+        v.sort_by(f64::total_cmp);
+        if v.is_empty() {
+            return (f64::NAN, f64::NAN, f64::NAN);
+        }
+        (v[v.len() / 2], v[0], v[v.len() - 1])
+    };
+    for (name, r) in &mut gate.ratios {
+        let (median, lo, hi) = median_of(
+            all.iter()
+                .filter_map(|m| m.ratios.get(name).copied())
+                .collect(),
+        );
+        if !median.is_finite() {
+            bail!("ratio {name} was not measured");
+        }
+        r.value = round(median);
+        r.range = (round(lo), round(hi));
+    }
+    let mut figures: BTreeMap<String, (f64, f64, f64)> = BTreeMap::new();
+    let names: Vec<String> = all.iter().flat_map(|m| m.figures.keys().cloned()).collect();
+    for name in names {
+        let v = all
+            .iter()
+            .filter_map(|m| m.figures.get(&name).copied())
+            .collect();
+        figures.insert(name, median_of(v));
+    }
+    gate.recorded = format!(
+        "{} on commit {} ({}), {runs} runs",
+        today(),
+        commit(root),
+        machine()
+    );
+    let header = "# The performance gate's recorded ratios: written by\n\
+                  # `cargo xtask bench-gate --record`, read by `cargo xtask bench-gate`\n\
+                  # (run by `cargo xtask test`), which fails when a ratio is above\n\
+                  # value x margin twice in a row. See benches/README.md, \"The gate\".\n\n";
+    std::fs::write(
+        root.join(GATE_FILE),
+        format!("{header}{}", toml::to_string(gate)?),
+    )?;
+    let table = table(gate, &figures);
+    for file in ["README.md", "benches/README.md"] {
+        splice(&root.join(file), &table)?;
+    }
+    eprintln!("xtask: recorded {GATE_FILE}; figures written into README.md and benches/README.md");
+    Ok(())
+}
+
+fn round(v: f64) -> f64 {
+    (v * 1000.0).round() / 1000.0
+}
+
+/// The generated figures: the machine's floors, then every ratio.
+fn table(gate: &GateFile, figures: &BTreeMap<String, (f64, f64, f64)>) -> String {
+    let mut t = format!(
+        "{BEGIN}\n_Generated by `cargo xtask bench-gate --record` on {}; do not edit by hand._\n\n",
+        gate.recorded
+    );
+    t.push_str("| figure on this machine (median of runs; min–max) | µs per call |\n|---|---:|\n");
+    for (name, (m, lo, hi)) in figures {
+        t.push_str(&format!("| `{name}` | {m:.2} ({lo:.2}–{hi:.2}) |\n"));
+    }
+    t.push_str(
+        "\n| ratio | what it is | recorded (min–max) | gate fails above | goal |\n|---|---|---:|---:|---:|\n",
+    );
+    for (name, r) in &gate.ratios {
+        let limit = if r.info {
+            "not gated".to_owned()
+        } else {
+            format!("{:.2}", r.value * r.margin)
+        };
+        let goal = r.goal.map_or_else(|| "–".to_owned(), |g| format!("≤ {g}"));
+        t.push_str(&format!(
+            "| `{name}` | {} | {:.2} ({:.2}–{:.2}) | {limit} | {goal} |\n",
+            r.about, r.value, r.range.0, r.range.1
+        ));
+    }
+    t.push_str(END);
+    t
+}
+
+/// Replaces what stands between the markers in `file` with `table`.
+fn splice(file: &Path, table: &str) -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(file)?;
+    let (Some(b), Some(e)) = (text.find(BEGIN), text.find(END)) else {
+        bail!("{} has no {BEGIN} … {END} lines", file.display());
+    };
+    let new = format!("{}{table}{}", &text[..b], &text[e + END.len()..]);
+    std::fs::write(file, new)?;
+    Ok(())
+}
+
+fn today() -> String {
+    output(Command::new("date").arg("-u").arg("+%Y-%m-%d")).unwrap_or_else(|| "?".into())
+}
+
+fn commit(root: &Path) -> String {
+    output(
+        Command::new("git")
+            .current_dir(root)
+            .args(["rev-parse", "--short", "HEAD"]),
+    )
+    .unwrap_or_else(|| "?".into())
+}
+
+fn machine() -> String {
+    let cores = std::thread::available_parallelism().map_or(0, std::num::NonZero::get);
+    let kernel = output(Command::new("uname").arg("-r")).unwrap_or_else(|| "?".into());
+    format!("{cores} cores, Linux {kernel}")
+}
+
+fn output(cmd: &mut Command) -> Option<String> {
+    let out = cmd.output().ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
