@@ -69,25 +69,6 @@ fn main() {
     let runs = flag("--runs", 3);
     let seconds = u64::try_from(flag("--seconds", 3)).unwrap_or(3);
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let plugins = root.join("target/plugins");
-    assert!(
-        plugins.join("calc.wasm").is_file(),
-        "build the plugins first: cargo xtask plugins"
-    );
-    let cache = root.join("target/bench-cache");
-    let host = |extra: &[&str]| {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_host"));
-        // The defaults a user gets (the result cache on): every call's
-        // arguments differ (`distinct`), so each runs the tool.
-        cmd.arg("--plugins")
-            .arg(&plugins)
-            .arg("--cache-dir")
-            .arg(&cache)
-            .arg("--no-watch")
-            .args(extra)
-            .env_remove("RUST_LOG");
-        cmd
-    };
     let me = std::env::current_exe().expect("this benchmark's path");
 
     println!("MCP over stdio: one call at a time ({calls} calls per run, {runs} runs)");
@@ -336,6 +317,27 @@ fn round_trips_of(cmd: &mut Command, calls: usize, params: &Value) -> Latencies 
     Latencies::new(times)
 }
 
+/// `host --plugins target/plugins … EXTRA`, with the defaults a user gets
+/// (the result cache on: the benchmarks make every call's arguments differ,
+/// `distinct`, so each runs the tool).
+fn host(extra: &[&str]) -> Command {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let plugins = root.join("target/plugins");
+    assert!(
+        plugins.join("calc.wasm").is_file(),
+        "build the plugins first: cargo xtask plugins"
+    );
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_host"));
+    cmd.arg("--plugins")
+        .arg(&plugins)
+        .arg("--cache-dir")
+        .arg(root.join("target/bench-cache"))
+        .arg("--no-watch")
+        .args(extra)
+        .env_remove("RUST_LOG");
+    cmd
+}
+
 /// `params` of a `calculate` call made distinct by `i` (`i*0+…`, the same
 /// result), so the result cache, on by default, never answers it; other
 /// calls as they are.
@@ -353,22 +355,7 @@ fn distinct(params: &Value, i: u64) -> Value {
 /// server; each ratio is the median over rounds of the ratio within a
 /// round. Prints `FIGURE` and `RATIO` lines.
 fn gate(rounds: usize) {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let plugins = root.join("target/plugins");
-    let cache = root.join("target/bench-cache");
     let me = std::env::current_exe().expect("this benchmark's path");
-    // The defaults a user gets: the result cache on (the calls differ).
-    let host = |extra: &[&str]| {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_host"));
-        cmd.arg("--plugins")
-            .arg(&plugins)
-            .arg("--cache-dir")
-            .arg(&cache)
-            .arg("--no-watch")
-            .args(extra)
-            .env_remove("RUST_LOG");
-        cmd
-    };
     let floor_flag = format!("floor={} --echo", me.display());
     let calc = json!({"name": "calculate", "arguments": {"expression": "2*(3+4)"}});
     let echo_call = json!({"name": "echo", "arguments": {}});

@@ -32,10 +32,6 @@
 //!
 //! Run with `cargo xtask bench` (it builds the plugins first).
 
-#[path = "../../../plugins/calc/src/expr.rs"]
-#[allow(dead_code)]
-mod expr;
-
 #[path = "support.rs"]
 mod support;
 
@@ -50,15 +46,6 @@ use toolhost_runtime::{CacheOptions, CallContext, EngineSettings, Runtime};
 
 const ARGS: &str = r#"{"expression":"2*(3+4)"}"#;
 const CHILD_ENV: &str = "TOOLHOST_BENCH_CHILD_ARGS";
-
-/// The `native` work: parse arguments, evaluate, format, build details.
-fn native_calculate(args: &str) -> (String, String) {
-    let v: Value = serde_json::from_str(args).unwrap_or(Value::Null);
-    let expression = v["expression"].as_str().unwrap_or_default();
-    let value = expr::evaluate(expression).unwrap_or(f64::NAN);
-    let details = json!({"expression": expression, "value": value}).to_string();
-    (expr::format_number(value), details)
-}
 
 /// Arguments that evaluate to 14 but differ on every call (`N*0+2*(3+4)`),
 /// so the result cache never answers them.

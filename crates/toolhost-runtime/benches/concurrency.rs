@@ -24,10 +24,6 @@
 //!
 //! Prints one Markdown table row per (contention, kind, callers).
 
-#[path = "../../../plugins/calc/src/expr.rs"]
-#[allow(dead_code)]
-mod expr;
-
 #[path = "support.rs"]
 mod support;
 
@@ -36,7 +32,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use serde_json::{Value, json};
 use support::*;
 use toolhost_runtime::{CallContext, EngineSettings, PluginSettings, Runtime};
 use toolhost_test_support::{copy_plugin, rss};
@@ -45,12 +40,9 @@ const ARGS: &str = r#"{"expression":"2*(3+4)"}"#;
 
 /// The native baseline's work: what the plugin does, compiled into the host.
 async fn native_call(args: &str) -> String {
-    let v: Value = serde_json::from_str(args).unwrap_or(Value::Null);
-    let expression = v["expression"].as_str().unwrap_or_default();
-    let value = expr::evaluate(expression).unwrap_or(f64::NAN);
-    let details = json!({"expression": expression, "value": value}).to_string();
+    let (output, details) = native_calculate(args);
     std::hint::black_box(details);
-    expr::format_number(value)
+    output
 }
 
 #[derive(Clone, Copy, PartialEq)]

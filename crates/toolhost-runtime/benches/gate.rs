@@ -15,10 +15,6 @@
 //! cargo bench -p toolhost-runtime --bench gate -- [--rounds N] [--only VARIANT,…]
 //! ```
 
-#[path = "../../../plugins/calc/src/expr.rs"]
-#[allow(dead_code)]
-mod expr;
-
 #[path = "support.rs"]
 mod support;
 
@@ -36,14 +32,6 @@ const BATCH: Duration = Duration::from_millis(20);
 
 /// Makes `n` calls; returns the time they took.
 type Variant<'a> = Box<dyn FnMut(u64) -> Duration + 'a>;
-
-fn native_calculate(args: &str) -> (String, String) {
-    let v: Value = serde_json::from_str(args).unwrap_or(Value::Null);
-    let expression = v["expression"].as_str().unwrap_or_default();
-    let value = expr::evaluate(expression).unwrap_or(f64::NAN);
-    let details = json!({"expression": expression, "value": value}).to_string();
-    (expr::format_number(value), details)
-}
 
 fn main() {
     let cli: Vec<String> = std::env::args().collect();

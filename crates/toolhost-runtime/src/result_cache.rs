@@ -317,7 +317,7 @@ impl ResultCache {
         }
         for shard in &*self.shards {
             let mut shard = shard.lock();
-            for (_, gone) in shard.entries.iter() {
+            for (_, gone) in &shard.entries {
                 self.forget(gone);
             }
             shard.entries.clear();
@@ -564,6 +564,11 @@ impl Stored {
         };
         let details_end = write(&result.details)?;
         let structured_end = write(&result.structured)?;
+        // The budget counts the length; what the buffer holds beyond it
+        // stays within the entry's fixed overhead.
+        if text.capacity() > text.len().saturating_add(ENTRY_OVERHEAD) {
+            text.shrink_to_fit();
+        }
         Some(Stored {
             text,
             output_end,
@@ -673,7 +678,7 @@ struct Args<'a> {
 /// writing it again.
 static SORTED_MAPS: LazyLock<bool> = LazyLock::new(|| {
     let probe: Value = serde_json::from_str(r#"{"b":0,"a":0}"#).unwrap_or(Value::Null);
-    probe.to_string() == r#"{"a":0,"b":0}"#
+    serde_json::to_string(&probe).is_ok_and(|text| text == r#"{"a":0,"b":0}"#)
 });
 
 /// The key of a call to tool `tool` (its declared name) of the plugin whose
@@ -1040,9 +1045,8 @@ mod tests {
                     for i in 0..2_000u32 {
                         let mut key = [t; 32];
                         key[..4].copy_from_slice(&i.to_le_bytes());
-                        let generation = match cache.lookup(&key, Instant::now()) {
-                            Ok(_) => continue,
-                            Err(g) => g,
+                        let Err(generation) = cache.lookup(&key, Instant::now()) else {
+                            continue;
                         };
                         cache.store(key, generation, &result("r"), MIN);
                         if t == 0 && i % 97 == 0 {
