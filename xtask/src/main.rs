@@ -15,7 +15,8 @@
 //! - `demo`: `plugins`, a release build of `host`, then the interactive session.
 //! - `bench`: `plugins`, then the criterion benchmarks (tool calls, agent loop).
 //! - `bench-gate`: the performance gate, quick ratios against the values
-//!   recorded in `benches/gate.toml` (`gate.rs`); `test` runs it last.
+//!   recorded in `benches/gate.toml` (`gate.rs`); `test` runs it before
+//!   the workspace's tests.
 //! - `eval`: the agent loop against a real model server, on the tasks of
 //!   `xtask/eval/tasks.toml` (`eval.rs`); not part of `test`.
 //!
@@ -51,7 +52,7 @@ fn main() -> anyhow::Result<()> {
         Some("eval") => eval::eval(&root, &args[1..]),
         _ => {
             eprintln!(
-                "usage: cargo xtask <plugins|test|demo|bench|eval>\n\
+                "usage: cargo xtask <plugins|plugins-foreign|test|demo|bench|bench-gate|eval>\n\
                  \n  plugins   build the example and fixture plugins into target/plugins and target/fixtures\
                  \n  plugins-foreign  install componentize-py/-js and Go into target/tools and build the Python, JS and Go plugins into target/{{plugins,fixtures}}-{{py,js,go}}\
                  \n  test      build the plugins and run fmt, clippy and every test\
@@ -223,13 +224,15 @@ fn test(root: &Path, extra: &[String]) -> anyhow::Result<()> {
     outside::js_plugins(root, &installed)?;
     // Go (PyPI) with wit-bindgen and wasm-tools (crates.io), for the Go plugins.
     golang::plugins(root, &golang::install(root)?)?;
+    // The performance gate (it needs the plugins of every language): a
+    // regression of a recorded ratio fails. Before the tests, so that the
+    // test runner's summary stays the last thing printed.
+    gate::bench_gate(root, &[])?;
     let mut cmd = cargo();
     cmd.current_dir(root).args(["test", "--workspace"]);
     installed.export(&mut cmd);
     cmd.args(extra);
-    run(&mut cmd)?;
-    // Last, the performance gate: a regression of a recorded ratio fails.
-    gate::bench_gate(root, &[])
+    run(&mut cmd)
 }
 
 /// `cargo xtask plugins-foreign`: the Python, JavaScript and Go plugins alone.
