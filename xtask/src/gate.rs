@@ -328,3 +328,66 @@ fn output(cmd: &mut Command) -> Option<String> {
         .success()
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gate() -> GateFile {
+        let ratio = |value, margin, info| Ratio {
+            about: String::new(),
+            value,
+            margin,
+            goal: None,
+            range: (value, value),
+            info,
+        };
+        GateFile {
+            recorded: String::new(),
+            ratios: [
+                ("fresh".to_owned(), ratio(1.5, 1.3, false)),
+                ("machine".to_owned(), ratio(10.0, 1.0, true)),
+            ]
+            .into(),
+            figures: BTreeMap::new(),
+        }
+    }
+
+    fn measured(text: &str) -> Measured {
+        let mut m = Measured::default();
+        m.parse(text);
+        m
+    }
+
+    #[test]
+    fn a_ratio_past_value_times_margin_fails_and_one_within_passes() {
+        let g = gate();
+        assert!(check(&g, &measured("RATIO fresh 1.9\nRATIO machine 30")).is_empty());
+        assert_eq!(
+            check(&g, &measured("RATIO fresh 1.96\nRATIO machine 1")),
+            ["fresh"]
+        );
+    }
+
+    #[test]
+    fn a_ratio_that_was_not_measured_or_is_not_a_number_fails() {
+        let g = gate();
+        assert_eq!(check(&g, &measured("FIGURE fresh 1.0")), ["fresh"]);
+        assert_eq!(check(&g, &measured("RATIO fresh NaN")), ["fresh"]);
+    }
+
+    #[test]
+    fn the_table_is_spliced_between_the_markers_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("README.md");
+        std::fs::write(&file, format!("before\n{BEGIN}\nold\n{END}\nafter\n")).unwrap();
+        splice(&file, &table(&gate())).unwrap();
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(text.starts_with("before\n<!-- gate:begin -->"));
+        assert!(text.ends_with("<!-- gate:end -->\nafter\n"));
+        assert!(!text.contains("old"));
+        assert!(text.contains("| `fresh` |"), "{text}");
+        std::fs::write(&file, "no markers").unwrap();
+        assert!(splice(&file, "t").is_err());
+    }
+}
