@@ -159,13 +159,7 @@ fn main() {
         "", "calls/s", "p50 µs", "p99 µs"
     );
     for _ in 0..runs {
-        let echo = Served::start(Command::new(&me).arg("--http-echo"));
-        let served = Served::start(&mut host(&[
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--stateless",
-        ]));
+        let (echo, served) = http_servers(&me);
         for connections in [1, 8, 64] {
             let (rate, lat) = http_load(&echo.authority, connections, seconds);
             println!(
@@ -338,6 +332,18 @@ fn host(extra: &[&str]) -> Command {
     cmd
 }
 
+/// The HTTP floor (this program, `--http-echo`) and `host serve --stateless`.
+fn http_servers(me: &std::path::Path) -> (Served, Served) {
+    let echo = Served::start(Command::new(me).arg("--http-echo"));
+    let served = Served::start(&mut host(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--stateless",
+    ]));
+    (echo, served)
+}
+
 /// `params` of a `calculate` call made distinct by `i` (`i*0+…`, the same
 /// result), so the result cache, on by default, never answers it; other
 /// calls as they are.
@@ -382,13 +388,7 @@ fn gate(rounds: usize) {
             assert!(r.get("result").is_some(), "{r}");
         }
     }
-    let echo = Served::start(Command::new(&me).arg("--http-echo"));
-    let served = Served::start(&mut host(&[
-        "serve",
-        "--listen",
-        "127.0.0.1:0",
-        "--stateless",
-    ]));
+    let (echo, served) = http_servers(&me);
     let mut figures: std::collections::BTreeMap<&str, Vec<f64>> = Default::default();
     let mut ratios: std::collections::BTreeMap<&str, Vec<f64>> = Default::default();
     for round in 0..rounds {

@@ -4,8 +4,10 @@
 //! WASI context that grants nothing, `InstancePre::instantiate_async` of the
 //! plugin's component (already linked, on the runtime's own engine and
 //! pooling allocator), one `execute` export call, the store dropped — and
-//! nothing else: no lookup, validation, policy, hooks, limits, deadline,
-//! log capture or result checks.
+//! nothing else: no lookup, validation, policy, hooks, log capture or result
+//! checks. The plugin's memory and time limits hold as wasmtime enforces
+//! them (a limiter, an epoch deadline that traps), so even this way a
+//! hostile guest cannot run or grow without end.
 //!
 //! The benchmarks report toolhost's fresh call as a ratio to this floor
 //! (what toolhost adds) and the floor as a ratio to native code (what the
@@ -22,12 +24,12 @@
 
 use std::sync::Arc;
 
-use wasmtime::{Engine, Store};
+use wasmtime::Engine;
 
 use crate::api::{Linked, RawContext, RawOutcome};
 use crate::plugin::Plugin;
 use crate::runtime::Runtime;
-use crate::sandbox::SandboxState;
+use crate::sandbox::bare_store;
 
 /// One plugin's component on the runtime's engine, called the bare way
 /// (see the module's documentation). Not part of the stable API: it exists
@@ -46,12 +48,7 @@ impl BareWasmtime {
         let Linked::Tool(pre) = &self.plugin.pre else {
             return Err("not a tool component".into());
         };
-        let mut store = Store::new(
-            &self.engine,
-            SandboxState::bare(self.plugin.sandbox.clone()),
-        );
-        // The engine interrupts by epochs; a bare host still has to set a deadline.
-        store.set_epoch_deadline(1 << 40);
+        let mut store = bare_store(&self.engine, self.plugin.sandbox.clone());
         let instance = pre
             .instantiate(&mut store)
             .await

@@ -202,33 +202,45 @@ impl ResourceLimiter for Limiter {
     }
 }
 
-impl SandboxState {
-    /// The least state a store of this type needs: a WASI context that
-    /// grants nothing, no limiter, no captured output (the benchmarks'
-    /// bare-wasmtime floor, `floor.rs`).
-    pub(crate) fn bare(spec: Arc<SandboxSpec>) -> SandboxState {
-        SandboxState {
-            wasi: WasiCtxBuilder::new().build(),
-            table: ResourceTable::new(),
-            http: WasiHttpCtx::new(),
-            http_hooks: HttpAllowlist::new(spec.plugin.clone(), spec.hosts.clone()),
-            limiter: Limiter {
-                memory_bytes: u64::MAX,
-                table_elements: usize::MAX,
-                refused_memory: None,
-                refused_table: None,
-            },
-            tool: String::new(),
-            log_lines: 0,
-            dropped_log_lines: 0,
-            progress: None,
-            deadline: Instant::now(),
-            stdout: CapturedOutput::default(),
-            stderr: CapturedOutput::default(),
-            spec,
-        }
-    }
+/// A store as a bare wasmtime host makes one (the benchmarks' floor,
+/// `floor.rs`): a WASI context that grants nothing and no captured output,
+/// but the plugin's memory and table limits and its time limit, both as
+/// wasmtime enforces them (a limiter; an epoch deadline that traps), so a
+/// guest that loops or grows without end is stopped here too.
+pub(crate) fn bare_store(engine: &Engine, spec: Arc<SandboxSpec>) -> Store<SandboxState> {
+    let limits = &spec.limits;
+    let limiter = Limiter {
+        memory_bytes: limits.memory_bytes,
+        table_elements: limits.table_elements,
+        refused_memory: None,
+        refused_table: None,
+    };
+    // One epoch tick is `EPOCH_TICK` (1 ms): the timeout in ticks, at least one.
+    let ticks = u64::try_from(limits.timeout.as_millis())
+        .unwrap_or(u64::MAX)
+        .max(1);
+    let state = SandboxState {
+        wasi: WasiCtxBuilder::new().build(),
+        table: ResourceTable::new(),
+        http: WasiHttpCtx::new(),
+        http_hooks: HttpAllowlist::new(spec.plugin.clone(), spec.hosts.clone()),
+        limiter,
+        tool: String::new(),
+        log_lines: 0,
+        dropped_log_lines: 0,
+        progress: None,
+        deadline: Instant::now(),
+        stdout: CapturedOutput::default(),
+        stderr: CapturedOutput::default(),
+        spec,
+    };
+    let mut store = Store::new(engine, state);
+    store.limiter(|s| &mut s.limiter);
+    store.set_epoch_deadline(ticks);
+    store
+}
 
+impl SandboxState {
     pub(crate) fn plugin_log(&mut self, level: Level, message: &str) {
         if self.log_lines >= self.spec.limits.max_log_lines {
             self.dropped_log_lines += 1;

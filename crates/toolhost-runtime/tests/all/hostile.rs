@@ -169,6 +169,26 @@ async fn spin_is_stopped_at_its_time_limit() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_benchmarks_bare_wasmtime_floor_still_stops_a_spin_and_an_alloc() {
+    // `BareWasmtime` skips the pipeline, not the limits wasmtime enforces.
+    let _shared = EXCLUSIVE.read().await;
+    let rt = runtime("hostile-spin", None).await;
+    let floor = rt.bare_wasmtime("hostile-spin").unwrap();
+    let started = Instant::now();
+    let spun = tokio::time::timeout(Duration::from_secs(10), floor.call("spin", "{}"))
+        .await
+        .expect("the epoch deadline stops it");
+    assert!(spun.is_err(), "{spun:?}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let rt = runtime("hostile-alloc", None).await;
+    let floor = rt.bare_wasmtime("hostile-alloc").unwrap();
+    let grown = tokio::time::timeout(Duration::from_secs(10), floor.call("alloc", "{}"))
+        .await
+        .expect("the limiter stops it");
+    assert!(grown.is_err(), "{grown:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sleep_past_the_limit_is_stopped_at_the_limit() {
     let _shared = EXCLUSIVE.read().await;
     let rt = runtime("hostile-sleep", None).await;
