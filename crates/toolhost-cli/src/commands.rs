@@ -142,6 +142,13 @@ pub fn plugins(runtime: &Runtime, json: bool) -> anyhow::Result<u8> {
             p.granted.env.join(", ")
         )?;
         writeln!(out, "    limits:    {}", p.limits)?;
+        if p.ready_instances.kept > 0 {
+            writeln!(
+                out,
+                "    ready:     {} instances instantiated ahead of calls (its instantiation is costly)",
+                p.ready_instances.kept
+            )?;
+        }
         writeln!(out, "    digest:    {}", p.digest)?;
         writeln!(out, "    grants:    {}", p.grants)?;
     }

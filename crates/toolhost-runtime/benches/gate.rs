@@ -30,6 +30,14 @@ const ARGS: &str = r#"{"expression":"2*(3+4)"}"#;
 /// How long one batch of a variant runs.
 const BATCH: Duration = Duration::from_millis(20);
 
+/// The pause before each call of a paced variant: longer than Python's
+/// plugin needs to make an instance ready (`ready.rs`: quiet for about one
+/// instantiation, 1–2 ms, then instantiate).
+const PAUSE: Duration = Duration::from_millis(4);
+
+/// The most calls in a batch of a paced variant (its pauses take time).
+const MAX_PACED: u64 = 12;
+
 /// Makes `n` calls; returns the time they took.
 type Variant<'a> = Box<dyn FnMut(u64) -> Duration + 'a>;
 
@@ -47,10 +55,11 @@ fn main() {
     let cache = toolhost_test_support::root()
         .join("target")
         .join("bench-cache");
-    let load = |dir: std::path::PathBuf, options: CacheOptions| {
+    let load = |dir: std::path::PathBuf, options: CacheOptions, ready: bool| {
         rt.block_on(async {
             let r = Runtime::builder()
                 .result_cache(options)
+                .ready_instances(ready)
                 .plugin_dir(dir)
                 .cache_dir(Some(cache.clone()))
                 .build()
@@ -61,10 +70,14 @@ fn main() {
         })
     };
     // The defaults a user gets, and the result cache off.
-    let runtime = load(built("plugins", "calc.wasm"), CacheOptions::default());
-    let uncached = load(built("plugins", "calc.wasm"), CacheOptions::disabled());
+    let runtime = load(built("plugins", "calc.wasm"), CacheOptions::default(), true);
+    let uncached = load(
+        built("plugins", "calc.wasm"),
+        CacheOptions::disabled(),
+        true,
+    );
     let floor = runtime.bare_wasmtime("calc").unwrap();
-    let foreign = |dir: &str, file: &str| {
+    let foreign = |dir: &str, file: &str, ready: bool| {
         let path = toolhost_test_support::root()
             .join("target")
             .join(dir)
@@ -74,10 +87,11 @@ fn main() {
             "{} is missing: build it with `cargo xtask plugins-foreign`",
             path.display()
         );
-        load(path, CacheOptions::default())
+        load(path, CacheOptions::default(), ready)
     };
-    let python = foreign("plugins-py", "text-stats.wasm");
-    let js = foreign("plugins-js", "text-case.wasm");
+    let python = foreign("plugins-py", "text-stats.wasm", true);
+    let python_unready = foreign("plugins-py", "text-stats.wasm", false);
+    let js = foreign("plugins-js", "text-case.wasm", true);
 
     let args: Value = serde_json::from_str(ARGS).unwrap();
     let counter = std::cell::Cell::new(0u64);
@@ -85,6 +99,10 @@ fn main() {
     let distinct = || {
         counter.set(counter.get() + 1);
         json!({ "expression": format!("{}*0+2*(3+4)", counter.get()) })
+    };
+    let python_args = || {
+        counter.set(counter.get() + 1);
+        json!({ "text": format!("one two three {}", counter.get()) })
     };
     let fresh = |runtime: &Runtime, tool: &'static str, args: &dyn Fn() -> Value, n: u64| {
         let t0 = Instant::now();
@@ -96,6 +114,22 @@ fn main() {
             }
         });
         t0.elapsed()
+    };
+    // `n` calls, each after a pause of [`PAUSE`] (an agent's or an MCP
+    // client's calls come with pauses between them); the time of the calls
+    // alone.
+    let paced = |runtime: &Runtime, tool: &'static str, args: &dyn Fn() -> Value, n: u64| {
+        rt.block_on(async {
+            let mut calls = Duration::ZERO;
+            for _ in 0..n {
+                tokio::time::sleep(PAUSE).await;
+                let t0 = Instant::now();
+                let r = runtime.call(tool, args(), CallContext::new()).await;
+                calls += t0.elapsed();
+                assert!(matches!(&r, Ok(r) if !r.cached), "{r:?}");
+            }
+            calls
+        })
     };
     // `callers` tasks at once, `n` calls in all: time per call is 1 / throughput.
     let concurrent = |runtime: &Runtime, callers: u64, n: u64| {
@@ -184,13 +218,21 @@ fn main() {
     // arguments each call, so none is answered from the cache.
     variants.insert(
         "python_fresh_instance",
-        Box::new(|n| {
-            let args = || {
-                counter.set(counter.get() + 1);
-                json!({ "text": format!("one two three {}", counter.get()) })
-            };
-            fresh(&python, "text_stats", &args, n)
-        }),
+        Box::new(|n| fresh(&python, "text_stats", &python_args, n)),
+    );
+    // The same, paced: Python's plugin finds a ready instance
+    // (`ready.rs`); Rust's has none (its instantiation is cheap).
+    variants.insert(
+        "python_paced",
+        Box::new(|n| paced(&python, "text_stats", &python_args, n)),
+    );
+    variants.insert(
+        "python_paced_ready_off",
+        Box::new(|n| paced(&python_unready, "text_stats", &python_args, n)),
+    );
+    variants.insert(
+        "rust_paced",
+        Box::new(|n| paced(&runtime, "calculate", &distinct, n)),
     );
     variants.insert(
         "js_fresh_instance",
@@ -219,9 +261,15 @@ fn main() {
         let mut n = 5u64;
         loop {
             let took = run(n);
-            if took >= BATCH / 4 || n >= 1 << 20 {
+            if took >= BATCH / 4 || n >= 1 << 20 || (name.contains("paced") && n >= MAX_PACED) {
                 let per = took.as_secs_f64() / n as f64;
-                let want = (BATCH.as_secs_f64() / per).ceil().max(8.0);
+                let mut want = (BATCH.as_secs_f64() / per).ceil().max(8.0);
+                if name.contains("paced") {
+                    // The pauses are not counted but take time.
+                    #[allow(clippy::cast_precision_loss)]
+                    let most = MAX_PACED as f64;
+                    want = want.min(most);
+                }
                 #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
                 sizes.insert(name, want as u64);
                 break;
@@ -273,6 +321,13 @@ fn main() {
             "fresh_instance",
         ),
         ("js_over_rust", "js_fresh_instance", "fresh_instance"),
+        // With pauses between calls, where ready instances serve.
+        ("python_over_rust_paced", "python_paced", "rust_paced"),
+        (
+            "python_ready_on_over_off_paced",
+            "python_paced",
+            "python_paced_ready_off",
+        ),
     ] {
         let mut v: Vec<f64> = per_round
             .iter()

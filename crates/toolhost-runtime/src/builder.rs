@@ -75,6 +75,7 @@ pub struct RuntimeBuilder {
     lock_file: Option<PathBuf>,
     accept_new_digests: bool,
     result_cache: CacheOptions,
+    ready_instances: bool,
 }
 
 impl std::fmt::Debug for RuntimeBuilder {
@@ -108,6 +109,7 @@ impl Default for RuntimeBuilder {
             hooks: Vec::new(),
             hook_configs: Vec::new(),
             tool_sources: Vec::new(),
+            ready_instances: true,
             lock_file: None,
             accept_new_digests: false,
             result_cache: CacheOptions::default(),
@@ -284,6 +286,22 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Whether plugins whose sandbox is costly to set up (Python, JS, Go:
+    /// an interpreter compiled to wasm) get a few instances instantiated
+    /// ahead of their calls, and their used sandboxes torn down after the
+    /// call has answered, both off the call path (on by default; decided
+    /// per plugin from what its sandbox cost at load time). Every call still
+    /// runs in an instance nothing ran in before.
+    ///
+    /// ```
+    /// let builder = toolhost_runtime::Runtime::builder().ready_instances(false);
+    /// # let _ = builder;
+    /// ```
+    pub fn ready_instances(mut self, on: bool) -> Self {
+        self.ready_instances = on;
+        self
+    }
+
     /// Creates the engine and loads every plugin, in parallel. A plugin that
     /// fails to load is reported in [`Runtime::load_report`]; only host-level
     /// problems (engine, unreadable plugin directory) are errors here.
@@ -304,6 +322,7 @@ impl RuntimeBuilder {
             default_limits: self.limits.clone(),
             settings: Arc::new(self.settings.clone()),
             max_wasm_stack: self.engine.max_wasm_stack,
+            ready_instances: self.ready_instances,
         };
         let catalog = Arc::new(Catalog::new(
             loader,

@@ -47,6 +47,7 @@ mod parts;
 mod permission;
 mod plugin;
 mod pool;
+mod ready;
 mod registry;
 mod reload;
 mod result_cache;
@@ -77,7 +78,7 @@ pub use permission::{
     CallStep, ResultApproval, ResultApprovalRequest,
 };
 pub use plugin::{DESCRIBE_TIMEOUT, MAX_DESCRIBE_BYTES, MAX_TOOLS, is_valid_tool_name};
-pub use registry::{Granted, PluginInfo, PluginKind, RESERVED_TOOL_NAMES, ToolInfo};
+pub use registry::{Granted, PluginInfo, PluginKind, RESERVED_TOOL_NAMES, ReadyInfo, ToolInfo};
 pub use result_cache::{CacheOptions, CacheSettings, CacheStats, ToolCacheSettings};
 pub use reuse::ReusedInstance;
 pub use runtime::Runtime;

@@ -17,6 +17,7 @@ use crate::grants::PluginSettings;
 use crate::limits::Limits;
 use crate::lockfile::{GrantState, Lock, digest_of};
 use crate::manifest::{Capabilities, Manifest};
+use crate::ready::ReadyInstances;
 use crate::result_cache::CacheRule;
 use crate::sandbox::{Sandbox, SandboxSpec};
 
@@ -48,6 +49,9 @@ pub(crate) struct Plugin {
     /// What the result cache knows it by: its digest, grants, config and
     /// limits (`result_cache.rs`).
     pub cache_identity: [u8; 32],
+    /// Instances made ready off the call path, when its sandbox is costly
+    /// (`ready.rs`).
+    pub ready: ReadyInstances,
 }
 
 impl Plugin {
@@ -162,6 +166,8 @@ pub(crate) struct Loader {
     pub max_wasm_stack: usize,
     /// The lock file binding grants to digests.
     pub lock: Arc<Lock>,
+    /// Whether plugins with a costly sandbox get ready instances (`ready.rs`).
+    pub ready_instances: bool,
 }
 
 /// Whether `name` is a valid tool (or plugin) name for OpenAI and Anthropic.
@@ -300,11 +306,23 @@ impl Loader {
             &self.default_limits,
         )?);
 
-        let mut tools = match &pre {
-            Linked::Tool(tool) => validate_tools(self.describe(tool, &sandbox).await?)?,
+        let (mut tools, instantiation) = match &pre {
+            Linked::Tool(tool) => {
+                let (specs, first) = self.describe(tool, &sandbox).await?;
+                (
+                    validate_tools(specs)?,
+                    self.instantiation(tool, &sandbox, first).await,
+                )
+            }
             // A hook plugin has no tools; it runs in the hook chain.
-            Linked::Hook(_) | Linked::Source(_) => Vec::new(),
+            Linked::Hook(_) | Linked::Source(_) => (Vec::new(), Duration::ZERO),
         };
+        let ready = ReadyInstances::for_cost(
+            instantiation,
+            sandbox.limits.max_instances,
+            self.ready_instances,
+        );
+        tracing::debug!(plugin = %name, instantiation_us = u64::try_from(instantiation.as_micros()).unwrap_or(u64::MAX), ready_instances = ready.enabled(), "instantiation measured");
         for t in &mut tools {
             t.cache = CacheRule::resolve(&t.name, &t.annotations, &settings.cache, &manifest.cache);
         }
@@ -331,14 +349,45 @@ impl Loader {
             sandbox,
             manifest,
             cache_identity,
+            ready,
         })
     }
 
+    /// What instantiating the plugin takes, which decides whether it gets
+    /// ready instances (`ready.rs`): `first`, the time `describe()`'s
+    /// instantiation took, when that was cheap; else a second one, timed
+    /// alone, since a first instantiation is slower than the ones after it
+    /// (the memory image is mapped in, caches are cold).
+    async fn instantiation(
+        &self,
+        pre: &PluginPre,
+        spec: &Arc<SandboxSpec>,
+        first: Duration,
+    ) -> Duration {
+        if !self.ready_instances || first <= crate::ready::COSTLY {
+            return first;
+        }
+        let Ok(mut sandbox) = Sandbox::new(&self.engine, spec, self.max_wasm_stack) else {
+            return first;
+        };
+        sandbox.begin("(instantiation)", None, None);
+        let started = std::time::Instant::now();
+        match sandbox
+            .call(async |store| pre.instantiate(&mut *store).await)
+            .await
+        {
+            Ok(_) => started.elapsed(),
+            Err(_) => first,
+        }
+    }
+
+    /// Runs `describe()` in a sandbox under the load budget. Also returns
+    /// what its instantiation took (see [`Loader::instantiation`]).
     async fn describe(
         &self,
         pre: &PluginPre,
         spec: &Arc<SandboxSpec>,
-    ) -> Result<Vec<RawToolSpec>, LoadError> {
+    ) -> Result<(Vec<RawToolSpec>, Duration), LoadError> {
         // Describing runs under the load budget, not under the call timeout
         // the plugin's limits allow: one slow plugin must not hold up
         // start-up or a reload for long.
@@ -352,9 +401,12 @@ impl Loader {
         let mut sandbox =
             Sandbox::new(&self.engine, &budget, self.max_wasm_stack).map_err(LoadError::Grant)?;
         sandbox.begin("describe", None, None);
+        let mut instantiation = Duration::ZERO;
         let specs = sandbox
             .call(async |store| {
+                let started = std::time::Instant::now();
                 let instance = pre.instantiate(&mut *store).await?;
+                instantiation = started.elapsed();
                 instance.describe(store).await
             })
             .await
@@ -365,7 +417,7 @@ impl Loader {
                 fault => LoadError::Describe(fault.to_string()),
             })?;
         within_load_budget(&specs)?;
-        Ok(specs)
+        Ok((specs, instantiation))
     }
 }
 

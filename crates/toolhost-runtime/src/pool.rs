@@ -18,17 +18,23 @@ use crate::error::CallError;
 use crate::plugin::Plugin;
 use crate::sandbox::{Sandbox, SandboxSpec};
 
-/// The engine and its sandbox slots, shared by every call.
+/// The engine and its sandbox slots, shared by every call. A clone is a
+/// handle on the same pool (for work done off the call path, `ready.rs`).
+#[derive(Clone)]
 pub(crate) struct Pool {
     engine: Engine,
     /// One permit per slot of the engine's instance pool.
     slots: Arc<Semaphore>,
+    /// Slots that ready instances (`ready.rs`) may hold at once, all
+    /// plugins together: an eighth of the pool, so calls always keep most.
+    ready_budget: Arc<Semaphore>,
     /// Calls waiting for a permit right now.
-    queued: AtomicUsize,
+    queued: Arc<AtomicUsize>,
     max_queued: usize,
     max_wasm_stack: usize,
-    /// Advances the engine's epoch (timeouts); stops when the pool is dropped.
-    _ticker: EpochTicker,
+    /// Advances the engine's epoch (timeouts); stops when the last handle
+    /// on the pool is dropped.
+    _ticker: Arc<EpochTicker>,
 }
 
 /// A sandbox slot: a permit of the plugin's `max-instances` and one of the
@@ -49,10 +55,11 @@ impl Pool {
         Pool {
             engine,
             slots: Arc::new(Semaphore::new(pool_size as usize)),
-            queued: AtomicUsize::new(0),
+            ready_budget: Arc::new(Semaphore::new(pool_size as usize / 8)),
+            queued: Arc::new(AtomicUsize::new(0)),
             max_queued,
             max_wasm_stack,
-            _ticker: ticker,
+            _ticker: Arc::new(ticker),
         }
     }
 
@@ -76,6 +83,24 @@ impl Pool {
             _instance: instance,
             _pool: pool,
         })
+    }
+
+    /// A slot for a ready instance of `plugin` (`ready.rs`), only when one
+    /// is free now and no call waits for it (a fair semaphore hands a freed
+    /// permit to its waiters first), and within the pool's budget for ready
+    /// instances. The budget permit is the second value: dropped when a
+    /// call takes the instance.
+    pub(crate) fn try_spare(&self, plugin: &Plugin) -> Option<(Slot, OwnedSemaphorePermit)> {
+        let budget = self.ready_budget.clone().try_acquire_owned().ok()?;
+        let instance = plugin.instances.clone().try_acquire_owned().ok()?;
+        let pool = self.slots.clone().try_acquire_owned().ok()?;
+        Some((
+            Slot {
+                _instance: instance,
+                _pool: pool,
+            },
+            budget,
+        ))
     }
 
     /// Takes a permit of `semaphore`, waiting in the shared queue; `plugin`

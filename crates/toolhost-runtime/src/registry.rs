@@ -84,6 +84,19 @@ pub struct PluginInfo {
     /// Why this version was chosen, when several were found or the host pins a
     /// version requirement (e.g. "pinned to ^1.2: the highest match among 2.0.0, 1.3.0").
     pub selection: Option<String>,
+    /// Instances it keeps instantiated ahead of its calls, and how many
+    /// are ready now (both 0 unless its instantiation is costly; see
+    /// [`RuntimeBuilder::ready_instances`](crate::RuntimeBuilder::ready_instances)).
+    pub ready_instances: ReadyInfo,
+}
+
+/// A plugin's ready instances (see [`PluginInfo::ready_instances`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct ReadyInfo {
+    /// How many it keeps ready.
+    pub kept: usize,
+    /// How many are ready right now.
+    pub ready: usize,
 }
 
 /// Capabilities a plugin was granted.
@@ -293,6 +306,10 @@ impl Registry {
                     .map(|(n, _)| n.clone())
                     .collect(),
                 selection: self.selection.get(&p.name).cloned(),
+                ready_instances: ReadyInfo {
+                    kept: p.ready.kept(),
+                    ready: p.ready.count(),
+                },
             })
             .collect()
     }

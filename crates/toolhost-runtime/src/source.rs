@@ -359,6 +359,7 @@ pub(crate) fn source_plugin(
         sandbox,
         tools,
         name,
+        ready: Default::default(),
     };
     (plugin, warnings)
 }

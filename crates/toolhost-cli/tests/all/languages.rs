@@ -270,6 +270,102 @@ mod helpers {
         }
     }
 
+    /// Waits (up to 20 s) until `plugin` has `n` ready instances.
+    async fn until_ready(runtime: &toolhost_runtime::Runtime, plugin: &str, n: usize) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            let info = runtime.plugins().into_iter().find(|p| p.name == plugin);
+            let info = info.unwrap_or_else(|| panic!("{plugin} is loaded"));
+            if info.ready_instances.ready == n {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{plugin} never had {n} ready instances: {:?}",
+                info.ready_instances
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_python_plugin_keeps_ready_instances_and_every_call_still_runs_in_a_fresh_one() {
+        use toolhost_runtime::{CallContext, Runtime};
+        let runtime = Runtime::builder()
+            .plugin_dir(fixtures("py", "py-hostile"))
+            .plugin_dir(root().join("target/plugins/calc.wasm"))
+            .cache_dir(Some(root().join("target/test-cache")))
+            .limits(toolhost_runtime::Limits {
+                timeout: std::time::Duration::from_millis(400),
+                ..Default::default()
+            })
+            .build()
+            .await
+            .unwrap();
+        let kept = |name: &str| {
+            let p = runtime.plugins().into_iter().find(|p| p.name == name);
+            p.unwrap().ready_instances.kept
+        };
+        // CPython's instantiation takes a millisecond or more; Rust's tens
+        // of microseconds, so calc keeps none.
+        assert_eq!(kept("py-hostile"), 2);
+        assert_eq!(kept("calc"), 0);
+        // None are made before the first call (a `host call` that makes
+        // one call pays nothing for them); after it, the plugin is quiet.
+        let first = runtime.call("py_count", json!({}), CallContext::new());
+        assert_eq!(first.await.unwrap().output, "1");
+        for _ in 0..4 {
+            // Two are ready, so this call takes one (only calls take them).
+            until_ready(&runtime, "py-hostile", 2).await;
+            let r = runtime
+                .call("py_count", json!({}), CallContext::new())
+                .await
+                .unwrap();
+            assert_eq!(
+                r.output, "1",
+                "a ready instance ran nothing before its call"
+            );
+        }
+        // A call that loops forever on a ready instance is stopped at its
+        // limit; the plugin keeps serving, and its ready set is made again.
+        until_ready(&runtime, "py-hostile", 2).await;
+        let spin = runtime.call("py_spin", json!({}), CallContext::new()).await;
+        assert!(
+            matches!(
+                &spin,
+                Err(toolhost_runtime::CallError::Sandbox {
+                    fault: toolhost_runtime::SandboxFault::Timeout { .. },
+                    ..
+                })
+            ),
+            "{spin:?}"
+        );
+        until_ready(&runtime, "py-hostile", 2).await;
+        let r = runtime
+            .call("py_echo", json!({"text": "still here"}), CallContext::new())
+            .await
+            .unwrap();
+        assert_eq!(r.output, "still here");
+        // Calls back to back (no pause for a refill) each get a fresh
+        // instance too, made on their call path once the ready ones are gone.
+        for _ in 0..4 {
+            let r = runtime
+                .call("py_count", json!({}), CallContext::new())
+                .await
+                .unwrap();
+            assert_eq!(r.output, "1");
+        }
+        // Turned off, none are kept.
+        let off = Runtime::builder()
+            .plugin_dir(fixtures("py", "py-hostile"))
+            .cache_dir(Some(root().join("target/test-cache")))
+            .ready_instances(false)
+            .build()
+            .await
+            .unwrap();
+        assert_eq!(off.plugins()[0].ready_instances.kept, 0);
+    }
+
     #[test]
     fn a_go_tool_that_loops_forever_is_stopped_at_the_lower_limit_of_its_manifest() {
         // `go-hostile.toml` asks for `timeout-ms = 500`, below the host's.

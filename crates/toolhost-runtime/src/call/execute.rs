@@ -13,33 +13,48 @@ use crate::api::{PluginInstance, RawContext, RawOutcome};
 use crate::call::{Call, ToolResult};
 use crate::error::{CallError, SandboxFault, ToolErrorKind};
 use crate::pool::Pool;
+use crate::ready;
 use crate::sandbox::{Sandbox, SandboxState};
 use crate::source::{SourceCall, SourceError, SourceOutcome, SourceProgress, ToolSource};
 
-/// Runs an admitted call in a fresh sandbox.
+/// Runs an admitted call in a fresh sandbox: one made ready before the
+/// call when the plugin keeps them and has one (`ready.rs`), else one set
+/// up now.
 pub(crate) async fn fresh(
     pool: &Pool,
     call: &Call<'_>,
     args: &str,
 ) -> Result<ToolResult, CallError> {
-    let _slot = pool.acquire(&call.target.plugin).await?;
-    let mut sandbox = pool
-        .sandbox(&call.target.plugin.sandbox)
-        .map_err(|message| CallError::Host {
-            tool: call.target.tool.to_owned(),
-            message,
-        })?;
-    let pre = &call.target.plugin.pre;
-    run(
-        &mut sandbox,
-        call,
-        args,
-        async |store, raw_cx, name, args| {
-            let instance = pre.instantiate(&mut *store).await?;
-            instance.execute(store, raw_cx, name, args).await
-        },
-    )
-    .await
+    let plugin = &call.target.plugin;
+    if let Some(mut ready) = plugin.ready.take() {
+        let result = on_instance(&mut ready.sandbox, &ready.instance, call, args).await;
+        ready::after_call(pool, plugin, Some(ready));
+        return result;
+    }
+    let result = {
+        let _slot = pool.acquire(plugin).await?;
+        let mut sandbox = pool
+            .sandbox(&plugin.sandbox)
+            .map_err(|message| CallError::Host {
+                tool: call.target.tool.to_owned(),
+                message,
+            })?;
+        let pre = &plugin.pre;
+        run(
+            &mut sandbox,
+            call,
+            args,
+            async |store, raw_cx, name, args| {
+                let instance = pre.instantiate(&mut *store).await?;
+                instance.execute(store, raw_cx, name, args).await
+            },
+        )
+        .await
+    };
+    if plugin.ready.enabled() {
+        ready::after_call(pool, plugin, None);
+    }
+    result
 }
 
 /// Runs `call` on `instance`, kept across calls (see `reuse.rs`).

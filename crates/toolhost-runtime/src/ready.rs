@@ -1,0 +1,251 @@
+//! Ready instances: for a plugin whose instantiation is costly (the
+//! interpreters compiled to wasm: CPython's components take 1–2 ms to
+//! instantiate, a Rust plugin's 10–40 µs), a few instances are instantiated
+//! while the plugin is idle, so that a call finds one ready and runs only
+//! the guest's `execute`.
+//!
+//! Every call still gets a fresh instance: a ready instance has run nothing
+//! but the component's own instantiation (its start functions), and it
+//! serves one call, then it is dropped. Its store has the plugin's grants as
+//! every sandbox of that plugin version has (they are fixed at load time);
+//! what belongs to the call (deadline, tool, progress, counters, the hop
+//! check) is set when the call begins (`Sandbox::begin`).
+//!
+//! The work is done **when the plugin is quiet**, never beside its calls:
+//! measured on 2 cores, instantiating (an `mmap` of the memory image) and
+//! tearing down (`madvise`) a sandbox while another of the plugin's calls
+//! runs made that call about 1.5× slower (page faults and TLB shootdowns
+//! contend in the kernel), more than the instantiation it saved. So after a
+//! call one task per plugin waits until no call of the plugin has started
+//! for [`quiet`] (the plugin's own instantiation time, 1–20 ms), then drops
+//! the used sandboxes and fills the ready set. Calls back to back run as
+//! without ready instances; calls with pauses between them (an agent's
+//! rounds, an MCP client's requests) find one ready.
+//!
+//! None are made before the plugin's first call, so a process that makes
+//! one call (`host call`) pays nothing for them.
+//!
+//! Whether a plugin gets them is decided at load time from its measured
+//! instantiation (`plugin.rs`, after `describe()`): above [`COSTLY`]. Each
+//! plugin keeps at most [`PER_PLUGIN`] ready, and fewer than its
+//! `max-instances`; all plugins together at most an eighth of the instance
+//! pool (`Pool::try_spare`). A refill takes a slot only when one is free and
+//! no call is waiting for it, so ready instances never hold a caller up.
+//! [`RuntimeBuilder::ready_instances`](crate::RuntimeBuilder::ready_instances)
+//! turns them off.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use tokio::sync::OwnedSemaphorePermit;
+
+use crate::api::{Linked, PluginInstance};
+use crate::plugin::Plugin;
+use crate::pool::{Pool, Slot};
+use crate::sandbox::Sandbox;
+
+/// An instantiation above this is costly enough to be done ahead of the
+/// calls (a Rust plugin's takes 10–40 µs here, CPython's 1–2 ms).
+pub(crate) const COSTLY: Duration = Duration::from_micros(250);
+
+/// The most ready instances one plugin keeps.
+pub(crate) const PER_PLUGIN: usize = 2;
+
+/// A plugin version's ready instances.
+#[derive(Default)]
+pub(crate) struct ReadyInstances {
+    /// How many to keep; 0 when the plugin's instantiation is cheap (or
+    /// they are turned off).
+    target: usize,
+    /// How long the plugin must be quiet before the work is done.
+    quiet: Duration,
+    ready: Mutex<Vec<Prepared>>,
+    /// Used sandboxes of ready instances, dropped when the plugin is quiet.
+    used: Mutex<Vec<Fresh>>,
+    /// Calls started, to tell a quiet plugin from a busy one.
+    calls: AtomicU64,
+    /// Whether a task waits to do the work.
+    scheduled: AtomicBool,
+    /// Set when making one failed: this plugin version gets no more.
+    broken: AtomicBool,
+}
+
+/// An instance instantiated in its own sandbox, never called, with the
+/// slot it holds.
+pub(crate) struct Fresh {
+    pub sandbox: Sandbox,
+    pub instance: PluginInstance,
+    /// Declared last, so dropped last: the slot is free only once the
+    /// store has given its instance back to the engine's pool.
+    _slot: Slot,
+}
+
+/// A [`Fresh`] instance waiting for a call, with its share of the pool's
+/// budget for ready instances (returned when a call takes it).
+struct Prepared {
+    fresh: Fresh,
+    _budget: OwnedSemaphorePermit,
+}
+
+/// How long a plugin whose instantiation takes `instantiation` must be
+/// quiet before its ready instances are made: as long as one takes, within
+/// 1–20 ms.
+pub(crate) fn quiet(instantiation: Duration) -> Duration {
+    instantiation.clamp(Duration::from_millis(1), Duration::from_millis(20))
+}
+
+impl ReadyInstances {
+    /// Ready instances for a plugin whose instantiation took
+    /// `instantiation`, with `max_instances` sandboxes at once; none when
+    /// `enabled` is false or the instantiation is cheap.
+    pub(crate) fn for_cost(instantiation: Duration, max_instances: usize, enabled: bool) -> Self {
+        let target = if enabled && instantiation > COSTLY {
+            PER_PLUGIN.min(max_instances.saturating_sub(1))
+        } else {
+            0
+        };
+        ReadyInstances {
+            target,
+            quiet: quiet(instantiation),
+            ..Self::default()
+        }
+    }
+
+    /// Whether this plugin keeps ready instances.
+    pub(crate) fn enabled(&self) -> bool {
+        self.target > 0
+    }
+
+    /// How many it keeps ready.
+    pub(crate) fn kept(&self) -> usize {
+        self.target
+    }
+
+    /// How many are ready now.
+    pub(crate) fn count(&self) -> usize {
+        self.ready.lock().len()
+    }
+
+    /// Counts a call of the plugin as started and gives it a ready
+    /// instance, if there is one.
+    pub(crate) fn take(&self) -> Option<Fresh> {
+        if !self.enabled() {
+            return None;
+        }
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        self.ready.lock().pop().map(|p| p.fresh)
+    }
+}
+
+/// After a call of `plugin` (which has ready instances): keeps `used` (the
+/// ready instance the call ran in, if it did) to be dropped, and makes sure
+/// a task will do that and refill once the plugin is quiet.
+pub(crate) fn after_call(pool: &Pool, plugin: &Arc<Plugin>, used: Option<Fresh>) {
+    let ready = &plugin.ready;
+    if let Some(used) = used {
+        ready.used.lock().push(used);
+    }
+    if ready.scheduled.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    let (pool, plugin) = (pool.clone(), plugin.clone());
+    tokio::spawn(async move {
+        let ready = &plugin.ready;
+        loop {
+            let seen = ready.calls.load(Ordering::Relaxed);
+            tokio::time::sleep(ready.quiet).await;
+            if ready.calls.load(Ordering::Relaxed) != seen {
+                continue;
+            }
+            drop(std::mem::take(&mut *ready.used.lock()));
+            refill(&pool, &plugin).await;
+            ready.scheduled.store(false, Ordering::Release);
+            // A call that ended while this task was finishing left its
+            // sandbox without scheduling: take it on, or leave it to the
+            // task that did.
+            if ready.used.lock().is_empty() || ready.scheduled.swap(true, Ordering::AcqRel) {
+                return;
+            }
+        }
+    });
+}
+
+/// Instantiates instances until `plugin` has its target ready, a slot is
+/// not free, or one fails.
+async fn refill(pool: &Pool, plugin: &Plugin) {
+    let ready = &plugin.ready;
+    while !ready.broken.load(Ordering::Relaxed) && ready.count() < ready.target {
+        let Some(prepared) = prepare(pool, plugin).await else {
+            return;
+        };
+        ready.ready.lock().push(prepared);
+    }
+}
+
+/// One ready instance of `plugin`: a spare slot, a sandbox, the component
+/// instantiated in it under the plugin's time limit.
+async fn prepare(pool: &Pool, plugin: &Plugin) -> Option<Prepared> {
+    let Linked::Tool(pre) = &plugin.pre else {
+        return None;
+    };
+    let (slot, budget) = pool.try_spare(plugin)?;
+    let broken = |why: String| {
+        tracing::warn!(plugin = %plugin.id(), "no ready instances for this version: {why}");
+        plugin.ready.broken.store(true, Ordering::Relaxed);
+    };
+    let mut sandbox = match pool.sandbox(&plugin.sandbox) {
+        Ok(sandbox) => sandbox,
+        Err(why) => {
+            broken(why);
+            return None;
+        }
+    };
+    sandbox.begin("(ready instance)", None, None);
+    match sandbox
+        .call(async |store| pre.instantiate(&mut *store).await)
+        .await
+    {
+        Ok(instance) => Some(Prepared {
+            fresh: Fresh {
+                sandbox,
+                instance,
+                _slot: slot,
+            },
+            _budget: budget,
+        }),
+        Err(fault) => {
+            broken(fault.to_string());
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_costly_instantiation_gets_ready_instances_and_fewer_than_max_instances() {
+        let cheap = Duration::from_micros(30);
+        let costly = Duration::from_millis(2);
+        assert!(!ReadyInstances::for_cost(cheap, 32, true).enabled());
+        assert!(!ReadyInstances::for_cost(costly, 32, false).enabled());
+        assert_eq!(
+            ReadyInstances::for_cost(costly, 32, true).target,
+            PER_PLUGIN
+        );
+        assert_eq!(ReadyInstances::for_cost(costly, 2, true).target, 1);
+        // A plugin allowed one sandbox at a time keeps none: a ready one
+        // would hold its only permit.
+        assert!(!ReadyInstances::for_cost(costly, 1, true).enabled());
+    }
+
+    #[test]
+    fn the_quiet_time_follows_the_instantiation_within_bounds() {
+        assert_eq!(quiet(Duration::from_micros(300)), Duration::from_millis(1));
+        assert_eq!(quiet(Duration::from_millis(3)), Duration::from_millis(3));
+        assert_eq!(quiet(Duration::from_secs(5)), Duration::from_millis(20));
+    }
+}
