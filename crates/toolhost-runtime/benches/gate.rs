@@ -139,9 +139,10 @@ fn main() {
             for k in 0..callers {
                 let runtime = runtime.clone();
                 let share = n / callers + u64::from(k < n % callers);
-                // Task k takes base+k, base+k+callers, …: no two calls of
-                // any batch share arguments.
-                let base = counter.get() + k;
+                // Task k takes base+k, base+k+callers, …, all past the
+                // counter (which the last call of another variant used): no
+                // two calls of any batch share arguments.
+                let base = counter.get() + 1 + k;
                 tasks.push(tokio::spawn(async move {
                     for i in 0..share {
                         let args =
