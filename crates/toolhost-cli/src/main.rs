@@ -83,6 +83,9 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
     }
     let file = settings::config_file(&cli.global)?;
     let runtime = rt.block_on(builder.build())?;
+    if let Some(agent) = &cli.global.agent {
+        settings::check_profile(agent, "--agent", &runtime.policy(), &file)?;
+    }
     match cli.command {
         Some(Command::Check { file, json }) => commands::check(&runtime, &file, json),
         Some(Command::Tools { json }) => {
@@ -127,9 +130,18 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             max_request_bytes,
         }) => {
             commands::report_load_problems(&runtime);
+            let tokens = mcp::tokens(token_file.as_deref(), token_env.as_deref())?;
+            for (line, agent) in tokens
+                .iter()
+                .enumerate()
+                .filter_map(|(i, t)| Some((i, t.agent.as_deref()?)))
+            {
+                let what = format!("token {} of the token file", line + 1);
+                settings::check_profile(agent, &what, &runtime.policy(), &file)?;
+            }
             let options = toolhost_mcp::HttpOptions {
                 listen,
-                tokens: mcp::tokens(token_file.as_deref(), token_env.as_deref())?,
+                tokens,
                 allowed_hosts: accept_host,
                 allowed_origins: accept_origin,
                 max_request_bytes,

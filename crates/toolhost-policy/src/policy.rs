@@ -237,6 +237,24 @@ impl Policy {
         self.default
     }
 
+    /// The names of its profiles, sorted. A host checks a profile name it
+    /// is given (a flag, a token file) against these: an unknown name
+    /// would run under the base policy, not the profile meant.
+    ///
+    /// ```
+    /// use toolhost_policy::{Decision, Policy, Profile};
+    /// let policy = Policy::builder()
+    ///     .profile("reviewer", Profile::new().default(Decision::Deny))
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(policy.profile_names(), ["reviewer"]);
+    /// ```
+    pub fn profile_names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.profiles.keys().map(AsRef::as_ref).collect();
+        names.sort_unstable();
+        names
+    }
+
     fn profile(&self, agent: Option<&str>) -> Option<&CompiledProfile> {
         agent.and_then(|a| self.profiles.get(a))
     }

@@ -46,12 +46,7 @@ impl PluginHook {
         // The binding follows the plugin whose file carries the name, so a
         // plugin that merely calls itself so (a higher version in another
         // file) cannot stand in for the hook.
-        let stem = plugin
-            .path
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .unwrap_or_default();
-        if stem != self.name && !stem.starts_with(&format!("{}@", self.name)) {
+        if !plugin.has_named_file() {
             return Err(HookError::Unavailable(format!(
                 "hook plugin `{}` is loaded from {}: a hook binding follows only a plugin \
                  whose file is named after it (`{}.wasm`, or `{}@VERSION.wasm`)",

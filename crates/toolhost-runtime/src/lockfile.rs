@@ -60,6 +60,14 @@ pub enum GrantState {
         /// The digest the lock file trusts for this name.
         trusted: String,
     },
+    /// Its manifest gives it the name of a plugin with grants, but its file
+    /// is named otherwise: grants for NAME go only to `NAME.wasm` or
+    /// `NAME@VERSION.wasm` (the file the user put there), so it runs
+    /// without them and is never recorded in the lock file as NAME.
+    NotItsFile {
+        /// The name of its file, without `.wasm`.
+        file: String,
+    },
 }
 
 impl GrantState {
@@ -80,6 +88,11 @@ impl std::fmt::Display for GrantState {
             GrantState::Withheld { trusted } => write!(
                 f,
                 "WITHHELD: the grants were given to {trusted}; accept this code with `host trust`"
+            ),
+            GrantState::NotItsFile { file } => write!(
+                f,
+                "WITHHELD: its file is {file}.wasm, and grants go only to the file named for \
+                 the plugin (NAME.wasm or NAME@VERSION.wasm)"
             ),
         }
     }
@@ -107,6 +120,19 @@ pub enum LockError {
     /// [`Runtime::trust`](crate::Runtime::trust) was asked about a plugin that is not loaded.
     #[error("no plugin named `{0}` is loaded")]
     UnknownPlugin(String),
+    /// [`Runtime::trust`](crate::Runtime::trust) was asked about a plugin
+    /// whose file is not named for it: grants never go to it (rename the
+    /// file if it is the plugin meant).
+    #[error(
+        "`{name}` is loaded from {path}, a file not named for it: grants for `{name}` go only \
+         to {name}.wasm or {name}@VERSION.wasm; rename the file if this is the plugin you mean"
+    )]
+    NotItsFile {
+        /// The plugin's name.
+        name: String,
+        /// Its file.
+        path: PathBuf,
+    },
     /// [`Runtime::trust`](crate::Runtime::trust) without a lock file.
     #[error("this runtime has no lock file")]
     NoLockFile,

@@ -55,6 +55,16 @@ pub(crate) struct Plugin {
 }
 
 impl Plugin {
+    /// Whether its file is named for it (see [`is_named_for`]); a tool
+    /// source has no file and counts as named.
+    pub fn has_named_file(&self) -> bool {
+        if self.source().is_some() {
+            return true;
+        }
+        let stem = self.path.file_stem().and_then(|s| s.to_str());
+        stem.is_some_and(|stem| is_named_for(stem, &self.name))
+    }
+
     /// Whether this is a hook plugin (no tools; runs in the hook chain).
     pub fn is_hook(&self) -> bool {
         matches!(self.pre, Linked::Hook(_))
@@ -170,6 +180,20 @@ pub(crate) struct Loader {
     pub ready_instances: bool,
 }
 
+/// Whether a file whose name without `.wasm` is `stem` is named for plugin
+/// `name`: `NAME.wasm` or `NAME@VERSION.wasm`. Grants, hook bindings and
+/// the choice between two files claiming one name follow this, never the
+/// name a manifest gives itself.
+///
+/// ```ignore
+/// assert!(is_named_for("fs", "fs") && is_named_for("fs@1.2.0", "fs"));
+/// assert!(!is_named_for("weather", "fs") && !is_named_for("fsx", "fs"));
+/// ```
+pub(crate) fn is_named_for(stem: &str, name: &str) -> bool {
+    stem.strip_prefix(name)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('@'))
+}
+
 /// Whether `name` is a valid tool (or plugin) name for OpenAI and Anthropic.
 pub fn is_valid_tool_name(name: &str) -> bool {
     !name.is_empty()
@@ -243,7 +267,7 @@ impl Loader {
             .and_then(|s| s.to_str())
             .unwrap_or_default()
             .to_owned();
-        let name = manifest.name.clone().unwrap_or(stem);
+        let name = manifest.name.clone().unwrap_or_else(|| stem.clone());
         if !is_valid_tool_name(&name) {
             return Err(LoadError::NotAPlugin(format!(
                 "plugin name `{name}` must match ^[a-zA-Z0-9_-]{{1,64}}$"
@@ -284,7 +308,13 @@ impl Loader {
         let settings = self.settings.get(&name).unwrap_or(&empty);
         let has_grants =
             !(settings.dirs.is_empty() && settings.hosts.is_empty() && settings.env.is_empty());
-        let grants = self.lock.check(&name, &digest, has_grants);
+        let grants = if has_grants && !is_named_for(&stem, &name) {
+            // Grants follow the file the user named, not the name a
+            // manifest claims (`weather.wasm` saying `name = "fs"`).
+            GrantState::NotItsFile { file: stem.clone() }
+        } else {
+            self.lock.check(&name, &digest, has_grants)
+        };
         let withheld;
         let settings = if has_grants && !grants.is_active() {
             // Other code than the grants were given to: limits and config

@@ -150,10 +150,13 @@ impl Registry {
         let mut selection = BTreeMap::new();
         for (name, mut versions) in by_name {
             // A configured tool source first (a plugin file never takes its
-            // name), then the highest version, then by path for a
-            // deterministic choice.
+            // name), then a file named for the plugin (`NAME.wasm`,
+            // `NAME@VERSION.wasm`: another file whose manifest merely says
+            // NAME never displaces it), then the highest version, then by
+            // path for a deterministic choice.
             versions.sort_by(|a, b| {
                 (b.source().is_some().cmp(&a.source().is_some()))
+                    .then_with(|| b.has_named_file().cmp(&a.has_named_file()))
                     .then_with(|| b.version.cmp(&a.version))
                     .then_with(|| a.path.cmp(&b.path))
             });
@@ -185,6 +188,17 @@ impl Registry {
                 None if chosen.source().is_some() && versions.len() > 1 => {
                     Some("a configured tool source, whose name a plugin file never takes".into())
                 }
+                None if chosen.has_named_file()
+                    && versions
+                        .iter()
+                        .any(|p| !p.has_named_file() && p.version > chosen.version) =>
+                {
+                    Some(format!(
+                        "the file named for it ({name}.wasm or {name}@VERSION.wasm); a file \
+                         named otherwise never takes its name, whatever its version (found {})",
+                        listed()
+                    ))
+                }
                 None if versions.len() > 1 => {
                     Some(format!("the highest version among {}", listed()))
                 }
@@ -202,6 +216,15 @@ impl Registry {
             }
             if let Some(reason) = reason {
                 selection.insert(name.clone(), reason);
+            }
+            if let crate::lockfile::GrantState::NotItsFile { file } = &chosen.grants {
+                warnings.push(format!(
+                    "{} ({}) calls itself `{name}` but its file is {file}.wasm: it runs \
+                     without the grants for `{name}`, which go only to {name}.wasm or \
+                     {name}@VERSION.wasm",
+                    chosen.id(),
+                    chosen.path.display()
+                ));
             }
             if let crate::lockfile::GrantState::Withheld { trusted } = &chosen.grants {
                 warnings.push(format!(

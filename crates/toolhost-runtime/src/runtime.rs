@@ -85,6 +85,12 @@ impl Runtime {
             .iter()
             .find(|p| p.name == name)
             .ok_or_else(|| LockError::UnknownPlugin(name.to_owned()))?;
+        if !plugin.has_named_file() {
+            return Err(LockError::NotItsFile {
+                name: plugin.name.clone(),
+                path: plugin.path.clone(),
+            });
+        }
         self.inner
             .catalog
             .loader

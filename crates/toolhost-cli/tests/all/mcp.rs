@@ -480,6 +480,75 @@ fn each_bearer_token_can_carry_its_clients_policy_profile() {
 }
 
 #[test]
+fn a_profile_the_policy_lacks_in_a_token_file_or_in_agent_stops_the_start() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_plugin(&plugins_dir(), "calc", dir.path());
+    let plugins = dir.path().display().to_string();
+    let policy = write(
+        dir.path(),
+        "policy.toml",
+        "default = \"allow\"\n[profiles.reviewer]\ndefault = \"deny\"\n",
+    );
+    // `reviewr`, a typo of `reviewer`: it would run under `default = "allow"`.
+    let tokens = write(dir.path(), "tokens", "tok-0 reviewer\ntok-1 reviewr\n");
+    let run = |args: &[&str]| {
+        let all = host_args(dir.path(), args);
+        let out = Command::new(&all[0])
+            .args(&all[1..])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (ok, stderr) = run(&[
+        "--plugins",
+        &plugins,
+        "--policy",
+        &policy,
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--token-file",
+        &tokens,
+    ]);
+    assert!(!ok, "host serve started: {stderr}");
+    assert!(
+        stderr.contains("`reviewr`") && stderr.contains("profiles: reviewer"),
+        "{stderr}"
+    );
+    let (ok, stderr) = run(&[
+        "--plugins",
+        &plugins,
+        "--policy",
+        &policy,
+        "--agent",
+        "reviewr",
+        "call",
+        "calculate",
+        r#"{"expression": "1+1"}"#,
+    ]);
+    assert!(!ok, "host call ran: {stderr}");
+    assert!(
+        stderr.contains("--agent") && stderr.contains("profiles: reviewer"),
+        "{stderr}"
+    );
+    // The profile that exists is accepted.
+    let (ok, stderr) = run(&[
+        "--plugins",
+        &plugins,
+        "--policy",
+        &policy,
+        "--agent",
+        "reviewer",
+        "tools",
+    ]);
+    assert!(ok, "{stderr}");
+}
+
+#[test]
 fn serve_refuses_a_non_loopback_address_without_a_token() {
     let dir = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_host"))

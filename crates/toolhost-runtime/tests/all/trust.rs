@@ -205,6 +205,88 @@ async fn grants_stay_with_the_code_they_were_given_to() {
     assert!(has_secret(&rt).await);
 }
 
+/// `hostile-env`'s component copied as `FILE.wasm` with a manifest that
+/// claims the name `hostile-env` at `version`.
+fn impostor(dir: &std::path::Path, file: &str, version: &str) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::copy(
+        fixtures_dir().join("hostile-env.wasm"),
+        dir.join(format!("{file}.wasm")),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join(format!("{file}.toml")),
+        format!("name = \"hostile-env\"\nversion = \"{version}\"\n"),
+    )
+    .unwrap();
+}
+
+#[tokio::test]
+async fn on_first_use_a_file_named_otherwise_neither_displaces_the_named_plugin_nor_gets_its_grants()
+ {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, lock) = (tmp.path().join("plugins"), tmp.path().join("toolhost.lock"));
+    // The user's plugin, `hostile-env.wasm` at 0.1.0, granted the secret;
+    // beside it `weather.wasm`, whose manifest says `hostile-env` 99.0.0.
+    // No lock entry yet: a new directory.
+    std::fs::create_dir_all(&dir).unwrap();
+    serve_as_hostile_env(&dir, "hostile-env");
+    std::fs::write(
+        dir.join("hostile-env.toml"),
+        "name = \"hostile-env\"\nversion = \"0.1.0\"\n",
+    )
+    .unwrap();
+    impostor(&dir, "weather", "99.0.0");
+    let rt = with_lock(&dir, &lock, false).await;
+    let env = info(&rt, "hostile-env");
+    assert!(
+        env.path.ends_with("hostile-env.wasm"),
+        "the file named for the plugin keeps its name, whatever the other's version: {}",
+        env.path.display()
+    );
+    assert_eq!(env.version.to_string(), "0.1.0");
+    assert_eq!(env.grants, GrantState::FirstUse);
+    assert!(
+        env.selection
+            .as_deref()
+            .unwrap_or_default()
+            .contains("named"),
+        "{:?}",
+        env.selection
+    );
+    assert!(has_secret(&rt).await);
+    drop(rt);
+
+    // Only the impostor: it loads under the name it claims, but without the
+    // grants, and it is never recorded in the lock file as that name.
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, lock) = (tmp.path().join("plugins"), tmp.path().join("toolhost.lock"));
+    impostor(&dir, "weather", "99.0.0");
+    let rt = with_lock(&dir, &lock, false).await;
+    let env = info(&rt, "hostile-env");
+    assert_eq!(
+        env.grants,
+        GrantState::NotItsFile {
+            file: "weather".into()
+        }
+    );
+    assert!(env.granted.env.is_empty(), "{:?}", env.granted);
+    assert!(!has_secret(&rt).await, "the impostor read the secret");
+    assert!(!lock.exists(), "the impostor was recorded in the lock file");
+    let warnings = rt.load_report().warnings.join("\n");
+    assert!(
+        warnings.contains("weather.wasm") && warnings.contains("hostile-env.wasm"),
+        "{warnings}"
+    );
+    // Nor does `host trust` record it: the way is to name the file.
+    let refused = rt.trust("hostile-env");
+    assert!(
+        matches!(refused, Err(toolhost_runtime::LockError::NotItsFile { .. })),
+        "{refused:?}"
+    );
+    assert!(!lock.exists());
+}
+
 #[tokio::test]
 async fn a_plugin_without_grants_is_not_recorded_and_a_broken_lock_file_is_an_error() {
     let tmp = tempfile::tempdir().unwrap();
@@ -475,7 +557,8 @@ async fn a_path_rule_holds_for_relative_paths_and_symlinks_inside_the_grant() {
 }
 
 #[tokio::test]
-async fn a_plugin_that_takes_a_hook_plugins_name_makes_its_calls_fail_never_skip_the_hook() {
+async fn a_file_claiming_a_hook_plugins_name_never_displaces_the_hooks_file_and_alone_makes_calls_fail()
+ {
     let tmp = tempfile::tempdir().unwrap();
     copy_plugin(&plugins_dir(), "text", tmp.path());
     copy_plugin(&plugins_dir(), "redact-secrets", tmp.path());
@@ -500,12 +583,21 @@ async fn a_plugin_that_takes_a_hook_plugins_name_makes_its_calls_fail_never_skip
     assert!(count(&rt).await.is_ok(), "the real hook runs");
 
     // Two squatters claim the hook's name with a higher version: a tool
-    // plugin, and the hook's own code in a file named otherwise. After-hook
-    // failures fail open by default, yet neither may make the hook be skipped.
-    for (file, code) in [("weather", "calc"), ("helper", "redact-secrets")] {
+    // plugin, and the hook's own code in a file named otherwise. Beside the
+    // hook's own file neither takes the name; alone, one does, and the
+    // call fails closed: after-hook failures fail open by default, yet
+    // neither may make the hook be skipped.
+    for (file, code, beside_the_hook) in [
+        ("weather", "calc", true),
+        ("helper", "redact-secrets", true),
+        ("weather", "calc", false),
+        ("helper", "redact-secrets", false),
+    ] {
         let dir = tempfile::tempdir().unwrap();
         copy_plugin(&plugins_dir(), "text", dir.path());
-        copy_plugin(&plugins_dir(), "redact-secrets", dir.path());
+        if beside_the_hook {
+            copy_plugin(&plugins_dir(), "redact-secrets", dir.path());
+        }
         std::fs::copy(
             plugins_dir().join(format!("{code}.wasm")),
             dir.path().join(format!("{file}.wasm")),
@@ -521,6 +613,16 @@ async fn a_plugin_that_takes_a_hook_plugins_name_makes_its_calls_fail_never_skip
             .build()
             .await
             .unwrap();
+        let hook_file = info(&rt, "redact-secrets").path;
+        if beside_the_hook {
+            assert!(
+                hook_file.ends_with("redact-secrets.wasm"),
+                "{file}: {}",
+                hook_file.display()
+            );
+            assert!(count(&rt).await.is_ok(), "{file}: the real hook runs");
+            continue;
+        }
         let err = count(&rt).await.expect_err("the call fails closed");
         assert!(
             err.to_string().contains("redact-secrets"),
