@@ -97,8 +97,9 @@ pub struct Global {
 
     /// The lock file binding each plugin's grants to its code (content
     /// digest), recorded at the first grant; a plugin whose code differs runs
-    /// without its grants until `host trust NAME`. Default: toolhost.lock in
-    /// the current directory.
+    /// without its grants until `host trust NAME`. Default: one per plugins
+    /// directory (the first given), in the user's state directory
+    /// (~/.local/state/toolhost/locks/), whatever directory host starts in.
     #[arg(long, value_name = "FILE", env = "TOOLHOST_LOCK", global = true)]
     pub lock: Option<PathBuf>,
 

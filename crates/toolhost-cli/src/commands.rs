@@ -157,9 +157,12 @@ pub fn plugins(runtime: &Runtime, json: bool) -> anyhow::Result<u8> {
 
 /// `host trust NAME`: the lock file records the digest of the plugin now
 /// loaded under `name`.
-pub fn trust(runtime: &Runtime, name: &str) -> anyhow::Result<u8> {
+pub fn trust(runtime: &Runtime, name: &str, lock: &std::path::Path) -> anyhow::Result<u8> {
     let digest = runtime.trust(name)?;
-    println!("{name}: {digest} is trusted; its grants apply from its next load");
+    println!(
+        "{name}: {digest} is trusted (recorded in {}); its grants apply from its next load",
+        lock.display()
+    );
     Ok(exit::OK)
 }
 

@@ -109,14 +109,11 @@ pub async fn run(global: &Global, command: &RegistryCommand) -> anyhow::Result<u
             insecure,
         } => {
             let file = crate::settings::config_file(global)?;
-            let dir = global
-                .plugins
-                .first()
-                .or(file.plugins_dirs.first())
+            let dir = crate::settings::primary_plugins_dir(global, &file)
                 .context(
                     "no plugins directory to install into: give one with --plugins DIR (or plugins-dirs in the config file)",
                 )?
-                .clone();
+                .to_owned();
             if dir.extension().is_some_and(|e| e == "wasm") {
                 bail!(
                     "{} is a plugin file; install into a directory (--plugins DIR)",
@@ -145,10 +142,7 @@ pub async fn run(global: &Global, command: &RegistryCommand) -> anyhow::Result<u
                 signer: fetched.signer.clone(),
             };
             let installed = fetched.install(&dir)?;
-            let lock = global
-                .lock
-                .clone()
-                .unwrap_or_else(|| PathBuf::from("toolhost.lock"));
+            let lock = crate::settings::lock_file(global, &file);
             toolhost_runtime::record_install(&lock, &record)?;
             println!(
                 "installed {}{} into {}",

@@ -96,7 +96,9 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             commands::report_load_problems(&runtime);
             commands::plugins(&runtime, json)
         }
-        Some(Command::Trust { name }) => commands::trust(&runtime, &name),
+        Some(Command::Trust { name }) => {
+            commands::trust(&runtime, &name, &settings::lock_file(&cli.global, &file))
+        }
         Some(Command::Registry(command)) => rt.block_on(install::run(&cli.global, &command)),
         Some(Command::New(args)) => new::run(&args),
         Some(Command::Call {

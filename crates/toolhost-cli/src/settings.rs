@@ -188,6 +188,33 @@ pub fn provider_config(
     Ok(config)
 }
 
+/// The plugins directory `host install` installs into, and whose lock file
+/// the host uses: the first `--plugins`, else the config file's first.
+pub fn primary_plugins_dir<'a>(global: &'a Global, file: &'a ConfigFile) -> Option<&'a Path> {
+    global
+        .plugins
+        .first()
+        .or(file.plugins_dirs.first())
+        .map(PathBuf::as_path)
+}
+
+/// The lock file: `--lock` (or `TOOLHOST_LOCK`); else the one of the
+/// primary plugins directory ([`primary_plugins_dir`], a file's own
+/// directory for a plugin file), in the user's state directory
+/// ([`toolhost_runtime::default_lock_file`]); else `toolhost.lock` here.
+pub fn lock_file(global: &Global, file: &ConfigFile) -> PathBuf {
+    if let Some(lock) = &global.lock {
+        return lock.clone();
+    }
+    primary_plugins_dir(global, file)
+        .map(|dir| match dir.extension() {
+            Some(e) if e == "wasm" => dir.parent().unwrap_or(Path::new(".")),
+            _ => dir,
+        })
+        .and_then(toolhost_runtime::default_lock_file)
+        .unwrap_or_else(|| PathBuf::from("toolhost.lock"))
+}
+
 /// Checks a profile name given to the host (`--agent`, a token file's
 /// line, named by `what`) against the profiles that exist: the policy's,
 /// and the config file's `[agents.NAME]`. An unknown name stops the start,
@@ -222,6 +249,7 @@ pub fn check_profile(
 /// `only` replaces the plugin directories with these files (for `check`).
 pub fn builder(global: &Global, only: Option<&[PathBuf]>) -> anyhow::Result<RuntimeBuilder> {
     let file = config_file(global)?;
+    let lock = lock_file(global, &file);
     let mut settings: BTreeMap<String, PluginSettings> = file.plugins;
     let policy = match global.policy.as_ref().or(file.policy.as_ref()) {
         Some(path) => {
@@ -291,10 +319,6 @@ pub fn builder(global: &Global, only: Option<&[PathBuf]>) -> anyhow::Result<Runt
         limits.memory_bytes = mb.saturating_mul(1024 * 1024);
     }
 
-    let lock = global
-        .lock
-        .clone()
-        .unwrap_or_else(|| PathBuf::from("toolhost.lock"));
     let mut builder = toolhost_runtime::Runtime::builder()
         .limits(limits)
         .lock_file(lock)

@@ -36,6 +36,46 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+/// Where the lock file of plugins directory `dir` lives by default: one
+/// file per directory, in the user's state directory
+/// (`$XDG_STATE_HOME/toolhost/locks/`, else `~/.local/state/toolhost/locks/`),
+/// named after the directory and a digest of its canonical path. So trust
+/// follows the plugins directory, not the directory `host` was started
+/// from; and it lives outside the plugins directory, so whoever can change
+/// a plugin there cannot also rewrite what it is trusted as. `None` when the
+/// machine has no home directory.
+///
+/// ```
+/// let a = toolhost_runtime::default_lock_file(std::path::Path::new("/srv/tools"));
+/// let b = toolhost_runtime::default_lock_file(std::path::Path::new("/srv/tools/"));
+/// assert_eq!(a, b);
+/// if let Some(path) = a {
+///     assert!(path.file_name().unwrap().to_str().unwrap().starts_with("tools-"));
+/// }
+/// ```
+pub fn default_lock_file(dir: &Path) -> Option<PathBuf> {
+    let dirs = directories::ProjectDirs::from("", "", "toolhost")?;
+    let base = dirs
+        .state_dir()
+        .map_or_else(|| dirs.data_local_dir().to_owned(), Path::to_owned);
+    let canonical = std::fs::canonicalize(dir)
+        .or_else(|_| std::path::absolute(dir))
+        .unwrap_or_else(|_| dir.to_owned());
+    let key = hex::encode(Sha256::digest(canonical.as_os_str().as_encoded_bytes()));
+    let label: String = canonical
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("plugins")
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        .take(40)
+        .collect();
+    Some(
+        base.join("locks")
+            .join(format!("{label}-{}.lock", &key[..16])),
+    )
+}
+
 /// The content digest of a component: `sha256:` and the hex of its bytes.
 pub(crate) fn digest_of(bytes: &[u8]) -> String {
     format!("sha256:{}", hex::encode(Sha256::digest(bytes)))

@@ -307,3 +307,60 @@ fn a_plugin_whose_code_changed_runs_without_its_grants_until_trusted() {
     let o = host_with(&["--dev", "call", "env", r#"{"name":"TOOLHOST_TEST_SECRET"}"#]);
     assert!(stdout(&o).contains("hunter2"), "dev mode: {}", stderr(&o));
 }
+
+#[test]
+fn trust_follows_the_plugins_directory_not_the_directory_host_starts_in() {
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("plugins");
+    copy_plugin(&fixtures_dir(), "hostile-env", &dir);
+    let state = work.path().join("state");
+    let (here, there) = (work.path().join("here"), work.path().join("there"));
+    for d in [&here, &there] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    // No `--lock`: the default, in the user's state directory.
+    let host_in = |cwd: &std::path::Path, args: &[&str]| {
+        run(host(&shared_cache())
+            .env_remove("TOOLHOST_LOCK")
+            .env("XDG_STATE_HOME", &state)
+            .current_dir(cwd)
+            .arg("--plugins")
+            .arg(&dir)
+            .arg("--allow-env")
+            .arg("hostile-env=TOOLHOST_TEST_SECRET=hunter2")
+            .args(args))
+    };
+    let read_secret = ["call", "env", r#"{"name":"TOOLHOST_TEST_SECRET"}"#];
+    let o = host_in(&here, &read_secret);
+    assert!(stdout(&o).contains("hunter2"), "first use: {}", stderr(&o));
+    assert!(
+        !here.join("toolhost.lock").exists(),
+        "no lock in the working directory"
+    );
+    let locks: Vec<_> = std::fs::read_dir(state.join("toolhost/locks"))
+        .expect("the lock file is in the state directory")
+        .collect();
+    assert_eq!(locks.len(), 1, "{locks:?}");
+
+    // Other code under the name, and `host` started somewhere else: the
+    // same lock file, so the grant is withheld (a lock per working
+    // directory would have started afresh and handed it over).
+    std::fs::copy(
+        fixtures_dir().join("hostile.wasm"),
+        dir.join("hostile-env.wasm"),
+    )
+    .unwrap();
+    let o = host_in(&there, &["plugins"]);
+    assert!(stdout(&o).contains("WITHHELD"), "{}", stdout(&o));
+    assert!(!there.join("toolhost.lock").exists());
+    // `--lock` still chooses another file.
+    let o = host_in(
+        &there,
+        &[
+            "--lock",
+            work.path().join("own.lock").to_str().unwrap(),
+            "plugins",
+        ],
+    );
+    assert!(!stdout(&o).contains("WITHHELD"), "{}", stdout(&o));
+}
