@@ -44,7 +44,8 @@ fn annotation_tags(a: &Annotations) -> String {
 }
 
 /// What a plugin's manifest asks for, on one line.
-fn requested(c: &Capabilities) -> String {
+/// A plugin's requested capabilities on one line.
+pub fn requested(c: &Capabilities) -> String {
     let dirs = match c.dirs {
         DirRequest::None => "none",
         DirRequest::ReadOnly => "read-only",

@@ -41,9 +41,16 @@ pub enum RegistryCommand {
         /// Refuse the plugin unless a trusted key signed it (config: `require-signed = true`).
         #[arg(long)]
         require_signature: bool,
-        /// The name the plugin must have.
+        /// The name to install it under; the artifact's own name must be
+        /// this. Default: the reference's (the file's stem, the
+        /// repository's last part).
         #[arg(long, value_name = "NAME")]
         name: Option<String>,
+        /// Replace a plugin of that name installed or trusted as other code
+        /// (another digest, source or signer); its grants then apply to the
+        /// new code. Without it, such an install is refused.
+        #[arg(long)]
+        replace: bool,
         /// Plain HTTP to a registry that is not on loopback.
         #[arg(long)]
         insecure: bool,
@@ -55,6 +62,115 @@ pub enum RegistryCommand {
         #[arg(default_value = "toolhost")]
         prefix: PathBuf,
     },
+}
+
+/// What is known of plugin `name` before an install: its lock entry and
+/// the component and manifest now in the plugins directory.
+struct Present {
+    entry: Option<toolhost_runtime::LockEntry>,
+    digest: Option<String>,
+    manifest: Option<toolhost_runtime::Manifest>,
+}
+
+/// Checks whether installing `fetched` into `dir` would move its name (and
+/// the grants given to it) to other code: a lock entry with another digest,
+/// source or signer, or a component of that name with another digest.
+/// Refused unless `replace`, naming the old and the new side by side;
+/// returns whether other code is replaced.
+fn check_replace(
+    dir: &Path,
+    lock: &Path,
+    fetched: &toolhost_oci::Fetched,
+    replace: bool,
+) -> anyhow::Result<bool> {
+    let name = &fetched.name;
+    let wasm = dir.join(format!("{name}.wasm"));
+    let present = Present {
+        entry: toolhost_runtime::lock_entry(lock, name)?,
+        digest: std::fs::read(&wasm)
+            .ok()
+            .map(|b| toolhost_runtime::digest_of(&b)),
+        manifest: toolhost_runtime::Manifest::load_for(&wasm).ok(),
+    };
+    let other_entry = present.entry.as_ref().is_some_and(|e| {
+        e.digest != fetched.digest
+            || e.source.as_deref().is_some_and(|s| s != fetched.source)
+            || e.signer != fetched.signer
+    });
+    let other_file = present
+        .digest
+        .as_ref()
+        .is_some_and(|d| *d != fetched.digest);
+    if !(other_entry || other_file) {
+        return Ok(false);
+    }
+    let new_manifest = fetched
+        .manifest_text()
+        .and_then(|t| toolhost_runtime::Manifest::parse(t, Path::new("new.toml")).ok());
+    let or_none = |v: Option<&str>| v.unwrap_or("none").to_owned();
+    let entry = present.entry.as_ref();
+    let rows = [
+        (
+            "digest",
+            or_none(
+                entry
+                    .map(|e| e.digest.as_str())
+                    .or(present.digest.as_deref()),
+            ),
+            fetched.digest.clone(),
+        ),
+        (
+            "version",
+            or_none(
+                entry
+                    .and_then(|e| e.version.clone())
+                    .or_else(|| {
+                        present
+                            .manifest
+                            .as_ref()?
+                            .version
+                            .as_ref()
+                            .map(ToString::to_string)
+                    })
+                    .as_deref(),
+            ),
+            or_none(fetched.version.as_ref().map(ToString::to_string).as_deref()),
+        ),
+        (
+            "source",
+            or_none(entry.and_then(|e| e.source.as_deref())),
+            fetched.source.clone(),
+        ),
+        (
+            "signer",
+            or_none(entry.and_then(|e| e.signer.as_deref())),
+            or_none(fetched.signer.as_deref()),
+        ),
+        (
+            "requests",
+            present.manifest.as_ref().map_or_else(
+                || "none".to_owned(),
+                |m| crate::commands::requested(&m.capabilities),
+            ),
+            new_manifest.as_ref().map_or_else(
+                || "none".to_owned(),
+                |m| crate::commands::requested(&m.capabilities),
+            ),
+        ),
+    ];
+    let mut table = String::new();
+    for (what, old, new) in &rows {
+        table.push_str(&format!("  {what:<9} now: {old}\n  {:<9} new: {new}\n", ""));
+    }
+    if !replace {
+        bail!(
+            "`{name}` is already installed or trusted as other code, and its grants are given \
+             to that code:\n{table}install with --replace to put the new code in its place \
+             (the grants then apply to it), or under another name with --name"
+        );
+    }
+    eprintln!("replacing `{name}`: its grants move to the new code\n{table}");
+    Ok(true)
 }
 
 /// Registry credentials from `TOOLHOST_REGISTRY_USERNAME` and
@@ -106,6 +222,7 @@ pub async fn run(global: &Global, command: &RegistryCommand) -> anyhow::Result<u
             keys,
             require_signature,
             name,
+            replace,
             insecure,
         } => {
             let file = crate::settings::config_file(global)?;
@@ -124,16 +241,22 @@ pub async fn run(global: &Global, command: &RegistryCommand) -> anyhow::Result<u
             for path in keys.iter().chain(&file.trusted_keys) {
                 trusted.push(PublicKey::from_file(path)?);
             }
+            let source = Source::parse(reference)?;
+            // The name comes from the reference (or `--name`), never from
+            // the artifact alone: `weather.wasm` saying `name = "fs"` is
+            // refused rather than installed over fs.
+            let expected = name.clone().or_else(|| source.default_name());
             let options = FetchOptions {
                 insecure: *insecure,
                 credentials: credentials(),
                 trusted_keys: trusted,
                 require_signature: *require_signature || file.require_signed,
-                expected_name: name.clone(),
+                expected_name: expected,
                 ..FetchOptions::default()
             };
-            let source = Source::parse(reference)?;
             let fetched = fetch(&source, &options, &dir).await?;
+            let lock = crate::settings::lock_file(global, &file);
+            let replacing = check_replace(&dir, &lock, &fetched, *replace)?;
             let record = toolhost_runtime::InstallRecord {
                 name: fetched.name.clone(),
                 digest: fetched.digest.clone(),
@@ -142,7 +265,6 @@ pub async fn run(global: &Global, command: &RegistryCommand) -> anyhow::Result<u
                 signer: fetched.signer.clone(),
             };
             let installed = fetched.install(&dir)?;
-            let lock = crate::settings::lock_file(global, &file);
             toolhost_runtime::record_install(&lock, &record)?;
             println!(
                 "installed {}{} into {}",
@@ -164,6 +286,12 @@ pub async fn run(global: &Global, command: &RegistryCommand) -> anyhow::Result<u
                 lock.display(),
                 record.name
             );
+            if replacing {
+                println!(
+                    "REPLACED: `{}` was other code before (above); its grants now apply to this one",
+                    record.name
+                );
+            }
             Ok(0)
         }
         RegistryCommand::Keygen { prefix } => {

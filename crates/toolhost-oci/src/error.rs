@@ -70,9 +70,13 @@ pub enum OciError {
     #[error("plugin name `{0}` is invalid: it must match ^[a-zA-Z0-9_-]{{1,64}}$")]
     InvalidName(String),
     /// Two places that name the plugin disagree.
-    #[error("the plugin calls itself `{found}` in {place}, but `{expected}` was expected")]
+    #[error(
+        "the plugin calls itself `{found}` in {place}, but `{expected}` was expected (the name \
+         the reference gives, or --name); a plugin is never installed under a name its \
+         reference does not give it: use --name {found} if this is the plugin you mean"
+    )]
     NameMismatch {
-        /// The expected name (the artifact's annotation, or `--name`).
+        /// The expected name (the reference's, or `--name`).
         expected: String,
         /// The name found.
         found: String,

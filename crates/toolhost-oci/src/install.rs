@@ -15,6 +15,11 @@ pub struct InstalledFiles {
 }
 
 impl Fetched {
+    /// The plugin manifest (`NAME.toml`) that came with it, as text.
+    pub fn manifest_text(&self) -> Option<&str> {
+        self.manifest.as_deref()
+    }
+
     /// Installs the plugin into `dir` as `NAME.wasm` (and `NAME.toml`), each
     /// file renamed into place whole, so that a runtime watching `dir` never
     /// loads half a file. The manifest goes first: a watcher reloads when the

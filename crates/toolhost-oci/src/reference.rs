@@ -68,6 +68,31 @@ impl Source {
     }
 }
 
+impl Source {
+    /// The plugin name the reference gives: a file's stem (`weather.wasm`,
+    /// `weather@1.2.0.wasm`: `weather`), a registry repository's last part
+    /// (`oci://host/tools/weather:1`: `weather`). `host install` installs
+    /// under this name unless `--name` says another, and refuses an
+    /// artifact whose own name differs, so that installing a file cannot
+    /// take another plugin's name (and its grants).
+    ///
+    /// ```
+    /// use toolhost_oci::Source;
+    /// let name = |r: &str| Source::parse(r).unwrap().default_name();
+    /// assert_eq!(name("plugins/weather.wasm").as_deref(), Some("weather"));
+    /// assert_eq!(name("weather@1.2.0.wasm").as_deref(), Some("weather"));
+    /// assert_eq!(name("oci://localhost:5000/tools/weather:1").as_deref(), Some("weather"));
+    /// ```
+    pub fn default_name(&self) -> Option<String> {
+        let name = match self {
+            Source::File(path) => path.file_stem()?.to_str()?,
+            Source::Registry(r) => r.repository().rsplit('/').next()?,
+        };
+        let name = name.split_once('@').map_or(name, |(n, _)| n);
+        (!name.is_empty()).then(|| name.to_owned())
+    }
+}
+
 impl std::fmt::Display for Source {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {

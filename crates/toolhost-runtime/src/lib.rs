@@ -71,7 +71,10 @@ pub use error::{ArgumentIssue, CallError, LoadError, RuntimeError, SandboxFault,
 pub use floor::BareWasmtime;
 pub use grants::{DirAccess, DirGrant, HostPattern, HostPatternError, PluginSettings};
 pub use limits::{LimitOverrides, Limits};
-pub use lockfile::{GrantState, InstallRecord, LockError, default_lock_file, record_install};
+pub use lockfile::{
+    GrantState, InstallRecord, LockEntry, LockError, default_lock_file, digest_of, lock_entry,
+    record_install,
+};
 pub use manifest::{Capabilities, DirRequest, Manifest};
 pub use permission::{
     ApprovalAnswer, ApprovalFuture, ApprovalOf, Approver, CallApproval, CallApprovalRequest,

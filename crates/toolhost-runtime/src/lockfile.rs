@@ -76,8 +76,13 @@ pub fn default_lock_file(dir: &Path) -> Option<PathBuf> {
     )
 }
 
-/// The content digest of a component: `sha256:` and the hex of its bytes.
-pub(crate) fn digest_of(bytes: &[u8]) -> String {
+/// The content digest of a component: `sha256:` and the hex of its bytes,
+/// as the lock file records it.
+///
+/// ```
+/// assert!(toolhost_runtime::digest_of(b"\0asm").starts_with("sha256:"));
+/// ```
+pub fn digest_of(bytes: &[u8]) -> String {
     format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
 }
 
@@ -249,6 +254,40 @@ pub fn record_install(path: &Path, record: &InstallRecord) -> Result<(), LockErr
         },
     );
     write_lock(path, &entries)
+}
+
+/// What the lock file at `path` records for plugin `name` (see
+/// [`LockEntry`]); `None` when nothing is (or there is no lock file yet).
+///
+/// ```
+/// let dir = tempfile::tempdir()?;
+/// let lock = dir.path().join("toolhost.lock");
+/// assert!(toolhost_runtime::lock_entry(&lock, "calc")?.is_none());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn lock_entry(path: &Path, name: &str) -> Result<Option<LockEntry>, LockError> {
+    let lock = Lock::open(path, false)?;
+    let entries = lock.entries.lock();
+    Ok(entries.plugins.get(name).map(|e| LockEntry {
+        digest: e.digest.clone(),
+        version: e.version.clone(),
+        source: e.source.clone(),
+        signer: e.signer.clone(),
+    }))
+}
+
+/// One plugin's entry in the lock file: the code its grants are given to,
+/// and for an installed plugin where it came from and who signed it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockEntry {
+    /// `sha256:` of the component.
+    pub digest: String,
+    /// Its version, when installed.
+    pub version: Option<String>,
+    /// Where it was installed from (`None`: trusted in place).
+    pub source: Option<String>,
+    /// The fingerprint of the key that verified it.
+    pub signer: Option<String>,
 }
 
 /// Writes the lock file atomically (a temporary file renamed over it).

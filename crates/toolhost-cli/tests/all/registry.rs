@@ -163,3 +163,106 @@ fn a_local_file_installs_and_a_missing_plugins_directory_is_explained() {
     assert!(lock.contains("source = \"file://"), "{lock}");
     assert!(!lock.contains("signer"), "{lock}");
 }
+
+#[test]
+fn install_takes_the_name_from_the_reference_and_never_replaces_other_code_unasked() {
+    let registry = Registry::start();
+    let work = tempfile::tempdir().unwrap();
+    let src = work.path().join("src");
+    copy_plugin(&plugins_dir(), "calc", &src);
+    let installed = work.path().join("plugins/calc.wasm");
+    let lock = work.path().join("toolhost.lock");
+    let install = |args: &[&str]| {
+        run(host_in(work.path())
+            .args(["--plugins", "plugins", "install"])
+            .args(args))
+    };
+
+    // `weather.wasm` whose manifest says `calc`, as a file and from a
+    // repository named `weather`: refused, nothing installed or recorded.
+    let impostor = work.path().join("other");
+    std::fs::create_dir_all(&impostor).unwrap();
+    std::fs::copy(
+        plugins_dir().join("text.wasm"),
+        impostor.join("weather.wasm"),
+    )
+    .unwrap();
+    std::fs::write(
+        impostor.join("weather.toml"),
+        "name = \"calc\"\nversion = \"99.0.0\"\n",
+    )
+    .unwrap();
+    let err = failed(&install(&[impostor.join("weather.wasm").to_str().unwrap()]));
+    assert!(
+        err.contains("calls itself `calc`") && err.contains("`weather`"),
+        "{err}"
+    );
+    let pushed = format!("oci://{}/tools/weather:1", registry.address);
+    ok(&run(host_in(work.path())
+        .arg("publish")
+        .arg(impostor.join("weather.wasm"))
+        .arg(&pushed)));
+    let err = failed(&install(&[&pushed]));
+    assert!(err.contains("calls itself `calc`"), "{err}");
+    assert!(!installed.exists() && !lock.exists());
+
+    // The real calc installs; installing the same code again is quiet.
+    let calc = src.join("calc.wasm");
+    ok(&install(&[calc.to_str().unwrap()]));
+    let first_lock = std::fs::read_to_string(&lock).unwrap();
+    let out = ok(&install(&[calc.to_str().unwrap()]));
+    assert!(!out.contains("REPLACED"), "{out}");
+
+    // Other code for the same name (even named for it, even with --name):
+    // refused, showing the old and the new; nothing changes.
+    let other = work.path().join("newer");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::copy(plugins_dir().join("text.wasm"), other.join("calc.wasm")).unwrap();
+    std::fs::write(
+        other.join("calc.toml"),
+        "name = \"calc\"\nversion = \"2.0.0\"\n",
+    )
+    .unwrap();
+    let before = std::fs::read(&installed).unwrap();
+    for args in [
+        vec![other.join("calc.wasm").to_str().unwrap().to_owned()],
+        vec![
+            impostor.join("weather.wasm").to_str().unwrap().to_owned(),
+            "--name".into(),
+            "calc".into(),
+        ],
+    ] {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let err = failed(&install(&args));
+        assert!(
+            err.contains("--replace")
+                && err.contains("now: sha256:")
+                && err.contains("new: sha256:"),
+            "{err}"
+        );
+        assert!(err.contains("version") && err.contains("source"), "{err}");
+        assert_eq!(
+            std::fs::read(&installed).unwrap(),
+            before,
+            "the installed file changed"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&lock).unwrap(),
+            first_lock,
+            "the lock changed"
+        );
+    }
+
+    // With --replace it goes in, and says that the grants move.
+    let out = ok(&install(&[
+        other.join("calc.wasm").to_str().unwrap(),
+        "--replace",
+    ]));
+    assert!(out.contains("REPLACED"), "{out}");
+    assert_ne!(std::fs::read(&installed).unwrap(), before);
+    assert!(
+        std::fs::read_to_string(&lock)
+            .unwrap()
+            .contains("version = \"2.0.0\"")
+    );
+}
