@@ -94,6 +94,10 @@ struct SandboxEntry {
     hide: Vec<PathBuf>,
     #[serde(default)]
     network: bool,
+    #[serde(default)]
+    unix_sockets: bool,
+    #[serde(default)]
+    git_writable: bool,
 }
 
 impl ServerEntry {
@@ -147,6 +151,8 @@ impl ServerEntry {
                     write: s.write.into_iter().map(home).collect(),
                     hide: s.hide.into_iter().map(home).collect(),
                     network: s.network,
+                    unix_sockets: s.unix_sockets,
+                    git_writable: s.git_writable,
                 }),
             }),
             (None, Some(url)) => {

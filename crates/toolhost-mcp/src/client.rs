@@ -109,6 +109,17 @@ pub struct ProcessSandbox {
     pub hide: Vec<PathBuf>,
     /// Whether it keeps the host's network.
     pub network: bool,
+    /// Whether it may open Unix-domain sockets. Off by default: a read-only
+    /// mount does not stop `connect()`, and the sockets of the session bus,
+    /// `systemd --user`, a container engine or an ssh/gpg agent lead to
+    /// code outside the sandbox. Refused by a seccomp filter
+    /// (`socket(AF_UNIX, …)` fails with `EACCES`), wherever the socket is.
+    pub unix_sockets: bool,
+    /// Whether a `.git` directory inside a `write` directory is writable
+    /// too. Off by default: `.git/hooks/*` and `.git/config` run
+    /// unsandboxed at the user's next `git` command, so `.git` stays
+    /// read-only inside writable directories.
+    pub git_writable: bool,
 }
 
 /// A Streamable HTTP endpoint.

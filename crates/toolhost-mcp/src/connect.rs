@@ -100,7 +100,7 @@ pub(crate) async fn open(shared: &Arc<Shared>) -> Result<Session, String> {
     let config = &shared.config;
     match &config.transport {
         McpTransport::Stdio(server) => {
-            let mut command = command(server);
+            let mut command = command(server)?;
             let mut child = command
                 .spawn()
                 .map_err(|e| format!("cannot start `{}`: {e}", printable(&server.command, 200)))?;
@@ -152,13 +152,17 @@ pub(crate) async fn open(shared: &Arc<Shared>) -> Result<Session, String> {
 
 /// The command that starts a stdio server: its own process group, a clean
 /// environment (the [`DEFAULT_ENV`] and granted variables only), killed
-/// when dropped; inside bubblewrap when it has a sandbox.
-fn command(server: &StdioServer) -> tokio::process::Command {
+/// when dropped; inside bubblewrap when it has a sandbox, with the seccomp
+/// filter on a file descriptor unless it may use Unix-domain sockets.
+fn command(server: &StdioServer) -> Result<tokio::process::Command, String> {
     let mut command = match &server.sandbox {
         Some(sandbox) => {
             let mut bwrap = tokio::process::Command::new("bwrap");
             bwrap.args(crate::process_sandbox::bwrap_args(sandbox, server));
             bwrap.arg("--").arg(&server.command).args(&server.args);
+            if !sandbox.unix_sockets {
+                seccomp_fd(&mut bwrap)?;
+            }
             bwrap
         }
         None => {
@@ -188,7 +192,37 @@ fn command(server: &StdioServer) -> tokio::process::Command {
         .kill_on_drop(true);
     #[cfg(unix)]
     command.process_group(0);
-    command
+    Ok(command)
+}
+
+/// Hands bubblewrap the seccomp filter (`process_sandbox.rs`) on its file
+/// descriptor [`SECCOMP_FD`](crate::process_sandbox::SECCOMP_FD): a pipe
+/// holding the program, read whole by bubblewrap before it starts the
+/// server.
+#[cfg(target_os = "linux")]
+fn seccomp_fd(bwrap: &mut tokio::process::Command) -> Result<(), String> {
+    use command_fds::{CommandFdExt, FdMapping};
+    use std::io::Write;
+    let program = crate::process_sandbox::no_unix_sockets_filter()?;
+    let (reader, mut writer) =
+        std::io::pipe().map_err(|e| format!("cannot make the seccomp filter's pipe: {e}"))?;
+    // A few hundred bytes: within a pipe's buffer, so this never blocks.
+    writer
+        .write_all(&program)
+        .map_err(|e| format!("cannot write the seccomp filter: {e}"))?;
+    drop(writer);
+    bwrap
+        .fd_mappings(vec![FdMapping {
+            parent_fd: reader.into(),
+            child_fd: crate::process_sandbox::SECCOMP_FD,
+        }])
+        .map_err(|e| format!("cannot hand over the seccomp filter: {e}"))?;
+    Ok(())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn seccomp_fd(_: &mut tokio::process::Command) -> Result<(), String> {
+    Err("the process sandbox needs Linux (bubblewrap and seccomp)".into())
 }
 
 /// The HTTP transport's configuration: the URL must be http(s), headers

@@ -65,6 +65,22 @@ pub(crate) fn bwrap_args(
         src: dir.clone(),
         dest: dir,
     }));
+    if !sandbox.git_writable {
+        // `.git/hooks/*` and `.git/config` run outside the sandbox at the
+        // user's next `git` command: read-only inside a writable directory.
+        mounts.extend(
+            sandbox
+                .write
+                .iter()
+                .map(resolved)
+                .map(|dir| dir.join(".git"))
+                .filter(|git| git.exists())
+                .map(|git| Mount::ReadOnly {
+                    src: git.clone(),
+                    dest: git,
+                }),
+        );
+    }
     // A hidden directory inside a directory mounted (back) is hidden there
     // again: deeper, so after it.
     let hidden: Vec<PathBuf> = sandbox.hide.iter().map(resolved).collect();
@@ -106,7 +122,48 @@ pub(crate) fn bwrap_args(
     if let Some(cwd) = cwd {
         args.extend(["--chdir".into(), cwd.into_os_string()]);
     }
+    if !sandbox.unix_sockets {
+        args.extend(["--seccomp".into(), SECCOMP_FD.to_string().into()]);
+    }
     args
+}
+
+/// The child's file descriptor bubblewrap reads the seccomp filter from.
+pub(crate) const SECCOMP_FD: i32 = 3;
+
+/// The seccomp filter of a sandbox without Unix-domain sockets, as the
+/// cBPF program bubblewrap's `--seccomp FD` takes: `socket(AF_UNIX, …)`
+/// fails with `EACCES`, every other call is allowed. (`socketpair` stays
+/// allowed: runtimes use it for their own pipes, and it reaches nothing.)
+#[cfg(target_os = "linux")]
+pub(crate) fn no_unix_sockets_filter() -> Result<Vec<u8>, String> {
+    use seccompiler::{
+        BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition,
+        SeccompFilter, SeccompRule, TargetArch,
+    };
+    let arch = TargetArch::try_from(std::env::consts::ARCH)
+        .map_err(|e| format!("no seccomp filter for this architecture: {e:?}"))?;
+    let af_unix = u64::try_from(libc::AF_UNIX).map_err(|e| e.to_string())?;
+    let rule = SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, af_unix)
+        .and_then(|c| SeccompRule::new(vec![c]))
+        .map_err(|e| format!("{e:?}"))?;
+    let eacces = u32::try_from(libc::EACCES).map_err(|e| e.to_string())?;
+    let filter = SeccompFilter::new(
+        [(libc::SYS_socket, vec![rule])].into_iter().collect(),
+        SeccompAction::Allow,
+        SeccompAction::Errno(eacces),
+        arch,
+    )
+    .map_err(|e| format!("{e:?}"))?;
+    let program: BpfProgram = filter.try_into().map_err(|e| format!("{e:?}"))?;
+    let mut bytes = Vec::with_capacity(program.len() * 8);
+    for op in program {
+        bytes.extend_from_slice(&op.code.to_ne_bytes());
+        bytes.push(op.jt);
+        bytes.push(op.jf);
+        bytes.extend_from_slice(&op.k.to_ne_bytes());
+    }
+    Ok(bytes)
 }
 
 /// One of the sandbox's own mounts, after the fixed base.

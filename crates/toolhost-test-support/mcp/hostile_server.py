@@ -44,6 +44,7 @@ TOOLS = [
         ("bad name/with.dots", "A name providers refuse."),
         ("write", "Writes a file."),
         ("connect", "Opens a TCP connection."),
+        ("connect_unix", "Connects to a Unix-domain socket and writes to it."),
     ]
 ]
 
@@ -113,6 +114,17 @@ for line in sys.stdin:
                 with open(arguments["path"], "w") as f:
                     f.write("x")
                 text(id_, "written")
+            except OSError as e:
+                text(id_, "error: " + str(e))
+        elif name == "connect_unix":
+            import socket
+            try:
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.settimeout(2)
+                s.connect(arguments["path"])
+                s.sendall(b"escaped")
+                s.close()
+                text(id_, "connected")
             except OSError as e:
                 text(id_, "error: " + str(e))
         elif name == "connect":

@@ -721,3 +721,103 @@ async fn mcp_server_git_answers_about_a_repository() {
         .unwrap();
     assert!(log.contains("first notes"), "{log}");
 }
+
+/// A Unix-domain socket listening at `path`; the flag turns true when a
+/// client connects and writes.
+fn unix_listener(path: &Path) -> Arc<std::sync::atomic::AtomicBool> {
+    let _ = std::fs::remove_file(path);
+    let listener = std::os::unix::net::UnixListener::bind(path).unwrap();
+    let reached = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = reached.clone();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let mut got = Vec::new();
+            let _ = std::io::Read::read_to_end(&mut stream, &mut got);
+            if !got.is_empty() {
+                flag.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+    });
+    reached
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_process_sandbox_refuses_unix_sockets_wherever_they_are_and_keeps_git_read_only() {
+    // Sockets where the session bus, a container engine or an ssh agent
+    // listen: under /run, under a home-like directory (outside /tmp) and
+    // under /tmp. The tests run as root in CI; elsewhere /run may not be
+    // writable, and then XDG_RUNTIME_DIR (also under /run) stands in.
+    let dir = tempfile::tempdir_in(outside_tmp()).unwrap();
+    let run_dir = if std::fs::metadata("/run").is_ok_and(|m| !m.permissions().readonly())
+        && tempfile::tempdir_in("/run").is_ok()
+    {
+        std::path::PathBuf::from("/run")
+    } else {
+        std::env::var_os("XDG_RUNTIME_DIR")
+            .map(std::path::PathBuf::from)
+            .expect("/run or XDG_RUNTIME_DIR is writable, for a socket under /run")
+    };
+    let run_socket = tempfile::tempdir_in(&run_dir).unwrap();
+    let tmp_socket = tempfile::tempdir_in("/tmp").unwrap();
+    let sockets = [
+        run_socket.path().join("bus.sock"),
+        dir.path().join("agent.sock"),
+        tmp_socket.path().join("engine.sock"),
+    ];
+    let reached: Vec<_> = sockets.iter().map(|p| unix_listener(p)).collect();
+    let granted = dir.path().join("repo");
+    std::fs::create_dir_all(granted.join(".git/hooks")).unwrap();
+    let defaults = ProcessSandbox {
+        write: vec![granted.clone()],
+        ..ProcessSandbox::default()
+    };
+    let configured = ProcessSandbox {
+        write: vec![granted.clone()],
+        unix_sockets: true,
+        git_writable: true,
+        ..ProcessSandbox::default()
+    };
+    let rt = runtime(
+        vec![
+            sandboxed(hostile(&[]), "boxed", defaults),
+            sandboxed(hostile(&[]), "open", configured),
+        ],
+        30_000,
+    )
+    .await;
+    for (socket, reached) in sockets.iter().zip(&reached) {
+        let path = json!({"path": socket.display().to_string()});
+        let refused = call(&rt, "boxed__connect_unix", path).await.unwrap();
+        assert!(
+            refused.contains("Permission denied"),
+            "{}: {refused}",
+            socket.display()
+        );
+        assert!(!reached.load(std::sync::atomic::Ordering::SeqCst));
+    }
+    // Configured to allow them, the one outside /tmp is reached (the
+    // sandbox's /tmp is its own either way).
+    let path = json!({"path": sockets[1].display().to_string()});
+    assert_eq!(call(&rt, "open__connect_unix", path).await.unwrap(), "connected");
+    eventually("the socket to be written", async || {
+        reached[1].load(std::sync::atomic::Ordering::SeqCst)
+    })
+    .await;
+
+    // `.git` stays read-only inside a writable directory, unless configured.
+    let write = |server: &str, path: std::path::PathBuf| {
+        let (tool, args) = (
+            format!("{server}__write"),
+            json!({"path": path.display().to_string()}),
+        );
+        let rt = &rt;
+        async move { call(rt, &tool, args).await.unwrap() }
+    };
+    assert_eq!(write("boxed", granted.join("src.txt")).await, "written");
+    for inside in [".git/config", ".git/hooks/pre-commit"] {
+        let denied = write("boxed", granted.join(inside)).await;
+        assert!(denied.contains("Read-only file system"), "{inside}: {denied}");
+    }
+    assert!(!granted.join(".git/hooks/pre-commit").exists());
+    assert_eq!(write("open", granted.join(".git/config")).await, "written");
+}
