@@ -138,8 +138,8 @@ pub(crate) const SECCOMP_FD: i32 = 3;
 #[cfg(target_os = "linux")]
 pub(crate) fn no_unix_sockets_filter() -> Result<Vec<u8>, String> {
     use seccompiler::{
-        BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition,
-        SeccompFilter, SeccompRule, TargetArch,
+        BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+        SeccompRule, TargetArch,
     };
     let arch = TargetArch::try_from(std::env::consts::ARCH)
         .map_err(|e| format!("no seccomp filter for this architecture: {e:?}"))?;

@@ -798,7 +798,10 @@ async fn the_process_sandbox_refuses_unix_sockets_wherever_they_are_and_keeps_gi
     // Configured to allow them, the one outside /tmp is reached (the
     // sandbox's /tmp is its own either way).
     let path = json!({"path": sockets[1].display().to_string()});
-    assert_eq!(call(&rt, "open__connect_unix", path).await.unwrap(), "connected");
+    assert_eq!(
+        call(&rt, "open__connect_unix", path).await.unwrap(),
+        "connected"
+    );
     eventually("the socket to be written", async || {
         reached[1].load(std::sync::atomic::Ordering::SeqCst)
     })
@@ -816,7 +819,10 @@ async fn the_process_sandbox_refuses_unix_sockets_wherever_they_are_and_keeps_gi
     assert_eq!(write("boxed", granted.join("src.txt")).await, "written");
     for inside in [".git/config", ".git/hooks/pre-commit"] {
         let denied = write("boxed", granted.join(inside)).await;
-        assert!(denied.contains("Read-only file system"), "{inside}: {denied}");
+        assert!(
+            denied.contains("Read-only file system"),
+            "{inside}: {denied}"
+        );
     }
     assert!(!granted.join(".git/hooks/pre-commit").exists());
     assert_eq!(write("open", granted.join(".git/config")).await, "written");
