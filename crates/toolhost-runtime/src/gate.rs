@@ -91,6 +91,29 @@ impl Gate {
         tools
     }
 
+    /// The names in `registry` that `agent` in `session` may see (as
+    /// [`offered_tools`](Self::offered_tools) decides), sorted: what a
+    /// not-found error may list, so that it never names a tool the caller's
+    /// profile hides.
+    pub(crate) fn visible_names(
+        &self,
+        registry: &crate::registry::Registry,
+        agent: Option<&str>,
+        session: Option<&str>,
+    ) -> Vec<String> {
+        let policy = self.policy.load();
+        self.with_session(session, |toggles| {
+            registry
+                .tools
+                .iter()
+                .filter(|(name, (p, i))| {
+                    policy.visible_as(name, &p.tools[*i].name, Some(&p.name), agent, toggles)
+                })
+                .map(|(name, _)| name.clone())
+                .collect()
+        })
+    }
+
     /// Runs `f` on the toggles of `session` (an empty set for none).
     pub(crate) fn with_session<T>(
         &self,

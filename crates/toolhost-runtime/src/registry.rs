@@ -336,11 +336,6 @@ impl Registry {
             })
             .collect()
     }
-
-    /// The closest tool names to `name`, best first (at most three).
-    pub(crate) fn suggest(&self, name: &str) -> Vec<String> {
-        suggest(name, self.tools.keys().map(String::as_str))
-    }
 }
 
 /// Who held which tool name before a load: what keeps names where they are.

@@ -206,10 +206,16 @@ impl<'a> Call<'a> {
     ) -> Result<Self, CallError> {
         let registry = parts.catalog.registry();
         let Some((plugin, index)) = registry.tools.get(tool) else {
+            // Only names the caller may see: a not-found error must not
+            // reveal a tool its profile hides.
+            let available =
+                parts
+                    .gate
+                    .visible_names(&registry, cx.agent.as_deref(), cx.session_id.as_deref());
             return Err(CallError::NotFound {
                 name: tool.to_owned(),
-                suggestions: registry.suggest(tool),
-                available: registry.tools.keys().cloned().collect(),
+                suggestions: crate::registry::suggest(tool, available.iter().map(String::as_str)),
+                available,
             });
         };
         Ok(Call {

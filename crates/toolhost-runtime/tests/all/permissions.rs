@@ -341,6 +341,41 @@ async fn an_agent_profile_overrides_the_defaults_for_that_agent() {
     assert_eq!(err.kind(), ErrorKind::PermissionDenied);
 }
 
+#[tokio::test]
+async fn a_not_found_error_names_only_the_tools_the_callers_profile_may_see() {
+    let policy = Policy::from_toml(
+        "default = \"allow\"\n\
+         [profiles.reviewer]\n\
+         default = \"deny\"\n\
+         [[profiles.reviewer.rules]]\n\
+         tool = \"word_count\"\n\
+         decision = \"allow\"\n",
+        Path::new("inline.toml"),
+    )
+    .unwrap();
+    let rt = builder().policy(policy).build().await.unwrap();
+    let missing = |cx: CallContext| {
+        let rt = rt.clone();
+        async move {
+            match rt.call("calculat", json!({}), cx).await {
+                Err(CallError::NotFound {
+                    suggestions,
+                    available,
+                    ..
+                }) => (suggestions, available),
+                other => panic!("{other:?}"),
+            }
+        }
+    };
+    let (suggestions, available) = missing(CallContext::new().agent("reviewer")).await;
+    assert_eq!(available, ["word_count"]);
+    assert!(suggestions.is_empty(), "{suggestions:?}");
+    // Without the profile, the hidden tool is there to suggest.
+    let (suggestions, available) = missing(CallContext::new()).await;
+    assert!(available.contains(&"calculate".to_owned()), "{available:?}");
+    assert_eq!(suggestions.first().map(String::as_str), Some("calculate"));
+}
+
 fn before(name: &str, f: impl Fn(&Value) -> BeforeDecision + Send + Sync + 'static) -> HookEntry {
     HookEntry::new(Arc::new(FnHook::before(name, move |call| f(call.args))))
 }
