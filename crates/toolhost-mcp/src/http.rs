@@ -126,6 +126,19 @@ impl ClientToken {
 #[derive(Debug, Clone)]
 pub(crate) struct ClientProfile(pub(crate) String);
 
+/// Which client a request came from, for the result cache (`server.rs`
+/// sets it on the call): its bearer token's digest, never the token.
+#[derive(Debug, Clone)]
+pub(crate) struct ClientIdentity(pub(crate) String);
+
+impl ClientIdentity {
+    fn of_token(token: &str) -> Self {
+        use sha2::Digest;
+        let digest = hex::encode(sha2::Sha256::digest(token.as_bytes()));
+        ClientIdentity(format!("token:{}", &digest[..16]))
+    }
+}
+
 #[derive(Clone)]
 struct Gate {
     tokens: Arc<[ClientToken]>,
@@ -298,6 +311,9 @@ async fn admit(State(gate): State<Gate>, mut request: Request, next: Next) -> Re
                 .extensions_mut()
                 .insert(ClientProfile(agent.clone()));
         }
+        request
+            .extensions_mut()
+            .insert(ClientIdentity::of_token(&client.token));
     }
     let Ok(_slot) = gate.slots.clone().try_acquire_owned() else {
         tracing::warn!(target: "toolhost::mcp::access", %method, status = 503, "refused: too many requests in flight");

@@ -162,6 +162,14 @@ impl McpServer {
         if let Some(agent) = self.agent(&context) {
             cx = cx.agent(agent);
         }
+        // Each token's results stay its own in the result cache.
+        if let Some(client) = context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<crate::http::ClientIdentity>())
+        {
+            cx = cx.client(client.0.clone());
+        }
         let forwarder = context
             .meta
             .get_progress_token()

@@ -370,8 +370,11 @@ impl ResultCache {
                 value: args,
                 text: args_text,
             },
-            call.cx.session_id.as_deref(),
-            call.cx.agent.as_deref(),
+            [
+                call.cx.session_id.as_deref(),
+                call.cx.agent.as_deref(),
+                call.cx.client.as_deref(),
+            ],
         );
         let generation = match self.lookup(&key, started) {
             Ok(hit) => {
@@ -682,14 +685,9 @@ static SORTED_MAPS: LazyLock<bool> = LazyLock::new(|| {
 });
 
 /// The key of a call to tool `tool` (its declared name) of the plugin whose
-/// identity is `identity`, with `args`, in `session` for `agent`.
-fn key(
-    identity: &[u8; 32],
-    tool: &str,
-    args: Args<'_>,
-    session: Option<&str>,
-    agent: Option<&str>,
-) -> Key {
+/// identity is `identity`, with `args`, from `caller`: its session, agent
+/// profile and client identity.
+fn key(identity: &[u8; 32], tool: &str, args: Args<'_>, caller: [Option<&str>; 3]) -> Key {
     let mut hash = Sha256::new();
     field(&mut hash, identity);
     field(&mut hash, tool.as_bytes());
@@ -701,7 +699,7 @@ fn key(
         let _ = canonical_json(args.value, &mut text);
         field(&mut hash, &text);
     }
-    for part in [session, agent] {
+    for part in caller {
         match part {
             Some(s) => {
                 hash.update([1]);
@@ -837,8 +835,14 @@ mod tests {
         assert!(toml::from_str::<CacheSettings>("tools.t = { ttl = 5 }").is_err());
     }
 
-    /// The key of a call with `args`, whose text is what validation writes.
+    /// The key of a call with `args`, whose text is what validation writes,
+    /// from session `s` and agent `a` (no client).
     fn k(id: &[u8; 32], tool: &str, args: &Value, s: Option<&str>, a: Option<&str>) -> Key {
+        kc(id, tool, args, [s, a, None])
+    }
+
+    /// The same, from `caller` (session, agent, client).
+    fn kc(id: &[u8; 32], tool: &str, args: &Value, caller: [Option<&str>; 3]) -> Key {
         let text = args.to_string();
         key(
             id,
@@ -847,8 +851,7 @@ mod tests {
                 value: args,
                 text: &text,
             },
-            s,
-            a,
+            caller,
         )
     }
 
@@ -882,9 +885,14 @@ mod tests {
     }
 
     #[test]
-    fn the_key_separates_tools_sessions_agents_and_identities() {
+    fn the_key_separates_tools_sessions_agents_clients_and_identities() {
         let args = json!({});
         let base = k(&[0; 32], "t", &args, None, None);
+        assert_ne!(base, kc(&[0; 32], "t", &args, [None, None, Some("s")]));
+        assert_ne!(
+            kc(&[0; 32], "t", &args, [None, None, Some("token:a")]),
+            kc(&[0; 32], "t", &args, [None, None, Some("token:b")])
+        );
         assert_ne!(base, k(&[1; 32], "t", &args, None, None));
         assert_ne!(base, k(&[0; 32], "u", &args, None, None));
         assert_ne!(base, k(&[0; 32], "t", &args, Some("s"), None));

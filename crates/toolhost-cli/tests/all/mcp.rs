@@ -549,6 +549,47 @@ fn a_profile_the_policy_lacks_in_a_token_file_or_in_agent_stops_the_start() {
 }
 
 #[test]
+fn one_clients_cached_result_never_answers_another_client() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_plugin(&plugins_dir(), "calc", dir.path());
+    let plugins = dir.path().display().to_string();
+    let policy = write(dir.path(), "policy.toml", "default = \"allow\"\n");
+    let tokens = write(dir.path(), "tokens", "alice-token\nbob-token\n");
+    let served = serve(&host_args(
+        dir.path(),
+        &[
+            "--plugins",
+            &plugins,
+            "--policy",
+            &policy,
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--token-file",
+            &tokens,
+            "--stateless",
+        ],
+    ));
+    let calculate = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"calculate","arguments":{"expression":"6*7"}}}"#;
+    let cached = |token: &str| -> bool {
+        let (status, body) = post(&served.base, &mcp_headers(Some(token)), calculate);
+        assert_eq!(status, 200, "{body}");
+        assert!(body.contains("42"), "{body}");
+        body.contains(r#""dev.toolhost/cached":true"#)
+    };
+    assert!(!cached("alice-token"), "the first call runs");
+    assert!(
+        cached("alice-token"),
+        "alice's repeat is answered from the cache"
+    );
+    assert!(
+        !cached("bob-token"),
+        "bob is never answered from alice's call"
+    );
+    assert!(cached("bob-token"));
+}
+
+#[test]
 fn serve_refuses_a_non_loopback_address_without_a_token() {
     let dir = tempfile::tempdir().unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_host"))

@@ -50,6 +50,8 @@ pub struct CallContext {
     call_id: Option<String>,
     pub(crate) session_id: Option<String>,
     pub(crate) agent: Option<String>,
+    /// Who is calling, for the result cache (`client`).
+    pub(crate) client: Option<String>,
     pub(crate) progress: Option<ProgressSink>,
     steps: Option<StepSink>,
     /// Asks about this call instead of the runtime's approver.
@@ -87,6 +89,20 @@ impl CallContext {
     /// Sets the agent profile.
     pub fn agent(mut self, agent: impl Into<String>) -> Self {
         self.agent = Some(agent.into());
+        self
+    }
+    /// Sets who is calling: an identity of the client (say, which bearer
+    /// token an MCP request came with; never the secret itself). The
+    /// result cache keeps each client's results to itself, as it does each
+    /// session's and each profile's, so one client is never answered (nor
+    /// told it was answered) from another's call.
+    ///
+    /// ```
+    /// let cx = toolhost_runtime::CallContext::new().client("token:3f5a9c01");
+    /// # let _ = cx;
+    /// ```
+    pub fn client(mut self, client: impl Into<String>) -> Self {
+        self.client = Some(client.into());
         self
     }
     /// Receives the plugin's progress reports: `(tool, message, fraction)`.
