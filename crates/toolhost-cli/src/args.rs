@@ -271,6 +271,10 @@ pub enum Command {
         /// Largest request body in bytes (HTTP 413 beyond).
         #[arg(long, value_name = "BYTES", default_value_t = toolhost_mcp::DEFAULT_MAX_REQUEST_BYTES)]
         max_request_bytes: usize,
+        /// Serve /metrics without a bearer token even when tokens are set
+        /// (the figures tell who calls which tool how often).
+        #[arg(long)]
+        metrics_public: bool,
     },
     /// Validate a plugin file and print what it exports and requests.
     Check {

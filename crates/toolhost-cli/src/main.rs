@@ -130,6 +130,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             stateless,
             max_concurrent,
             max_request_bytes,
+            metrics_public,
         }) => {
             commands::report_load_problems(&runtime);
             let tokens = mcp::tokens(token_file.as_deref(), token_env.as_deref())?;
@@ -149,6 +150,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 max_request_bytes,
                 max_concurrent_requests: max_concurrent,
                 stateless,
+                metrics_public,
             };
             rt.block_on(mcp::http(&cli.global, runtime, options))
         }

@@ -61,6 +61,10 @@ pub struct HttpOptions {
     /// clients of 2025-11-25 and older), so any replica can answer any
     /// request. 2026-07-28 requests are always stateless.
     pub stateless: bool,
+    /// Serve `/metrics` without a bearer token even when tokens are set
+    /// (for a scraper on a private network). Off by default: the figures
+    /// tell who calls which tool how often.
+    pub metrics_public: bool,
 }
 
 impl HttpOptions {
@@ -74,6 +78,7 @@ impl HttpOptions {
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
             max_concurrent_requests: DEFAULT_MAX_CONCURRENT_REQUESTS,
             stateless: false,
+            metrics_public: false,
         }
     }
 }
@@ -166,7 +171,7 @@ impl HttpServer {
         ];
         hosts.extend(options.allowed_hosts.iter().cloned());
         let config = StreamableHttpServerConfig::default()
-            .with_allowed_hosts(hosts)
+            .with_allowed_hosts(hosts.clone())
             .with_allowed_origins(options.allowed_origins.clone())
             .enforce_origin_validation()
             .with_max_request_body_bytes(options.max_request_bytes)
@@ -182,6 +187,11 @@ impl HttpServer {
                 options.max_concurrent_requests.max(1),
             )),
         };
+        let extras_gate = ExtrasGate {
+            hosts: hosts.clone().into(),
+            tokens: gate.tokens.clone(),
+            metrics_public: options.metrics_public,
+        };
         let metrics = server.metrics().clone();
         let mut events = server.runtime().subscribe();
         let counted = metrics.clone();
@@ -196,9 +206,10 @@ impl HttpServer {
         });
         let ready = Arc::new(AtomicBool::new(true));
         let ready_flag = ready.clone();
-        let app = axum::Router::new()
+        let mcp_routes = axum::Router::new()
             .nest_service("/mcp", mcp)
-            .layer(axum::middleware::from_fn_with_state(gate, admit))
+            .layer(axum::middleware::from_fn_with_state(gate, admit));
+        let extras = axum::Router::new()
             .route("/healthz", axum::routing::get(|| async { "ok\n" }))
             .route(
                 "/metrics",
@@ -227,7 +238,12 @@ impl HttpServer {
                         }
                     }
                 }),
-            );
+            )
+            .layer(axum::middleware::from_fn_with_state(
+                extras_gate,
+                admit_extras,
+            ));
+        let app = mcp_routes.merge(extras);
         let listener = tokio::net::TcpListener::bind(options.listen)
             .await
             .map_err(|e| McpServeError::Bind(options.listen, e.to_string()))?;
@@ -273,31 +289,80 @@ impl HttpServer {
     }
 }
 
+/// Who may reach `/healthz`, `/readyz` and `/metrics`.
+#[derive(Clone)]
+struct ExtrasGate {
+    /// `Host` values accepted, as for `/mcp`.
+    hosts: Arc<[String]>,
+    tokens: Arc<[ClientToken]>,
+    metrics_public: bool,
+}
+
+/// Lets a request to `/healthz`, `/readyz` or `/metrics` in when its `Host`
+/// is one the server answers to (as for `/mcp`: DNS rebinding), and one to
+/// `/metrics` only with a bearer token when tokens are set, unless the
+/// metrics are public.
+async fn admit_extras(State(gate): State<ExtrasGate>, request: Request, next: Next) -> Response {
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<http::uri::Authority>().ok());
+    // An accepted name matches with or without the port (`toolhost`,
+    // `toolhost:8080`).
+    let allowed = host.is_some_and(|a| {
+        let name = a.host().trim_start_matches('[').trim_end_matches(']');
+        gate.hosts
+            .iter()
+            .any(|h| h.eq_ignore_ascii_case(name) || h.eq_ignore_ascii_case(a.as_str()))
+    });
+    if !allowed {
+        tracing::info!(target: "toolhost::mcp::access", path = request.uri().path(), status = 403, "refused: Host not accepted");
+        return (StatusCode::FORBIDDEN, "Host not accepted\n").into_response();
+    }
+    if request.uri().path() == "/metrics"
+        && !gate.metrics_public
+        && !gate.tokens.is_empty()
+        && client_of(&gate.tokens, &request).is_none()
+    {
+        tracing::info!(target: "toolhost::mcp::access", path = "/metrics", status = 401, "refused: no valid bearer token");
+        return (
+            StatusCode::UNAUTHORIZED,
+            [(header::WWW_AUTHENTICATE, "Bearer")],
+            "a valid bearer token is required (or serve with --metrics-public)\n",
+        )
+            .into_response();
+    }
+    next.run(request).await
+}
+
+/// The client whose token `request` carries (`Authorization: Bearer …`).
+fn client_of<'a>(tokens: &'a [ClientToken], request: &Request) -> Option<&'a ClientToken> {
+    let given = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        // The scheme is case-insensitive (RFC 9110, 11.1).
+        .and_then(|v| v.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, token)| token.trim())?;
+    // Every token is compared, so the time taken does not tell which matched.
+    tokens.iter().fold(None, |found, t| {
+        if same(given.as_bytes(), t.token.as_bytes()) {
+            Some(t)
+        } else {
+            found
+        }
+    })
+}
+
 /// Lets a request to `/mcp` in when it carries a token (when tokens are
 /// set) and a slot is free; marks it with its token's profile.
 async fn admit(State(gate): State<Gate>, mut request: Request, next: Next) -> Response {
     let started = std::time::Instant::now();
     let method = request.method().clone();
     if !gate.tokens.is_empty() {
-        let given = request
-            .headers()
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            // The scheme is case-insensitive (RFC 9110, 11.1).
-            .and_then(|v| v.split_once(' '))
-            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-            .map(|(_, token)| token.trim());
-        let client = given.and_then(|g| {
-            // Every token is compared, so the time taken does not tell which matched.
-            gate.tokens.iter().fold(None, |found, t| {
-                if same(g.as_bytes(), t.token.as_bytes()) {
-                    Some(t)
-                } else {
-                    found
-                }
-            })
-        });
-        let Some(client) = client else {
+        let Some(client) = client_of(&gate.tokens, &request).cloned() else {
             tracing::info!(target: "toolhost::mcp::access", %method, status = 401, "refused: no valid bearer token");
             return refusal(
                 StatusCode::UNAUTHORIZED,

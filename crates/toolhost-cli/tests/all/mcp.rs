@@ -375,6 +375,22 @@ fn mcp_headers(token: Option<&str>) -> Vec<(&'static str, String)> {
     h
 }
 
+/// A GET of `path` whose `Host` header is `host` (a DNS-rebinding page's
+/// request); returns the status code.
+fn raw_get_with_host(base: &str, path: &str, host: &str) -> u16 {
+    let authority = base.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(authority).unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    response
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
+
 fn post(base: &str, headers: &[(&'static str, String)], body: &str) -> (u16, String) {
     let h: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
     http(base, "POST", "/mcp", &h, body)
@@ -423,7 +439,24 @@ fn mcp_over_http_serves_both_revisions_behind_a_bearer_token() {
 
     assert_eq!(http(&served.base, "GET", "/healthz", &[], "").0, 200);
     assert_eq!(http(&served.base, "GET", "/readyz", &[], "").0, 200);
-    let (status, metrics) = http(&served.base, "GET", "/metrics", &[], "");
+    // The figures tell who calls what: behind the token (unless
+    // --metrics-public), and every extra endpoint behind the Host check.
+    let (status, _) = http(&served.base, "GET", "/metrics", &[], "");
+    assert_eq!(status, 401, "/metrics without a token");
+    for path in ["/healthz", "/readyz", "/metrics"] {
+        assert_eq!(
+            raw_get_with_host(&served.base, path, "evil.example"),
+            403,
+            "{path}"
+        );
+    }
+    let (status, metrics) = http(
+        &served.base,
+        "GET",
+        "/metrics",
+        &[("Authorization", "Bearer s3cret-token")],
+        "",
+    );
     assert_eq!(status, 200);
     for series in [
         "toolhost_mcp_calls_total{outcome=\"ok\"} 2",
