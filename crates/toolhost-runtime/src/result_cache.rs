@@ -357,9 +357,7 @@ impl ResultCache {
         let spec = call.target.spec();
         let Some(ttl) = spec.cache.ttl(self.options.ttl) else {
             let result = execute().await;
-            if self.options.clear_after_writes && !spec.annotations.read_only {
-                self.clear();
-            }
+            self.after_uncached(call);
             return result;
         };
         let started = Instant::now();
@@ -407,6 +405,19 @@ impl ResultCache {
             self.store(key, generation, r, ttl);
         }
         result
+    }
+
+    /// After a call of `call`'s tool that ran outside the cache (one that
+    /// cannot be cached, or a call on a reused instance, `reuse.rs`): a
+    /// tool that may write clears the cache (with `clear_after_writes`), so
+    /// no read answers from before the write.
+    pub(crate) fn after_uncached(&self, call: &Call<'_>) {
+        if self.options.enabled
+            && self.options.clear_after_writes
+            && !call.target.spec().annotations.read_only
+        {
+            self.clear();
+        }
     }
 
     /// The entry under `key` when there is a live one, or the generation

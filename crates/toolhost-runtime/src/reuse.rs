@@ -55,6 +55,9 @@ impl ReusedInstance {
         let args_text = validate::arguments(&call.target, &args)?;
         let admitted = admit::admit(&inner.gate, &call, args, args_text).await?;
         let result = self.execute(&call, &admitted.args_text).await;
+        // Not answered from the result cache (the instance's state is the
+        // point of keeping it), but a write still clears what reads cached.
+        inner.results.after_uncached(&call);
         conclude::conclude(&inner.gate, &call, &admitted.args, result).await
     }
 

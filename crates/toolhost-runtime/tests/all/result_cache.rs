@@ -511,6 +511,27 @@ async fn a_call_that_may_write_clears_the_cache() {
     assert!(read(&rt, "a.txt").await.cached);
 }
 
+#[tokio::test]
+async fn a_write_on_a_reused_instance_clears_the_cache_too() {
+    let scene = Scene::new(&[(plugins_dir(), "fs"), (fixtures_dir(), "hostile")]);
+    scene.write("a.txt", "a");
+    let rt = scene.builder().build().await.unwrap();
+    read(&rt, "a.txt").await;
+    assert!(read(&rt, "a.txt").await.cached);
+    let mut kept = rt.reused_instance("hostile").await.unwrap();
+    kept.call(
+        "sleep",
+        json!({"ms": 1}),
+        toolhost_runtime::CallContext::new(),
+    )
+    .await
+    .unwrap();
+    assert!(
+        !read(&rt, "a.txt").await.cached,
+        "a read after a write on a kept instance runs again"
+    );
+}
+
 async fn calculate(rt: &Runtime) -> ToolResult {
     call(rt, "calculate", json!({"expression": "1+1"}))
         .await
