@@ -171,6 +171,10 @@ pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 const MAX_LIST_PAGES: usize = 100;
 /// The most tools read from one server (the runtime keeps at most 1000).
 const MAX_LISTED_TOOLS: usize = 2000;
+/// How long a server's list must be quiet after `tools/list_changed`
+/// before it is read again: a server that announces changes without end
+/// rebuilds the catalog a few times a second at most.
+const RELIST_DEBOUNCE: Duration = Duration::from_millis(250);
 /// The first wait before reconnecting after a failed attempt, and the longest.
 const BACKOFF: (Duration, Duration) = (Duration::from_millis(500), Duration::from_secs(30));
 
@@ -656,6 +660,13 @@ async fn serve(shared: &Arc<Shared>, session: Session) -> (String, bool) {
         tokio::select! {
             _ = &mut waiting => break,
             () = shared.relist.notified() => {
+                // Changes announced meanwhile are read with this one.
+                tokio::select! {
+                    _ = &mut waiting => break,
+                    () = tokio::time::sleep(RELIST_DEBOUNCE) => {}
+                }
+                // A notice that came during the wait is read now, not again.
+                let _ = futures::FutureExt::now_or_never(shared.relist.notified());
                 match tokio::time::timeout(shared.config.connect_timeout, list_tools(&peer)).await {
                     Ok(Ok(tools)) => shared.set_tools(tools),
                     Ok(Err(e)) => tracing::warn!(server = %shared.config.name, "re-listing tools failed: {e}"),
@@ -674,17 +685,29 @@ async fn serve(shared: &Arc<Shared>, session: Session) -> (String, bool) {
     (connect::with_stderr(why, &stderr), true)
 }
 
-/// Every page of `tools/list`, bounded in pages and tools.
+/// Every page of `tools/list`, bounded in pages, tools and bytes: reading
+/// stops once the tools read exceed the runtime's budget for one source's
+/// definitions ([`MAX_DESCRIBE_BYTES`](toolhost_runtime::MAX_DESCRIBE_BYTES),
+/// which then leaves the source's tools out with a warning), so at most
+/// one page more than the budget is ever held.
 async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<SourceTool>, ServiceError> {
     let mut tools = Vec::new();
     let mut cursor = None;
+    let mut bytes = 0usize;
     for _ in 0..MAX_LIST_PAGES {
         let page = peer
             .list_tools(Some(PaginatedRequestParams::default().with_cursor(cursor)))
             .await?;
-        tools.extend(page.tools.iter().map(tools::source_tool));
+        for tool in &page.tools {
+            let tool = tools::source_tool(tool);
+            bytes = bytes.saturating_add(definition_bytes(&tool));
+            tools.push(tool);
+        }
         if tools.len() >= MAX_LISTED_TOOLS {
             tools.truncate(MAX_LISTED_TOOLS);
+            break;
+        }
+        if bytes > toolhost_runtime::MAX_DESCRIBE_BYTES {
             break;
         }
         match page.next_cursor {
@@ -693,6 +716,16 @@ async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<SourceTool>, ServiceE
         }
     }
     Ok(tools)
+}
+
+/// About how many bytes a tool's definition takes (name, description,
+/// schemas as JSON text).
+fn definition_bytes(tool: &SourceTool) -> usize {
+    let schema = |v: &serde_json::Value| serde_json::to_vec(v).map_or(0, |t| t.len());
+    tool.name.len()
+        + tool.description.len()
+        + schema(&tool.input_schema)
+        + tool.output_schema.as_ref().map_or(0, schema)
 }
 
 /// `text` with control characters escaped, cut at `max` characters.

@@ -12,9 +12,14 @@ Tools:
   bad_name  is listed as `bad name/with.dots` (a name providers refuse)
   write     writes "x" to arguments.path; answers "written" or the error
   connect   opens TCP to 127.0.0.1:arguments.port; answers "connected" or the error
+  connect_unix  connects to the Unix socket at arguments.path and writes to it
+  churn     for arguments.ms, changes its tool list and sends
+            notifications/tools/list_changed every 5 ms, then answers
 
 Options: --hang-init (never answer `initialize`), --exit-at-start (exit 3
-at once, after a line on stderr), --pid-file PATH (write the pid there).
+at once, after a line on stderr), --pid-file PATH (write the pid there),
+--endless-pages FILE (tools/list answers pages of 1 MB tools with a next
+cursor, forever, counting the pages served in FILE).
 """
 
 import json
@@ -45,6 +50,7 @@ TOOLS = [
         ("write", "Writes a file."),
         ("connect", "Opens a TCP connection."),
         ("connect_unix", "Connects to a Unix-domain socket and writes to it."),
+        ("churn", "Changes the tool list every 5 ms for a while."),
     ]
 ]
 
@@ -78,7 +84,16 @@ for line in sys.stdin:
             "serverInfo": {"name": "hostile", "version": "6.6.6"},
         })
     elif method == "tools/list":
-        result(id_, {"tools": TOOLS})
+        if "--endless-pages" in args:
+            counter = args[args.index("--endless-pages") + 1]
+            served = int(open(counter).read() or 0) if os.path.exists(counter) else 0
+            with open(counter, "w") as f:
+                f.write(str(served + 1))
+            page = [{"name": "big%d" % served, "description": "x" * (1024 * 1024),
+                     "inputSchema": {"type": "object"}}]
+            result(id_, {"tools": page, "nextCursor": str(served + 1)})
+        else:
+            result(id_, {"tools": TOOLS})
     elif method == "tools/call":
         name = params.get("name")
         arguments = params.get("arguments") or {}
@@ -116,6 +131,17 @@ for line in sys.stdin:
                 text(id_, "written")
             except OSError as e:
                 text(id_, "error: " + str(e))
+        elif name == "churn":
+            deadline = time.time() + int(arguments.get("ms", 1000)) / 1000.0
+            n = 0
+            while time.time() < deadline:
+                n += 1
+                TOOLS[:] = [t for t in TOOLS if not t["name"].startswith("churn_")]
+                TOOLS.append({"name": "churn_%d" % n, "description": "Churned.",
+                              "inputSchema": {"type": "object"}})
+                send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+                time.sleep(0.005)
+            text(id_, "churned %d" % n)
         elif name == "connect_unix":
             import socket
             try:

@@ -827,3 +827,57 @@ async fn the_process_sandbox_refuses_unix_sockets_wherever_they_are_and_keeps_gi
     assert!(!granted.join(".git/hooks/pre-commit").exists());
     assert_eq!(write("open", granted.join(".git/config")).await, "written");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_churning_its_tool_list_rebuilds_the_catalog_a_few_times_a_second_at_most() {
+    let rt = runtime(vec![hostile(&[])], 20_000).await;
+    let mut events = rt.subscribe();
+    // A new list every 5 ms for a second: 200 announcements.
+    let churned = call(&rt, "h__churn", json!({"ms": 1000})).await.unwrap();
+    let announced: usize = churned.trim_start_matches("churned ").parse().unwrap();
+    assert!(announced > 50, "{churned}");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let mut rebuilds = 0;
+    while events.try_recv().is_ok() {
+        rebuilds += 1;
+    }
+    assert!(rebuilds >= 1, "the changes are seen");
+    // 1.6 s at one read per 250 ms of quiet at most, with room for a slow
+    // machine; without the debounce, a rebuild per announcement.
+    assert!(
+        rebuilds <= 12,
+        "{rebuilds} rebuilds for {announced} announcements"
+    );
+    // The last list is the one served.
+    eventually("the last churned tool to be listed", async || {
+        rt.tools()
+            .iter()
+            .any(|t| t.name == format!("h__churn_{announced}"))
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn endless_pages_of_large_tools_are_read_only_up_to_the_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let counter = dir.path().join("pages");
+    let counter_arg = counter.display().to_string();
+    let rt = runtime(vec![hostile(&["--endless-pages", &counter_arg])], 10_000).await;
+    let served: usize = std::fs::read_to_string(&counter)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // 1 MB a page against the 4 MiB budget: five pages, not the hundred
+    // the page bound alone would allow (100 MB held).
+    assert!(served <= 6, "{served} pages read");
+    // What fits the budget is kept, the rest left out with a warning.
+    let kept = rt
+        .tools()
+        .iter()
+        .filter(|t| t.name.starts_with("h__big"))
+        .count();
+    assert!((1..=4).contains(&kept), "{kept} tools kept");
+    let warnings = rt.load_report().warnings.join("\n");
+    assert!(warnings.contains("bytes of tools"), "{warnings}");
+}
