@@ -275,6 +275,12 @@ pub enum Command {
         /// (the figures tell who calls which tool how often).
         #[arg(long)]
         metrics_public: bool,
+        /// Who answers a policy's or hook's `ask`: `client` (the caller,
+        /// through MCP elicitation) or `deny` (the call is refused, saying
+        /// why). Default: `client` on a loopback address, `deny` on any
+        /// other, so a remote caller never approves its own calls.
+        #[arg(long, value_name = "client|deny")]
+        asks: Option<String>,
     },
     /// Validate a plugin file and print what it exports and requests.
     Check {

@@ -131,6 +131,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             max_concurrent,
             max_request_bytes,
             metrics_public,
+            asks,
         }) => {
             commands::report_load_problems(&runtime);
             let tokens = mcp::tokens(token_file.as_deref(), token_env.as_deref())?;
@@ -152,7 +153,8 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 stateless,
                 metrics_public,
             };
-            rt.block_on(mcp::http(&cli.global, runtime, options))
+            let asks = mcp::asks(asks.as_deref(), &options.listen)?;
+            rt.block_on(mcp::http(&cli.global, runtime, options, asks))
         }
         Some(Command::Run {
             prompt,

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use anyhow::{Context, bail};
-use toolhost_mcp::{ClientToken, HttpOptions, HttpServer, McpServer, ServerOptions};
+use toolhost_mcp::{Asks, ClientToken, HttpOptions, HttpServer, McpServer, ServerOptions};
 use toolhost_runtime::Runtime;
 
 use crate::args::Global;
@@ -13,7 +13,19 @@ use crate::exit;
 /// (replicas behind one load balancer need the same one).
 const STATE_KEY_VAR: &str = "TOOLHOST_MCP_STATE_KEY";
 
-fn server(global: &Global, runtime: Runtime) -> anyhow::Result<McpServer> {
+/// `--asks`: who answers an `ask` (see [`Asks`]); by default the caller
+/// on a loopback address and nobody on any other.
+pub fn asks(flag: Option<&str>, listen: &std::net::SocketAddr) -> anyhow::Result<Asks> {
+    match flag {
+        Some("client") => Ok(Asks::Client),
+        Some("deny") => Ok(Asks::Deny),
+        Some(other) => bail!("--asks must be client or deny, got `{other}`"),
+        None if listen.ip().is_loopback() => Ok(Asks::Client),
+        None => Ok(Asks::Deny),
+    }
+}
+
+fn server(global: &Global, runtime: Runtime, asks: Asks) -> anyhow::Result<McpServer> {
     let state_key = match std::env::var(STATE_KEY_VAR) {
         Ok(key) if key.len() < 32 => bail!("{STATE_KEY_VAR} must be at least 32 bytes long"),
         Ok(key) => Some(key.into_bytes()),
@@ -24,20 +36,27 @@ fn server(global: &Global, runtime: Runtime) -> anyhow::Result<McpServer> {
         ServerOptions {
             agent: global.agent.clone(),
             state_key,
+            asks,
         },
     ))
 }
 
 /// Serves one client on stdin and stdout (logs go to stderr).
 pub async fn stdio(global: &Global, runtime: Runtime) -> anyhow::Result<u8> {
-    server(global, runtime)?.serve_stdio().await?;
+    // Over stdio the client is the user's own.
+    server(global, runtime, Asks::Client)?.serve_stdio().await?;
     Ok(exit::OK)
 }
 
 /// Serves over Streamable HTTP until Ctrl-C or SIGTERM, then finishes the
 /// requests in flight.
-pub async fn http(global: &Global, runtime: Runtime, options: HttpOptions) -> anyhow::Result<u8> {
-    let bound = HttpServer::bind(server(global, runtime)?, options).await?;
+pub async fn http(
+    global: &Global,
+    runtime: Runtime,
+    options: HttpOptions,
+    asks: Asks,
+) -> anyhow::Result<u8> {
+    let bound = HttpServer::bind(server(global, runtime, asks)?, options).await?;
     eprintln!("toolhost MCP server on http://{}/mcp", bound.local_addr());
     bound.run(shutdown_signal()).await?;
     Ok(exit::OK)
@@ -81,4 +100,20 @@ pub fn tokens(file: Option<&Path>, env: Option<&str>) -> anyhow::Result<Vec<Clie
         bail!("no bearer token given (the token file or variable is empty)");
     }
     Ok(tokens)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_remote_caller_never_answers_its_own_asks_unless_told() {
+        let loopback: std::net::SocketAddr = "127.0.0.1:8080".parse().unwrap();
+        let anywhere: std::net::SocketAddr = "0.0.0.0:8080".parse().unwrap();
+        assert_eq!(asks(None, &loopback).unwrap(), Asks::Client);
+        assert_eq!(asks(None, &anywhere).unwrap(), Asks::Deny);
+        assert_eq!(asks(Some("client"), &anywhere).unwrap(), Asks::Client);
+        assert_eq!(asks(Some("deny"), &loopback).unwrap(), Asks::Deny);
+        assert!(asks(Some("operator"), &loopback).is_err());
+    }
 }

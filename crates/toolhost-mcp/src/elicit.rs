@@ -104,6 +104,38 @@ impl Approver for ElicitingApprover {
     }
 }
 
+/// The approver of a server whose callers may not approve their own calls
+/// ([`Asks::Deny`](crate::Asks::Deny)): every `ask` is a denial that says why.
+pub(crate) struct NobodyAnswers;
+
+/// What a caller is told when its call needed an approval nobody gives.
+const NOBODY_ANSWERS: &str = "this call needs an approval, and this server does not let \
+     its callers approve their own calls (asks = deny): ask its operator to allow the tool";
+
+impl Approver for NobodyAnswers {
+    fn approve_call<'a>(
+        &'a self,
+        _request: &'a CallApprovalRequest<'a>,
+    ) -> ApprovalFuture<'a, CallApproval> {
+        Box::pin(async {
+            CallApproval::Deny {
+                message: Some(NOBODY_ANSWERS.to_owned()),
+            }
+        })
+    }
+
+    fn approve_result<'a>(
+        &'a self,
+        _request: &'a ResultApprovalRequest<'a>,
+    ) -> ApprovalFuture<'a, ResultApproval> {
+        Box::pin(async {
+            ResultApproval::Reject {
+                message: Some(NOBODY_ANSWERS.to_owned()),
+            }
+        })
+    }
+}
+
 /// `s` on one line, control characters dropped, at most `max` characters.
 fn one_line(s: &str, max: usize) -> String {
     let flat: String = s

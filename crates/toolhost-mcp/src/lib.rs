@@ -45,7 +45,7 @@ pub use http::{
     ClientToken, DEFAULT_MAX_CONCURRENT_REQUESTS, DEFAULT_MAX_REQUEST_BYTES, HttpOptions,
     HttpServer,
 };
-pub use server::{McpServer, ServerOptions};
+pub use server::{Asks, McpServer, ServerOptions};
 pub use tools::{CACHED_META_KEY, DETAILS_META_KEY, ERROR_KIND_META_KEY, PLUGIN_META_KEY};
 
 /// Why a server could not start or stopped.

@@ -48,6 +48,26 @@ pub struct ServerOptions {
     /// same key, since a retry may reach another replica; `None`: a random
     /// key for this process.
     pub state_key: Option<Vec<u8>>,
+    /// Who answers a policy's or a hook's `ask` on a call this server runs
+    /// (and a result approval): the calling client, or nobody (the call is
+    /// denied). [`Asks::Client`] by default; a server reachable from other
+    /// machines should use [`Asks::Deny`], or every remote caller could
+    /// approve its own calls (`host serve` does on a non-loopback address).
+    pub asks: Asks,
+}
+
+/// Who answers an `ask` on a call an MCP server runs (see
+/// [`ServerOptions::asks`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Asks {
+    /// The client that made the call, through MCP elicitation (or the
+    /// 2026-07-28 input round trip): right when the client is the user's
+    /// own (stdio, loopback).
+    #[default]
+    Client,
+    /// Nobody: an `ask` denies the call, saying so; the operator allows
+    /// the tool in the policy instead.
+    Deny,
 }
 
 /// Serves a [`Runtime`]'s tools to MCP clients; see the module docs. One
@@ -139,7 +159,8 @@ impl McpServer {
         let modern = context
             .protocol_version()
             .is_some_and(|v| !v.has_initialize());
-        let round_trip = modern.then(|| {
+        let asks_client = self.options.asks == Asks::Client;
+        let round_trip = (modern && asks_client).then(|| {
             Arc::new(RoundTripApprover {
                 answer: self.round_trips.retry(
                     &request.name,
@@ -152,9 +173,10 @@ impl McpServer {
         });
         let approver: Arc<dyn toolhost_runtime::Approver> = match &round_trip {
             Some(a) => a.clone(),
-            None => Arc::new(ElicitingApprover {
+            None if asks_client => Arc::new(ElicitingApprover {
                 peer: context.peer.clone(),
             }),
+            None => Arc::new(crate::elicit::NobodyAnswers),
         };
         let mut cx = CallContext::new()
             .call_id(format!("mcp-{}", request_id(&context)))

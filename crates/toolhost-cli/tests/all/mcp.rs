@@ -190,6 +190,52 @@ fn an_ask_reaches_the_clients_user_in_both_revisions_and_a_client_that_cannot_an
 }
 
 #[test]
+fn a_server_with_asks_deny_never_lets_the_caller_approve_its_own_call() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_plugin(&plugins_dir(), "calc", dir.path());
+    let policy = write(
+        dir.path(),
+        "policy.toml",
+        "[[rules]]\ntool = \"calculate\"\ndecision = \"ask\"\n",
+    );
+    let plugins = dir.path().display().to_string();
+    // What a non-loopback `serve` does by default, asked for on loopback.
+    let served = serve(&host_args(
+        dir.path(),
+        &[
+            "--plugins",
+            &plugins,
+            "--policy",
+            &policy,
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--asks",
+            "deny",
+        ],
+    ));
+    let url = format!("{}/mcp", served.base);
+    for mode in MODES {
+        // The client would say yes, but is never asked.
+        let report = client(
+            "ask",
+            &["--mode", mode, "--url", &url, "--answer", "accept"],
+            &[],
+        );
+        assert!(
+            report["asked"].as_array().unwrap().is_empty(),
+            "{mode}: {report}"
+        );
+        assert_eq!(report["result"]["is_error"], true, "{mode}: {report}");
+        let text = report["result"]["text"].as_str().unwrap();
+        assert!(
+            text.contains("does not let its callers approve"),
+            "{mode}: {text}"
+        );
+    }
+}
+
+#[test]
 fn a_cancelled_call_stops_its_sandbox_in_both_revisions() {
     let dir = plugins_with_hostile();
     // One sandbox at a time for `hostile`, and a spin that would run for a
