@@ -1,10 +1,12 @@
 #!/bin/sh
-# A toolhost command hook: appends every call that reaches the hooks (before
-# and after it runs) to an audit log, one JSON object per line, and never
-# changes anything. Calls refused before the hooks (a policy deny, arguments
-# that fail validation, a tool that does not exist) and calls an earlier
-# before-hook blocks never reach it; the host records those decisions in the
-# run's history (`host run --json`, `steps` of each call) and its log.
+# A toolhost command hook: appends every attempt to call a tool to an audit
+# log, one JSON object per line, and never changes anything. As an after-hook
+# it sees every outcome: a result, a failure, and a call refused before it
+# ran (a policy deny, arguments that fail validation, a before-hook's block,
+# an approval refused), whose outcome kind says so ("permission-denied",
+# "invalid-arguments", "blocked-by-hook"); what an after-hook answers to a
+# refusal never changes it. Only a call to a tool that does not exist reaches
+# no hook (it names no plugin); the host logs it.
 #
 # The log is $TOOLHOST_AUDIT_LOG (default: toolhost-audit.log in the working
 # directory). TOOLHOST_HOOK_EVENT and TOOLHOST_TOOL are set by the host.

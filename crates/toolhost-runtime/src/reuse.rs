@@ -9,7 +9,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::api::PluginInstance;
-use crate::call::{Call, CallContext, ToolResult, admit, conclude, execute, validate};
+use crate::call::{Call, CallContext, ToolResult, admit, conclude, execute};
 use crate::error::CallError;
 use crate::plugin::Plugin;
 use crate::pool::Slot;
@@ -52,8 +52,10 @@ impl ReusedInstance {
                 available: self.plugin.tools.iter().map(|t| t.name.clone()).collect(),
             });
         }
-        let args_text = validate::arguments(&call.target, &args)?;
-        let admitted = admit::admit(&inner.gate, &call, args, args_text).await?;
+        let admitted = match admit::validate_and_admit(&inner.gate, &call, args).await {
+            Ok(admitted) => admitted,
+            Err(refused) => return conclude::refused(&inner.gate, &call, refused).await,
+        };
         let result = self.execute(&call, &admitted.args_text).await;
         // Not answered from the result cache (the instance's state is the
         // point of keeping it), but a write still clears what reads cached.

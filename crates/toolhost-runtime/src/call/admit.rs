@@ -22,6 +22,27 @@ pub(crate) struct Admitted {
     pub args_text: String,
 }
 
+/// A call refused before it ran (its arguments invalid, the policy's deny,
+/// a before-hook's block, an approval refused), with the arguments it was
+/// refused with, for the after-hooks to see (`conclude::refused`).
+pub(crate) struct Refused {
+    pub error: CallError,
+    pub args: Value,
+}
+
+/// Steps 2 and 3: validates `args` against the tool's schema, then
+/// [`admit`]s them; a refusal keeps the arguments.
+pub(crate) async fn validate_and_admit(
+    gate: &Gate,
+    call: &Call<'_>,
+    args: Value,
+) -> Result<Admitted, Refused> {
+    match validate::arguments(&call.target, &args) {
+        Ok(args_text) => admit(gate, call, args, args_text).await,
+        Err(error) => Err(Refused { error, args }),
+    }
+}
+
 /// Asks the policy, runs the before-hooks and, when asked to, the user.
 /// `args` were validated already; `args_text` is their JSON text.
 pub(crate) async fn admit(
@@ -29,16 +50,28 @@ pub(crate) async fn admit(
     call: &Call<'_>,
     args: Value,
     args_text: String,
-) -> Result<Admitted, CallError> {
-    let (tool, plugin, cx) = (call.target.tool, &call.target.plugin, call.cx);
-    let mut asks: Vec<String> = check_policy(gate, call, &args, false)?
-        .into_iter()
-        .collect();
-
+) -> Result<Admitted, Refused> {
     let (mut args, mut args_text) = (args, args_text);
+    match judge(gate, call, &mut args, &mut args_text).await {
+        Ok(()) => Ok(Admitted { args, args_text }),
+        Err(error) => Err(Refused { error, args }),
+    }
+}
+
+/// The policy, the before-hooks and the user's approval on `args` (which
+/// a hook may rewrite, `args_text` with them).
+async fn judge(
+    gate: &Gate,
+    call: &Call<'_>,
+    args: &mut Value,
+    args_text: &mut String,
+) -> Result<(), CallError> {
+    let (tool, plugin, cx) = (call.target.tool, &call.target.plugin, call.cx);
+    let mut asks: Vec<String> = check_policy(gate, call, args, false)?.into_iter().collect();
+
     let hooks = gate.hooks();
     if hooks.matches(tool, Some(&call.target.spec().name), &plugin.name) {
-        let report = hooks.run_before(&hook_call(call, &args)).await;
+        let report = hooks.run_before(&hook_call(call, args)).await;
         report_traces(cx, report.trace);
         let rewritten = match report.decision {
             BeforeVerdict::Continue => None,
@@ -56,7 +89,7 @@ pub(crate) async fn admit(
             }
         };
         if let Some(new) = rewritten {
-            args_text =
+            *args_text =
                 validate::arguments(&call.target, &new).map_err(|e| CallError::Blocked {
                     tool: tool.to_owned(),
                     hook: "before-hooks".to_owned(),
@@ -64,17 +97,17 @@ pub(crate) async fn admit(
                 })?;
             // Rewritten arguments are judged as if the model had sent them.
             asks.extend(check_policy(gate, call, &new, true)?);
-            args = new;
+            *args = new;
         }
     }
 
     if !asks.is_empty() {
-        ask(gate, call, &args, &asks).await?;
+        ask(gate, call, args, &asks).await?;
     }
-    if let Some(check) = hop_check(gate, call, &args) {
+    if let Some(check) = hop_check(gate, call, args) {
         let _ = call.hops.set(check);
     }
-    Ok(Admitted { args, args_text })
+    Ok(())
 }
 
 /// The policy applied to every HTTP request the call makes, redirect hops

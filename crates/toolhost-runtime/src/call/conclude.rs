@@ -6,13 +6,32 @@
 use serde_json::Value;
 use toolhost_hooks::HookOutcome;
 
-use crate::call::admit::{hook_call, report_traces};
+use crate::call::admit::{Refused, hook_call, report_traces};
 use crate::call::{Call, ToolResult};
 use crate::error::CallError;
 use crate::gate::Gate;
 use crate::permission::{
     ApprovalAnswer, ApprovalOf, CallStep, ResultApproval, ResultApprovalRequest,
 };
+
+/// A call refused before it ran: the after-hooks see it (so an audit hook
+/// logs every attempt, `examples/hooks/audit.sh`), with the refusal as the
+/// outcome, but cannot change it: the refusal stands, whatever they answer.
+pub(crate) async fn refused(
+    gate: &Gate,
+    call: &Call<'_>,
+    refused: Refused,
+) -> Result<ToolResult, CallError> {
+    let Refused { error, args } = refused;
+    let (tool, plugin) = (call.target.tool, &call.target.plugin);
+    let hooks = gate.hooks();
+    if hooks.matches(tool, Some(&call.target.spec().name), &plugin.name) {
+        let outcome = HookOutcome::err(error.kind(), error.to_string());
+        let report = hooks.run_after(&hook_call(call, &args), outcome).await;
+        report_traces(call.cx, report.trace);
+    }
+    Err(error)
+}
 
 /// Runs the after-hooks on the call's result (a failure included), then
 /// the user's approval of the result when the policy asks for it.

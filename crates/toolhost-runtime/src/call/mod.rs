@@ -257,8 +257,10 @@ pub(crate) async fn run(
     cx: &CallContext,
 ) -> Result<ToolResult, CallError> {
     let call = Call::resolve(parts, tool, cx)?;
-    let args_text = validate::arguments(&call.target, &args)?;
-    let admitted = admit::admit(&parts.gate, &call, args, args_text).await?;
+    let admitted = match admit::validate_and_admit(&parts.gate, &call, args).await {
+        Ok(admitted) => admitted,
+        Err(refused) => return conclude::refused(&parts.gate, &call, refused).await,
+    };
     let result = parts
         .results
         .execute(

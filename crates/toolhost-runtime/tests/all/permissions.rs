@@ -376,6 +376,70 @@ async fn a_not_found_error_names_only_the_tools_the_callers_profile_may_see() {
     assert_eq!(suggestions.first().map(String::as_str), Some("calculate"));
 }
 
+#[tokio::test]
+async fn after_hooks_see_every_refused_attempt_and_cannot_overturn_it() {
+    // An audit-like after-hook that records each outcome's kind, and would
+    // turn any failure into a success if it could.
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let log = seen.clone();
+    let audit = HookEntry::new(Arc::new(FnHook::after("audit", move |call, outcome| {
+        let kind = match outcome {
+            HookOutcome::Ok { .. } => "ok".to_owned(),
+            HookOutcome::Err { kind, .. } => kind.as_str().to_owned(),
+        };
+        log.lock().unwrap().push(format!("{}:{kind}", call.tool));
+        AfterDecision::replace_output("forged")
+    })));
+    let blocker = before("blocker", |args| {
+        if args["expression"] == "block me" {
+            BeforeDecision::Block {
+                reason: "not this one".into(),
+            }
+        } else {
+            BeforeDecision::Continue
+        }
+    });
+    let policy = Policy::builder()
+        .rule(Rule::deny("word_count"))
+        .build()
+        .unwrap();
+    let rt = builder()
+        .policy(policy)
+        .hook(blocker)
+        .hook(audit)
+        .build()
+        .await
+        .unwrap();
+    let cx = CallContext::new;
+    let denied = rt.call("word_count", json!({"text": "a"}), cx()).await;
+    let invalid = rt.call("calculate", json!({"expression": 7}), cx()).await;
+    let blocked = rt
+        .call("calculate", json!({"expression": "block me"}), cx())
+        .await;
+    for (what, result, kind) in [
+        ("denied", &denied, ErrorKind::PermissionDenied),
+        ("invalid", &invalid, ErrorKind::InvalidArguments),
+        ("blocked", &blocked, ErrorKind::BlockedByHook),
+    ] {
+        let err = result.as_ref().expect_err(what);
+        assert_eq!(err.kind(), kind, "{what}: the refusal stands: {err}");
+    }
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            "word_count:permission-denied",
+            "calculate:invalid-arguments",
+            "calculate:blocked-by-hook"
+        ]
+    );
+    // A call that ran is still the after-hook's to replace.
+    let ran = rt
+        .call("calculate", json!({"expression": "1+1"}), cx())
+        .await
+        .unwrap();
+    assert_eq!(ran.output, "forged");
+}
+
 fn before(name: &str, f: impl Fn(&Value) -> BeforeDecision + Send + Sync + 'static) -> HookEntry {
     HookEntry::new(Arc::new(FnHook::before(name, move |call| f(call.args))))
 }
@@ -908,9 +972,11 @@ async fn a_hook_plugin_rewrite_that_breaks_the_schema_is_refused_before_the_call
         err.to_string().contains("invalid"),
         "a rewrite is validated again: {err}"
     );
+    // The call never ran; the after-hooks saw the refusal (an audit logs
+    // every attempt) and could not change it.
     assert_eq!(
         traces,
-        ["hook-decisions:Before:rewrite"],
+        ["hook-decisions:Before:rewrite", "hook-decisions:After:keep"],
         "the call never ran"
     );
 }
@@ -928,7 +994,10 @@ async fn a_hook_plugin_block_reaches_the_model_with_the_hooks_name_and_reason() 
     );
     assert_eq!(
         traces,
-        ["hook-decisions:Before:block: the hook plugin blocks this"]
+        [
+            "hook-decisions:Before:block: the hook plugin blocks this",
+            "hook-decisions:After:keep"
+        ]
     );
 }
 
@@ -966,7 +1035,10 @@ async fn a_hook_plugin_ask_runs_the_call_once_approved_and_is_denied_without_an_
     );
     assert_eq!(
         traces,
-        ["hook-decisions:Before:ask: the hook plugin wants a human"]
+        [
+            "hook-decisions:Before:ask: the hook plugin wants a human",
+            "hook-decisions:After:keep"
+        ]
     );
 }
 
@@ -981,10 +1053,14 @@ async fn a_trapping_hook_plugin_blocks_the_call_unless_it_fails_open() {
         message.contains("hook-decisions") && message.contains("deliberate trap"),
         "fails closed, saying what happened: {message}"
     );
-    assert_eq!(traces.len(), 1, "{traces:?}");
+    assert_eq!(traces.len(), 2, "{traces:?}");
     assert!(
         traces[0].starts_with("hook-decisions:Before:block: "),
         "{traces:?}"
+    );
+    assert_eq!(
+        traces[1], "hook-decisions:After:keep",
+        "the refusal is seen"
     );
 
     let (_dir, rt) = decisions(DECISIONS_OPEN, |b| b).await;
@@ -1026,10 +1102,14 @@ async fn a_spinning_hook_plugin_is_stopped_by_its_sandbox_timeout_and_blocks_unl
         elapsed < Duration::from_secs(4),
         "the sandbox stopped it, not the chain's 5 s timeout: {elapsed:?}"
     );
-    assert_eq!(traces.len(), 1, "{traces:?}");
+    assert_eq!(traces.len(), 2, "{traces:?}");
     assert!(
         traces[0].starts_with("hook-decisions:Before:block: "),
         "{traces:?}"
+    );
+    assert_eq!(
+        traces[1], "hook-decisions:After:keep",
+        "the refusal is seen"
     );
 
     let (_dir, rt) = decisions(DECISIONS_OPEN, |b| b).await;
