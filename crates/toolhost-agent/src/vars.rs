@@ -50,6 +50,10 @@ pub struct SavedVar {
 /// The name of the built-in tool.
 pub const READ_VAR: &str = "read_var";
 
+/// The highest variable number a store gives out or restores: far beyond
+/// any run, and far from `u64::MAX`, so counting on never overflows.
+const MAX_ISSUED: u64 = 1 << 53;
+
 /// Why `read_var` could not answer; its text goes to the model.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum VarError {
@@ -186,7 +190,7 @@ impl VarStore {
     /// oldest results while the store is over its bounds.
     pub fn insert(&self, text: String) -> String {
         let mut inner = self.lock();
-        inner.next += 1;
+        inner.next = inner.next.saturating_add(1);
         let number = inner.next;
         inner.bytes = inner.bytes.saturating_add(text.len());
         inner.vars.insert(number, text);
@@ -298,7 +302,7 @@ impl VarStore {
         let mut vars = BTreeMap::new();
         for SavedVar { name, text } in snapshot.vars {
             match number_of(&name) {
-                Some(n) if n >= 1 => {
+                Some(n) if (1..=MAX_ISSUED).contains(&n) => {
                     vars.insert(n, text);
                 }
                 _ => tracing::warn!(name, "skipped a saved variable whose name is not result_N"),
@@ -306,7 +310,9 @@ impl VarStore {
         }
         let highest = vars.last_key_value().map_or(0, |(n, _)| *n);
         let mut inner = self.lock();
-        inner.next = inner.next.max(snapshot.issued).max(highest);
+        // A snapshot is outside input: a count past the bound (`u64::MAX`
+        // in a session file) is held to it, so counting on never overflows.
+        inner.next = inner.next.max(snapshot.issued.min(MAX_ISSUED)).max(highest);
         inner.bytes = vars
             .values()
             .fold(0usize, |sum, t| sum.saturating_add(t.len()));
@@ -596,5 +602,22 @@ mod tests {
         assert!(t.starts_with("0123\n[truncated"), "{t}");
         assert!(t.contains("\"offset\": 4"), "{t}");
         assert_eq!(truncate_for_model("abc", 4, "v"), "abc");
+    }
+
+    #[test]
+    fn a_snapshot_whose_count_is_at_the_end_of_u64_does_not_overflow() {
+        let vars = VarStore::new();
+        vars.restore(VarSnapshot {
+            issued: u64::MAX,
+            vars: vec![SavedVar {
+                name: format!("result_{}", u64::MAX),
+                text: "x".into(),
+            }],
+        });
+        // The absurd name is skipped, the count held to its bound.
+        assert!(vars.get(&format!("result_{}", u64::MAX)).is_none());
+        let name = vars.insert("next".to_owned());
+        assert_eq!(vars.get(&name).as_deref(), Some("next"));
+        assert_eq!(vars.snapshot().issued, MAX_ISSUED + 1);
     }
 }

@@ -181,7 +181,8 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             };
             let history = match &saved {
                 Some((_, s)) => {
-                    model.agent.options().vars.restore(s.vars.clone());
+                    let options = model.agent.options();
+                    options.vars.restore(s.vars_for(options.agent.as_deref()));
                     s.conversation.clone()
                 }
                 None => Vec::new(),
@@ -190,7 +191,8 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             if let Some((store, s)) = &mut saved {
                 s.push_turn(&prompt, &result);
                 s.model = Some(model.label.clone());
-                s.set_vars(model.agent.options().vars.snapshot());
+                let options = model.agent.options();
+                s.set_vars(options.vars.snapshot(), options.agent.as_deref());
                 if let Err(e) = store.save(s) {
                     eprintln!("error: the session was not saved: {e}");
                     return Ok(exit::FAILURE);

@@ -120,7 +120,8 @@ impl Saving {
         session.name.clone_from(&name);
         if let Some(m) = model {
             session.model = Some(m.label.clone());
-            session.set_vars(m.agent.options().vars.snapshot());
+            let options = m.agent.options();
+            session.set_vars(options.vars.snapshot(), options.agent.as_deref());
         }
         match store.save(session) {
             Ok(_) => {
@@ -205,7 +206,10 @@ pub fn run(
         let store = saving.store.as_ref().map_err(|e| anyhow::anyhow!("{e}"))?;
         session = store.load_or_new(name, model.as_ref().map(|m| m.label.as_str()))?;
         if let Some(m) = &model {
-            m.agent.options().vars.restore(session.vars.clone());
+            let options = m.agent.options();
+            options
+                .vars
+                .restore(session.vars_for(options.agent.as_deref()));
         }
         saving.name = Some(name.to_owned());
     }
@@ -308,7 +312,10 @@ pub fn run(
                     match store.load(name) {
                         Ok(loaded) => {
                             if let Some(m) = &model {
-                                m.agent.options().vars.restore(loaded.vars.clone());
+                                let options = m.agent.options();
+                                options
+                                    .vars
+                                    .restore(loaded.vars_for(options.agent.as_deref()));
                             }
                             println!("loaded session {name} ({} turns)", loaded.turns.len());
                             session = loaded;

@@ -202,6 +202,10 @@ pub struct Session {
     /// The variables (`result_N`) the conversation may refer to.
     #[serde(default)]
     pub vars: VarSnapshot,
+    /// The policy profile (`--agent`) the variables were made under; they
+    /// are restored only under the same one ([`Session::vars_for`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vars_agent: Option<String>,
 }
 
 impl Session {
@@ -217,6 +221,7 @@ impl Session {
             conversation: Vec::new(),
             turns: Vec::new(),
             vars: VarSnapshot::default(),
+            vars_agent: None,
         }
     }
 
@@ -249,7 +254,9 @@ impl Session {
     /// Keeps a snapshot of the variables, leaving out the oldest while they
     /// take more than [`MAX_SAVED_VAR_BYTES`] (the newest is kept whatever
     /// its size), so the file stays far below [`MAX_SESSION_BYTES`].
-    pub fn set_vars(&mut self, mut vars: VarSnapshot) {
+    /// `agent` is the profile they were made under.
+    pub fn set_vars(&mut self, mut vars: VarSnapshot, agent: Option<&str>) {
+        self.vars_agent = agent.map(str::to_owned);
         let mut total: usize = 0;
         let mut keep_from = vars.vars.len();
         for (i, v) in vars.vars.iter().enumerate().rev() {
@@ -261,6 +268,27 @@ impl Session {
         }
         vars.vars.drain(..keep_from);
         self.vars = vars;
+    }
+
+    /// The variables to restore for a run under profile `agent`: the saved
+    /// ones when they were made under the same profile, else none (with a
+    /// warning), so that a `{"$var": …}` reference never carries a value a
+    /// tool produced under one profile into a call under another. The
+    /// names keep counting on either way.
+    pub fn vars_for(&self, agent: Option<&str>) -> VarSnapshot {
+        if self.vars_agent.as_deref() == agent || self.vars.vars.is_empty() {
+            return self.vars.clone();
+        }
+        tracing::warn!(
+            session = %self.name,
+            saved = self.vars_agent.as_deref().unwrap_or("(none)"),
+            now = agent.unwrap_or("(none)"),
+            "the session's stored results were made under another profile: not restored"
+        );
+        VarSnapshot {
+            issued: self.vars.issued,
+            vars: Vec::new(),
+        }
     }
 }
 
@@ -604,7 +632,7 @@ mod tests {
         s.turns[0].history.push(record);
         let vars = VarStore::new();
         vars.insert("2".to_owned());
-        s.set_vars(vars.snapshot());
+        s.set_vars(vars.snapshot(), None);
         store.save(&mut s).unwrap();
         let back = store.load("s").unwrap();
         assert_eq!(back, s);
@@ -736,13 +764,31 @@ mod tests {
         vars.insert("a".repeat(MAX_SAVED_VAR_BYTES));
         vars.insert("b".to_owned());
         vars.insert("c".to_owned());
-        s.set_vars(vars.snapshot());
+        s.set_vars(vars.snapshot(), None);
         let names: Vec<&str> = s.vars.vars.iter().map(|v| v.name.as_str()).collect();
         assert_eq!(names, ["result_2", "result_3"]);
         assert_eq!(s.vars.issued, 3);
         let huge = VarStore::new();
         huge.insert("z".repeat(MAX_SAVED_VAR_BYTES + 1));
-        s.set_vars(huge.snapshot());
+        s.set_vars(huge.snapshot(), None);
         assert_eq!(s.vars.vars.len(), 1, "the newest is kept whatever its size");
+    }
+
+    #[test]
+    fn stored_results_come_back_only_under_the_profile_they_were_made_under() {
+        let mut s = Session::new("v", None);
+        let vars = VarStore::new();
+        vars.insert("the reviewer's secret".to_owned());
+        s.set_vars(vars.snapshot(), Some("reviewer"));
+        assert_eq!(s.vars_for(Some("reviewer")).vars.len(), 1);
+        for other in [Some("coder"), None] {
+            let restored = s.vars_for(other);
+            assert!(restored.vars.is_empty(), "{other:?}: {restored:?}");
+            assert_eq!(restored.issued, 1, "names keep counting on");
+        }
+        // Saved and read back, the profile is kept.
+        let text = serde_json::to_string(&s).unwrap();
+        let back: Session = serde_json::from_str(&text).unwrap();
+        assert!(back.vars_for(Some("coder")).vars.is_empty());
     }
 }
