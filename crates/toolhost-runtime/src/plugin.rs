@@ -385,30 +385,36 @@ impl Loader {
 
     /// What instantiating the plugin takes, which decides whether it gets
     /// ready instances (`ready.rs`): `first`, the time `describe()`'s
-    /// instantiation took, when that was cheap; else a second one, timed
-    /// alone, since a first instantiation is slower than the ones after it
-    /// (the memory image is mapped in, caches are cold).
+    /// instantiation took, when that was cheap; else the least of up to
+    /// [`INSTANTIATION_SAMPLES`] more, each timed alone (stopping at the
+    /// first cheap one), since a first instantiation is slower than the
+    /// ones after it (the memory image is mapped in, caches are cold) and
+    /// a busy machine slows any one of them.
     async fn instantiation(
         &self,
         pre: &PluginPre,
         spec: &Arc<SandboxSpec>,
         first: Duration,
     ) -> Duration {
-        if !self.ready_instances || first <= crate::ready::COSTLY {
-            return first;
+        let mut least = first;
+        for _ in 0..INSTANTIATION_SAMPLES {
+            if !self.ready_instances || least <= crate::ready::COSTLY {
+                break;
+            }
+            let Ok(mut sandbox) = Sandbox::new(&self.engine, spec, self.max_wasm_stack) else {
+                break;
+            };
+            sandbox.begin("(instantiation)", None, None);
+            let started = std::time::Instant::now();
+            match sandbox
+                .call(async |store| pre.instantiate(&mut *store).await)
+                .await
+            {
+                Ok(_) => least = least.min(started.elapsed()),
+                Err(_) => break,
+            }
         }
-        let Ok(mut sandbox) = Sandbox::new(&self.engine, spec, self.max_wasm_stack) else {
-            return first;
-        };
-        sandbox.begin("(instantiation)", None, None);
-        let started = std::time::Instant::now();
-        match sandbox
-            .call(async |store| pre.instantiate(&mut *store).await)
-            .await
-        {
-            Ok(_) => started.elapsed(),
-            Err(_) => first,
-        }
+        least
     }
 
     /// Runs `describe()` in a sandbox under the load budget. Also returns
@@ -450,6 +456,10 @@ impl Loader {
         Ok((specs, instantiation))
     }
 }
+
+/// How many instantiations past `describe()`'s are timed, at most, to
+/// tell a costly instantiation from a cold or unlucky one.
+const INSTANTIATION_SAMPLES: usize = 3;
 
 /// The longest `describe()` may take at load time (or the plugin's own
 /// timeout, when shorter).

@@ -26,7 +26,8 @@
 //! one call (`host call`) pays nothing for them.
 //!
 //! Whether a plugin gets them is decided at load time from its measured
-//! instantiation (`plugin.rs`, after `describe()`): above [`COSTLY`]. Each
+//! instantiation (`plugin.rs`, after `describe()`: the least of a few):
+//! above [`COSTLY`]. Each
 //! plugin keeps at most [`PER_PLUGIN`] ready, and fewer than its
 //! `max-instances`; all plugins together at most an eighth of the instance
 //! pool (`Pool::try_spare`). A refill takes a slot only when one is free and
@@ -47,8 +48,9 @@ use crate::pool::{Pool, Slot};
 use crate::sandbox::Sandbox;
 
 /// An instantiation above this is costly enough to be done ahead of the
-/// calls (a Rust plugin's takes 10–40 µs here, CPython's 1–2 ms).
-pub(crate) const COSTLY: Duration = Duration::from_micros(250);
+/// calls (a Rust plugin's takes 10–40 µs here, JavaScript's about 35 µs,
+/// CPython's and Go's 1–2 ms).
+pub(crate) const COSTLY: Duration = Duration::from_micros(500);
 
 /// The most ready instances one plugin keeps.
 pub(crate) const PER_PLUGIN: usize = 2;
