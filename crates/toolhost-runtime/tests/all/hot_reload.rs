@@ -370,10 +370,12 @@ async fn a_new_higher_version_dropped_in_takes_over_and_its_removal_falls_back()
     copy_plugin(&plugins_dir(), "calc", dir.path());
     let rt = watched(dir.path()).build().await.unwrap();
     let mut events = rt.subscribe();
-    manifest(dir.path(), "calc-next", "calc", "0.2.0");
+    // Named for the plugin (`NAME@VERSION.wasm`): a file named otherwise
+    // never displaces `calc.wasm`, whatever its version (trust.rs).
+    manifest(dir.path(), "calc@0.2.0", "calc", "0.2.0");
     std::fs::copy(
         fixtures_dir().join("dup-calc.wasm"),
-        dir.path().join("calc-next.wasm"),
+        dir.path().join("calc@0.2.0.wasm"),
     )
     .unwrap();
     next_event(&mut events, |e| matches!(e, PluginEvent::Loaded { .. })).await;
@@ -381,7 +383,7 @@ async fn a_new_higher_version_dropped_in_takes_over_and_its_removal_falls_back()
         calculate(&rt).await.unwrap(),
         ("dup".into(), "0.2.0".into())
     );
-    std::fs::remove_file(dir.path().join("calc-next.wasm")).unwrap();
+    std::fs::remove_file(dir.path().join("calc@0.2.0.wasm")).unwrap();
     next_event(&mut events, |e| matches!(e, PluginEvent::Loaded { .. })).await;
     assert_eq!(calculate(&rt).await.unwrap(), ("3".into(), "0.1.0".into()));
 }
