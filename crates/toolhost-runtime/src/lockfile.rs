@@ -58,9 +58,13 @@ pub fn default_lock_file(dir: &Path) -> Option<PathBuf> {
     let base = dirs
         .state_dir()
         .map_or_else(|| dirs.data_local_dir().to_owned(), Path::to_owned);
-    let canonical = std::fs::canonicalize(dir)
+    // Resolved when it exists; else made absolute, and either way rebuilt
+    // from its components (`/srv/tools/` and `/srv/tools` are one directory).
+    let canonical: PathBuf = std::fs::canonicalize(dir)
         .or_else(|_| std::path::absolute(dir))
-        .unwrap_or_else(|_| dir.to_owned());
+        .unwrap_or_else(|_| dir.to_owned())
+        .components()
+        .collect();
     let key = hex::encode(Sha256::digest(canonical.as_os_str().as_encoded_bytes()));
     let label: String = canonical
         .file_name()
