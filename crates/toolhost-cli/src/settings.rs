@@ -250,6 +250,15 @@ pub fn check_profile(
 pub fn builder(global: &Global, only: Option<&[PathBuf]>) -> anyhow::Result<RuntimeBuilder> {
     let file = config_file(global)?;
     let lock = lock_file(global, &file);
+    // Before 2026-11-26 the lock file defaulted to the working directory.
+    let old = Path::new("toolhost.lock");
+    if global.lock.is_none() && old.is_file() && lock != old {
+        tracing::warn!(
+            "./toolhost.lock is not read any more: the lock file is now {} (one per plugins \
+             directory); copy it there to keep what it trusts, or pass --lock toolhost.lock",
+            lock.display()
+        );
+    }
     let mut settings: BTreeMap<String, PluginSettings> = file.plugins;
     let policy = match global.policy.as_ref().or(file.policy.as_ref()) {
         Some(path) => {

@@ -352,7 +352,18 @@ fn trust_follows_the_plugins_directory_not_the_directory_host_starts_in() {
     .unwrap();
     let o = host_in(&there, &["plugins"]);
     assert!(stdout(&o).contains("WITHHELD"), "{}", stdout(&o));
-    assert!(!there.join("toolhost.lock").exists());
+    assert!(
+        !there.join("toolhost.lock").exists(),
+        "nothing written here"
+    );
+    // An old lock file in the working directory is not read, and says so.
+    std::fs::write(there.join("toolhost.lock"), "").unwrap();
+    let o = host_in(&there, &["plugins"]);
+    assert!(
+        stderr(&o).contains("is not read any more"),
+        "{}",
+        stderr(&o)
+    );
     // `--lock` still chooses another file.
     let o = host_in(
         &there,
