@@ -68,6 +68,8 @@ pub(crate) struct ReadyInstances {
     used: Mutex<Vec<Fresh>>,
     /// Calls started, to tell a quiet plugin from a busy one.
     calls: AtomicU64,
+    /// Calls that ran in a ready instance.
+    served: AtomicU64,
     /// Whether a task waits to do the work.
     scheduled: AtomicBool,
     /// Set when making one failed: this plugin version gets no more.
@@ -137,7 +139,16 @@ impl ReadyInstances {
             return None;
         }
         self.calls.fetch_add(1, Ordering::Relaxed);
-        self.ready.lock().pop().map(|p| p.fresh)
+        let fresh = self.ready.lock().pop().map(|p| p.fresh);
+        if fresh.is_some() {
+            self.served.fetch_add(1, Ordering::Relaxed);
+        }
+        fresh
+    }
+
+    /// How many calls ran in a ready instance so far.
+    pub(crate) fn served(&self) -> u64 {
+        self.served.load(Ordering::Relaxed)
     }
 }
 

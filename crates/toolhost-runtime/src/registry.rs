@@ -97,6 +97,8 @@ pub struct ReadyInfo {
     pub kept: usize,
     /// How many are ready right now.
     pub ready: usize,
+    /// How many calls ran in one of them so far.
+    pub served: u64,
 }
 
 /// Capabilities a plugin was granted.
@@ -332,6 +334,7 @@ impl Registry {
                 ready_instances: ReadyInfo {
                     kept: p.ready.kept(),
                     ready: p.ready.count(),
+                    served: p.ready.served(),
                 },
             })
             .collect()

@@ -19,7 +19,8 @@ Tools:
 Options: --hang-init (never answer `initialize`), --exit-at-start (exit 3
 at once, after a line on stderr), --pid-file PATH (write the pid there),
 --endless-pages FILE (tools/list answers pages of 1 MB tools with a next
-cursor, forever, counting the pages served in FILE).
+cursor, forever, counting the pages served in FILE), --list-count FILE
+(count every tools/list in FILE).
 """
 
 import json
@@ -55,9 +56,15 @@ TOOLS = [
 ]
 
 
+import threading
+
+SEND = threading.Lock()
+
+
 def send(message):
-    sys.stdout.write(json.dumps(message) + "\n")
-    sys.stdout.flush()
+    with SEND:
+        sys.stdout.write(json.dumps(message) + "\n")
+        sys.stdout.flush()
 
 
 def result(id_, value):
@@ -84,6 +91,11 @@ for line in sys.stdin:
             "serverInfo": {"name": "hostile", "version": "6.6.6"},
         })
     elif method == "tools/list":
+        if "--list-count" in args:
+            counter = args[args.index("--list-count") + 1]
+            listed = int(open(counter).read() or 0) if os.path.exists(counter) else 0
+            with open(counter, "w") as f:
+                f.write(str(listed + 1))
         if "--endless-pages" in args:
             counter = args[args.index("--endless-pages") + 1]
             served = int(open(counter).read() or 0) if os.path.exists(counter) else 0
@@ -93,7 +105,9 @@ for line in sys.stdin:
                      "inputSchema": {"type": "object"}}]
             result(id_, {"tools": page, "nextCursor": str(served + 1)})
         else:
-            result(id_, {"tools": TOOLS})
+            with SEND:
+                listed = list(TOOLS)
+            result(id_, {"tools": listed})
     elif method == "tools/call":
         name = params.get("name")
         arguments = params.get("arguments") or {}
@@ -132,16 +146,22 @@ for line in sys.stdin:
             except OSError as e:
                 text(id_, "error: " + str(e))
         elif name == "churn":
-            deadline = time.time() + int(arguments.get("ms", 1000)) / 1000.0
-            n = 0
-            while time.time() < deadline:
-                n += 1
-                TOOLS[:] = [t for t in TOOLS if not t["name"].startswith("churn_")]
-                TOOLS.append({"name": "churn_%d" % n, "description": "Churned.",
-                              "inputSchema": {"type": "object"}})
-                send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
-                time.sleep(0.005)
-            text(id_, "churned %d" % n)
+            # In a thread, so that the server answers tools/list meanwhile
+            # (as a real server would); the call answers when it is over.
+            def churn(id_, ms):
+                deadline = time.time() + ms / 1000.0
+                n = 0
+                while time.time() < deadline:
+                    n += 1
+                    with SEND:
+                        TOOLS[:] = [t for t in TOOLS if not t["name"].startswith("churn_")]
+                        TOOLS.append({"name": "churn_%d" % n, "description": "Churned.",
+                                      "inputSchema": {"type": "object"}})
+                    send({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+                    time.sleep(0.005)
+                text(id_, "churned %d" % n)
+            threading.Thread(target=churn, args=(id_, int(arguments.get("ms", 1000))),
+                             daemon=True).start()
         elif name == "connect_unix":
             import socket
             try:

@@ -314,13 +314,22 @@ mod helpers {
         // one call pays nothing for them); after it, the plugin is quiet.
         let first = runtime.call("py_count", json!({}), CallContext::new());
         assert_eq!(first.await.unwrap().output, "1");
+        let served = || {
+            let p = runtime
+                .plugins()
+                .into_iter()
+                .find(|p| p.name == "py-hostile");
+            p.unwrap().ready_instances.served
+        };
         for _ in 0..4 {
             // Two are ready, so this call takes one (only calls take them).
             until_ready(&runtime, "py-hostile", 2).await;
+            let before = served();
             let r = runtime
                 .call("py_count", json!({}), CallContext::new())
                 .await
                 .unwrap();
+            assert_eq!(served(), before + 1, "the call ran in a ready instance");
             assert_eq!(
                 r.output, "1",
                 "a ready instance ran nothing before its call"

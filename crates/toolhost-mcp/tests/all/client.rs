@@ -830,18 +830,36 @@ async fn the_process_sandbox_refuses_unix_sockets_wherever_they_are_and_keeps_gi
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_server_churning_its_tool_list_rebuilds_the_catalog_a_few_times_a_second_at_most() {
-    let rt = runtime(vec![hostile(&[])], 20_000).await;
+    let dir = tempfile::tempdir().unwrap();
+    let lists = dir.path().join("lists");
+    let lists_arg = lists.display().to_string();
+    let rt = runtime(vec![hostile(&["--list-count", &lists_arg])], 20_000).await;
+    let read_lists =
+        || -> u64 { std::fs::read_to_string(&lists).map_or(0, |t| t.trim().parse().unwrap_or(0)) };
+    let before = read_lists();
     let mut events = rt.subscribe();
     // A new list every 5 ms for a second: 200 announcements.
     let churned = call(&rt, "h__churn", json!({"ms": 1000})).await.unwrap();
     let announced: usize = churned.trim_start_matches("churned ").parse().unwrap();
     assert!(announced > 50, "{churned}");
     tokio::time::sleep(Duration::from_millis(600)).await;
-    let mut rebuilds = 0;
-    while events.try_recv().is_ok() {
-        rebuilds += 1;
+    let mut rebuilds: u64 = 0;
+    loop {
+        match events.try_recv() {
+            Ok(_) => rebuilds += 1,
+            // Events the channel dropped count too.
+            Err(tokio::sync::broadcast::error::TryRecvError::Lagged(n)) => rebuilds += n,
+            Err(_) => break,
+        }
     }
     assert!(rebuilds >= 1, "the changes are seen");
+    // The list is read again a few times a second at most, not once per
+    // announcement.
+    let relisted = read_lists() - before;
+    assert!(
+        relisted <= 12,
+        "{relisted} tools/list for {announced} announcements"
+    );
     // 1.6 s at one read per 250 ms of quiet at most, with room for a slow
     // machine; without the debounce, a rebuild per announcement.
     assert!(

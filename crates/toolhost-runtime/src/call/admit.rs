@@ -37,7 +37,19 @@ pub(crate) async fn validate_and_admit(
     call: &Call<'_>,
     args: Value,
 ) -> Result<Admitted, Refused> {
-    match validate::arguments(&call.target, &args) {
+    // Arguments over `max-args-bytes` never reach a hook, not even as a
+    // refusal: the after-hooks see the error (which gives the size), and
+    // `null` for the arguments.
+    let text = match validate::sized(&call.target, &args) {
+        Ok(text) => text,
+        Err(error) => {
+            return Err(Refused {
+                error,
+                args: Value::Null,
+            });
+        }
+    };
+    match validate::schema(&call.target, &args, text) {
         Ok(args_text) => admit(gate, call, args, args_text).await,
         Err(error) => Err(Refused { error, args }),
     }

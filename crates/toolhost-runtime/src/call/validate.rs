@@ -23,22 +23,36 @@ pub(crate) fn parse(tool: &str, text: &str) -> Result<Value, CallError> {
 /// Checks the arguments' size and validates them against the tool's schema;
 /// returns them as JSON text for the plugin.
 pub(crate) fn arguments(target: &Target<'_>, args: &Value) -> Result<String, CallError> {
+    let text = sized(target, args)?;
+    schema(target, args, text)
+}
+
+/// The arguments' JSON text, when it is within `max-args-bytes`.
+pub(crate) fn sized(target: &Target<'_>, args: &Value) -> Result<String, CallError> {
     let limits = &target.plugin.sandbox.limits;
+    let text = args.to_string();
+    if text.len() > limits.max_args_bytes {
+        return Err(CallError::InvalidArguments {
+            tool: target.tool.to_owned(),
+            issues: vec![ArgumentIssue {
+                path: String::new(),
+                message: format!(
+                    "arguments are {} bytes, over the limit of {} bytes (`max-args-bytes`)",
+                    text.len(),
+                    limits.max_args_bytes
+                ),
+            }],
+        });
+    }
+    Ok(text)
+}
+
+/// `text` back when `args` (whose JSON text it is) meet the tool's schema.
+pub(crate) fn schema(target: &Target<'_>, args: &Value, text: String) -> Result<String, CallError> {
     let invalid = |issues| CallError::InvalidArguments {
         tool: target.tool.to_owned(),
         issues,
     };
-    let text = args.to_string();
-    if text.len() > limits.max_args_bytes {
-        return Err(invalid(vec![ArgumentIssue {
-            path: String::new(),
-            message: format!(
-                "arguments are {} bytes, over the limit of {} bytes (`max-args-bytes`)",
-                text.len(),
-                limits.max_args_bytes
-            ),
-        }]));
-    }
     let validator = &target.spec().validator;
     // The common case first: a valid call skips the error-collecting path.
     if validator.is_valid(args) {

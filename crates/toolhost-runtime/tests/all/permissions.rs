@@ -309,9 +309,9 @@ async fn a_tool_switched_off_for_a_session_is_hidden_and_denied_there_only() {
     );
 }
 
-#[tokio::test]
-async fn an_agent_profile_overrides_the_defaults_for_that_agent() {
-    let policy = Policy::from_toml(
+/// Allows everything, except for `reviewer`, who may call `word_count` only.
+fn reviewer_policy() -> Policy {
+    Policy::from_toml(
         "default = \"allow\"\n\
          [profiles.reviewer]\n\
          default = \"deny\"\n\
@@ -320,7 +320,12 @@ async fn an_agent_profile_overrides_the_defaults_for_that_agent() {
          decision = \"allow\"\n",
         Path::new("inline.toml"),
     )
-    .unwrap();
+    .unwrap()
+}
+
+#[tokio::test]
+async fn an_agent_profile_overrides_the_defaults_for_that_agent() {
+    let policy = reviewer_policy();
     let rt = builder().policy(policy).build().await.unwrap();
     let names = |agent| -> Vec<String> {
         rt.offered_tools(agent, None)
@@ -343,16 +348,7 @@ async fn an_agent_profile_overrides_the_defaults_for_that_agent() {
 
 #[tokio::test]
 async fn a_not_found_error_names_only_the_tools_the_callers_profile_may_see() {
-    let policy = Policy::from_toml(
-        "default = \"allow\"\n\
-         [profiles.reviewer]\n\
-         default = \"deny\"\n\
-         [[profiles.reviewer.rules]]\n\
-         tool = \"word_count\"\n\
-         decision = \"allow\"\n",
-        Path::new("inline.toml"),
-    )
-    .unwrap();
+    let policy = reviewer_policy();
     let rt = builder().policy(policy).build().await.unwrap();
     let missing = |cx: CallContext| {
         let rt = rt.clone();
@@ -387,7 +383,10 @@ async fn after_hooks_see_every_refused_attempt_and_cannot_overturn_it() {
             HookOutcome::Ok { .. } => "ok".to_owned(),
             HookOutcome::Err { kind, .. } => kind.as_str().to_owned(),
         };
-        log.lock().unwrap().push(format!("{}:{kind}", call.tool));
+        let args = if call.args.is_null() { "null" } else { "args" };
+        log.lock()
+            .unwrap()
+            .push(format!("{}:{kind}:{args}", call.tool));
         AfterDecision::replace_output("forged")
     })));
     let blocker = before("blocker", |args| {
@@ -416,10 +415,14 @@ async fn after_hooks_see_every_refused_attempt_and_cannot_overturn_it() {
     let blocked = rt
         .call("calculate", json!({"expression": "block me"}), cx())
         .await;
+    // Over `max-args-bytes` (1 MiB): refused, and the bytes never reach a hook.
+    let huge = json!({"expression": "1".repeat(2 * 1024 * 1024)});
+    let oversized = rt.call("calculate", huge, cx()).await;
     for (what, result, kind) in [
         ("denied", &denied, ErrorKind::PermissionDenied),
         ("invalid", &invalid, ErrorKind::InvalidArguments),
         ("blocked", &blocked, ErrorKind::BlockedByHook),
+        ("oversized", &oversized, ErrorKind::InvalidArguments),
     ] {
         let err = result.as_ref().expect_err(what);
         assert_eq!(err.kind(), kind, "{what}: the refusal stands: {err}");
@@ -427,9 +430,10 @@ async fn after_hooks_see_every_refused_attempt_and_cannot_overturn_it() {
     assert_eq!(
         *seen.lock().unwrap(),
         [
-            "word_count:permission-denied",
-            "calculate:invalid-arguments",
-            "calculate:blocked-by-hook"
+            "word_count:permission-denied:args",
+            "calculate:invalid-arguments:args",
+            "calculate:blocked-by-hook:args",
+            "calculate:invalid-arguments:null"
         ]
     );
     // A call that ran is still the after-hook's to replace.
