@@ -128,16 +128,7 @@ pub fn next_turn_history(result: &ToolChainResult) -> Vec<Message> {
     next
 }
 
-/// `text` on one line (whitespace runs become one space), cut to `max`
-/// characters with an ellipsis.
-fn one_line(text: &str, max: usize) -> String {
-    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() <= max {
-        return flat;
-    }
-    let cut: String = flat.chars().take(max).collect();
-    format!("{cut}…")
-}
+use toolhost_text::line as one_line;
 
 #[cfg(test)]
 mod tests {

@@ -6,7 +6,7 @@
 //!
 //! Everything in a question that a plugin, a hook or the model wrote (the
 //! arguments, the reasons, the result) is shown with control characters
-//! escaped ([`printable`]), so it cannot move the cursor, rewrite the
+//! escaped ([`printable`](crate::shown::printable)), so it cannot move the cursor, rewrite the
 //! question or hide text from the user.
 
 use std::io::{IsTerminal, Write};
@@ -16,6 +16,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use rustix::event::{PollFd, PollFlags, poll};
 use rustix::io::Errno;
+
+use crate::shown::{self, printable};
 
 use toolhost_runtime::{
     ApprovalFuture, Approver, CallApproval, CallApprovalRequest, ResultApproval,
@@ -87,25 +89,6 @@ impl PromptApprover {
         parse_repeat_answer(self.answer().await.as_deref())
     }
 }
-
-/// `text` with every control character but newline and tab, and every
-/// Unicode bidirectional override, shown as an escape (`\u{1b}`), so text
-/// from a plugin, a hook or a model cannot drive the terminal.
-pub fn printable(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        let bidi = matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
-        if (c.is_control() && c != '\n' && c != '\t') || bidi {
-            out.extend(c.escape_unicode());
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-/// How much of a result the prompt shows.
-const SHOWN: usize = 2000;
 
 /// Parses an answer to a call question: `y`/`yes` once, `a`/`always`,
 /// `n`/`no` with an optional message after it (`n use the cache`), or
@@ -242,7 +225,7 @@ impl Approver for PromptApprover {
     ) -> ApprovalFuture<'a, ResultApproval> {
         Box::pin(async move {
             let _turn = self.one_at_a_time.lock().await;
-            let shown: String = req.output.chars().take(SHOWN).collect();
+            let shown: String = req.output.chars().take(shown::SHOWN).collect();
             let more = if shown.len() < req.output.len() {
                 "\n  […]"
             } else {
@@ -291,26 +274,6 @@ mod tests {
             parse_call_answer(None),
             CallApproval::Deny { message: Some(m) } if m.contains("no answer")
         ));
-    }
-
-    #[test]
-    fn text_from_outside_cannot_drive_the_terminal() {
-        let hostile =
-            "ok\u{1b}[2J\u{1b}]0;pwned\u{7}\rallow? y\u{9b}31m \u{202e}txt.exe\nline two\tend";
-        let shown = printable(hostile);
-        assert!(
-            !shown
-                .chars()
-                .any(|c| c.is_control() && c != '\n' && c != '\t'),
-            "{shown:?}"
-        );
-        assert!(!shown.contains('\u{202e}'), "{shown:?}");
-        assert!(
-            shown.contains("\\u{1b}[2J") && shown.contains("\\u{d}allow? y"),
-            "{shown}"
-        );
-        assert!(shown.contains("\nline two\tend"), "newlines and tabs stay");
-        assert_eq!(printable("plain text"), "plain text");
     }
 
     #[test]

@@ -103,20 +103,13 @@ pub fn no_model_help() -> &'static str {
     NO_PROVIDER_HELP
 }
 
-fn one_line(s: &str, max: usize) -> String {
-    let flat: String = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() > max {
-        format!("{}…", flat.chars().take(max).collect::<String>())
-    } else {
-        flat
-    }
-}
+use toolhost_text::line as one_line;
 
 /// Shows one event: text streams to stdout, tool calls get one line each on stderr.
 pub fn show_event(event: &AgentEvent, stream_text: bool) {
     match event {
         AgentEvent::TextDelta { text, .. } if stream_text => {
-            print!("{text}");
+            print!("{}", crate::shown::on_stdout(text));
             let _ = std::io::stdout().flush();
         }
         AgentEvent::ToolCallRunning { tool, .. } => {

@@ -10,15 +10,20 @@ use toolhost_runtime::{
 };
 
 use crate::exit;
+use crate::shown::printable;
 
 /// Prints every plugin file that failed to load (and every clash) to stderr.
 pub fn report_load_problems(runtime: &Runtime) {
     let report = runtime.load_report();
     for f in &report.failures {
-        eprintln!("warning: {} not loaded: {}", f.path.display(), f.error);
+        eprintln!(
+            "warning: {} not loaded: {}",
+            f.path.display(),
+            printable(&f.error.to_string())
+        );
     }
     for w in &report.warnings {
-        eprintln!("warning: {w}");
+        eprintln!("warning: {}", printable(w));
     }
 }
 
@@ -68,7 +73,7 @@ pub fn format_tool(t: &ToolInfo) -> String {
         annotation_tags(&t.annotations)
     );
     for line in t.description.lines() {
-        s.push_str(&format!("    {line}\n"));
+        s.push_str(&format!("    {}\n", printable(line)));
     }
     s.push_str(&format!("    args: {}\n", t.input_schema));
     s
@@ -191,7 +196,7 @@ pub fn print_result(r: &ToolResult, details: bool, json: bool) -> anyhow::Result
         writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
         return Ok(());
     }
-    writeln!(out, "{}", r.output)?;
+    writeln!(out, "{}", crate::shown::on_stdout(&r.output))?;
     if details && let Some(d) = &r.details {
         writeln!(out, "{}", serde_json::to_string_pretty(d)?)?;
     }
@@ -219,7 +224,7 @@ pub async fn call(
             if json {
                 println!("{}", serde_json::to_string_pretty(&error_json(&e))?);
             }
-            eprintln!("error: {e}");
+            eprintln!("error: {}", printable(&e.to_string()));
             Ok(exit::for_call_error(&e))
         }
     }
@@ -236,7 +241,11 @@ pub fn check(runtime: &Runtime, file: &Path, json: bool) -> anyhow::Result<u8> {
                 )?
             );
         }
-        eprintln!("error: {}: {}", file.display(), f.error);
+        eprintln!(
+            "error: {}: {}",
+            file.display(),
+            printable(&f.error.to_string())
+        );
         return Ok(exit::FAILURE);
     }
     let Some(p) = runtime.plugins().into_iter().next() else {
@@ -256,7 +265,7 @@ pub fn check(runtime: &Runtime, file: &Path, json: bool) -> anyhow::Result<u8> {
     writeln!(out, "  plugin:    {}@{}", p.name, p.version)?;
     writeln!(out, "  contract:  toolhost:plugin@{}", p.api_version)?;
     if let Some(d) = &p.description {
-        writeln!(out, "  about:     {d}")?;
+        writeln!(out, "  about:     {}", printable(d))?;
     }
     writeln!(out, "  requests:  {}", requested(&p.requested))?;
     writeln!(out, "  tools:")?;

@@ -14,6 +14,7 @@ mod notices;
 mod repl;
 mod sessions;
 mod settings;
+mod shown;
 
 use std::process::ExitCode;
 
@@ -201,7 +202,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             if json {
                 println!("{}", serde_json::to_string_pretty(&result)?);
             } else {
-                println!("{}", result.final_text());
+                println!("{}", shown::on_stdout(result.final_text()));
             }
             if result.status != toolhost_agent::Status::Completed {
                 eprintln!(

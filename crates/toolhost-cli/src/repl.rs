@@ -5,9 +5,9 @@ use rustyline::error::ReadlineError;
 use toolhost_agent::Role;
 use toolhost_runtime::{CallContext, Runtime};
 
-use crate::approve::printable;
 use crate::chat::{self, Model};
 use crate::sessions::{self, Session, SessionError, Store};
+use crate::shown::printable;
 
 use crate::commands;
 

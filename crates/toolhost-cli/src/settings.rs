@@ -236,7 +236,7 @@ pub fn check_profile(
     bail!(
         "{what} names the profile `{}`, which neither the policy nor the config file defines \
          (profiles: {}); the host does not start with calls under a profile that does not exist",
-        crate::approve::printable(name),
+        crate::shown::printable(name),
         if known.is_empty() {
             "none".to_owned()
         } else {

@@ -395,16 +395,9 @@ async fn read_bounded<R: AsyncRead + Unpin>(
     Ok((buf, false))
 }
 
+/// A hook's reply, made safe to show ([`toolhost_text::line`]) and cut.
 fn excerpt(text: &str) -> String {
-    const MAX: usize = 200;
-    if text.len() <= MAX {
-        return format!("`{text}`");
-    }
-    let mut end = MAX;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("`{}…`", &text[..end])
+    format!("`{}`", toolhost_text::line(text, 200))
 }
 
 /// Kills a child's process group (SIGKILL) when dropped, unless disarmed:
@@ -688,6 +681,7 @@ mod tests {
         let long = "é".repeat(300);
         let e = excerpt(&long);
         assert!(e.ends_with("…`"));
-        assert!(e.len() < 210);
+        assert_eq!(e.chars().count(), 203);
+        assert_eq!(excerpt("a\u{1b}[2J"), "`a\\u{1b}[2J`");
     }
 }

@@ -728,10 +728,4 @@ fn definition_bytes(tool: &SourceTool) -> usize {
         + tool.output_schema.as_ref().map_or(0, schema)
 }
 
-/// `text` with control characters escaped, cut at `max` characters.
-pub(crate) fn printable(text: &str, max: usize) -> String {
-    text.chars()
-        .take(max)
-        .flat_map(char::escape_debug)
-        .collect()
-}
+pub(crate) use toolhost_text::line as printable;

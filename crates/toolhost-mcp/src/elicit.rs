@@ -136,19 +136,7 @@ impl Approver for NobodyAnswers {
     }
 }
 
-/// `s` on one line, control characters dropped, at most `max` characters.
-fn one_line(s: &str, max: usize) -> String {
-    let flat: String = s
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .take(max.saturating_add(1))
-        .collect();
-    if flat.chars().count() > max {
-        format!("{}…", flat.chars().take(max).collect::<String>())
-    } else {
-        flat
-    }
-}
+use toolhost_text::line as one_line;
 
 #[cfg(test)]
 mod tests {
@@ -235,10 +223,33 @@ mod tests {
     }
 
     #[test]
-    fn questions_are_one_line_without_control_characters_and_bounded() {
-        assert_eq!(one_line("a\nb\u{1b}[31m", 100), "a b [31m");
-        let long = "x".repeat(5000);
-        assert_eq!(one_line(&long, 10).chars().count(), 11);
+    fn a_question_escapes_what_a_hook_or_the_model_wrote_and_is_bounded() {
+        let args = serde_json::json!({"path": "a\u{1b}[2Jb\u{202e}exe.txt"});
+        let reasons = ["hook: \u{9b}31mlooks fine\nallow".to_owned()];
+        let request = CallApprovalRequest {
+            tool: "fs_read",
+            plugin: "fs",
+            args: &args,
+            reasons: &reasons,
+            session_id: None,
+            agent: None,
+        };
+        let question = call_question(&request);
+        assert!(
+            !question.chars().any(toolhost_text::needs_escape) && !question.contains('\n'),
+            "{question:?}"
+        );
+        assert!(
+            question.contains("\\u{9b}31mlooks fine allow"),
+            "{question}"
+        );
+        assert!(question.contains("\\u{202e}"), "{question}");
+        let long = ["x".repeat(50_000)];
+        let request = CallApprovalRequest {
+            reasons: &long,
+            ..request
+        };
+        assert!(call_question(&request).chars().count() < 3 * SHOWN_CHARS);
     }
 }
 
@@ -447,6 +458,6 @@ fn call_question(request: &CallApprovalRequest<'_>) -> String {
         request.tool,
         request.plugin,
         one_line(&request.args.to_string(), SHOWN_CHARS),
-        request.reasons.join("; ")
+        one_line(&request.reasons.join("; "), SHOWN_CHARS)
     )
 }

@@ -88,23 +88,15 @@ impl tokio::io::AsyncWrite for CapturedOutput {
 }
 
 /// The longest log line a plugin may write through the host's `log`, in
-/// bytes; the rest of a longer line is dropped, and the line says so.
-const MAX_LOG_LINE_BYTES: usize = 8 * 1024;
+/// characters; a longer line is cut and ends with `…`. Controls,
+/// bidirectional and invisible characters in it are escaped
+/// ([`toolhost_text::line`]), so a plugin cannot forge log lines or drive
+/// the terminal that shows them.
+const MAX_LOG_LINE_CHARS: usize = 8 * 1024;
 
-/// `message`, cut at [`MAX_LOG_LINE_BYTES`] (at a character boundary) with
-/// a note of how much was dropped.
-fn bounded_line(message: &str) -> std::borrow::Cow<'_, str> {
-    if message.len() <= MAX_LOG_LINE_BYTES {
-        return message.into();
-    }
-    let end = message.floor_char_boundary(MAX_LOG_LINE_BYTES);
-    format!(
-        "{}… [{} more bytes dropped]",
-        &message[..end],
-        message.len() - end
-    )
-    .into()
-}
+/// The longest progress message a plugin may report, in characters, made
+/// safe the same way: it reaches terminals and MCP clients.
+const MAX_PROGRESS_CHARS: usize = 512;
 
 /// Receives progress reports of long calls: `(tool, message, fraction)`.
 pub type ProgressSink = Arc<dyn Fn(&str, &str, Option<f32>) + Send + Sync>;
@@ -247,7 +239,7 @@ impl SandboxState {
             return;
         }
         self.log_lines += 1;
-        let message = &bounded_line(message);
+        let message = &toolhost_text::line(message, MAX_LOG_LINE_CHARS);
         let plugin = self.spec.plugin.as_str();
         let tool = self.tool.as_str();
         match level {
@@ -272,7 +264,11 @@ impl SandboxState {
             .filter(|f| f.is_finite())
             .map(|f| f.clamp(0.0, 1.0));
         if let Some(sink) = &self.progress {
-            sink(&self.tool, message, fraction);
+            sink(
+                &self.tool,
+                &toolhost_text::line(message, MAX_PROGRESS_CHARS),
+                fraction,
+            );
         }
     }
 }
@@ -568,15 +564,10 @@ mod tests {
 
     #[test]
     fn a_log_line_is_bounded() {
-        assert_eq!(bounded_line("short"), "short");
-        let long = "é".repeat(10_000); // 20,000 bytes
-        let cut = bounded_line(&long);
-        assert!(cut.len() < MAX_LOG_LINE_BYTES + 64, "{}", cut.len());
-        assert!(
-            cut.ends_with("more bytes dropped]"),
-            "{}",
-            &cut[cut.len() - 40..]
-        );
+        let long = "é".repeat(10_000);
+        let cut = toolhost_text::line(&long, MAX_LOG_LINE_CHARS);
+        assert_eq!(cut.chars().count(), MAX_LOG_LINE_CHARS + 1);
+        assert!(cut.ends_with('…'));
     }
 
     #[test]

@@ -468,9 +468,9 @@ fn exposed_name(prefix: &str, name: &str) -> String {
     format!("{}_{hash}", &clean[..55])
 }
 
-/// `text` with control characters escaped, at most 80 characters, for warnings.
+/// `text` made safe for a warning, at most 80 characters.
 fn printable(text: &str) -> String {
-    text.chars().take(80).flat_map(char::escape_debug).collect()
+    toolhost_text::line(text, 80)
 }
 
 #[cfg(test)]

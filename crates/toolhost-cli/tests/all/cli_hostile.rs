@@ -124,3 +124,63 @@ fn every_fault_reaches_the_model_as_a_readable_tool_result() {
         assert!(message.len() < 4096, "{tool}: {} bytes", message.len());
     }
 }
+
+/// Whether `text` holds a character that could drive a terminal: a control
+/// other than newline and tab, or a bidirectional override.
+fn drives_a_terminal(text: &str) -> bool {
+    text.chars()
+        .any(|c| (c.is_control() && c != '\n' && c != '\t') || matches!(c, '\u{202a}'..='\u{202e}'))
+}
+
+#[test]
+fn text_a_plugin_or_the_model_writes_cannot_drive_the_terminal() {
+    let hostile = "\u{1b}]0;pwned\u{7}\u{1b}[2J\u{9b}31m\u{202e}txt.exe";
+    let plugins = fixtures_dir().join("hostile.wasm");
+    let cache = root().join("target/test-cache");
+
+    // `host call`: the error a plugin wrote goes to stderr, escaped.
+    let out = host(&cache)
+        .arg("--plugins")
+        .arg(&plugins)
+        .args(["--no-watch", "call", "panic"])
+        .arg(json!({ "message": hostile }).to_string())
+        .output()
+        .expect("host runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("\\u{1b}]0;pwned\\u{7}"), "{stderr}");
+    assert!(!drives_a_terminal(&stderr), "{stderr:?}");
+
+    // `host run`: the tool lines on stderr show the arguments and the
+    // output escaped; the answer on stdout, a pipe here, stays exact.
+    let steps = [json!({ "text": hostile }).to_string()];
+    let answer = format!("done {hostile}");
+    let reply = answer.clone();
+    let server = ModelServer::start(move |n, _| match steps.get(n) {
+        Some(args) => openai_tool_call("call_0", "echo", args),
+        None => openai_text(&reply),
+    });
+    let out = host(&cache)
+        .env("TEST_MODEL_KEY", "test-key")
+        .arg("--plugins")
+        .arg(&plugins)
+        .args(["--no-watch", "--provider", "openai", "--base-url"])
+        .arg(format!("http://127.0.0.1:{}/v1", server.port))
+        .args([
+            "--api-key-env",
+            "TEST_MODEL_KEY",
+            "--model",
+            "m",
+            "run",
+            "Echo.",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .expect("host runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("✓ echo"), "{stderr}");
+    assert!(stderr.contains("\\u{202e}txt.exe"), "{stderr}");
+    assert!(!drives_a_terminal(&stderr), "{stderr:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&answer));
+}
