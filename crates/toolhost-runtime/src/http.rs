@@ -2,7 +2,6 @@
 
 use std::sync::Arc;
 
-use http_body_util::BodyExt;
 use wasmtime_wasi_http::{Error as HttpError, RequestOptions, WasiHttpHooks};
 
 use crate::grants::HostPattern;
@@ -26,6 +25,9 @@ pub(crate) struct HttpAllowlist {
     plugin: String,
     allowed: Arc<[HostPattern]>,
     resolver: Resolver,
+    /// The TLS configuration for HTTPS; `None` is the default (webpki's
+    /// roots), a test sets its own.
+    tls: Option<Arc<rustls::ClientConfig>>,
     /// The running call's policy check of each request it makes (every
     /// redirect hop included); set per call (`call/admit.rs`, `hop_check`).
     pub(crate) hop_check: Option<HopCheck>,
@@ -52,6 +54,7 @@ impl HttpAllowlist {
             plugin,
             allowed,
             resolver: system_resolver,
+            tls: None,
             hop_check: None,
         }
     }
@@ -92,57 +95,52 @@ impl WasiHttpHooks for HttpAllowlist {
             return Box::new(async { Err(HttpError::HttpRequestDenied) });
         }
         tracing::debug!(target: "toolhost::plugin", plugin = %self.plugin, uri = %request.uri(), "HTTP request");
-        let (plugin, allowed, resolver) =
-            (self.plugin.clone(), self.allowed.clone(), self.resolver);
+        let (plugin, allowed, resolver, tls) = (
+            self.plugin.clone(),
+            self.allowed.clone(),
+            self.resolver,
+            self.tls.clone(),
+        );
         Box::new(async move {
             let mut request = request;
             let uri = request.uri().clone();
-            let found = match target(&uri) {
-                Some((_, host, port)) => resolver(host.to_owned(), port).await,
-                None => Err("the request has no host".to_owned()),
+            let Some((scheme, host, port)) = target(&uri) else {
+                return Err(HttpError::HttpRequestUriInvalid);
             };
+            let found = resolver(host.to_owned(), port).await;
             let checked = found.as_ref().ok().and_then(|a| a.first().copied());
-            if let Err(refusal) = refuse_internal(&uri, found, &allowed) {
+            let refused = refuse_internal(&uri, found, &allowed);
+            let Some(ip) = checked.filter(|_| refused.is_ok()) else {
                 tracing::warn!(
                     target: "toolhost::plugin",
                     plugin = %plugin,
                     uri = %uri,
-                    "refused an HTTP request: {refusal}"
+                    "refused an HTTP request: {}",
+                    refused.err().unwrap_or_default()
                 );
                 return Err(HttpError::HttpRequestDenied);
-            }
-            // Plain HTTP connects to the address just checked, never to a
-            // second lookup's answer (DNS rebinding); the Host header keeps
-            // the name. HTTPS connects by name: a rebound address would have
-            // to present a valid certificate for that name.
-            if let Some(ip) = checked
-                && let Some(pinned) = pin_to(&uri, ip)
+            };
+            // Connect to the address just checked, never to a second
+            // lookup's answer (DNS rebinding). The Host header, and for
+            // HTTPS the SNI and the certificate check, keep the name.
+            let tls = match scheme {
+                "http" => None,
+                "https" => Some(match tls {
+                    Some(config) => config,
+                    None => crate::http_connect::default_tls()?,
+                }),
+                _ => return Err(HttpError::HttpRequestUriInvalid),
+            };
+            if !request.headers().contains_key(http::header::HOST)
+                && let Some(authority) = uri.authority()
+                && let Ok(value) = http::HeaderValue::from_str(authority.as_str())
             {
-                *request.uri_mut() = pinned;
+                request.headers_mut().insert(http::header::HOST, value);
             }
-            let (res, io) = wasmtime_wasi_http::default_send_request(request, options).await?;
-            Ok((
-                res.map(BodyExt::boxed_unsync),
-                Box::new(io) as Box<dyn Future<Output = Result<(), HttpError>> + Send>,
-            ))
+            let addr = std::net::SocketAddr::new(ip, port);
+            crate::http_connect::send_to(request, options, addr, tls).await
         })
     }
-}
-
-/// `uri` aimed at `ip` instead of its host name, for plain `http` only
-/// (`None` for anything else, or a URI that is already an address).
-fn pin_to(uri: &http::Uri, ip: std::net::IpAddr) -> Option<http::Uri> {
-    let (scheme, host, port) = target(uri)?;
-    if scheme != "http" || host.parse::<std::net::IpAddr>().is_ok() {
-        return None;
-    }
-    let authority = std::net::SocketAddr::new(ip, port).to_string();
-    http::Uri::builder()
-        .scheme("http")
-        .authority(authority)
-        .path_and_query(uri.path_and_query().map_or("/", |p| p.as_str()))
-        .build()
-        .ok()
 }
 
 /// The scheme, host and port a request goes to (default ports filled in).
@@ -241,6 +239,7 @@ pub(crate) fn is_internal(ip: &std::net::IpAddr) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use http_body_util::BodyExt;
 
     #[test]
     fn only_granted_hosts_are_allowed() {
@@ -306,24 +305,6 @@ mod tests {
         );
     }
 
-    #[test]
-    fn plain_http_is_pinned_to_the_checked_address_and_https_is_not() {
-        let v4: std::net::IpAddr = "203.0.113.7".parse().unwrap();
-        let v6: std::net::IpAddr = "2001:db8::1".parse().unwrap();
-        let uri: http::Uri = "http://api.example.com/a/b?c=d".parse().unwrap();
-        assert_eq!(
-            pin_to(&uri, v4).unwrap().to_string(),
-            "http://203.0.113.7:80/a/b?c=d"
-        );
-        let uri: http::Uri = "http://api.example.com:8080".parse().unwrap();
-        assert_eq!(
-            pin_to(&uri, v6).unwrap().to_string(),
-            "http://[2001:db8::1]:8080/"
-        );
-        assert!(pin_to(&"https://api.example.com/".parse().unwrap(), v4).is_none());
-        assert!(pin_to(&"http://127.0.0.1:9/".parse().unwrap(), v4).is_none());
-    }
-
     /// A resolver we control: `rebind.test` is 127.0.0.1 when checked; the
     /// system resolver has never heard of it, so a second lookup fails.
     fn rebinding_resolver(
@@ -358,6 +339,7 @@ mod tests {
             ]
             .into(),
             resolver: rebinding_resolver,
+            tls: None,
             hop_check: None,
         };
         let body = http_body_util::Empty::<bytes::Bytes>::new()
@@ -376,6 +358,107 @@ mod tests {
             seen.starts_with("GET /path HTTP/1.1") && seen.contains("host: rebind.test"),
             "the request went to 127.0.0.1 with its name in Host: {seen}"
         );
+    }
+
+    /// An HTTPS server on 127.0.0.1 presenting the test certificate for
+    /// `name` (signed by `testdata/tls/ca.pem`); it answers one request
+    /// and returns what it read, or the TLS error.
+    async fn tls_server(
+        name: &str,
+    ) -> (u16, tokio::task::JoinHandle<Result<String, std::io::Error>>) {
+        use rustls::pki_types::pem::PemObject;
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/tls");
+        let cert =
+            rustls::pki_types::CertificateDer::pem_file_iter(dir.join(format!("{name}.pem")))
+                .unwrap()
+                .collect::<Result<Vec<_>, _>>()
+                .unwrap();
+        let key = rustls::pki_types::PrivateKeyDer::from_pem_file(dir.join(format!("{name}.key")))
+            .unwrap();
+        let config = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(cert, key)
+        .unwrap();
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = tokio::spawn(async move {
+            let (conn, _) = listener.accept().await?;
+            let mut conn = acceptor.accept(conn).await?;
+            let mut buf = vec![0; 4096];
+            let n = conn.read(&mut buf).await?;
+            conn.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+                .await?;
+            conn.shutdown().await?;
+            Ok(String::from_utf8_lossy(&buf[..n]).into_owned())
+        });
+        (port, server)
+    }
+
+    /// The allowlist for `https://rebind.test:PORT`, trusting the test CA.
+    fn https_hooks(port: u16) -> HttpAllowlist {
+        use rustls::pki_types::pem::PemObject;
+        let ca = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/tls/ca.pem");
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in rustls::pki_types::CertificateDer::pem_file_iter(ca).unwrap() {
+            roots.add(cert.unwrap()).unwrap();
+        }
+        HttpAllowlist {
+            plugin: "http".into(),
+            allowed: vec![
+                format!("https://rebind.test:{port}").parse().unwrap(),
+                "127.0.0.1".parse().unwrap(),
+            ]
+            .into(),
+            resolver: rebinding_resolver,
+            tls: Some(Arc::new(crate::http_connect::client_config(roots).unwrap())),
+            hop_check: None,
+        }
+    }
+
+    fn get(uri: String) -> http::Request<wasmtime_wasi_http::WasiBody> {
+        let body = http_body_util::Empty::<bytes::Bytes>::new()
+            .map_err(|never| match never {})
+            .boxed_unsync();
+        http::Request::builder().uri(uri).body(body).unwrap()
+    }
+
+    #[tokio::test]
+    async fn https_connects_to_the_checked_address_with_the_name_for_sni_and_certificate() {
+        let (port, server) = tls_server("rebind.test").await;
+        let mut hooks = https_hooks(port);
+        let request = get(format!("https://rebind.test:{port}/secure"));
+        let sent = Box::into_pin(hooks.send_request(request, None, Box::new(async { Ok(()) })));
+        let (response, io) = sent.await.expect("sent to the checked address over TLS");
+        assert_eq!(response.status(), 200);
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        assert_eq!(&body[..], b"ok");
+        Box::into_pin(io).await.unwrap();
+        let seen = server.await.unwrap().expect("the TLS handshake succeeded");
+        assert!(
+            seen.starts_with("GET /secure HTTP/1.1") && seen.contains("host: rebind.test"),
+            "{seen}"
+        );
+    }
+
+    #[tokio::test]
+    async fn https_to_the_checked_address_still_needs_a_certificate_for_the_name() {
+        // The address answers with a valid certificate, for another name.
+        let (port, server) = tls_server("other.test").await;
+        let mut hooks = https_hooks(port);
+        let request = get(format!("https://rebind.test:{port}/"));
+        let sent = Box::into_pin(hooks.send_request(request, None, Box::new(async { Ok(()) })));
+        let refused = sent
+            .await
+            .err()
+            .expect("the certificate is not for rebind.test");
+        assert!(matches!(refused, HttpError::Tls(_)), "{refused:?}");
+        assert!(server.await.unwrap().is_err());
     }
 
     #[test]

@@ -40,6 +40,7 @@ mod gate;
 mod grants;
 mod hook_plugin;
 mod http;
+mod http_connect;
 mod limits;
 mod lockfile;
 mod manifest;
