@@ -1131,17 +1131,28 @@ impl Ctx<'_> {
         None
     }
 
+    /// The run's variables as calls carry them to the executor.
+    fn run_vars(&self) -> crate::vars::RunVars {
+        crate::vars::RunVars {
+            store: self.opts.vars.clone(),
+            max_page: self.opts.max_output_bytes,
+        }
+    }
+
     /// The tools for the next request: the executor's plus `read_var` when
     /// the store holds something, through the filter. The flag says whether
-    /// the `read_var` offered is the built-in one.
+    /// the `read_var` offered is the loop's own; an executor that serves
+    /// `read_var` ([`ToolExecutor::serves_read_var`]) offers it (or not,
+    /// under its policy) and answers it.
     fn current_tools(&self) -> (Vec<ToolSpec>, bool) {
         let info = ToolCallInfo {
             session_id: self.opts.session_id.clone(),
             agent: self.opts.agent.clone(),
+            vars: Some(self.run_vars()),
             ..ToolCallInfo::default()
         };
         let mut all = self.agent.tools.tools_for(&info);
-        let shadowed = all.iter().any(|t| t.name == READ_VAR);
+        let shadowed = self.agent.tools.serves_read_var() || all.iter().any(|t| t.name == READ_VAR);
         if shadowed {
             debug!("the executor's `read_var` shadows the built-in one");
         } else if !self.opts.vars.is_empty() {
@@ -2034,6 +2045,7 @@ impl Ctx<'_> {
                 round,
                 abort: abort.clone(),
                 progress,
+                vars: Some(self.run_vars()),
             };
             let call = self.agent.tools.call(&p.tool, p.args.clone(), info);
             let limited = async {

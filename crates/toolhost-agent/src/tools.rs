@@ -69,6 +69,9 @@ pub struct ToolCallInfo {
     /// Where the tool's progress reports go, when someone listens (the loop
     /// turns them into [`AgentEvent::ToolCallProgress`](crate::AgentEvent::ToolCallProgress)).
     pub progress: Option<ProgressFn>,
+    /// The run's variables, for an executor that serves `read_var` itself
+    /// ([`ToolExecutor::serves_read_var`]).
+    pub vars: Option<crate::vars::RunVars>,
 }
 
 impl std::fmt::Debug for ToolCallInfo {
@@ -79,6 +82,7 @@ impl std::fmt::Debug for ToolCallInfo {
             .field("agent", &self.agent)
             .field("round", &self.round)
             .field("progress", &self.progress.is_some())
+            .field("vars", &self.vars.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -97,6 +101,19 @@ pub trait ToolExecutor: Send + Sync {
     fn tools_for(&self, info: &ToolCallInfo) -> Vec<ToolSpec> {
         let _ = info;
         self.tools()
+    }
+
+    /// Whether the executor answers the built-in `read_var` itself, through
+    /// its own permission layer (the runtime does when built with its
+    /// `read_var` source: policy, session toggles, hooks and audit then see
+    /// every read). The loop then never answers `read_var` on its own: it
+    /// offers what [`tools_for`](Self::tools_for) offers (the executor hides
+    /// `read_var` while [`ToolCallInfo::vars`] is empty) and hands the
+    /// calls, with the run's variables in [`ToolCallInfo::vars`], to
+    /// [`call`](Self::call). `false` by default: the loop answers
+    /// `read_var` itself.
+    fn serves_read_var(&self) -> bool {
+        false
     }
 
     /// Rules for the model from the sources of the tools offered for this

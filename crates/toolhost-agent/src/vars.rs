@@ -21,6 +21,7 @@
 
 use parking_lot::Mutex;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -405,6 +406,35 @@ impl VarStore {
         let offset = number("offset")?.unwrap_or(0);
         let length = number("length")?;
         self.read(name, offset, length, max_page)
+    }
+}
+
+/// A run's variables as a call carries them to an executor that serves
+/// `read_var` ([`ToolExecutor::serves_read_var`](crate::ToolExecutor::serves_read_var)).
+#[derive(Debug, Clone)]
+pub struct RunVars {
+    /// The run's store (shared: reads see what the run stored so far).
+    pub store: Arc<VarStore>,
+    /// The largest page one read returns, in bytes (the run's
+    /// `max_output_bytes`).
+    pub max_page: usize,
+}
+
+impl RunVars {
+    /// Answers a `read_var` call with these variables.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use toolhost_agent::vars::{RunVars, VarStore};
+    ///
+    /// let store = Arc::new(VarStore::default());
+    /// let name = store.insert("a long result".to_owned());
+    /// let vars = RunVars { store, max_page: 6 };
+    /// let page = vars.read(&serde_json::json!({"name": name})).unwrap();
+    /// assert!(page.starts_with("a long"));
+    /// ```
+    pub fn read(&self, args: &Value) -> Result<String, VarError> {
+        self.store.call_read_var(args, self.max_page)
     }
 }
 

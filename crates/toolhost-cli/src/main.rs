@@ -82,6 +82,14 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
     {
         builder = builder.watch(true);
     }
+    // The agent's `read_var` is served by the runtime, through its policy
+    // and hooks, for the commands that run the agent loop.
+    if matches!(
+        cli.command,
+        None | Some(Command::Run { .. } | Command::Chat { .. })
+    ) {
+        builder = builder.source(toolhost_runtime::read_var_source());
+    }
     let file = settings::config_file(&cli.global)?;
     let runtime = rt.block_on(builder.build())?;
     if let Some(agent) = &cli.global.agent {

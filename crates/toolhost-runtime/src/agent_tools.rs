@@ -19,6 +19,7 @@
 
 use serde_json::Value;
 use toolhost_agent::provider::BoxFuture;
+use toolhost_agent::vars::READ_VAR;
 use toolhost_agent::{ToolCallInfo, ToolExecutor, ToolOutcome, ToolSpec};
 
 use crate::{CallContext, Runtime};
@@ -37,12 +38,23 @@ impl ToolExecutor for Runtime {
         Runtime::tools(self).into_iter().map(spec).collect()
     }
 
-    /// The runtime's permission filter, [`Runtime::offered_tools`].
+    /// The runtime's permission filter, [`Runtime::offered_tools`];
+    /// `read_var` only while the run has variables to read.
     fn tools_for(&self, info: &ToolCallInfo) -> Vec<ToolSpec> {
+        let no_vars = info.vars.as_ref().is_none_or(|v| v.store.is_empty());
         self.offered_tools(info.agent.as_deref(), info.session_id.as_deref())
             .into_iter()
+            .filter(|t| !(no_vars && t.name == READ_VAR))
             .map(spec)
             .collect()
+    }
+
+    /// Whether the built-in `read_var` source is loaded
+    /// ([`read_var_source`](crate::read_var_source)): its calls then go
+    /// through the runtime's steps like every other.
+    fn serves_read_var(&self) -> bool {
+        // Only a built-in source may hold the reserved name.
+        Runtime::tools(self).iter().any(|t| t.name == READ_VAR)
     }
 
     /// The `usage` of each plugin with a tool offered now.
@@ -76,6 +88,9 @@ impl ToolExecutor for Runtime {
             }
             if let Some(a) = info.agent {
                 cx = cx.agent(a);
+            }
+            if let Some(vars) = info.vars {
+                cx = cx.extension(vars);
             }
             if let Some(report) = info.progress {
                 cx = cx.on_progress(move |_tool, message, fraction| report(message, fraction));

@@ -48,6 +48,8 @@ mod parts;
 mod permission;
 mod plugin;
 mod pool;
+#[cfg(feature = "agent")]
+mod read_var;
 mod ready;
 mod registry;
 mod reload;
@@ -82,6 +84,8 @@ pub use permission::{
     CallStep, ResultApproval, ResultApprovalRequest,
 };
 pub use plugin::{DESCRIBE_TIMEOUT, MAX_DESCRIBE_BYTES, MAX_TOOLS, is_valid_tool_name};
+#[cfg(feature = "agent")]
+pub use read_var::{BUILTIN_SOURCE, read_var_source};
 pub use registry::{Granted, PluginInfo, PluginKind, RESERVED_TOOL_NAMES, ReadyInfo, ToolInfo};
 pub use result_cache::{CacheOptions, CacheSettings, CacheStats, ToolCacheSettings};
 pub use reuse::ReusedInstance;

@@ -78,6 +78,12 @@ impl Plugin {
         }
     }
 
+    /// Whether a source built into the host provides it
+    /// ([`ToolSource::is_builtin`](crate::ToolSource::is_builtin)).
+    pub fn is_builtin(&self) -> bool {
+        self.source().is_some_and(|s| s.is_builtin())
+    }
+
     /// `name@version`, as shown to users.
     pub fn id(&self) -> String {
         format!("{}@{}", self.name, self.version)

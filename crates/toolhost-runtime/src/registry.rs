@@ -383,7 +383,7 @@ fn assign_names(
             _ => None,
         };
         let holder = if RESERVED_TOOL_NAMES.contains(name) {
-            None
+            claimants.iter().find(|(p, _)| p.is_builtin())
         } else if let Some(owner) = owner {
             claimants
                 .iter()

@@ -98,6 +98,14 @@ pub trait ToolSource: Send + Sync + 'static {
         Box::pin(async {})
     }
 
+    /// Whether this source is built into the host (the `read_var` source):
+    /// only a built-in source may hold a name reserved for one
+    /// ([`RESERVED_TOOL_NAMES`](crate::RESERVED_TOOL_NAMES)). `false` by
+    /// default.
+    fn is_builtin(&self) -> bool {
+        false
+    }
+
     /// Runs one call. The runtime bounds it by the source's `timeout-ms`;
     /// dropping the future must cancel the call.
     fn call<'a>(
@@ -152,6 +160,9 @@ pub struct SourceCall<'a> {
     /// The largest result the runtime will accept, in bytes; a source may
     /// stop reading a larger one.
     pub max_output_bytes: usize,
+    /// What the caller attached to the call
+    /// ([`CallContext::extension`](crate::CallContext::extension)).
+    pub extensions: &'a http::Extensions,
 }
 
 /// What a call returned.

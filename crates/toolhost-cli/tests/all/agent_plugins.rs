@@ -256,3 +256,92 @@ async fn a_failed_call_carries_structured_details_for_user_interfaces() {
     let sent = &provider.requests()[1].messages;
     assert!(sent.iter().all(|m| !m.content.contains("\"schema\"")));
 }
+
+#[tokio::test]
+async fn read_var_goes_through_the_runtimes_policy_and_session_toggles() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let runtime = Arc::new(
+        Runtime::builder()
+            .plugin_dir(plugins_dir())
+            .cache_dir(Some(root.join("target/test-cache")))
+            .source(toolhost_runtime::read_var_source())
+            .build()
+            .await
+            .unwrap(),
+    );
+    let script = || {
+        ScriptedProvider::new(vec![
+            call("c1", "calculate", r#"{"expression":"2*(3+4)"}"#),
+            call("c2", "read_var", r#"{"name":"result_1"}"#),
+            text("14"),
+        ])
+    };
+    let offered =
+        |p: &ScriptedProvider, i: usize| p.requests()[i].tools.iter().any(|t| t.name == "read_var");
+
+    // Allowed: offered once something is stored, answered by the runtime
+    // (the policy's step is in the record).
+    let provider = script();
+    let agent = Agent::new(provider.clone(), runtime.clone())
+        .with_options(AgentOptions::new("scripted").clock(clock()));
+    let result = agent.run(vec![Message::user("2*(3+4)?")]).await;
+    assert_eq!(result.status, Status::Completed, "{:?}", result.error);
+    assert!(
+        !offered(&provider, 0),
+        "nothing is stored before the first call"
+    );
+    assert!(offered(&provider, 1));
+    let read = &result.history[1];
+    assert_eq!(read.tool, "read_var");
+    assert!(!read.is_error, "{}", read.output);
+    assert!(
+        read.output.starts_with("14\n[result_1: bytes 0..2"),
+        "{}",
+        read.output
+    );
+    assert!(
+        read.steps.iter().any(|s| s["step"] == "permission"),
+        "{:?}",
+        read.steps
+    );
+
+    // Switched off in the session: not offered, and a call is refused.
+    runtime.disable_tools("s1", "read_var").unwrap();
+    let provider = script();
+    let agent = Agent::new(provider.clone(), runtime.clone()).with_options(
+        AgentOptions::new("scripted")
+            .session_id("s1")
+            .clock(clock()),
+    );
+    let result = agent.run(vec![Message::user("2*(3+4)?")]).await;
+    assert!(!offered(&provider, 1));
+    assert!(result.history[1].is_error, "{}", result.history[1].output);
+    assert!(!result.history[1].output.starts_with("14"));
+
+    // Denied by the policy: the same.
+    runtime.set_policy(
+        toolhost_runtime::policy::Policy::builder()
+            .rule(toolhost_runtime::policy::Rule::deny("read_var"))
+            .build()
+            .unwrap(),
+    );
+    let provider = script();
+    let agent = Agent::new(provider.clone(), runtime.clone())
+        .with_options(AgentOptions::new("scripted").clock(clock()));
+    let result = agent.run(vec![Message::user("2*(3+4)?")]).await;
+    assert!(!offered(&provider, 1));
+    assert!(result.history[1].is_error, "{}", result.history[1].output);
+    assert!(!result.history[1].output.starts_with("14"));
+
+    // Outside a run there is nothing to read.
+    runtime.set_policy(toolhost_runtime::policy::Policy::builder().build().unwrap());
+    let e = runtime
+        .call_json(
+            "read_var",
+            r#"{"name":"result_1"}"#,
+            toolhost_runtime::CallContext::new(),
+        )
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("not part of one"), "{e}");
+}

@@ -180,6 +180,7 @@ pub(crate) async fn from_source(
         session_id: cx.session_id.as_deref(),
         progress,
         max_output_bytes: limits.max_output_bytes,
+        extensions: &cx.extensions,
     };
     let outcome = tokio::time::timeout(limits.timeout, async {
         let _permit = plugin

@@ -56,6 +56,8 @@ pub struct CallContext {
     steps: Option<StepSink>,
     /// Asks about this call instead of the runtime's approver.
     pub(crate) approver: Option<Arc<dyn crate::permission::Approver>>,
+    /// What the caller attached for the tool source that serves the call.
+    pub(crate) extensions: http::Extensions,
 }
 
 /// Receives each [`CallStep`] of a call (see [`CallContext::on_step`]).
@@ -128,6 +130,22 @@ impl CallContext {
         gate: &'a crate::gate::Gate,
     ) -> Option<&'a Arc<dyn crate::permission::Approver>> {
         self.approver.as_ref().or(gate.approver())
+    }
+
+    /// Attaches `value` to the call, for the tool source that serves it
+    /// ([`SourceCall::extensions`](crate::SourceCall::extensions)): the
+    /// agent loop attaches the run's variables for the built-in `read_var`.
+    /// Nothing in the pipeline reads it.
+    ///
+    /// ```
+    /// #[derive(Clone)]
+    /// struct Tenant(&'static str);
+    /// let cx = toolhost_runtime::CallContext::new().extension(Tenant("acme"));
+    /// # let _ = cx;
+    /// ```
+    pub fn extension<T: Clone + Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.extensions.insert(value);
+        self
     }
 
     /// Receives every step of the permission layer and the hooks on this
