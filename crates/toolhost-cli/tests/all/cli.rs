@@ -32,6 +32,18 @@ fn call_prints_the_output_on_stdout() {
 }
 
 #[test]
+fn the_toolhost_binary_is_the_same_command() {
+    let o = run(
+        host_command(env!("CARGO_BIN_EXE_toolhost"), &shared_cache())
+            .arg("--plugins")
+            .arg(plugins_dir())
+            .args(["call", "calculate", r#"{"expression":"2*(3+4)"}"#]),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "14\n");
+}
+
+#[test]
 fn call_with_details_and_json() {
     let o = run(host(&shared_cache())
         .arg("--plugins")

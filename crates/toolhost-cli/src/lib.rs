@@ -1,0 +1,246 @@
+//! The `host` command (also installed as `toolhost`, since `host` is also
+//! bind9's DNS tool on many machines): list, call and chat with sandboxed
+//! WebAssembly tool plugins, serve them over MCP, install them from
+//! registries. Both binaries (`src/main.rs`, `src/bin/toolhost.rs`) call
+//! [`main`]; this library is the command, not an API.
+
+mod approve;
+mod args;
+mod chat;
+mod commands;
+mod exit;
+mod install;
+mod mcp;
+mod mcp_servers;
+mod model_options;
+mod new;
+mod notices;
+mod repl;
+mod sessions;
+mod settings;
+mod shown;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use tracing_subscriber::EnvFilter;
+
+use args::{Cli, Command};
+
+fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_target(false)
+        .init();
+}
+
+/// Runs the command line of the process and returns its exit code.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.global.verbose);
+    match run(cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(exit::FAILURE)
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<u8> {
+    // `host new` writes files and loads nothing.
+    if let Some(Command::New(args)) = &cli.command {
+        return new::run(args);
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    // Registry commands load no plugins.
+    if let Some(Command::Registry(command)) = &cli.command {
+        return rt.block_on(install::run(&cli.global, command));
+    }
+    let only = match &cli.command {
+        Some(Command::Check { file, .. }) => Some(vec![file.clone()]),
+        _ => None,
+    };
+    // MCP servers' clients start (as tasks of `rt`) while the builder is made.
+    let mut builder = {
+        let _tokio = rt.enter();
+        settings::builder(&cli.global, only.as_deref())?
+    };
+    // Long-running commands pick up plugins that change while they run.
+    if matches!(
+        cli.command,
+        None | Some(
+            Command::Run { .. } | Command::Chat { .. } | Command::Mcp | Command::Serve { .. }
+        )
+    ) && !cli.global.no_watch
+    {
+        builder = builder.watch(true);
+    }
+    // The agent's `read_var` is served by the runtime, through its policy
+    // and hooks, for the commands that run the agent loop.
+    if matches!(
+        cli.command,
+        None | Some(Command::Run { .. } | Command::Chat { .. })
+    ) {
+        builder = builder.source(toolhost_runtime::read_var_source());
+    }
+    let file = settings::config_file(&cli.global)?;
+    let runtime = rt.block_on(builder.build())?;
+    if let Some(agent) = &cli.global.agent {
+        settings::check_profile(agent, "--agent", &runtime.policy(), &file)?;
+    }
+    match cli.command {
+        Some(Command::Check { file, json }) => commands::check(&runtime, &file, json),
+        Some(Command::Tools { json }) => {
+            commands::report_load_problems(&runtime);
+            commands::tools(&runtime, json)
+        }
+        Some(Command::Plugins { json }) => {
+            commands::report_load_problems(&runtime);
+            commands::plugins(&runtime, json)
+        }
+        Some(Command::Trust { name }) => {
+            commands::trust(&runtime, &name, &settings::lock_file(&cli.global, &file))
+        }
+        Some(Command::Registry(command)) => rt.block_on(install::run(&cli.global, &command)),
+        Some(Command::New(args)) => new::run(&args),
+        Some(Command::Call {
+            tool,
+            args,
+            details,
+            json,
+        }) => {
+            commands::report_load_problems(&runtime);
+            rt.block_on(commands::call(
+                &runtime,
+                &tool,
+                args.as_deref(),
+                cli.global.agent.as_deref(),
+                details,
+                json,
+            ))
+        }
+        Some(Command::Mcp) => {
+            commands::report_load_problems(&runtime);
+            rt.block_on(mcp::stdio(&cli.global, runtime))
+        }
+        Some(Command::Serve {
+            listen,
+            token_file,
+            token_env,
+            accept_host,
+            accept_origin,
+            stateless,
+            max_concurrent,
+            max_request_bytes,
+            metrics_public,
+            asks,
+        }) => {
+            commands::report_load_problems(&runtime);
+            let tokens = mcp::tokens(token_file.as_deref(), token_env.as_deref())?;
+            for (line, agent) in tokens
+                .iter()
+                .enumerate()
+                .filter_map(|(i, t)| Some((i, t.agent.as_deref()?)))
+            {
+                let what = format!("token {} of the token file", line + 1);
+                settings::check_profile(agent, &what, &runtime.policy(), &file)?;
+            }
+            let options = toolhost_mcp::HttpOptions {
+                listen,
+                tokens,
+                allowed_hosts: accept_host,
+                allowed_origins: accept_origin,
+                max_request_bytes,
+                max_concurrent_requests: max_concurrent,
+                stateless,
+                metrics_public,
+            };
+            let asks = mcp::asks(asks.as_deref(), &options.listen)?;
+            rt.block_on(mcp::http(&cli.global, runtime, options, asks))
+        }
+        Some(Command::Run {
+            prompt,
+            json,
+            session,
+        }) => {
+            commands::report_load_problems(&runtime);
+            // A bad name or an unreadable session stops the run before the
+            // model is asked (and before the file could be overwritten).
+            let mut saved = match &session {
+                Some(name) => {
+                    let store = sessions::Store::from_flag(cli.global.sessions_dir.as_deref())?;
+                    let session = store.load_or_new(name, None)?;
+                    Some((store, session))
+                }
+                None => None,
+            };
+            notices::print_plugin_events(&rt, &runtime, None);
+            let Some(mut model) =
+                rt.block_on(chat::connect(&cli.global, &file, &runtime, false))?
+            else {
+                eprintln!("error: {}", chat::no_model_help());
+                return Ok(exit::FAILURE);
+            };
+            let history = match &saved {
+                Some((_, s)) => {
+                    let options = model.agent.options();
+                    options.vars.restore(s.vars_for(options.agent.as_deref()));
+                    s.conversation.clone()
+                }
+                None => Vec::new(),
+            };
+            let result = rt.block_on(chat::turn(&mut model.agent, &history, &prompt, false));
+            if let Some((store, s)) = &mut saved {
+                s.push_turn(&prompt, &result);
+                s.model = Some(model.label.clone());
+                let options = model.agent.options();
+                s.set_vars(options.vars.snapshot(), options.agent.as_deref());
+                if let Err(e) = store.save(s) {
+                    eprintln!("error: the session was not saved: {e}");
+                    return Ok(exit::FAILURE);
+                }
+            }
+            if json {
+                println!("{}", serde_json::to_string_pretty(&result)?);
+            } else {
+                println!("{}", shown::on_stdout(result.final_text()));
+            }
+            if result.status != toolhost_agent::Status::Completed {
+                eprintln!(
+                    "status: {}{}",
+                    result.status,
+                    result
+                        .error
+                        .as_deref()
+                        .map(|e| format!(": {e}"))
+                        .unwrap_or_default()
+                );
+            }
+            Ok(chat::exit_code(result.status))
+        }
+        Some(Command::Chat { session }) => {
+            commands::report_load_problems(&runtime);
+            let model = rt.block_on(chat::connect(&cli.global, &file, &runtime, true))?;
+            let store = sessions::Store::from_flag(cli.global.sessions_dir.as_deref());
+            repl::run(&rt, &runtime, model, store, session.as_deref())
+        }
+        None => {
+            commands::report_load_problems(&runtime);
+            let model = rt.block_on(chat::connect(&cli.global, &file, &runtime, true))?;
+            let store = sessions::Store::from_flag(cli.global.sessions_dir.as_deref());
+            repl::run(&rt, &runtime, model, store, None)
+        }
+    }
+}
