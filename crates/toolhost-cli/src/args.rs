@@ -292,8 +292,60 @@ pub enum Command {
     },
     /// `publish`, `install` and `keygen`: plugins through OCI registries.
     #[command(flatten)]
-    Registry(crate::install::RegistryCommand),
+    Registry(RegistryCommand),
     /// Create a plugin project in NAME/: a manifest, one tool, a test and
     /// its build command (Rust, Python or JavaScript).
     New(crate::new::NewArgs),
+}
+
+/// The registry commands (flattened into `host`'s commands).
+#[derive(Debug, Subcommand)]
+pub enum RegistryCommand {
+    /// Push a plugin (FILE.wasm and the NAME.toml beside it) to an OCI
+    /// registry as a Wasm OCI artifact; with --key, sign it (cosign format).
+    Publish {
+        /// The component file.
+        file: PathBuf,
+        /// Where to push: `oci://REGISTRY/REPO:TAG` or `REGISTRY/REPO:TAG`.
+        reference: String,
+        /// Sign the pushed manifest with this private key (P-256, PEM; see `host keygen`).
+        #[arg(long, value_name = "PRIVATE.pem")]
+        key: Option<PathBuf>,
+        /// Plain HTTP to a registry that is not on loopback.
+        #[arg(long)]
+        insecure: bool,
+    },
+    /// Install a plugin from an OCI registry (`oci://REGISTRY/REPO:TAG`,
+    /// `REGISTRY/REPO@sha256:…`) or a file into the first plugins directory,
+    /// verified, and record it in the lock file.
+    Install {
+        /// `oci://REGISTRY/REPO:TAG`, `REGISTRY/REPO@sha256:…`, a path or `file://PATH`.
+        reference: String,
+        /// A trusted public key (PEM); adds to the config file's `trusted-keys`. Repeatable.
+        #[arg(long = "key", value_name = "PUBLIC.pem")]
+        keys: Vec<PathBuf>,
+        /// Refuse the plugin unless a trusted key signed it (config: `require-signed = true`).
+        #[arg(long)]
+        require_signature: bool,
+        /// The name to install it under; the artifact's own name must be
+        /// this. Default: the reference's (the file's stem, the
+        /// repository's last part).
+        #[arg(long, value_name = "NAME")]
+        name: Option<String>,
+        /// Replace a plugin of that name installed or trusted as other code
+        /// (another digest, source or signer); its grants then apply to the
+        /// new code. Without it, such an install is refused.
+        #[arg(long)]
+        replace: bool,
+        /// Plain HTTP to a registry that is not on loopback.
+        #[arg(long)]
+        insecure: bool,
+    },
+    /// Create a key pair that signs plugins: PREFIX.key (private, PKCS#8
+    /// PEM, readable by you only) and PREFIX.pub (public, PEM).
+    Keygen {
+        /// Path prefix of the two files.
+        #[arg(default_value = "toolhost")]
+        prefix: PathBuf,
+    },
 }

@@ -11,7 +11,6 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use serde::Deserialize;
 use toolhost_agent::AgentOptions;
 use toolhost_agent::provider::ModelOptions;
 
@@ -20,15 +19,6 @@ use crate::settings::ConfigFile;
 
 /// Largest system prompt file: 1 MiB.
 const MAX_SYSTEM_PROMPT_BYTES: usize = 1024 * 1024;
-
-/// One `[agents.NAME]` table.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
-pub struct AgentProfile {
-    /// Model options laid over `[model.options]`.
-    #[serde(default)]
-    pub options: ModelOptions,
-}
 
 /// The merged model options for these flags and this file.
 pub fn merged(global: &Global, file: &ConfigFile) -> anyhow::Result<ModelOptions> {

@@ -97,7 +97,7 @@ pub struct ConfigFile {
     pub system_prompt_file: Option<PathBuf>,
     /// Agent profiles (`[agents.NAME]`), chosen with `--agent NAME`.
     #[serde(default)]
-    pub agents: BTreeMap<String, crate::model_options::AgentProfile>,
+    pub agents: BTreeMap<String, AgentProfile>,
     /// Named sets of model options (`[variants.NAME]`), chosen with `--variant NAME`.
     #[serde(default)]
     pub variants: BTreeMap<String, toolhost_agent::provider::ModelOptions>,
@@ -111,6 +111,15 @@ pub struct ConfigFile {
     /// `host install` refuses a plugin no trusted key signed (as `--require-signature`).
     #[serde(default)]
     pub require_signed: bool,
+}
+
+/// One `[agents.NAME]` table.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct AgentProfile {
+    /// Model options laid over `[model.options]`.
+    #[serde(default)]
+    pub options: toolhost_agent::provider::ModelOptions,
 }
 
 impl ConfigFile {

@@ -9,8 +9,10 @@
 //! It is an adapter: every call goes through `Runtime::call`, the one call
 //! pipeline (lookup, validation, policy, hooks, approval, limits, result
 //! approval), exactly as the agent loop's and `host call`'s do. How tools
-//! and results map to MCP is in `tools.rs`, how an `ask` reaches the
-//! client's user in `elicit.rs`, the HTTP endpoint in `http.rs`.
+//! and results map to MCP is in `tools.rs`; the server is in `server/`
+//! (how an `ask` reaches the client's user in `server/elicit.rs`, the HTTP
+//! endpoint in `server/http.rs`), the client of external servers, a tool
+//! source, in `client/`.
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
@@ -28,11 +30,6 @@
 //! ```
 
 mod client;
-mod connect;
-mod elicit;
-mod http;
-mod metrics;
-mod process_sandbox;
 mod server;
 mod tools;
 
@@ -40,8 +37,8 @@ pub use client::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_ENV, DEFAULT_MAX_MESSAGE_BYTES, HttpEndpoint, McpClientError,
     McpServerConfig, McpSource, McpTransport, ProcessSandbox, Start, StdioServer,
 };
-pub use elicit::ELICITATION_TIMEOUT;
-pub use http::{
+pub use server::elicit::ELICITATION_TIMEOUT;
+pub use server::http::{
     ClientToken, DEFAULT_MAX_CONCURRENT_REQUESTS, DEFAULT_MAX_REQUEST_BYTES, HttpOptions,
     HttpServer,
 };

@@ -4,7 +4,7 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use crate::client::{ProcessSandbox, StdioServer};
+use super::config::{ProcessSandbox, StdioServer};
 
 /// bubblewrap's arguments for `sandbox`: see [`ProcessSandbox`].
 ///

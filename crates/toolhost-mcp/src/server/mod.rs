@@ -28,9 +28,15 @@ use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, Subsc
 use serde_json::Value;
 use toolhost_runtime::{CallContext, PluginEvent, Runtime};
 
-use crate::elicit::{ElicitingApprover, RoundTripApprover, RoundTrips};
-use crate::metrics::Metrics;
+pub(crate) mod elicit;
+pub(crate) mod http;
+mod identity;
+mod metrics;
+
 use crate::tools;
+use elicit::{ElicitingApprover, RoundTripApprover, RoundTrips};
+use identity::{ClientIdentity, ClientProfile};
+use metrics::Metrics;
 
 /// How many progress reports of one call may wait to be sent; more are
 /// dropped (a plugin that floods progress cannot grow the host's memory).
@@ -133,8 +139,8 @@ impl McpServer {
     fn agent(&self, context: &RequestContext<RoleServer>) -> Option<String> {
         context
             .extensions
-            .get::<http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<crate::http::ClientProfile>())
+            .get::<::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<ClientProfile>())
             .map(|p| p.0.clone())
             .or_else(|| self.options.agent.clone())
     }
@@ -176,7 +182,7 @@ impl McpServer {
             None if asks_client => Arc::new(ElicitingApprover {
                 peer: context.peer.clone(),
             }),
-            None => Arc::new(crate::elicit::NobodyAnswers),
+            None => Arc::new(elicit::NobodyAnswers),
         };
         let mut cx = CallContext::new()
             .call_id(format!("mcp-{}", request_id(&context)))
@@ -187,8 +193,8 @@ impl McpServer {
         // Each token's results stay its own in the result cache.
         if let Some(client) = context
             .extensions
-            .get::<http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<crate::http::ClientIdentity>())
+            .get::<::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<ClientIdentity>())
         {
             cx = cx.client(client.0.clone());
         }
@@ -240,7 +246,7 @@ impl McpServer {
                 tools::success(r)
             }
             Some(Err(e)) => {
-                recorded.outcome(crate::metrics::kind_label(&e.kind()));
+                recorded.outcome(metrics::kind_label(&e.kind()));
                 tools::failure(&e)
             }
             // Dropping the call stopped its sandbox; the client is no longer

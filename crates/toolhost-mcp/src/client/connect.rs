@@ -17,15 +17,13 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use tokio::io::AsyncReadExt;
 use toolhost_runtime::hooks::GroupKiller;
 
-use crate::client::{
-    DEFAULT_ENV, Handler, HttpEndpoint, McpServerConfig, McpTransport, Shared, StdioServer,
-    printable,
-};
+use super::config::{DEFAULT_ENV, HttpEndpoint, McpServerConfig, McpTransport, StdioServer};
+use toolhost_text::line as printable;
 
-/// An open session: the rmcp service, the server's process (stdio), and
-/// the last lines it wrote to stderr.
-pub(crate) struct Session {
-    pub service: RunningService<RoleClient, Handler>,
+/// An open session: the rmcp service (answering the server with `H`), the
+/// server's process (stdio), and the last lines it wrote to stderr.
+pub(crate) struct Session<H: rmcp::ClientHandler> {
+    pub service: RunningService<RoleClient, H>,
     pub process: Option<Process>,
     pub stderr: StderrTail,
 }
@@ -95,9 +93,12 @@ pub(crate) fn check(config: &McpServerConfig) -> Result<(), String> {
     }
 }
 
-/// Starts the server (or opens the HTTP session) and initialises MCP.
-pub(crate) async fn open(shared: &Arc<Shared>) -> Result<Session, String> {
-    let config = &shared.config;
+/// Starts the server of `config` (or opens the HTTP session) and
+/// initialises MCP, answering the server with `handler`.
+pub(crate) async fn open<H: rmcp::ClientHandler>(
+    config: &McpServerConfig,
+    handler: H,
+) -> Result<Session<H>, String> {
     match &config.transport {
         McpTransport::Stdio(server) => {
             let mut command = command(server)?;
@@ -118,7 +119,7 @@ pub(crate) async fn open(shared: &Arc<Shared>) -> Result<Session, String> {
                 child,
                 _group: group,
             };
-            match rmcp::serve_client(shared.handler(), transport).await {
+            match rmcp::serve_client(handler, transport).await {
                 Ok(service) => Ok(Session {
                     service,
                     process: Some(process),
@@ -138,7 +139,7 @@ pub(crate) async fn open(shared: &Arc<Shared>) -> Result<Session, String> {
         McpTransport::Http(endpoint) => {
             let http = http_config(endpoint)?.max_sse_event_size(config.max_message_bytes);
             let transport = StreamableHttpClientTransport::from_config(http);
-            let service = rmcp::serve_client(shared.handler(), transport)
+            let service = rmcp::serve_client(handler, transport)
                 .await
                 .map_err(|e| format!("initialisation failed: {e}"))?;
             Ok(Session {
@@ -158,7 +159,7 @@ fn command(server: &StdioServer) -> Result<tokio::process::Command, String> {
     let mut command = match &server.sandbox {
         Some(sandbox) => {
             let mut bwrap = tokio::process::Command::new("bwrap");
-            bwrap.args(crate::process_sandbox::bwrap_args(sandbox, server));
+            bwrap.args(super::process_sandbox::bwrap_args(sandbox, server));
             bwrap.arg("--").arg(&server.command).args(&server.args);
             if !sandbox.unix_sockets {
                 seccomp_fd(&mut bwrap)?;
@@ -196,14 +197,14 @@ fn command(server: &StdioServer) -> Result<tokio::process::Command, String> {
 }
 
 /// Hands bubblewrap the seccomp filter (`process_sandbox.rs`) on its file
-/// descriptor [`SECCOMP_FD`](crate::process_sandbox::SECCOMP_FD): a pipe
+/// descriptor [`SECCOMP_FD`](super::process_sandbox::SECCOMP_FD): a pipe
 /// holding the program, read whole by bubblewrap before it starts the
 /// server.
 #[cfg(target_os = "linux")]
 fn seccomp_fd(bwrap: &mut tokio::process::Command) -> Result<(), String> {
     use command_fds::{CommandFdExt, FdMapping};
     use std::io::Write;
-    let program = crate::process_sandbox::no_unix_sockets_filter()?;
+    let program = super::process_sandbox::no_unix_sockets_filter()?;
     let (reader, mut writer) =
         std::io::pipe().map_err(|e| format!("cannot make the seccomp filter's pipe: {e}"))?;
     // A few hundred bytes: within a pipe's buffer, so this never blocks.
@@ -214,7 +215,7 @@ fn seccomp_fd(bwrap: &mut tokio::process::Command) -> Result<(), String> {
     bwrap
         .fd_mappings(vec![FdMapping {
             parent_fd: reader.into(),
-            child_fd: crate::process_sandbox::SECCOMP_FD,
+            child_fd: super::process_sandbox::SECCOMP_FD,
         }])
         .map_err(|e| format!("cannot hand over the seccomp filter: {e}"))?;
     Ok(())

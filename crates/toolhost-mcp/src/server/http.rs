@@ -28,8 +28,9 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
+use super::McpServer;
+use super::identity::{ClientIdentity, ClientProfile};
 use crate::McpServeError;
-use crate::server::McpServer;
 
 /// Largest request body accepted by default (4 MiB).
 pub const DEFAULT_MAX_REQUEST_BYTES: usize = 4 * 1024 * 1024;
@@ -123,24 +124,6 @@ impl ClientToken {
                 }
             })
             .collect()
-    }
-}
-
-/// The profile the request's token names, for the server to read
-/// (`server.rs`): set on the HTTP request by `admit`.
-#[derive(Debug, Clone)]
-pub(crate) struct ClientProfile(pub(crate) String);
-
-/// Which client a request came from, for the result cache (`server.rs`
-/// sets it on the call): its bearer token's digest, never the token.
-#[derive(Debug, Clone)]
-pub(crate) struct ClientIdentity(pub(crate) String);
-
-impl ClientIdentity {
-    fn of_token(token: &str) -> Self {
-        use sha2::Digest;
-        let digest = hex::encode(sha2::Sha256::digest(token.as_bytes()));
-        ClientIdentity(format!("token:{}", &digest[..16]))
     }
 }
 

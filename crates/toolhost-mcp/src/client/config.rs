@@ -1,0 +1,160 @@
+//! What an `[[mcp-servers]]` entry says: the transport (a command run over
+//! stdio, in its process sandbox, or a Streamable HTTP endpoint), when to
+//! connect, and the bounds on what the server may send.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// How to reach an MCP server.
+#[derive(Debug, Clone, PartialEq)]
+pub enum McpTransport {
+    /// A program that speaks MCP on its stdin and stdout.
+    Stdio(StdioServer),
+    /// A Streamable HTTP endpoint.
+    Http(HttpEndpoint),
+}
+
+/// A server run as a child process, in its own process group (stopped,
+/// with everything it started, when the source is dropped or the host
+/// exits and closes its stdin).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct StdioServer {
+    /// The program.
+    pub command: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Variables set for it (`KEY`, `value`).
+    pub env: Vec<(String, String)>,
+    /// Variables passed through from the host's environment, by name. It
+    /// gets these, those in `env` and [`DEFAULT_ENV`], and no others.
+    pub pass_env: Vec<String>,
+    /// Its working directory (the host's, if `None`).
+    pub cwd: Option<PathBuf>,
+    /// Runs it in a process sandbox (`connect.rs`, bubblewrap).
+    pub sandbox: Option<ProcessSandbox>,
+}
+
+/// The host variables every stdio server gets, as the MCP SDKs pass them.
+pub const DEFAULT_ENV: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG"];
+
+/// A stdio server's process sandbox (Linux, bubblewrap): the whole file
+/// system read-only, `/tmp` and `/dev/shm` empty and private, the granted
+/// directories writable (the most specific of `write` and `hide` wins),
+/// the server's own files that `/tmp` or `hide` would cover mounted back
+/// read-only (its program's tree, script and working directory; never
+/// `/tmp` or `HOME` whole), no network unless granted, its own PID, IPC and
+/// UTS namespaces, and it dies with the host. It does not hide files from
+/// reading (mount a directory over them with `hide`), nor limit CPU or
+/// memory.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProcessSandbox {
+    /// Directories it may write to.
+    pub write: Vec<PathBuf>,
+    /// Directories replaced by an empty one (e.g. `~/.ssh`).
+    pub hide: Vec<PathBuf>,
+    /// Whether it keeps the host's network.
+    pub network: bool,
+    /// Whether it may open Unix-domain sockets. Off by default: a read-only
+    /// mount does not stop `connect()`, and the sockets of the session bus,
+    /// `systemd --user`, a container engine or an ssh/gpg agent lead to
+    /// code outside the sandbox. Refused by a seccomp filter
+    /// (`socket(AF_UNIX, …)` fails with `EACCES`), wherever the socket is.
+    pub unix_sockets: bool,
+    /// Whether a `.git` directory inside a `write` directory is writable
+    /// too. Off by default: `.git/hooks/*` and `.git/config` run
+    /// unsandboxed at the user's next `git` command, so `.git` stays
+    /// read-only inside writable directories.
+    pub git_writable: bool,
+}
+
+/// A Streamable HTTP endpoint.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HttpEndpoint {
+    /// Its URL (`http://127.0.0.1:3000/mcp`).
+    pub url: String,
+    /// Headers sent with every request.
+    pub headers: Vec<(String, String)>,
+    /// A bearer token (`Authorization: Bearer …`).
+    pub bearer: Option<String>,
+}
+
+/// When a server is connected.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Start {
+    /// At start-up: building the runtime waits for it (within
+    /// `connect_timeout`), so its tools are there from the first request.
+    #[default]
+    Eager,
+    /// In the background: the host serves at once, and its tools join when
+    /// it answers (MCP clients hear `tools/list_changed`).
+    Lazy,
+}
+
+/// One `[[mcp-servers]]` entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpServerConfig {
+    /// Its name: the plugin name its tools are listed under, what
+    /// `server = "…"` policy rules match. `^[a-zA-Z0-9_-]{1,64}$`.
+    pub name: String,
+    /// How to reach it.
+    pub transport: McpTransport,
+    /// What its tool names start with (`NAME__` if `None`).
+    pub prefix: Option<String>,
+    /// When it is connected.
+    pub start: Start,
+    /// How long connecting (start, initialise, list tools) may take.
+    pub connect_timeout: Duration,
+    /// The largest message accepted from it, in bytes.
+    pub max_message_bytes: usize,
+}
+
+/// The default [`McpServerConfig::connect_timeout`].
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// The default [`McpServerConfig::max_message_bytes`].
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+impl McpServerConfig {
+    /// A stdio server started as `command args…`, connected at start-up.
+    pub fn stdio(name: impl Into<String>, command: impl Into<String>, args: &[&str]) -> Self {
+        Self::new(
+            name,
+            McpTransport::Stdio(StdioServer {
+                command: command.into(),
+                args: args.iter().map(|a| (*a).to_owned()).collect(),
+                ..StdioServer::default()
+            }),
+        )
+    }
+
+    /// A Streamable HTTP server at `url`, connected at start-up.
+    pub fn http(name: impl Into<String>, url: impl Into<String>) -> Self {
+        Self::new(
+            name,
+            McpTransport::Http(HttpEndpoint {
+                url: url.into(),
+                ..HttpEndpoint::default()
+            }),
+        )
+    }
+
+    fn new(name: impl Into<String>, transport: McpTransport) -> Self {
+        McpServerConfig {
+            name: name.into(),
+            transport,
+            prefix: None,
+            start: Start::Eager,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+        }
+    }
+
+    /// Where it is, for `host plugins`: the command line or the URL.
+    pub fn location(&self) -> String {
+        match &self.transport {
+            McpTransport::Stdio(s) => std::iter::once(s.command.as_str())
+                .chain(s.args.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join(" "),
+            McpTransport::Http(h) => h.url.clone(),
+        }
+    }
+}
