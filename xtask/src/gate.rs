@@ -9,8 +9,8 @@
 //! - `cargo xtask bench-gate`: measure and check (what `cargo xtask test` runs).
 //! - `cargo xtask bench-gate --record`: measure several times, record the
 //!   median of each ratio in `benches/gate.toml`, and write the generated
-//!   figures table into `README.md` and `benches/README.md` (between the
-//!   `<!-- gate:begin -->` and `<!-- gate:end -->` lines).
+//!   figures table into the book's benchmarks page, `docs/benchmarks.md`
+//!   (between the `<!-- gate:begin -->` and `<!-- gate:end -->` lines).
 //! - `cargo xtask bench-gate --table`: only write the table again from
 //!   `benches/gate.toml` (after a margin was changed there).
 
@@ -24,6 +24,8 @@ use serde::{Deserialize, Serialize};
 use crate::cargo;
 
 const GATE_FILE: &str = "benches/gate.toml";
+/// The page that shows the generated table, between [`BEGIN`] and [`END`].
+const TABLE_FILE: &str = "docs/benchmarks.md";
 const BEGIN: &str = "<!-- gate:begin -->";
 const END: &str = "<!-- gate:end -->";
 
@@ -190,7 +192,7 @@ fn print_table(gate: &GateFile, measured: &Measured) {
 }
 
 /// `--record`: five measurements; each ratio's median becomes its recorded
-/// value; the table goes into the READMEs.
+/// value; the table goes into the benchmarks page.
 fn record_runs(root: &Path, gate: &mut GateFile) -> anyhow::Result<()> {
     let runs: usize = 5;
     let mut all: Vec<Measured> = Vec::new();
@@ -240,7 +242,7 @@ fn record_runs(root: &Path, gate: &mut GateFile) -> anyhow::Result<()> {
     let header = "# The performance gate's recorded ratios: written by\n\
                   # `cargo xtask bench-gate --record`, read by `cargo xtask bench-gate`\n\
                   # (run by `cargo xtask test`), which fails when a ratio is above\n\
-                  # value x margin twice in a row. See benches/README.md, \"The gate\".\n\n";
+                  # value x margin twice in a row. See docs/benchmarks.md, \"The gate\".\n\n";
     std::fs::write(
         root.join(GATE_FILE),
         format!("{header}{}", toml::to_string(gate)?),
@@ -249,13 +251,10 @@ fn record_runs(root: &Path, gate: &mut GateFile) -> anyhow::Result<()> {
     write_tables(root, gate)
 }
 
-/// Writes the table of `gate` into the READMEs.
+/// Writes the table of `gate` into the benchmarks page.
 fn write_tables(root: &Path, gate: &GateFile) -> anyhow::Result<()> {
-    let table = table(gate);
-    for file in ["README.md", "benches/README.md"] {
-        splice(&root.join(file), &table)?;
-    }
-    eprintln!("xtask: the figures of {GATE_FILE} written into README.md and benches/README.md");
+    splice(&root.join(TABLE_FILE), &table(gate))?;
+    eprintln!("xtask: the figures of {GATE_FILE} written into {TABLE_FILE}");
     Ok(())
 }
 
@@ -379,7 +378,7 @@ mod tests {
     #[test]
     fn the_table_is_spliced_between_the_markers_only() {
         let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("README.md");
+        let file = dir.path().join("benchmarks.md");
         std::fs::write(&file, format!("before\n{BEGIN}\nold\n{END}\nafter\n")).unwrap();
         splice(&file, &table(&gate())).unwrap();
         let text = std::fs::read_to_string(&file).unwrap();
@@ -389,5 +388,21 @@ mod tests {
         assert!(text.contains("| `fresh` |"), "{text}");
         std::fs::write(&file, "no markers").unwrap();
         assert!(splice(&file, "t").is_err());
+    }
+
+    #[test]
+    fn the_benchmarks_page_holds_the_one_generated_table() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let page = std::fs::read_to_string(root.join(TABLE_FILE)).unwrap();
+        assert_eq!(page.matches(BEGIN).count(), 1, "{TABLE_FILE}");
+        assert_eq!(page.matches(END).count(), 1, "{TABLE_FILE}");
+        assert!(page.find(BEGIN) < page.find(END), "{TABLE_FILE}");
+        for other in ["README.md", "benches/README.md"] {
+            let text = std::fs::read_to_string(root.join(other)).unwrap();
+            assert!(
+                !text.contains(BEGIN),
+                "{other} still has the generated table"
+            );
+        }
     }
 }

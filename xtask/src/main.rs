@@ -58,7 +58,7 @@ fn main() -> anyhow::Result<()> {
                  \n  test      build the plugins and run fmt, clippy and every test\
                  \n  demo      build everything (release) and start `host --plugins target/plugins`\
                  \n  bench     build the plugins and run the benchmarks (args go to criterion)\
-                 \n  bench-gate  the performance gate: quick ratios against benches/gate.toml (--record writes it and the README tables)\
+                 \n  bench-gate  the performance gate: quick ratios against benches/gate.toml (--record writes it and the table in docs/benchmarks.md)\
                  \n  eval      the agent loop's tasks against a model server (--base-url URL --model NAME; xtask/src/eval.rs)"
             );
             std::process::exit(2);

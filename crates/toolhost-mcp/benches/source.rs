@@ -9,7 +9,7 @@
 //! ```sh
 //! cargo bench -p toolhost-mcp --bench source -- [--calls N] [--runs N]
 //! ```
-//! Figures in `benches/README.md` ("MCP gateway").
+//! Figures in `docs/benchmarks-log.md` ("MCP gateway").
 
 use std::sync::Arc;
 use std::time::Instant;

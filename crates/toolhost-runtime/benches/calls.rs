@@ -293,7 +293,7 @@ fn load_one(
     })
 }
 
-/// Plugins in other languages (`benches/README.md`, "Plugins in other
+/// Plugins in other languages (`docs/benchmarks-log.md`, "Plugins in other
 /// languages"): per language, the fresh-instance call with the pool's
 /// resident memory as it was (4 MiB), as it is (the default) and at 64 MiB, the
 /// reused instance, two concurrent callers (time per call, i.e. the inverse

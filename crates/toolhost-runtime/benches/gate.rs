@@ -1,5 +1,5 @@
 //! The quick benchmark behind the CI gate (`cargo xtask bench-gate`,
-//! `benches/README.md`, "The gate"): ratios that hold on a noisy machine,
+//! `docs/benchmarks.md`, "The gate"): ratios that hold on a noisy machine,
 //! because each is measured against its baseline in the same run, batch
 //! against batch, in alternating order.
 //!

@@ -12,7 +12,7 @@
 //! The benchmarks report toolhost's fresh call as a ratio to this floor
 //! (what toolhost adds) and the floor as a ratio to native code (what the
 //! machine's memory system charges for a fresh sandbox), so that figures
-//! travel between machines (`benches/README.md`).
+//! travel between machines (`docs/benchmarks.md`).
 //!
 //! ```no_run
 //! # async fn f(runtime: toolhost_runtime::Runtime) {

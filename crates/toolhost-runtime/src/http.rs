@@ -187,7 +187,7 @@ async fn resolve(host: &str, port: u16) -> Result<Vec<std::net::IpAddr>, String>
 /// Plain HTTP then connects to the first address checked ([`pin_to`]), so a
 /// DNS server that answers differently the second time (DNS rebinding)
 /// gets no second question; HTTPS connects by name and relies on the
-/// certificate (SECURITY.md).
+/// certificate (docs/security.md).
 fn refuse_internal(
     uri: &http::Uri,
     found: Result<Vec<std::net::IpAddr>, String>,

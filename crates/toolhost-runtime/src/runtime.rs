@@ -132,7 +132,7 @@ impl Runtime {
     /// therefore keeps its worker thread for up to a tick of calls at a
     /// time, and tasks behind it wait; await between calls (as a server
     /// reading its next request does) or spread callers over tasks that do
-    /// (see `benches/README.md`, "Calls under load").
+    /// (see `docs/benchmarks-log.md`, "Calls under load").
     pub async fn call(
         &self,
         tool: &str,

@@ -270,7 +270,7 @@ type Writer = Box<dyn tokio::io::AsyncWrite + Send + Unpin>;
 /// client sets them up), they are read and written without blocking, on the
 /// runtime's own threads; `tokio::io::stdin` would hand every read to a
 /// blocking thread, a thread hop on every message (about 30 µs a round trip
-/// here; `benches/README.md`). Anything else (a terminal, a file) falls back
+/// here; `docs/benchmarks-log.md`). Anything else (a terminal, a file) falls back
 /// to tokio's stdio.
 fn stdio() -> (Reader, Writer) {
     #[cfg(unix)]

@@ -1,5 +1,5 @@
 //! What a plugin may claim for itself and what only the user may give it
-//! (the trust model; `SECURITY.md`).
+//! (the trust model; `docs/security.md`).
 
 use std::time::Duration;
 

@@ -1,0 +1,177 @@
+//! Every command in the documentation that needs no model and no network
+//! still works: each shell block marked ```` ```sh run ```` in `README.md`
+//! and `docs/**/*.md` runs with bash (`set -euo pipefail`) and must exit 0.
+//!
+//! Each block runs in a fresh temporary directory (nothing it writes lands
+//! elsewhere), with `HOME` set to another temporary directory, `host` on the
+//! `PATH` (a symlink to the binary under test) and the repository's built
+//! example plugins reachable as `target/plugins` (a symlink in the block's
+//! directory; `$TOOLHOST_PLUGINS` holds the same path). No model is
+//! configured and no API key is passed. A failure names the file, the line of
+//! the block and what it printed.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::support::*;
+
+/// The info string that marks a block to run. Its first word stays `sh`, so
+/// GitHub and mdBook highlight the block as shell.
+const MARK: &str = "sh run";
+
+/// The longest one block may take (`timeout`, from coreutils).
+const BLOCK_TIMEOUT_SECS: u32 = 120;
+
+/// One marked block: where it is and its text.
+struct Block {
+    file: PathBuf,
+    /// The line of its opening fence (1-based).
+    line: usize,
+    text: String,
+}
+
+/// The markdown files the test reads: `README.md` and every `docs/**/*.md`.
+fn markdown_files(root: &Path) -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let mut entries: Vec<_> = std::fs::read_dir(dir)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
+            .map(|e| e.unwrap().path())
+            .collect();
+        entries.sort();
+        for path in entries {
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "md") {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = vec![root.join("README.md")];
+    walk(&root.join("docs"), &mut files);
+    files
+}
+
+/// The marked blocks of one file. A fence may be indented (inside a list
+/// item): the block's lines lose that indentation.
+fn marked_blocks(file: &Path) -> Vec<Block> {
+    let text = std::fs::read_to_string(file)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
+    let mut blocks = Vec::new();
+    let mut lines = text.lines().enumerate();
+    while let Some((n, line)) = lines.next() {
+        let trimmed = line.trim_start();
+        let Some(info) = trimmed.strip_prefix("```") else {
+            continue;
+        };
+        let indent = line.len() - trimmed.len();
+        let mut body = String::new();
+        for (_, inner) in lines.by_ref() {
+            if inner.trim() == "```" {
+                break;
+            }
+            let strip = inner.len() - inner.trim_start().len();
+            body.push_str(&inner[strip.min(indent)..]);
+            body.push('\n');
+        }
+        if info.trim() == MARK {
+            blocks.push(Block {
+                file: file.to_path_buf(),
+                line: n + 1,
+                text: body,
+            });
+        }
+    }
+    blocks
+}
+
+/// Runs one block; `Err` says where it is and what it printed.
+fn run_block(block: &Block, root: &Path, bin_dir: &Path, cache: &Path) -> Result<(), String> {
+    let work = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let plugins = plugins_dir();
+    std::fs::create_dir(work.path().join("target")).unwrap();
+    std::os::unix::fs::symlink(&plugins, work.path().join("target/plugins")).unwrap();
+    let script = home.path().join("block.sh");
+    std::fs::write(&script, format!("set -euo pipefail\n{}", block.text)).unwrap();
+    let path = std::env::join_paths(std::iter::once(bin_dir.to_path_buf()).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
+    .unwrap();
+    let mut cmd = Command::new("timeout");
+    cmd.arg(BLOCK_TIMEOUT_SECS.to_string())
+        .arg("bash")
+        .arg(&script)
+        .current_dir(work.path())
+        .env("HOME", home.path())
+        .env("PATH", path)
+        .env("TOOLHOST_PLUGINS", &plugins)
+        .env("TOOLHOST_REPO", root)
+        .env("TOOLHOST_CACHE_DIR", cache)
+        .env_remove("XDG_STATE_HOME")
+        .env_remove("XDG_DATA_HOME")
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("TOOLHOST_LOCK")
+        .env_remove("TOOLHOST_CONFIG")
+        .env_remove("TOOLHOST_POLICY")
+        .env_remove("TOOLHOST_SESSIONS_DIR")
+        .env_remove("RUST_LOG")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env("OLLAMA_HOST", "http://127.0.0.1:9");
+    let out = cmd
+        .output()
+        .map_err(|e| format!("cannot start bash for the block: {e}"))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let file = block.file.strip_prefix(root).unwrap_or(&block.file);
+    Err(format!(
+        "{}:{}: the block exited with {}{}\n--- block\n{}--- stdout\n{}--- stderr\n{}",
+        file.display(),
+        block.line,
+        out.status,
+        if out.status.code() == Some(124) {
+            format!(" (killed after {BLOCK_TIMEOUT_SECS} s)")
+        } else {
+            String::new()
+        },
+        block.text,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    ))
+}
+
+#[test]
+fn every_runnable_shell_block_in_the_docs_exits_zero() {
+    let root = root().canonicalize().unwrap();
+    let blocks: Vec<Block> = markdown_files(&root)
+        .iter()
+        .flat_map(|f| marked_blocks(f))
+        .collect();
+    let in_readme = blocks
+        .iter()
+        .filter(|b| b.file == root.join("README.md"))
+        .count();
+    assert!(
+        in_readme > 0 && blocks.len() > in_readme,
+        "expected marked blocks (```{MARK}) in README.md and in docs/: found {in_readme} and {}",
+        blocks.len() - in_readme
+    );
+
+    let bin_dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_host"), bin_dir.path().join("host")).unwrap();
+    let cache = tempfile::tempdir().unwrap();
+
+    let failures: Vec<String> = blocks
+        .iter()
+        .filter_map(|b| run_block(b, &root, bin_dir.path(), cache.path()).err())
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {} marked shell blocks failed:\n\n{}",
+        failures.len(),
+        blocks.len(),
+        failures.join("\n\n")
+    );
+}
