@@ -11,9 +11,9 @@ use toolhost_hooks::{HookChain, HookConfig, HookEntry};
 use toolhost_policy::Policy;
 
 use crate::api::Linkers;
-use crate::cache::{CompileCache, default_cache_dir};
 use crate::catalog::Catalog;
 use crate::catalog::{DEFAULT_CACHE_GRACE, Sources};
+use crate::compile_cache::{CompileCache, default_cache_dir};
 use crate::engine::{EngineSettings, EpochTicker, build_engine};
 use crate::error::RuntimeError;
 use crate::gate::Gate;
@@ -372,11 +372,11 @@ impl RuntimeBuilder {
             return Err(RuntimeError::Hooks(e.to_string()));
         }
         futures::future::join_all(catalog.sources_in_use.iter().map(|s| s.ready())).await;
-        let subscribed = crate::source::subscribe(&catalog);
+        let subscribed = crate::catalog::subscribe(&catalog);
         catalog.build_source_plugins(None).await;
         let files = catalog.sources.list().into_iter().collect();
         catalog.reload(files).await;
-        crate::source::follow(&catalog, subscribed);
+        crate::catalog::follow(&catalog, subscribed);
         if self.watch {
             let watcher = crate::watch::start(
                 Arc::downgrade(&catalog),

@@ -332,6 +332,36 @@ pub(crate) struct Files {
     pub(crate) from_sources: BTreeMap<String, (Arc<Plugin>, Vec<String>)>,
 }
 
+/// Each source's changes, subscribed to before its tools are first read
+/// (so a change in between is not missed).
+pub(crate) fn subscribe(catalog: &Catalog) -> Vec<(String, tokio::sync::watch::Receiver<u64>)> {
+    catalog
+        .sources_in_use
+        .iter()
+        .map(|s| (s.name().to_owned(), s.changes()))
+        .collect()
+}
+
+/// Rebuilds a source's plugin, and the registry, each time the source
+/// says it changed; one task per source, which ends with the catalog.
+pub(crate) fn follow(
+    catalog: &Arc<Catalog>,
+    subscribed: Vec<(String, tokio::sync::watch::Receiver<u64>)>,
+) {
+    for (name, mut changes) in subscribed {
+        let name = [name];
+        let catalog = Arc::downgrade(catalog);
+        tokio::spawn(async move {
+            while changes.changed().await.is_ok() {
+                let Some(catalog) = catalog.upgrade() else {
+                    break;
+                };
+                catalog.refresh_sources(Some(&name)).await;
+            }
+        });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

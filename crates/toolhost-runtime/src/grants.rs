@@ -41,9 +41,9 @@ pub struct PluginSettings {
     /// (`[plugins.NAME.cache]`; see [`CacheSettings`](crate::CacheSettings)).
     #[serde(
         default,
-        skip_serializing_if = "crate::result_cache::CacheSettings::is_empty"
+        skip_serializing_if = "crate::cache_settings::CacheSettings::is_empty"
     )]
-    pub cache: crate::result_cache::CacheSettings,
+    pub cache: crate::cache_settings::CacheSettings,
 }
 
 /// A directory granted to a plugin. It appears in the plugin at the same absolute

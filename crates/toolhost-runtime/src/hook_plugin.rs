@@ -168,7 +168,7 @@ impl Hook for PluginHook {
 async fn hook_sandbox(inner: &Parts, plugin: &Plugin) -> Result<(Sandbox, Slot), HookError> {
     let slot = inner
         .pool
-        .acquire(plugin)
+        .acquire(plugin.quota())
         .await
         .map_err(|e| HookError::Failed(e.to_string()))?;
     let mut sandbox = inner

@@ -1,6 +1,6 @@
 //! Sending a plugin's HTTP request to the address that was checked.
 //!
-//! [`crate::http::HttpAllowlist`] resolves the request's host once and
+//! The allowlist (`http.rs`) resolves the request's host once and
 //! checks every address (no private, loopback or link-local address unless
 //! granted). [`send_to`] then connects to that address, never to a second
 //! lookup's answer, so a name that rebinds between the check and the

@@ -30,9 +30,10 @@
 mod agent_tools;
 mod api;
 mod builder;
-mod cache;
+mod cache_settings;
 mod call;
 mod catalog;
+mod compile_cache;
 mod engine;
 mod error;
 mod floor;
@@ -51,6 +52,7 @@ mod pool;
 #[cfg(feature = "agent")]
 mod read_var;
 mod ready;
+mod refill;
 mod registry;
 mod reload;
 mod result_cache;
@@ -58,6 +60,7 @@ mod reuse;
 mod runtime;
 mod sandbox;
 mod source;
+mod source_plugin;
 mod watch;
 
 /// The newest `toolhost:plugin` version this host has bindings for (what
@@ -65,9 +68,10 @@ mod watch;
 pub use api::latest::VERSION as CONTRACT_VERSION;
 pub use api::{Annotations, PACKAGE as CONTRACT_PACKAGE, supported_versions};
 pub use builder::RuntimeBuilder;
-pub use cache::default_cache_dir;
+pub use cache_settings::{CacheSettings, ToolCacheSettings};
 pub use call::{CallContext, StepSink, ToolResult};
 pub use catalog::{DEFAULT_CACHE_GRACE, LoadFailure, LoadReport, PluginEvent};
+pub use compile_cache::default_cache_dir;
 pub use engine::{EPOCH_TICK, EngineSettings};
 pub use error::{ArgumentIssue, CallError, LoadError, RuntimeError, SandboxFault, ToolErrorKind};
 #[doc(hidden)]
@@ -87,7 +91,7 @@ pub use plugin::{DESCRIBE_TIMEOUT, MAX_DESCRIBE_BYTES, MAX_TOOLS, is_valid_tool_
 #[cfg(feature = "agent")]
 pub use read_var::{BUILTIN_SOURCE, read_var_source};
 pub use registry::{Granted, PluginInfo, PluginKind, RESERVED_TOOL_NAMES, ReadyInfo, ToolInfo};
-pub use result_cache::{CacheOptions, CacheSettings, CacheStats, ToolCacheSettings};
+pub use result_cache::{CacheOptions, CacheStats};
 pub use reuse::ReusedInstance;
 pub use runtime::Runtime;
 pub use sandbox::ProgressSink;

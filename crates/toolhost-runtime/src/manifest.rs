@@ -57,9 +57,9 @@ pub struct Manifest {
     /// [`CacheSettings`](crate::CacheSettings)).
     #[serde(
         default,
-        skip_serializing_if = "crate::result_cache::CacheSettings::is_empty"
+        skip_serializing_if = "crate::cache_settings::CacheSettings::is_empty"
     )]
-    pub cache: crate::result_cache::CacheSettings,
+    pub cache: crate::cache_settings::CacheSettings,
 }
 
 /// Capabilities a plugin requests.

@@ -11,14 +11,14 @@ use wasmtime::Engine;
 use crate::api::{
     self, Annotations, ComponentKind, HookPre, Linked, Linkers, PluginPre, RawToolSpec,
 };
-use crate::cache::CompileCache;
+use crate::cache_settings::CacheRule;
+use crate::compile_cache::CompileCache;
 use crate::error::{LoadError, SandboxFault};
 use crate::grants::PluginSettings;
 use crate::limits::Limits;
 use crate::lockfile::{GrantState, Lock, digest_of};
 use crate::manifest::{Capabilities, Manifest};
 use crate::ready::ReadyInstances;
-use crate::result_cache::CacheRule;
 use crate::sandbox::{Sandbox, SandboxSpec};
 
 /// A loaded plugin: one version of one component, ready to run calls.
@@ -82,6 +82,16 @@ impl Plugin {
     /// ([`ToolSource::is_builtin`](crate::ToolSource::is_builtin)).
     pub fn is_builtin(&self) -> bool {
         self.source().is_some_and(|s| s.is_builtin())
+    }
+
+    /// Its share of the instance pool (`max-instances`), as the pool sees it.
+    pub(crate) fn quota(&self) -> crate::pool::Quota<'_> {
+        crate::pool::Quota {
+            permits: &self.instances,
+            name: &self.name,
+            version: &self.version,
+            max: self.sandbox.limits.max_instances,
+        }
     }
 
     /// `name@version`, as shown to users.
@@ -362,7 +372,7 @@ impl Loader {
         for t in &mut tools {
             t.cache = CacheRule::resolve(&t.name, &t.annotations, &settings.cache, &manifest.cache);
         }
-        let cache_identity = crate::result_cache::identity(&digest, &sandbox, &tools);
+        let cache_identity = crate::plugin::cache_identity(&digest, &sandbox, &tools);
         let version = manifest
             .version
             .clone()
@@ -610,6 +620,21 @@ fn validate_tools(specs: Vec<RawToolSpec>) -> Result<Vec<Tool>, LoadError> {
         });
     }
     Ok(tools)
+}
+
+/// The plugin's identity for the result cache
+/// ([`identity`](crate::result_cache::identity)) from its tools.
+pub(crate) fn cache_identity(digest: &str, sandbox: &SandboxSpec, tools: &[Tool]) -> [u8; 32] {
+    crate::result_cache::identity(
+        digest,
+        sandbox,
+        tools.iter().map(|t| crate::result_cache::ToolIdentity {
+            name: &t.name,
+            remote_name: t.remote_name.as_deref(),
+            schema: &t.schema,
+            output_schema: t.output_schema.as_deref(),
+        }),
+    )
 }
 
 #[cfg(test)]

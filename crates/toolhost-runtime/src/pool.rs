@@ -15,7 +15,6 @@ use wasmtime::Engine;
 
 use crate::engine::EpochTicker;
 use crate::error::CallError;
-use crate::plugin::Plugin;
 use crate::sandbox::{Sandbox, SandboxSpec};
 
 /// The engine and its sandbox slots, shared by every call. A clone is a
@@ -76,8 +75,8 @@ impl Pool {
     /// Waits until `plugin` may start another sandbox (`max-instances`) and
     /// a slot of the instance pool is free, or answers `Busy` when too many
     /// calls wait already.
-    pub(crate) async fn acquire(&self, plugin: &Plugin) -> Result<Slot, CallError> {
-        let instance = self.wait_for(&plugin.instances, Some(plugin)).await?;
+    pub(crate) async fn acquire(&self, plugin: Quota<'_>) -> Result<Slot, CallError> {
+        let instance = self.wait_for(plugin.permits, Some(&plugin)).await?;
         let pool = self.wait_for(&self.slots, None).await?;
         Ok(Slot {
             _instance: instance,
@@ -90,9 +89,9 @@ impl Pool {
     /// permit to its waiters first), and within the pool's budget for ready
     /// instances. The budget permit is the second value: dropped when a
     /// call takes the instance.
-    pub(crate) fn try_spare(&self, plugin: &Plugin) -> Option<(Slot, OwnedSemaphorePermit)> {
+    pub(crate) fn try_spare(&self, plugin: Quota<'_>) -> Option<(Slot, OwnedSemaphorePermit)> {
         let budget = self.ready_budget.clone().try_acquire_owned().ok()?;
-        let instance = plugin.instances.clone().try_acquire_owned().ok()?;
+        let instance = plugin.permits.clone().try_acquire_owned().ok()?;
         let pool = self.slots.clone().try_acquire_owned().ok()?;
         Some((
             Slot {
@@ -108,7 +107,7 @@ impl Pool {
     async fn wait_for(
         &self,
         semaphore: &Arc<Semaphore>,
-        plugin: Option<&Plugin>,
+        plugin: Option<&Quota<'_>>,
     ) -> Result<OwnedSemaphorePermit, CallError> {
         if let Ok(p) = semaphore.clone().try_acquire_owned() {
             return Ok(p);
@@ -116,7 +115,7 @@ impl Pool {
         let busy = |waiting| CallError::Busy {
             waiting,
             max_queued: self.max_queued,
-            instance_limit: plugin.map(|p| (p.id(), p.sandbox.limits.max_instances)),
+            instance_limit: plugin.map(|p| (format!("{}@{}", p.name, p.version), p.max)),
         };
         let waiting = self.queued.fetch_add(1, Ordering::AcqRel);
         struct Dequeue<'a>(&'a AtomicUsize);
@@ -135,4 +134,15 @@ impl Pool {
             .await
             .map_err(|_| busy(waiting))
     }
+}
+
+/// What the pool needs of a plugin: its `max-instances` permits, and its
+/// name, version and limit for a `Busy` error
+/// (`Plugin::quota`).
+#[derive(Clone, Copy)]
+pub(crate) struct Quota<'a> {
+    pub permits: &'a Arc<Semaphore>,
+    pub name: &'a str,
+    pub version: &'a semver::Version,
+    pub max: usize,
 }

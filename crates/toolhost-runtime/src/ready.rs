@@ -18,7 +18,7 @@
 //! contend in the kernel), more than the instantiation it saved. So after a
 //! call one task per plugin waits until no call of the plugin has started
 //! for [`quiet`] (the plugin's own instantiation time, 1–20 ms), then drops
-//! the used sandboxes and fills the ready set. Calls back to back run as
+//! the used sandboxes and fills the ready set (`refill.rs`). Calls back to back run as
 //! without ready instances; calls with pauses between them (an agent's
 //! rounds, an MCP client's requests) find one ready.
 //!
@@ -35,16 +35,14 @@
 //! [`RuntimeBuilder::ready_instances`](crate::RuntimeBuilder::ready_instances)
 //! turns them off.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use parking_lot::Mutex;
 use tokio::sync::OwnedSemaphorePermit;
 
-use crate::api::{Linked, PluginInstance};
-use crate::plugin::Plugin;
-use crate::pool::{Pool, Slot};
+use crate::api::PluginInstance;
+use crate::pool::Slot;
 use crate::sandbox::Sandbox;
 
 /// An instantiation above this is costly enough to be done ahead of the
@@ -60,20 +58,20 @@ pub(crate) const PER_PLUGIN: usize = 2;
 pub(crate) struct ReadyInstances {
     /// How many to keep; 0 when the plugin's instantiation is cheap (or
     /// they are turned off).
-    target: usize,
+    pub(crate) target: usize,
     /// How long the plugin must be quiet before the work is done.
-    quiet: Duration,
-    ready: Mutex<Vec<Prepared>>,
+    pub(crate) quiet: Duration,
+    pub(crate) ready: Mutex<Vec<Prepared>>,
     /// Used sandboxes of ready instances, dropped when the plugin is quiet.
-    used: Mutex<Vec<Fresh>>,
+    pub(crate) used: Mutex<Vec<Fresh>>,
     /// Calls started, to tell a quiet plugin from a busy one.
-    calls: AtomicU64,
+    pub(crate) calls: AtomicU64,
     /// Calls that ran in a ready instance.
     served: AtomicU64,
     /// Whether a task waits to do the work.
-    scheduled: AtomicBool,
+    pub(crate) scheduled: AtomicBool,
     /// Set when making one failed: this plugin version gets no more.
-    broken: AtomicBool,
+    pub(crate) broken: AtomicBool,
 }
 
 /// An instance instantiated in its own sandbox, never called, with the
@@ -83,14 +81,14 @@ pub(crate) struct Fresh {
     pub instance: PluginInstance,
     /// Declared last, so dropped last: the slot is free only once the
     /// store has given its instance back to the engine's pool.
-    _slot: Slot,
+    pub(crate) _slot: Slot,
 }
 
 /// A [`Fresh`] instance waiting for a call, with its share of the pool's
 /// budget for ready instances (returned when a call takes it).
-struct Prepared {
-    fresh: Fresh,
-    _budget: OwnedSemaphorePermit,
+pub(crate) struct Prepared {
+    pub(crate) fresh: Fresh,
+    pub(crate) _budget: OwnedSemaphorePermit,
 }
 
 /// How long a plugin whose instantiation takes `instantiation` must be
@@ -149,89 +147,6 @@ impl ReadyInstances {
     /// How many calls ran in a ready instance so far.
     pub(crate) fn served(&self) -> u64 {
         self.served.load(Ordering::Relaxed)
-    }
-}
-
-/// After a call of `plugin` (which has ready instances): keeps `used` (the
-/// ready instance the call ran in, if it did) to be dropped, and makes sure
-/// a task will do that and refill once the plugin is quiet.
-pub(crate) fn after_call(pool: &Pool, plugin: &Arc<Plugin>, used: Option<Fresh>) {
-    let ready = &plugin.ready;
-    if let Some(used) = used {
-        ready.used.lock().push(used);
-    }
-    if ready.scheduled.swap(true, Ordering::AcqRel) {
-        return;
-    }
-    let (pool, plugin) = (pool.clone(), plugin.clone());
-    tokio::spawn(async move {
-        let ready = &plugin.ready;
-        loop {
-            let seen = ready.calls.load(Ordering::Relaxed);
-            tokio::time::sleep(ready.quiet).await;
-            if ready.calls.load(Ordering::Relaxed) != seen {
-                continue;
-            }
-            drop(std::mem::take(&mut *ready.used.lock()));
-            refill(&pool, &plugin).await;
-            ready.scheduled.store(false, Ordering::Release);
-            // A call that ended while this task was finishing left its
-            // sandbox without scheduling: take it on, or leave it to the
-            // task that did.
-            if ready.used.lock().is_empty() || ready.scheduled.swap(true, Ordering::AcqRel) {
-                return;
-            }
-        }
-    });
-}
-
-/// Instantiates instances until `plugin` has its target ready, a slot is
-/// not free, or one fails.
-async fn refill(pool: &Pool, plugin: &Plugin) {
-    let ready = &plugin.ready;
-    while !ready.broken.load(Ordering::Relaxed) && ready.count() < ready.target {
-        let Some(prepared) = prepare(pool, plugin).await else {
-            return;
-        };
-        ready.ready.lock().push(prepared);
-    }
-}
-
-/// One ready instance of `plugin`: a spare slot, a sandbox, the component
-/// instantiated in it under the plugin's time limit.
-async fn prepare(pool: &Pool, plugin: &Plugin) -> Option<Prepared> {
-    let Linked::Tool(pre) = &plugin.pre else {
-        return None;
-    };
-    let (slot, budget) = pool.try_spare(plugin)?;
-    let broken = |why: String| {
-        tracing::warn!(plugin = %plugin.id(), "no ready instances for this version: {why}");
-        plugin.ready.broken.store(true, Ordering::Relaxed);
-    };
-    let mut sandbox = match pool.sandbox(&plugin.sandbox) {
-        Ok(sandbox) => sandbox,
-        Err(why) => {
-            broken(why);
-            return None;
-        }
-    };
-    sandbox.begin("(ready instance)", None, None);
-    match sandbox
-        .call(async |store| pre.instantiate(&mut *store).await)
-        .await
-    {
-        Ok(instance) => Some(Prepared {
-            fresh: Fresh {
-                sandbox,
-                instance,
-                _slot: slot,
-            },
-            _budget: budget,
-        }),
-        Err(fault) => {
-            broken(fault.to_string());
-            None
-        }
     }
 }
 

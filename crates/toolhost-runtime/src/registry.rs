@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::api::Annotations;
+use crate::api::types::Annotations;
 use crate::manifest::Capabilities;
 use crate::plugin::{Plugin, is_valid_tool_name};
 

@@ -35,7 +35,7 @@ impl Catalog {
             if names.is_some_and(|n| !n.iter().any(|n| n == source.name())) {
                 continue;
             }
-            let (plugin, warnings) = crate::source::source_plugin(
+            let (plugin, warnings) = crate::source_plugin::source_plugin(
                 source,
                 &self.loader.default_limits,
                 self.loader.settings.get(source.name()),

@@ -36,21 +36,16 @@
 //!   lock to look up and one to store. A tool that cannot be cached pays
 //!   one branch.
 
-use std::collections::BTreeMap;
 use std::sync::LazyLock;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use lru::LruCache;
 use parking_lot::Mutex;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::api::Annotations;
-use crate::call::{Call, ToolResult};
-use crate::error::CallError;
-use crate::permission::CallStep;
 use crate::sandbox::SandboxSpec;
 
 /// The runtime-wide switch and bounds of the result cache
@@ -109,116 +104,6 @@ impl CacheOptions {
     }
 }
 
-/// Caching of one plugin's results, as the host's settings
-/// (`[plugins.NAME.cache]`, [`PluginSettings::cache`](crate::PluginSettings::cache))
-/// or the plugin's manifest (`[cache]`, [`Manifest::cache`](crate::Manifest::cache))
-/// say it. Only tools annotated read-only *and* idempotent are ever cached;
-/// these settings can only keep results out or change how long they stay.
-/// The host's TTL may go either way from the runtime's default; a
-/// manifest may only lower what the host allows (`enabled = true` or a
-/// longer TTL in a manifest changes nothing).
-///
-/// ```toml
-/// [plugins.fs.cache]
-/// ttl-ms = 60000                          # every tool of fs
-/// tools.list_dir = { enabled = false }    # but never list_dir
-/// ```
-///
-/// ```
-/// use toolhost_runtime::CacheSettings;
-/// let s: CacheSettings = toml::from_str("ttl-ms = 1000\ntools.list_dir = { enabled = false }").unwrap();
-/// assert_eq!(s.ttl_ms, Some(1000));
-/// assert_eq!(s.tools["list_dir"].enabled, Some(false));
-/// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
-pub struct CacheSettings {
-    /// `false` keeps every tool of the plugin out of the cache.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub enabled: Option<bool>,
-    /// How long its results are kept, in milliseconds (0: not cached).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttl_ms: Option<u64>,
-    /// The same, per tool (by the name the plugin declares); wins over the
-    /// plugin-wide values.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub tools: BTreeMap<String, ToolCacheSettings>,
-}
-
-/// Caching of one tool's results (see [`CacheSettings`]).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
-pub struct ToolCacheSettings {
-    /// `false` keeps this tool out of the cache.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub enabled: Option<bool>,
-    /// How long its results are kept, in milliseconds (0: not cached).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttl_ms: Option<u64>,
-}
-
-impl CacheSettings {
-    /// Whether nothing is set (then it is left out when serialized).
-    pub fn is_empty(&self) -> bool {
-        self == &CacheSettings::default()
-    }
-
-    /// `(enabled, ttl)` for `tool`: the tool's own values, else the plugin's.
-    fn for_tool(&self, tool: &str) -> (bool, Option<Duration>) {
-        let own = self.tools.get(tool);
-        let enabled = self.enabled.unwrap_or(true) && own.and_then(|t| t.enabled).unwrap_or(true);
-        let ttl = own
-            .and_then(|t| t.ttl_ms)
-            .or(self.ttl_ms)
-            .map(Duration::from_millis);
-        (enabled, ttl)
-    }
-}
-
-/// Whether one tool's results may be cached, and for how long, as its
-/// annotations, the host's settings and its manifest decide (resolved when
-/// the plugin loads; the runtime's [`CacheOptions`] apply at call time).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct CacheRule {
-    /// Annotated read-only and idempotent, and neither the host nor the
-    /// manifest opts out.
-    pub allowed: bool,
-    /// The host's TTL (`None`: the runtime's default).
-    pub host_ttl: Option<Duration>,
-    /// The manifest's TTL, a ceiling below the host's.
-    pub manifest_ttl: Option<Duration>,
-}
-
-impl CacheRule {
-    /// The rule for tool `tool` with `annotations`, under the host's
-    /// settings `host` and the manifest's `manifest`.
-    pub(crate) fn resolve(
-        tool: &str,
-        annotations: &Annotations,
-        host: &CacheSettings,
-        manifest: &CacheSettings,
-    ) -> CacheRule {
-        let (host_on, host_ttl) = host.for_tool(tool);
-        let (manifest_on, manifest_ttl) = manifest.for_tool(tool);
-        CacheRule {
-            allowed: annotations.read_only && annotations.idempotent && host_on && manifest_on,
-            host_ttl,
-            manifest_ttl,
-        }
-    }
-
-    /// How long a result is kept: the host's TTL (or `default`), lowered
-    /// by the manifest's; `None` when it is not cached.
-    pub(crate) fn ttl(&self, default: Duration) -> Option<Duration> {
-        if !self.allowed {
-            return None;
-        }
-        let host = self.host_ttl.unwrap_or(default);
-        let ttl = self.manifest_ttl.map_or(host, |m| m.min(host));
-        (!ttl.is_zero()).then_some(ttl)
-    }
-}
-
 /// What the result cache holds now and how it was used
 /// ([`Runtime::result_cache_stats`](crate::Runtime::result_cache_stats)).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -235,7 +120,7 @@ pub struct CacheStats {
 }
 
 /// What a call is cached under: a SHA-256 of everything its result depends on.
-type Key = [u8; 32];
+pub(crate) type Key = [u8; 32];
 
 /// What each entry counts for besides its results: the key, the clock,
 /// the bookkeeping of the LRU list.
@@ -339,90 +224,24 @@ impl ResultCache {
         }
     }
 
-    /// The execute step of `call` with `args` (as admitted; `args_text` is
-    /// their JSON text) through the cache: a hit answers from it (and is
-    /// reported as a [`CallStep::Cached`] step); a miss runs `execute` and
-    /// stores its result when it succeeded. A tool that cannot be cached
-    /// costs one branch here (and, when it may write, a clear).
-    pub(crate) async fn execute(
-        &self,
-        call: &Call<'_>,
-        args: &Value,
-        args_text: &str,
-        execute: impl AsyncFnOnce() -> Result<ToolResult, CallError>,
-    ) -> Result<ToolResult, CallError> {
-        if !self.options.enabled {
-            return execute().await;
-        }
-        let spec = call.target.spec();
-        let Some(ttl) = spec.cache.ttl(self.options.ttl) else {
-            let result = execute().await;
-            self.after_uncached(call);
-            return result;
-        };
-        let started = Instant::now();
-        let key = key(
-            &call.target.plugin.cache_identity,
-            &spec.name,
-            Args {
-                value: args,
-                text: args_text,
-            },
-            [
-                call.cx.session_id.as_deref(),
-                call.cx.agent.as_deref(),
-                call.cx.client.as_deref(),
-            ],
-        );
-        let generation = match self.lookup(&key, started) {
-            Ok(hit) => {
-                let Some(hit) = hit else {
-                    return execute().await;
-                };
-                // A hit never waits for anything: without this, a task
-                // making cached calls back to back would keep its worker
-                // thread forever. It yields once its cooperative budget is
-                // spent, as tokio's own resources do.
-                tokio::task::coop::consume_budget().await;
-                call.cx.step(|| CallStep::Cached);
-                tracing::debug!(tool = call.target.tool, plugin = %call.target.plugin.id(), call_id = %call.id, "answered from the result cache");
-                let plugin = &call.target.plugin;
-                return Ok(ToolResult {
-                    output: hit.output,
-                    details: hit.details,
-                    structured: hit.structured,
-                    tool: call.target.tool.to_owned(),
-                    plugin: plugin.name.clone(),
-                    plugin_version: plugin.version.clone(),
-                    duration: started.elapsed(),
-                    cached: true,
-                });
-            }
-            Err(generation) => generation,
-        };
-        let result = execute().await;
-        if let Ok(r) = &result {
-            self.store(key, generation, r, ttl);
-        }
-        result
+    /// Whether the cache is on, and the TTL of a tool whose settings name
+    /// none.
+    pub(crate) fn enabled(&self) -> Option<Duration> {
+        self.options.enabled.then_some(self.options.ttl)
     }
 
-    /// After a call of `call`'s tool that ran outside the cache (one that
-    /// cannot be cached, or a call on a reused instance, `reuse.rs`): a
-    /// tool that may write clears the cache (with `clear_after_writes`), so
-    /// no read answers from before the write.
-    pub(crate) fn after_uncached(&self, call: &Call<'_>) {
-        if self.options.enabled
-            && self.options.clear_after_writes
-            && !call.target.spec().annotations.read_only
-        {
+    /// After a call of a tool that may write, ran outside the cache: clears
+    /// the cache (with `clear_after_writes`), so no read answers from before
+    /// the write.
+    pub(crate) fn after_write(&self) {
+        if self.options.enabled && self.options.clear_after_writes {
             self.clear();
         }
     }
 
     /// The entry under `key` when there is a live one, or the generation
     /// a result for it must be stored under.
-    fn lookup(&self, key: &Key, now: Instant) -> Result<Option<Hit>, u64> {
+    pub(crate) fn lookup(&self, key: &Key, now: Instant) -> Result<Option<Hit>, u64> {
         // Read before the shard: a clear after this makes the store a no-op.
         let generation = self.generation.load(Ordering::SeqCst);
         let live = {
@@ -456,8 +275,8 @@ impl ResultCache {
     /// Keeps `result` under `key` for `ttl`, unless the cache was cleared
     /// since `generation` or the result is too large; then evicts the
     /// least recently used entries past the bounds.
-    fn store(&self, key: Key, generation: u64, result: &ToolResult, ttl: Duration) {
-        let Some((stored, bytes)) = Stored::of(result)
+    pub(crate) fn store(&self, key: Key, generation: u64, result: Cacheable<'_>, ttl: Duration) {
+        let Some((stored, bytes)) = Stored::of(&result)
             .and_then(|s| s.bytes().map(|b| (s, b)))
             .filter(|(_, b)| *b <= self.options.max_entry_bytes())
         else {
@@ -563,7 +382,7 @@ struct Stored {
 
 impl Stored {
     /// `result`'s output and values as text (`None` if a value cannot be written).
-    fn of(result: &ToolResult) -> Option<Stored> {
+    fn of(result: &Cacheable<'_>) -> Option<Stored> {
         let mut text = Vec::with_capacity(result.output.len().saturating_add(128));
         text.extend_from_slice(result.output.as_bytes());
         let output_end = text.len();
@@ -576,8 +395,8 @@ impl Stored {
                 }
             }
         };
-        let details_end = write(&result.details)?;
-        let structured_end = write(&result.structured)?;
+        let details_end = write(result.details)?;
+        let structured_end = write(result.structured)?;
         // The budget counts the length; what the buffer holds beyond it
         // stays within the entry's fixed overhead.
         if text.capacity() > text.len().saturating_add(ENTRY_OVERHEAD) {
@@ -621,10 +440,19 @@ impl Stored {
 }
 
 /// A cached result, copied out.
-struct Hit {
-    output: String,
-    details: Option<Value>,
-    structured: Option<Value>,
+pub(crate) struct Hit {
+    pub output: String,
+    pub details: Option<Value>,
+    pub structured: Option<Value>,
+}
+
+/// A successful result to keep: the tool's name (for logs), its output and
+/// values.
+pub(crate) struct Cacheable<'a> {
+    pub tool: &'a str,
+    pub output: &'a str,
+    pub details: &'a Option<Value>,
+    pub structured: &'a Option<Value>,
 }
 
 /// Feeds `Sha256` as an [`std::io::Write`].
@@ -681,9 +509,9 @@ fn canonical_json(value: &Value, out: &mut impl std::io::Write) -> std::io::Resu
 
 /// A call's arguments: the value, and its JSON text as the plugin gets it.
 #[derive(Clone, Copy)]
-struct Args<'a> {
-    value: &'a Value,
-    text: &'a str,
+pub(crate) struct Args<'a> {
+    pub value: &'a Value,
+    pub text: &'a str,
 }
 
 /// Whether `serde_json` writes object keys sorted (its maps are ordered by
@@ -698,7 +526,12 @@ static SORTED_MAPS: LazyLock<bool> = LazyLock::new(|| {
 /// The key of a call to tool `tool` (its declared name) of the plugin whose
 /// identity is `identity`, with `args`, from `caller`: its session, agent
 /// profile and client identity.
-fn key(identity: &[u8; 32], tool: &str, args: Args<'_>, caller: [Option<&str>; 3]) -> Key {
+pub(crate) fn key(
+    identity: &[u8; 32],
+    tool: &str,
+    args: Args<'_>,
+    caller: [Option<&str>; 3],
+) -> Key {
     let mut hash = Sha256::new();
     field(&mut hash, identity);
     field(&mut hash, tool.as_bytes());
@@ -722,15 +555,23 @@ fn key(identity: &[u8; 32], tool: &str, args: Args<'_>, caller: [Option<&str>; 3
     hash.finalize().into()
 }
 
+/// What of one tool goes into a plugin's cache identity.
+pub(crate) struct ToolIdentity<'a> {
+    pub name: &'a str,
+    pub remote_name: Option<&'a str>,
+    pub schema: &'a Value,
+    pub output_schema: Option<&'a Value>,
+}
+
 /// A plugin's identity for the cache: what its code is (`digest`; for a
 /// tool source, which lists its tools itself, also each tool's name and
 /// schemas) and what it runs with (`sandbox`: limits, granted directories,
 /// hosts and environment, config). Two plugins with equal identities
 /// answer equal calls alike, as far as the host can tell.
-pub(crate) fn identity(
+pub(crate) fn identity<'a>(
     digest: &str,
     sandbox: &SandboxSpec,
-    tools: &[crate::plugin::Tool],
+    tools: impl IntoIterator<Item = ToolIdentity<'a>>,
 ) -> [u8; 32] {
     let mut hash = Sha256::new();
     field(&mut hash, b"toolhost result cache 1");
@@ -759,11 +600,11 @@ pub(crate) fn identity(
     hash.update(b"tools");
     for t in tools {
         field(&mut hash, t.name.as_bytes());
-        field(&mut hash, t.remote_name.as_deref().unwrap_or("").as_bytes());
-        let _ = serde_json::to_writer(HashWriter(&mut hash), &*t.schema);
+        field(&mut hash, t.remote_name.unwrap_or("").as_bytes());
+        let _ = serde_json::to_writer(HashWriter(&mut hash), t.schema);
         hash.update(b"/");
-        if let Some(schema) = &t.output_schema {
-            let _ = serde_json::to_writer(HashWriter(&mut hash), &**schema);
+        if let Some(schema) = t.output_schema {
+            let _ = serde_json::to_writer(HashWriter(&mut hash), schema);
         }
         hash.update(b"/");
     }
@@ -775,76 +616,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn both() -> Annotations {
-        Annotations {
-            read_only: true,
-            idempotent: true,
-            ..Annotations::default()
-        }
-    }
-
-    fn settings(toml: &str) -> CacheSettings {
-        toml::from_str(toml).unwrap()
-    }
-
     const MIN: Duration = Duration::from_secs(60);
-
-    #[test]
-    fn only_read_only_and_idempotent_tools_are_cached() {
-        let none = CacheSettings::default();
-        let rule = |a: Annotations| CacheRule::resolve("t", &a, &none, &none).ttl(MIN);
-        assert_eq!(rule(both()), Some(MIN));
-        let read_only = Annotations {
-            idempotent: false,
-            ..both()
-        };
-        let idempotent = Annotations {
-            read_only: false,
-            ..both()
-        };
-        assert_eq!(rule(read_only), None);
-        assert_eq!(rule(idempotent), None);
-        assert_eq!(rule(Annotations::default()), None);
-    }
-
-    #[test]
-    fn a_manifest_may_only_lower_what_the_host_allows() {
-        let rule = |host: &str, manifest: &str, tool: &str| {
-            CacheRule::resolve(tool, &both(), &settings(host), &settings(manifest)).ttl(MIN)
-        };
-        // The manifest cannot switch on what the host switched off...
-        assert_eq!(rule("enabled = false", "enabled = true", "t"), None);
-        assert_eq!(
-            rule("tools.t = { enabled = false }", "enabled = true", "t"),
-            None
-        );
-        // ...nor keep results longer than the host does.
-        assert_eq!(
-            rule("ttl-ms = 1000", "ttl-ms = 3600000", "t"),
-            Some(Duration::from_secs(1))
-        );
-        assert_eq!(rule("", "ttl-ms = 3600000", "t"), Some(MIN));
-        // It may opt out, or keep them for less.
-        assert_eq!(rule("", "tools.t = { enabled = false }", "t"), None);
-        assert_eq!(rule("", "tools.t = { enabled = false }", "u"), Some(MIN));
-        assert_eq!(
-            rule("", "ttl-ms = 10", "t"),
-            Some(Duration::from_millis(10))
-        );
-        // The host may raise the runtime's default, per tool too.
-        assert_eq!(
-            rule("ttl-ms = 3600000\ntools.t = { ttl-ms = 7200000 }", "", "t"),
-            Some(Duration::from_secs(7200))
-        );
-        // A zero TTL is no caching.
-        assert_eq!(rule("ttl-ms = 0", "", "t"), None);
-    }
-
-    #[test]
-    fn unknown_cache_keys_are_rejected() {
-        assert!(toml::from_str::<CacheSettings>("ttl = 5").is_err());
-        assert!(toml::from_str::<CacheSettings>("tools.t = { ttl = 5 }").is_err());
-    }
 
     /// The key of a call with `args`, whose text is what validation writes,
     /// from session `s` and agent `a` (no client).
@@ -937,35 +709,47 @@ mod tests {
 
     #[test]
     fn the_identity_changes_with_code_grants_config_and_limits() {
-        let base = identity("sha256:a", &spec(&[], 0), &[]);
-        assert_eq!(base, identity("sha256:a", &spec(&[], 0), &[]));
-        assert_ne!(base, identity("sha256:b", &spec(&[], 0), &[]));
-        assert_ne!(base, identity("sha256:a", &spec(&[("K", "v")], 0), &[]));
-        assert_ne!(base, identity("sha256:a", &spec(&[], 1), &[]));
+        let base = identity("sha256:a", &spec(&[], 0), []);
+        assert_eq!(base, identity("sha256:a", &spec(&[], 0), []));
+        assert_ne!(base, identity("sha256:b", &spec(&[], 0), []));
+        assert_ne!(base, identity("sha256:a", &spec(&[("K", "v")], 0), []));
+        assert_ne!(base, identity("sha256:a", &spec(&[], 1), []));
         let mut config = spec(&[], 0);
         config.config.insert("k".into(), "v".into());
-        assert_ne!(base, identity("sha256:a", &config, &[]));
+        assert_ne!(base, identity("sha256:a", &config, []));
         let mut limits = spec(&[], 0);
         limits.limits.max_output_bytes = 1;
-        assert_ne!(base, identity("sha256:a", &limits, &[]));
+        assert_ne!(base, identity("sha256:a", &limits, []));
         let mut hosts = spec(&[], 0);
         hosts.hosts = vec!["example.com".parse().unwrap()].into();
-        assert_ne!(base, identity("sha256:a", &hosts, &[]));
+        assert_ne!(base, identity("sha256:a", &hosts, []));
     }
 
-    fn result(output: &str) -> ToolResult {
-        ToolResult {
-            output: output.to_owned(),
-            details: None,
-            structured: None,
-            tool: "t".into(),
-            plugin: "p".into(),
-            plugin_version: semver::Version::new(0, 0, 0),
-            duration: Duration::ZERO,
-            cached: false,
+    /// A result to store, as the call step hands one over.
+    struct Owned {
+        output: String,
+        details: Option<Value>,
+        structured: Option<Value>,
+    }
+
+    impl Owned {
+        fn kept(&self) -> Cacheable<'_> {
+            Cacheable {
+                tool: "t",
+                output: &self.output,
+                details: &self.details,
+                structured: &self.structured,
+            }
         }
     }
 
+    fn result(output: &str) -> Owned {
+        Owned {
+            output: output.to_owned(),
+            details: None,
+            structured: None,
+        }
+    }
     #[test]
     fn a_result_stored_after_a_clear_that_followed_its_lookup_is_dropped() {
         let cache = ResultCache::new(CacheOptions::default());
@@ -974,12 +758,12 @@ mod tests {
             panic!("empty")
         };
         cache.clear();
-        cache.store([1; 32], generation, &result("old"), MIN);
+        cache.store([1; 32], generation, result("old").kept(), MIN);
         assert_eq!(cache.stats().entries, 0);
         let Err(generation) = cache.lookup(&[1; 32], now) else {
             panic!("empty")
         };
-        cache.store([1; 32], generation, &result("new"), MIN);
+        cache.store([1; 32], generation, result("new").kept(), MIN);
         assert_eq!(
             cache.lookup(&[1; 32], now).ok().flatten().unwrap().output,
             "new"
@@ -992,17 +776,17 @@ mod tests {
         r.details = Some(json!({"k": "v"}));
         r.structured = Some(json!([1, 2]));
         assert_eq!(
-            Stored::of(&r).unwrap().bytes(),
+            Stored::of(&r.kept()).unwrap().bytes(),
             Some(ENTRY_OVERHEAD + 4 + r#"{"k":"v"}"#.len() + "[1,2]".len())
         );
         let cache = ResultCache::new(CacheOptions {
             max_bytes: 8 * (ENTRY_OVERHEAD + 10),
             ..CacheOptions::default()
         });
-        cache.store([1; 32], 0, &result(&"x".repeat(11)), MIN);
+        cache.store([1; 32], 0, result(&"x".repeat(11)).kept(), MIN);
         assert_eq!(cache.stats().entries, 0, "past an eighth of the budget");
         for i in 0..9u8 {
-            cache.store([i; 32], 0, &result(&"x".repeat(10)), MIN);
+            cache.store([i; 32], 0, result(&"x".repeat(10)).kept(), MIN);
         }
         let stats = cache.stats();
         assert_eq!(stats.entries, 8);
@@ -1017,7 +801,7 @@ mod tests {
         let mut r = result("14");
         r.details = Some(json!({"expression": "2*(3+4)", "value": 14.0, "nested": [{"b": null}]}));
         r.structured = Some(json!({"value": 14}));
-        cache.store([3; 32], 0, &r, MIN);
+        cache.store([3; 32], 0, r.kept(), MIN);
         let hit = cache
             .lookup(&[3; 32], Instant::now())
             .ok()
@@ -1040,7 +824,7 @@ mod tests {
             hash.finalize().into()
         };
         for i in 0..1_000u32 {
-            cache.store(key_of(i), 0, &result("r"), MIN);
+            cache.store(key_of(i), 0, result("r").kept(), MIN);
             assert!(cache.stats().entries <= 10);
         }
         assert_eq!(cache.stats().entries, 10);
@@ -1067,7 +851,7 @@ mod tests {
                         let Err(generation) = cache.lookup(&key, Instant::now()) else {
                             continue;
                         };
-                        cache.store(key, generation, &result("r"), MIN);
+                        cache.store(key, generation, result("r").kept(), MIN);
                         if t == 0 && i % 97 == 0 {
                             cache.clear();
                         }

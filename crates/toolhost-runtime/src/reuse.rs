@@ -59,7 +59,7 @@ impl ReusedInstance {
         let result = self.execute(&call, &admitted.args_text).await;
         // Not answered from the result cache (the instance's state is the
         // point of keeping it), but a write still clears what reads cached.
-        inner.results.after_uncached(&call);
+        crate::call::cached::after_uncached(&inner.results, &call);
         conclude::conclude(&inner.gate, &call, &admitted.args, result).await
     }
 
@@ -112,7 +112,7 @@ impl Runtime {
                 available: registry.plugins.iter().map(|p| p.name.clone()).collect(),
             });
         };
-        let slot = self.inner.pool.acquire(&p).await?;
+        let slot = self.inner.pool.acquire(p.quota()).await?;
         Ok(ReusedInstance::new(self.clone(), p, slot))
     }
 }

@@ -13,7 +13,7 @@ use crate::api::{PluginInstance, RawContext, RawOutcome};
 use crate::call::{Call, ToolResult};
 use crate::error::{CallError, SandboxFault, ToolErrorKind};
 use crate::pool::Pool;
-use crate::ready;
+use crate::refill;
 use crate::sandbox::{Sandbox, SandboxState};
 use crate::source::{SourceCall, SourceError, SourceOutcome, SourceProgress, ToolSource};
 
@@ -28,11 +28,11 @@ pub(crate) async fn fresh(
     let plugin = &call.target.plugin;
     if let Some(mut ready) = plugin.ready.take() {
         let result = on_instance(&mut ready.sandbox, &ready.instance, call, args).await;
-        ready::after_call(pool, plugin, Some(ready));
+        refill::after_call(pool, plugin, Some(ready));
         return result;
     }
     let result = {
-        let _slot = pool.acquire(plugin).await?;
+        let _slot = pool.acquire(plugin.quota()).await?;
         let mut sandbox = pool
             .sandbox(&plugin.sandbox)
             .map_err(|message| CallError::Host {
@@ -52,7 +52,7 @@ pub(crate) async fn fresh(
         .await
     };
     if plugin.ready.enabled() {
-        ready::after_call(pool, plugin, None);
+        refill::after_call(pool, plugin, None);
     }
     result
 }

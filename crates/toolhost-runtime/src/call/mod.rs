@@ -15,14 +15,15 @@
 //!    from a tool source (`source.rs`, an MCP server), the source's call
 //!    under the same time and size limits — and the checks of what it
 //!    returned (sizes, JSON, output schema). A read-only, idempotent tool's
-//!    result may come from the result cache instead (`result_cache.rs`):
-//!    only this step is skipped;
+//!    result may come from the result cache instead (`cached.rs` over
+//!    `result_cache.rs`): only this step is skipped;
 //! 5. **conclude** (`conclude.rs`): the after-hooks (on failures too), then
 //!    the user's approval of the result when the policy asks for it.
 //!
 //! Every decision is reported to the call's [`CallContext::on_step`].
 
 pub(crate) mod admit;
+pub(crate) mod cached;
 pub(crate) mod conclude;
 pub(crate) mod execute;
 pub(crate) mod validate;
@@ -279,17 +280,16 @@ pub(crate) async fn run(
         Ok(admitted) => admitted,
         Err(refused) => return conclude::refused(&parts.gate, &call, refused).await,
     };
-    let result = parts
-        .results
-        .execute(
-            &call,
-            &admitted.args,
-            &admitted.args_text,
-            async || match call.target.plugin.source() {
-                Some(source) => execute::from_source(source.as_ref(), &call, &admitted.args).await,
-                None => execute::fresh(&parts.pool, &call, &admitted.args_text).await,
-            },
-        )
-        .await;
+    let result = cached::execute(
+        &parts.results,
+        &call,
+        &admitted.args,
+        &admitted.args_text,
+        async || match call.target.plugin.source() {
+            Some(source) => execute::from_source(source.as_ref(), &call, &admitted.args).await,
+            None => execute::fresh(&parts.pool, &call, &admitted.args_text).await,
+        },
+    )
+    .await;
     conclude::conclude(&parts.gate, &call, &admitted.args, result).await
 }
