@@ -77,12 +77,13 @@ use crate::provider::{
     BoxFuture, Completion, CompletionRequest, Delta, FinishReason, Provider, ProviderError,
     ToolChoice, ToolDefinition,
 };
+use crate::read_var::read_var_spec;
 use crate::repair::{CallRejection, canonical_json, parse_arguments, resolve_tool_name};
 use crate::request::{ParamsTransform, RequestHook, SystemTransform};
 use crate::status::{Stats, Status};
 use crate::step::{AgentState, StepOutcome};
 use crate::tools::{ToolCallInfo, ToolExecutor, ToolOutcome, ToolSpec};
-use crate::vars::{READ_VAR, VarStore, read_var_spec, truncate_for_model};
+use crate::vars::{READ_VAR, VarStore, truncate_for_model};
 
 /// The default base of the system prompt.
 pub const DEFAULT_BASE_PROMPT: &str = "You are a helpful assistant with access to tools. \

@@ -14,6 +14,7 @@ pub mod clock;
 pub mod context;
 pub mod events;
 pub mod format;
+pub mod read_var;
 pub mod repair;
 pub mod request;
 pub mod status;
