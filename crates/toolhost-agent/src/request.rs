@@ -3,7 +3,8 @@
 //! parameters transform — opencode's `chat.system.transform` and
 //! `chat.params`.
 //!
-//! Before each request the loop applies, in order:
+//! Before each request the loop's model exchange (`agent/exchange.rs`)
+//! applies, in order:
 //!
 //! 1. [`AgentOptions::model_options`](crate::AgentOptions::model_options)
 //!    (the merged layers: temperature, top-p, max tokens, stop, reasoning
