@@ -17,7 +17,7 @@
 //! assert_eq!(message.content, "Hello!");
 //! ```
 
-use crate::agent::ToolChainResult;
+use crate::agent::result::ToolChainResult;
 use crate::message::Message;
 use crate::status::Status;
 

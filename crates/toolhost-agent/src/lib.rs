@@ -14,14 +14,17 @@ pub mod clock;
 pub mod context;
 pub mod events;
 pub mod format;
+pub mod read_var;
 pub mod repair;
 pub mod request;
 pub mod status;
-pub mod step;
 pub mod think;
 pub mod tools;
 pub mod var_ref;
 pub mod vars;
+
+// The loop one step at a time, at the path it always had.
+pub use agent::step;
 
 pub use provider::{
     BoxFuture, Completion, CompletionRequest, Delta, DeltaSink, FinishReason, Provider,

@@ -3,7 +3,8 @@
 //! parameters transform — opencode's `chat.system.transform` and
 //! `chat.params`.
 //!
-//! Before each request the loop applies, in order:
+//! Before each request the loop's model exchange (`agent/exchange.rs`)
+//! applies, in order:
 //!
 //! 1. [`AgentOptions::model_options`](crate::AgentOptions::model_options)
 //!    (the merged layers: temperature, top-p, max tokens, stop, reasoning
@@ -39,9 +40,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use toolhost_hooks::{Program, run_program};
-use tracing::{debug, warn};
 
-use crate::agent::AgentOptions;
 use crate::provider::options::{ModelOptions, OptionsError};
 use crate::provider::{BoxFuture, CompletionRequest, ReasoningEffort};
 
@@ -371,145 +370,10 @@ impl RequestHookConfig {
     }
 }
 
-/// Applies the options, the transforms and the hooks to `request`, in the
-/// order the [module](self) documents.
-pub(crate) async fn prepare(opts: &AgentOptions, request: &mut CompletionRequest) {
-    opts.model_options.apply_to(request);
-    if let Some(transform) = &opts.system_transform {
-        let mut system = request.system.take().unwrap_or_default();
-        transform(&mut system);
-        request.system = Some(system);
-    }
-    for hook in &opts.request_hooks {
-        let before = RequestEdit {
-            system: request.system.clone().unwrap_or_default(),
-            params: ModelOptions::of_request(request).into(),
-        };
-        let after = match hook.edit(&before).await {
-            Ok(after) => after,
-            Err(e) => {
-                warn!(hook = hook.name(), error = %e, "request hook failed; the request goes out without its changes");
-                continue;
-            }
-        };
-        let options = ModelOptions::from(after.params);
-        if let Err(e) = options.validate() {
-            let e = RequestHookError::InvalidParams(e);
-            warn!(hook = hook.name(), error = %e, "request hook ignored; the request goes out without its changes");
-            continue;
-        }
-        debug!(hook = hook.name(), "request hook applied");
-        options.replace_in(request);
-        request.system = Some(after.system);
-    }
-    if let Some(transform) = &opts.params_transform {
-        transform(request);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
-
-    fn request() -> CompletionRequest {
-        CompletionRequest {
-            system: Some("base".into()),
-            temperature: Some(0.5),
-            ..Default::default()
-        }
-    }
-
-    fn sh(name: &str, script: &str) -> Arc<dyn RequestHook> {
-        Arc::new(CommandRequestHook::argv(name, ["sh", "-c", script]))
-    }
-
-    #[tokio::test]
-    async fn options_then_system_transform_then_hooks_then_params_transform() {
-        let order = Arc::new(std::sync::Mutex::new(Vec::new()));
-        let (o1, o2) = (order.clone(), order.clone());
-        let opts = AgentOptions::new("m")
-            .model_options(ModelOptions {
-                top_p: Some(0.9),
-                ..Default::default()
-            })
-            .system_transform(move |s| {
-                o1.lock().unwrap().push("system");
-                s.push_str(" + transformed");
-            })
-            .params_transform(move |r| {
-                o2.lock().unwrap().push("params");
-                // Sees what the options set.
-                assert_eq!(r.top_p, Some(0.9));
-                r.temperature = Some(0.1);
-            });
-        let mut req = request();
-        prepare(&opts, &mut req).await;
-        assert_eq!(req.system.as_deref(), Some("base + transformed"));
-        assert_eq!(req.top_p, Some(0.9));
-        assert_eq!(req.temperature, Some(0.1));
-        assert_eq!(*order.lock().unwrap(), vec!["system", "params"]);
-    }
-
-    #[tokio::test]
-    async fn a_command_hook_changes_the_temperature_and_the_system_prompt() {
-        // Reads the request, checks it, answers a changed one.
-        let script = r#"read -r line
-case "$line" in
-  *'"temperature":0.5'*'"extra":{"seed":1}'*) ;;
-  *) echo "unexpected: $line" >&2; exit 1 ;;
-esac
-[ "$TOOLHOST_HOOK_EVENT" = before_request ] || exit 1
-echo '{"system":"hooked","params":{"temperature":0.9,"extra":{"seed":1}}}'"#;
-        let mut opts = AgentOptions::new("m").request_hook(sh("t", script));
-        opts.model_options.extra.insert("seed".into(), json!(1));
-        let mut req = request();
-        prepare(&opts, &mut req).await;
-        assert_eq!(req.temperature, Some(0.9));
-        assert_eq!(req.system.as_deref(), Some("hooked"));
-        assert_eq!(Value::Object(req.extra), json!({"seed": 1}));
-    }
-
-    #[tokio::test]
-    async fn a_hanging_hook_is_killed_and_the_request_goes_out_unchanged() {
-        let hook =
-            CommandRequestHook::argv("slow", ["sleep", "30"]).timeout(Duration::from_millis(200));
-        let opts = AgentOptions::new("m").request_hook(Arc::new(hook));
-        let mut req = request();
-        let started = std::time::Instant::now();
-        prepare(&opts, &mut req).await;
-        assert!(started.elapsed() < Duration::from_secs(5));
-        assert_eq!(req, request());
-    }
-
-    #[tokio::test]
-    async fn failing_invalid_or_forbidden_answers_change_nothing() {
-        for script in [
-            "exit 3",
-            "echo not json",
-            r#"echo '{"params":{"temprature":1}}'"#,
-            r#"echo '{"params":{"temperature":9}}'"#,
-            r#"echo '{"params":{"extra":{"model":"other"}}}'"#,
-            // Output over the limit.
-            "head -c 200000 /dev/zero | tr '\\0' x",
-        ] {
-            let opts = AgentOptions::new("m").request_hook(sh("bad", script));
-            let mut req = request();
-            prepare(&opts, &mut req).await;
-            assert_eq!(req, request(), "{script}");
-        }
-        // An empty answer keeps everything; a later hook still runs.
-        let opts = AgentOptions::new("m")
-            .request_hook(sh("quiet", "cat >/dev/null"))
-            .request_hook(sh("bad", "exit 1"))
-            .request_hook(sh("top", r#"echo '{"params":{"top_p":0.5}}'"#));
-        let mut req = request();
-        prepare(&opts, &mut req).await;
-        assert_eq!(req.top_p, Some(0.5));
-        // `params` replaces every parameter.
-        assert_eq!(req.temperature, None);
-        assert_eq!(req.system.as_deref(), Some("base"));
-    }
 
     #[test]
     fn config_entries_are_checked() {

@@ -1,5 +1,6 @@
 //! The variable store: full tool results kept outside the model's context, and
-//! the built-in `read_var` tool that pages through them.
+//! the built-in `read_var` tool that pages through them (its spec, as the
+//! model is offered it, is in [`read_var`](crate::read_var)).
 //!
 //! Every successful tool result is stored under a short name (`result_1`,
 //! `result_2`, ...). A result longer than the size limit reaches the model
@@ -24,9 +25,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
-
-use crate::tools::ToolSpec;
+use serde_json::Value;
 
 /// A [`VarStore`]'s contents, for saving: see [`VarStore::snapshot`] and
 /// [`VarStore::restore`].
@@ -438,31 +437,6 @@ impl RunVars {
     }
 }
 
-/// The spec of the built-in `read_var` tool.
-pub fn read_var_spec(max_page: usize) -> ToolSpec {
-    ToolSpec {
-        name: READ_VAR.to_owned(),
-        description: format!(
-            "Read a stored tool result by its variable name (results longer than the \
-             size limit reach you truncated, with the variable named in a note). \
-             Returns at most {max_page} bytes from `offset`. {}",
-            crate::var_ref::PROMPT
-        ),
-        input_schema: json!({
-            "type": "object",
-            "properties": {
-                "name": {"type": "string", "description": "The variable, e.g. result_1."},
-                "offset": {"type": "integer", "minimum": 0, "description": "Byte offset to start at (default 0)."},
-                "length": {"type": "integer", "minimum": 1, "description": "Bytes to read (default and maximum: the page size)."}
-            },
-            "required": ["name"],
-            "additionalProperties": false
-        })
-        .into(),
-        read_only: true,
-    }
-}
-
 /// Cuts `text` to at most `max` bytes (at a character boundary) and appends a
 /// note naming the variable that holds the full text. Returns `text` unchanged
 /// when it fits.
@@ -481,6 +455,8 @@ pub fn truncate_for_model(text: &str, max: usize, var: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]

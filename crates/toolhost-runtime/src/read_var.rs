@@ -23,7 +23,8 @@
 
 use std::sync::Arc;
 
-use toolhost_agent::vars::{READ_VAR, RunVars, VarError, read_var_spec};
+use toolhost_agent::read_var::read_var_spec;
+use toolhost_agent::vars::{READ_VAR, RunVars, VarError};
 
 use crate::{
     Annotations, SourceCall, SourceError, SourceFuture, SourceOutcome, SourceState, SourceStatus,

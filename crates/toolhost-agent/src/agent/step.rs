@@ -43,7 +43,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::agent::{Action, Executed, Planned, RunState, State, ToolChainResult};
+use super::result::ToolChainResult;
+use super::state::{Action, Executed, Planned, RunState, State};
 
 /// A run between steps. Serialise it (serde) to store it; resume it with an
 /// [`Agent`](crate::Agent) that has the same provider, tools and options.
