@@ -91,12 +91,12 @@ pub struct CompletionRequest {
     /// (constrained decoding: OpenAI-style `response_format`, which
     /// llama.cpp accepts, checked in `cargo xtask eval`; vLLM, LM Studio
     /// and Ollama document it); ignored by the
-    /// Anthropic provider. The prompt protocols set it (`prompt.rs`).
+    /// Anthropic provider. The prompt protocols set it (`prompt/render.rs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response_schema: Option<serde_json::Value>,
     /// Asks the server to hold the reply to this GBNF grammar (llama.cpp's
     /// `grammar` field; a server without it refuses the field). Ignored by
-    /// the Anthropic provider. The xml prompt protocol sets it (`prompt.rs`).
+    /// the Anthropic provider. The xml prompt protocol sets it (`prompt/render.rs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grammar: Option<String>,
     /// Nucleus sampling.

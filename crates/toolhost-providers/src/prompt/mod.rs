@@ -1,8 +1,9 @@
 //! A prompt-based tool protocol, for models without native tool calling.
 //!
-//! [`PromptTools`] wraps any [`Provider`](crate::Provider): it describes the tools in the
-//! system prompt with the calling convention of a [`PromptProfile`], sends the
-//! request without native tools, and parses the calls back out of the text.
+//! [`PromptTools`] wraps any [`Provider`](crate::Provider): it describes the
+//! tools in the system prompt with the calling convention of a
+//! [`PromptProfile`], sends the request without native tools, and parses the
+//! calls back out of the text.
 //! Earlier calls and results in the history are written in the same
 //! convention (results go back as user messages).
 //!

@@ -6,8 +6,8 @@
 use super::profile::PromptProfile;
 
 /// Streams `chunks` through the filter that holds back calls and flushes it,
-/// as [`PromptTools`](super::PromptTools) does: the text a user interface would show. For the
-/// fuzz targets and their regression tests only.
+/// as [`PromptTools`](super::PromptTools) does: the text a user interface
+/// would show. For the fuzz targets and their regression tests only.
 pub(crate) fn filter_deltas(profile: PromptProfile, chunks: &[&str], no_calls: bool) -> String {
     let mut filter = DeltaFilter::new(profile, true);
     let mut shown = String::new();
