@@ -41,14 +41,16 @@ pub struct PromptTools {
 ///
 /// - **json:** the reply is held to the JSON of tool calls or of an answer
 ///   (`{"answer": "…"}`), through OpenAI-style `response_format` with a JSON
-///   Schema ([`reply_schema`](super::reply_schema); llama.cpp turns it into a grammar, checked in
+///   Schema ([`reply_schema`]; llama.cpp turns it into a grammar, checked in
 ///   `cargo xtask eval`; vLLM, LM Studio and Ollama's `/v1` document it).
 /// - **xml:** the reply is held to `<tool_code>` blocks, each a call of an
 ///   offered tool with JSON arguments, or to a plain answer, through
-///   llama.cpp's `grammar` field
-///   ([`xml_reply_grammar`](crate::grammar::xml_reply_grammar), GBNF; checked in
+///   llama.cpp's `grammar` field ([`xml_reply_grammar`], GBNF; checked in
 ///   `cargo xtask eval`). A server without it refuses the field (OpenAI:
 ///   "Unrecognized request argument"), which `Auto` handles.
+///
+/// [`reply_schema`]: super::reply_schema
+/// [`xml_reply_grammar`]: crate::grammar::xml_reply_grammar
 ///
 /// The Anthropic wire format has neither field, so requests through it are
 /// never constrained.
