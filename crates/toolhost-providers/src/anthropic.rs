@@ -10,17 +10,22 @@
 
 use std::collections::BTreeMap;
 
+use eventsource_stream::Event;
+use reqwest::RequestBuilder;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::retry::{self, RetryPolicy};
-use super::{
-    BoxFuture, Completion, CompletionRequest, Delta, DeltaSink, FinishReason, Provider,
-    ProviderError, ToolChoice,
+use crate::exchange::{
+    Assembler, Endpoint, WireFormat, completion, exchange, invalid, parse_body, parse_event,
 };
 use crate::message::{Message, Role, ToolCall, Usage};
 use crate::options::{f32_json, merge_extra};
+use crate::transport::{RetryPolicy, excerpt};
+use crate::{
+    BoxFuture, Completion, CompletionRequest, Delta, DeltaSink, FinishReason, Provider,
+    ProviderError, ToolChoice,
+};
 
 /// The API version sent as `anthropic-version`.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -32,30 +37,19 @@ pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 /// A provider for the Messages API.
 #[derive(Debug, Clone)]
 pub struct Anthropic {
-    name: String,
-    base_url: String,
+    endpoint: Endpoint,
     api_key: String,
-    model: String,
     max_tokens: u32,
-    stream: bool,
-    policy: RetryPolicy,
-    client: reqwest::Client,
 }
 
 impl Anthropic {
     /// A provider with `api_key` and the default `model` (used when
     /// [`CompletionRequest::model`] is empty), at [`DEFAULT_BASE_URL`].
     pub fn new(api_key: impl Into<String>, model: impl Into<String>) -> Self {
-        let policy = RetryPolicy::default();
         Anthropic {
-            name: "anthropic".to_owned(),
-            base_url: DEFAULT_BASE_URL.to_owned(),
+            endpoint: Endpoint::new("anthropic", DEFAULT_BASE_URL.to_owned(), model.into()),
             api_key: api_key.into(),
-            model: model.into(),
             max_tokens: DEFAULT_MAX_TOKENS,
-            stream: true,
-            client: retry::http_client(&policy),
-            policy,
         }
     }
 
@@ -63,7 +57,7 @@ impl Anthropic {
     pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
         let url = base_url.into();
         let url = url.trim_end_matches('/');
-        self.base_url = url.strip_suffix("/v1").unwrap_or(url).to_owned();
+        self.endpoint.base_url = url.strip_suffix("/v1").unwrap_or(url).to_owned();
         self
     }
 
@@ -75,35 +69,30 @@ impl Anthropic {
 
     /// The name used in errors and logs (default `anthropic`).
     pub fn with_name(mut self, name: impl Into<String>) -> Self {
-        self.name = name.into();
+        self.endpoint.name = name.into();
         self
     }
 
     /// Streams responses (`true`, the default) or not.
     pub fn with_streaming(mut self, stream: bool) -> Self {
-        self.stream = stream;
+        self.endpoint.stream = stream;
         self
     }
 
     /// Retries and timeouts.
     pub fn with_retry(mut self, policy: RetryPolicy) -> Self {
-        self.client = retry::http_client(&policy);
-        self.policy = policy;
+        self.endpoint.set_retry(policy);
         self
     }
 
     /// The default model.
     pub fn model(&self) -> &str {
-        &self.model
+        &self.endpoint.model
     }
 
     /// The JSON body sent for `request` (public for tests and debugging).
     pub fn request_body(&self, request: &CompletionRequest) -> Value {
-        let model = if request.model.is_empty() {
-            &self.model
-        } else {
-            &request.model
-        };
+        let model = self.endpoint.model_for(request);
         let mut system: Vec<&str> = request.system.iter().map(String::as_str).collect();
         system.extend(
             request
@@ -163,62 +152,37 @@ impl Anthropic {
         if let Some(effort) = request.reasoning_effort {
             body["output_config"] = json!({"effort": effort.as_str()});
         }
-        if self.stream {
+        if self.endpoint.stream {
             body["stream"] = json!(true);
         }
-        merge_extra(&self.name, &mut body, &request.extra);
+        merge_extra(&self.endpoint.name, &mut body, &request.extra);
         body
     }
+}
 
-    async fn run(
-        &self,
-        request: &CompletionRequest,
-        on_delta: DeltaSink<'_>,
-        cancel: &CancellationToken,
-    ) -> Result<Completion, ProviderError> {
-        let body = self.request_body(request);
-        let url = format!("{}/v1/messages", self.base_url);
-        let make = || {
-            let mut rb = self
-                .client
-                .post(&url)
-                .header("x-api-key", &self.api_key)
-                .header("anthropic-version", ANTHROPIC_VERSION)
-                .json(&body);
-            if self.stream {
-                rb = rb.header(reqwest::header::ACCEPT, "text/event-stream");
-            }
-            rb
-        };
-        tracing::debug!(provider = %self.name, %url, stream = self.stream, "messages request");
-        let resp = retry::send(&self.name, &self.policy, cancel, &make).await?;
-        if !self.stream || retry::is_json(&resp) {
-            let bytes = retry::read_body(&self.name, resp, &self.policy, cancel).await?;
-            let completion = parse_response(&self.name, &bytes)?;
-            super::openai::emit_completion(&completion, on_delta);
-            return Ok(completion);
-        }
-        let mut events = retry::sse(
-            resp,
-            self.policy.idle_timeout,
-            self.policy.max_response_bytes,
-        );
-        let mut acc = Accumulator::default();
-        while let Some(event) =
-            retry::next_event(&self.name, &mut events, cancel, &acc.text).await?
-        {
-            if acc.event(&self.name, &event.event, &event.data, on_delta)? {
-                break;
-            }
-        }
-        drop(events);
-        acc.finish(&self.name)
+impl WireFormat for Anthropic {
+    type Assembler = Accumulator;
+
+    const PATH: &'static str = "/v1/messages";
+
+    fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    fn headers(&self, request: RequestBuilder) -> RequestBuilder {
+        request
+            .header("x-api-key", &self.api_key)
+            .header("anthropic-version", ANTHROPIC_VERSION)
+    }
+
+    fn parse_response(provider: &str, body: &[u8]) -> Result<Completion, ProviderError> {
+        parse_response(provider, body)
     }
 }
 
 impl Provider for Anthropic {
     fn name(&self) -> &str {
-        &self.name
+        &self.endpoint.name
     }
 
     fn complete<'a>(
@@ -227,7 +191,10 @@ impl Provider for Anthropic {
         on_delta: DeltaSink<'a>,
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Result<Completion, ProviderError>> {
-        Box::pin(self.run(request, on_delta, cancel))
+        Box::pin(async move {
+            let body = self.request_body(request);
+            exchange(self, &body, on_delta, cancel).await
+        })
     }
 }
 
@@ -417,8 +384,9 @@ struct PartialToolUse {
     start_input: Option<Value>,
 }
 
+/// Assembles a streamed response.
 #[derive(Debug, Default)]
-struct Accumulator {
+pub(crate) struct Accumulator {
     text: String,
     tools: BTreeMap<usize, PartialToolUse>,
     usage: Usage,
@@ -441,17 +409,16 @@ impl Accumulator {
         if data.trim().is_empty() {
             return Ok(false);
         }
-        let ev: WireEvent =
-            serde_json::from_str(data).map_err(|e| ProviderError::InvalidResponse {
-                provider: provider.to_owned(),
-                message: format!(
-                    "event {} ({}) is not valid JSON ({e}): {}",
-                    self.events,
-                    if name.is_empty() { "unnamed" } else { name },
-                    retry::excerpt(data)
-                ),
-                partial_text: self.text.clone(),
-            })?;
+        let ev: WireEvent = parse_event(
+            provider,
+            format_args!(
+                "event {} ({})",
+                self.events,
+                if name.is_empty() { "unnamed" } else { name }
+            ),
+            data,
+            &self.text,
+        )?;
         match ev {
             WireEvent::MessageStart { message } => {
                 if let Some(u) = message.usage {
@@ -517,11 +484,11 @@ impl Accumulator {
                     .get("message")
                     .and_then(Value::as_str)
                     .unwrap_or_default();
-                return Err(ProviderError::InvalidResponse {
-                    provider: provider.to_owned(),
-                    message: format!("error event: {kind}: {}", retry::excerpt(msg)),
-                    partial_text: self.text.clone(),
-                });
+                return Err(invalid(
+                    provider,
+                    format!("error event: {kind}: {}", excerpt(msg)),
+                    &self.text,
+                ));
             }
         }
         Ok(false)
@@ -533,14 +500,29 @@ impl Accumulator {
             on_delta(Delta::Text(text));
         }
     }
+}
+
+impl Assembler for Accumulator {
+    fn text(&self) -> &str {
+        &self.text
+    }
+
+    fn on_event(
+        &mut self,
+        provider: &str,
+        event: &Event,
+        on_delta: DeltaSink<'_>,
+    ) -> Result<bool, ProviderError> {
+        self.event(provider, &event.event, &event.data, on_delta)
+    }
 
     fn finish(self, provider: &str) -> Result<Completion, ProviderError> {
         if !self.stopped && self.stop.is_none() {
-            return Err(ProviderError::InvalidResponse {
-                provider: provider.to_owned(),
-                message: "the stream ended before message_stop".to_owned(),
-                partial_text: self.text,
-            });
+            return Err(invalid(
+                provider,
+                "the stream ended before message_stop".to_owned(),
+                &self.text,
+            ));
         }
         let calls = self
             .tools
@@ -551,24 +533,8 @@ impl Accumulator {
                 arguments: tool_arguments(t.json, t.start_input),
             })
             .collect();
-        Ok(completion(self.text, calls, self.stop, self.usage))
+        Ok(finished(self.text, calls, self.stop, self.usage))
     }
-}
-
-/// Runs decoded server-sent events through the stream assembler, as `run`
-/// does. For the fuzz targets and their regression tests only.
-pub(crate) fn replay_events(
-    provider: &str,
-    events: &[eventsource_stream::Event],
-    on_delta: DeltaSink<'_>,
-) -> Result<Completion, ProviderError> {
-    let mut acc = Accumulator::default();
-    for event in events {
-        if acc.event(provider, &event.event, &event.data, on_delta)? {
-            break;
-        }
-    }
-    acc.finish(provider)
 }
 
 fn tool_arguments(joined: String, start_input: Option<Value>) -> String {
@@ -581,7 +547,8 @@ fn tool_arguments(joined: String, start_input: Option<Value>) -> String {
     }
 }
 
-fn completion(
+/// The completion of a response that ended with `stop`.
+fn finished(
     text: String,
     calls: Vec<ToolCall>,
     stop: Option<FinishReason>,
@@ -592,14 +559,7 @@ fn completion(
         None if !calls.is_empty() => FinishReason::ToolCalls,
         None => FinishReason::Stop,
     };
-    Completion {
-        message: Message {
-            tool_calls: calls,
-            ..Message::assistant(text)
-        },
-        finish_reason,
-        usage,
-    }
+    completion(text, calls, finish_reason, usage)
 }
 
 #[derive(Debug, Deserialize)]
@@ -612,16 +572,9 @@ struct WireResponse {
     usage: Option<WireUsage>,
 }
 
-pub(crate) fn parse_response(provider: &str, body: &[u8]) -> Result<Completion, ProviderError> {
-    let resp: WireResponse =
-        serde_json::from_slice(body).map_err(|e| ProviderError::InvalidResponse {
-            provider: provider.to_owned(),
-            message: format!(
-                "the response is not valid JSON ({e}): {}",
-                retry::excerpt(&String::from_utf8_lossy(body))
-            ),
-            partial_text: String::new(),
-        })?;
+/// Parses a non-streamed Messages response.
+fn parse_response(provider: &str, body: &[u8]) -> Result<Completion, ProviderError> {
+    let resp: WireResponse = parse_body(provider, body)?;
     let mut text = String::new();
     let mut calls = Vec::new();
     for block in resp.content {
@@ -640,7 +593,7 @@ pub(crate) fn parse_response(provider: &str, body: &[u8]) -> Result<Completion, 
     if let Some(u) = resp.usage {
         u.apply(&mut usage, &mut uncached);
     }
-    Ok(completion(
+    Ok(finished(
         text,
         calls,
         resp.stop_reason.as_deref().map(stop_reason),

@@ -1,5 +1,5 @@
 //! Entry points for the fuzz targets (`fuzz/` at the top of the repository)
-//! and for the tests that replay their corpus (`tests/fuzz_corpus.rs`).
+//! and for the tests that replay their corpus (`tests/all/fuzz_corpus.rs`).
 //!
 //! For fuzzing and tests only: not part of the API, hidden from the docs, and
 //! free to change. Each function takes the raw fuzz input, runs it through the
@@ -11,7 +11,8 @@ use bytes::Bytes;
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
 
-use crate::{Delta, PromptProfile, anthropic, openai, parse_tool_calls, prompt};
+use crate::exchange::{WireFormat, replay};
+use crate::{Anthropic, Delta, OpenAiCompatible, PromptProfile, parse_tool_calls, prompt};
 
 /// Splits `text` into pieces of about `size` bytes, on character boundaries.
 fn pieces(text: &str, size: usize) -> Vec<&str> {
@@ -94,8 +95,8 @@ pub fn sse_stream(data: &[u8]) {
         events
     });
     let sink = |_: Delta| {};
-    let _ = openai::replay_events("fuzz", &events, &sink);
-    let _ = anthropic::replay_events("fuzz", &events, &sink);
-    let _ = openai::parse_response("fuzz", body);
-    let _ = anthropic::parse_response("fuzz", body);
+    let _ = replay::<OpenAiCompatible>("fuzz", &events, &sink);
+    let _ = replay::<Anthropic>("fuzz", &events, &sink);
+    let _ = OpenAiCompatible::parse_response("fuzz", body);
+    let _ = Anthropic::parse_response("fuzz", body);
 }

@@ -2,8 +2,10 @@
 //!
 //! The LLM clients of toolhost: one [`Provider`] trait, one module per wire
 //! format (OpenAI-compatible, Anthropic, and prompt-based tool calling for
-//! models without native tool calls), retries with backoff, and the
-//! selection of a provider from flags, config and environment. The agent
+//! models without native tool calls), the HTTP exchange the first two share
+//! (`exchange.rs`) over one transport with retries and backoff
+//! ([`transport`]), and the selection of a provider from flags, config and
+//! environment. The agent
 //! loop (`toolhost-agent`) drives models through this crate; nothing here
 //! knows about tools beyond their definitions.
 
@@ -14,6 +16,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 pub mod anthropic;
+mod exchange;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod grammar;
@@ -21,19 +24,22 @@ pub mod message;
 pub mod openai;
 pub mod options;
 pub mod prompt;
-pub mod retry;
 pub mod select;
 pub mod strict;
+pub mod transport;
+
+/// The transport's old name ([`transport`]: retries, timeouts, bodies).
+pub use transport as retry;
 
 pub use anthropic::Anthropic;
 pub use message::{Message, Role, ToolCall, Usage};
 pub use openai::OpenAiCompatible;
 pub use options::{ModelOptions, OptionsError, ReasoningEffort};
 pub use prompt::{PromptProfile, PromptTools, parse_tool_calls};
-pub use retry::{DEFAULT_MAX_RESPONSE_BYTES, RetryPolicy};
 pub use select::{
     ProviderConfig, ProviderKind, SelectError, SelectedProvider, ToolProtocol, select_from_env,
 };
+pub use transport::{DEFAULT_MAX_RESPONSE_BYTES, RetryPolicy};
 
 /// A boxed, sendable future (the trait must be usable as `dyn Provider`).
 pub use futures::future::BoxFuture;
@@ -85,12 +91,12 @@ pub struct CompletionRequest {
     /// (constrained decoding: OpenAI-style `response_format`, which
     /// llama.cpp accepts, checked in `cargo xtask eval`; vLLM, LM Studio
     /// and Ollama document it); ignored by the
-    /// Anthropic provider. The prompt protocols set it (`prompt.rs`).
+    /// Anthropic provider. The prompt protocols set it (`prompt/render.rs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response_schema: Option<serde_json::Value>,
     /// Asks the server to hold the reply to this GBNF grammar (llama.cpp's
     /// `grammar` field; a server without it refuses the field). Ignored by
-    /// the Anthropic provider. The xml prompt protocol sets it (`prompt.rs`).
+    /// the Anthropic provider. The xml prompt protocol sets it (`prompt/render.rs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grammar: Option<String>,
     /// Nucleus sampling.

@@ -13,18 +13,23 @@
 
 use std::collections::BTreeMap;
 
+use eventsource_stream::Event;
+use reqwest::RequestBuilder;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::retry::{self, RetryPolicy};
-use super::{
-    BoxFuture, Completion, CompletionRequest, Delta, DeltaSink, FinishReason, Provider,
-    ProviderError, ToolChoice,
+use crate::exchange::{
+    Assembler, Endpoint, WireFormat, completion, exchange, invalid, parse_body, parse_event,
 };
 use crate::message::{Message, Role, ToolCall, Usage};
 use crate::options::{f32_json, merge_extra};
 use crate::strict::{drop_strict_nulls, strict_schema};
+use crate::transport::{RetryPolicy, excerpt};
+use crate::{
+    BoxFuture, Completion, CompletionRequest, Delta, DeltaSink, FinishReason, Provider,
+    ProviderError, ToolChoice,
+};
 
 /// Which request field carries [`CompletionRequest::max_tokens`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -39,14 +44,9 @@ pub enum MaxTokensField {
 /// A provider for the Chat Completions API.
 #[derive(Debug, Clone)]
 pub struct OpenAiCompatible {
-    name: String,
-    base_url: String,
+    endpoint: Endpoint,
     api_key: Option<String>,
-    model: String,
-    stream: bool,
     max_tokens_field: MaxTokensField,
-    policy: RetryPolicy,
-    client: reqwest::Client,
     strict_tools: bool,
 }
 
@@ -56,16 +56,11 @@ impl OpenAiCompatible {
     /// `model` (used when [`CompletionRequest::model`] is empty). Streams by
     /// default; named `openai`.
     pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
-        let policy = RetryPolicy::default();
+        let base_url = base_url.into().trim_end_matches('/').to_owned();
         OpenAiCompatible {
-            name: "openai".to_owned(),
-            base_url: base_url.into().trim_end_matches('/').to_owned(),
+            endpoint: Endpoint::new("openai", base_url, model.into()),
             api_key: None,
-            model: model.into(),
-            stream: true,
             max_tokens_field: MaxTokensField::default(),
-            client: retry::http_client(&policy),
-            policy,
             strict_tools: false,
         }
     }
@@ -88,13 +83,13 @@ impl OpenAiCompatible {
 
     /// The name used in errors and logs (default `openai`).
     pub fn with_name(mut self, name: impl Into<String>) -> Self {
-        self.name = name.into();
+        self.endpoint.name = name.into();
         self
     }
 
     /// Streams responses (`true`, the default) or not.
     pub fn with_streaming(mut self, stream: bool) -> Self {
-        self.stream = stream;
+        self.endpoint.stream = stream;
         self
     }
 
@@ -106,28 +101,23 @@ impl OpenAiCompatible {
 
     /// Retries and timeouts.
     pub fn with_retry(mut self, policy: RetryPolicy) -> Self {
-        self.client = retry::http_client(&policy);
-        self.policy = policy;
+        self.endpoint.set_retry(policy);
         self
     }
 
     /// The default model.
     pub fn model(&self) -> &str {
-        &self.model
+        &self.endpoint.model
     }
 
     /// The base URL.
     pub fn base_url(&self) -> &str {
-        &self.base_url
+        &self.endpoint.base_url
     }
 
     /// The JSON body sent for `request` (public for tests and debugging).
     pub fn request_body(&self, request: &CompletionRequest) -> Value {
-        let model = if request.model.is_empty() {
-            &self.model
-        } else {
-            &request.model
-        };
+        let model = self.endpoint.model_for(request);
         let mut messages = Vec::with_capacity(request.messages.len() + 1);
         if let Some(system) = request.system.as_deref().filter(|s| !s.is_empty()) {
             messages.push(json!({"role": "system", "content": system}));
@@ -185,71 +175,39 @@ impl OpenAiCompatible {
         if let Some(grammar) = &request.grammar {
             body["grammar"] = json!(grammar);
         }
-        if self.stream {
+        if self.endpoint.stream {
             body["stream"] = json!(true);
             body["stream_options"] = json!({"include_usage": true});
         }
-        merge_extra(&self.name, &mut body, &request.extra);
+        merge_extra(&self.endpoint.name, &mut body, &request.extra);
         body
     }
+}
 
-    async fn run(
-        &self,
-        request: &CompletionRequest,
-        on_delta: DeltaSink<'_>,
-        cancel: &CancellationToken,
-    ) -> Result<Completion, ProviderError> {
-        let body = self.request_body(request);
-        let url = format!("{}/chat/completions", self.base_url);
-        let make = || {
-            let mut rb = self.client.post(&url).json(&body);
-            if let Some(key) = &self.api_key {
-                rb = rb.bearer_auth(key);
-            }
-            if self.stream {
-                rb = rb.header(reqwest::header::ACCEPT, "text/event-stream");
-            }
-            rb
-        };
-        tracing::debug!(provider = %self.name, %url, stream = self.stream, "chat completion request");
-        let resp = retry::send(&self.name, &self.policy, cancel, &make).await?;
-        if self.stream && !retry::is_json(&resp) {
-            self.read_stream(resp, on_delta, cancel).await
-        } else {
-            let bytes = retry::read_body(&self.name, resp, &self.policy, cancel).await?;
-            let completion = parse_response(&self.name, &bytes)?;
-            emit_completion(&completion, on_delta);
-            Ok(completion)
+impl WireFormat for OpenAiCompatible {
+    type Assembler = StreamAccumulator;
+
+    const PATH: &'static str = "/chat/completions";
+
+    fn endpoint(&self) -> &Endpoint {
+        &self.endpoint
+    }
+
+    fn headers(&self, request: RequestBuilder) -> RequestBuilder {
+        match &self.api_key {
+            Some(key) => request.bearer_auth(key),
+            None => request,
         }
     }
 
-    async fn read_stream(
-        &self,
-        resp: reqwest::Response,
-        on_delta: DeltaSink<'_>,
-        cancel: &CancellationToken,
-    ) -> Result<Completion, ProviderError> {
-        let mut events = retry::sse(
-            resp,
-            self.policy.idle_timeout,
-            self.policy.max_response_bytes,
-        );
-        let mut acc = StreamAccumulator::default();
-        while let Some(event) =
-            retry::next_event(&self.name, &mut events, cancel, &acc.text).await?
-        {
-            if acc.event(&self.name, &event.data, on_delta)? {
-                break;
-            }
-        }
-        drop(events);
-        acc.finish(&self.name)
+    fn parse_response(provider: &str, body: &[u8]) -> Result<Completion, ProviderError> {
+        parse_response(provider, body)
     }
 }
 
 impl Provider for OpenAiCompatible {
     fn name(&self) -> &str {
-        &self.name
+        &self.endpoint.name
     }
 
     fn complete<'a>(
@@ -259,7 +217,8 @@ impl Provider for OpenAiCompatible {
         cancel: &'a CancellationToken,
     ) -> BoxFuture<'a, Result<Completion, ProviderError>> {
         Box::pin(async move {
-            let mut completion = self.run(request, on_delta, cancel).await?;
+            let body = self.request_body(request);
+            let mut completion = exchange(self, &body, on_delta, cancel).await?;
             if self.strict_tools {
                 for call in &mut completion.message.tool_calls {
                     if let Some(tool) = request.tools.iter().find(|t| t.name == call.name) {
@@ -423,7 +382,7 @@ struct PartialCall {
 
 /// Assembles a streamed response.
 #[derive(Debug, Default)]
-struct StreamAccumulator {
+pub(crate) struct StreamAccumulator {
     text: String,
     calls: BTreeMap<usize, PartialCall>,
     finish: Option<FinishReason>,
@@ -459,22 +418,18 @@ impl StreamAccumulator {
         on_delta: DeltaSink<'_>,
     ) -> Result<(), ProviderError> {
         self.chunks += 1;
-        let chunk: WireChunk =
-            serde_json::from_str(data).map_err(|e| ProviderError::InvalidResponse {
-                provider: provider.to_owned(),
-                message: format!(
-                    "chunk {} is not valid JSON ({e}): {}",
-                    self.chunks,
-                    retry::excerpt(data)
-                ),
-                partial_text: self.text.clone(),
-            })?;
+        let chunk: WireChunk = parse_event(
+            provider,
+            format_args!("chunk {}", self.chunks),
+            data,
+            &self.text,
+        )?;
         if let Some(err) = chunk.error.filter(|e| !e.is_null()) {
-            return Err(ProviderError::InvalidResponse {
-                provider: provider.to_owned(),
-                message: format!("error in stream: {}", retry::excerpt(&err.to_string())),
-                partial_text: self.text.clone(),
-            });
+            return Err(invalid(
+                provider,
+                format!("error in stream: {}", excerpt(&err.to_string())),
+                &self.text,
+            ));
         }
         if let Some(u) = &chunk.usage {
             self.usage = u.usage();
@@ -553,14 +508,29 @@ impl StreamAccumulator {
             }
         }
     }
+}
+
+impl Assembler for StreamAccumulator {
+    fn text(&self) -> &str {
+        &self.text
+    }
+
+    fn on_event(
+        &mut self,
+        provider: &str,
+        event: &Event,
+        on_delta: DeltaSink<'_>,
+    ) -> Result<bool, ProviderError> {
+        self.event(provider, &event.data, on_delta)
+    }
 
     fn finish(self, provider: &str) -> Result<Completion, ProviderError> {
         if self.finish.is_none() && !self.done {
-            return Err(ProviderError::InvalidResponse {
-                provider: provider.to_owned(),
-                message: "the stream ended before the response was complete".to_owned(),
-                partial_text: self.text,
-            });
+            return Err(invalid(
+                provider,
+                "the stream ended before the response was complete".to_owned(),
+                &self.text,
+            ));
         }
         let calls: Vec<ToolCall> = self
             .calls
@@ -579,22 +549,6 @@ impl StreamAccumulator {
     }
 }
 
-/// Runs decoded server-sent events through the stream assembler, as
-/// `read_stream` does. For the fuzz targets and their regression tests only.
-pub(crate) fn replay_events(
-    provider: &str,
-    events: &[eventsource_stream::Event],
-    on_delta: DeltaSink<'_>,
-) -> Result<Completion, ProviderError> {
-    let mut acc = StreamAccumulator::default();
-    for event in events {
-        if acc.event(provider, &event.data, on_delta)? {
-            break;
-        }
-    }
-    acc.finish(provider)
-}
-
 fn generated_id(index: usize) -> String {
     format!("call_{:08x}_{index}", fastrand::u32(..))
 }
@@ -611,52 +565,23 @@ fn assemble(
         Some(f) => f,
         None => FinishReason::Stop,
     };
-    Completion {
-        message: Message {
-            tool_calls: calls,
-            ..Message::assistant(text)
-        },
-        finish_reason,
-        usage,
-    }
-}
-
-/// Sends the deltas of a completion that arrived whole.
-pub(crate) fn emit_completion(c: &Completion, on_delta: DeltaSink<'_>) {
-    if !c.message.content.is_empty() {
-        on_delta(Delta::Text(c.message.content.clone()));
-    }
-    for call in &c.message.tool_calls {
-        on_delta(Delta::ToolCallStarted {
-            id: call.id.clone(),
-            name: call.name.clone(),
-        });
-    }
+    completion(text, calls, finish_reason, usage)
 }
 
 /// Parses a non-streamed Chat Completions response.
-pub(crate) fn parse_response(provider: &str, body: &[u8]) -> Result<Completion, ProviderError> {
-    let invalid = |message: String| ProviderError::InvalidResponse {
-        provider: provider.to_owned(),
-        message,
-        partial_text: String::new(),
-    };
-    let chunk: WireChunk = serde_json::from_slice(body).map_err(|e| {
-        invalid(format!(
-            "the response is not valid JSON ({e}): {}",
-            retry::excerpt(&String::from_utf8_lossy(body))
-        ))
-    })?;
+fn parse_response(provider: &str, body: &[u8]) -> Result<Completion, ProviderError> {
+    let chunk: WireChunk = parse_body(provider, body)?;
     if let Some(err) = chunk.error.filter(|e| !e.is_null()) {
-        return Err(invalid(format!(
-            "error: {}",
-            retry::excerpt(&err.to_string())
-        )));
+        return Err(invalid(
+            provider,
+            format!("error: {}", excerpt(&err.to_string())),
+            "",
+        ));
     }
     let choice = chunk
         .choices
         .and_then(|c| c.into_iter().next())
-        .ok_or_else(|| invalid("the response has no choices".to_owned()))?;
+        .ok_or_else(|| invalid(provider, "the response has no choices".to_owned(), ""))?;
     let message = choice.delta.unwrap_or_default();
     let calls = message
         .tool_calls

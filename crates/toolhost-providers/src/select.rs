@@ -26,7 +26,7 @@ use super::anthropic::Anthropic;
 use super::openai::{MaxTokensField, OpenAiCompatible};
 use super::options::ModelOptions;
 use super::prompt::{Constrain, PromptProfile, PromptTools};
-use super::retry::RetryPolicy;
+use super::transport::RetryPolicy;
 
 /// The default OpenAI base URL.
 pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";

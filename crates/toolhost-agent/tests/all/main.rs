@@ -1,11 +1,10 @@
-//! The agent loop's and the providers' integration tests, one binary with a
-//! module per concern, against scripted providers and local fake servers.
+//! The agent loop's integration tests, one binary with a module per
+//! concern, against scripted providers and local fake servers (the
+//! providers' own are in `crates/toolhost-providers/tests/all/`).
 
 mod agent_loop;
 mod agent_support;
 mod context;
-mod fuzz_corpus;
 mod local_models;
 mod provider_faults;
-mod providers;
 mod step;

@@ -1,16 +1,20 @@
-//! Retries, timeouts and cancellation for the HTTP providers.
+//! The HTTP transport under both wire formats: the `reqwest` client,
+//! retries with backoff, timeouts, cancellation, bounded bodies and the
+//! server-sent-event framing. (Its public items are also reachable as
+//! `toolhost_providers::retry`, its old name.)
 //!
-//! Every HTTP provider sends its requests through [`send`]: transient
-//! failures (HTTP 429, 5xx, connection errors and timeouts before the
-//! response headers) are retried with exponential backoff and jitter,
-//! honouring `Retry-After`; other statuses (400, 401, 404, ...) fail at once.
-//! Once a response streams, nothing is retried (deltas already reached the
-//! user): a stream silent for longer than [`RetryPolicy::idle_timeout`] fails
-//! with [`ProviderError::Timeout`].
+//! Every HTTP request goes through `send`: transient failures (HTTP 429,
+//! 5xx, connection errors and timeouts before the response headers) are
+//! retried with exponential backoff and jitter, honouring `Retry-After`;
+//! other statuses (400, 401, 404, ...) fail at once. Once a response
+//! streams, nothing is retried (deltas already reached the user): a stream
+//! silent for longer than [`RetryPolicy::idle_timeout`] fails with
+//! [`ProviderError::Timeout`]. What is done with a successful response is
+//! the exchange's (`exchange.rs`).
 //!
 //! ```
 //! use std::time::Duration;
-//! use toolhost_providers::retry::RetryPolicy;
+//! use toolhost_providers::transport::RetryPolicy;
 //!
 //! let policy = RetryPolicy {
 //!     max_attempts: 3,

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use toolhost_agent::fuzzing;
+use toolhost_providers::fuzzing;
 
 fn corpus(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
