@@ -7,7 +7,7 @@
 //! `isError` result whose text is the message the agent loop gives a model,
 //! with its kind under `_meta` so a client can tell a denial from a trap.
 //!
-//! The other way, for the client (`client.rs`): an external server's `Tool`
+//! The other way, for the client (`client/mod.rs`): an external server's `Tool`
 //! becomes a [`SourceTool`], its `CallToolResult` a [`SourceOutcome`] whose
 //! output is the text content (other content is named, with its size, and
 //! kept whole in `details`).

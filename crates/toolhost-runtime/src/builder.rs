@@ -307,7 +307,7 @@ impl RuntimeBuilder {
     /// problems (engine, unreadable plugin directory) are errors here.
     pub async fn build(self) -> Result<Runtime, RuntimeError> {
         let engine = build_engine(&self.engine)?;
-        let linkers = Linkers::new(&engine).map_err(|e| RuntimeError::Engine(format!("{e:#}")))?;
+        let linkers = Linkers::new(&engine).map_err(|e| RuntimeError::Engine(e.into()))?;
         let ticker = EpochTicker::start(&engine)?;
         let cache = Arc::new(CompileCache::new(&engine, self.cache_dir.clone()));
         let lock = match &self.lock_file {
@@ -369,7 +369,7 @@ impl RuntimeBuilder {
             )
         });
         if let Some(e) = hook_error {
-            return Err(RuntimeError::Hooks(e.to_string()));
+            return Err(RuntimeError::Hooks(e));
         }
         futures::future::join_all(catalog.sources_in_use.iter().map(|s| s.ready())).await;
         let subscribed = crate::catalog::subscribe(&catalog);

@@ -88,7 +88,7 @@ pub(crate) fn build_engine(s: &EngineSettings) -> Result<Engine, RuntimeError> {
         .max_wasm_stack(s.max_wasm_stack)
         .async_stack_size(s.max_wasm_stack + 1024 * 1024)
         .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-    Engine::new(&config).map_err(|e| RuntimeError::Engine(format!("{e:#}")))
+    Engine::new(&config).map_err(|e| RuntimeError::Engine(e.into()))
 }
 
 /// Advances the engine's epoch every [`EPOCH_TICK`] on a dedicated thread
@@ -113,7 +113,7 @@ impl EpochTicker {
                     }
                 }
             })
-            .map_err(|e| RuntimeError::Engine(format!("cannot start the epoch ticker: {e}")))?;
+            .map_err(|e| RuntimeError::Engine(Box::new(e)))?;
         Ok(EpochTicker { stop })
     }
 }

@@ -8,9 +8,10 @@ use toolhost_hooks::ErrorKind;
 /// A host-level failure of the runtime itself (not of one plugin).
 #[derive(Debug, thiserror::Error)]
 pub enum RuntimeError {
-    /// The wasmtime engine could not be configured.
-    #[error("cannot configure the WebAssembly engine: {0}")]
-    Engine(String),
+    /// The wasmtime engine could not be configured (or its epoch ticker
+    /// thread could not start).
+    #[error("cannot configure the WebAssembly engine")]
+    Engine(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// A plugin directory could not be read.
     #[error("cannot read plugin directory {path}: {source}")]
     PluginDir {
@@ -19,12 +20,19 @@ pub enum RuntimeError {
         /// Why.
         source: std::io::Error,
     },
-    /// The plugin directories could not be watched for changes.
-    #[error("cannot watch the plugin directories: {0}")]
-    Watch(String),
+    /// The plugin directories (or `path`, one of them) could not be
+    /// watched for changes.
+    #[error("cannot watch the plugin directories{}", path.as_ref().map(|p| format!(" ({})", p.display())).unwrap_or_default())]
+    Watch {
+        /// The directory, when one failed.
+        path: Option<PathBuf>,
+        /// Why.
+        #[source]
+        source: notify::Error,
+    },
     /// The hook configuration is invalid.
-    #[error("invalid hook configuration: {0}")]
-    Hooks(String),
+    #[error("invalid hook configuration")]
+    Hooks(#[from] toolhost_hooks::ConfigError),
     /// The lock file cannot be read.
     #[error(transparent)]
     Lock(#[from] crate::lockfile::LockError),

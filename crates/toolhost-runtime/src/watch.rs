@@ -58,12 +58,15 @@ pub(crate) fn start(
             }
         },
     )
-    .map_err(|e| RuntimeError::Watch(e.to_string()))?;
+    .map_err(|source| RuntimeError::Watch { path: None, source })?;
     for root in sources.watch_roots() {
         debouncer
             .watcher()
             .watch(&root, RecursiveMode::NonRecursive)
-            .map_err(|e| RuntimeError::Watch(format!("{}: {e}", root.display())))?;
+            .map_err(|source| RuntimeError::Watch {
+                path: Some(root.clone()),
+                source,
+            })?;
         tracing::debug!(dir = %root.display(), "watching for plugin changes");
     }
     tokio::spawn(async move {

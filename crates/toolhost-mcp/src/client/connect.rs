@@ -1,4 +1,4 @@
-//! Opening a session with an MCP server (`client.rs` decides when): a
+//! Opening a session with an MCP server (`client/mod.rs` decides when): a
 //! stdio server started as a child process — in its own process group,
 //! with only the environment it is granted, optionally inside a
 //! bubblewrap sandbox — or a Streamable HTTP endpoint; then MCP's

@@ -1,5 +1,5 @@
 //! toolhost-mcp's end-to-end tests (one binary): the MCP client against the
 //! reference servers installed by `cargo xtask test` and a misbehaving one
-//! (`client.rs`).
+//! (`client/`).
 
 mod client;

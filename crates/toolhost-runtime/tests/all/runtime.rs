@@ -851,3 +851,26 @@ async fn extreme_limits_in_a_manifest_do_not_break_the_host() {
         assert_calc_still_works(&rt).await;
     }
 }
+
+#[tokio::test]
+async fn a_start_up_error_keeps_its_cause_as_a_typed_source() {
+    // A hook entry that names no command, script or plugin.
+    let config: toolhost_runtime::hooks::HookConfig = toml::from_str("tools = [\"*\"]").unwrap();
+    let e = Runtime::builder()
+        .hook_configs([config])
+        .build()
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(e, toolhost_runtime::RuntimeError::Hooks(_)),
+        "{e:?}"
+    );
+    let cause = std::error::Error::source(&e).expect("the configuration error is its source");
+    assert!(
+        cause
+            .downcast_ref::<toolhost_runtime::hooks::ConfigError>()
+            .is_some(),
+        "{cause:?}"
+    );
+    assert_eq!(e.to_string(), "invalid hook configuration");
+}
