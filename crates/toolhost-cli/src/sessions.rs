@@ -13,13 +13,14 @@
 //! only: [`Store::list`] reports it and lists the others. The files are plain
 //! JSON a user can read, copy or delete.
 //!
-//! ```no_run
-//! # fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! In use (the module is the CLI's own, so this is shown, not compiled;
+//! the unit tests below run the same calls):
+//!
+//! ```text
 //! let store = Store::new("/tmp/sessions".into());
 //! let mut session = store.load_or_new("notes", Some("gpt-4o"))?;
 //! session.conversation.push(toolhost_agent::Message::user("hi"));
 //! store.save(&mut session)?;
-//! # Ok(()) }
 //! ```
 
 use std::io::{Read, Write};

@@ -3,7 +3,7 @@
 //! misbehaving tool after another, then a well-behaved one. Every fault must
 //! come back to the model as a readable tool result, and the run must go on.
 
-use std::process::Stdio;
+use std::process::{Output, Stdio};
 
 use serde_json::{Value, json};
 
@@ -39,6 +39,28 @@ fn script() -> Vec<(&'static str, Value, &'static str)> {
         ),
         ("calculate", json!({"expression": "6*7"}), "42"),
     ]
+}
+
+/// `host run PROMPT` with the plugins at `plugins`, against the scripted
+/// model `server` (OpenAI's wire format), stdin closed.
+fn run_against(server: &ModelServer, plugins: &std::path::Path, prompt: &str) -> Output {
+    host(&root().join("target/test-cache"))
+        .env("TEST_MODEL_KEY", "test-key")
+        .arg("--plugins")
+        .arg(plugins)
+        .args(["--no-watch", "--provider", "openai", "--base-url"])
+        .arg(format!("http://127.0.0.1:{}/v1", server.port))
+        .args([
+            "--api-key-env",
+            "TEST_MODEL_KEY",
+            "--model",
+            "m",
+            "run",
+            prompt,
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .expect("host runs")
 }
 
 fn tool_messages(body: &Value) -> Vec<String> {
@@ -80,26 +102,7 @@ fn every_fault_reaches_the_model_as_a_readable_tool_result() {
     });
 
     let started = std::time::Instant::now();
-    let out = host_command(
-        env!("CARGO_BIN_EXE_host"),
-        &root().join("target/test-cache"),
-    )
-    .env("TEST_MODEL_KEY", "test-key")
-    .arg("--plugins")
-    .arg(dir.path())
-    .args(["--no-watch", "--provider", "openai", "--base-url"])
-    .arg(format!("http://127.0.0.1:{}/v1", server.port))
-    .args([
-        "--api-key-env",
-        "TEST_MODEL_KEY",
-        "--model",
-        "test-model",
-        "run",
-        "Misbehave.",
-    ])
-    .stdin(Stdio::null())
-    .output()
-    .expect("host runs");
+    let out = run_against(&server, dir.path(), "Misbehave.");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(
@@ -160,23 +163,7 @@ fn text_a_plugin_or_the_model_writes_cannot_drive_the_terminal() {
         Some(args) => openai_tool_call("call_0", "echo", args),
         None => openai_text(&reply),
     });
-    let out = host(&cache)
-        .env("TEST_MODEL_KEY", "test-key")
-        .arg("--plugins")
-        .arg(&plugins)
-        .args(["--no-watch", "--provider", "openai", "--base-url"])
-        .arg(format!("http://127.0.0.1:{}/v1", server.port))
-        .args([
-            "--api-key-env",
-            "TEST_MODEL_KEY",
-            "--model",
-            "m",
-            "run",
-            "Echo.",
-        ])
-        .stdin(Stdio::null())
-        .output()
-        .expect("host runs");
+    let out = run_against(&server, &plugins, "Echo.");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains("✓ echo"), "{stderr}");
