@@ -836,6 +836,38 @@ mod tests {
     }
 
     #[test]
+    fn a_full_cache_evicts_the_oldest_of_the_new_entrys_shard_else_the_oldest_of_all() {
+        let cache = ResultCache::new(CacheOptions {
+            max_entries: 2,
+            ..CacheOptions::default()
+        });
+        // The first byte picks the shard.
+        let key = |shard: u8, n: u8| -> Key {
+            let mut k = [n; 32];
+            k[0] = shard;
+            k
+        };
+        let now = Instant::now();
+        let (a, b, c, d) = (key(1, 1), key(2, 2), key(3, 3), key(1, 4));
+        cache.store(a, 0, result("a").kept(), MIN);
+        cache.store(b, 0, result("b").kept(), MIN);
+        assert!(
+            matches!(cache.lookup(&a, now), Ok(Some(_))),
+            "a is now the most recent"
+        );
+        // c's shard holds nothing else: the oldest of all goes, b.
+        cache.store(c, 0, result("c").kept(), MIN);
+        assert!(cache.lookup(&b, now).is_err(), "b was evicted");
+        assert!(matches!(cache.lookup(&a, now), Ok(Some(_))));
+        // d shares a's shard: a goes though c is older (one lock, no scan).
+        cache.store(d, 0, result("d").kept(), MIN);
+        assert!(cache.lookup(&a, now).is_err(), "a was evicted");
+        assert!(matches!(cache.lookup(&c, now), Ok(Some(_))));
+        assert!(matches!(cache.lookup(&d, now), Ok(Some(_))));
+        assert_eq!(cache.stats().entries, 2);
+    }
+
+    #[test]
     fn the_totals_match_the_shards_after_concurrent_stores_and_clears() {
         let cache = std::sync::Arc::new(ResultCache::new(CacheOptions {
             max_entries: 50,

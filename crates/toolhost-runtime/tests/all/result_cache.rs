@@ -232,8 +232,12 @@ async fn an_entry_expires_after_its_ttl() {
     assert!(r.output.contains("second version"), "{}", r.output);
 }
 
+/// Which entry goes is the cache's own rule (the oldest of the new entry's
+/// shard, else the oldest of all: `result_cache.rs`'s unit tests, with
+/// keys chosen per shard); here the keys depend on the scene's paths, so
+/// this holds for any of them: the bound, and the newest result stays.
 #[tokio::test]
-async fn the_entry_limit_evicts_the_least_recently_used() {
+async fn the_entry_limit_holds_and_the_newest_result_stays() {
     let scene = Scene::fs();
     for name in ["a", "b", "c"] {
         scene.write(&format!("{name}.txt"), name);
@@ -249,13 +253,16 @@ async fn the_entry_limit_evicts_the_least_recently_used() {
         .unwrap();
     read(&rt, "a.txt").await;
     read(&rt, "b.txt").await;
-    assert!(read(&rt, "a.txt").await.cached, "a is now the most recent");
+    assert!(read(&rt, "a.txt").await.cached);
     read(&rt, "c.txt").await;
     assert_eq!(rt.result_cache_stats().entries, 2);
-    assert!(!read(&rt, "b.txt").await.cached, "b was evicted");
-    // Reading b again evicted the least recent of a and c: a.
-    assert!(read(&rt, "c.txt").await.cached);
-    assert!(!read(&rt, "a.txt").await.cached);
+    assert!(read(&rt, "c.txt").await.cached, "the newest stays");
+    // One of a and b went: a hit on a means b is gone, and the other way.
+    let a_kept = read(&rt, "a.txt").await.cached;
+    if a_kept {
+        assert!(!read(&rt, "b.txt").await.cached, "b was evicted");
+    }
+    assert_eq!(rt.result_cache_stats().entries, 2);
 }
 
 #[tokio::test]
