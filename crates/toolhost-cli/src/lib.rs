@@ -217,16 +217,8 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             } else {
                 println!("{}", shown::on_stdout(result.final_text()));
             }
-            if result.status != toolhost_agent::Status::Completed {
-                eprintln!(
-                    "status: {}{}",
-                    result.status,
-                    result
-                        .error
-                        .as_deref()
-                        .map(|e| format!(": {e}"))
-                        .unwrap_or_default()
-                );
+            if let Some(ended) = shown::unfinished(&result) {
+                eprintln!("status: {ended}");
             }
             Ok(chat::exit_code(result.status))
         }

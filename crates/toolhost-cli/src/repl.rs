@@ -175,16 +175,8 @@ fn chat_turn(rt: &tokio::runtime::Runtime, m: &mut Model, session: &mut Session,
         true,
     ));
     println!();
-    if result.status != toolhost_agent::Status::Completed {
-        println!(
-            "[{}{}]",
-            result.status,
-            result
-                .error
-                .as_deref()
-                .map(|e| format!(": {e}"))
-                .unwrap_or_default()
-        );
+    if let Some(ended) = crate::shown::unfinished(&result) {
+        println!("[{ended}]");
     }
     session.push_turn(prompt, &result);
 }

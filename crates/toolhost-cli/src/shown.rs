@@ -27,6 +27,18 @@ pub fn on_stdout(text: &str) -> Cow<'_, str> {
     }
 }
 
+/// How a run that did not complete ended: its status, and the error (a
+/// provider's or a server's words, so made safe); `None` when it completed.
+pub fn unfinished(result: &toolhost_agent::ToolChainResult) -> Option<String> {
+    if result.status == toolhost_agent::Status::Completed {
+        return None;
+    }
+    Some(match result.error.as_deref() {
+        Some(e) => format!("{}: {}", result.status, printable(e)),
+        None => result.status.to_string(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -144,13 +144,11 @@ pub fn is_retryable_status(status: u16) -> bool {
     status == 429 || status == 408 || (500..=599).contains(&status)
 }
 
-/// The first [`BODY_EXCERPT_CHARS`] characters of `body`, trimmed.
+/// The first [`BODY_EXCERPT_CHARS`] characters of `body` (a server's
+/// words), on one line and made safe to show ([`toolhost_text::line`]):
+/// the excerpt reaches error messages, logs and the terminal.
 pub fn excerpt(body: &str) -> String {
-    let body = body.trim();
-    match body.char_indices().nth(BODY_EXCERPT_CHARS) {
-        Some((i, _)) => format!("{}…", &body[..i]),
-        None => body.to_owned(),
-    }
+    toolhost_text::line(body, BODY_EXCERPT_CHARS)
 }
 
 /// An error with its chain of causes, on one line.

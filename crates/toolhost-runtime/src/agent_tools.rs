@@ -53,8 +53,9 @@ impl ToolExecutor for Runtime {
     /// ([`read_var_source`](crate::read_var_source)): its calls then go
     /// through the runtime's steps like every other.
     fn serves_read_var(&self) -> bool {
-        // Only a built-in source may hold the reserved name.
-        Runtime::tools(self).iter().any(|t| t.name == READ_VAR)
+        // Only a built-in source may hold the reserved name. Asked every
+        // round: one map lookup, no listing.
+        self.inner.catalog.registry().tools.contains_key(READ_VAR)
     }
 
     /// The `usage` of each plugin with a tool offered now.

@@ -324,6 +324,10 @@ impl RuntimeBuilder {
             max_wasm_stack: self.engine.max_wasm_stack,
             ready_instances: self.ready_instances,
         };
+        let mut names = std::collections::BTreeSet::new();
+        if let Some(twice) = self.tool_sources.iter().find(|s| !names.insert(s.name())) {
+            return Err(RuntimeError::DuplicateSource(twice.name().to_owned()));
+        }
         let catalog = Arc::new(Catalog::new(
             loader,
             Sources::resolve(&self.paths)?,

@@ -36,6 +36,10 @@ pub enum RuntimeError {
     /// The lock file cannot be read.
     #[error(transparent)]
     Lock(#[from] crate::lockfile::LockError),
+    /// Two tool sources have one name (policy rules, grants and listings
+    /// name a source by it, so neither may shadow the other).
+    #[error("two tool sources are named `{0}`: give each its own name")]
+    DuplicateSource(String),
 }
 
 /// Why one plugin file could not be loaded. The other plugins load regardless.

@@ -170,4 +170,17 @@ fn text_a_plugin_or_the_model_writes_cannot_drive_the_terminal() {
     assert!(stderr.contains("\\u{202e}txt.exe"), "{stderr}");
     assert!(!drives_a_terminal(&stderr), "{stderr:?}");
     assert!(String::from_utf8_lossy(&out.stdout).contains(&answer));
+
+    // A model server's error, which ends the run with its words.
+    let body = format!("{{\"error\":{{\"message\":\"bad {hostile}\"}}}}");
+    let server = ModelServer::start_replies(move |_, _| Reply::status(400, &body));
+    let out = run_against(&server, &plugins, "Fail.");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("status: error"), "{stderr}");
+    assert!(
+        stderr.contains("\\u{1b}]0;pwned"),
+        "the server's words are shown, escaped: {stderr}"
+    );
+    assert!(!drives_a_terminal(&stderr), "{stderr:?}");
 }
