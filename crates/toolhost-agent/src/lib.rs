@@ -19,6 +19,7 @@ pub mod repair;
 pub mod request;
 pub mod status;
 pub mod think;
+pub mod tool_search;
 pub mod tools;
 pub mod var_ref;
 pub mod vars;

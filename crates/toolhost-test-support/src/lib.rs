@@ -14,6 +14,7 @@
 //! assert!(dir.path().join("calc.wasm").is_file());
 //! ```
 
+pub mod catalog;
 pub mod fake_model;
 pub mod registry;
 

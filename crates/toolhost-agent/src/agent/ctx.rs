@@ -1,19 +1,21 @@
 //! What every step of a run reads: the options, the provider and the tools,
 //! the system prompt and the deadline ([`Ctx`]); and what every step does
 //! with them: report events, tell the time, notice an abort or the deadline,
-//! list the tools to offer, end a round.
+//! list the tools to offer (all of them, or with tool search the pinned and
+//! found ones and `search_tools`), end a round.
 
 use std::time::Instant;
 
 use tracing::debug;
 
 use super::options::AgentOptions;
-use super::state::{RoundInfo, Stop};
+use super::state::{RoundInfo, RunState, Stop};
 use crate::clock::unix_ms;
 use crate::events::AgentEvent;
 use crate::provider::Provider;
 use crate::read_var::read_var_spec;
 use crate::status::Status;
+use crate::tool_search::{SEARCH_TOOLS, definitions_bytes, search_tools_spec};
 use crate::tools::{ToolCallInfo, ToolExecutor, ToolSpec};
 use crate::vars::READ_VAR;
 
@@ -24,6 +26,28 @@ pub(super) struct Ctx<'a> {
     pub(super) opts: &'a AgentOptions,
     pub(super) system: String,
     pub(super) deadline: Option<tokio::time::Instant>,
+    /// The search index of the last catalog (tool search).
+    pub(super) search_index: &'a toolhost_search::IndexCache,
+}
+
+/// The tools of one request.
+pub(super) struct Offer {
+    /// What the request carries.
+    pub(super) offered: Vec<ToolSpec>,
+    /// What the model's calls resolve against: `offered`, or with tool
+    /// search the whole catalog the policy let through and `search_tools`.
+    pub(super) callable: Vec<ToolSpec>,
+    /// Whether the `read_var` offered is the loop's own.
+    pub(super) builtin: bool,
+    /// Whether tool search is on (`search_tools` is the loop's own).
+    pub(super) search: bool,
+}
+
+/// What a round's calls resolve against ([`Offer::callable`] and its flags).
+pub(super) struct Callable<'a> {
+    pub(super) tools: &'a [ToolSpec],
+    pub(super) builtin: bool,
+    pub(super) search: bool,
 }
 
 /// When a call started: by the agent's clock, and monotonic.
@@ -106,11 +130,13 @@ impl Ctx<'_> {
     }
 
     /// The tools for the next request: the executor's plus `read_var` when
-    /// the store holds something, through the filter. The flag says whether
-    /// the `read_var` offered is the loop's own; an executor that serves
-    /// `read_var` ([`ToolExecutor::serves_read_var`]) offers it (or not,
-    /// under its policy) and answers it.
-    pub(super) fn current_tools(&self) -> (Vec<ToolSpec>, bool) {
+    /// the store holds something, through the filter; an executor that
+    /// serves `read_var` ([`ToolExecutor::serves_read_var`]) offers it (or
+    /// not, under its policy) and answers it. Past the tool search budget
+    /// ([`crate::tool_search`]), only the pinned tools, `read_var`, the tools
+    /// found so far in this run and `search_tools` are offered; the rest stay
+    /// callable by name.
+    pub(super) fn current_tools(&self, run: &RunState) -> Offer {
         let info = ToolCallInfo {
             session_id: self.opts.session_id.clone(),
             agent: self.opts.agent.clone(),
@@ -129,7 +155,35 @@ impl Ctx<'_> {
             None => all,
         };
         let builtin = !shadowed && tools.iter().any(|t| t.name == READ_VAR);
-        (tools, builtin)
+        let search = &self.opts.tool_search;
+        // An executor's own `search_tools` wins, as its `read_var` does.
+        let shadows_search = tools.iter().any(|t| t.name == SEARCH_TOOLS);
+        let window = self.opts.context.window_for(&self.opts.model);
+        if shadows_search || !search.applies(tools.len(), definitions_bytes(&tools), window) {
+            return Offer {
+                callable: tools.clone(),
+                offered: tools,
+                builtin,
+                search: false,
+            };
+        }
+        let mut offered: Vec<ToolSpec> = tools
+            .iter()
+            .filter(|t| {
+                t.name == READ_VAR || search.is_pinned(&t.name) || run.found.contains(&t.name)
+            })
+            .cloned()
+            .collect();
+        let spec = search_tools_spec(tools.len(), search.results);
+        offered.push(spec.clone());
+        let mut callable = tools;
+        callable.push(spec);
+        Offer {
+            offered,
+            callable,
+            builtin,
+            search: true,
+        }
     }
 
     pub(super) fn end_round(&self, round: u32, info: RoundInfo, tool_calls: usize) {

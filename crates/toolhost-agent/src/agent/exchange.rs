@@ -65,9 +65,10 @@ fn is_context_overflow(e: &ProviderError) -> bool {
 impl Ctx<'_> {
     /// State `Request`: ask the model with tools.
     pub(super) async fn request(&self, run: &mut RunState, round: u32) -> State {
-        let (tools, builtin) = self.current_tools();
+        let offer = self.current_tools(run);
+        let tools = &offer.offered;
         let completion = match self
-            .complete(run, round, &tools, ToolChoice::Auto, None)
+            .complete(run, round, tools, ToolChoice::Auto, None)
             .await
         {
             Ok(c) => c,
@@ -79,7 +80,7 @@ impl Ctx<'_> {
                         .fit_context(
                             run,
                             round,
-                            crate::context::request_chars(&self.system, &tools, []),
+                            crate::context::request_chars(&self.system, tools, []),
                             true,
                         )
                         .await =>
@@ -134,8 +135,9 @@ impl Ctx<'_> {
         State::Execute {
             round,
             calls,
-            tools,
-            builtin,
+            tools: offer.callable,
+            builtin: offer.builtin,
+            search: offer.search,
             completion: info,
         }
     }

@@ -103,7 +103,14 @@ impl Ctx<'_> {
                         Action::Skip { reason } => {
                             error_outcome(format!("not run: {reason}"), ErrorKind::NotRun)
                         }
-                        Action::Repeat { output } => ok_outcome(output.clone()),
+                        Action::Repeat { output }
+                        | Action::Searched {
+                            output,
+                            is_error: false,
+                        } => ok_outcome(output.clone()),
+                        Action::Searched { output, .. } => {
+                            error_outcome(output.clone(), ErrorKind::InvalidArguments)
+                        }
                         Action::Supplied {
                             output,
                             is_error: true,

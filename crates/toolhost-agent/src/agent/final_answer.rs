@@ -113,7 +113,7 @@ impl Ctx<'_> {
     ) -> State {
         info!(round, %status, "asking for a final answer");
         let note = Message::user(FINAL_ANSWER_NOTE);
-        let (tools, _) = self.current_tools();
+        let tools = self.current_tools(run).offered;
         let completion = match self
             .complete(run, round, &tools, ToolChoice::None, Some(note))
             .await

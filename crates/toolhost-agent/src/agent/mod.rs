@@ -107,7 +107,7 @@ use std::time::{Duration, Instant};
 
 use tracing::{Instrument, info, warn};
 
-use self::ctx::Ctx;
+use self::ctx::{Callable, Ctx};
 use self::state::{RunState, State};
 use self::step::{AgentState, StepOutcome};
 use crate::events::AgentEvent;
@@ -122,6 +122,8 @@ pub struct Agent {
     provider: Arc<dyn Provider>,
     tools: Arc<dyn ToolExecutor>,
     options: AgentOptions,
+    /// The search index of the last catalog (tool search).
+    search_index: Arc<toolhost_search::IndexCache>,
 }
 
 impl std::fmt::Debug for Agent {
@@ -141,6 +143,7 @@ impl Agent {
             provider,
             tools,
             options: AgentOptions::default(),
+            search_index: Arc::default(),
         }
     }
 
@@ -246,6 +249,7 @@ impl Agent {
                 overflowed: false,
                 compacted_after_overflow: false,
                 unparsable: false,
+                found: std::collections::BTreeSet::new(),
                 compactions: 0,
             },
             state: State::Request { round: 1 },
@@ -286,6 +290,7 @@ impl Agent {
             opts: &self.options,
             system: state.system.clone(),
             deadline,
+            search_index: &self.search_index,
         };
         let outcome = ctx.advance(state, pauses).await;
         state.elapsed_ms = state
@@ -370,9 +375,15 @@ impl Ctx<'_> {
                     calls,
                     tools,
                     builtin,
+                    search,
                     completion,
                 } => {
-                    let (planned, stop) = self.plan(run, round, calls, &tools, builtin).await;
+                    let offer = Callable {
+                        tools: &tools,
+                        builtin,
+                        search,
+                    };
+                    let (planned, stop) = self.plan(run, round, calls, offer).await;
                     State::Proposed {
                         round,
                         planned,

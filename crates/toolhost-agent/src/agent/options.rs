@@ -14,6 +14,7 @@ use crate::events::{AgentEvent, EventSink};
 use crate::message::Message;
 use crate::provider::{BoxFuture, CompletionRequest, ModelOptions};
 use crate::request::{ParamsTransform, RequestHook, SystemTransform};
+use crate::tool_search::ToolSearch;
 use crate::tools::ToolSpec;
 use crate::vars::VarStore;
 
@@ -135,6 +136,9 @@ pub struct AgentOptions {
     /// Keeping the history inside the model's context window (see
     /// [`context`](crate::context)).
     pub context: ContextPolicy,
+    /// Searching a large catalog instead of offering every definition (see
+    /// [`tool_search`](crate::tool_search)).
+    pub tool_search: ToolSearch,
 }
 
 impl Default for AgentOptions {
@@ -166,6 +170,7 @@ impl Default for AgentOptions {
             request_hooks: Vec::new(),
             params_transform: None,
             context: ContextPolicy::default(),
+            tool_search: ToolSearch::default(),
         }
     }
 }
@@ -184,6 +189,7 @@ impl std::fmt::Debug for AgentOptions {
             .field("agent", &self.agent)
             .field("model_options", &self.model_options)
             .field("request_hooks", &self.request_hooks.len())
+            .field("tool_search", &self.tool_search)
             .finish_non_exhaustive()
     }
 }
@@ -195,6 +201,11 @@ impl AgentOptions {
             model: model.into(),
             ..Self::default()
         }
+    }
+    /// Sets [`tool_search`](Self::tool_search).
+    pub fn tool_search(mut self, search: ToolSearch) -> Self {
+        self.tool_search = search;
+        self
     }
     /// Sets [`max_rounds`](Self::max_rounds).
     pub fn max_rounds(mut self, n: u32) -> Self {

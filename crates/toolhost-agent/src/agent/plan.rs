@@ -1,5 +1,6 @@
 //! The model's calls checked before they run (state `Execute`, in call
-//! order): tool names repaired, arguments parsed and their variable
+//! order): tool names repaired (against the whole catalog when tool
+//! search is on, and `search_tools` answered here), arguments parsed and their variable
 //! references substituted, doom loops caught (the same call too many times
 //! in a row), and a repeated read-only call answered with the result it just
 //! had.
@@ -7,13 +8,14 @@
 use serde_json::Value;
 use tracing::{debug, info, warn};
 
-use super::ctx::Ctx;
+use super::ctx::{Callable, Ctx};
 use super::options::DoomLoop;
 use super::state::{Action, Planned, RunState, Stop};
 use crate::events::AgentEvent;
 use crate::message::ToolCall;
 use crate::repair::{CallRejection, canonical_json, parse_arguments, resolve_tool_name};
 use crate::status::Status;
+use crate::tool_search::{SEARCH_TOOLS, answer, tool_text};
 use crate::tools::ToolSpec;
 use crate::vars::READ_VAR;
 
@@ -26,9 +28,13 @@ impl Ctx<'_> {
         run: &mut RunState,
         round: u32,
         calls: Vec<ToolCall>,
-        tools: &[ToolSpec],
-        builtin: bool,
+        offer: Callable<'_>,
     ) -> (Vec<Planned>, Option<Stop>) {
+        let Callable {
+            tools,
+            builtin,
+            search,
+        } = offer;
         let mut planned = Vec::with_capacity(calls.len());
         let mut stop: Option<Stop> = None;
         for call in calls {
@@ -39,7 +45,15 @@ impl Ctx<'_> {
                     crate::var_ref::substitute(args, &self.opts.vars).map_err(CallRejection::from)
                 }) {
                     Err(rejection) => (tool, Value::Null, Action::rejected(rejection)),
+                    Ok(args) if search && tool == SEARCH_TOOLS => {
+                        let action = self.search_tools(run, tools, &args);
+                        (tool, args, action)
+                    }
                     Ok(args) => {
+                        if search {
+                            // Called by name: offered in full from now on.
+                            run.found.insert(tool.clone());
+                        }
                         let read_only = tools
                             .iter()
                             .find(|t| t.name == tool)
@@ -88,6 +102,31 @@ impl Ctx<'_> {
             });
         }
         (planned, stop)
+    }
+
+    /// Answers `search_tools` over the catalog (`tools` without it); what it
+    /// finds is offered in full from the next round on.
+    fn search_tools(&self, run: &mut RunState, tools: &[ToolSpec], args: &Value) -> Action {
+        let catalog: Vec<ToolSpec> = tools
+            .iter()
+            .filter(|t| t.name != SEARCH_TOOLS)
+            .cloned()
+            .collect();
+        let index = self.search_index.index(catalog.iter().map(tool_text));
+        match answer(&index, &catalog, args, &self.opts.tool_search) {
+            Ok((output, found)) => {
+                debug!(found = ?found, "search_tools");
+                run.found.extend(found);
+                Action::Searched {
+                    output,
+                    is_error: false,
+                }
+            }
+            Err(output) => Action::Searched {
+                output,
+                is_error: true,
+            },
+        }
     }
 
     /// Counts identical calls in a row (same tool, same canonical arguments,

@@ -24,8 +24,14 @@ pub(crate) enum State {
     Execute {
         round: u32,
         calls: Vec<ToolCall>,
+        /// What the calls resolve against: the tools offered, or with tool
+        /// search the whole catalog and `search_tools`.
         tools: Vec<ToolSpec>,
+        /// Whether `read_var` is the loop's own.
         builtin: bool,
+        /// Whether `search_tools` is the loop's own (tool search is on).
+        #[serde(default)]
+        search: bool,
         completion: RoundInfo,
     },
     /// The calls, checked, before they run (a pause of [`Agent::step`](crate::Agent::step)).
@@ -120,6 +126,10 @@ pub(crate) struct RunState {
     /// model's own output (`exchange::is_model_output_error`), after its retries.
     #[serde(default)]
     pub(crate) unparsable: bool,
+    /// The tools found by `search_tools` or called by name while tool
+    /// search is on: offered in full from the next round on.
+    #[serde(default)]
+    pub(crate) found: std::collections::BTreeSet<String>,
 }
 
 /// One tool call after repair and parsing.
@@ -143,6 +153,9 @@ pub(crate) enum Action {
     /// Not run again: the same read-only call just ran; answered with its
     /// result and a note to use it (small models often ask twice).
     Repeat { output: String },
+    /// Answered by the loop's own `search_tools` (an error when the call was
+    /// malformed).
+    Searched { output: String, is_error: bool },
     /// Not run: the caller of [`Agent::step`](crate::Agent::step) gave its result.
     Supplied { output: String, is_error: bool },
 }

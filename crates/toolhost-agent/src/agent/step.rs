@@ -238,6 +238,7 @@ fn note(action: &Action) -> Option<String> {
         Action::Skip { reason } => Some(format!("not run: {reason}")),
         Action::Repeat { .. } => Some("the same call just ran; its result is reused".into()),
         Action::Supplied { .. } => Some("its result was given".into()),
+        Action::Searched { .. } => Some("answered by the loop's tool search".into()),
     }
 }
 

@@ -346,7 +346,7 @@ async fn abort_during_a_slow_tool_call_keeps_partial_history() {
     assert_eq!(tools.recorded().len(), 2, "the third call never started");
 }
 
-#[tokio::test(start_paused = true)]
+#[tokio::test]
 async fn a_tool_over_its_timeout_becomes_an_error_result() {
     let provider = ScriptedProvider::new(vec![call("c1", "slow", "{}"), text("it timed out")]);
     let tools = FakeTools::new(vec![spec("slow", false)], |_, _| {
@@ -358,7 +358,7 @@ async fn a_tool_over_its_timeout_becomes_an_error_result() {
     let result = agent(
         &provider,
         &tools,
-        options().tool_timeout(Duration::from_secs(2)),
+        options().tool_timeout(Duration::from_millis(200)),
     )
     .run(vec![Message::user("go")])
     .await;
@@ -366,10 +366,10 @@ async fn a_tool_over_its_timeout_becomes_an_error_result() {
     let h = &result.history[0];
     assert!(h.is_error);
     assert_eq!(h.error_kind, Some(ErrorKind::Timeout));
-    assert!(h.output.contains("2000 ms"), "{}", h.output);
+    assert!(h.output.contains("200 ms"), "{}", h.output);
 }
 
-#[tokio::test(start_paused = true)]
+#[tokio::test]
 async fn the_run_deadline_ends_with_timeout() {
     let provider = ScriptedProvider::new(vec![call("c1", "slow", "{}"), text("never")]);
     let tools = FakeTools::new(vec![spec("slow", false)], |_, _| {
@@ -378,9 +378,13 @@ async fn the_run_deadline_ends_with_timeout() {
             ok("late")
         })
     });
-    let result = agent(&provider, &tools, options().timeout(Duration::from_secs(5)))
-        .run(vec![Message::user("go")])
-        .await;
+    let result = agent(
+        &provider,
+        &tools,
+        options().timeout(Duration::from_millis(300)),
+    )
+    .run(vec![Message::user("go")])
+    .await;
     assert_eq!(result.status, Status::Timeout);
     assert!(result.error.is_some());
     assert_eq!(result.history.len(), 1);

@@ -8,3 +8,4 @@ mod context;
 mod local_models;
 mod provider_faults;
 mod step;
+mod tool_search;
