@@ -129,6 +129,14 @@ pub struct Global {
     #[arg(long, value_name = "native|json|xml", global = true)]
     pub protocol: Option<String>,
 
+    /// When the model searches the tools (`search_tools`) instead of reading
+    /// every definition: auto (past 32 tools, 24 KiB of definitions or a
+    /// quarter of the context window), on, off. MCP clients of `host mcp` and
+    /// `host serve` get `search_tools` only with `on`. Wins over the config
+    /// file's `[tool-search] mode`.
+    #[arg(long, value_name = "auto|on|off", global = true)]
+    pub tool_search: Option<toolhost_search::ToolSearchMode>,
+
     /// Most tool rounds per turn; then the model is asked for a final answer.
     #[arg(long, value_name = "N", global = true)]
     pub max_rounds: Option<u32>,

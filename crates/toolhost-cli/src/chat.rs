@@ -88,6 +88,7 @@ pub async fn connect(
     if let Some(tokens) = window {
         options = options.context_window(tokens);
     }
+    options = options.tool_search(settings::tool_search(global, file));
     // Model options in layers, the system prompt, request hooks.
     let options = crate::model_options::apply(global, file, options)?;
     // Plugins' usage rules come from the runtime at each run

@@ -133,7 +133,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         }
         Some(Command::Mcp) => {
             commands::report_load_problems(&runtime);
-            rt.block_on(mcp::stdio(&cli.global, runtime))
+            rt.block_on(mcp::stdio(&cli.global, &file, runtime))
         }
         Some(Command::Serve {
             listen,
@@ -168,7 +168,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 metrics_public,
             };
             let asks = mcp::asks(asks.as_deref(), &options.listen)?;
-            rt.block_on(mcp::http(&cli.global, runtime, options, asks))
+            rt.block_on(mcp::http(&cli.global, &file, runtime, options, asks))
         }
         Some(Command::Run {
             prompt,

@@ -8,6 +8,7 @@ use toolhost_runtime::Runtime;
 
 use crate::args::Global;
 use crate::exit;
+use crate::settings::ConfigFile;
 
 /// The variable holding the key that seals 2026-07-28 approval round trips
 /// (replicas behind one load balancer need the same one).
@@ -25,7 +26,12 @@ pub fn asks(flag: Option<&str>, listen: &std::net::SocketAddr) -> anyhow::Result
     }
 }
 
-fn server(global: &Global, runtime: Runtime, asks: Asks) -> anyhow::Result<McpServer> {
+fn server(
+    global: &Global,
+    file: &ConfigFile,
+    runtime: Runtime,
+    asks: Asks,
+) -> anyhow::Result<McpServer> {
     let state_key = match std::env::var(STATE_KEY_VAR) {
         Ok(key) if key.len() < 32 => bail!("{STATE_KEY_VAR} must be at least 32 bytes long"),
         Ok(key) => Some(key.into_bytes()),
@@ -37,14 +43,20 @@ fn server(global: &Global, runtime: Runtime, asks: Asks) -> anyhow::Result<McpSe
             agent: global.agent.clone(),
             state_key,
             asks,
+            // MCP clients may search on their own: the full list unless
+            // search is on outright.
+            tool_search: Some(crate::settings::tool_search(global, file))
+                .filter(|s| s.mode == toolhost_search::ToolSearchMode::On),
         },
     ))
 }
 
 /// Serves one client on stdin and stdout (logs go to stderr).
-pub async fn stdio(global: &Global, runtime: Runtime) -> anyhow::Result<u8> {
+pub async fn stdio(global: &Global, file: &ConfigFile, runtime: Runtime) -> anyhow::Result<u8> {
     // Over stdio the client is the user's own.
-    server(global, runtime, Asks::Client)?.serve_stdio().await?;
+    server(global, file, runtime, Asks::Client)?
+        .serve_stdio()
+        .await?;
     Ok(exit::OK)
 }
 
@@ -52,11 +64,12 @@ pub async fn stdio(global: &Global, runtime: Runtime) -> anyhow::Result<u8> {
 /// requests in flight.
 pub async fn http(
     global: &Global,
+    file: &ConfigFile,
     runtime: Runtime,
     options: HttpOptions,
     asks: Asks,
 ) -> anyhow::Result<u8> {
-    let bound = HttpServer::bind(server(global, runtime, asks)?, options).await?;
+    let bound = HttpServer::bind(server(global, file, runtime, asks)?, options).await?;
     eprintln!("toolhost MCP server on http://{}/mcp", bound.local_addr());
     bound.run(shutdown_signal()).await?;
     Ok(exit::OK)

@@ -111,6 +111,18 @@ pub struct ConfigFile {
     /// `host install` refuses a plugin no trusted key signed (as `--require-signature`).
     #[serde(default)]
     pub require_signed: bool,
+    /// Tool search for large catalogs (`--tool-search` wins over `mode`).
+    #[serde(default)]
+    pub tool_search: toolhost_search::ToolSearch,
+}
+
+/// The tool search settings: the config file's, with `--tool-search`'s mode.
+pub fn tool_search(global: &Global, file: &ConfigFile) -> toolhost_search::ToolSearch {
+    let mut search = file.tool_search.clone();
+    if let Some(mode) = global.tool_search {
+        search.mode = mode;
+    }
+    search
 }
 
 /// One `[agents.NAME]` table.

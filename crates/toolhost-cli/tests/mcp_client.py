@@ -157,6 +157,23 @@ async def gateway(args):
         return report
 
 
+async def search(args):
+    """Lists the tools, searches twice, calls the first tool found by its
+    name (it was not listed) and each `--call NAME JSON`."""
+    async with Client(server(args), mode=args.mode) as c:
+        listed = await c.list_tools()
+        report = {"tools": [t.name for t in listed.tools], "calls": {}}
+        for name, query in [("currency", "convert money to another currency"), ("sms", "send a text message (sms) to a phone")]:
+            report[name] = result_json(await c.call_tool("search_tools", {"query": query}))
+        found = (report["currency"]["structured"] or {}).get("tools", [])
+        if found:
+            arguments = {"amount": "1", "from": "USD", "to": "EUR"}
+            report["called"] = result_json(await c.call_tool(found[0]["name"], arguments))
+        for name, arguments in args.call or []:
+            report["calls"][name] = result_json(await c.call_tool(name, json.loads(arguments)))
+        return report
+
+
 SCENARIOS = {
     "basics": basics,
     "ask": ask,
@@ -164,6 +181,7 @@ SCENARIOS = {
     "cancel": cancel,
     "reload": reload,
     "gateway": gateway,
+    "search": search,
 }
 
 

@@ -164,6 +164,16 @@ fn main() {
     };
     let mut reused = rt.block_on(runtime.reused_instance("calc")).unwrap();
 
+    // The catalog and the index of the tool search variants.
+    let catalog = toolhost_test_support::catalog::look_alike_tools(1000);
+    let index = toolhost_search::ToolIndex::build(catalog.iter().map(|t| {
+        toolhost_search::ToolText::new(
+            t["name"].as_str().unwrap_or_default(),
+            t["description"].as_str().unwrap_or_default(),
+            &t["inputSchema"],
+        )
+    }));
+    let questions = toolhost_test_support::catalog::QUESTIONS;
     let mut variants: BTreeMap<&str, Variant> = BTreeMap::new();
     variants.insert(
         "native",
@@ -246,6 +256,31 @@ fn main() {
         }),
     );
 
+    // Tool search (`toolhost-search`): one query against 1,000 look-alike
+    // tools, next to writing their definitions as JSON (what offering them
+    // all to a model costs the host alone) and to a fresh call.
+    variants.insert(
+        "search_1000_tools",
+        Box::new(|n| {
+            let t0 = Instant::now();
+            for i in 0..n {
+                let q = questions[usize::try_from(i).unwrap_or(0) % questions.len()].0;
+                std::hint::black_box(index.search(q, 5));
+            }
+            t0.elapsed()
+        }),
+    );
+    variants.insert(
+        "serialize_1000_definitions",
+        Box::new(|n| {
+            let t0 = Instant::now();
+            for _ in 0..n {
+                std::hint::black_box(serde_json::to_vec(&catalog).map(|v| v.len()).ok());
+            }
+            t0.elapsed()
+        }),
+    );
+
     // `--only a,b`: just these variants (for a profile of one of them).
     if let Some(only) = cli
         .iter()
@@ -324,6 +359,17 @@ fn main() {
         ("js_over_rust", "js_fresh_instance", "fresh_instance"),
         // With pauses between calls, where ready instances serve.
         ("python_over_rust_paced", "python_paced", "rust_paced"),
+        // A tool search against offering every definition, and a call.
+        (
+            "search_over_serialize_1000",
+            "search_1000_tools",
+            "serialize_1000_definitions",
+        ),
+        (
+            "search_1000_over_fresh_call",
+            "search_1000_tools",
+            "fresh_instance",
+        ),
         (
             "python_ready_on_over_off_paced",
             "python_paced",

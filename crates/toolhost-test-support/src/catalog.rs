@@ -297,26 +297,35 @@ pub fn catalog_server(
 }
 
 const CATALOG_SERVER: &str = r#"
-import json, sys, anyio
-import mcp.types as types
+import json, sys
+import anyio
+import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 with open(sys.argv[1]) as f:
     CATALOG = json.load(f)
-server = Server("catalog")
 
-@server.list_tools()
-async def list_tools():
-    return [types.Tool(name=t["name"], description=t["description"], inputSchema=t["inputSchema"]) for t in CATALOG]
 
-@server.call_tool()
-async def call_tool(name, arguments):
-    return [types.TextContent(type="text", text=f"called {name} with {json.dumps(arguments, sort_keys=True)}")]
+async def list_tools(ctx, params):
+    return types.ListToolsResult(tools=[
+        types.Tool(name=t["name"], description=t["description"], input_schema=t["inputSchema"])
+        for t in CATALOG
+    ])
+
+
+async def call_tool(ctx, params):
+    args = json.dumps(params.arguments or {}, sort_keys=True)
+    return types.CallToolResult(content=[types.TextContent(text=f"called {params.name} with {args}")])
+
+
+server = Server("catalog", on_list_tools=list_tools, on_call_tool=call_tool)
+
 
 async def main():
     async with stdio_server() as (r, w):
         await server.run(r, w, server.create_initialization_options())
+
 
 anyio.run(main)
 "#;

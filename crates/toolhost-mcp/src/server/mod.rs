@@ -4,7 +4,9 @@
 //! anything about a call; it only translates.
 //!
 //! - `tools/list` lists [`Runtime::offered_tools`]: what the policy denies
-//!   outright for the server's agent profile is not listed.
+//!   outright for the server's agent profile is not listed. With tool search
+//!   on ([`ServerOptions::tool_search`], `search.rs`), only the pinned tools
+//!   and `search_tools` are, and any allowed tool is called by name.
 //! - `tools/call` runs [`Runtime::call`] with the profile, a progress sink
 //!   that becomes `notifications/progress` when the client sent a progress
 //!   token, and an approver that asks the client (elicitation). A client's
@@ -32,11 +34,13 @@ pub(crate) mod elicit;
 pub(crate) mod http;
 mod identity;
 mod metrics;
+mod search;
 
 use crate::tools;
 use elicit::{ElicitingApprover, RoundTripApprover, RoundTrips};
 use identity::{ClientIdentity, ClientProfile};
 use metrics::Metrics;
+use search::Search;
 
 /// How many progress reports of one call may wait to be sent; more are
 /// dropped (a plugin that floods progress cannot grow the host's memory).
@@ -60,6 +64,10 @@ pub struct ServerOptions {
     /// machines should use [`Asks::Deny`], or every remote caller could
     /// approve its own calls (`host serve` does on a non-loopback address).
     pub asks: Asks,
+    /// Tool search for clients without their own: `tools/list` lists the
+    /// pinned tools and `search_tools` (see `search.rs`). `None` (the
+    /// default): every tool the profile allows is listed.
+    pub tool_search: Option<toolhost_search::ToolSearch>,
 }
 
 /// Who answers an `ask` on a call an MCP server runs (see
@@ -96,6 +104,7 @@ pub struct McpServer {
     options: Arc<ServerOptions>,
     metrics: Arc<Metrics>,
     round_trips: Arc<RoundTrips>,
+    search: Option<Arc<Search>>,
 }
 
 impl McpServer {
@@ -104,6 +113,10 @@ impl McpServer {
         McpServer {
             runtime,
             round_trips: Arc::new(RoundTrips::new(options.state_key.as_deref())),
+            search: options
+                .tool_search
+                .clone()
+                .map(|s| Arc::new(Search::new(s))),
             options: Arc::new(options),
             metrics: Arc::new(Metrics::new()),
         }
@@ -162,6 +175,17 @@ impl McpServer {
     ) -> CallToolResponse {
         let mut recorded = self.metrics.call();
         let args = Value::Object(request.arguments.clone().unwrap_or_default());
+        if let Some(search) = &self.search
+            && request.name == toolhost_search::SEARCH_TOOLS
+        {
+            let offered = self
+                .runtime
+                .offered_tools(self.agent(&context).as_deref(), None);
+            if search.serves(&offered) {
+                recorded.outcome("ok");
+                return search.answer(&offered, &args).into();
+            }
+        }
         let modern = context
             .protocol_version()
             .is_some_and(|v| !v.has_initialize());
@@ -363,12 +387,13 @@ impl rmcp::ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let tools = self
+        let offered = self
             .runtime
-            .offered_tools(self.agent(&context).as_deref(), None)
-            .iter()
-            .map(tools::mcp_tool)
-            .collect();
+            .offered_tools(self.agent(&context).as_deref(), None);
+        let tools = match &self.search {
+            Some(search) => search.listed(&offered),
+            None => offered.iter().map(tools::mcp_tool).collect(),
+        };
         Ok(ListToolsResult::with_all_items(tools))
     }
 
