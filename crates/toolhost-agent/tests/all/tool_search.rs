@@ -204,3 +204,32 @@ async fn a_malformed_search_is_an_error_the_model_can_fix() {
     assert!(found.len() <= 20, "the limit is bounded: {}", found.len());
     assert_eq!(found[0]["name"], json!("get_weather_forecast"));
 }
+
+#[tokio::test]
+async fn a_tool_the_policy_takes_away_is_not_found_by_the_next_search() {
+    let full = catalog(300);
+    let tools = FakeTools::dynamic(
+        move |n| {
+            full.iter()
+                .filter(|t| n == 0 || t.name != "convert_currency")
+                .cloned()
+                .collect()
+        },
+        |name, args| Box::pin(async move { ok(format!("{name}: {args}")) }),
+    );
+    let query = r#"{"query": "convert currency"}"#;
+    let provider = ScriptedProvider::new(vec![
+        call("c1", SEARCH_TOOLS, query),
+        call("c2", SEARCH_TOOLS, query),
+        text("done"),
+    ]);
+    let result = run_with(&provider, &tools, AgentOptions::new("m"))
+        .run(vec![Message::user("dollars to euros")])
+        .await;
+    assert!(result.history[0].output.contains("\"convert_currency\""));
+    assert!(
+        !result.history[1].output.contains("\"convert_currency\""),
+        "{}",
+        result.history[1].output
+    );
+}
