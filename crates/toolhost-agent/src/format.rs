@@ -11,6 +11,7 @@
 //!     history: Vec::new(),
 //!     usage: Usage::default(),
 //!     stats: Stats::default(),
+//!     answer_source: Default::default(),
 //! };
 //! let message = compact_history(&result);
 //! assert_eq!(message.role, Role::Assistant);
@@ -113,6 +114,7 @@ pub fn compact_history(result: &ToolChainResult) -> Message {
 ///     history: Vec::new(),
 ///     usage: Usage::default(),
 ///     stats: Stats::default(),
+///     answer_source: Default::default(),
 /// };
 /// let next = next_turn_history(&result);
 /// assert_eq!(next, [Message::user("hi"), Message::assistant("Hello!")]);

@@ -41,8 +41,8 @@ pub use toolhost_providers::message::{Message, Role, ToolCall, Usage};
 pub use tools::{ToolCallInfo, ToolExecutor, ToolOutcome, ToolSpec};
 
 pub use agent::{
-    Agent, AgentOptions, BeforeRequest, DEFAULT_BASE_PROMPT, DoomLoop, DoomLoopApproval,
-    FINAL_ANSWER_NOTE, ToolCallRecord, ToolChainResult, ToolFilter, UsageRules,
+    Agent, AgentOptions, AnswerSource, BeforeRequest, DEFAULT_BASE_PROMPT, DoomLoop,
+    DoomLoopApproval, FINAL_ANSWER_NOTE, ToolCallRecord, ToolChainResult, ToolFilter, UsageRules,
 };
 pub use clock::{Clock, FixedClock, SystemClock};
 pub use events::{AgentEvent, EventSink, event_channel};

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use toolhost_agent::provider::select::{NO_PROVIDER_HELP, select_from_env};
 use toolhost_agent::{
-    Agent, AgentEvent, AgentOptions, CancellationToken, Message, Provider, Status, ToolChainResult,
-    VarStore,
+    Agent, AgentEvent, AgentOptions, AnswerSource, CancellationToken, Message, Provider, Status,
+    ToolChainResult, VarStore,
 };
 use toolhost_runtime::Runtime;
 
@@ -109,10 +109,7 @@ use toolhost_text::line as one_line;
 /// Shows one event: text streams to stdout, tool calls get one line each on stderr.
 pub fn show_event(event: &AgentEvent, stream_text: bool) {
     match event {
-        AgentEvent::TextDelta { text, .. } if stream_text => {
-            print!("{}", crate::shown::on_stdout(text));
-            let _ = std::io::stdout().flush();
-        }
+        AgentEvent::TextDelta { text, .. } if stream_text => print_now(text),
         AgentEvent::ToolCallRunning { tool, .. } => {
             eprintln!("\n  ⋯ {tool}");
         }
@@ -180,9 +177,19 @@ pub async fn turn(
         o.events = Some(sink);
     }
     let printer = tokio::spawn(async move {
+        let mut held = HeldText::default();
         while let Some(event) = rx.recv().await {
-            show_event(&event, stream_text);
+            match &event {
+                AgentEvent::TextDelta { text, .. } if stream_text => held.push(text),
+                AgentEvent::RoundEnd { .. } => {
+                    held.end_round();
+                    show_event(&event, stream_text);
+                }
+                _ => show_event(&event, stream_text),
+            }
         }
+        held.end_round();
+        held.hid_last
     });
     let ctrl_c = {
         let abort = abort.clone();
@@ -198,8 +205,66 @@ pub async fn turn(
     ctrl_c.abort();
     // Dropping the sink ends the printer once it has shown every event.
     agent.options_mut().events = None;
-    let _ = printer.await;
+    let hid_last = printer.await.unwrap_or(false);
+    // The answer the stream did not show: words held back because they
+    // began like protocol text, or the host's answer from the results.
+    if stream_text && !result.text.is_empty() {
+        if result.answer_source == AnswerSource::Results {
+            println!(
+                "\n[the model gave no answer in words; from the tool results:]\n{}",
+                crate::shown::on_stdout(&result.text)
+            );
+        } else if hid_last {
+            print!("{}", crate::shown::on_stdout(&result.text));
+        }
+    }
     result
+}
+
+/// The streamed text of a round, held back while it begins like protocol
+/// text (a call as JSON or tags, which a small model writes instead of an
+/// answer) so that the chat never shows it; [`turn`] shows the run's answer
+/// in words afterwards.
+#[derive(Default)]
+struct HeldText {
+    /// This round's text so far, until it is known whether to show it.
+    pending: String,
+    /// `Some(true)`: shown as it comes; `Some(false)`: held back.
+    show: Option<bool>,
+    /// Whether the last round with text was held back.
+    hid_last: bool,
+}
+
+impl HeldText {
+    fn push(&mut self, text: &str) {
+        match self.show {
+            Some(true) => print_now(text),
+            Some(false) => {}
+            None => {
+                self.pending.push_str(text);
+                let start = self.pending.trim_start();
+                if !start.is_empty() {
+                    let protocol = start.starts_with(['{', '[', '<']) || start.starts_with("```");
+                    self.show = Some(!protocol);
+                    if !protocol {
+                        print_now(&std::mem::take(&mut self.pending));
+                    }
+                }
+            }
+        }
+    }
+
+    fn end_round(&mut self) {
+        if let Some(show) = self.show.take() {
+            self.hid_last = !show;
+        }
+        self.pending.clear();
+    }
+}
+
+fn print_now(text: &str) {
+    print!("{}", crate::shown::on_stdout(text));
+    let _ = std::io::stdout().flush();
 }
 
 /// The exit code of a `run`: 0 when the model answered, 1 otherwise.

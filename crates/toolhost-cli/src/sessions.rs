@@ -571,6 +571,7 @@ mod tests {
             history: Vec::new(),
             usage: Usage::default(),
             stats: Stats::default(),
+            answer_source: Default::default(),
         }
     }
 

@@ -130,6 +130,22 @@ impl Ctx<'_> {
                     error: None,
                 };
             }
+            // A call written as text, or a copy of the host's text, is no
+            // answer: ask once more without tools (`answer.rs`).
+            if let Some(why) = super::answer::not_words(&run.text, &self.system)
+                .filter(|w| *w != super::answer::NotWords::Empty)
+            {
+                info!(
+                    round,
+                    reply = why.describe(),
+                    "the reply is not an answer in words; asking for a final answer"
+                );
+                return State::FinalAnswer {
+                    round: round + 1,
+                    status: Status::Completed,
+                    error: None,
+                };
+            }
             return State::done(Status::Completed, None);
         }
         State::Execute {
@@ -254,8 +270,10 @@ impl Ctx<'_> {
             }),
         };
         // A server that could not parse the model's own output (sampling
-        // differs on the next attempt) is asked again, a bounded number of times.
+        // differs on the next attempt) is asked again, a bounded number of
+        // times within a bounded time.
         let mut attempts = 1;
+        let began = std::time::Instant::now();
         let result = loop {
             let r = tokio::select! {
                 biased;
@@ -263,7 +281,11 @@ impl Ctx<'_> {
                 r = self.provider.complete(&request, &on_delta, &self.opts.abort) => Ok(r),
             };
             match &r {
-                Ok(Err(e)) if attempts <= MODEL_OUTPUT_RETRIES && is_model_output_error(e) => {
+                Ok(Err(e))
+                    if attempts <= MODEL_OUTPUT_RETRIES
+                        && began.elapsed() < self.opts.model_output_retry_time
+                        && is_model_output_error(e) =>
+                {
                     warn!(round, attempts, error = %e, "the server could not parse the model's output; asking again");
                     attempts += 1;
                     if let Ok(mut p) = partial.lock() {

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use toolhost_hooks::ErrorKind;
-use tracing::debug;
+use tracing::{debug, info};
 
 use super::ctx::{Ctx, Timing};
 use super::result::ToolCallRecord;
@@ -318,6 +318,19 @@ impl Ctx<'_> {
         self.end_round(round, info, n_calls);
 
         match stop {
+            // The model handed back the last result: that is the answer.
+            Some(_) if run.settled => {
+                if let Some(text) = super::answer::from_results(&run.history) {
+                    info!(
+                        round,
+                        "the model handed back the last result; it is the answer"
+                    );
+                    run.text.clone_from(&text);
+                    run.messages.push(Message::assistant(text));
+                    run.answer_source = super::answer::AnswerSource::Results;
+                }
+                State::done(Status::Completed, None)
+            }
             // A refused doom loop: the model has what it needs; ask for the
             // answer rather than end with nothing.
             Some(stop) if stop.status == Status::DoomLoop => State::FinalAnswer {

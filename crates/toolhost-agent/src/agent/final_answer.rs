@@ -1,10 +1,12 @@
 //! The final answer (state `FinalAnswer`): one request in which tools cannot
 //! be called, after the round limit, a refused doom loop, an empty reply
 //! after tool results, or a history too long for the model; asked again with
-//! the history as text when the reply holds no answer.
+//! the history as text when the reply holds no answer in words, and answered
+//! from the run's results when it still has none (`answer.rs`).
 
 use tracing::{info, warn};
 
+use super::answer::{AnswerSource, from_results, not_words};
 use super::ctx::Ctx;
 use super::state::{RoundInfo, RunState, State};
 use crate::message::{Message, Role, Usage};
@@ -31,17 +33,6 @@ fn without_note(answer: &str) -> String {
         .replace(bare, "")
         .trim()
         .to_owned()
-}
-
-/// Whether `text` is (or holds) a tool call written as text in either
-/// prompt convention (a ```` ```json ```` block with a name and arguments, a
-/// `<tool_code>` block): what a small model writes when it may not call
-/// tools, which is no answer.
-fn shaped_like_a_call(text: &str) -> bool {
-    use crate::provider::prompt::{PromptProfile, parse_tool_calls};
-    [PromptProfile::Json, PromptProfile::Xml]
-        .into_iter()
-        .any(|p| !parse_tool_calls(p, text).1.is_empty())
 }
 
 /// Longest tool result kept when a history is rendered as text.
@@ -140,12 +131,11 @@ impl Ctx<'_> {
         let mut completion = completion;
         // A small model may copy the note into its answer (or answer only that).
         completion.message.content = without_note(&completion.message.content);
-        if completion.message.content.trim().is_empty()
-            || shaped_like_a_call(&completion.message.content)
-        {
+        if let Some(why) = not_words(&completion.message.content, &self.system) {
             info!(
                 round,
-                "the final answer was empty or a tool call written as text; asking again with the history as text"
+                reply = why.describe(),
+                "the final answer is not an answer in words; asking again with the history as text"
             );
             let as_text = history_as_text(&run.messages);
             let original = std::mem::replace(&mut run.messages, as_text);
@@ -156,23 +146,31 @@ impl Ctx<'_> {
                 c
             });
             match plain {
-                Ok(c)
-                    if !c.message.content.trim().is_empty()
-                        && !shaped_like_a_call(&c.message.content) =>
-                {
+                Ok(c) if not_words(&c.message.content, &self.system).is_none() => {
                     completion = c;
                 }
-                Ok(_) | Err(_) => {
-                    let note = if completion.message.content.trim().is_empty() {
-                        "the model gave no final answer, with or without tools"
-                    } else {
-                        "the model answered with a tool call written as text, with or without tools"
-                    };
-                    error = Some(match error {
-                        Some(e) => format!("{e}; {note}"),
-                        None => note.to_owned(),
-                    });
-                }
+                Ok(_) | Err(_) => match from_results(&run.history) {
+                    // Words from the run's own results, marked as such.
+                    Some(text) => {
+                        info!(
+                            round,
+                            "no answer in words from the model; answering from the results"
+                        );
+                        completion.message.content = text;
+                        run.answer_source = AnswerSource::Results;
+                    }
+                    None => {
+                        let note = format!(
+                            "the model gave {}, with or without tools, and no tool ran",
+                            why.describe()
+                        );
+                        completion.message.content = String::new();
+                        error = Some(match error {
+                            Some(e) => format!("{e}; {note}"),
+                            None => note,
+                        });
+                    }
+                },
             }
         }
         run.text.clone_from(&completion.message.content);

@@ -84,6 +84,7 @@
 //! # }
 //! ```
 
+pub(crate) mod answer;
 mod compaction;
 mod ctx;
 mod exchange;
@@ -95,6 +96,7 @@ pub(crate) mod result;
 pub(crate) mod state;
 pub mod step;
 
+pub use answer::AnswerSource;
 pub use final_answer::FINAL_ANSWER_NOTE;
 pub use options::{
     AgentOptions, BeforeRequest, DEFAULT_BASE_PROMPT, DoomLoop, DoomLoopApproval, ToolFilter,
@@ -250,6 +252,8 @@ impl Agent {
                 compacted_after_overflow: false,
                 unparsable: false,
                 found: std::collections::BTreeSet::new(),
+                answer_source: answer::AnswerSource::Model,
+                settled: false,
                 compactions: 0,
             },
             state: State::Request { round: 1 },
@@ -349,6 +353,7 @@ impl Agent {
             history,
             usage: run.usage,
             stats,
+            answer_source: run.answer_source,
         }
     }
 }

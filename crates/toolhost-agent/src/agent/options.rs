@@ -139,6 +139,11 @@ pub struct AgentOptions {
     /// Searching a large catalog instead of offering every definition (see
     /// [`tool_search`](crate::tool_search)).
     pub tool_search: ToolSearch,
+    /// How long one round may spend asking again natively when the server
+    /// cannot parse the model's own output (default 30 s; at most two more
+    /// attempts either way); then the round goes through the json prompt
+    /// protocol. A small model on a CPU can take a minute per attempt.
+    pub model_output_retry_time: Duration,
 }
 
 impl Default for AgentOptions {
@@ -171,6 +176,7 @@ impl Default for AgentOptions {
             params_transform: None,
             context: ContextPolicy::default(),
             tool_search: ToolSearch::default(),
+            model_output_retry_time: Duration::from_secs(30),
         }
     }
 }
@@ -201,6 +207,11 @@ impl AgentOptions {
             model: model.into(),
             ..Self::default()
         }
+    }
+    /// Sets [`model_output_retry_time`](Self::model_output_retry_time).
+    pub fn model_output_retry_time(mut self, d: Duration) -> Self {
+        self.model_output_retry_time = d;
+        self
     }
     /// Sets [`tool_search`](Self::tool_search).
     pub fn tool_search(mut self, search: ToolSearch) -> Self {

@@ -72,6 +72,10 @@ pub struct ToolChainResult {
     pub usage: Usage,
     /// Counts and time.
     pub stats: Stats,
+    /// Where [`text`](Self::text) came from: the model's words, or the host
+    /// quoting the run's tool results when the model gave none (only calls,
+    /// protocol text or copies of the host's text; see `agent/answer.rs`).
+    pub answer_source: super::answer::AnswerSource,
 }
 
 impl ToolChainResult {

@@ -130,6 +130,13 @@ pub(crate) struct RunState {
     /// search is on: offered in full from the next round on.
     #[serde(default)]
     pub(crate) found: std::collections::BTreeSet<String>,
+    /// Where the final answer came from.
+    #[serde(default)]
+    pub(crate) answer_source: super::answer::AnswerSource,
+    /// The model handed back the last result as a call's argument
+    /// (`answer::echoes_a_result`): the run ends with that result.
+    #[serde(default)]
+    pub(crate) settled: bool,
 }
 
 /// One tool call after repair and parsing.

@@ -8,9 +8,9 @@ use crate::agent_support::*;
 use serde_json::{Value, json};
 use tokio::sync::Barrier;
 use toolhost_agent::{
-    Agent, AgentEvent, AgentOptions, CancellationToken, Delta, ErrorKind, FINAL_ANSWER_NOTE,
-    Message, ProviderError, Role, Status, ToolChoice, ToolOutcome, VarStore, compact_history,
-    event_channel,
+    Agent, AgentEvent, AgentOptions, AnswerSource, CancellationToken, Delta, ErrorKind,
+    FINAL_ANSWER_NOTE, Message, ProviderError, Role, Status, ToolChoice, ToolOutcome, VarStore,
+    compact_history, event_channel,
 };
 
 fn options() -> AgentOptions {
@@ -606,7 +606,7 @@ async fn a_conversation_past_the_models_context_still_ends_with_an_answer_from_t
 }
 
 #[tokio::test]
-async fn a_final_answer_that_stays_empty_says_so_in_the_error() {
+async fn a_final_answer_that_stays_empty_is_answered_from_the_results() {
     let provider =
         ScriptedProvider::new(vec![call("c1", "echo", r#"{"i":1}"#), text(""), text("")]);
     let tools = FakeTools::echo(vec![spec("echo", false)]);
@@ -614,12 +614,26 @@ async fn a_final_answer_that_stays_empty_says_so_in_the_error() {
         .run(vec![Message::user("go")])
         .await;
     assert_eq!(result.status, Status::MaxRounds);
+    assert_eq!(result.final_text(), r#"echo(1) returned echo: {"i":1}."#);
+    assert_eq!(result.answer_source, AnswerSource::Results);
+}
+
+#[tokio::test]
+async fn a_final_answer_that_stays_empty_without_results_says_so_in_the_error() {
+    let provider =
+        ScriptedProvider::new(vec![call("c1", "nope", r#"{"i":1}"#), text(""), text("")]);
+    let tools = FakeTools::echo(vec![spec("echo", false)]);
+    let result = agent(&provider, &tools, options().max_rounds(1))
+        .run(vec![Message::user("go")])
+        .await;
+    assert_eq!(result.status, Status::MaxRounds);
+    assert_eq!(result.final_text(), "");
     assert!(
         result
             .error
             .as_deref()
             .unwrap_or("")
-            .contains("no final answer"),
+            .contains("no answer, with or without tools, and no tool ran"),
         "{:?}",
         result.error
     );

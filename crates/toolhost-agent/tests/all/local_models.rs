@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 use crate::agent_support::*;
 use serde_json::{Value, json};
 use toolhost_agent::{
-    Agent, AgentEvent, AgentOptions, ErrorKind, FINAL_ANSWER_NOTE, Message, Role, Status,
-    ToolChainResult,
+    Agent, AgentEvent, AgentOptions, AnswerSource, ErrorKind, FINAL_ANSWER_NOTE, Message, Role,
+    Status, ToolChainResult,
 };
 use toolhost_test_support::fake_model::{FakeModel as Server, Received, Reply};
 
@@ -595,4 +595,82 @@ async fn a_final_answer_that_is_only_the_note_is_asked_again_with_the_history_as
 #[tokio::test]
 async fn a_final_answer_that_is_only_the_note_is_asked_again_with_the_history_as_text_anthropic() {
     only_the_note_as_the_answer(Wire::Anthropic).await;
+}
+
+// ---------------------------------------------------------------- never protocol text as the answer
+
+/// What small models write instead of an answer: calls in every shape, and
+/// copies of the host's own text.
+const NOT_ANSWERS: &[&str] = &[
+    r#"{"name": "calculate", "arguments": {"expression": "14"}}"#,
+    "```json\n{\"name\": \"calculate\", \"arguments\": {\"expression\": \"14\"}}\n```",
+    "<tool_call>\n{\"name\": \"calculate\", \"arguments\": {\"expression\": \"14\"}}\n</tool_call>",
+    "<function=calculate>{\"expression\": \"14\"}</function>",
+    r#"[{"tool": "calculate", "parameters": {"expression": "14"}}]"#,
+    "The tool `calculate` returned an error: not run: the loop stopped\n\nAssistant called the tool `calculate` with {\"expression\": \"51\"}",
+    "[System-generated log of the conversation so far, written by the host for reference.]",
+];
+
+/// One call that returns 14, then `bad` as the model's reply to every
+/// request after it: the loop asks once more (tool_choice none), then with
+/// the history as text, then answers from the results, marked so.
+async fn protocol_text_is_never_the_answer(wire: Wire, bad: &str) {
+    let server = Server::replies(vec![
+        calc_call(wire),
+        wire.response(&[bad], &[]),
+        wire.response(&[bad], &[]),
+        wire.response(&[bad], &[]),
+    ])
+    .await;
+    let run = run(wire, &server, options()).await;
+    let answer = format!("calculate(14) returned {FOURTEEN}.");
+    assert_outcome(&run, Status::Completed, &answer);
+    assert_eq!(run.result.answer_source, AnswerSource::Results, "{bad}");
+    let b = &run.bodies;
+    assert_eq!(b.len(), 4, "{bad}: {b:#?}");
+    assert_tool_request(wire, &b[1]);
+    assert_final_answer_request(wire, &b[2]);
+    assert_history_as_text_request(&b[3]);
+}
+
+#[tokio::test]
+async fn protocol_text_in_every_shape_is_never_the_answer_openai() {
+    for bad in NOT_ANSWERS {
+        protocol_text_is_never_the_answer(Wire::OpenAi, bad).await;
+    }
+}
+
+#[tokio::test]
+async fn protocol_text_in_every_shape_is_never_the_answer_anthropic() {
+    for bad in NOT_ANSWERS {
+        protocol_text_is_never_the_answer(Wire::Anthropic, bad).await;
+    }
+}
+
+/// `calculate("2*(3+4)")` returns 14, then the model calls
+/// `calculate("14")`: it is done, and 14 is the answer.
+async fn the_result_handed_back(wire: Wire) {
+    let server = Server::replies(vec![
+        wire.response(
+            &[],
+            &[("call_1", "calculate", r#"{"expression":"2*(3+4)"}"#)],
+        ),
+        wire.response(&[], &[("call_2", "calculate", CALC)]),
+    ])
+    .await;
+    let run = run(wire, &server, options()).await;
+    assert_outcome(&run, Status::Completed, "calculate(2*(3+4)) returned 14.");
+    assert_eq!(run.result.answer_source, AnswerSource::Results);
+    assert_eq!(run.bodies.len(), 2, "no further request");
+    assert_eq!(run.ran, 1, "the hand-back did not run");
+}
+
+#[tokio::test]
+async fn a_call_that_hands_back_the_result_ends_the_run_with_it_openai() {
+    the_result_handed_back(Wire::OpenAi).await;
+}
+
+#[tokio::test]
+async fn a_call_that_hands_back_the_result_ends_the_run_with_it_anthropic() {
+    the_result_handed_back(Wire::Anthropic).await;
 }

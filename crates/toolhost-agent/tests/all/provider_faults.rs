@@ -346,6 +346,78 @@ async fn a_round_the_server_never_parses_natively_goes_through_the_prompt_protoc
     );
 }
 
+/// A round the server cannot parse, slower than the retry time: no second
+/// native attempt; the round goes through the prompt protocol at once.
+#[tokio::test]
+async fn a_slow_unparsable_round_goes_through_the_prompt_protocol_without_more_attempts() {
+    let server = Server::start(|n| match n {
+        0 => Reply::Stream {
+            frames: {
+                let mut f = Wire::OpenAi.unfinished_text(&["thinking"]);
+                f.push(unparsable_output_frame());
+                f
+            },
+            gap: Duration::from_millis(300),
+            end: End::Close,
+        },
+        _ => openai_answer(&["fourteen"]),
+    })
+    .await;
+    let provider = Wire::OpenAi.provider(&server, fast_policy(1));
+    let options = options().model_output_retry_time(Duration::from_millis(100));
+    let (result, _) = run(&agent(provider, options)).await;
+    assert_eq!(result.status, Status::Completed, "{:?}", result.error);
+    assert_eq!(result.final_text(), "fourteen");
+    let bodies: Vec<Value> = server.received().into_iter().map(|r| r.body).collect();
+    assert_eq!(
+        bodies.len(),
+        2,
+        "one native attempt, then the prompt protocol"
+    );
+    assert!(bodies[1].get("tools").is_none(), "{}", bodies[1]);
+}
+
+/// The next turn of a saved session (its history holds calls and results)
+/// whose round the server cannot parse: through the prompt protocol too.
+#[tokio::test]
+async fn a_continued_sessions_unparsable_round_goes_through_the_prompt_protocol() {
+    let server = Server::start(|n| match n {
+        0..=2 => Reply::Stream {
+            frames: vec![unparsable_output_frame()],
+            gap: Duration::ZERO,
+            end: End::Close,
+        },
+        _ => openai_answer(&["51 it is."]),
+    })
+    .await;
+    let provider = Wire::OpenAi.provider(&server, fast_policy(1));
+    let agent = agent(provider, options());
+    let earlier = toolhost_agent::ToolCall {
+        id: "call_1".into(),
+        name: "echo".into(),
+        arguments: r#"{"x":14}"#.into(),
+    };
+    let mut asked = Message::assistant("");
+    asked.tool_calls = vec![earlier.clone()];
+    let history = vec![
+        Message::user("What is 2*(3+4)?"),
+        asked,
+        Message::tool_result(&earlier, "echo: {\"x\":14}", false),
+        Message::assistant("It is 14."),
+        Message::user("And 3*17?"),
+    ];
+    let result = bounded(agent.run(history)).await;
+    assert_eq!(result.status, Status::Completed, "{:?}", result.error);
+    assert_eq!(result.final_text(), "51 it is.");
+    let bodies: Vec<Value> = server.received().into_iter().map(|r| r.body).collect();
+    assert_eq!(
+        bodies.len(),
+        4,
+        "three native attempts, then the prompt protocol"
+    );
+    assert!(bodies[3].get("tools").is_none(), "{}", bodies[3]);
+}
+
 // ---------------------------------------------------------------- broken streams
 
 async fn truncated_stream_in_round_two(wire: Wire, end: End) {

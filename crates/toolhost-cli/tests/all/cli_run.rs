@@ -415,3 +415,48 @@ fn a_plugins_progress_reports_are_shown_while_its_call_runs() {
         "the http plugin's progress report: {stderr}"
     );
 }
+
+/// The model calls `calculate`, then answers every request with the call
+/// written as JSON (what a 0.5B model did in the issue).
+fn call_then_protocol_text() -> ModelServer {
+    ModelServer::start(|n, _| {
+        if n == 0 {
+            openai_tool_call("c1", "calculate", r#"{"expression": "2*(3+4)"}"#)
+        } else {
+            openai_text(r#"{"name": "calculate", "arguments": {"expression": "14"}}"#)
+        }
+    })
+}
+
+#[test]
+fn a_run_whose_model_answers_only_with_calls_answers_from_the_results() {
+    let server = call_then_protocol_text();
+    let (o, v) = run_openai(&server, &[], true);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(v["text"], "calculate(2*(3+4)) returned 14.", "{v}");
+    assert_eq!(v["answer_source"], "results", "{v}");
+    assert_eq!(v["status"], "completed", "{v}");
+}
+
+#[test]
+fn in_the_chat_protocol_text_is_never_shown_and_the_answer_comes_from_the_results() {
+    let server = call_then_protocol_text();
+    let base = format!("http://127.0.0.1:{}/v1", server.port);
+    let mut cmd = crate::support::host(&root().join("target/test-cache"));
+    cmd.env("TEST_MODEL_KEY", "test-key")
+        .arg("--plugins")
+        .arg(plugins_dir())
+        .args(["--provider", "openai", "--base-url", &base, "--model", "m"])
+        .args(["--api-key-env", "TEST_MODEL_KEY", "--answers-from-stdin"]);
+    let mut session = Session::start(cmd);
+    session.expect("tools loaded");
+    session.send("What is 2*(3+4)?");
+    let shown = session.expect("from the tool results:");
+    assert!(!shown.contains("\"arguments\""), "{shown}");
+    let answer = session.expect("returned 14.");
+    assert!(
+        answer.contains("calculate(2*(3+4)) returned 14."),
+        "{answer}"
+    );
+    assert!(!answer.contains("\"arguments\""), "{answer}");
+}

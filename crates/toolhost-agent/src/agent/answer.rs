@@ -1,0 +1,395 @@
+//! What counts as an answer in words, and the answer the run's own results
+//! give when the model has none.
+//!
+//! A small model that may no longer call tools often writes the call
+//! anyway: as JSON (`{"name": "calculate", "arguments": {…}}`, bare or in a
+//! code block), as tags (`<tool_call>`, `<function=…>`, `<tool_code>`), or
+//! it copies what the host wrote: the log of the conversation the final
+//! answer is asked over, a note, the system prompt. None of that is an
+//! answer a person can read ([`not_words`]). The loop then asks once more
+//! without tools, and when that is no better, answers from the results
+//! ([`from_results`]: "calculate(2*(3+4)) returned 14."), marked
+//! [`AnswerSource::Results`] in the run's result.
+//!
+//! A call whose arguments are the result the same tool just gave
+//! (`calculate("14")` after `calculate("2*(3+4)")` returned 14) is a small
+//! model's way of saying it is done ([`echoes_a_result`]): the run ends with
+//! that result as its answer, before any doom loop.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::result::ToolCallRecord;
+
+/// Where a run's final answer came from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AnswerSource {
+    /// The model's own words.
+    #[default]
+    Model,
+    /// The host, from the run's tool results: the model gave no answer in
+    /// words (only calls, protocol text or copies of the host's text).
+    Results,
+}
+
+/// Why a reply is not an answer in words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NotWords {
+    /// Nothing (or only whitespace).
+    Empty,
+    /// A tool call written as text (JSON or tags).
+    Call,
+    /// A copy of the host's text: the conversation log, a note, the system
+    /// prompt.
+    HostText,
+}
+
+impl NotWords {
+    pub(crate) fn describe(self) -> &'static str {
+        match self {
+            NotWords::Empty => "no answer",
+            NotWords::Call => "a tool call written as text",
+            NotWords::HostText => "a copy of the host's own text",
+        }
+    }
+}
+
+/// Tags models use for calls, in any template.
+const CALL_TAGS: &[&str] = &[
+    "<tool_call>",
+    "</tool_call>",
+    "<function=",
+    "<tool_code>",
+    "[TOOL_CALLS]",
+    "<|tool_call|>",
+    "<|python_tag|>",
+    "<invoke name=",
+];
+
+/// What the host writes that a model copies: the conversation log of a
+/// final answer asked without tools (`final_answer.rs`), and its notes.
+const HOST_MARKERS: &[&str] = &[
+    "called the tool `",
+    "[System-generated log",
+    "[End of the log]",
+    "returned an error: not run:",
+    "[This is the result of the identical",
+    "The tool-call limit for this request has been reached",
+    "its result is already above: do not call it again",
+];
+
+/// `Some` when `text` is not an answer in words (see the module's docs);
+/// `system` is the system prompt the model was given.
+pub(crate) fn not_words(text: &str, system: &str) -> Option<NotWords> {
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        return Some(NotWords::Empty);
+    }
+    if CALL_TAGS.iter().any(|t| trimmed.contains(t))
+        || is_call_json(trimmed)
+        || in_call_block(trimmed)
+        || parsed_as_a_call(trimmed)
+    {
+        return Some(NotWords::Call);
+    }
+    if HOST_MARKERS.iter().any(|m| trimmed.contains(m)) || copies_the_system_prompt(trimmed, system)
+    {
+        return Some(NotWords::HostText);
+    }
+    None
+}
+
+/// Whether a prompt protocol's parser (json or xml) finds a call in `text`.
+fn parsed_as_a_call(text: &str) -> bool {
+    use crate::provider::prompt::{PromptProfile, parse_tool_calls};
+    [PromptProfile::Json, PromptProfile::Xml]
+        .into_iter()
+        .any(|p| !parse_tool_calls(p, text).1.is_empty())
+}
+
+/// Whether `text`, without a code fence around it, is JSON of one call or
+/// a list of calls (`name`/`tool`/`function` with `arguments`/`parameters`).
+fn is_call_json(text: &str) -> bool {
+    let inner = strip_fence(text);
+    match serde_json::from_str::<Value>(inner) {
+        Ok(Value::Array(items)) => !items.is_empty() && items.iter().all(looks_like_a_call),
+        Ok(v) => looks_like_a_call(&v),
+        Err(_) => false,
+    }
+}
+
+/// Whether a fenced JSON block in `text` is a call and the words around it
+/// are few (a sentence introducing the call is not an answer).
+fn in_call_block(text: &str) -> bool {
+    let Some(start) = text.find("```") else {
+        return false;
+    };
+    let Some(len) = text[start + 3..].find("```") else {
+        return false;
+    };
+    let block = &text[start..start + 3 + len + 3];
+    let around = text.len() - block.len();
+    is_call_json(block) && around < 200
+}
+
+/// `text` without a surrounding ```` ``` ```` fence (and its language tag).
+fn strip_fence(text: &str) -> &str {
+    let Some(rest) = text.strip_prefix("```") else {
+        return text;
+    };
+    let rest = rest.trim_end();
+    let Some(rest) = rest.strip_suffix("```") else {
+        return text;
+    };
+    // The language tag, if any, runs to the first newline.
+    match rest.find('\n') {
+        Some(i) if !rest[..i].contains('{') && !rest[..i].contains('[') => rest[i + 1..].trim(),
+        _ => rest.trim(),
+    }
+}
+
+fn looks_like_a_call(v: &Value) -> bool {
+    let Some(obj) = v.as_object() else {
+        return false;
+    };
+    if let Some(f) = obj.get("function").and_then(Value::as_object) {
+        return f.contains_key("name");
+    }
+    let named = ["name", "tool", "tool_name"]
+        .iter()
+        .any(|k| obj.get(*k).is_some_and(Value::is_string));
+    let args = ["arguments", "parameters", "args", "input"]
+        .iter()
+        .any(|k| obj.contains_key(*k));
+    named && args
+}
+
+/// Whether `text` holds the start of the system prompt (its first 60
+/// characters, when it has that many).
+fn copies_the_system_prompt(text: &str, system: &str) -> bool {
+    let head: String = system.trim().chars().take(60).collect();
+    head.chars().count() >= 60 && text.contains(&head)
+}
+
+/// Whether the call `(tool, args)` hands back what the same tool's last
+/// successful call returned (its output, trimmed, as one argument value),
+/// with other arguments than that call: the model saying it is done.
+pub(crate) fn echoes_a_result(history: &[ToolCallRecord], tool: &str, args: &Value) -> bool {
+    let Some(last) = history.iter().rev().find(|r| !r.is_error) else {
+        return false;
+    };
+    if last.tool != tool || last.args == *args {
+        return false;
+    }
+    let output = last.output.trim();
+    if output.is_empty() || output.len() > 200 {
+        return false;
+    }
+    let Some(obj) = args.as_object() else {
+        return false;
+    };
+    obj.values().any(|v| match v {
+        Value::String(s) => s.trim() == output,
+        Value::Number(n) => n.to_string() == output,
+        _ => false,
+    })
+}
+
+/// Longest tool output quoted in an answer from results.
+const QUOTED_OUTPUT_CHARS: usize = 1000;
+
+/// How many results an answer from results quotes (the last ones).
+const QUOTED_RESULTS: usize = 3;
+
+/// An answer from the run's successful results, the last few, one sentence
+/// each ("calculate(2*(3+4)) returned 14."); `None` when no call succeeded.
+pub(crate) fn from_results(history: &[ToolCallRecord]) -> Option<String> {
+    let ok: Vec<&ToolCallRecord> = history.iter().filter(|r| !r.is_error).collect();
+    let last = &ok[ok.len().saturating_sub(QUOTED_RESULTS)..];
+    if last.is_empty() {
+        return None;
+    }
+    let sentences: Vec<String> = last
+        .iter()
+        .map(|r| {
+            let output: String = r.output.trim().chars().take(QUOTED_OUTPUT_CHARS).collect();
+            let more = if output.len() < r.output.trim().len() {
+                " …"
+            } else {
+                ""
+            };
+            let sep = if output.contains('\n') { ":\n" } else { " " };
+            let end = if output.ends_with(['.', '!', '?', '\n']) || !more.is_empty() {
+                ""
+            } else {
+                "."
+            };
+            format!(
+                "{}({}) returned{sep}{output}{more}{end}",
+                r.tool,
+                arguments(&r.args)
+            )
+        })
+        .collect();
+    Some(sentences.join("\n"))
+}
+
+/// A call's arguments as a person reads them: one value bare, else JSON.
+fn arguments(args: &Value) -> String {
+    match args.as_object() {
+        Some(obj) if obj.len() == 1 => match obj.values().next() {
+            Some(Value::String(s)) => s.clone(),
+            Some(v) => v.to_string(),
+            None => String::new(),
+        },
+        Some(obj) if obj.is_empty() => String::new(),
+        _ => args.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::message::Usage;
+
+    fn record(tool: &str, args: Value, output: &str, is_error: bool) -> ToolCallRecord {
+        ToolCallRecord {
+            call_id: "c".into(),
+            tool: tool.into(),
+            requested_name: tool.into(),
+            arguments: args.to_string(),
+            args,
+            output: output.into(),
+            is_error,
+            error_kind: None,
+            details: None,
+            var: None,
+            started_at_ms: 0,
+            ended_at_ms: 0,
+            duration_ms: 0,
+            round: 1,
+            round_usage: Usage::default(),
+            steps: Vec::new(),
+            cached: false,
+        }
+    }
+
+    const SYSTEM: &str =
+        "You are a helpful assistant with access to tools. Use a tool when it helps.";
+
+    #[test]
+    fn calls_in_every_shape_are_not_words() {
+        for text in [
+            r#"{"name": "calculate", "arguments": {"expression": "14"}}"#,
+            r#"  {"tool": "calculate", "parameters": {"expression": "14"}}  "#,
+            r#"[{"name": "calculate", "arguments": {}}]"#,
+            r#"{"function": {"name": "calculate", "arguments": "{}"}}"#,
+            "```json\n{\"name\": \"calculate\", \"arguments\": {\"expression\": \"14\"}}\n```",
+            "Let me compute it:\n```\n{\"name\": \"calculate\", \"arguments\": {}}\n```",
+            "<tool_call>\n{\"name\": \"calculate\", \"arguments\": {}}\n</tool_call>",
+            "<function=calculate>{\"expression\": \"14\"}</function>",
+            "<tool_code>calculate(expression='14')</tool_code>",
+            "[TOOL_CALLS] [{\"name\": \"calculate\"}]",
+        ] {
+            assert_eq!(not_words(text, SYSTEM), Some(NotWords::Call), "{text}");
+        }
+    }
+
+    #[test]
+    fn copies_of_the_hosts_text_are_not_words() {
+        for text in [
+            "The tool `calculate` returned an error: not run: the loop stopped\nAssistant called the tool `calculate` with {\"expression\": \"51\"}",
+            "Assistant called the tool `calculate` with {\"expression\": \"2*(3+4)\"}",
+            "[System-generated log of the conversation so far]",
+            "You are a helpful assistant with access to tools. Use a tool when it helps. Sure!",
+        ] {
+            assert_eq!(not_words(text, SYSTEM), Some(NotWords::HostText), "{text}");
+        }
+        assert_eq!(not_words("  \n", SYSTEM), Some(NotWords::Empty));
+    }
+
+    #[test]
+    fn answers_in_words_are_words_even_with_json_or_code_in_them() {
+        for text in [
+            "2*(3+4) is 14.",
+            "The result is 14.",
+            "The file holds {\"a\": 1} and nothing else; its name is `data.json`.",
+            "Use `calculate` next time: it returned 14.",
+            "The tool `calculate` returned 14, so 2*(3+4) is 14.",
+            "Here is the config:\n```json\n{\"port\": 8080, \"host\": \"localhost\"}\n```",
+        ] {
+            assert_eq!(not_words(text, SYSTEM), None, "{text}");
+        }
+    }
+
+    #[test]
+    fn a_call_that_hands_back_the_last_result_is_an_echo() {
+        let history = vec![record(
+            "calculate",
+            json!({"expression": "2*(3+4)"}),
+            "14",
+            false,
+        )];
+        assert!(echoes_a_result(
+            &history,
+            "calculate",
+            &json!({"expression": "14"})
+        ));
+        assert!(echoes_a_result(
+            &history,
+            "calculate",
+            &json!({"expression": " 14 "})
+        ));
+        assert!(!echoes_a_result(
+            &history,
+            "calculate",
+            &json!({"expression": "14*2"})
+        ));
+        assert!(!echoes_a_result(
+            &history,
+            "other",
+            &json!({"expression": "14"})
+        ));
+        // The same call again is a repeat, not an echo.
+        assert!(!echoes_a_result(
+            &history,
+            "calculate",
+            &json!({"expression": "2*(3+4)"})
+        ));
+        let failed = vec![record("calculate", json!({"expression": "x"}), "14", true)];
+        assert!(!echoes_a_result(
+            &failed,
+            "calculate",
+            &json!({"expression": "14"})
+        ));
+        let numbers = vec![record("add", json!({"a": 2, "b": 3}), "5", false)];
+        assert!(echoes_a_result(&numbers, "add", &json!({"a": 5})));
+    }
+
+    #[test]
+    fn an_answer_from_results_quotes_the_last_successful_calls() {
+        let history = vec![
+            record("calculate", json!({"expression": "2*(3+4)"}), "14", false),
+            record("calculate", json!({"expression": "14"}), "not run", true),
+        ];
+        assert_eq!(
+            from_results(&history).as_deref(),
+            Some("calculate(2*(3+4)) returned 14.")
+        );
+        let many = vec![
+            record("a", json!({}), "one.", false),
+            record("b", json!({"x": 1, "y": 2}), "two", false),
+        ];
+        assert_eq!(
+            from_results(&many).as_deref(),
+            Some("a() returned one.\nb({\"x\":1,\"y\":2}) returned two.")
+        );
+        assert_eq!(from_results(&[]), None);
+        let long = vec![record("read", json!({"p": "f"}), &"x".repeat(5000), false)];
+        let text = from_results(&long).unwrap();
+        assert!(text.len() < 1100 && text.ends_with(" …"), "{}", text.len());
+    }
+}
