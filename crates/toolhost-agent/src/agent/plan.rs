@@ -86,33 +86,30 @@ impl Ctx<'_> {
                 });
                 continue;
             }
-            // A call that hands back the last result: the model is done.
-            if matches!(action, Action::Run { .. })
+            let action = if matches!(action, Action::Run { .. })
                 && super::answer::echoes_a_result(&run.history, &tool, &args)
             {
+                // A call that hands back the last result: the model is done.
                 info!(%tool, "the call hands back the last result; the run ends with it");
                 run.settled = true;
-                let reason = "the arguments are the result `".to_owned()
-                    + &tool
-                    + "` just gave; the run ends with that result as its answer";
                 stop = Some(Stop {
                     status: Status::Completed,
                     error: None,
                 });
-                planned.push(Planned {
-                    call,
-                    tool,
-                    args,
-                    action: Action::Skip { reason },
-                });
-                continue;
-            }
-            let action = match self.check_doom_loop(run, round, &tool, &args, &call).await {
-                Ok(()) => repeated(run, &tool, action),
-                Err(s) => {
-                    let reason = s.error.clone().unwrap_or_else(|| s.status.to_string());
-                    stop = Some(s);
-                    Action::Skip { reason }
+                Action::Skip {
+                    reason: format!(
+                        "the arguments are the result `{tool}` just gave; the run ends with \
+                         that result as its answer"
+                    ),
+                }
+            } else {
+                match self.check_doom_loop(run, round, &tool, &args, &call).await {
+                    Ok(()) => repeated(run, &tool, action),
+                    Err(s) => {
+                        let reason = s.error.clone().unwrap_or_else(|| s.status.to_string());
+                        stop = Some(s);
+                        Action::Skip { reason }
+                    }
                 }
             };
             planned.push(Planned {

@@ -356,6 +356,21 @@ fn a_model_stream_that_never_ends_is_cut_by_the_run_timeout() {
     );
 }
 
+/// A chat with the example plugins and `server`'s model, answering
+/// questions from stdin, once its tools are loaded.
+fn chat_with(server: &ModelServer) -> Session {
+    let base = format!("http://127.0.0.1:{}/v1", server.port);
+    let mut cmd = crate::support::host(&root().join("target/test-cache"));
+    cmd.env("TEST_MODEL_KEY", "test-key")
+        .arg("--plugins")
+        .arg(plugins_dir())
+        .args(["--provider", "openai", "--base-url", &base, "--model", "m"])
+        .args(["--api-key-env", "TEST_MODEL_KEY", "--answers-from-stdin"]);
+    let session = Session::start(cmd);
+    session.expect("tools loaded");
+    session
+}
+
 #[test]
 fn in_the_chat_a_repeated_call_is_the_users_to_allow_or_stop() {
     // The model asks for the same call forever, until it is told to answer.
@@ -368,15 +383,7 @@ fn in_the_chat_a_repeated_call_is_the_users_to_allow_or_stop() {
             openai_tool_call("c", "calculate", r#"{"expression": "1+1"}"#)
         }
     });
-    let base = format!("http://127.0.0.1:{}/v1", server.port);
-    let mut cmd = crate::support::host(&root().join("target/test-cache"));
-    cmd.env("TEST_MODEL_KEY", "test-key")
-        .arg("--plugins")
-        .arg(plugins_dir())
-        .args(["--provider", "openai", "--base-url", &base, "--model", "m"])
-        .args(["--api-key-env", "TEST_MODEL_KEY", "--answers-from-stdin"]);
-    let mut session = Session::start(cmd);
-    session.expect("tools loaded");
+    let mut session = chat_with(&server);
     session.send("What is 1+1?");
     let asked = session.expect("times in a row with");
     assert!(
@@ -441,15 +448,7 @@ fn a_run_whose_model_answers_only_with_calls_answers_from_the_results() {
 #[test]
 fn in_the_chat_protocol_text_is_never_shown_and_the_answer_comes_from_the_results() {
     let server = call_then_protocol_text();
-    let base = format!("http://127.0.0.1:{}/v1", server.port);
-    let mut cmd = crate::support::host(&root().join("target/test-cache"));
-    cmd.env("TEST_MODEL_KEY", "test-key")
-        .arg("--plugins")
-        .arg(plugins_dir())
-        .args(["--provider", "openai", "--base-url", &base, "--model", "m"])
-        .args(["--api-key-env", "TEST_MODEL_KEY", "--answers-from-stdin"]);
-    let mut session = Session::start(cmd);
-    session.expect("tools loaded");
+    let mut session = chat_with(&server);
     session.send("What is 2*(3+4)?");
     let shown = session.expect("from the tool results:");
     assert!(!shown.contains("\"arguments\""), "{shown}");

@@ -60,7 +60,7 @@ stages = ["before"]
     dir
 }
 
-fn host_in(dir: &Path, args: &[&str]) -> Output {
+pub(crate) fn host_in(dir: &Path, args: &[&str]) -> Output {
     host(&root().join("target/test-cache"))
         .env("TEST_MODEL_KEY", "test-key")
         .arg("--config")

@@ -33,20 +33,14 @@ fn scene() -> tempfile::TempDir {
     dir
 }
 
+/// `host` with the scene's config and policy, the example plugins and a
+/// lock file of its own.
 fn host_in(dir: &Path, args: &[&str]) -> Output {
-    host(&root().join("target/test-cache"))
-        .env("TEST_MODEL_KEY", "test-key")
-        .arg("--plugins")
-        .arg(plugins_dir())
-        .arg("--lock")
-        .arg(dir.join("toolhost.lock"))
-        .arg("--config")
-        .arg(dir.join("host.toml"))
-        .arg("--policy")
-        .arg(dir.join("policy.toml"))
-        .args(args)
-        .output()
-        .unwrap()
+    let plugins = plugins_dir().display().to_string();
+    let lock = dir.join("toolhost.lock").display().to_string();
+    let mut all = vec!["--plugins", plugins.as_str(), "--lock", lock.as_str()];
+    all.extend_from_slice(args);
+    crate::mcp_gateway::host_in(dir, &all)
 }
 
 fn run_against(dir: &Path, server: &ModelServer, extra: &[&str]) -> Output {
