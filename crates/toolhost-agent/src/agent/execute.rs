@@ -327,7 +327,7 @@ impl Ctx<'_> {
                     );
                     run.text.clone_from(&text);
                     run.messages.push(Message::assistant(text));
-                    run.answer_source = super::answer::AnswerSource::Results;
+                    run.answer_source = super::result::AnswerSource::Results;
                 }
                 State::done(Status::Completed, None)
             }

@@ -6,8 +6,9 @@
 
 use tracing::{info, warn};
 
-use super::answer::{AnswerSource, from_results, not_words};
+use super::answer::{from_results, not_words};
 use super::ctx::Ctx;
+use super::result::AnswerSource;
 use super::state::{RoundInfo, RunState, State};
 use crate::message::{Message, Role, Usage};
 use crate::provider::{Completion, FinishReason, ToolChoice};

@@ -96,12 +96,12 @@ pub(crate) mod result;
 pub(crate) mod state;
 pub mod step;
 
-pub use answer::AnswerSource;
 pub use final_answer::FINAL_ANSWER_NOTE;
 pub use options::{
     AgentOptions, BeforeRequest, DEFAULT_BASE_PROMPT, DoomLoop, DoomLoopApproval, ToolFilter,
     UsageRules,
 };
+pub use result::AnswerSource;
 pub use result::{ToolCallRecord, ToolChainResult};
 
 use std::sync::Arc;
@@ -252,7 +252,7 @@ impl Agent {
                 compacted_after_overflow: false,
                 unparsable: false,
                 found: std::collections::BTreeSet::new(),
-                answer_source: answer::AnswerSource::Model,
+                answer_source: result::AnswerSource::Model,
                 settled: false,
                 compactions: 0,
             },

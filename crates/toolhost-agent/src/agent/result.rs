@@ -53,6 +53,18 @@ pub struct ToolCallRecord {
     pub cached: bool,
 }
 
+/// Where a run's final answer came from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AnswerSource {
+    /// The model's own words.
+    #[default]
+    Model,
+    /// The host, from the run's tool results: the model gave no answer in
+    /// words (only calls, protocol text or copies of the host's text).
+    Results,
+}
+
 /// Everything a run produced.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolChainResult {
@@ -75,7 +87,7 @@ pub struct ToolChainResult {
     /// Where [`text`](Self::text) came from: the model's words, or the host
     /// quoting the run's tool results when the model gave none (only calls,
     /// protocol text or copies of the host's text; see `agent/answer.rs`).
-    pub answer_source: super::answer::AnswerSource,
+    pub answer_source: AnswerSource,
 }
 
 impl ToolChainResult {

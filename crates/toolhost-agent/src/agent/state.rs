@@ -132,7 +132,7 @@ pub(crate) struct RunState {
     pub(crate) found: std::collections::BTreeSet<String>,
     /// Where the final answer came from.
     #[serde(default)]
-    pub(crate) answer_source: super::answer::AnswerSource,
+    pub(crate) answer_source: super::result::AnswerSource,
     /// The model handed back the last result as a call's argument
     /// (`answer::echoes_a_result`): the run ends with that result.
     #[serde(default)]
