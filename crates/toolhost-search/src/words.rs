@@ -14,6 +14,27 @@ const STOP_WORDS: &[&str] = &[
     "want", "was", "what", "when", "which", "who", "will", "with", "would", "you", "your",
 ];
 
+/// Verbs that name the same action, by their stem, each to one stem: a
+/// user "shows" what a tool "gets", "removes" what it "deletes". Applied to
+/// the tools and the queries alike.
+const SAME_ACTION: &[(&str, &str)] = &[
+    ("show", "get"),
+    ("display", "get"),
+    ("view", "get"),
+    ("fetch", "get"),
+    ("retriev", "get"),
+    ("see", "get"),
+    ("remov", "delet"),
+    ("eras", "delet"),
+    ("destroy", "delet"),
+    ("add", "creat"),
+    ("make", "creat"),
+    ("insert", "creat"),
+    ("chang", "updat"),
+    ("edit", "updat"),
+    ("modifi", "updat"),
+];
+
 /// The longest text read from one field: a description of megabytes costs
 /// no more than this to index.
 pub(crate) const MAX_FIELD_CHARS: usize = 4096;
@@ -40,7 +61,12 @@ impl Words {
             if STOP_WORDS.contains(&lower.as_str()) {
                 continue;
             }
-            out.push(self.stemmer.stem(&lower).into_owned());
+            let stem = self.stemmer.stem(&lower);
+            let same = SAME_ACTION
+                .iter()
+                .find(|(from, _)| *from == stem.as_ref())
+                .map(|(_, to)| *to);
+            out.push(same.map_or_else(|| stem.into_owned(), str::to_owned));
         }
         out
     }
@@ -117,6 +143,7 @@ mod tests {
         );
         assert_eq!(words.terms("list_forecasts"), ["list", "forecast"]);
         assert_eq!(words.terms("Forecasting"), ["forecast"]);
+        assert_eq!(words.terms("Show removed items"), ["get", "delet", "item"]);
     }
 
     #[test]

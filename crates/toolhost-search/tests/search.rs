@@ -36,6 +36,41 @@ fn every_question_finds_its_tool_in_the_top_five_of_a_large_catalog() {
     }
 }
 
+/// The first tool matters most: a small model calls the first one listed.
+#[test]
+fn a_question_about_one_record_finds_the_right_verb_first() {
+    let tools = look_alike_tools(300);
+    let index = ToolIndex::build(tools.iter().map(|t| {
+        ToolText::new(
+            t["name"].as_str().unwrap(),
+            t["description"].as_str().unwrap(),
+            &t["inputSchema"],
+        )
+    }));
+    for (question, answer) in [
+        (
+            "Show me invoice 4711 from the billing system",
+            "billing_get_invoice",
+        ),
+        (
+            "Remove employee 17 from the HR system",
+            "hr_delete_employee",
+        ),
+        ("Add a customer named Ada to the CRM", "crm_create_customer"),
+        (
+            "Change the address of shipment 88 in shipping",
+            "shipping_update_shipment",
+        ),
+    ] {
+        let first = names_found(&tools, &index, question);
+        assert_eq!(
+            first.first().map(String::as_str),
+            Some(answer),
+            "{question}: {first:?}"
+        );
+    }
+}
+
 #[test]
 fn the_same_query_over_the_same_catalog_gives_the_same_answer() {
     let tools = look_alike_tools(300);
