@@ -248,9 +248,11 @@ fn documents<'a>(tools: impl IntoIterator<Item = ToolText<'a>>) -> (Vec<String>,
         .unzip()
 }
 
-/// The index of the last catalog searched, built again only when the
-/// catalog changes (a tool added, removed or described differently). The
-/// agent loop keeps one per agent, the MCP server one per server.
+/// The indexes of the last few catalogs searched ([`CACHED_CATALOGS`]),
+/// each built again only when its catalog changes (a tool added, removed or
+/// described differently). The agent loop keeps one per agent, the MCP
+/// server one per server, whose callers' profiles may each see another
+/// catalog: alternating profiles do not rebuild the index every time.
 ///
 /// ```
 /// use serde_json::json;
@@ -265,8 +267,12 @@ fn documents<'a>(tools: impl IntoIterator<Item = ToolText<'a>>) -> (Vec<String>,
 /// ```
 #[derive(Debug, Default)]
 pub struct IndexCache {
-    last: Mutex<Option<(u64, Arc<ToolIndex>)>>,
+    /// The most recently used last.
+    recent: Mutex<Vec<(u64, Arc<ToolIndex>)>>,
 }
+
+/// How many catalogs' indexes an [`IndexCache`] keeps.
+pub const CACHED_CATALOGS: usize = 4;
 
 impl IndexCache {
     /// The index of `tools`: the cached one when they are the catalog it was
@@ -276,15 +282,19 @@ impl IndexCache {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         docs.hash(&mut hasher);
         let fingerprint = hasher.finish();
-        let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
-        match &*last {
-            Some((f, index)) if *f == fingerprint => index.clone(),
-            _ => {
-                let index = Arc::new(ToolIndex::from_documents(names, &docs));
-                *last = Some((fingerprint, index.clone()));
-                index
-            }
+        let mut recent = self.recent.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(at) = recent.iter().position(|(f, _)| *f == fingerprint) {
+            let hit = recent.remove(at);
+            let index = hit.1.clone();
+            recent.push(hit);
+            return index;
         }
+        let index = Arc::new(ToolIndex::from_documents(names, &docs));
+        if recent.len() >= CACHED_CATALOGS {
+            recent.remove(0);
+        }
+        recent.push((fingerprint, index.clone()));
+        index
     }
 }
 
@@ -360,6 +370,19 @@ mod tests {
         let other = cache.index([ToolText::new("a", "writes", &s)]);
         assert!(!Arc::ptr_eq(&one, &other));
         assert_eq!(other.search("write", 1)[0].position, 0);
+        // Two catalogs in turn (two profiles) keep both indexes.
+        assert!(Arc::ptr_eq(
+            &one,
+            &cache.index([ToolText::new("a", "reads", &s)])
+        ));
+        // Past the bound, the least recently used goes.
+        for n in 0..CACHED_CATALOGS {
+            cache.index([ToolText::new("a", &format!("more {n}"), &s)]);
+        }
+        assert!(!Arc::ptr_eq(
+            &one,
+            &cache.index([ToolText::new("a", "reads", &s)])
+        ));
     }
 
     #[test]

@@ -251,9 +251,13 @@ impl Ctx<'_> {
         let (call_id, tool, args) = (&p.call.id, p.tool.as_str(), &p.args);
         let duration_ms = u64::try_from(timing.instant.elapsed().as_millis()).unwrap_or(u64::MAX);
         let max = self.opts.max_output_bytes;
-        // Keep every successful result (except read_var's own pages) and any
-        // long one, so that the model and later turns can read it back.
-        let store = (!outcome.is_error && tool != READ_VAR) || outcome.output.len() > max;
+        // Keep every successful result (except read_var's own pages and
+        // the loop's tool search, whose answer a model would only read
+        // again) and any long one, so that the model and later turns can
+        // read it back.
+        let searched = matches!(p.action, Action::Searched { .. });
+        let store =
+            (!outcome.is_error && tool != READ_VAR && !searched) || outcome.output.len() > max;
         let var = store.then(|| self.opts.vars.insert(outcome.output.clone()));
         let for_model = match &var {
             Some(v) => truncate_for_model(&outcome.output, max, v),

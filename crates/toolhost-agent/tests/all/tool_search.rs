@@ -91,6 +91,8 @@ async fn a_large_catalog_is_searched_and_what_was_found_is_offered_next() {
         search.output
     );
     assert!(search.output.contains("\"amount\""), "{}", search.output);
+    // Not kept as a variable: a model would only read it again.
+    assert!(search.var.is_none(), "{:?}", search.var);
     assert!(names(&requests[1]).contains(&"convert_currency"));
     assert!(names(&requests[1]).contains(&SEARCH_TOOLS));
     assert!(requests[1].tools.len() <= 6, "{:?}", names(&requests[1]));

@@ -317,9 +317,9 @@ fn progress_from_a_plugin_reaches_the_client_as_progress_notifications() {
 }
 
 /// `host serve` on a free port; returns the process and its base URL.
-struct Served {
+pub(crate) struct Served {
     child: Child,
-    base: String,
+    pub(crate) base: String,
 }
 
 impl Drop for Served {
@@ -348,7 +348,7 @@ fn serve_with_tokens(dir: &Path, policy: &str, tokens: &str) -> Served {
     ))
 }
 
-fn serve(args: &[String]) -> Served {
+pub(crate) fn serve(args: &[String]) -> Served {
     let mut child = Command::new(&args[0])
         .args(&args[1..])
         .stdin(Stdio::null())

@@ -161,35 +161,37 @@ fn the_json_prompt_protocol_offers_the_search_too() {
     );
 }
 
-#[test]
-fn an_mcp_client_of_host_mcp_finds_and_calls_a_tool_it_was_not_listed() {
-    let dir = scene();
-    let config = dir.path().join("host.toml").display().to_string();
-    let policy = dir.path().join("policy.toml").display().to_string();
+/// The scene's `host` arguments for an MCP server with tool search on,
+/// then `command` (`mcp`, or `serve …`).
+fn search_server_args(dir: &Path, command: &[&str]) -> Vec<String> {
+    let config = dir.join("host.toml").display().to_string();
+    let policy = dir.join("policy.toml").display().to_string();
     let plugins = plugins_dir().display().to_string();
-    let host = host_args(
-        dir.path(),
-        &[
-            "--plugins",
-            &plugins,
-            "--config",
-            &config,
-            "--policy",
-            &policy,
-            "--tool-search",
-            "on",
-            "mcp",
-        ],
-    );
-    let r = client(
-        "search",
-        &[
-            "--call",
-            "cat__send_sms",
-            r#"{"phone_number": "1", "message": "x"}"#,
-        ],
-        &host,
-    );
+    let mut args = vec![
+        "--plugins",
+        plugins.as_str(),
+        "--config",
+        config.as_str(),
+        "--policy",
+        policy.as_str(),
+        "--tool-search",
+        "on",
+    ];
+    args.extend_from_slice(command);
+    host_args(dir, &args)
+}
+
+/// The MCP Python SDK's client lists, searches, calls a found tool by name
+/// and the denied one (`mcp_client.py search`); `options` say how it
+/// reaches the server, `host` starts it over stdio (empty over HTTP).
+fn assert_searches_under_the_policy(options: &[&str], host: &[String]) {
+    let mut options = options.to_vec();
+    options.extend([
+        "--call",
+        "cat__send_sms",
+        r#"{"phone_number": "1", "message": "x"}"#,
+    ]);
+    let r = client("search", &options, host);
     let listed: Vec<&str> = r["tools"]
         .as_array()
         .unwrap()
@@ -219,4 +221,21 @@ fn an_mcp_client_of_host_mcp_finds_and_calls_a_tool_it_was_not_listed() {
         "the denied tool is never found: {sms}"
     );
     assert_eq!(r["calls"]["cat__send_sms"]["is_error"], true, "{r}");
+}
+
+#[test]
+fn an_mcp_client_of_host_mcp_finds_and_calls_a_tool_it_was_not_listed() {
+    let dir = scene();
+    assert_searches_under_the_policy(&[], &search_server_args(dir.path(), &["mcp"]));
+}
+
+#[test]
+fn an_mcp_client_of_host_serve_finds_and_calls_a_tool_it_was_not_listed() {
+    let dir = scene();
+    let served = crate::mcp::serve(&search_server_args(
+        dir.path(),
+        &["serve", "--listen", "127.0.0.1:0"],
+    ));
+    let url = format!("{}/mcp", served.base);
+    assert_searches_under_the_policy(&["--url", &url], &[]);
 }
