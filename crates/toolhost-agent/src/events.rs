@@ -179,7 +179,8 @@ pub enum AgentEvent {
         #[serde(skip_serializing_if = "Vec::is_empty", default)]
         steps: Vec<Value>,
     },
-    /// The same call was made several times in a row.
+    /// The same call, or the same short cycle of calls, was made several
+    /// times in a row.
     DoomLoopDetected {
         /// The round.
         round: u32,
@@ -187,8 +188,12 @@ pub enum AgentEvent {
         tool: String,
         /// Its canonical arguments.
         arguments: String,
-        /// How many identical calls in a row.
+        /// How many identical calls (or cycles) in a row.
         repeats: u32,
+        /// The tools of the repeating cycle, in call order (one name when
+        /// the same call repeats).
+        #[serde(default)]
+        cycle: Vec<String>,
     },
     /// A round is over (its tool calls, if any, ran).
     RoundEnd {

@@ -77,15 +77,25 @@ pub fn parse_repeat_answer(line: Option<&str>) -> RepeatAnswer {
 }
 
 impl PromptApprover {
-    /// Asks whether `tool`, called `repeats` times in a row with the same
-    /// `arguments`, may run again.
-    pub async fn ask_repeat(&self, tool: &str, arguments: &str, repeats: u32) -> RepeatAnswer {
+    /// Asks whether a call the model repeated (or a cycle of calls it
+    /// went round) may run again.
+    pub async fn ask_repeat(&self, doom: &toolhost_agent::DoomLoop) -> RepeatAnswer {
         let _turn = self.one_at_a_time.lock().await;
-        ask(&format!(
-            "\n? the model called {} {repeats} times in a row with {}\n  let it run again? [o]nce / [a]lways this session / [s]top and answer: ",
-            printable(tool),
-            printable(arguments)
-        ));
+        let repeats = doom.repeats;
+        let question = if doom.cycle.len() > 1 {
+            let names: Vec<String> = doom.cycle.iter().map(|t| printable(t)).collect();
+            format!(
+                "\n? the model called {} in turn, {repeats} times over, with the same arguments\n  let it run again? [o]nce / [a]lways this session / [s]top and answer: ",
+                names.join(", then ")
+            )
+        } else {
+            format!(
+                "\n? the model called {} {repeats} times in a row with {}\n  let it run again? [o]nce / [a]lways this session / [s]top and answer: ",
+                printable(&doom.tool),
+                printable(&doom.arguments)
+            )
+        };
+        ask(&question);
         parse_repeat_answer(self.answer().await.as_deref())
     }
 }

@@ -68,10 +68,7 @@ pub async fn connect(
                 if always.load(Ordering::Relaxed) {
                     return true;
                 }
-                match prompt
-                    .ask_repeat(&doom.tool, &doom.arguments, doom.repeats)
-                    .await
-                {
+                match prompt.ask_repeat(&doom).await {
                     RepeatAnswer::Once => true,
                     RepeatAnswer::Always => {
                         always.store(true, Ordering::Relaxed);
@@ -132,8 +129,20 @@ pub fn show_event(event: &AgentEvent, stream_text: bool) {
             duration_ms,
             ..
         } => eprintln!("  ✗ {tool}: {} ({duration_ms} ms)", one_line(output, 120)),
-        AgentEvent::DoomLoopDetected { tool, repeats, .. } => {
-            eprintln!("  ! {tool} was called {repeats} times in a row with the same arguments");
+        AgentEvent::DoomLoopDetected {
+            tool,
+            repeats,
+            cycle,
+            ..
+        } => {
+            if cycle.len() > 1 {
+                eprintln!(
+                    "  ! {} were called in turn {repeats} times with the same arguments",
+                    cycle.join(", then ")
+                );
+            } else {
+                eprintln!("  ! {tool} was called {repeats} times in a row with the same arguments");
+            }
         }
         AgentEvent::ToolCallProgress {
             tool,

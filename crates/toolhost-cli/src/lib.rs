@@ -27,33 +27,65 @@ use tracing_subscriber::EnvFilter;
 
 use args::{Cli, Command};
 
-fn init_logging(verbose: u8) {
-    let default = match verbose {
+/// Log lines to stderr (`-v`, `RUST_LOG`), and OpenTelemetry traces when
+/// the `OTEL_*` variables or the config file's `[telemetry]` name a
+/// collector (each layer with its own filter: `-v` does not change what is
+/// exported).
+fn init_logging(global: &args::Global) -> Option<toolhost_telemetry::Telemetry> {
+    use tracing_subscriber::Layer;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let default = match global.verbose {
         0 => "warn",
         1 => "info",
         2 => "debug",
         _ => "trace",
     };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let logs = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
+        .with_filter(filter);
+    // A config file that does not parse is reported by the command itself.
+    let settings = settings::config_file(global)
+        .ok()
+        .map(|f| f.telemetry.settings())
+        .transpose();
+    let telemetry = match settings.and_then(|s| {
+        Ok(toolhost_telemetry::Telemetry::start(
+            &s.unwrap_or_default(),
+        )?)
+    }) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("warning: traces are not exported: {e:#}");
+            None
+        }
+    };
+    tracing_subscriber::registry()
+        .with(logs)
+        .with(telemetry.as_ref().map(toolhost_telemetry::Telemetry::layer))
         .init();
+    telemetry
 }
 
 /// Runs the command line of the process and returns its exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(cli.global.verbose);
-    match run(cli) {
+    let telemetry = init_logging(&cli.global);
+    let code = match run(cli) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::from(exit::FAILURE)
         }
+    };
+    // The last spans leave before the process does.
+    if let Some(t) = telemetry {
+        t.shutdown();
     }
+    code
 }
 
 fn run(cli: Cli) -> anyhow::Result<u8> {

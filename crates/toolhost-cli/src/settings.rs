@@ -114,6 +114,41 @@ pub struct ConfigFile {
     /// Tool search for large catalogs (`--tool-search` wins over `mode`).
     #[serde(default)]
     pub tool_search: toolhost_search::ToolSearch,
+    /// OpenTelemetry traces (`[telemetry]`; the `OTEL_*` variables win).
+    #[serde(default)]
+    pub telemetry: TelemetryConfig,
+}
+
+/// The `[telemetry]` table: where OpenTelemetry traces go when the
+/// standard `OTEL_EXPORTER_OTLP_*` variables do not say.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct TelemetryConfig {
+    /// The collector's base URL, e.g. `http://127.0.0.1:4318`.
+    #[serde(default)]
+    pub endpoint: Option<String>,
+    /// `http/protobuf` (the default) or `http/json`.
+    #[serde(default)]
+    pub protocol: Option<String>,
+    /// `service.name` (`toolhost` by default).
+    #[serde(default)]
+    pub service_name: Option<String>,
+}
+
+impl TelemetryConfig {
+    /// The exporter's settings.
+    pub fn settings(&self) -> anyhow::Result<toolhost_telemetry::Settings> {
+        Ok(toolhost_telemetry::Settings {
+            endpoint: self.endpoint.clone(),
+            protocol: self
+                .protocol
+                .as_deref()
+                .map(str::parse)
+                .transpose()
+                .context("[telemetry] protocol")?,
+            service_name: self.service_name.clone(),
+        })
+    }
 }
 
 /// The tool search settings: the config file's, with `--tool-search`'s mode.

@@ -116,10 +116,16 @@ pub(crate) async fn exchange<W: WireFormat>(
     let endpoint = wire.endpoint();
     let name = endpoint.name.as_str();
     let url = format!("{}{}", endpoint.base_url, W::PATH);
+    // The model request joins the caller's trace (W3C `traceparent`) when
+    // traces are exported.
+    let trace = toolhost_telemetry::propagate::headers();
     let make = || {
         let mut rb = wire.headers(endpoint.client.post(&url)).json(body);
         if endpoint.stream {
             rb = rb.header(reqwest::header::ACCEPT, "text/event-stream");
+        }
+        for (name, value) in &trace {
+            rb = rb.header(name.as_str(), value.as_str());
         }
         rb
     };

@@ -174,6 +174,21 @@ fn main() {
         )
     }));
     let questions = toolhost_test_support::catalog::QUESTIONS;
+    // A fresh call with OpenTelemetry traces exported (`toolhost-telemetry`,
+    // as `OTEL_EXPORTER_OTLP_ENDPOINT` turns on) to a local collector that
+    // accepts every batch: spans made and queued on the call's path, the
+    // batches encoded and sent by the exporter's thread.
+    let collector = Collector::start();
+    let telemetry = toolhost_telemetry::Telemetry::start(&toolhost_telemetry::Settings {
+        endpoint: Some(collector.url()),
+        ..Default::default()
+    })
+    .unwrap()
+    .expect("an exporter");
+    let traced = {
+        use tracing_subscriber::layer::SubscriberExt;
+        tracing::Dispatch::new(tracing_subscriber::registry().with(telemetry.layer()))
+    };
     let mut variants: BTreeMap<&str, Variant> = BTreeMap::new();
     variants.insert(
         "native",
@@ -219,6 +234,14 @@ fn main() {
     variants.insert(
         "fresh_instance_cache_off",
         Box::new(|n| fresh(&uncached, "calculate", &distinct, n)),
+    );
+    variants.insert(
+        "fresh_instance_traced",
+        Box::new(|n| {
+            tracing::dispatcher::with_default(&traced, || {
+                fresh(&runtime, "calculate", &distinct, n)
+            })
+        }),
     );
     variants.insert("eight_callers", Box::new(|n| concurrent(&runtime, 8, n)));
     variants.insert(
@@ -339,6 +362,12 @@ fn main() {
         ("reused_over_bare", "reused_instance", "bare_wasmtime"),
         // What the machine charges for a fresh sandbox (not gated).
         ("bare_over_native", "bare_wasmtime", "native"),
+        // What exporting traces costs a call.
+        (
+            "traced_over_fresh",
+            "fresh_instance_traced",
+            "fresh_instance",
+        ),
         // What the result cache costs a call that misses.
         (
             "cache_on_over_off",
@@ -384,6 +413,58 @@ fn main() {
             continue;
         }
         println!("RATIO {ratio} {:.4}", median(&mut v));
+    }
+}
+
+/// An OTLP/HTTP collector on a loopback port that answers every request
+/// with 200 and keeps nothing (the exporter's side of the work is real).
+struct Collector {
+    port: u16,
+}
+
+impl Collector {
+    fn start() -> Collector {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().map_while(Result::ok) {
+                std::thread::spawn(move || {
+                    let mut reader = BufReader::new(stream);
+                    loop {
+                        let mut length = 0usize;
+                        let mut line = String::new();
+                        // The request line and headers, then the body.
+                        loop {
+                            line.clear();
+                            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                                return;
+                            }
+                            let lower = line.to_ascii_lowercase();
+                            if let Some(v) = lower.strip_prefix("content-length:") {
+                                length = v.trim().parse().unwrap_or(0);
+                            }
+                            if line == "\r\n" {
+                                break;
+                            }
+                        }
+                        let mut body = vec![0; length];
+                        if reader.read_exact(&mut body).is_err() {
+                            return;
+                        }
+                        let reply = b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n";
+                        if reader.get_mut().write_all(reply).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        Collector { port }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
     }
 }
 

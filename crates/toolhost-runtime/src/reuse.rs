@@ -5,6 +5,7 @@
 //! execution differs.
 
 use std::sync::Arc;
+use tracing::Instrument;
 
 use serde_json::Value;
 
@@ -43,8 +44,20 @@ impl ReusedInstance {
         args: Value,
         cx: CallContext,
     ) -> Result<ToolResult, CallError> {
+        let span = crate::call::trace::call_span(tool, &cx);
+        let result = self.steps(tool, args, &cx).instrument(span.clone()).await;
+        crate::call::trace::finished(&span, &result);
+        result
+    }
+
+    async fn steps(
+        &mut self,
+        tool: &str,
+        args: Value,
+        cx: &CallContext,
+    ) -> Result<ToolResult, CallError> {
         let inner = self.runtime.inner.clone();
-        let call = Call::resolve(&inner, tool, &cx)?;
+        let call = Call::resolve(&inner, tool, cx)?;
         if !Arc::ptr_eq(&call.target.plugin, &self.plugin) {
             return Err(CallError::NotFound {
                 name: tool.to_owned(),
@@ -56,7 +69,10 @@ impl ReusedInstance {
             Ok(admitted) => admitted,
             Err(refused) => return conclude::refused(&inner.gate, &call, refused).await,
         };
-        let result = self.execute(&call, &admitted.args_text).await;
+        let result = self
+            .execute(&call, &admitted.args_text)
+            .instrument(tracing::info_span!("execute"))
+            .await;
         // Not answered from the result cache (the instance's state is the
         // point of keeping it), but a write still clears what reads cached.
         crate::call::cached::after_uncached(&inner.results, &call);
@@ -87,7 +103,9 @@ impl ReusedInstance {
                 (sandbox, instance)
             }
         };
-        let result = execute::on_instance(&mut sandbox, &instance, call, args).await;
+        let result = execute::on_instance(&mut sandbox, &instance, call, args)
+            .instrument(tracing::info_span!("sandbox", toolhost.instance = "reused"))
+            .await;
         if !matches!(result, Err(CallError::Sandbox { .. })) {
             self.instance = Some((sandbox, instance));
         }

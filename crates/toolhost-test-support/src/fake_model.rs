@@ -329,6 +329,11 @@ impl ModelServer {
     pub fn bodies(&self) -> Vec<Value> {
         self.server.bodies()
     }
+
+    /// Every request received so far (headers included).
+    pub fn received(&self) -> Vec<Received> {
+        self.server.received()
+    }
 }
 
 /// `text` as a reply: a whole response when it starts with `HTTP/1.1 `,

@@ -16,9 +16,11 @@
 
 pub mod catalog;
 pub mod fake_model;
+pub mod phoenix;
 pub mod registry;
 
 pub use fake_model::{ModelServer, Reply};
+pub use phoenix::Phoenix;
 pub use registry::Registry;
 
 use std::io::{BufRead, BufReader, Write};
@@ -77,6 +79,9 @@ pub fn host_command(bin: &str, cache: &Path) -> std::process::Command {
         .env_remove("TOOLHOST_POLICY")
         .env_remove("OPENAI_API_KEY")
         .env_remove("ANTHROPIC_API_KEY")
+        // Traces go nowhere unless a test says where.
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
         .env("OLLAMA_HOST", "http://127.0.0.1:9");
     cmd
 }

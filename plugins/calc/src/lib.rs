@@ -11,7 +11,10 @@ use toolhost_sdk::prelude::*;
 /// pi and e.
 #[derive(Deserialize, JsonSchema)]
 struct Calculate {
-    /// The expression, e.g. `2*(3+4)` or `sqrt(2)/2`.
+    // No example numbers in this description: small models copy them into
+    // their calls instead of the user's numbers.
+    /// The arithmetic expression to evaluate, written with the numbers the
+    /// user gave.
     expression: String,
 }
 

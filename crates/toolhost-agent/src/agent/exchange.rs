@@ -7,11 +7,12 @@
 
 use std::sync::Mutex;
 
-use tracing::{debug, info, warn};
+use tracing::{Instrument, debug, info, warn};
 
 use super::ctx::Ctx;
 use super::options::AgentOptions;
 use super::state::{RoundInfo, RunState, State, Stop};
+use super::trace;
 use crate::events::AgentEvent;
 use crate::message::{Message, Role};
 use crate::provider::{
@@ -275,11 +276,18 @@ impl Ctx<'_> {
         let mut attempts = 1;
         let began = std::time::Instant::now();
         let result = loop {
+            let span = trace::chat_span(&request.model, self.provider.name());
             let r = tokio::select! {
                 biased;
                 stop = self.interrupted() => Err(stop),
-                r = self.provider.complete(&request, &on_delta, &self.opts.abort) => Ok(r),
+                r = self
+                    .provider
+                    .complete(&request, &on_delta, &self.opts.abort)
+                    .instrument(span.clone()) => Ok(r),
             };
+            if let Ok(r) = &r {
+                trace::record_chat(&span, r);
+            }
             match &r {
                 Ok(Err(e))
                     if attempts <= MODEL_OUTPUT_RETRIES

@@ -95,6 +95,7 @@ mod plan;
 pub(crate) mod result;
 pub(crate) mod state;
 pub mod step;
+mod trace;
 
 pub use final_answer::FINAL_ANSWER_NOTE;
 pub use options::{
@@ -219,18 +220,16 @@ impl Agent {
     /// It is [`step`](Self::step) in a loop that runs every proposed call
     /// and keeps every result.
     pub async fn run(&self, messages: Vec<Message>) -> ToolChainResult {
-        let span = tracing::info_span!(
-            "agent_run",
-            model = %self.options.model,
-            provider = self.provider.name()
-        );
-        async {
+        let span = trace::run_span(&self.options.model, self.provider.name());
+        let result = async {
             let mut state = self.start(messages);
             self.advance(&mut state, false).await;
             self.result(&mut state, true)
         }
-        .instrument(span)
-        .await
+        .instrument(span.clone())
+        .await;
+        trace::record_run(&span, &result);
+        result
     }
 
     /// A run on `messages` that has not started: drive it with
@@ -248,6 +247,7 @@ impl Agent {
                 rounds: 0,
                 last_call: None,
                 repeats: 0,
+                recent: Default::default(),
                 overflowed: false,
                 compacted_after_overflow: false,
                 unparsable: false,
@@ -261,6 +261,7 @@ impl Agent {
             elapsed_ms: 0,
             finished: false,
             deadline: None,
+            round_span: None,
         }
     }
 
@@ -365,6 +366,7 @@ impl Ctx<'_> {
         let run = &mut state.run;
         loop {
             let current = std::mem::replace(&mut state.state, State::done(Status::Error, None));
+            let round_span = trace::round_span(&mut state.round_span, current.round());
             state.state = match current {
                 State::Request { round } if round > self.opts.max_rounds => State::FinalAnswer {
                     round,
@@ -374,7 +376,7 @@ impl Ctx<'_> {
                         self.opts.max_rounds
                     )),
                 },
-                State::Request { round } => self.request(run, round).await,
+                State::Request { round } => self.request(run, round).instrument(round_span).await,
                 State::Execute {
                     round,
                     calls,
@@ -388,7 +390,10 @@ impl Ctx<'_> {
                         builtin,
                         search,
                     };
-                    let (planned, stop) = self.plan(run, round, calls, offer).await;
+                    let (planned, stop) = self
+                        .plan(run, round, calls, offer)
+                        .instrument(round_span)
+                        .await;
                     State::Proposed {
                         round,
                         planned,
@@ -409,7 +414,9 @@ impl Ctx<'_> {
                     completion,
                 } => {
                     state.awaiting = false;
-                    self.run_planned(round, planned, stop, completion).await
+                    self.run_planned(round, planned, stop, completion)
+                        .instrument(round_span)
+                        .await
                 }
                 State::Ran { .. } if pauses && !state.awaiting => {
                     let view = step::ready(&current);
@@ -430,7 +437,11 @@ impl Ctx<'_> {
                     round,
                     status,
                     error,
-                } => self.final_answer(run, round, status, error).await,
+                } => {
+                    self.final_answer(run, round, status, error)
+                        .instrument(round_span)
+                        .await
+                }
                 done @ State::Done { .. } => {
                     state.state = done;
                     return None;

@@ -37,7 +37,8 @@ pub type BeforeRequest = Arc<dyn Fn(&mut Vec<Message>) + Send + Sync>;
 /// Asked when the same call repeats; `true` lets the loop go on.
 pub type DoomLoopApproval = Arc<dyn Fn(DoomLoop) -> BoxFuture<'static, bool> + Send + Sync>;
 
-/// The same tool with the same arguments, several times in a row.
+/// The same tool with the same arguments, several times in a row, or the
+/// same short cycle of calls (A, B, A, B, A, B) repeated as often.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DoomLoop {
     /// The round of the latest call.
@@ -46,8 +47,11 @@ pub struct DoomLoop {
     pub tool: String,
     /// Its arguments (canonical JSON text).
     pub arguments: String,
-    /// How many identical calls in a row, counting the latest.
+    /// How many identical calls (or cycles) in a row, counting the latest.
     pub repeats: u32,
+    /// The tools of the repeating cycle in call order: one name when the
+    /// same call repeats, two or three when calls alternate.
+    pub cycle: Vec<String>,
 }
 
 /// Tool usage rules added to the system prompt (typically one per plugin).

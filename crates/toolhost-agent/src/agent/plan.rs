@@ -5,12 +5,14 @@
 //! in a row), and a repeated read-only call answered with the result it just
 //! had.
 
+use std::collections::VecDeque;
+
 use serde_json::Value;
 use tracing::{debug, info, warn};
 
 use super::ctx::{Callable, Ctx};
 use super::options::DoomLoop;
-use super::state::{Action, Planned, RunState, Stop};
+use super::state::{Action, Planned, RECENT_CALLS, RunState, Stop};
 use crate::events::AgentEvent;
 use crate::message::ToolCall;
 use crate::repair::{CallRejection, canonical_json, parse_arguments, resolve_tool_name};
@@ -148,8 +150,10 @@ impl Ctx<'_> {
     }
 
     /// Counts identical calls in a row (same tool, same canonical arguments,
-    /// across rounds); at the threshold asks the approval callback. `Err` when
-    /// the loop must stop.
+    /// across rounds), and cycles of two or three calls repeated as often
+    /// (A, B, A, B, A, B: a small model alternating between two tools); at
+    /// the threshold asks the approval callback. `Err` when the loop must
+    /// stop.
     async fn check_doom_loop(
         &self,
         run: &mut RunState,
@@ -170,23 +174,44 @@ impl Ctx<'_> {
             run.last_call = Some(key.clone());
             run.repeats = 1;
         }
-        if run.repeats < self.opts.doom_loop_threshold {
-            return Ok(());
+        if run.recent.len() >= RECENT_CALLS {
+            run.recent.pop_front();
         }
+        run.recent.push_back(key.clone());
+        let threshold = self.opts.doom_loop_threshold;
+        let cycle: Vec<String> = if run.repeats >= threshold {
+            vec![key.0.clone()]
+        } else {
+            match cycle_period(&run.recent, threshold) {
+                Some(period) => run
+                    .recent
+                    .iter()
+                    .skip(run.recent.len() - period)
+                    .map(|(t, _)| t.clone())
+                    .collect(),
+                None => return Ok(()),
+            }
+        };
         let (tool, arguments) = key;
-        let repeats = run.repeats;
-        warn!(%tool, repeats, "doom loop detected");
+        let repeats = if cycle.len() == 1 {
+            run.repeats
+        } else {
+            threshold
+        };
+        warn!(%tool, repeats, cycle = cycle.len(), "doom loop detected");
         self.emit(AgentEvent::DoomLoopDetected {
             round,
             tool: tool.clone(),
             arguments: arguments.clone(),
             repeats,
+            cycle: cycle.clone(),
         });
         let doom = DoomLoop {
             round,
             tool: tool.clone(),
             arguments,
             repeats,
+            cycle: cycle.clone(),
         };
         let approved = match &self.opts.doom_loop_approval {
             None => false,
@@ -199,16 +224,48 @@ impl Ctx<'_> {
         if approved {
             info!(%tool, "doom loop approved; going on");
             run.repeats = 0;
+            run.recent.clear();
             return Ok(());
         }
-        Err(Stop {
-            status: Status::DoomLoop,
-            error: Some(format!(
+        let error = if cycle.len() == 1 {
+            format!(
                 "`{tool}` was called {repeats} times in a row with the same arguments; \
                  its result is already above: do not call it again, answer with what you have"
-            )),
+            )
+        } else {
+            let names: Vec<String> = cycle.iter().map(|t| format!("`{t}`")).collect();
+            format!(
+                "{} were called in turn {repeats} times with the same arguments; \
+                 their results are already above: do not call them again, answer with what you have",
+                names.join(", then ")
+            )
+        };
+        Err(Stop {
+            status: Status::DoomLoop,
+            error: Some(error),
         })
     }
+}
+
+/// The period (2 or 3) of a cycle of calls that the latest calls repeat
+/// `threshold` times in a row (A, B, A, B, A, B for period 2 and threshold
+/// 3), or `None`. A "cycle" of one repeated call is the plain doom loop,
+/// counted apart; cycles longer than [`RECENT_CALLS`] calls are not seen.
+fn cycle_period(recent: &VecDeque<(String, String)>, threshold: u32) -> Option<usize> {
+    let threshold = usize::try_from(threshold).ok()?;
+    (2usize..=3).find(|&period| {
+        let Some(span) = period.checked_mul(threshold) else {
+            return false;
+        };
+        if span > recent.len() {
+            return false;
+        }
+        let tail: Vec<&(String, String)> = recent.iter().skip(recent.len() - span).collect();
+        let first = &tail[..period];
+        // A true cycle of `period` distinct-enough calls, not a shorter one.
+        let shorter = first.iter().all(|c| *c == first[0]);
+        !shorter && tail.chunks(period).all(|chunk| chunk == first)
+    })
 }
 
 /// `action`, or [`Action::Repeat`] when it runs a read-only tool with the
@@ -242,5 +299,37 @@ impl Action {
             message: rejection.to_string(),
             kind: rejection.kind(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn calls(names: &str) -> VecDeque<(String, String)> {
+        names
+            .chars()
+            .map(|c| (c.to_string(), "{}".to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn a_cycle_is_seen_only_when_repeated_threshold_times_in_a_row() {
+        assert_eq!(cycle_period(&calls("ababab"), 3), Some(2));
+        assert_eq!(cycle_period(&calls("xababab"), 3), Some(2));
+        assert_eq!(cycle_period(&calls("abcabcabc"), 3), Some(3));
+        assert_eq!(cycle_period(&calls("abaaba"), 2), Some(3));
+        assert_eq!(cycle_period(&calls("ababa"), 3), None, "two and a half");
+        assert_eq!(cycle_period(&calls("ababcb"), 3), None);
+        assert_eq!(cycle_period(&calls("aaaaaa"), 3), None, "the plain repeat");
+        assert_eq!(cycle_period(&calls(""), 3), None);
+        assert_eq!(cycle_period(&calls("abab"), u32::MAX), None);
+    }
+
+    #[test]
+    fn the_same_tool_with_other_arguments_breaks_a_cycle() {
+        let mut recent = calls("ababab");
+        recent[2].1 = r#"{"x":2}"#.to_owned();
+        assert_eq!(cycle_period(&recent, 3), None);
     }
 }

@@ -64,6 +64,18 @@ pub(crate) enum State {
 }
 
 impl State {
+    /// The round this state belongs to (`None` once the run is over).
+    pub(crate) fn round(&self) -> Option<u32> {
+        match self {
+            State::Request { round }
+            | State::Execute { round, .. }
+            | State::Proposed { round, .. }
+            | State::Ran { round, .. }
+            | State::FinalAnswer { round, .. } => Some(*round),
+            State::Done { .. } => None,
+        }
+    }
+
     pub(crate) fn done(status: Status, error: impl Into<Option<String>>) -> Self {
         State::Done {
             status,
@@ -101,6 +113,9 @@ impl Stop {
     }
 }
 
+/// How many of the latest calls a run keeps to catch cycles of calls.
+pub(crate) const RECENT_CALLS: usize = 64;
+
 /// The mutable data of a run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct RunState {
@@ -113,6 +128,10 @@ pub(crate) struct RunState {
     /// The last call's (tool, canonical arguments), for doom-loop detection.
     pub(crate) last_call: Option<(String, String)>,
     pub(crate) repeats: u32,
+    /// The latest calls' (tool, canonical arguments), oldest first, for
+    /// catching cycles (A, B, A, B, …); bounded by [`RECENT_CALLS`].
+    #[serde(default)]
+    pub(crate) recent: std::collections::VecDeque<(String, String)>,
     /// The last request failed because the conversation no longer fits the
     /// model's context (`exchange::is_context_overflow`).
     pub(crate) overflowed: bool,

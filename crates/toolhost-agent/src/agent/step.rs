@@ -63,6 +63,10 @@ pub struct AgentState {
     /// This process's deadline, from the time limit and `elapsed_ms`.
     #[serde(skip)]
     pub(crate) deadline: Option<Option<tokio::time::Instant>>,
+    /// The current round's span (a trace's `round N`), kept across the
+    /// round's steps; a resumed state opens a new one.
+    #[serde(skip)]
+    pub(crate) round_span: Option<(u32, tracing::Span)>,
 }
 
 /// Where a step stopped.

@@ -445,6 +445,62 @@ async fn a_doom_loop_without_approval_refuses_the_call_and_ends_with_an_answer()
 }
 
 #[tokio::test]
+async fn calls_that_alternate_between_two_tools_end_as_a_doom_loop_with_an_answer() {
+    // A small model among look-alike tools: a, b, a, b, a, b with the same
+    // arguments each time. No call repeats the one just before it, so only
+    // the cycle shows the loop.
+    let mut script = Vec::new();
+    for i in 0..3 {
+        script.push(call(&format!("a{i}"), "echo", r#"{"x":1}"#));
+        script.push(call(&format!("b{i}"), "shout", r#"{"x":1}"#));
+    }
+    script.push(call("a3", "echo", r#"{"x":1}"#));
+    script.push(text("Both said 1."));
+    let provider = ScriptedProvider::new(script);
+    let tools = FakeTools::echo(vec![spec("echo", false), spec("shout", false)]);
+    let (sink, mut events) = event_channel();
+    let result = agent(&provider, &tools, options().events(sink))
+        .run(vec![Message::user("go")])
+        .await;
+    assert_eq!(result.status, Status::DoomLoop, "{:?}", result.error);
+    let error = result.error.as_deref().unwrap_or("");
+    assert!(
+        error.contains("`echo`, then `shout`") && error.contains("in turn 3 times"),
+        "{error}"
+    );
+    assert_eq!(result.final_text(), "Both said 1.");
+    assert_eq!(
+        tools.recorded().len(),
+        5,
+        "the sixth call, which closes the third cycle, did not run"
+    );
+    let mut cycle = Vec::new();
+    while let Ok(e) = events.try_recv() {
+        if let AgentEvent::DoomLoopDetected { cycle: c, .. } = e {
+            cycle = c;
+        }
+    }
+    assert_eq!(cycle, vec!["echo".to_owned(), "shout".to_owned()]);
+}
+
+#[tokio::test]
+async fn calls_that_alternate_with_new_arguments_are_not_a_loop() {
+    let mut script = Vec::new();
+    for i in 0..4 {
+        script.push(call(&format!("a{i}"), "echo", &format!(r#"{{"x":{i}}}"#)));
+        script.push(call(&format!("b{i}"), "shout", r#"{"x":1}"#));
+    }
+    script.push(text("Done."));
+    let provider = ScriptedProvider::new(script);
+    let tools = FakeTools::echo(vec![spec("echo", false), spec("shout", false)]);
+    let result = agent(&provider, &tools, options().max_rounds(20))
+        .run(vec![Message::user("go")])
+        .await;
+    assert_eq!(result.status, Status::Completed, "{:?}", result.error);
+    assert_eq!(tools.recorded().len(), 8);
+}
+
+#[tokio::test]
 async fn think_blocks_in_the_text_are_reasoning_not_answer() {
     let provider = ScriptedProvider::new(vec![text(
         "<think>2 and 2 make 4</think>\n\nThe answer is 4.",

@@ -16,6 +16,7 @@ mod mcp_gateway;
 mod new;
 mod registry;
 mod sessions;
+mod telemetry;
 mod tool_search;
 
 /// What the tests share (the `toolhost-test-support` crate), and the binary.

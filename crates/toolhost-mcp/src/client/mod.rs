@@ -55,6 +55,7 @@ use toolhost_runtime::{
     SourceCall, SourceError, SourceFuture, SourceOutcome, SourceProgress, SourceState,
     SourceStatus, SourceTool, ToolSource,
 };
+use tracing::Instrument;
 
 use crate::tools;
 
@@ -173,6 +174,19 @@ impl McpSource {
     }
 
     async fn run_call(&self, call: SourceCall<'_>) -> Result<SourceOutcome, SourceError> {
+        let span = tracing::info_span!(
+            "mcp_request",
+            otel.name = format_args!("tools/call {}", call.tool),
+            otel.kind = "client",
+            mcp.method.name = "tools/call",
+            gen_ai.tool.name = call.tool,
+        );
+        self.send_call(call).instrument(span).await
+    }
+
+    /// `tools/call` to the server, in the call's client span; its
+    /// `_meta.traceparent` (SEP-414) makes the server's spans its children.
+    async fn send_call(&self, call: SourceCall<'_>) -> Result<SourceOutcome, SourceError> {
         let peer = self.peer().await?;
         let arguments = match call.args {
             Value::Object(map) => Some(map.clone()),
@@ -186,6 +200,15 @@ impl McpSource {
         let mut params = CallToolRequestParams::new(call.tool.to_owned());
         if let Some(arguments) = arguments {
             params = params.with_arguments(arguments);
+        }
+        let trace = toolhost_telemetry::propagate::headers();
+        if let Some(parent) = trace.get(toolhost_telemetry::propagate::TRACEPARENT) {
+            let mut meta = rmcp::model::MetaObject::new();
+            meta.set_traceparent(parent.clone());
+            if let Some(state) = trace.get(toolhost_telemetry::propagate::TRACESTATE) {
+                meta.set_tracestate(state.clone());
+            }
+            params.meta = Some(rmcp::model::RequestMetaObject(meta));
         }
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let handle = peer

@@ -29,6 +29,7 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
 use serde_json::Value;
 use toolhost_runtime::{CallContext, PluginEvent, Runtime};
+use tracing::Instrument;
 
 pub(crate) mod elicit;
 pub(crate) mod http;
@@ -360,6 +361,30 @@ fn progress(
     })
 }
 
+/// The span of one MCP request served (OpenTelemetry's MCP conventions:
+/// `tools/call NAME`, `mcp.method.name`, `jsonrpc.request.id`), a child of
+/// the client's span when its `_meta` carries a `traceparent` (SEP-414).
+fn request_span(
+    method: &'static str,
+    tool: Option<&str>,
+    context: &RequestContext<RoleServer>,
+) -> tracing::Span {
+    let span = tracing::info_span!(
+        "mcp_request",
+        otel.name = format_args!("{method}{}{}", if tool.is_some() { " " } else { "" }, tool.unwrap_or("")),
+        otel.kind = "server",
+        mcp.method.name = method,
+        gen_ai.tool.name = tool,
+        jsonrpc.request.id = %request_id(context),
+    );
+    toolhost_telemetry::propagate::adopt(
+        &span,
+        context.meta.get_traceparent(),
+        context.meta.get_tracestate(),
+    );
+    span
+}
+
 /// Whether `event` changes the tool set a client sees.
 fn changes_tools(event: &PluginEvent) -> bool {
     matches!(
@@ -387,6 +412,8 @@ impl rmcp::ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
+        let span = request_span("tools/list", None, &context);
+        let _in = span.enter();
         let offered = self
             .runtime
             .offered_tools(self.agent(&context).as_deref(), None);
@@ -402,7 +429,8 @@ impl rmcp::ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        Ok(self.call(request, context).await)
+        let span = request_span("tools/call", Some(&request.name), &context);
+        Ok(self.call(request, context).instrument(span).await)
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {

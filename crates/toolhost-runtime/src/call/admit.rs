@@ -8,6 +8,7 @@
 use serde_json::Value;
 use toolhost_hooks::{BeforeVerdict, HookCall, HookTrace};
 use toolhost_policy::{CallRequest, Decision};
+use tracing::Instrument;
 
 use crate::call::{Call, CallContext, validate};
 use crate::error::CallError;
@@ -40,23 +41,23 @@ pub(crate) async fn validate_and_admit(
     // Arguments over `max-args-bytes` never reach a hook, not even as a
     // refusal: the after-hooks see the error (which gives the size), and
     // `null` for the arguments.
-    let text = match validate::sized(&call.target, &args) {
-        Ok(text) => text,
-        Err(error) => {
-            return Err(Refused {
-                error,
-                args: Value::Null,
-            });
-        }
-    };
-    match validate::schema(&call.target, &args, text) {
+    let checked = tracing::info_span!("validate").in_scope(|| {
+        let text = validate::sized(&call.target, &args).map_err(|e| (e, true))?;
+        validate::schema(&call.target, &args, text).map_err(|e| (e, false))
+    });
+    match checked {
         Ok(args_text) => admit(gate, call, args, args_text).await,
-        Err(error) => Err(Refused { error, args }),
+        Err((error, true)) => Err(Refused {
+            error,
+            args: Value::Null,
+        }),
+        Err((error, false)) => Err(Refused { error, args }),
     }
 }
 
 /// Asks the policy, runs the before-hooks and, when asked to, the user.
 /// `args` were validated already; `args_text` is their JSON text.
+#[tracing::instrument(name = "admit", level = "info", skip_all)]
 pub(crate) async fn admit(
     gate: &Gate,
     call: &Call<'_>,
@@ -83,7 +84,10 @@ async fn judge(
 
     let hooks = gate.hooks();
     if hooks.matches(tool, Some(&call.target.spec().name), &plugin.name) {
-        let report = hooks.run_before(&hook_call(call, args)).await;
+        let report = hooks
+            .run_before(&hook_call(call, args))
+            .instrument(tracing::info_span!("hooks.before"))
+            .await;
         report_traces(cx, report.trace);
         let rewritten = match report.decision {
             BeforeVerdict::Continue => None,
@@ -187,6 +191,7 @@ fn hop_check(gate: &Gate, call: &Call<'_>, args: &Value) -> Option<crate::http::
 /// the reason to ask the user when it asks. `rewritten` says the arguments
 /// are a before-hook's rewrite (checked again, so a hook cannot carry a
 /// call past a rule).
+#[tracing::instrument(name = "policy", level = "info", skip_all)]
 fn check_policy(
     gate: &Gate,
     call: &Call<'_>,
@@ -208,6 +213,9 @@ fn check_policy(
         request = request.agent(agent);
     }
     let evaluation = gate.with_session(cx.session_id.as_deref(), |s| policy.evaluate(&request, s));
+    call.span
+        .record("toolhost.decision", evaluation.decision.to_string())
+        .record("toolhost.rule", evaluation.decided_by.to_string());
     cx.step(|| CallStep::Permission {
         decision: evaluation.decision,
         decided_by: evaluation.decided_by.to_string(),
@@ -235,6 +243,7 @@ fn check_policy(
 }
 
 /// Asks the approver about a call; without one, the builder's setting decides.
+#[tracing::instrument(name = "approval", level = "info", skip_all)]
 async fn ask(
     gate: &Gate,
     call: &Call<'_>,

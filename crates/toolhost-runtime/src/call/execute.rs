@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use tracing::Instrument;
 
 use wasmtime::Store;
 
@@ -27,12 +28,17 @@ pub(crate) async fn fresh(
 ) -> Result<ToolResult, CallError> {
     let plugin = &call.target.plugin;
     if let Some(mut ready) = plugin.ready.take() {
-        let result = on_instance(&mut ready.sandbox, &ready.instance, call, args).await;
+        let result = on_instance(&mut ready.sandbox, &ready.instance, call, args)
+            .instrument(tracing::info_span!("sandbox", toolhost.instance = "ready"))
+            .await;
         refill::after_call(pool, plugin, Some(ready));
         return result;
     }
     let result = {
-        let _slot = pool.acquire(plugin.quota()).await?;
+        let _slot = pool
+            .acquire(plugin.quota())
+            .instrument(tracing::info_span!("queue"))
+            .await?;
         let mut sandbox = pool
             .sandbox(&plugin.sandbox)
             .map_err(|message| CallError::Host {
@@ -49,6 +55,7 @@ pub(crate) async fn fresh(
                 instance.execute(store, raw_cx, name, args).await
             },
         )
+        .instrument(tracing::info_span!("sandbox", toolhost.instance = "fresh"))
         .await
     };
     if plugin.ready.enabled() {
@@ -186,6 +193,7 @@ pub(crate) async fn from_source(
         let _permit = plugin
             .instances
             .acquire()
+            .instrument(tracing::info_span!("queue"))
             .await
             .map_err(|e| SourceError::Unavailable(e.to_string()))?;
         source.call(request).await

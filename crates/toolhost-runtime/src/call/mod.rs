@@ -26,6 +26,7 @@ pub(crate) mod admit;
 pub(crate) mod cached;
 pub(crate) mod conclude;
 pub(crate) mod execute;
+pub(crate) mod trace;
 pub(crate) mod validate;
 
 use std::sync::Arc;
@@ -33,6 +34,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::Value;
+use tracing::Instrument;
 
 use crate::error::CallError;
 use crate::parts::Parts;
@@ -230,6 +232,8 @@ pub(crate) struct Call<'a> {
     /// The policy's check of each HTTP request the call makes, set when it
     /// is admitted (`admit.rs`, `hop_check`).
     pub hops: std::sync::OnceLock<crate::http::HopCheck>,
+    /// The call's span (`trace.rs`), where the steps record what they decide.
+    pub span: tracing::Span,
 }
 
 impl<'a> Call<'a> {
@@ -253,7 +257,7 @@ impl<'a> Call<'a> {
                 available,
             });
         };
-        Ok(Call {
+        let call = Call {
             target: Target {
                 tool,
                 plugin: plugin.clone(),
@@ -262,14 +266,30 @@ impl<'a> Call<'a> {
             cx,
             id: parts.call_id(cx.call_id.as_deref()),
             hops: std::sync::OnceLock::new(),
-        })
+            // Lookup runs inside the call's span (`trace::call_span`).
+            span: tracing::Span::current(),
+        };
+        trace::resolved(&call);
+        Ok(call)
     }
 }
 
 /// A fresh-instance call through every step: lookup, validate and admit,
 /// execute (or its result from the result cache, `result_cache.rs`),
-/// conclude.
+/// conclude; all in the call's span (`trace.rs`).
 pub(crate) async fn run(
+    parts: &Parts,
+    tool: &str,
+    args: Value,
+    cx: &CallContext,
+) -> Result<ToolResult, CallError> {
+    let span = trace::call_span(tool, cx);
+    let result = steps(parts, tool, args, cx).instrument(span.clone()).await;
+    trace::finished(&span, &result);
+    result
+}
+
+async fn steps(
     parts: &Parts,
     tool: &str,
     args: Value,
@@ -290,6 +310,7 @@ pub(crate) async fn run(
             None => execute::fresh(&parts.pool, &call, &admitted.args_text).await,
         },
     )
+    .instrument(tracing::info_span!("execute"))
     .await;
     conclude::conclude(&parts.gate, &call, &admitted.args, result).await
 }

@@ -1,0 +1,66 @@
+//! The call's spans, for OpenTelemetry (exported by `toolhost-telemetry`
+//! when the `OTEL_*` variables ask; free when nothing listens).
+//!
+//! One `execute_tool {tool}` span per call (OpenTelemetry's GenAI
+//! convention: `gen_ai.operation.name`, `gen_ai.tool.name`,
+//! `gen_ai.tool.call.id`), with toolhost's own attributes: the plugin, its
+//! version and digest, the policy's decision and the rule that made it,
+//! whether the result came from the cache, and the outcome (`ok` or the
+//! error kind). Its children are the steps, in order: `validate`, `admit`
+//! (with `policy`, `hooks.before` and `approval`), `execute` (with `queue`
+//! and `sandbox`, or the MCP server's `tools/call`) and `conclude`.
+//! Argument values and results are never recorded.
+
+use tracing::Span;
+use tracing::field::Empty;
+
+use crate::call::{Call, CallContext, ToolResult};
+use crate::error::CallError;
+
+/// The span of one call of `tool`, entered by the caller around every step.
+pub(crate) fn call_span(tool: &str, cx: &CallContext) -> Span {
+    tracing::info_span!(
+        "execute_tool",
+        otel.name = format_args!("execute_tool {tool}"),
+        otel.kind = "internal",
+        otel.status_code = Empty,
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = tool,
+        gen_ai.tool.call.id = Empty,
+        toolhost.agent = cx.agent.as_deref(),
+        toolhost.plugin = Empty,
+        toolhost.plugin.version = Empty,
+        toolhost.plugin.digest = Empty,
+        toolhost.decision = Empty,
+        toolhost.rule = Empty,
+        toolhost.cached = Empty,
+        toolhost.outcome = Empty,
+        error.type = Empty,
+    )
+}
+
+/// Records what lookup found on the call's span.
+pub(crate) fn resolved(call: &Call<'_>) {
+    let (span, plugin) = (&call.span, &call.target.plugin);
+    span.record("gen_ai.tool.call.id", call.id.as_str());
+    span.record("toolhost.plugin", plugin.name.as_str());
+    span.record("toolhost.plugin.version", plugin.version_text.as_str());
+    span.record("toolhost.plugin.digest", plugin.digest.as_str());
+}
+
+/// Records the outcome on the call's span (`ok`, or the error kind, which
+/// marks the span as failed).
+pub(crate) fn finished(span: &Span, result: &Result<ToolResult, CallError>) {
+    match result {
+        Ok(r) => {
+            span.record("toolhost.outcome", "ok");
+            span.record("toolhost.cached", r.cached);
+        }
+        Err(e) => {
+            let kind = e.kind();
+            span.record("toolhost.outcome", kind.as_str());
+            span.record("otel.status_code", "ERROR");
+            span.record("error.type", kind.as_str());
+        }
+    }
+}

@@ -1,0 +1,291 @@
+//! The OTLP/HTTP trace exporter and the `tracing` layer that feeds it.
+//!
+//! On only when an endpoint is named: `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`
+//! or `OTEL_EXPORTER_OTLP_ENDPOINT` (the variables win), else
+//! [`Settings::endpoint`] (a config file's `[telemetry] endpoint`).
+//! `OTEL_SDK_DISABLED=true` or `OTEL_TRACES_EXPORTER=none` turn it off.
+//! The SDK reads the other standard variables itself: `OTEL_SERVICE_NAME`
+//! and `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_TRACES_SAMPLER(_ARG)`,
+//! `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_EXPORTER_OTLP_TIMEOUT`, and the batch
+//! queue's `OTEL_BSP_*`.
+//!
+//! ```
+//! use toolhost_telemetry::{Settings, Telemetry};
+//! // No endpoint anywhere: nothing is exported, and no thread is started.
+//! # // SAFETY of the test: this process sets no OTEL_* variable.
+//! # if std::env::var_os("OTEL_EXPORTER_OTLP_ENDPOINT").is_none()
+//! #     && std::env::var_os("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").is_none() {
+//! assert!(Telemetry::start(&Settings::default()).unwrap().is_none());
+//! # }
+//! ```
+
+use std::time::Duration;
+
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use tracing::level_filters::LevelFilter;
+use tracing::{Metadata, Subscriber};
+use tracing_subscriber::Layer;
+use tracing_subscriber::filter::FilterFn;
+use tracing_subscriber::registry::LookupSpan;
+
+/// The OTLP transports built in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Protocol {
+    /// `http/protobuf`, OTLP's default over HTTP.
+    #[default]
+    HttpProtobuf,
+    /// `http/json`.
+    HttpJson,
+}
+
+impl std::str::FromStr for Protocol {
+    type Err = TelemetryError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim() {
+            "http/protobuf" => Ok(Protocol::HttpProtobuf),
+            "http/json" => Ok(Protocol::HttpJson),
+            "grpc" => Err(TelemetryError::Grpc),
+            other => Err(TelemetryError::UnknownProtocol(
+                other.chars().take(64).collect(),
+            )),
+        }
+    }
+}
+
+/// What the embedder or config file says; the standard variables win.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Settings {
+    /// The collector's base URL (`http://127.0.0.1:4318`); `/v1/traces` is
+    /// added as the OTLP variables do.
+    pub endpoint: Option<String>,
+    /// The transport (`http/protobuf` when unset).
+    pub protocol: Option<Protocol>,
+    /// `service.name` when `OTEL_SERVICE_NAME` is unset (`toolhost` by default).
+    pub service_name: Option<String>,
+}
+
+/// Why the exporter could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TelemetryError {
+    /// `OTEL_EXPORTER_OTLP_PROTOCOL=grpc`: only OTLP over HTTP is built in.
+    #[error(
+        "OTLP over gRPC is not built into toolhost: use http/protobuf (port 4318) or http/json"
+    )]
+    Grpc,
+    /// A protocol name OTLP does not define.
+    #[error("unknown OTLP protocol `{0}` (http/protobuf or http/json)")]
+    UnknownProtocol(String),
+    /// The exporter refused its configuration (e.g. a malformed endpoint).
+    #[cfg(feature = "otlp")]
+    #[error("the OTLP exporter could not start")]
+    Exporter(#[from] opentelemetry_otlp::ExporterBuildError),
+    /// Built without the `otlp` feature, yet an endpoint was named.
+    #[cfg(not(feature = "otlp"))]
+    #[error("this build has no OTLP exporter (the `otlp` feature)")]
+    NotBuilt,
+}
+
+/// How long [`Telemetry::shutdown`] waits for the last spans to leave.
+const SHUTDOWN_WAIT: Duration = Duration::from_secs(3);
+
+/// A running exporter: put [`layer`](Self::layer) in the subscriber, and
+/// call [`shutdown`](Self::shutdown) before the process ends so the last
+/// batch is sent.
+#[derive(Debug)]
+pub struct Telemetry {
+    provider: SdkTracerProvider,
+}
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+impl Telemetry {
+    /// Starts the exporter when an endpoint is named (see the module doc);
+    /// `Ok(None)` when none is, or when the variables turn it off.
+    pub fn start(settings: &Settings) -> Result<Option<Telemetry>, TelemetryError> {
+        if env("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true"))
+            || env("OTEL_TRACES_EXPORTER").is_some_and(|v| v.eq_ignore_ascii_case("none"))
+        {
+            return Ok(None);
+        }
+        let from_env = env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+            .or_else(|| env("OTEL_EXPORTER_OTLP_ENDPOINT"))
+            .is_some();
+        if !from_env && settings.endpoint.is_none() {
+            return Ok(None);
+        }
+        let protocol = match env("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+            .or_else(|| env("OTEL_EXPORTER_OTLP_PROTOCOL"))
+        {
+            Some(p) => p.parse()?,
+            None => settings.protocol.unwrap_or_default(),
+        };
+        let endpoint = (!from_env)
+            .then(|| settings.endpoint.as_deref().map(traces_url))
+            .flatten();
+        let provider = provider(protocol, endpoint, settings)?;
+        tracing::info!(?protocol, "OpenTelemetry traces are exported");
+        Ok(Some(Telemetry { provider }))
+    }
+
+    /// The layer that turns toolhost's spans (info and above; other
+    /// crates' from warn) into OpenTelemetry spans for this exporter.
+    pub fn layer<S>(&self) -> impl Layer<S> + use<S>
+    where
+        S: Subscriber + for<'a> LookupSpan<'a>,
+    {
+        tracing_opentelemetry::layer()
+            .with_tracer(self.provider.tracer("toolhost"))
+            .with_filter(FilterFn::new(exported))
+    }
+
+    /// Sends what is queued and stops the exporter (waiting at most 3 s for
+    /// a slow collector).
+    pub fn shutdown(self) {
+        if let Err(e) = self.provider.shutdown_with_timeout(SHUTDOWN_WAIT) {
+            tracing::warn!(error = %e, "the last spans may not have been exported");
+        }
+    }
+}
+
+/// toolhost's own spans and events from info up; others' from warn.
+fn exported(meta: &Metadata<'_>) -> bool {
+    let limit = if meta.target().starts_with("toolhost") {
+        LevelFilter::INFO
+    } else {
+        LevelFilter::WARN
+    };
+    *meta.level() <= limit
+}
+
+/// `base` with OTLP's trace path, as the `OTEL_EXPORTER_OTLP_ENDPOINT`
+/// variable is read.
+fn traces_url(base: &str) -> String {
+    let base = base.trim_end_matches('/');
+    if base.ends_with("/v1/traces") {
+        base.to_owned()
+    } else {
+        format!("{base}/v1/traces")
+    }
+}
+
+#[cfg(feature = "otlp")]
+fn resource(settings: &Settings) -> opentelemetry_sdk::Resource {
+    let builder = opentelemetry_sdk::Resource::builder();
+    if env("OTEL_SERVICE_NAME").is_some() {
+        builder.build()
+    } else {
+        builder
+            .with_service_name(
+                settings
+                    .service_name
+                    .clone()
+                    .unwrap_or_else(|| "toolhost".to_owned()),
+            )
+            .build()
+    }
+}
+
+#[cfg(feature = "otlp")]
+fn provider(
+    protocol: Protocol,
+    endpoint: Option<String>,
+    settings: &Settings,
+) -> Result<SdkTracerProvider, TelemetryError> {
+    use opentelemetry_otlp::WithExportConfig;
+    // An https collector needs a TLS provider; another crate may have
+    // installed one already.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let mut builder = opentelemetry_otlp::SpanExporter::builder()
+        .with_http()
+        .with_protocol(match protocol {
+            Protocol::HttpProtobuf => opentelemetry_otlp::Protocol::HttpBinary,
+            Protocol::HttpJson => opentelemetry_otlp::Protocol::HttpJson,
+        });
+    if let Some(url) = endpoint {
+        builder = builder.with_endpoint(url);
+    }
+    let exporter = builder.build()?;
+    Ok(SdkTracerProvider::builder()
+        .with_batch_exporter(exporter)
+        .with_resource(resource(settings))
+        .build())
+}
+
+#[cfg(not(feature = "otlp"))]
+fn provider(
+    _: Protocol,
+    _: Option<String>,
+    _: &Settings,
+) -> Result<SdkTracerProvider, TelemetryError> {
+    Err(TelemetryError::NotBuilt)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn protocols_are_the_otlp_names_and_grpc_is_refused_by_name() {
+        assert_eq!(
+            "http/json".parse::<Protocol>().ok(),
+            Some(Protocol::HttpJson)
+        );
+        assert_eq!(
+            " http/protobuf ".parse::<Protocol>().ok(),
+            Some(Protocol::HttpProtobuf)
+        );
+        assert!(matches!(
+            "grpc".parse::<Protocol>(),
+            Err(TelemetryError::Grpc)
+        ));
+        let long = "x"
+            .repeat(10_000)
+            .parse::<Protocol>()
+            .unwrap_err()
+            .to_string();
+        assert!(long.len() < 200, "bounded: {long}");
+    }
+
+    #[test]
+    fn the_trace_path_is_added_once() {
+        assert_eq!(traces_url("http://h:4318"), "http://h:4318/v1/traces");
+        assert_eq!(traces_url("http://h:4318/"), "http://h:4318/v1/traces");
+        assert_eq!(traces_url("http://h/v1/traces"), "http://h/v1/traces");
+    }
+
+    #[test]
+    fn other_crates_spans_are_exported_from_warn_and_toolhost_from_info() {
+        use tracing::Level;
+        use tracing::callsite::Identifier;
+        use tracing::metadata::Kind;
+        struct Cs;
+        impl tracing::Callsite for Cs {
+            fn set_interest(&self, _: tracing::subscriber::Interest) {}
+            fn metadata(&self) -> &Metadata<'_> {
+                unreachable!()
+            }
+        }
+        static CS: Cs = Cs;
+        let meta = |target: &'static str, level| {
+            Metadata::new(
+                "s",
+                target,
+                level,
+                None,
+                None,
+                None,
+                tracing::field::FieldSet::new(&[], Identifier(&CS)),
+                Kind::SPAN,
+            )
+        };
+        assert!(exported(&meta("toolhost_runtime::call", Level::INFO)));
+        assert!(!exported(&meta("toolhost_runtime::call", Level::DEBUG)));
+        assert!(!exported(&meta("hyper::client", Level::INFO)));
+        assert!(exported(&meta("rmcp::service", Level::WARN)));
+    }
+}

@@ -1,0 +1,38 @@
+//! OpenTelemetry for toolhost.
+//!
+//! The libraries (runtime, agent, MCP) describe their work with `tracing`
+//! spans whose fields follow OpenTelemetry's GenAI semantic conventions
+//! (`gen_ai.operation.name`, `gen_ai.tool.name`, `gen_ai.usage.input_tokens`,
+//! …) plus toolhost's own (`toolhost.plugin`, `toolhost.decision`, …); they
+//! never record argument values or results. This crate turns those spans
+//! into OpenTelemetry traces:
+//!
+//! - [`export`]: the OTLP/HTTP exporter, on only when the standard variables
+//!   (`OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) or
+//!   the embedder's [`Settings`] name an endpoint. Spans leave through a
+//!   bounded batch queue on the exporter's own thread: a slow or dead
+//!   collector drops spans, never delays a call.
+//! - [`propagate`]: W3C trace context. An MCP request's
+//!   `_meta.traceparent` parents the spans of the call it starts
+//!   ([`propagate::adopt`]); requests to upstream MCP servers and to the
+//!   model carry the current span's `traceparent` onward
+//!   ([`propagate::traceparent`]).
+//!
+//! ```no_run
+//! use tracing_subscriber::layer::SubscriberExt;
+//! use tracing_subscriber::util::SubscriberInitExt;
+//!
+//! let telemetry = toolhost_telemetry::Telemetry::start(&Default::default()).unwrap();
+//! tracing_subscriber::registry()
+//!     .with(telemetry.as_ref().map(|t| t.layer()))
+//!     .init();
+//! // … serve; then, before the process ends:
+//! if let Some(t) = telemetry {
+//!     t.shutdown();
+//! }
+//! ```
+
+pub mod export;
+pub mod propagate;
+
+pub use export::{Protocol, Settings, Telemetry, TelemetryError};
