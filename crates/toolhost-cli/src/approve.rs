@@ -100,7 +100,8 @@ impl PromptApprover {
     }
 }
 
-/// Parses an answer to a call question: `y`/`yes` once, `a`/`always`,
+/// Parses an answer to a call question: `y`/`yes` once, `a`/`always`
+/// (saved for these arguments), `t`/`tool` (saved for any arguments),
 /// `n`/`no` with an optional message after it (`n use the cache`), or
 /// `s`/`stop` (deny, and end the turn). Anything else, or nothing, is a deny.
 pub fn parse_call_answer(line: Option<&str>) -> CallApproval {
@@ -114,6 +115,7 @@ pub fn parse_call_answer(line: Option<&str>) -> CallApproval {
     match word.to_ascii_lowercase().as_str() {
         "y" | "yes" => CallApproval::AllowOnce,
         "a" | "always" => CallApproval::AllowAlways,
+        "t" | "tool" => CallApproval::AllowTool,
         "s" | "stop" => CallApproval::DenyAndStop {
             message: message(word, rest),
         },
@@ -212,6 +214,10 @@ fn ask(question: &str) {
 }
 
 impl Approver for PromptApprover {
+    fn prompt_name(&self) -> &'static str {
+        "terminal"
+    }
+
     fn approve_call<'a>(
         &'a self,
         req: &'a CallApprovalRequest<'a>,
@@ -219,7 +225,7 @@ impl Approver for PromptApprover {
         Box::pin(async move {
             let _turn = self.one_at_a_time.lock().await;
             ask(&format!(
-                "\n? {} ({}) wants to run with {}\n  because: {}\n  allow? [y]es once / [a]lways / [n]o, optionally followed by a message for the model / [s]top the run: ",
+                "\n? {} ({}) wants to run with {}\n  because: {}\n  allow? [y]es once / [a]lways with these arguments / [t]his tool always, any arguments / [n]o, optionally followed by a message for the model / [s]top the run: ",
                 printable(req.tool),
                 printable(req.plugin),
                 printable(&req.args.to_string()),
@@ -260,6 +266,7 @@ mod tests {
     fn call_answers_parse_with_an_optional_message() {
         assert_eq!(parse_call_answer(Some("y\n")), CallApproval::AllowOnce);
         assert_eq!(parse_call_answer(Some("Always")), CallApproval::AllowAlways);
+        assert_eq!(parse_call_answer(Some("t")), CallApproval::AllowTool);
         assert_eq!(
             parse_call_answer(Some("s enough for today\n")),
             CallApproval::DenyAndStop {

@@ -212,6 +212,9 @@ pub enum Command {
         /// The plugin's name.
         name: String,
     },
+    /// The saved approvals ("allow always" answers): list, revoke, clear.
+    #[command(subcommand)]
+    Approvals(ApprovalsCommand),
     /// Call one tool and print its output.
     Call {
         /// The tool's name.
@@ -304,6 +307,25 @@ pub enum Command {
     /// Create a plugin project in NAME/: a manifest, one tool, a test and
     /// its build command (Rust, Python or JavaScript).
     New(crate::new::NewArgs),
+}
+
+/// `host approvals …`.
+#[derive(Debug, Subcommand)]
+pub enum ApprovalsCommand {
+    /// Every saved approval: id, tool, plugin and digest, scope, who, when,
+    /// from which prompt.
+    List {
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove one saved approval: the next such call is asked again.
+    Revoke {
+        /// Its id (from `host approvals list`).
+        id: String,
+    },
+    /// Remove every saved approval.
+    Clear,
 }
 
 /// The registry commands (flattened into `host`'s commands).

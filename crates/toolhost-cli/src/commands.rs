@@ -172,6 +172,72 @@ pub fn trust(runtime: &Runtime, name: &str, lock: &std::path::Path) -> anyhow::R
     Ok(exit::OK)
 }
 
+/// `host approvals list | revoke ID | clear`, on the saved-approvals file
+/// `path`.
+pub fn approvals(
+    path: &std::path::Path,
+    command: &crate::args::ApprovalsCommand,
+) -> anyhow::Result<u8> {
+    use crate::args::ApprovalsCommand;
+    use toolhost_runtime::policy::approvals::{Approvals, Scope};
+    let store = Approvals::open(path.to_owned());
+    match command {
+        ApprovalsCommand::List { json } => {
+            let all = store.list()?;
+            let mut out = std::io::stdout().lock();
+            if *json {
+                writeln!(out, "{}", serde_json::to_string_pretty(&all)?)?;
+                return Ok(exit::OK);
+            }
+            if all.is_empty() {
+                writeln!(out, "no saved approvals ({})", path.display())?;
+            }
+            for a in &all {
+                let scope = match &a.scope {
+                    Scope::Arguments(args) => {
+                        format!("these arguments: {}", printable(&args.to_string()))
+                    }
+                    Scope::AnyArguments => "any arguments".to_owned(),
+                };
+                writeln!(
+                    out,
+                    "{}  {} ({} {})  {scope}",
+                    a.id,
+                    printable(&a.tool),
+                    printable(&a.plugin),
+                    a.digest
+                )?;
+                let expires = a
+                    .expires
+                    .map(|t| format!(", expires at {t} (Unix time)"))
+                    .unwrap_or_default();
+                writeln!(
+                    out,
+                    "    by {} at {} (Unix time), from the {} prompt{expires}",
+                    printable(&a.who),
+                    a.when,
+                    a.from
+                )?;
+            }
+            Ok(exit::OK)
+        }
+        ApprovalsCommand::Revoke { id } => {
+            if store.revoke(id)? {
+                println!("approval {id} revoked: the next such call is asked again");
+                Ok(exit::OK)
+            } else {
+                eprintln!("no saved approval {id} (see `host approvals list`)");
+                Ok(exit::FAILURE)
+            }
+        }
+        ApprovalsCommand::Clear => {
+            let n = store.clear()?;
+            println!("{n} saved approval(s) removed");
+            Ok(exit::OK)
+        }
+    }
+}
+
 /// The JSON shape of a call error (`--json`).
 pub fn error_json(e: &CallError) -> Value {
     let mut v = json!({"ok": false, "error": {"kind": e.kind(), "message": e.to_string()}});

@@ -96,6 +96,12 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
+    // Saved approvals are a file beside the lock file: no plugins needed.
+    if let Some(Command::Approvals(command)) = &cli.command {
+        let file = settings::config_file(&cli.global)?;
+        let lock = settings::lock_file(&cli.global, &file);
+        return commands::approvals(&settings::approvals_file(&lock), command);
+    }
     // Registry commands load no plugins.
     if let Some(Command::Registry(command)) = &cli.command {
         return rt.block_on(install::run(&cli.global, command));
@@ -146,6 +152,10 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             commands::trust(&runtime, &name, &settings::lock_file(&cli.global, &file))
         }
         Some(Command::Registry(command)) => rt.block_on(install::run(&cli.global, &command)),
+        Some(Command::Approvals(command)) => {
+            let lock = settings::lock_file(&cli.global, &file);
+            commands::approvals(&settings::approvals_file(&lock), &command)
+        }
         Some(Command::New(args)) => new::run(&args),
         Some(Command::Call {
             tool,

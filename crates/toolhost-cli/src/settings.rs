@@ -301,6 +301,13 @@ pub fn check_profile(
     );
 }
 
+/// Where "allow always" answers are saved: beside the lock file, named
+/// after it (`toolhost.lock` → `toolhost.approvals.json`), so each lock
+/// file has its own.
+pub fn approvals_file(lock: &Path) -> PathBuf {
+    lock.with_extension("approvals.json")
+}
+
 /// A runtime builder from the config file and the flags (flags win).
 /// `only` replaces the plugin directories with these files (for `check`).
 pub fn builder(global: &Global, only: Option<&[PathBuf]>) -> anyhow::Result<RuntimeBuilder> {
@@ -386,6 +393,7 @@ pub fn builder(global: &Global, only: Option<&[PathBuf]>) -> anyhow::Result<Runt
 
     let mut builder = toolhost_runtime::Runtime::builder()
         .limits(limits)
+        .approvals_file(Some(approvals_file(&lock)))
         .lock_file(lock)
         .accept_new_digests(global.dev);
     if global.no_result_cache {

@@ -72,6 +72,8 @@ async def ask(args):
     async def elicit(context, params):
         if args.answer == "accept":
             return types.ElicitResult(action="accept", content={"approve": True})
+        if args.answer == "remember":
+            return types.ElicitResult(action="accept", content={"approve": True, "remember": True})
         return types.ElicitResult(action="decline")
 
     callback = None if args.answer == "none" else elicit

@@ -142,6 +142,7 @@
 
 #![warn(missing_docs)]
 
+pub mod approvals;
 mod decision;
 mod error;
 mod file;

@@ -69,6 +69,7 @@ pub struct RuntimeBuilder {
     policy: Policy,
     approver: Option<Arc<dyn Approver>>,
     allow_asks_without_approver: bool,
+    approvals_file: Option<PathBuf>,
     hooks: Vec<HookEntry>,
     hook_configs: Vec<HookConfig>,
     tool_sources: Vec<Arc<dyn ToolSource>>,
@@ -106,6 +107,7 @@ impl Default for RuntimeBuilder {
             policy: Policy::allow_all(),
             approver: None,
             allow_asks_without_approver: false,
+            approvals_file: None,
             hooks: Vec::new(),
             hook_configs: Vec::new(),
             tool_sources: Vec::new(),
@@ -223,6 +225,13 @@ impl RuntimeBuilder {
     /// non-interactive runs); deny is the default.
     pub fn allow_asks_without_approver(mut self, allow: bool) -> Self {
         self.allow_asks_without_approver = allow;
+        self
+    }
+    /// Where "allow always" answers are saved (`toolhost_policy::approvals`:
+    /// narrow, bound to the plugin's digest, revocable). Without a file
+    /// they last as long as the runtime.
+    pub fn approvals_file(mut self, path: Option<PathBuf>) -> Self {
+        self.approvals_file = path;
         self
     }
     /// Adds a hook (a Rust [`Hook`](toolhost_hooks::Hook) in a
@@ -364,6 +373,10 @@ impl RuntimeBuilder {
                 std::mem::take(&mut hooks),
                 self.approver,
                 self.allow_asks_without_approver,
+                match self.approvals_file {
+                    Some(path) => toolhost_policy::approvals::Approvals::open(path),
+                    None => toolhost_policy::approvals::Approvals::in_memory(),
+                },
             );
             Parts::new(
                 catalog.clone(),

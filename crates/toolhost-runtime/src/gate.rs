@@ -13,6 +13,7 @@ use std::sync::{Arc, OnceLock};
 use arc_swap::ArcSwap;
 use parking_lot::Mutex;
 use toolhost_hooks::HookChain;
+use toolhost_policy::approvals::Approvals;
 use toolhost_policy::{Policy, PolicyError, SessionToggles};
 
 use crate::permission::Approver;
@@ -28,6 +29,8 @@ pub(crate) struct Gate {
     approver: Option<Arc<dyn Approver>>,
     /// With no approver: `true` allows what the policy asks about, `false` denies it.
     allow_asks_without_approver: bool,
+    /// The "allow always" answers, narrow and revocable.
+    approvals: Approvals,
 }
 
 impl Gate {
@@ -36,6 +39,7 @@ impl Gate {
         hooks: HookChain,
         approver: Option<Arc<dyn Approver>>,
         allow_asks_without_approver: bool,
+        approvals: Approvals,
     ) -> Self {
         Gate {
             policy: ArcSwap::from_pointee(policy),
@@ -43,7 +47,13 @@ impl Gate {
             hooks,
             approver,
             allow_asks_without_approver,
+            approvals,
         }
+    }
+
+    /// The saved approvals.
+    pub(crate) fn approvals(&self) -> &Approvals {
+        &self.approvals
     }
 
     /// The policy in force.
@@ -137,25 +147,5 @@ impl Gate {
     ) -> Result<(), PolicyError> {
         let mut sessions = self.sessions.lock();
         f(sessions.entry(session.to_owned()).or_default())
-    }
-
-    /// "Allow always": adds `tool` to `always-allow`, in memory and in the
-    /// policy file when the policy came from one (atomically, keeping its
-    /// comments). A failure to write is logged; the running policy still
-    /// changes.
-    pub(crate) fn allow_always(&self, tool: &str) {
-        let current = self.policy();
-        if let Some(path) = current.path() {
-            match toolhost_policy::persist_always_allow(path, tool) {
-                Ok(()) => {
-                    tracing::info!(tool, file = %path.display(), "added to always-allow");
-                }
-                Err(e) => tracing::warn!(tool, "cannot write \"allow always\" back: {e}"),
-            }
-        }
-        match (*current).clone().with_always_allow(tool) {
-            Ok(updated) => self.set_policy(updated),
-            Err(e) => tracing::warn!(tool, "cannot add to always-allow: {e}"),
-        }
     }
 }

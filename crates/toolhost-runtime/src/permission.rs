@@ -35,10 +35,14 @@ pub struct CallApprovalRequest<'a> {
 pub enum CallApproval {
     /// Run this call.
     AllowOnce,
-    /// Run this call, and do not ask about this tool again: the tool is added
-    /// to the policy's `always-allow` list (and written back to the policy
-    /// file when there is one). A deny rule still wins.
+    /// Run this call, and do not ask again about this tool with exactly
+    /// these arguments, for this build of the plugin: a saved approval
+    /// (`toolhost_policy::approvals`), listed and revocable. A deny rule
+    /// still wins.
     AllowAlways,
+    /// Run this call, and do not ask again about this tool with any
+    /// arguments, for this build of the plugin (a saved approval too).
+    AllowTool,
     /// Do not run it; the message (if any) goes to the model.
     Deny {
         /// What the user wants the model to know.
@@ -109,6 +113,12 @@ pub enum ResultApproval {
 /// }
 /// ```
 pub trait Approver: Send + Sync {
+    /// The prompt this approver asks at (`terminal`, `mcp-elicitation`,
+    /// …), recorded with the approvals it saves.
+    fn prompt_name(&self) -> &'static str {
+        "approver"
+    }
+
     /// Whether a call the policy or a hook asks about may run.
     fn approve_call<'a>(
         &'a self,
@@ -170,8 +180,12 @@ pub enum ApprovalOf {
 pub enum ApprovalAnswer {
     /// The call runs, this once.
     AllowOnce,
-    /// The call runs, and the tool is allowed from now on.
+    /// The call runs, and an approval of these arguments is saved.
     AllowAlways,
+    /// The call runs, and an approval of the tool (any arguments) is saved.
+    AllowTool,
+    /// Nobody was asked: an approval saved earlier covers the call.
+    Saved,
     /// The call does not run.
     Deny,
     /// The call does not run, and the run stops.

@@ -142,6 +142,11 @@ impl Runtime {
         call::run(&self.inner, tool, args, &cx).await
     }
 
+    /// The saved approvals ("allow always" answers): list, revoke, clear.
+    pub fn approvals(&self) -> &toolhost_policy::approvals::Approvals {
+        self.inner.gate.approvals()
+    }
+
     /// The policy in force.
     pub fn policy(&self) -> Arc<Policy> {
         self.inner.gate.policy()

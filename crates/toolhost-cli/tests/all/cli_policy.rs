@@ -227,22 +227,44 @@ fn deny_and_stop_ends_the_turn_without_asking_the_model_again() {
 }
 
 #[test]
-fn allow_always_is_saved_in_the_policy_file_and_the_next_run_does_not_ask() {
+fn allow_always_saves_an_approval_of_those_arguments_that_the_next_run_uses_and_revoke_removes() {
     let scene = Scene::new();
+    let lock = scene.path("toolhost.lock").display().to_string();
+    let with_lock = |args: Vec<String>| {
+        let mut all = vec!["--lock".to_owned(), lock.clone()];
+        all.extend(args);
+        all
+    };
     let server = reading_model(&scene.notes);
-    let args = run_args(&server);
+    let args = with_lock(run_args(&server));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let o = host(&scene, &args, "always\n");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let policy = std::fs::read_to_string(scene.path("policy.toml")).unwrap();
-    assert!(policy.contains("always-allow"), "{policy}");
     assert!(
-        policy.contains("# reading needs a yes"),
-        "comments are kept: {policy}"
+        !policy.contains("always-allow"),
+        "the policy is not widened: {policy}"
     );
 
+    let list = host(
+        &scene,
+        &["--lock", &lock, "approvals", "list", "--json"],
+        "",
+    );
+    assert!(list.status.success(), "{list:?}");
+    let saved: serde_json::Value = serde_json::from_slice(&list.stdout).unwrap();
+    assert_eq!(saved.as_array().map(Vec::len), Some(1), "{saved}");
+    assert_eq!(saved[0]["tool"], "read_file");
+    assert_eq!(saved[0]["from"], "terminal");
+    assert_eq!(saved[0]["scope"]["kind"], "arguments");
+    assert_eq!(
+        saved[0]["scope"]["arguments"]["path"],
+        scene.notes.display().to_string()
+    );
+    assert!(saved[0]["digest"].as_str().unwrap().starts_with("sha256:"));
+
     let server = reading_model(&scene.notes);
-    let args = run_args(&server);
+    let args = with_lock(run_args(&server));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let o = host(&scene, &args, "");
     let stderr = String::from_utf8_lossy(&o.stderr);
@@ -252,6 +274,23 @@ fn allow_always_is_saved_in_the_policy_file_and_the_next_run_does_not_ask() {
         "not asked again: {stderr}"
     );
     assert!(tool_message(&server.bodies()[1]).contains("deploy notes"));
+
+    // Revoked: the same call is asked again (and, with no answer, denied).
+    let id = saved[0]["id"].as_str().unwrap();
+    let o = host(&scene, &["--lock", &lock, "approvals", "revoke", id], "");
+    assert!(o.status.success(), "{o:?}");
+    let o = host(&scene, &["--lock", &lock, "approvals", "revoke", id], "");
+    assert!(!o.status.success(), "a second revoke finds nothing");
+    let call = [
+        "--lock".to_owned(),
+        lock.clone(),
+        "call".to_owned(),
+        "read_file".to_owned(),
+        json!({ "path": scene.notes.display().to_string() }).to_string(),
+    ];
+    let call: Vec<&str> = call.iter().map(String::as_str).collect();
+    let o = host(&scene, &call, "");
+    assert_eq!(o.status.code(), Some(8), "{o:?}");
 }
 
 #[test]

@@ -145,7 +145,8 @@ fn mcp_over_stdio_serves_the_plugins_to_the_python_sdk_in_both_revisions() {
 }
 
 #[test]
-fn an_ask_reaches_the_clients_user_in_both_revisions_and_a_client_that_cannot_answer_is_denied() {
+fn an_ask_reaches_the_clients_user_in_both_revisions_a_remembered_yes_is_saved_and_a_client_that_cannot_answer_is_denied()
+ {
     let dir = tempfile::tempdir().unwrap();
     copy_plugin(&plugins_dir(), "calc", dir.path());
     let policy = write(
@@ -187,6 +188,16 @@ fn an_ask_reaches_the_clients_user_in_both_revisions_and_a_client_that_cannot_an
             "{mode}: {cannot}"
         );
     }
+
+    // "Remember" in the form saves an approval of these arguments: the
+    // next client's identical call is not asked about.
+    let saved = ask("remember", "legacy");
+    assert_eq!(saved["result"]["text"], "2", "{saved}");
+    let again = ask("decline", "legacy");
+    assert!(again["asked"].as_array().unwrap().is_empty(), "{again}");
+    assert_eq!(again["result"]["text"], "2", "{again}");
+    let listed = std::fs::read_to_string(dir.path().join("toolhost.approvals.json")).unwrap();
+    assert!(listed.contains("mcp-elicitation"), "{listed}");
 }
 
 #[test]

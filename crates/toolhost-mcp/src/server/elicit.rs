@@ -25,12 +25,19 @@ pub const ELICITATION_TIMEOUT: Duration = Duration::from_secs(300);
 /// Longest argument or output text shown in a question.
 const SHOWN_CHARS: usize = 2000;
 
-/// The form the client shows: one yes/no field.
+/// The form the client shows: yes or no, and whether to remember a yes.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 struct Approval {
     /// Whether to go ahead.
     #[schemars(description = "Allow it?")]
     approve: bool,
+    /// Whether a yes is saved for these exact arguments (a saved approval,
+    /// bound to the plugin's build; `host approvals` lists and revokes it).
+    #[serde(default)]
+    #[schemars(
+        description = "Also allow these exact arguments from now on (saved; `host approvals revoke` undoes it)"
+    )]
+    remember: Option<bool>,
 }
 
 rmcp::elicit_safe!(Approval);
@@ -41,13 +48,17 @@ pub(crate) struct ElicitingApprover {
 }
 
 impl ElicitingApprover {
-    async fn ask(&self, question: String) -> Result<(), String> {
+    /// Asks `question`; `Ok(true)` when the user also asked to remember.
+    async fn ask(&self, question: String) -> Result<bool, String> {
         match self
             .peer
             .elicit_with_timeout::<Approval>(question, Some(ELICITATION_TIMEOUT))
             .await
         {
-            Ok(Some(Approval { approve: true })) => Ok(()),
+            Ok(Some(Approval {
+                approve: true,
+                remember,
+            })) => Ok(remember == Some(true)),
             Ok(_) | Err(ElicitationError::UserDeclined | ElicitationError::NoContent) => {
                 Err("the user declined".to_owned())
             }
@@ -69,13 +80,18 @@ impl ElicitingApprover {
 }
 
 impl Approver for ElicitingApprover {
+    fn prompt_name(&self) -> &'static str {
+        "mcp-elicitation"
+    }
+
     fn approve_call<'a>(
         &'a self,
         request: &'a CallApprovalRequest<'a>,
     ) -> ApprovalFuture<'a, CallApproval> {
         Box::pin(async move {
             match self.ask(call_question(request)).await {
-                Ok(()) => CallApproval::AllowOnce,
+                Ok(false) => CallApproval::AllowOnce,
+                Ok(true) => CallApproval::AllowAlways,
                 Err(message) => CallApproval::Deny {
                     message: Some(message),
                 },
@@ -95,7 +111,7 @@ impl Approver for ElicitingApprover {
                 one_line(request.output, SHOWN_CHARS)
             );
             match self.ask(question).await {
-                Ok(()) => ResultApproval::Accept,
+                Ok(_) => ResultApproval::Accept,
                 Err(message) => ResultApproval::Reject {
                     message: Some(message),
                 },
@@ -414,6 +430,10 @@ pub(crate) struct RoundTripApprover {
 }
 
 impl Approver for RoundTripApprover {
+    fn prompt_name(&self) -> &'static str {
+        "mcp-elicitation"
+    }
+
     fn approve_call<'a>(
         &'a self,
         request: &'a CallApprovalRequest<'a>,

@@ -7,6 +7,7 @@
 
 use serde_json::Value;
 use toolhost_hooks::{BeforeVerdict, HookCall, HookTrace};
+use toolhost_policy::approvals::{NewApproval, Scope};
 use toolhost_policy::{CallRequest, Decision};
 use tracing::Instrument;
 
@@ -255,6 +256,20 @@ async fn ask(
         tool: tool.to_owned(),
         reason,
     };
+    // An approval saved earlier for these arguments (or any) of this build
+    // of the plugin answers without asking anyone.
+    let digest = &call.target.plugin.digest;
+    if let Some(id) = gate
+        .approvals()
+        .find(tool, digest, args, toolhost_policy::approvals::now())
+    {
+        cx.step(|| CallStep::Approval {
+            of: ApprovalOf::Call,
+            answer: ApprovalAnswer::Saved,
+            message: Some(format!("saved approval {id}")),
+        });
+        return Ok(());
+    }
     let Some(approver) = cx.approver_or(gate) else {
         cx.step(|| CallStep::Approval {
             of: ApprovalOf::Call,
@@ -282,6 +297,7 @@ async fn ask(
     let (label, message) = match &answer {
         CallApproval::AllowOnce => (ApprovalAnswer::AllowOnce, None),
         CallApproval::AllowAlways => (ApprovalAnswer::AllowAlways, None),
+        CallApproval::AllowTool => (ApprovalAnswer::AllowTool, None),
         CallApproval::Deny { message } => (ApprovalAnswer::Deny, message.clone()),
         CallApproval::DenyAndStop { message } => (ApprovalAnswer::DenyAndStop, message.clone()),
     };
@@ -293,7 +309,16 @@ async fn ask(
     match answer {
         CallApproval::AllowOnce => Ok(()),
         CallApproval::AllowAlways => {
-            gate.allow_always(tool);
+            save(
+                gate,
+                call,
+                approver.prompt_name(),
+                Scope::Arguments(args.clone()),
+            );
+            Ok(())
+        }
+        CallApproval::AllowTool => {
+            save(gate, call, approver.prompt_name(), Scope::AnyArguments);
             Ok(())
         }
         CallApproval::Deny { message } => Err(denied(match message {
@@ -306,6 +331,31 @@ async fn ask(
                 .filter(|m| !m.trim().is_empty())
                 .unwrap_or_else(|| "the user denied the call and stopped".to_owned()),
         }),
+    }
+}
+
+/// Saves an "allow always" answer for `call`'s tool and plugin build. A
+/// store that cannot be written is logged: the call still runs, and the
+/// next one is asked again.
+fn save(gate: &Gate, call: &Call<'_>, from: &str, scope: Scope) {
+    let who = call
+        .cx
+        .client
+        .clone()
+        .or_else(|| std::env::var("USER").ok())
+        .unwrap_or_else(|| "user".to_owned());
+    let new = NewApproval {
+        tool: call.target.tool.to_owned(),
+        plugin: call.target.plugin.name.clone(),
+        digest: call.target.plugin.digest.clone(),
+        scope,
+        who,
+        from: from.to_owned(),
+        expires: None,
+    };
+    match gate.approvals().save(new) {
+        Ok(id) => tracing::info!(tool = call.target.tool, id, "approval saved"),
+        Err(e) => tracing::warn!(tool = call.target.tool, "the approval was not saved: {e}"),
     }
 }
 

@@ -209,40 +209,115 @@ async fn ask_once_asks_every_time_and_deny_passes_the_users_message_to_the_model
     assert_eq!(approver.asked.load(Ordering::SeqCst), 3);
 }
 
+fn ask_calculate() -> Policy {
+    Policy::builder()
+        .rule(Rule::ask("calculate"))
+        .build()
+        .unwrap()
+}
+
 #[tokio::test]
-async fn allow_always_is_written_to_the_policy_file_and_survives_a_restart() {
+async fn allow_always_saves_an_approval_of_these_arguments_only_and_it_survives_a_restart() {
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("policy.toml");
-    std::fs::write(
-        &file,
-        "# Team policy: keep this comment.\n\
-         [[rules]]\n\
-         tool = \"calculate\"  # arithmetic needs a look\n\
-         decision = \"ask\"\n",
-    )
-    .unwrap();
-    let approver = Scripted::calls(vec![CallApproval::AllowAlways]);
+    let saved = dir.path().join("approvals.json");
+    let approver = Scripted::calls(vec![
+        CallApproval::AllowAlways,
+        CallApproval::Deny { message: None },
+    ]);
     let rt = builder()
-        .policy(Policy::load(&file).unwrap())
+        .policy(ask_calculate())
+        .approvals_file(Some(saved.clone()))
         .approver(approver.clone())
         .build()
         .await
         .unwrap();
     assert_eq!(calc(&rt, "1+1").await.unwrap(), "2");
-    assert_eq!(calc(&rt, "2+2").await.unwrap(), "4", "not asked again");
+    assert_eq!(calc(&rt, "1+1").await.unwrap(), "2", "not asked again");
     assert_eq!(approver.asked.load(Ordering::SeqCst), 1);
-    let text = std::fs::read_to_string(&file).unwrap();
-    assert!(text.contains("# Team policy: keep this comment."), "{text}");
-    assert!(text.contains("# arithmetic needs a look"), "{text}");
-    assert!(text.contains("always-allow"), "{text}");
+    let err = calc(&rt, "2+2").await.unwrap_err();
+    assert_eq!(
+        err.kind(),
+        ErrorKind::PermissionDenied,
+        "other arguments are asked"
+    );
+    assert_eq!(approver.asked.load(Ordering::SeqCst), 2);
+    let list = rt.approvals().list().unwrap();
+    assert_eq!(list.len(), 1);
+    assert_eq!(list[0].tool, "calculate");
+    assert_eq!(list[0].plugin, "calc");
+    assert!(list[0].digest.starts_with("sha256:"), "{:?}", list[0]);
+    assert_eq!(
+        list[0].scope,
+        toolhost_runtime::policy::approvals::Scope::Arguments(json!({"expression": "1+1"}))
+    );
 
-    // A restart reads the file: no approver at all, and the call still runs.
+    // A restart reads the file: nobody to ask, and the approved call runs.
     let rt = builder()
-        .policy(Policy::load(&file).unwrap())
+        .policy(ask_calculate())
+        .approvals_file(Some(saved.clone()))
         .build()
         .await
         .unwrap();
-    assert_eq!(calc(&rt, "3+3").await.unwrap(), "6");
+    assert_eq!(calc(&rt, "1+1").await.unwrap(), "2");
+    assert_eq!(
+        calc(&rt, "2+2").await.unwrap_err().kind(),
+        ErrorKind::PermissionDenied
+    );
+    // Revoked: asked (here: denied, nobody to ask) again.
+    assert!(rt.approvals().revoke(&list[0].id).unwrap());
+    assert_eq!(
+        calc(&rt, "1+1").await.unwrap_err().kind(),
+        ErrorKind::PermissionDenied
+    );
+}
+
+#[tokio::test]
+async fn a_tool_approval_covers_any_arguments_of_that_build_and_never_lifts_a_deny() {
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("approvals.json");
+    let approver = Scripted::calls(vec![CallApproval::AllowTool]);
+    let rt = builder()
+        .policy(ask_calculate())
+        .approvals_file(Some(saved.clone()))
+        .approver(approver.clone())
+        .build()
+        .await
+        .unwrap();
+    assert_eq!(calc(&rt, "1+1").await.unwrap(), "2");
+    assert_eq!(calc(&rt, "5*5").await.unwrap(), "25", "any arguments");
+    assert_eq!(approver.asked.load(Ordering::SeqCst), 1);
+
+    // Another build of the plugin (here: the saved digest changed) is asked again.
+    let text = std::fs::read_to_string(&saved).unwrap();
+    let digest = rt.approvals().list().unwrap()[0].digest.clone();
+    std::fs::write(&saved, text.replace(&digest, "sha256:an-older-build")).unwrap();
+    let rt = builder()
+        .policy(ask_calculate())
+        .approvals_file(Some(saved.clone()))
+        .build()
+        .await
+        .unwrap();
+    assert_eq!(
+        calc(&rt, "1+1").await.unwrap_err().kind(),
+        ErrorKind::PermissionDenied
+    );
+
+    // Saved for this build, and a deny rule: the deny wins.
+    std::fs::write(&saved, text).unwrap();
+    let deny = Policy::builder()
+        .rule(Rule::deny("calculate"))
+        .build()
+        .unwrap();
+    let rt = builder()
+        .policy(deny)
+        .approvals_file(Some(saved))
+        .build()
+        .await
+        .unwrap();
+    assert_eq!(
+        calc(&rt, "1+1").await.unwrap_err().kind(),
+        ErrorKind::PermissionDenied
+    );
 }
 
 #[tokio::test]

@@ -1,0 +1,447 @@
+//! Saved approvals: the "allow always" answers, kept narrow, listed and
+//! revocable.
+//!
+//! An approval is saved for one tool of one plugin **build** (its content
+//! digest: an upgrade asks again), scoped by default to the exact
+//! arguments that were approved, or, when the person said so, to any
+//! arguments. It records who approved, when, from which prompt, and an
+//! optional expiry. It only ever answers an `ask`: a `deny` rule is
+//! decided before any approval is looked up, so a saved approval can never
+//! lift one.
+//!
+//! The store is a JSON file written atomically (a temporary file renamed
+//! over it), read again when it changes on disk, bounded in size.
+//!
+//! ```
+//! use serde_json::json;
+//! use toolhost_policy::approvals::{Approvals, NewApproval, Scope};
+//!
+//! let dir = tempfile::tempdir().unwrap();
+//! let store = Approvals::open(dir.path().join("toolhost.approvals.json"));
+//! let args = json!({"path": "notes.txt"});
+//! let id = store
+//!     .save(NewApproval {
+//!         tool: "read_file".into(),
+//!         plugin: "fs".into(),
+//!         digest: "sha256:ab".into(),
+//!         scope: Scope::Arguments(args.clone()),
+//!         who: "ana".into(),
+//!         from: "terminal".into(),
+//!         expires: None,
+//!     })
+//!     .unwrap();
+//! assert_eq!(store.find("read_file", "sha256:ab", &args, 0).as_deref(), Some(id.as_str()));
+//! // Other arguments, or another build of the plugin: asked again.
+//! assert!(store.find("read_file", "sha256:ab", &json!({"path": "x"}), 0).is_none());
+//! assert!(store.find("read_file", "sha256:cd", &args, 0).is_none());
+//! assert!(store.revoke(&id).unwrap());
+//! assert!(store.find("read_file", "sha256:ab", &args, 0).is_none());
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// What a saved approval covers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind", content = "arguments")]
+pub enum Scope {
+    /// Exactly these arguments (compared as JSON values: key order and
+    /// spacing do not matter).
+    Arguments(Value),
+    /// Any arguments of the tool.
+    AnyArguments,
+}
+
+/// One saved approval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct SavedApproval {
+    /// Its id, for `host approvals revoke ID`.
+    pub id: String,
+    /// The tool's exposed name.
+    pub tool: String,
+    /// The plugin (or MCP server) that provides it.
+    pub plugin: String,
+    /// The plugin's content digest when it was approved.
+    pub digest: String,
+    /// What it covers.
+    pub scope: Scope,
+    /// Who approved it.
+    pub who: String,
+    /// Which prompt it was given at (`terminal`, `mcp-elicitation`, …).
+    pub from: String,
+    /// When (seconds since the Unix epoch).
+    pub when: u64,
+    /// When it stops applying (seconds since the Unix epoch), if ever.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires: Option<u64>,
+}
+
+/// An approval to save ([`Approvals::save`] adds the id and the time).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewApproval {
+    /// The tool's exposed name.
+    pub tool: String,
+    /// The plugin that provides it.
+    pub plugin: String,
+    /// The plugin's content digest.
+    pub digest: String,
+    /// What it covers.
+    pub scope: Scope,
+    /// Who approved it.
+    pub who: String,
+    /// Which prompt.
+    pub from: String,
+    /// When it stops applying, if ever.
+    pub expires: Option<u64>,
+}
+
+/// Why the store could not be read or written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ApprovalsError {
+    /// The file could not be read or written.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not a list of saved approvals, or is over the bounds.
+    #[error("{}: not a saved-approvals file: {message}", path.display())]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// The most approvals a file may hold, and its largest size.
+pub const MAX_APPROVALS: usize = 10_000;
+const MAX_FILE_BYTES: u64 = 8 << 20;
+/// The largest arguments an exact approval keeps (bigger ones are saved
+/// for this call only, i.e. not saved).
+pub const MAX_ARGUMENT_BYTES: usize = 64 << 10;
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct File {
+    #[serde(default)]
+    approvals: Vec<SavedApproval>,
+}
+
+/// The saved approvals of one host (a file next to its lock file).
+#[derive(Debug)]
+pub struct Approvals {
+    path: Option<PathBuf>,
+    /// The entries, and the file's modification time they were read at.
+    cache: Mutex<(Vec<SavedApproval>, Option<SystemTime>)>,
+}
+
+/// Seconds since the Unix epoch, now.
+pub fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+impl Approvals {
+    /// The store in `path` (a missing file is an empty store).
+    pub fn open(path: PathBuf) -> Approvals {
+        Approvals {
+            path: Some(path),
+            cache: Mutex::new((Vec::new(), None)),
+        }
+    }
+
+    /// A store that lives in memory only (an embedder without a file).
+    pub fn in_memory() -> Approvals {
+        Approvals {
+            path: None,
+            cache: Mutex::new((Vec::new(), None)),
+        }
+    }
+
+    /// Where the store is kept, if on disk.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// Every saved approval, oldest first.
+    pub fn list(&self) -> Result<Vec<SavedApproval>, ApprovalsError> {
+        let mut cache = self.lock();
+        self.refresh(&mut cache)?;
+        Ok(cache.0.clone())
+    }
+
+    /// The id of an approval that covers `tool` of the plugin build
+    /// `digest` with `args` at time `now` (seconds), if one does. A file
+    /// that cannot be read answers none (and logs why): the call is asked.
+    pub fn find(&self, tool: &str, digest: &str, args: &Value, now: u64) -> Option<String> {
+        let mut cache = self.lock();
+        if let Err(e) = self.refresh(&mut cache) {
+            tracing::warn!("saved approvals not consulted: {e}");
+            return None;
+        }
+        cache
+            .0
+            .iter()
+            .find(|a| {
+                a.tool == tool
+                    && a.digest == digest
+                    && a.expires.is_none_or(|t| now < t)
+                    && match &a.scope {
+                        Scope::AnyArguments => true,
+                        Scope::Arguments(saved) => saved == args,
+                    }
+            })
+            .map(|a| a.id.clone())
+    }
+
+    /// Saves `new` and returns its id.
+    pub fn save(&self, new: NewApproval) -> Result<String, ApprovalsError> {
+        if let Scope::Arguments(args) = &new.scope
+            && args.to_string().len() > MAX_ARGUMENT_BYTES
+        {
+            return Err(self.invalid(format!(
+                "arguments over {MAX_ARGUMENT_BYTES} bytes are not saved"
+            )));
+        }
+        self.change(|entries| {
+            if entries.len() >= MAX_APPROVALS {
+                return Err(format!("it holds {MAX_APPROVALS} approvals already"));
+            }
+            let next = entries
+                .iter()
+                .filter_map(|a| a.id.parse::<u64>().ok())
+                .max()
+                .unwrap_or(0)
+                .saturating_add(1);
+            let id = next.to_string();
+            entries.push(SavedApproval {
+                id: id.clone(),
+                tool: new.tool,
+                plugin: new.plugin,
+                digest: new.digest,
+                scope: new.scope,
+                who: new.who,
+                from: new.from,
+                when: now(),
+                expires: new.expires,
+            });
+            Ok(id)
+        })
+    }
+
+    /// Removes the approval `id`; `false` when there was none.
+    pub fn revoke(&self, id: &str) -> Result<bool, ApprovalsError> {
+        self.change(|entries| {
+            let before = entries.len();
+            entries.retain(|a| a.id != id);
+            Ok(entries.len() != before)
+        })
+    }
+
+    /// Removes every approval; returns how many there were.
+    pub fn clear(&self) -> Result<usize, ApprovalsError> {
+        self.change(|entries| Ok(std::mem::take(entries).len()))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, (Vec<SavedApproval>, Option<SystemTime>)> {
+        // A panic while it was held leaves whole entries: go on with them.
+        self.cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn invalid(&self, message: String) -> ApprovalsError {
+        ApprovalsError::Invalid {
+            path: self.path.clone().unwrap_or_default(),
+            message,
+        }
+    }
+
+    /// Applies `f` to the entries, read fresh, and writes them back.
+    fn change<T>(
+        &self,
+        f: impl FnOnce(&mut Vec<SavedApproval>) -> Result<T, String>,
+    ) -> Result<T, ApprovalsError> {
+        let mut cache = self.lock();
+        self.refresh(&mut cache)?;
+        let mut entries = cache.0.clone();
+        let out = f(&mut entries).map_err(|m| self.invalid(m))?;
+        if let Some(path) = &self.path {
+            write(path, &entries)?;
+            cache.1 = modified(path);
+        }
+        cache.0 = entries;
+        Ok(out)
+    }
+
+    /// Reads the file again when it changed since it was last read.
+    fn refresh(
+        &self,
+        cache: &mut (Vec<SavedApproval>, Option<SystemTime>),
+    ) -> Result<(), ApprovalsError> {
+        let Some(path) = &self.path else {
+            return Ok(());
+        };
+        let stamp = modified(path);
+        if stamp.is_some() && stamp == cache.1 {
+            return Ok(());
+        }
+        cache.0 = read(path)?;
+        cache.1 = stamp;
+        Ok(())
+    }
+}
+
+fn modified(path: &Path) -> Option<SystemTime> {
+    std::fs::metadata(path).and_then(|m| m.modified()).ok()
+}
+
+fn read(path: &Path) -> Result<Vec<SavedApproval>, ApprovalsError> {
+    let io = |source| ApprovalsError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let invalid = |message: String| ApprovalsError::Invalid {
+        path: path.to_path_buf(),
+        message,
+    };
+    match std::fs::metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(io(e)),
+        Ok(m) if m.len() > MAX_FILE_BYTES => {
+            return Err(invalid(format!("over {MAX_FILE_BYTES} bytes")));
+        }
+        Ok(_) => {}
+    }
+    let text = std::fs::read_to_string(path).map_err(io)?;
+    let file: File = serde_json::from_str(&text).map_err(|e| invalid(e.to_string()))?;
+    if file.approvals.len() > MAX_APPROVALS {
+        return Err(invalid(format!("over {MAX_APPROVALS} approvals")));
+    }
+    Ok(file.approvals)
+}
+
+fn write(path: &Path, entries: &[SavedApproval]) -> Result<(), ApprovalsError> {
+    let io = |source| ApprovalsError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    std::fs::create_dir_all(dir).map_err(io)?;
+    let text = serde_json::to_string_pretty(&File {
+        approvals: entries.to_vec(),
+    })
+    .map_err(|e| io(std::io::Error::other(e)))?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".approvals-")
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .map_err(io)?;
+    std::io::Write::write_all(&mut tmp, format!("{text}\n").as_bytes()).map_err(io)?;
+    tmp.as_file().sync_all().map_err(io)?;
+    tmp.persist(path).map_err(|e| io(e.error))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn new(tool: &str, scope: Scope, expires: Option<u64>) -> NewApproval {
+        NewApproval {
+            tool: tool.into(),
+            plugin: "fs".into(),
+            digest: "sha256:1".into(),
+            scope,
+            who: "test".into(),
+            from: "terminal".into(),
+            expires,
+        }
+    }
+
+    #[test]
+    fn exact_arguments_match_as_json_values_and_nothing_wider() {
+        let store = Approvals::in_memory();
+        store
+            .save(new(
+                "read_file",
+                Scope::Arguments(json!({"a": 1, "b": [2]})),
+                None,
+            ))
+            .unwrap();
+        let reordered: Value = serde_json::from_str(r#"{ "b": [2], "a": 1 }"#).unwrap();
+        assert!(store.find("read_file", "sha256:1", &reordered, 0).is_some());
+        for other in [
+            json!({"a": 1}),
+            json!({"a": 1, "b": [2], "c": 0}),
+            json!(null),
+        ] {
+            assert!(
+                store.find("read_file", "sha256:1", &other, 0).is_none(),
+                "{other}"
+            );
+        }
+        assert!(
+            store
+                .find("write_file", "sha256:1", &reordered, 0)
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn an_expired_approval_no_longer_applies() {
+        let store = Approvals::in_memory();
+        store
+            .save(new("t", Scope::AnyArguments, Some(100)))
+            .unwrap();
+        assert!(store.find("t", "sha256:1", &json!({}), 99).is_some());
+        assert!(store.find("t", "sha256:1", &json!({}), 100).is_none());
+    }
+
+    #[test]
+    fn the_file_survives_a_new_store_and_ids_are_never_reused_while_listed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.json");
+        let store = Approvals::open(path.clone());
+        let one = store.save(new("t", Scope::AnyArguments, None)).unwrap();
+        let two = store.save(new("u", Scope::AnyArguments, None)).unwrap();
+        assert_ne!(one, two);
+        let again = Approvals::open(path.clone());
+        assert_eq!(again.list().unwrap().len(), 2);
+        assert!(again.revoke(&one).unwrap());
+        assert!(!again.revoke(&one).unwrap());
+        // The first store sees the other's change on disk.
+        assert_eq!(store.list().unwrap().len(), 1);
+        assert_eq!(again.clear().unwrap(), 1);
+        assert!(store.find("u", "sha256:1", &json!({}), 0).is_none());
+    }
+
+    #[test]
+    fn a_broken_or_huge_file_is_an_error_and_finds_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.json");
+        std::fs::write(&path, "{not json").unwrap();
+        let store = Approvals::open(path.clone());
+        assert!(matches!(store.list(), Err(ApprovalsError::Invalid { .. })));
+        assert!(store.find("t", "d", &json!({}), 0).is_none());
+        assert!(store.save(new("t", Scope::AnyArguments, None)).is_err());
+        std::fs::write(&path, "{not json").unwrap();
+        let big = json!({"x": "y".repeat(MAX_ARGUMENT_BYTES)});
+        let mem = Approvals::in_memory();
+        assert!(mem.save(new("t", Scope::Arguments(big), None)).is_err());
+    }
+}
