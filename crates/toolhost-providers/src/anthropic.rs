@@ -507,6 +507,10 @@ impl Assembler for Accumulator {
         &self.text
     }
 
+    fn end_here(&mut self) {
+        self.stop.get_or_insert(FinishReason::Stop);
+    }
+
     fn on_event(
         &mut self,
         provider: &str,

@@ -19,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::message::{Message, ToolCall, Usage};
 use crate::transport::{self, RetryPolicy, excerpt};
+use crate::turns;
 use crate::{Completion, CompletionRequest, Delta, DeltaSink, FinishReason, ProviderError};
 
 /// What an HTTP client holds whatever its wire format.
@@ -101,6 +102,11 @@ pub(crate) trait Assembler: Default + Send {
 
     /// The completion, or an error when the stream ended too early.
     fn finish(self, provider: &str) -> Result<Completion, ProviderError>;
+
+    /// The reply ends here although the stream has not said so (a turn
+    /// marker written as text, `turns.rs`): [`finish`](Self::finish) then
+    /// completes it with [`FinishReason::Stop`].
+    fn end_here(&mut self);
 }
 
 /// Posts `body` to `wire`'s server (retrying transient failures) and reads
@@ -135,10 +141,26 @@ pub(crate) async fn exchange<W: WireFormat>(
         read_stream::<W::Assembler>(endpoint, resp, on_delta, cancel).await
     } else {
         let bytes = transport::read_body(name, resp, &endpoint.policy, cancel).await?;
-        let completion = W::parse_response(name, &bytes)?;
+        let mut completion = W::parse_response(name, &bytes)?;
+        end_at_turn_marker(&mut completion);
         emit_completion(&completion, on_delta);
         Ok(completion)
     }
+}
+
+/// Cuts the reply at the first chat-template turn marker it wrote as text
+/// (`turns.rs`): what follows is the model playing the next turns.
+fn end_at_turn_marker(completion: &mut Completion) -> bool {
+    let Some(end) = turns::reply_end(&completion.message.content) else {
+        return false;
+    };
+    tracing::debug!(
+        dropped = completion.message.content.len() - end,
+        "the reply wrote a turn marker; it ends there"
+    );
+    completion.message.content.truncate(end);
+    completion.finish_reason = FinishReason::Stop;
+    true
 }
 
 /// Reads `resp` as server-sent events through an `A` until it says the
@@ -153,13 +175,23 @@ async fn read_stream<A: Assembler>(
     let policy = &endpoint.policy;
     let mut events = transport::sse(resp, policy.idle_timeout, policy.max_response_bytes);
     let mut acc = A::default();
+    let mut searched = 0;
     while let Some(event) = transport::next_event(name, &mut events, cancel, acc.text()).await? {
         if acc.on_event(name, &event, on_delta)? {
             break;
         }
+        // A turn marker written as text: the reply is over, and closing
+        // the stream stops the model writing the next turns.
+        if turns::reply_end_from(acc.text(), searched).is_some() {
+            acc.end_here();
+            break;
+        }
+        searched = acc.text().len();
     }
     drop(events);
-    acc.finish(name)
+    let mut completion = acc.finish(name)?;
+    end_at_turn_marker(&mut completion);
+    Ok(completion)
 }
 
 /// Runs decoded server-sent events through `W`'s assembler, as a streamed

@@ -27,6 +27,7 @@ pub mod prompt;
 pub mod select;
 pub mod strict;
 pub mod transport;
+pub mod turns;
 
 /// The transport's old name ([`transport`]: retries, timeouts, bodies).
 pub use transport as retry;

@@ -515,6 +515,10 @@ impl Assembler for StreamAccumulator {
         &self.text
     }
 
+    fn end_here(&mut self) {
+        self.finish.get_or_insert(FinishReason::Stop);
+    }
+
     fn on_event(
         &mut self,
         provider: &str,

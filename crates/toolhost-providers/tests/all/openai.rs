@@ -136,6 +136,44 @@ async fn openai_usage_chunk_with_empty_or_null_choices() {
 }
 
 #[tokio::test]
+async fn a_reply_that_writes_a_turn_marker_ends_there_even_if_the_stream_never_does() {
+    bounded(async {
+        // A small model behind a template it does not know: it writes
+        // ChatML's end of turn as text and goes on playing both sides, and
+        // the server never ends the stream.
+        let frames: Vec<String> = [
+            text_chunk("It is 14.<|im_"),
+            text_chunk("end|>\n<|im_start|>user\nWhat is"),
+            text_chunk(" 2*(3+4)?<|im_end|>"),
+        ]
+        .iter()
+        .map(|c| format!("data: {c}\n\n"))
+        .collect();
+        let server = Server::replies(vec![Reply::Stream {
+            frames,
+            gap: Duration::from_millis(5),
+            end: End::Hang,
+        }])
+        .await;
+        let (r, _) = run(&openai(&server), &request(vec![calc_tool()])).await;
+        let c = r.unwrap();
+        assert_eq!(c.message.content, "It is 14.");
+        assert_eq!(c.finish_reason, FinishReason::Stop);
+        server.wait_stream_dropped().await;
+
+        // The same written into a whole response.
+        let body = json!({"choices": [{"index": 0, "finish_reason": "length",
+            "message": {"role": "assistant", "content": "Fourteen.<end_of_turn>\n<start_of_turn>user\nAgain"}}]});
+        let server = Server::replies(vec![json_reply(body)]).await;
+        let (r, _) = run(&openai(&server).with_streaming(false), &request(vec![])).await;
+        let c = r.unwrap();
+        assert_eq!(c.message.content, "Fourteen.");
+        assert_eq!(c.finish_reason, FinishReason::Stop);
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn openai_non_streaming_response() {
     bounded(async {
         let body = json!({
