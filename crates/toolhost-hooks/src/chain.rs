@@ -7,7 +7,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::time::Instant;
 
-use crate::hook::{AfterDecision, BeforeDecision, Hook, HookCall, HookError, HookOutcome};
+use crate::hook::{
+    AfterDecision, BeforeDecision, Hook, HookCall, HookError, HookOutcome, PermissionDecision,
+};
 use crate::kind::{ErrorKind, TraceDecision};
 use crate::matcher::Matcher;
 use crate::stage::{Stage, Stages};
@@ -108,13 +110,14 @@ pub struct HookEntry {
 }
 
 impl HookEntry {
-    /// `hook` for every call, at both stages, with [`DEFAULT_TIMEOUT`] and
-    /// the default [`OnError`].
+    /// `hook` for every call, at the stages it takes part in
+    /// ([`Hook::stages`]: before and after unless it says otherwise), with
+    /// [`DEFAULT_TIMEOUT`] and the default [`OnError`].
     pub fn new(hook: Arc<dyn Hook>) -> Self {
         Self {
             hook,
             matcher: Matcher::any(),
-            stages: Stages::BOTH,
+            stages: Stages::ALL,
             timeout: DEFAULT_TIMEOUT,
             on_error: OnError::default(),
         }
@@ -244,6 +247,36 @@ impl BeforeVerdict {
     }
 }
 
+/// The chain's decision when a call needs approval.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PermissionVerdict {
+    /// A hook allowed it: nobody is asked.
+    Allow {
+        /// The hook.
+        hook: String,
+        /// Its reason, if it gave one.
+        reason: Option<String>,
+    },
+    /// A hook denied it: nobody is asked, and the call does not run.
+    Deny {
+        /// The hook.
+        hook: String,
+        /// Why (goes to the model).
+        reason: String,
+    },
+    /// No hook decided: ask the person.
+    Pass,
+}
+
+/// What [`HookChain::run_permission`] decided, and what each hook did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PermissionReport {
+    /// The decision.
+    pub decision: PermissionVerdict,
+    /// One entry per hook that ran, in order.
+    pub trace: Vec<HookTrace>,
+}
+
 /// What [`HookChain::run_before`] decided, and what each hook did.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BeforeReport {
@@ -290,6 +323,7 @@ pub struct HookChain {
     entries: Vec<HookEntry>,
     any_before: bool,
     any_after: bool,
+    any_permission: bool,
 }
 
 impl HookChain {
@@ -299,6 +333,7 @@ impl HookChain {
             entries: Vec::new(),
             any_before: false,
             any_after: false,
+            any_permission: false,
         }
     }
 
@@ -317,6 +352,7 @@ impl HookChain {
         entry.stages = entry.stages.intersect(entry.hook.stages());
         self.any_before |= entry.stages.before;
         self.any_after |= entry.stages.after;
+        self.any_permission |= entry.stages.permission;
         self.entries.push(entry);
     }
 
@@ -434,6 +470,70 @@ impl HookChain {
         } else {
             BeforeVerdict::Continue
         };
+        report
+    }
+
+    /// Runs the permission hooks that match `call`, in order, when it needs
+    /// approval for `reasons`: the first that allows or denies decides; a
+    /// hook that fails or times out passes (logged, in the trace). With no
+    /// matching hook this allocates nothing.
+    pub async fn run_permission(
+        &self,
+        call: &HookCall<'_>,
+        reasons: &[String],
+    ) -> PermissionReport {
+        let mut report = PermissionReport {
+            decision: PermissionVerdict::Pass,
+            trace: Vec::new(),
+        };
+        if !self.any_permission {
+            return report;
+        }
+        for entry in &self.entries {
+            if !entry.applies(Stage::Permission, call) {
+                continue;
+            }
+            let name = entry.hook.name();
+            let started = Instant::now();
+            let result = within(entry.timeout, entry.hook.permission(call, reasons)).await;
+            let duration = started.elapsed();
+            let mut trace = HookTrace {
+                hook: name.to_owned(),
+                stage: Stage::Permission,
+                decision: TraceDecision::Pass,
+                duration,
+                error: None,
+            };
+            match flatten(result, entry.timeout) {
+                Ok(decision) => {
+                    trace.decision = decision.summary();
+                    tracing::debug!(hook = name, tool = call.tool, decision = %trace.decision, ?duration, "permission hook");
+                    report.trace.push(trace);
+                    match decision {
+                        PermissionDecision::Pass => {}
+                        PermissionDecision::Allow { reason } => {
+                            report.decision = PermissionVerdict::Allow {
+                                hook: name.to_owned(),
+                                reason,
+                            };
+                            return report;
+                        }
+                        PermissionDecision::Deny { reason } => {
+                            report.decision = PermissionVerdict::Deny {
+                                hook: name.to_owned(),
+                                reason,
+                            };
+                            return report;
+                        }
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(hook = name, tool = call.tool, %error, "permission hook failed; the person is asked");
+                    trace.error = Some(error);
+                    report.trace.push(trace);
+                }
+            }
+        }
         report
     }
 

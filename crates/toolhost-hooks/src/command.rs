@@ -11,7 +11,9 @@ use tokio::process::Command;
 
 use crate::hook::{
     AfterDecision, BeforeDecision, Hook, HookCall, HookError, HookFuture, HookOutcome,
+    PermissionDecision,
 };
+use crate::stage::Stages;
 
 /// How much of a command's stdout, and of its stderr, is read: 1 MiB each.
 /// More stdout is an invalid reply; more stderr is cut.
@@ -41,7 +43,9 @@ pub enum Program {
 ///  "args": {"path": "README.md"}, "call_id": "call_1", "session_id": null, "agent": null}
 /// ```
 ///
-/// `event` is `before_execute` or `after_execute`; after the call the object
+/// `event` is `before_execute`, `after_execute` or `permission_request`
+/// (for a hook configured for the `permission` stage: the call needs
+/// approval, and the object also has `"reasons": [...]`, why); after the call the object
 /// also has `"outcome": {"ok": true, "output": "...", "details": {...} | null, "structured": {...} | null}`
 /// or `"outcome": {"ok": false, "kind": "timeout", "message": "..."}`. The keys
 /// come in this order and the JSON is compact (serde_json's canonical form),
@@ -58,6 +62,10 @@ pub enum Program {
 /// | 0 | JSON object | `{"decision": "continue" \| "rewrite" \| "block" \| "ask", "args": {...}, "reason": "..."}` | `{"decision": "keep" \| "replace" \| "fail", "output": "...", "details": {...}, "structured": {...}, "message": "..."}` |
 /// | 2 | ignored | block, with stderr as the reason | fail, with stderr as the message |
 /// | other | ignored | hook failure | hook failure |
+///
+/// At a permission request: exit 0 with empty stdout passes, with
+/// `{"decision": "allow" | "deny" | "pass", "reason": "..."}` decides; exit 2
+/// denies with stderr as the reason.
 ///
 /// `rewrite` needs `args`; `replace` changes `output`, `details` and/or
 /// `structured` (each only when present; `null` removes the details or the
@@ -151,8 +159,11 @@ impl CommandHook {
         call: &HookCall<'_>,
         event: &'static str,
         outcome: Option<&HookOutcome>,
+        reasons: Option<&[String]>,
     ) -> Result<Finished, HookError> {
-        let mut payload = serde_json::to_vec(&Payload::new(event, call, outcome))
+        let mut data = Payload::new(event, call, outcome);
+        data.reasons = reasons;
+        let mut payload = serde_json::to_vec(&data)
             .map_err(|e| HookError::msg(format!("cannot encode the call: {e}")))?;
         payload.push(b'\n');
         let mut env: Vec<(&str, &str)> = vec![
@@ -197,9 +208,47 @@ impl Hook for CommandHook {
         &self.name
     }
 
+    fn stages(&self) -> Stages {
+        Stages::ALL
+    }
+
+    fn permission<'a>(
+        &'a self,
+        call: &'a HookCall<'a>,
+        reasons: &'a [String],
+    ) -> HookFuture<'a, PermissionDecision> {
+        Box::pin(async move {
+            let finished = self
+                .run(call, "permission_request", None, Some(reasons))
+                .await?;
+            self.log_stderr(&finished);
+            match finished.code {
+                Some(0) => {}
+                Some(BLOCK_EXIT_CODE) => {
+                    let reason = if finished.stderr.is_empty() {
+                        format!("denied by hook \"{}\"", self.name)
+                    } else {
+                        finished.stderr
+                    };
+                    return Ok(PermissionDecision::Deny { reason });
+                }
+                code => {
+                    return Err(HookError::Exit {
+                        code,
+                        stderr: finished.stderr,
+                    });
+                }
+            }
+            let Some(reply) = self.reply::<PermissionReply>(&finished.stdout)? else {
+                return Ok(PermissionDecision::Pass);
+            };
+            Ok(reply.into_decision(&self.name))
+        })
+    }
+
     fn before<'a>(&'a self, call: &'a HookCall<'a>) -> HookFuture<'a, BeforeDecision> {
         Box::pin(async move {
-            let finished = self.run(call, "before_execute", None).await?;
+            let finished = self.run(call, "before_execute", None, None).await?;
             self.log_stderr(&finished);
             match finished.code {
                 Some(0) => {}
@@ -231,7 +280,7 @@ impl Hook for CommandHook {
         outcome: &'a HookOutcome,
     ) -> HookFuture<'a, AfterDecision> {
         Box::pin(async move {
-            let finished = self.run(call, "after_execute", Some(outcome)).await?;
+            let finished = self.run(call, "after_execute", Some(outcome), None).await?;
             self.log_stderr(&finished);
             match finished.code {
                 Some(0) => {}
@@ -458,6 +507,9 @@ struct Payload<'a> {
     agent: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     outcome: Option<OutcomePayload<'a>>,
+    /// At a permission request: why the call is asked about.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasons: Option<&'a [String]>,
 }
 
 impl<'a> Payload<'a> {
@@ -471,6 +523,7 @@ impl<'a> Payload<'a> {
             call_id: call.call_id,
             session_id: call.session_id,
             agent: call.agent,
+            reasons: None,
             outcome: outcome.map(|outcome| match outcome {
                 HookOutcome::Ok {
                     output,
@@ -506,6 +559,38 @@ enum OutcomePayload<'a> {
         kind: &'a str,
         message: &'a str,
     },
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum PermissionWord {
+    Allow,
+    Deny,
+    Pass,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PermissionReply {
+    decision: PermissionWord,
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+impl PermissionReply {
+    fn into_decision(self, hook: &str) -> PermissionDecision {
+        match self.decision {
+            PermissionWord::Allow => PermissionDecision::Allow {
+                reason: self.reason,
+            },
+            PermissionWord::Deny => PermissionDecision::Deny {
+                reason: self
+                    .reason
+                    .unwrap_or_else(|| format!("denied by hook \"{hook}\"")),
+            },
+            PermissionWord::Pass => PermissionDecision::Pass,
+        }
+    }
 }
 
 #[derive(Deserialize)]

@@ -206,6 +206,7 @@ impl HookConfig {
             Some(list) => Stages {
                 before: list.contains(&Stage::Before),
                 after: list.contains(&Stage::After),
+                permission: list.contains(&Stage::Permission),
             },
         }
     }
@@ -237,8 +238,13 @@ impl HookConfig {
             return Err(invalid("`timeout-ms` must be more than 0"));
         }
         let stages = self.stages();
-        if !stages.before && !stages.after {
+        if !stages.before && !stages.after && !stages.permission {
             return Err(invalid("`stages` is empty: the hook would never run"));
+        }
+        if stages.permission && self.plugin_hook.is_some() {
+            return Err(invalid(
+                "hook plugins do not take part in the `permission` stage (a command or Rust hook does)",
+            ));
         }
         let matcher =
             Matcher::new(&self.tools, &self.plugins).map_err(|source| ConfigError::Glob {

@@ -380,6 +380,45 @@ fn exit_message(code: Option<i32>, stderr: &str) -> String {
     }
 }
 
+/// A hook's answer when a call needs approval (stage
+/// [`Permission`](crate::Stage::Permission)), before anyone is asked.
+///
+/// ```
+/// use toolhost_hooks::{PermissionDecision, TraceDecision};
+/// let d = PermissionDecision::Deny { reason: "not on Fridays".into() };
+/// assert_eq!(d.summary(), TraceDecision::Deny { reason: "not on Fridays".into() });
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PermissionDecision {
+    /// Allow the call without asking anyone.
+    Allow {
+        /// Why, for the record.
+        reason: Option<String>,
+    },
+    /// Deny it without asking anyone; `reason` goes to the model.
+    Deny {
+        /// Why.
+        reason: String,
+    },
+    /// No opinion: the next permission hook, then the person, decides.
+    Pass,
+}
+
+impl PermissionDecision {
+    /// What the trace records.
+    pub fn summary(&self) -> TraceDecision {
+        match self {
+            PermissionDecision::Allow { reason } => TraceDecision::Allow {
+                reason: reason.clone(),
+            },
+            PermissionDecision::Deny { reason } => TraceDecision::Deny {
+                reason: reason.clone(),
+            },
+            PermissionDecision::Pass => TraceDecision::Pass,
+        }
+    }
+}
+
 /// Code that runs before and after tool calls.
 ///
 /// Implement [`before`](Hook::before), [`after`](Hook::after) or both; the
@@ -420,6 +459,18 @@ pub trait Hook: Send + Sync {
     fn before<'a>(&'a self, call: &'a HookCall<'a>) -> HookFuture<'a, BeforeDecision> {
         let _ = call;
         Box::pin(std::future::ready(Ok(BeforeDecision::Continue)))
+    }
+
+    /// Answers for the person when the call needs approval (only for hooks
+    /// whose [`stages`](Self::stages) include `permission`); `reasons` are
+    /// why it is asked (the policy's rule, a before-hook's ask).
+    fn permission<'a>(
+        &'a self,
+        call: &'a HookCall<'a>,
+        reasons: &'a [String],
+    ) -> HookFuture<'a, PermissionDecision> {
+        let _ = (call, reasons);
+        Box::pin(std::future::ready(Ok(PermissionDecision::Pass)))
     }
 
     /// Decides what becomes of a call's outcome. Runs for failures too.
@@ -549,6 +600,7 @@ impl Hook for FnHook {
         Stages {
             before: self.before.is_some(),
             after: self.after.is_some(),
+            permission: false,
         }
     }
 

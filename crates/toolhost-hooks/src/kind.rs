@@ -200,6 +200,18 @@ pub enum TraceDecision {
         /// The failure's message.
         message: String,
     },
+    /// Permission: the call is allowed without asking anyone.
+    Allow {
+        /// Why, if the hook said.
+        reason: Option<String>,
+    },
+    /// Permission: the call is denied without asking anyone.
+    Deny {
+        /// Why.
+        reason: String,
+    },
+    /// Permission: the hook leaves it to the next hook, then the person.
+    Pass,
 }
 
 impl fmt::Display for TraceDecision {
@@ -212,6 +224,12 @@ impl fmt::Display for TraceDecision {
             TraceDecision::Keep => f.write_str("keep"),
             TraceDecision::Replace => f.write_str("replace"),
             TraceDecision::Fail { message } => write!(f, "fail: {message}"),
+            TraceDecision::Allow { reason: None } => f.write_str("allow"),
+            TraceDecision::Allow {
+                reason: Some(reason),
+            } => write!(f, "allow: {reason}"),
+            TraceDecision::Deny { reason } => write!(f, "deny: {reason}"),
+            TraceDecision::Pass => f.write_str("pass"),
         }
     }
 }
@@ -231,8 +249,16 @@ impl FromStr for TraceDecision {
             "rewrite" => TraceDecision::Rewrite,
             "keep" => TraceDecision::Keep,
             "replace" => TraceDecision::Replace,
+            "allow" => TraceDecision::Allow { reason: None },
+            "pass" => TraceDecision::Pass,
             _ => {
-                if let Some(reason) = with("block: ") {
+                if let Some(reason) = with("allow: ") {
+                    TraceDecision::Allow {
+                        reason: Some(reason),
+                    }
+                } else if let Some(reason) = with("deny: ") {
+                    TraceDecision::Deny { reason }
+                } else if let Some(reason) = with("block: ") {
                     TraceDecision::Block { reason }
                 } else if let Some(reason) = with("ask: ") {
                     TraceDecision::Ask { reason }

@@ -40,6 +40,17 @@
 //! details (the next hook sees the replacement), or `Fail` (the outcome
 //! becomes `Err { kind: "hook", message }`; later hooks still run).
 //!
+//! ## When a call needs approval
+//!
+//! Hooks configured for the `permission` stage (never by default) run when
+//! the policy or a before-hook asks about a call, before anyone is asked,
+//! and return a [`PermissionDecision`]: `Allow`, `Deny { reason }` or
+//! `Pass`. The first that allows or denies decides; when all pass, the
+//! person is asked. A permission hook that fails or times out passes (the
+//! person is asked): it can neither let a call through nor stop one by
+//! failing. This is how automation answers routine asks (Claude Code's
+//! `PermissionRequest` hook).
+//!
 //! ## Order, matching, time limits, failures
 //!
 //! Hooks run one at a time in the order configured, each only for the calls
@@ -117,7 +128,7 @@ mod stage;
 
 pub use chain::{
     AfterReport, BeforeReport, BeforeVerdict, DEFAULT_TIMEOUT, FailurePolicy, HOOK_FAILURE_KIND,
-    HookChain, HookEntry, HookTrace, OnError,
+    HookChain, HookEntry, HookTrace, OnError, PermissionReport, PermissionVerdict,
 };
 pub use command::{
     BLOCK_EXIT_CODE, CommandHook, DEFAULT_MAX_OUTPUT, Finished, GroupKiller, Program, run_program,
@@ -125,6 +136,7 @@ pub use command::{
 pub use config::{ConfigError, HookConfig, HookKind, build_chain};
 pub use hook::{
     AfterDecision, BeforeDecision, FnHook, Hook, HookCall, HookError, HookFuture, HookOutcome,
+    PermissionDecision,
 };
 pub use kind::{ErrorKind, TraceDecision, UnknownDecision};
 pub use matcher::{Matcher, MatcherError};

@@ -1,4 +1,5 @@
-//! When a hook runs: before a call, after it, or both.
+//! When a hook runs: before a call, after it, or when the call needs a
+//! person's approval.
 
 use serde::{Deserialize, Serialize};
 
@@ -10,6 +11,9 @@ pub enum Stage {
     Before,
     /// After the tool ran (or failed); may keep, replace or fail.
     After,
+    /// When the call needs approval, before anyone is asked; may allow,
+    /// deny or pass it on (Claude Code's `PermissionRequest`).
+    Permission,
 }
 
 /// The stages an entry runs at.
@@ -25,6 +29,9 @@ pub struct Stages {
     pub before: bool,
     /// Runs after the tool.
     pub after: bool,
+    /// Runs when the call needs approval (only when asked for: not in
+    /// [`BOTH`](Self::BOTH)).
+    pub permission: bool,
 }
 
 impl Stages {
@@ -32,16 +39,31 @@ impl Stages {
     pub const BOTH: Self = Self {
         before: true,
         after: true,
+        permission: false,
     };
     /// Before only.
     pub const BEFORE: Self = Self {
         before: true,
         after: false,
+        permission: false,
     };
     /// After only.
     pub const AFTER: Self = Self {
         before: false,
         after: true,
+        permission: false,
+    };
+    /// At permission requests only.
+    pub const PERMISSION: Self = Self {
+        before: false,
+        after: false,
+        permission: true,
+    };
+    /// All three.
+    pub const ALL: Self = Self {
+        before: true,
+        after: true,
+        permission: true,
     };
 
     /// The stages in both.
@@ -49,6 +71,7 @@ impl Stages {
         Self {
             before: self.before && other.before,
             after: self.after && other.after,
+            permission: self.permission && other.permission,
         }
     }
 
@@ -57,6 +80,7 @@ impl Stages {
         match stage {
             Stage::Before => self.before,
             Stage::After => self.after,
+            Stage::Permission => self.permission,
         }
     }
 }

@@ -372,6 +372,39 @@ fn a_command_hook_from_the_config_blocks_on_the_cli_path() {
 }
 
 #[test]
+fn a_permission_hook_from_the_config_answers_a_routine_ask_and_passes_the_rest_on() {
+    let scene = Scene::new();
+    let readme = scene.notes.with_file_name("README.md");
+    std::fs::write(&readme, "# read me").unwrap();
+    std::fs::write(
+        scene.path("host.toml"),
+        format!(
+            "[[hooks]]\nshell = \"sh {}\"\ntools = [\"read_file\"]\nstages = [\"permission\"]\n",
+            root().join("examples/hooks/allow-docs.sh").display()
+        ),
+    )
+    .unwrap();
+    let read = |path: &std::path::Path| {
+        host(
+            &scene,
+            &[
+                "call",
+                "read_file",
+                &json!({ "path": path.display().to_string() }).to_string(),
+            ],
+            "",
+        )
+    };
+    // Nobody at the terminal: without the hook this ask would be a denial.
+    let o = read(&readme);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("# read me"));
+    // Not documentation: passed on to the person, who is not there.
+    let o = read(&scene.notes);
+    assert_eq!(o.status.code(), Some(8), "{o:?}");
+}
+
+#[test]
 fn each_step_of_the_permission_layer_and_hooks_is_in_the_runs_history() {
     let scene = Scene::new();
     let server = reading_model(&scene.notes);

@@ -524,3 +524,79 @@ async fn the_example_audit_script_logs_every_call_and_changes_nothing() {
     assert_eq!(lines[0]["call"]["event"], "before_execute");
     assert_eq!(lines[1]["call"]["outcome"]["output"], "# hi");
 }
+
+#[tokio::test]
+async fn a_permission_hook_allows_denies_or_passes_and_sees_why_the_call_is_asked() {
+    use toolhost_hooks::{PermissionVerdict, Stages};
+    // Allows reads of README.md, denies anything under secret/, passes the
+    // rest; it sees the reasons in the JSON.
+    let script = r#"input=$(cat)
+case "$input" in
+  *'"event":"permission_request"'*'"reasons":["rule: reads are asked"]'*) ;;
+  *) echo "unexpected input: $input" >&2; exit 1 ;;
+esac
+case "$input" in
+  *'"path":"README.md"'*) echo '{"decision":"allow","reason":"docs are public"}' ;;
+  *'"path":"secret/'*) echo 'secrets stay put' >&2; exit 2 ;;
+  *) ;;
+esac"#;
+    let chain = HookChain::new(vec![
+        HookEntry::new(Arc::new(sh(script))).stages(Stages::PERMISSION),
+    ]);
+    let reasons = ["rule: reads are asked".to_owned()];
+    let verdict = |path: &'static str| {
+        let chain = &chain;
+        let reasons = &reasons;
+        async move {
+            let args = json!({ "path": path });
+            chain
+                .run_permission(&call("read_file", &args), reasons)
+                .await
+        }
+    };
+    let allowed = verdict("README.md").await;
+    assert_eq!(
+        allowed.decision,
+        PermissionVerdict::Allow {
+            hook: "cmd".into(),
+            reason: Some("docs are public".into())
+        }
+    );
+    let denied = verdict("secret/key").await;
+    assert_eq!(
+        denied.decision,
+        PermissionVerdict::Deny {
+            hook: "cmd".into(),
+            reason: "secrets stay put".into()
+        }
+    );
+    assert_eq!(verdict("notes.txt").await.decision, PermissionVerdict::Pass);
+    // Not a before- or after-hook: those stages run nothing.
+    let args = json!({"path": "secret/key"});
+    assert_eq!(
+        chain.run_before(&call("read_file", &args)).await.decision,
+        BeforeVerdict::Continue
+    );
+}
+
+#[tokio::test]
+async fn a_permission_hook_that_fails_or_stalls_passes_the_question_on() {
+    use toolhost_hooks::{PermissionVerdict, Stages};
+    let chain = HookChain::new(vec![
+        HookEntry::new(Arc::new(sh("exit 3"))).stages(Stages::PERMISSION),
+        HookEntry::new(Arc::new(sh("echo '{\"decision\":\"allow\",\"extra\":1}'")))
+            .stages(Stages::PERMISSION),
+        HookEntry::new(Arc::new(sh("sleep 5")))
+            .stages(Stages::PERMISSION)
+            .timeout(Duration::from_millis(200)),
+    ]);
+    let args = json!({"path": "a"});
+    let report = chain.run_permission(&call("read_file", &args), &[]).await;
+    assert_eq!(report.decision, PermissionVerdict::Pass);
+    assert_eq!(report.trace.len(), 3);
+    assert!(
+        report.trace.iter().all(|t| t.error.is_some()),
+        "{:?}",
+        report.trace
+    );
+}

@@ -6,7 +6,7 @@
 //! [`Approver`](crate::Approver).
 
 use serde_json::Value;
-use toolhost_hooks::{BeforeVerdict, HookCall, HookTrace};
+use toolhost_hooks::{BeforeVerdict, HookCall, HookTrace, PermissionVerdict};
 use toolhost_policy::approvals::{NewApproval, Scope};
 use toolhost_policy::{CallRequest, Decision};
 use tracing::Instrument;
@@ -269,6 +269,26 @@ async fn ask(
             message: Some(format!("saved approval {id}")),
         });
         return Ok(());
+    }
+    // Permission hooks answer for the person when they can.
+    let hooks = gate.hooks();
+    if hooks.matches(
+        tool,
+        Some(&call.target.spec().name),
+        &call.target.plugin.name,
+    ) {
+        let report = hooks
+            .run_permission(&hook_call(call, args), reasons)
+            .instrument(tracing::info_span!("hooks.permission"))
+            .await;
+        report_traces(cx, report.trace);
+        match report.decision {
+            PermissionVerdict::Pass => {}
+            PermissionVerdict::Allow { .. } => return Ok(()),
+            PermissionVerdict::Deny { hook, reason } => {
+                return Err(denied(format!("denied by hook \"{hook}\": {reason}")));
+            }
+        }
     }
     let Some(approver) = cx.approver_or(gate) else {
         cx.step(|| CallStep::Approval {

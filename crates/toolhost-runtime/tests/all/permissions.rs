@@ -216,6 +216,22 @@ fn ask_calculate() -> Policy {
         .unwrap()
 }
 
+/// A runtime under `policy` with its saved approvals in `saved`, and
+/// `approver` (none: nobody to ask).
+async fn with_saved(
+    policy: Policy,
+    saved: &std::path::Path,
+    approver: Option<Arc<Scripted>>,
+) -> Runtime {
+    let mut b = builder()
+        .policy(policy)
+        .approvals_file(Some(saved.to_owned()));
+    if let Some(a) = approver {
+        b = b.approver(a);
+    }
+    b.build().await.unwrap()
+}
+
 #[tokio::test]
 async fn allow_always_saves_an_approval_of_these_arguments_only_and_it_survives_a_restart() {
     let dir = tempfile::tempdir().unwrap();
@@ -224,13 +240,7 @@ async fn allow_always_saves_an_approval_of_these_arguments_only_and_it_survives_
         CallApproval::AllowAlways,
         CallApproval::Deny { message: None },
     ]);
-    let rt = builder()
-        .policy(ask_calculate())
-        .approvals_file(Some(saved.clone()))
-        .approver(approver.clone())
-        .build()
-        .await
-        .unwrap();
+    let rt = with_saved(ask_calculate(), &saved, Some(approver.clone())).await;
     assert_eq!(calc(&rt, "1+1").await.unwrap(), "2");
     assert_eq!(calc(&rt, "1+1").await.unwrap(), "2", "not asked again");
     assert_eq!(approver.asked.load(Ordering::SeqCst), 1);
@@ -252,12 +262,7 @@ async fn allow_always_saves_an_approval_of_these_arguments_only_and_it_survives_
     );
 
     // A restart reads the file: nobody to ask, and the approved call runs.
-    let rt = builder()
-        .policy(ask_calculate())
-        .approvals_file(Some(saved.clone()))
-        .build()
-        .await
-        .unwrap();
+    let rt = with_saved(ask_calculate(), &saved, None).await;
     assert_eq!(calc(&rt, "1+1").await.unwrap(), "2");
     assert_eq!(
         calc(&rt, "2+2").await.unwrap_err().kind(),
@@ -276,13 +281,7 @@ async fn a_tool_approval_covers_any_arguments_of_that_build_and_never_lifts_a_de
     let dir = tempfile::tempdir().unwrap();
     let saved = dir.path().join("approvals.json");
     let approver = Scripted::calls(vec![CallApproval::AllowTool]);
-    let rt = builder()
-        .policy(ask_calculate())
-        .approvals_file(Some(saved.clone()))
-        .approver(approver.clone())
-        .build()
-        .await
-        .unwrap();
+    let rt = with_saved(ask_calculate(), &saved, Some(approver.clone())).await;
     assert_eq!(calc(&rt, "1+1").await.unwrap(), "2");
     assert_eq!(calc(&rt, "5*5").await.unwrap(), "25", "any arguments");
     assert_eq!(approver.asked.load(Ordering::SeqCst), 1);
@@ -291,12 +290,7 @@ async fn a_tool_approval_covers_any_arguments_of_that_build_and_never_lifts_a_de
     let text = std::fs::read_to_string(&saved).unwrap();
     let digest = rt.approvals().list().unwrap()[0].digest.clone();
     std::fs::write(&saved, text.replace(&digest, "sha256:an-older-build")).unwrap();
-    let rt = builder()
-        .policy(ask_calculate())
-        .approvals_file(Some(saved.clone()))
-        .build()
-        .await
-        .unwrap();
+    let rt = with_saved(ask_calculate(), &saved, None).await;
     assert_eq!(
         calc(&rt, "1+1").await.unwrap_err().kind(),
         ErrorKind::PermissionDenied
@@ -308,9 +302,78 @@ async fn a_tool_approval_covers_any_arguments_of_that_build_and_never_lifts_a_de
         .rule(Rule::deny("calculate"))
         .build()
         .unwrap();
+    let rt = with_saved(deny, &saved, None).await;
+    assert_eq!(
+        calc(&rt, "1+1").await.unwrap_err().kind(),
+        ErrorKind::PermissionDenied
+    );
+}
+
+/// A permission hook: allows `1+1`, denies anything with `*`, passes the rest.
+struct Routine;
+
+impl Hook for Routine {
+    fn name(&self) -> &str {
+        "routine"
+    }
+
+    fn stages(&self) -> Stages {
+        Stages::PERMISSION
+    }
+
+    fn permission<'a>(
+        &'a self,
+        call: &'a HookCall<'a>,
+        reasons: &'a [String],
+    ) -> HookFuture<'a, toolhost_runtime::hooks::PermissionDecision> {
+        use toolhost_runtime::hooks::PermissionDecision;
+        assert!(
+            reasons.iter().any(|r| r.contains("calculate")),
+            "{reasons:?}"
+        );
+        let expression = call.args["expression"].as_str().unwrap_or_default();
+        let decision = if expression == "1+1" {
+            PermissionDecision::Allow { reason: None }
+        } else if expression.contains('*') {
+            PermissionDecision::Deny {
+                reason: "no products today".into(),
+            }
+        } else {
+            PermissionDecision::Pass
+        };
+        Box::pin(std::future::ready(Ok(decision)))
+    }
+}
+
+#[tokio::test]
+async fn a_permission_hook_answers_routine_asks_and_leaves_the_rest_to_the_person() {
+    let approver = Scripted::calls(vec![CallApproval::Deny { message: None }]);
+    let rt = builder()
+        .policy(ask_calculate())
+        .hook(HookEntry::new(Arc::new(Routine)))
+        .approver(approver.clone())
+        .build()
+        .await
+        .unwrap();
+    assert_eq!(calc(&rt, "1+1").await.unwrap(), "2");
+    let denied = calc(&rt, "2*3").await.unwrap_err();
+    assert_eq!(denied.kind(), ErrorKind::PermissionDenied);
+    assert!(denied.to_string().contains("no products today"), "{denied}");
+    assert_eq!(approver.asked.load(Ordering::SeqCst), 0, "nobody was asked");
+    // Passed on: the person is asked (and says no).
+    assert_eq!(
+        calc(&rt, "2+2").await.unwrap_err().kind(),
+        ErrorKind::PermissionDenied
+    );
+    assert_eq!(approver.asked.load(Ordering::SeqCst), 1);
+    // A deny rule is decided before any hook is consulted.
+    let deny = Policy::builder()
+        .rule(Rule::deny("calculate"))
+        .build()
+        .unwrap();
     let rt = builder()
         .policy(deny)
-        .approvals_file(Some(saved))
+        .hook(HookEntry::new(Arc::new(Routine)))
         .build()
         .await
         .unwrap();
