@@ -31,6 +31,8 @@ pub(crate) enum NotWords {
     /// A copy of the host's text: the conversation log, a note, the system
     /// prompt.
     HostText,
+    /// The user's question, repeated (nearly word for word).
+    Echo,
 }
 
 impl NotWords {
@@ -39,6 +41,7 @@ impl NotWords {
             NotWords::Empty => "no answer",
             NotWords::Call => "a tool call written as text",
             NotWords::HostText => "a copy of the host's own text",
+            NotWords::Echo => "the question repeated",
         }
     }
 }
@@ -69,9 +72,15 @@ const HOST_MARKERS: &[&str] = &[
 
 /// `Some` when `text` is not an answer in words (see the module's docs);
 /// `system` is the system prompt the model was given.
-pub(crate) fn not_words(text: &str, system: &str) -> Option<NotWords> {
+pub(crate) fn not_words(text: &str, system: &str, question: &str) -> Option<NotWords> {
     let trimmed = text.trim();
-    if trimmed.is_empty() {
+    // Nothing, or no letter or digit at all (a bare code fence, a lone
+    // bracket: what a small model leaves when it stops mid-block).
+    let words = trimmed
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("```"))
+        .any(|l| l.chars().any(char::is_alphanumeric));
+    if !words {
         return Some(NotWords::Empty);
     }
     if CALL_TAGS.iter().any(|t| trimmed.contains(t))
@@ -85,7 +94,40 @@ pub(crate) fn not_words(text: &str, system: &str) -> Option<NotWords> {
     {
         return Some(NotWords::HostText);
     }
+    if echoes_the_question(trimmed, question) {
+        return Some(NotWords::Echo);
+    }
     None
+}
+
+/// The user's last message in `messages` (`""` when there is none): what
+/// an answer must not merely repeat.
+pub(crate) fn question(messages: &[crate::message::Message]) -> String {
+    messages
+        .iter()
+        .rev()
+        .find(|m| m.role == crate::message::Role::User)
+        .map(|m| m.content.clone())
+        .unwrap_or_default()
+}
+
+/// Whether `text` repeats `question`: the same letters and digits, or as
+/// long (within 30%) and starting with at least half of it (a small model
+/// echoing the question with a word changed). A reply that starts with the
+/// question and then answers it is longer, or parts from it sooner.
+fn echoes_the_question(text: &str, question: &str) -> bool {
+    let norm = |s: &str| -> Vec<char> {
+        s.chars()
+            .filter(|c| c.is_alphanumeric())
+            .flat_map(char::to_lowercase)
+            .collect()
+    };
+    let (t, q) = (norm(text), norm(question));
+    if q.len() < 12 {
+        return false;
+    }
+    let common = t.iter().zip(&q).take_while(|(a, b)| a == b).count();
+    t == q || (t.len() * 10 <= q.len() * 13 && common * 2 >= q.len())
 }
 
 /// Whether a prompt protocol's parser (json or xml) finds a call in `text`.
@@ -282,7 +324,7 @@ mod tests {
             "<tool_code>calculate(expression='14')</tool_code>",
             "[TOOL_CALLS] [{\"name\": \"calculate\"}]",
         ] {
-            assert_eq!(not_words(text, SYSTEM), Some(NotWords::Call), "{text}");
+            assert_eq!(not_words(text, SYSTEM, ""), Some(NotWords::Call), "{text}");
         }
     }
 
@@ -294,9 +336,41 @@ mod tests {
             "[System-generated log of the conversation so far]",
             "You are a helpful assistant with access to tools. Use a tool when it helps. Sure!",
         ] {
-            assert_eq!(not_words(text, SYSTEM), Some(NotWords::HostText), "{text}");
+            assert_eq!(
+                not_words(text, SYSTEM, ""),
+                Some(NotWords::HostText),
+                "{text}"
+            );
         }
-        assert_eq!(not_words("  \n", SYSTEM), Some(NotWords::Empty));
+        assert_eq!(not_words("  \n", SYSTEM, ""), Some(NotWords::Empty));
+        for bare in ["```\n", "```json\n```", "{}", " ... ", "[ ]"] {
+            assert_eq!(
+                not_words(bare, SYSTEM, ""),
+                Some(NotWords::Empty),
+                "{bare:?}"
+            );
+        }
+        assert_eq!(not_words("14", SYSTEM, ""), None, "a number is an answer");
+    }
+
+    #[test]
+    fn the_question_repeated_is_not_an_answer_but_one_that_quotes_it_is() {
+        let q = "What is 2*(3+4)? Use the calculate tool.";
+        for echo in [
+            "What is 2*(3+4)? Use the calculate tool.",
+            "what is 2*(3+4)?  use the calculate tool",
+            "What is 2*(3+4)? Use the case_convert tool.",
+        ] {
+            assert_eq!(not_words(echo, SYSTEM, q), Some(NotWords::Echo), "{echo}");
+        }
+        for answer in [
+            "What is 2*(3+4)? It is 14.",
+            "2*(3+4) is 14.",
+            "What is 2*(3+4)? Use the calculate tool. I did: it returned 14, so the answer is 14.",
+        ] {
+            assert_eq!(not_words(answer, SYSTEM, q), None, "{answer}");
+        }
+        assert_eq!(not_words("Hi", SYSTEM, "Hi"), None, "too short to judge");
     }
 
     #[test]
@@ -309,7 +383,7 @@ mod tests {
             "The tool `calculate` returned 14, so 2*(3+4) is 14.",
             "Here is the config:\n```json\n{\"port\": 8080, \"host\": \"localhost\"}\n```",
         ] {
-            assert_eq!(not_words(text, SYSTEM), None, "{text}");
+            assert_eq!(not_words(text, SYSTEM, ""), None, "{text}");
         }
     }
 

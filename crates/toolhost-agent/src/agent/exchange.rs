@@ -133,7 +133,8 @@ impl Ctx<'_> {
             }
             // A call written as text, or a copy of the host's text, is no
             // answer: ask once more without tools (`answer.rs`).
-            if let Some(why) = super::answer::not_words(&run.text, &self.system)
+            let question = super::answer::question(&run.messages);
+            if let Some(why) = super::answer::not_words(&run.text, &self.system, &question)
                 .filter(|w| *w != super::answer::NotWords::Empty)
             {
                 info!(

@@ -132,7 +132,8 @@ impl Ctx<'_> {
         let mut completion = completion;
         // A small model may copy the note into its answer (or answer only that).
         completion.message.content = without_note(&completion.message.content);
-        if let Some(why) = not_words(&completion.message.content, &self.system) {
+        let question = super::answer::question(&run.messages);
+        if let Some(why) = not_words(&completion.message.content, &self.system, &question) {
             info!(
                 round,
                 reply = why.describe(),
@@ -147,7 +148,7 @@ impl Ctx<'_> {
                 c
             });
             match plain {
-                Ok(c) if not_words(&c.message.content, &self.system).is_none() => {
+                Ok(c) if not_words(&c.message.content, &self.system, &question).is_none() => {
                     completion = c;
                 }
                 Ok(_) | Err(_) => match from_results(&run.history) {

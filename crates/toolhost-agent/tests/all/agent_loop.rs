@@ -501,6 +501,21 @@ async fn calls_that_alternate_with_new_arguments_are_not_a_loop() {
 }
 
 #[tokio::test]
+async fn a_reply_that_only_repeats_the_question_is_asked_again_and_never_shown_as_the_answer() {
+    let question = "What is 2*(3+4)? Use the calculate tool.";
+    let provider = ScriptedProvider::new(vec![
+        text("What is 2*(3+4)? Use the case_convert tool."),
+        text("It is 14."),
+    ]);
+    let tools = FakeTools::echo(vec![spec("calculate", false)]);
+    let result = agent(&provider, &tools, options())
+        .run(vec![Message::user(question)])
+        .await;
+    assert_eq!(result.final_text(), "It is 14.");
+    assert_eq!(provider.requests().len(), 2, "asked once more");
+}
+
+#[tokio::test]
 async fn think_blocks_in_the_text_are_reasoning_not_answer() {
     let provider = ScriptedProvider::new(vec![text(
         "<think>2 and 2 make 4</think>\n\nThe answer is 4.",

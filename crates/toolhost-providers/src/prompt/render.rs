@@ -91,8 +91,11 @@ fn stop_sequences(
 const ANSWER_FORM: &str = "\n\nYour whole reply is one JSON object: the tool calls as above, \
 or, when you call no tool, {\"answer\": \"<your answer>\"}.";
 
-/// The JSON Schema a constrained reply follows: tool calls of the offered
-/// tools, each with its own arguments schema, or an answer.
+/// The JSON Schema a constrained reply follows: one to
+/// [`MAX_CALLS`](crate::grammar::MAX_CALLS) tool calls of the offered tools,
+/// each with its own arguments schema (as the xml grammar allows; without
+/// the bound a small model lists calls until the server's limit), or an
+/// answer.
 pub fn reply_schema(tools: &[ToolDefinition]) -> Value {
     let calls: Vec<Value> = tools
         .iter()
@@ -107,7 +110,12 @@ pub fn reply_schema(tools: &[ToolDefinition]) -> Value {
     json!({"anyOf": [
         {
             "type": "object",
-            "properties": {"tool_calls": {"type": "array", "minItems": 1, "items": {"anyOf": calls}}},
+            "properties": {"tool_calls": {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": crate::grammar::MAX_CALLS,
+                "items": {"anyOf": calls},
+            }},
             "required": ["tool_calls"],
         },
         {
@@ -281,6 +289,20 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_constrained_reply_holds_at_most_as_many_calls_as_the_xml_grammar() {
+        // Unbounded, a small model lists calls until the server's limit.
+        let tool = ToolDefinition {
+            name: "t".into(),
+            description: String::new(),
+            parameters: std::sync::Arc::new(json!({"type": "object"})),
+        };
+        let schema = reply_schema(&[tool]);
+        let calls = &schema["anyOf"][0]["properties"]["tool_calls"];
+        assert_eq!(calls["minItems"], 1);
+        assert_eq!(calls["maxItems"], crate::grammar::MAX_CALLS);
     }
 
     #[test]
