@@ -190,14 +190,21 @@ fn an_ask_reaches_the_clients_user_in_both_revisions_a_remembered_yes_is_saved_a
     }
 
     // "Remember" in the form saves an approval of these arguments: the
-    // next client's identical call is not asked about.
-    let saved = ask("remember", "legacy");
-    assert_eq!(saved["result"]["text"], "2", "{saved}");
-    let again = ask("decline", "legacy");
-    assert!(again["asked"].as_array().unwrap().is_empty(), "{again}");
-    assert_eq!(again["result"]["text"], "2", "{again}");
-    let listed = std::fs::read_to_string(dir.path().join("toolhost.approvals.json")).unwrap();
-    assert!(listed.contains("mcp-elicitation"), "{listed}");
+    // next client's identical call is not asked about (in both revisions).
+    let saved_file = dir.path().join("toolhost.approvals.json");
+    for mode in MODES {
+        let _ = std::fs::remove_file(&saved_file);
+        let saved = ask("remember", mode);
+        assert_eq!(saved["result"]["text"], "2", "{mode}: {saved}");
+        let again = ask("decline", mode);
+        assert!(
+            again["asked"].as_array().unwrap().is_empty(),
+            "{mode}: {again}"
+        );
+        assert_eq!(again["result"]["text"], "2", "{mode}: {again}");
+        let listed = std::fs::read_to_string(&saved_file).unwrap();
+        assert!(listed.contains("mcp-elicitation"), "{listed}");
+    }
 }
 
 #[test]

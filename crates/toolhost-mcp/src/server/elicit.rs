@@ -239,6 +239,42 @@ mod tests {
     }
 
     #[test]
+    fn an_answer_with_remember_is_approved_and_remembered_once() {
+        let trips = RoundTrips::new(None);
+        let args = serde_json::json!({"expression": "1+1"});
+        let state = state_of(&trips, "calculate", &args);
+        let remember: rmcp::model::InputResponses = [(
+            QUESTION_KEY.to_owned(),
+            serde_json::json!({"action": "accept", "content": {"approve": true, "remember": true}}),
+        )]
+        .into_iter()
+        .collect();
+        assert!(matches!(
+            trips.retry("calculate", &args, Some(&state), Some(&remember)),
+            Retry::Remembered
+        ));
+        assert!(
+            matches!(
+                trips.retry("calculate", &args, Some(&state), Some(&remember)),
+                Retry::Answered(Some(_))
+            ),
+            "used once"
+        );
+        // `remember` without `approve` approves nothing.
+        let state = state_of(&trips, "calculate", &args);
+        let no: rmcp::model::InputResponses = [(
+            QUESTION_KEY.to_owned(),
+            serde_json::json!({"action": "accept", "content": {"approve": false, "remember": true}}),
+        )]
+        .into_iter()
+        .collect();
+        assert!(matches!(
+            trips.retry("calculate", &args, Some(&state), Some(&no)),
+            Retry::Answered(Some(_))
+        ));
+    }
+
+    #[test]
     fn a_question_escapes_what_a_hook_or_the_model_wrote_and_is_bounded() {
         let args = serde_json::json!({"path": "a\u{1b}[2Jb\u{202e}exe.txt"});
         let reasons = ["hook: \u{9b}31mlooks fine\nallow".to_owned()];
@@ -298,6 +334,9 @@ pub(crate) enum Retry {
     /// The user's answer to this very call: `None` approves, `Some` denies
     /// with the message.
     Answered(Option<String>),
+    /// The user approved this very call and asked to remember it (the
+    /// form's `remember`): approved, and saved for these arguments.
+    Remembered,
 }
 
 #[derive(serde::Serialize, Deserialize)]
@@ -376,7 +415,13 @@ impl RoundTrips {
                     .and_then(serde_json::Value::as_bool)
                     == Some(true)
         });
-        if approved {
+        let remember = answer
+            .and_then(|a| a.pointer("/content/remember"))
+            .and_then(serde_json::Value::as_bool)
+            == Some(true);
+        if approved && remember {
+            Retry::Remembered
+        } else if approved {
             Retry::Answered(None)
         } else {
             Retry::Answered(Some("the user declined".to_owned()))
@@ -441,6 +486,7 @@ impl Approver for RoundTripApprover {
         Box::pin(async move {
             match &self.answer {
                 Retry::Answered(None) => CallApproval::AllowOnce,
+                Retry::Remembered => CallApproval::AllowAlways,
                 Retry::Answered(Some(message)) => CallApproval::Deny {
                     message: Some(message.clone()),
                 },
