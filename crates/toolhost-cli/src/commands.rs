@@ -213,10 +213,14 @@ pub fn approvals(
                     .unwrap_or_default();
                 writeln!(
                     out,
-                    "    by {} at {} (Unix time), from the {} prompt{expires}",
+                    "    by {} at {} (Unix time), from the {} prompt{expires}{}",
                     printable(&a.who),
                     a.when,
-                    a.from
+                    a.from,
+                    a.client
+                        .as_deref()
+                        .map(|c| format!(", for client {} only", printable(c)))
+                        .unwrap_or_default()
                 )?;
             }
             Ok(exit::OK)

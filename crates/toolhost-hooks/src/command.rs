@@ -196,6 +196,23 @@ impl CommandHook {
             .map_err(|e| HookError::InvalidReply(format!("{e} in {}", excerpt(text))))
     }
 
+    /// What the exit code says: 0 goes on to the reply (`None`), 2 refuses
+    /// with stderr (or "`verb` by hook NAME") as the reason, anything else
+    /// is a hook failure.
+    fn refusal(&self, finished: &mut Finished, verb: &str) -> Result<Option<String>, HookError> {
+        match finished.code {
+            Some(0) => Ok(None),
+            Some(BLOCK_EXIT_CODE) if finished.stderr.is_empty() => {
+                Ok(Some(format!("{verb} by hook \"{}\"", self.name)))
+            }
+            Some(BLOCK_EXIT_CODE) => Ok(Some(std::mem::take(&mut finished.stderr))),
+            code => Err(HookError::Exit {
+                code,
+                stderr: std::mem::take(&mut finished.stderr),
+            }),
+        }
+    }
+
     fn log_stderr(&self, finished: &Finished) {
         if !finished.stderr.is_empty() {
             tracing::debug!(hook = %self.name, stderr = %finished.stderr, "command hook stderr");
@@ -218,26 +235,12 @@ impl Hook for CommandHook {
         reasons: &'a [String],
     ) -> HookFuture<'a, PermissionDecision> {
         Box::pin(async move {
-            let finished = self
+            let mut finished = self
                 .run(call, "permission_request", None, Some(reasons))
                 .await?;
             self.log_stderr(&finished);
-            match finished.code {
-                Some(0) => {}
-                Some(BLOCK_EXIT_CODE) => {
-                    let reason = if finished.stderr.is_empty() {
-                        format!("denied by hook \"{}\"", self.name)
-                    } else {
-                        finished.stderr
-                    };
-                    return Ok(PermissionDecision::Deny { reason });
-                }
-                code => {
-                    return Err(HookError::Exit {
-                        code,
-                        stderr: finished.stderr,
-                    });
-                }
+            if let Some(reason) = self.refusal(&mut finished, "denied")? {
+                return Ok(PermissionDecision::Deny { reason });
             }
             let Some(reply) = self.reply::<PermissionReply>(&finished.stdout)? else {
                 return Ok(PermissionDecision::Pass);
@@ -248,24 +251,10 @@ impl Hook for CommandHook {
 
     fn before<'a>(&'a self, call: &'a HookCall<'a>) -> HookFuture<'a, BeforeDecision> {
         Box::pin(async move {
-            let finished = self.run(call, "before_execute", None, None).await?;
+            let mut finished = self.run(call, "before_execute", None, None).await?;
             self.log_stderr(&finished);
-            match finished.code {
-                Some(0) => {}
-                Some(BLOCK_EXIT_CODE) => {
-                    let reason = if finished.stderr.is_empty() {
-                        format!("blocked by hook \"{}\"", self.name)
-                    } else {
-                        finished.stderr
-                    };
-                    return Ok(BeforeDecision::Block { reason });
-                }
-                code => {
-                    return Err(HookError::Exit {
-                        code,
-                        stderr: finished.stderr,
-                    });
-                }
+            if let Some(reason) = self.refusal(&mut finished, "blocked")? {
+                return Ok(BeforeDecision::Block { reason });
             }
             let Some(reply) = self.reply::<BeforeReply>(&finished.stdout)? else {
                 return Ok(BeforeDecision::Continue);
@@ -280,24 +269,10 @@ impl Hook for CommandHook {
         outcome: &'a HookOutcome,
     ) -> HookFuture<'a, AfterDecision> {
         Box::pin(async move {
-            let finished = self.run(call, "after_execute", Some(outcome), None).await?;
+            let mut finished = self.run(call, "after_execute", Some(outcome), None).await?;
             self.log_stderr(&finished);
-            match finished.code {
-                Some(0) => {}
-                Some(BLOCK_EXIT_CODE) => {
-                    let message = if finished.stderr.is_empty() {
-                        format!("failed by hook \"{}\"", self.name)
-                    } else {
-                        finished.stderr
-                    };
-                    return Ok(AfterDecision::Fail { message });
-                }
-                code => {
-                    return Err(HookError::Exit {
-                        code,
-                        stderr: finished.stderr,
-                    });
-                }
+            if let Some(message) = self.refusal(&mut finished, "failed")? {
+                return Ok(AfterDecision::Fail { message });
             }
             let Some(reply) = self.reply::<AfterReply>(&finished.stdout)? else {
                 return Ok(AfterDecision::Keep);

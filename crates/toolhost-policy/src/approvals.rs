@@ -27,15 +27,16 @@
 //!         scope: Scope::Arguments(args.clone()),
 //!         who: "ana".into(),
 //!         from: "terminal".into(),
+//!         client: None,
 //!         expires: None,
 //!     })
 //!     .unwrap();
-//! assert_eq!(store.find("read_file", "sha256:ab", &args, 0).as_deref(), Some(id.as_str()));
+//! assert_eq!(store.find("read_file", "sha256:ab", &args, None, 0).as_deref(), Some(id.as_str()));
 //! // Other arguments, or another build of the plugin: asked again.
-//! assert!(store.find("read_file", "sha256:ab", &json!({"path": "x"}), 0).is_none());
-//! assert!(store.find("read_file", "sha256:cd", &args, 0).is_none());
+//! assert!(store.find("read_file", "sha256:ab", &json!({"path": "x"}), None, 0).is_none());
+//! assert!(store.find("read_file", "sha256:cd", &args, None, 0).is_none());
 //! assert!(store.revoke(&id).unwrap());
-//! assert!(store.find("read_file", "sha256:ab", &args, 0).is_none());
+//! assert!(store.find("read_file", "sha256:ab", &args, None, 0).is_none());
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -74,6 +75,11 @@ pub struct SavedApproval {
     pub who: String,
     /// Which prompt it was given at (`terminal`, `mcp-elicitation`, …).
     pub from: String,
+    /// The client it was given by, when it came from one (an MCP client's
+    /// token identity): it then applies to that client's calls only, so
+    /// one caller's "remember" never approves another's calls.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
     /// When (seconds since the Unix epoch).
     pub when: u64,
     /// When it stops applying (seconds since the Unix epoch), if ever.
@@ -96,6 +102,8 @@ pub struct NewApproval {
     pub who: String,
     /// Which prompt.
     pub from: String,
+    /// The client it applies to (none: every caller of this host).
+    pub client: Option<String>,
     /// When it stops applying, if ever.
     pub expires: Option<u64>,
 }
@@ -180,9 +188,18 @@ impl Approvals {
     }
 
     /// The id of an approval that covers `tool` of the plugin build
-    /// `digest` with `args` at time `now` (seconds), if one does. A file
-    /// that cannot be read answers none (and logs why): the call is asked.
-    pub fn find(&self, tool: &str, digest: &str, args: &Value, now: u64) -> Option<String> {
+    /// `digest` with `args`, for a call from `client`, at time `now`
+    /// (seconds), if one does. An approval given by a client covers that
+    /// client's calls only. A file that cannot be read answers none (and
+    /// logs why): the call is asked.
+    pub fn find(
+        &self,
+        tool: &str,
+        digest: &str,
+        args: &Value,
+        client: Option<&str>,
+        now: u64,
+    ) -> Option<String> {
         let mut cache = self.lock();
         if let Err(e) = self.refresh(&mut cache) {
             tracing::warn!("saved approvals not consulted: {e}");
@@ -194,6 +211,7 @@ impl Approvals {
             .find(|a| {
                 a.tool == tool
                     && a.digest == digest
+                    && a.client.as_deref().is_none_or(|c| Some(c) == client)
                     && a.expires.is_none_or(|t| now < t)
                     && match &a.scope {
                         Scope::AnyArguments => true,
@@ -231,6 +249,7 @@ impl Approvals {
                 scope: new.scope,
                 who: new.who,
                 from: new.from,
+                client: new.client,
                 when: now(),
                 expires: new.expires,
             });
@@ -369,6 +388,7 @@ mod tests {
             scope,
             who: "test".into(),
             from: "terminal".into(),
+            client: None,
             expires,
         }
     }
@@ -384,21 +404,54 @@ mod tests {
             ))
             .unwrap();
         let reordered: Value = serde_json::from_str(r#"{ "b": [2], "a": 1 }"#).unwrap();
-        assert!(store.find("read_file", "sha256:1", &reordered, 0).is_some());
+        assert!(
+            store
+                .find("read_file", "sha256:1", &reordered, None, 0)
+                .is_some()
+        );
         for other in [
             json!({"a": 1}),
             json!({"a": 1, "b": [2], "c": 0}),
             json!(null),
         ] {
             assert!(
-                store.find("read_file", "sha256:1", &other, 0).is_none(),
+                store
+                    .find("read_file", "sha256:1", &other, None, 0)
+                    .is_none(),
                 "{other}"
             );
         }
         assert!(
             store
-                .find("write_file", "sha256:1", &reordered, 0)
+                .find("write_file", "sha256:1", &reordered, None, 0)
                 .is_none()
+        );
+    }
+
+    #[test]
+    fn a_clients_approval_covers_that_clients_calls_only() {
+        let store = Approvals::in_memory();
+        let mut given = new("t", Scope::AnyArguments, None);
+        given.client = Some("token:aa".into());
+        store.save(given).unwrap();
+        let args = json!({});
+        assert!(
+            store
+                .find("t", "sha256:1", &args, Some("token:aa"), 0)
+                .is_some()
+        );
+        assert!(
+            store
+                .find("t", "sha256:1", &args, Some("token:bb"), 0)
+                .is_none()
+        );
+        assert!(store.find("t", "sha256:1", &args, None, 0).is_none());
+        // One given at the terminal covers every caller.
+        store.save(new("u", Scope::AnyArguments, None)).unwrap();
+        assert!(
+            store
+                .find("u", "sha256:1", &args, Some("token:bb"), 0)
+                .is_some()
         );
     }
 
@@ -408,8 +461,8 @@ mod tests {
         store
             .save(new("t", Scope::AnyArguments, Some(100)))
             .unwrap();
-        assert!(store.find("t", "sha256:1", &json!({}), 99).is_some());
-        assert!(store.find("t", "sha256:1", &json!({}), 100).is_none());
+        assert!(store.find("t", "sha256:1", &json!({}), None, 99).is_some());
+        assert!(store.find("t", "sha256:1", &json!({}), None, 100).is_none());
     }
 
     #[test]
@@ -427,7 +480,7 @@ mod tests {
         // The first store sees the other's change on disk.
         assert_eq!(store.list().unwrap().len(), 1);
         assert_eq!(again.clear().unwrap(), 1);
-        assert!(store.find("u", "sha256:1", &json!({}), 0).is_none());
+        assert!(store.find("u", "sha256:1", &json!({}), None, 0).is_none());
     }
 
     #[test]
@@ -437,7 +490,7 @@ mod tests {
         std::fs::write(&path, "{not json").unwrap();
         let store = Approvals::open(path.clone());
         assert!(matches!(store.list(), Err(ApprovalsError::Invalid { .. })));
-        assert!(store.find("t", "d", &json!({}), 0).is_none());
+        assert!(store.find("t", "d", &json!({}), None, 0).is_none());
         assert!(store.save(new("t", Scope::AnyArguments, None)).is_err());
         std::fs::write(&path, "{not json").unwrap();
         let big = json!({"x": "y".repeat(MAX_ARGUMENT_BYTES)});

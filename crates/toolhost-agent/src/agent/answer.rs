@@ -127,7 +127,9 @@ fn echoes_the_question(text: &str, question: &str) -> bool {
         return false;
     }
     let common = t.iter().zip(&q).take_while(|(a, b)| a == b).count();
-    t == q || (t.len() * 10 <= q.len() * 13 && common * 2 >= q.len())
+    t == q
+        || (t.len().saturating_mul(10) <= q.len().saturating_mul(13)
+            && common.saturating_mul(2) >= q.len())
 }
 
 /// Whether a prompt protocol's parser (json or xml) finds a call in `text`.

@@ -214,9 +214,12 @@ fn check_policy(
         request = request.agent(agent);
     }
     let evaluation = gate.with_session(cx.session_id.as_deref(), |s| policy.evaluate(&request, s));
-    call.span
-        .record("toolhost.decision", evaluation.decision.to_string())
-        .record("toolhost.rule", evaluation.decided_by.to_string());
+    // Only when traces are taken: the text costs an allocation per call.
+    if !call.span.is_disabled() {
+        call.span
+            .record("toolhost.decision", evaluation.decision.to_string())
+            .record("toolhost.rule", evaluation.decided_by.to_string());
+    }
     cx.step(|| CallStep::Permission {
         decision: evaluation.decision,
         decided_by: evaluation.decided_by.to_string(),
@@ -259,10 +262,13 @@ async fn ask(
     // An approval saved earlier for these arguments (or any) of this build
     // of the plugin answers without asking anyone.
     let digest = &call.target.plugin.digest;
-    if let Some(id) = gate
-        .approvals()
-        .find(tool, digest, args, toolhost_policy::approvals::now())
-    {
+    if let Some(id) = gate.approvals().find(
+        tool,
+        digest,
+        args,
+        cx.client.as_deref(),
+        toolhost_policy::approvals::now(),
+    ) {
         cx.step(|| CallStep::Approval {
             of: ApprovalOf::Call,
             answer: ApprovalAnswer::Saved,
@@ -371,6 +377,8 @@ fn save(gate: &Gate, call: &Call<'_>, from: &str, scope: Scope) {
         scope,
         who,
         from: from.to_owned(),
+        // An MCP client's answer covers that client's calls only.
+        client: call.cx.client.clone(),
         expires: None,
     };
     match gate.approvals().save(new) {

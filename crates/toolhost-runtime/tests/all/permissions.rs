@@ -277,6 +277,39 @@ async fn allow_always_saves_an_approval_of_these_arguments_only_and_it_survives_
 }
 
 #[tokio::test]
+async fn an_approval_a_client_saves_covers_that_clients_calls_and_no_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("approvals.json");
+    let approver = Scripted::calls(vec![
+        CallApproval::AllowTool,
+        CallApproval::Deny { message: None },
+    ]);
+    let rt = with_saved(ask_calculate(), &saved, Some(approver.clone())).await;
+    let from = |client: &'static str, expression: &'static str| {
+        let rt = rt.clone();
+        async move {
+            rt.call(
+                "calculate",
+                json!({ "expression": expression }),
+                CallContext::new().client(client),
+            )
+            .await
+            .map(|r| r.output)
+        }
+    };
+    assert_eq!(from("token:a", "1+1").await.unwrap(), "2");
+    assert_eq!(from("token:a", "2+2").await.unwrap(), "4", "a's own calls");
+    assert_eq!(approver.asked.load(Ordering::SeqCst), 1);
+    let other = from("token:b", "1+1").await.unwrap_err();
+    assert_eq!(other.kind(), ErrorKind::PermissionDenied, "b is asked");
+    assert_eq!(approver.asked.load(Ordering::SeqCst), 2);
+    assert_eq!(
+        rt.approvals().list().unwrap()[0].client.as_deref(),
+        Some("token:a")
+    );
+}
+
+#[tokio::test]
 async fn a_tool_approval_covers_any_arguments_of_that_build_and_never_lifts_a_deny() {
     let dir = tempfile::tempdir().unwrap();
     let saved = dir.path().join("approvals.json");
