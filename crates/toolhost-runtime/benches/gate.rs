@@ -239,6 +239,11 @@ fn main() {
         "fresh_instance_traced",
         Box::new(|n| {
             tracing::dispatcher::with_default(&traced, || {
+                // The callsites' interest, cached when another variant first
+                // passed them with no subscriber, is asked again: without
+                // this no span is made here at all (the row measured nothing
+                // until 2026-11-26).
+                tracing::callsite::rebuild_interest_cache();
                 fresh(&runtime, "calculate", &distinct, n)
             })
         }),
@@ -313,6 +318,7 @@ fn main() {
         let keep: Vec<&str> = only.split(',').collect();
         variants.retain(|name, _| keep.contains(name));
     }
+    let ran_traced = variants.contains_key("fresh_instance_traced");
     // Calls per batch, from one timed warm-up call batch each.
     let mut sizes: BTreeMap<&str, u64> = BTreeMap::new();
     for (name, run) in &mut variants {
@@ -414,12 +420,24 @@ fn main() {
         }
         println!("RATIO {ratio} {:.4}", median(&mut v));
     }
+    // The traced row measured spans made and exported, or it is void.
+    telemetry.shutdown();
+    let (batches, bytes) = collector.received();
+    if ran_traced {
+        assert!(
+            batches > 0 && bytes > 0,
+            "no span reached the collector: the traced row measured nothing"
+        );
+        eprintln!("traced: {batches} batches, {bytes} bytes exported");
+    }
 }
 
 /// An OTLP/HTTP collector on a loopback port that answers every request
 /// with 200 and keeps nothing (the exporter's side of the work is real).
 struct Collector {
     port: u16,
+    /// Requests answered and body bytes received.
+    received: std::sync::Arc<(std::sync::atomic::AtomicU64, std::sync::atomic::AtomicU64)>,
 }
 
 impl Collector {
@@ -427,8 +445,14 @@ impl Collector {
         use std::io::{BufRead, BufReader, Read, Write};
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
+        let received = std::sync::Arc::new((
+            std::sync::atomic::AtomicU64::new(0),
+            std::sync::atomic::AtomicU64::new(0),
+        ));
+        let counts = received.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming().map_while(Result::ok) {
+                let counts = counts.clone();
                 std::thread::spawn(move || {
                     let mut reader = BufReader::new(stream);
                     loop {
@@ -452,6 +476,8 @@ impl Collector {
                         if reader.read_exact(&mut body).is_err() {
                             return;
                         }
+                        counts.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        counts.1.fetch_add(length as u64, std::sync::atomic::Ordering::Relaxed);
                         let reply = b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n";
                         if reader.get_mut().write_all(reply).is_err() {
                             return;
@@ -460,7 +486,13 @@ impl Collector {
                 });
             }
         });
-        Collector { port }
+        Collector { port, received }
+    }
+
+    /// Requests answered and body bytes received so far.
+    fn received(&self) -> (u64, u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        (self.received.0.load(Relaxed), self.received.1.load(Relaxed))
     }
 
     fn url(&self) -> String {
@@ -472,3 +504,4 @@ fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }
+

@@ -140,6 +140,16 @@ impl Telemetry {
     {
         tracing_opentelemetry::layer()
             .with_tracer(self.provider.tracer("toolhost"))
+            // What costs on every span or every poll and says nothing a
+            // reader of a tool call's trace needs: source locations (three
+            // strings per span), thread names, busy/idle timings (two clock
+            // reads per poll), and the OpenTelemetry context made current on
+            // every enter (propagation reads the span's own context).
+            .with_location(false)
+            .with_threads(false)
+            .with_tracked_inactivity(false)
+            .with_target(false)
+            .with_context_activation(false)
             .with_filter(FilterFn::new(exported))
     }
 
