@@ -33,6 +33,11 @@ pub const PHOENIX: &str = "arize-phoenix==20.26.1";
 pub const MCP_SERVER_EVERYTHING: &str = "@modelcontextprotocol/server-everything@2026.8.31";
 /// See [`MCP_SERVER_EVERYTHING`].
 pub const MCP_SERVER_FILESYSTEM: &str = "@modelcontextprotocol/server-filesystem@2026.8.31";
+/// Puppeteer without a browser of its own (npm): drives Debian's Chromium
+/// over the DevTools protocol for the console's test in a real browser.
+pub const PUPPETEER_CORE: &str = "puppeteer-core@24.43.1";
+/// Debian's Chromium, the real browser the console is tested in.
+pub const CHROMIUM: &str = "chromium";
 
 /// Where the tools are, for the tests (as environment variables).
 pub struct Installed {
@@ -54,6 +59,8 @@ pub struct Installed {
     pub registry: PathBuf,
     /// Phoenix's `phoenix` command.
     pub phoenix: PathBuf,
+    /// Debian's `chromium`.
+    pub chromium: PathBuf,
 }
 
 impl Installed {
@@ -63,7 +70,9 @@ impl Installed {
             .env("TOOLHOST_TEST_INSPECTOR", &self.inspector)
             .env("TOOLHOST_TEST_TOOLS", &self.tools)
             .env("TOOLHOST_TEST_REGISTRY", &self.registry)
-            .env("TOOLHOST_TEST_PHOENIX", &self.phoenix);
+            .env("TOOLHOST_TEST_PHOENIX", &self.phoenix)
+            .env("TOOLHOST_TEST_CHROMIUM", &self.chromium)
+            .env("TOOLHOST_TEST_NODE_DIR", &self.node_dir);
         if let Some(dir) = &self.bwrap_dir {
             let path = std::env::var_os("PATH").unwrap_or_default();
             let mut dirs = vec![dir.clone()];
@@ -134,7 +143,8 @@ pub fn install(root: &Path) -> anyhow::Result<Installed> {
             MCP_INSPECTOR,
             COMPONENTIZE_JS,
             MCP_SERVER_EVERYTHING,
-            MCP_SERVER_FILESYSTEM
+            MCP_SERVER_FILESYSTEM,
+            PUPPETEER_CORE,
         ]
         .join("+")
         .replace(['/', '@'], "_")
@@ -152,9 +162,10 @@ pub fn install(root: &Path) -> anyhow::Result<Installed> {
             COMPONENTIZE_JS,
             MCP_SERVER_EVERYTHING,
             MCP_SERVER_FILESYSTEM,
+            PUPPETEER_CORE,
         ]))
         .context(
-            "npm (Node 20 or later) is needed to install the MCP Inspector, componentize-js and the reference MCP servers",
+            "npm (Node 20 or later) is needed to install the MCP Inspector, componentize-js, the reference MCP servers and puppeteer-core",
         )?;
         std::fs::write(&marker, "")?;
     }
@@ -180,7 +191,8 @@ pub fn install(root: &Path) -> anyhow::Result<Installed> {
         Some(dir)
     };
     let componentize_py = venv.join("bin").join("componentize-py");
-    let registry = docker_registry()?;
+    let registry = debian_package(DOCKER_REGISTRY, DOCKER_REGISTRY, "the OCI registry tests")?;
+    let chromium = debian_package(CHROMIUM, CHROMIUM, "the console's browser test")?;
     let phoenix = phoenix
         .join()
         .map_err(|_| anyhow::anyhow!("installing Phoenix panicked"))??;
@@ -193,6 +205,7 @@ pub fn install(root: &Path) -> anyhow::Result<Installed> {
         bwrap_dir,
         registry,
         phoenix,
+        chromium,
     })
 }
 
@@ -200,13 +213,14 @@ pub fn install(root: &Path) -> anyhow::Result<Installed> {
 /// registry `host publish` and `host install` are tested against.
 pub const DOCKER_REGISTRY: &str = "docker-registry";
 
-/// The `docker-registry` binary, installed with apt-get when missing
-/// (`apt-get update` first only when the install fails).
-fn docker_registry() -> anyhow::Result<PathBuf> {
+/// The binary `binary` of Debian's package `package`, installed with
+/// apt-get when missing (`apt-get update` first only when the install
+/// fails); `why` says what needs it.
+fn debian_package(binary: &str, package: &str, why: &str) -> anyhow::Result<PathBuf> {
     let find = || {
         std::env::var_os("PATH").and_then(|path| {
             std::env::split_paths(&path)
-                .map(|dir| dir.join(DOCKER_REGISTRY))
+                .map(|dir| dir.join(binary))
                 .find(|p| p.is_file())
         })
     };
@@ -215,17 +229,18 @@ fn docker_registry() -> anyhow::Result<PathBuf> {
     }
     let install = || {
         run(Command::new("apt-get")
-            .args(["install", "-y", "--no-install-recommends", DOCKER_REGISTRY])
+            .args(["install", "-y", "--no-install-recommends", package])
             .env("DEBIAN_FRONTEND", "noninteractive"))
     };
     if install().is_err() {
         run(Command::new("apt-get").arg("update"))
             .and_then(|()| install())
-            .context(
-                "installing Debian's docker-registry package with apt-get (needs root) for the OCI registry tests",
-            )?;
+            .with_context(|| {
+                format!("installing Debian's {package} package with apt-get (needs root) for {why}")
+            })?;
     }
-    find().context("apt-get installed docker-registry, but it is not on the PATH")
+    find()
+        .with_context(|| format!("apt-get installed {package}, but `{binary}` is not on the PATH"))
 }
 
 /// The Python helper module plugin authors import (`toolhost_plugin`),

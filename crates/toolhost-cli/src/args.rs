@@ -256,9 +256,11 @@ pub enum Command {
         /// Address to listen on (a non-loopback address needs a token).
         #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:8080")]
         listen: std::net::SocketAddr,
-        /// File of bearer tokens clients must send: one per line, each
-        /// optionally followed by the policy profile its client's calls run
-        /// under (`TOKEN reviewer`).
+        /// File of bearer tokens: one per line, each optionally followed by
+        /// the policy profile its client's calls run under (`TOKEN
+        /// reviewer`), then `ask=client|operator|deny` (who answers its
+        /// calls' asks); `TOKEN role=operator` is an operator's token, which
+        /// signs in to the console and calls nothing.
         #[arg(long, value_name = "FILE", conflicts_with = "token_env")]
         token_file: Option<PathBuf>,
         /// Environment variable holding the bearer token clients must send.
@@ -287,11 +289,18 @@ pub enum Command {
         #[arg(long)]
         metrics_public: bool,
         /// Who answers a policy's or hook's `ask`: `client` (the caller,
-        /// through MCP elicitation) or `deny` (the call is refused, saying
-        /// why). Default: `client` on a loopback address, `deny` on any
-        /// other, so a remote caller never approves its own calls.
-        #[arg(long, value_name = "client|deny")]
+        /// through MCP elicitation), `operator` (the call waits in the
+        /// console's approvals queue; needs --console) or `deny` (the call
+        /// is refused, saying why). Default: `client` on a loopback address,
+        /// `deny` on any other, so a remote caller never approves its own
+        /// calls. A token's `ask=` wins for its calls.
+        #[arg(long, value_name = "client|operator|deny")]
         asks: Option<String>,
+        /// Serve the operator's console at /console: plugins, policy, live
+        /// calls, the approvals queue and saved approvals. With tokens set,
+        /// only an operator's token (`role=operator`) signs in.
+        #[arg(long)]
+        console: bool,
     },
     /// Validate a plugin file and print what it exports and requests.
     Check {

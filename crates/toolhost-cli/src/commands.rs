@@ -5,8 +5,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 use toolhost_runtime::{
-    Annotations, CallContext, CallError, Capabilities, DirRequest, PluginKind, Runtime, ToolInfo,
-    ToolResult,
+    Annotations, CallContext, CallError, PluginKind, Runtime, ToolInfo, ToolResult,
 };
 
 use crate::exit;
@@ -46,21 +45,6 @@ fn annotation_tags(a: &Annotations) -> String {
     } else {
         format!(" [{}]", tags.join(", "))
     }
-}
-
-/// What a plugin's manifest asks for, on one line.
-/// A plugin's requested capabilities on one line.
-pub fn requested(c: &Capabilities) -> String {
-    let dirs = match c.dirs {
-        DirRequest::None => "none",
-        DirRequest::ReadOnly => "read-only",
-        DirRequest::ReadWrite => "read-write",
-    };
-    format!(
-        "dirs={dirs} hosts=[{}] env=[{}]",
-        c.hosts.join(", "),
-        c.env.join(", ")
-    )
 }
 
 /// One tool in human-readable form.
@@ -139,7 +123,7 @@ pub fn plugins(runtime: &Runtime, json: bool) -> anyhow::Result<u8> {
             writeln!(out, "    version:   {why}")?;
         }
         writeln!(out, "    tools:     {}", p.tools.join(", "))?;
-        writeln!(out, "    requests:  {}", requested(&p.requested))?;
+        writeln!(out, "    requests:  {}", p.requested)?;
         writeln!(
             out,
             "    granted:   dirs=[{}] hosts=[{}] env=[{}]",
@@ -337,7 +321,7 @@ pub fn check(runtime: &Runtime, file: &Path, json: bool) -> anyhow::Result<u8> {
     if let Some(d) = &p.description {
         writeln!(out, "  about:     {}", printable(d))?;
     }
-    writeln!(out, "  requests:  {}", requested(&p.requested))?;
+    writeln!(out, "  requests:  {}", p.requested)?;
     writeln!(out, "  tools:")?;
     for t in &tools {
         for line in format_tool(t).lines() {

@@ -95,14 +95,13 @@ fn check_replace(
         ),
         (
             "requests",
-            present.manifest.as_ref().map_or_else(
-                || "none".to_owned(),
-                |m| crate::commands::requested(&m.capabilities),
-            ),
-            new_manifest.as_ref().map_or_else(
-                || "none".to_owned(),
-                |m| crate::commands::requested(&m.capabilities),
-            ),
+            present
+                .manifest
+                .as_ref()
+                .map_or_else(|| "none".to_owned(), |m| m.capabilities.to_string()),
+            new_manifest
+                .as_ref()
+                .map_or_else(|| "none".to_owned(), |m| m.capabilities.to_string()),
         ),
     ];
     let mut table = String::new();

@@ -188,6 +188,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             max_request_bytes,
             metrics_public,
             asks,
+            console,
         }) => {
             commands::report_load_problems(&runtime);
             let tokens = mcp::tokens(token_file.as_deref(), token_env.as_deref())?;
@@ -208,8 +209,10 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 max_concurrent_requests: max_concurrent,
                 stateless,
                 metrics_public,
+                console,
             };
             let asks = mcp::asks(asks.as_deref(), &options.listen)?;
+
             rt.block_on(mcp::http(&cli.global, &file, runtime, options, asks))
         }
         Some(Command::Run {

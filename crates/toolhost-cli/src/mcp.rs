@@ -20,7 +20,8 @@ pub fn asks(flag: Option<&str>, listen: &std::net::SocketAddr) -> anyhow::Result
     match flag {
         Some("client") => Ok(Asks::Client),
         Some("deny") => Ok(Asks::Deny),
-        Some(other) => bail!("--asks must be client or deny, got `{other}`"),
+        Some("operator") => Ok(Asks::Operator),
+        Some(other) => bail!("--asks must be client, operator or deny, got `{other}`"),
         None if listen.ip().is_loopback() => Ok(Asks::Client),
         None => Ok(Asks::Deny),
     }
@@ -31,6 +32,7 @@ fn server(
     file: &ConfigFile,
     runtime: Runtime,
     asks: Asks,
+    console: bool,
 ) -> anyhow::Result<McpServer> {
     let state_key = match std::env::var(STATE_KEY_VAR) {
         Ok(key) if key.len() < 32 => bail!("{STATE_KEY_VAR} must be at least 32 bytes long"),
@@ -43,6 +45,10 @@ fn server(
             agent: global.agent.clone(),
             state_key,
             asks,
+            // With the console, any `ask` sent to the operator waits there.
+            operator_queue: console.then(|| {
+                toolhost_console::OperatorQueue::new(toolhost_console::QueueSettings::default())
+            }),
             // MCP clients may search on their own: the full list unless
             // search is on outright.
             tool_search: Some(crate::settings::tool_search(global, file))
@@ -54,7 +60,7 @@ fn server(
 /// Serves one client on stdin and stdout (logs go to stderr).
 pub async fn stdio(global: &Global, file: &ConfigFile, runtime: Runtime) -> anyhow::Result<u8> {
     // Over stdio the client is the user's own.
-    server(global, file, runtime, Asks::Client)?
+    server(global, file, runtime, Asks::Client, false)?
         .serve_stdio()
         .await?;
     Ok(exit::OK)
@@ -69,7 +75,11 @@ pub async fn http(
     options: HttpOptions,
     asks: Asks,
 ) -> anyhow::Result<u8> {
-    let bound = HttpServer::bind(server(global, file, runtime, asks)?, options).await?;
+    let console = options.console;
+    let bound = HttpServer::bind(server(global, file, runtime, asks, console)?, options).await?;
+    if console {
+        eprintln!("toolhost console on http://{}/console", bound.local_addr());
+    }
     eprintln!("toolhost MCP server on http://{}/mcp", bound.local_addr());
     bound.run(shutdown_signal()).await?;
     Ok(exit::OK)
@@ -103,10 +113,12 @@ pub fn tokens(file: Option<&Path>, env: Option<&str>) -> anyhow::Result<Vec<Clie
         (Some(path), _) => ClientToken::parse(
             &std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read the token file {}", path.display()))?,
-        ),
+        )
+        .with_context(|| format!("in the token file {}", path.display()))?,
         (None, Some(var)) => ClientToken::parse(
             &std::env::var(var).with_context(|| format!("the token variable {var} is not set"))?,
-        ),
+        )
+        .with_context(|| format!("in the token variable {var}"))?,
         (None, None) => return Ok(Vec::new()),
     };
     if tokens.is_empty() {
@@ -127,6 +139,7 @@ mod tests {
         assert_eq!(asks(None, &anywhere).unwrap(), Asks::Deny);
         assert_eq!(asks(Some("client"), &anywhere).unwrap(), Asks::Client);
         assert_eq!(asks(Some("deny"), &loopback).unwrap(), Asks::Deny);
-        assert!(asks(Some("operator"), &loopback).is_err());
+        assert_eq!(asks(Some("operator"), &anywhere).unwrap(), Asks::Operator);
+        assert!(asks(Some("anyone"), &loopback).is_err());
     }
 }

@@ -40,7 +40,7 @@ pub use client::{
 pub use server::elicit::ELICITATION_TIMEOUT;
 pub use server::http::{
     ClientToken, DEFAULT_MAX_CONCURRENT_REQUESTS, DEFAULT_MAX_REQUEST_BYTES, HttpOptions,
-    HttpServer,
+    HttpServer, TokenFileError, TokenRole,
 };
 pub use server::{Asks, McpServer, ServerOptions};
 pub use tools::{CACHED_META_KEY, DETAILS_META_KEY, ERROR_KIND_META_KEY, PLUGIN_META_KEY};
@@ -66,4 +66,14 @@ pub enum McpServeError {
     /// An empty bearer token.
     #[error("the bearer token is empty")]
     EmptyToken,
+    /// The console asked for where tokens are set, with no operator's
+    /// among them: nobody could sign in.
+    #[error(
+        "the console needs an operator's token when tokens are set (a line with role=operator in the token file)"
+    )]
+    NoOperatorToken,
+    /// A call's `ask` goes to the operator, and no console is served
+    /// where the operator could answer it.
+    #[error("ask=operator needs the console (host serve --console), where the operator answers")]
+    NoConsole,
 }

@@ -189,6 +189,8 @@ fn main() {
         use tracing_subscriber::layer::SubscriberExt;
         tracing::Dispatch::new(tracing_subscriber::registry().with(telemetry.layer()))
     };
+    // Events the watched variant's receiver took (`fresh_instance_watched`).
+    let received = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let mut variants: BTreeMap<&str, Variant> = BTreeMap::new();
     variants.insert(
         "native",
@@ -230,6 +232,44 @@ fn main() {
     variants.insert(
         "fresh_instance",
         Box::new(|n| fresh(&runtime, "calculate", &distinct, n)),
+    );
+    // The same calls while the console's live feed is watched: a receiver
+    // drained by a task, so every call's events are made, sent and
+    // received. The task reads what came every 10 ms, as a console that
+    // refreshes a page would (a task woken for every event costs a call far
+    // more on a small machine; see `Runtime::watch_calls`). Gone at the end
+    // of the batch: the other variants' calls are not watched.
+    variants.insert(
+        "fresh_instance_watched",
+        Box::new(|n| {
+            let mut feed = runtime.watch_calls();
+            let received = received.clone();
+            let drainer = rt.spawn(async move {
+                use tokio::sync::broadcast::error::TryRecvError;
+                let mut tick = tokio::time::interval(Duration::from_millis(10));
+                loop {
+                    tick.tick().await;
+                    loop {
+                        match feed.try_recv() {
+                            Ok(event) => {
+                                std::hint::black_box(&event);
+                                received.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            }
+                            Err(TryRecvError::Lagged(_)) => {}
+                            Err(TryRecvError::Empty) => break,
+                            Err(TryRecvError::Closed) => return,
+                        }
+                    }
+                }
+            });
+            let took = fresh(&runtime, "calculate", &distinct, n);
+            // The receiver is gone before the next batch starts.
+            drainer.abort();
+            rt.block_on(async {
+                let _ = drainer.await;
+            });
+            took
+        }),
     );
     variants.insert(
         "fresh_instance_cache_off",
@@ -319,6 +359,7 @@ fn main() {
         variants.retain(|name, _| keep.contains(name));
     }
     let ran_traced = variants.contains_key("fresh_instance_traced");
+    let ran_watched = variants.contains_key("fresh_instance_watched");
     // Calls per batch, from one timed warm-up call batch each.
     let mut sizes: BTreeMap<&str, u64> = BTreeMap::new();
     for (name, run) in &mut variants {
@@ -372,6 +413,12 @@ fn main() {
         (
             "traced_over_fresh",
             "fresh_instance_traced",
+            "fresh_instance",
+        ),
+        // What the console's live feed costs a call.
+        (
+            "watched_over_fresh",
+            "fresh_instance_watched",
             "fresh_instance",
         ),
         // What the result cache costs a call that misses.
@@ -430,6 +477,15 @@ fn main() {
         );
         eprintln!("traced: {batches} batches, {bytes} bytes exported");
     }
+    // The watched row measured events made, sent and received, or it is void.
+    if ran_watched {
+        let events = received.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(
+            events > 0,
+            "no event reached the console's receiver: the watched row measured nothing"
+        );
+        eprintln!("watched: {events} events received");
+    }
 }
 
 /// An OTLP/HTTP collector on a loopback port that answers every request
@@ -477,7 +533,9 @@ impl Collector {
                             return;
                         }
                         counts.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        counts.1.fetch_add(length as u64, std::sync::atomic::Ordering::Relaxed);
+                        counts
+                            .1
+                            .fetch_add(length as u64, std::sync::atomic::Ordering::Relaxed);
                         let reply = b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n";
                         if reader.get_mut().write_all(reply).is_err() {
                             return;
@@ -504,4 +562,3 @@ fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }
-

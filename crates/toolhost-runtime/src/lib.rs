@@ -69,6 +69,7 @@ pub use api::latest::VERSION as CONTRACT_VERSION;
 pub use api::{Annotations, PACKAGE as CONTRACT_PACKAGE, supported_versions};
 pub use builder::RuntimeBuilder;
 pub use cache_settings::{CacheSettings, ToolCacheSettings};
+pub use call::watch::{CallEvent, CallPhase, StepTiming};
 pub use call::{CallContext, StepSink, ToolResult};
 pub use catalog::{DEFAULT_CACHE_GRACE, LoadFailure, LoadReport, PluginEvent};
 pub use compile_cache::default_cache_dir;

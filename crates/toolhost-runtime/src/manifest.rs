@@ -90,6 +90,29 @@ pub enum DirRequest {
     ReadWrite,
 }
 
+/// `dirs=read-only hosts=[a, b] env=[KEY]`, as `host plugins` and the
+/// console show it.
+///
+/// ```
+/// let c = toolhost_runtime::Capabilities { hosts: vec!["example.com".into()], ..Default::default() };
+/// assert_eq!(c.to_string(), "dirs=none hosts=[example.com] env=[]");
+/// ```
+impl std::fmt::Display for Capabilities {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let dirs = match self.dirs {
+            DirRequest::None => "none",
+            DirRequest::ReadOnly => "read-only",
+            DirRequest::ReadWrite => "read-write",
+        };
+        write!(
+            f,
+            "dirs={dirs} hosts=[{}] env=[{}]",
+            self.hosts.join(", "),
+            self.env.join(", ")
+        )
+    }
+}
+
 impl Manifest {
     /// The manifest path for a component path: `dir/NAME.wasm` → `dir/NAME.toml`.
     pub fn path_for(component: &Path) -> PathBuf {

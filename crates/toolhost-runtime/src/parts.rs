@@ -1,7 +1,8 @@
 //! The parts a [`Runtime`](crate::Runtime) is made of, each owned and with
 //! its own job: the **catalog** (what is loaded, `catalog.rs`), the **gate**
 //! (policy, hooks, approver: `gate.rs`), the **pool** (engine and sandbox
-//! slots: `pool.rs`), the **result cache** (`result_cache.rs`), and the watcher that keeps the catalog current.
+//! slots: `pool.rs`), the **result cache** (`result_cache.rs`), the live
+//! feed of calls (`call/watch.rs`), and the watcher that keeps the catalog current.
 //! A call's steps (`call/`) and hook plugins reach the parts through here.
 
 use std::sync::Arc;
@@ -9,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
+use crate::call::watch::Feed;
 use crate::catalog::Catalog;
 use crate::gate::Gate;
 use crate::pool::Pool;
@@ -22,6 +24,8 @@ pub(crate) struct Parts {
     pub(crate) pool: Pool,
     /// Results of read-only, idempotent tools (`result_cache.rs`).
     pub(crate) results: ResultCache,
+    /// The live feed of calls, for an operator's console (`call/watch.rs`).
+    pub(crate) feed: Feed,
     /// Numbers the calls that come without an id.
     calls: AtomicU64,
     /// Watches the plugin directories, when asked to; stops when dropped.
@@ -40,6 +44,7 @@ impl Parts {
             gate,
             pool,
             results,
+            feed: Feed::new(),
             calls: AtomicU64::new(0),
             watcher: Mutex::new(None),
         }

@@ -119,6 +119,12 @@ pub trait Approver: Send + Sync {
         "approver"
     }
 
+    /// Who answers at this prompt, recorded with the approvals it saves
+    /// (`None`: the calling client, else the user running the host).
+    fn who(&self) -> Option<String> {
+        None
+    }
+
     /// Whether a call the policy or a hook asks about may run.
     fn approve_call<'a>(
         &'a self,

@@ -10,8 +10,11 @@ use tracing::Instrument;
 use serde_json::Value;
 
 use crate::api::PluginInstance;
-use crate::call::{Call, CallContext, ToolResult, admit, conclude, execute};
+use crate::call::{
+    Call, CallContext, ToolResult, execute, timed_admit, timed_conclude, timed_refusal, watch,
+};
 use crate::error::CallError;
+use crate::parts::Parts;
 use crate::plugin::Plugin;
 use crate::pool::Slot;
 use crate::runtime::Runtime;
@@ -45,19 +48,26 @@ impl ReusedInstance {
         cx: CallContext,
     ) -> Result<ToolResult, CallError> {
         let span = crate::call::trace::call_span(tool, &cx);
-        let result = self.steps(tool, args, &cx).instrument(span.clone()).await;
+        let inner = self.runtime.inner.clone();
+        let recorder = watch::start(&inner, tool, &cx);
+        let result = self
+            .steps(&inner, tool, args, &cx, recorder.as_ref())
+            .instrument(span.clone())
+            .await;
         crate::call::trace::finished(&span, &result);
+        watch::finished(recorder, &result);
         result
     }
 
     async fn steps(
         &mut self,
+        inner: &Parts,
         tool: &str,
         args: Value,
         cx: &CallContext,
+        recorder: Option<&watch::Recorder>,
     ) -> Result<ToolResult, CallError> {
-        let inner = self.runtime.inner.clone();
-        let call = Call::resolve(&inner, tool, cx)?;
+        let call = Call::resolve(inner, tool, cx, recorder)?;
         if !Arc::ptr_eq(&call.target.plugin, &self.plugin) {
             return Err(CallError::NotFound {
                 name: tool.to_owned(),
@@ -65,10 +75,11 @@ impl ReusedInstance {
                 available: self.plugin.tools.iter().map(|t| t.name.clone()).collect(),
             });
         }
-        let admitted = match admit::validate_and_admit(&inner.gate, &call, args).await {
+        let admitted = match timed_admit(&inner.gate, &call, args).await {
             Ok(admitted) => admitted,
-            Err(refused) => return conclude::refused(&inner.gate, &call, refused).await,
+            Err(refused) => return timed_refusal(&inner.gate, &call, refused).await,
         };
+        let executing = watch::begin(&call, "execute");
         let result = self
             .execute(&call, &admitted.args_text)
             .instrument(tracing::info_span!("execute"))
@@ -76,7 +87,8 @@ impl ReusedInstance {
         // Not answered from the result cache (the instance's state is the
         // point of keeping it), but a write still clears what reads cached.
         crate::call::cached::after_uncached(&inner.results, &call);
-        conclude::conclude(&inner.gate, &call, &admitted.args, result).await
+        watch::executed(&call, executing, &result);
+        timed_conclude(&inner.gate, &call, &admitted.args, result).await
     }
 
     /// Runs the call on the kept instance, instantiating it first if there is none.

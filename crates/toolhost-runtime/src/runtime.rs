@@ -10,6 +10,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use toolhost_policy::{Policy, PolicyError};
 
+use crate::call::watch::CallEvent;
 use crate::call::{self, CallContext, ToolResult};
 use crate::catalog::{Catalog, LoadReport, PluginEvent};
 use crate::error::CallError;
@@ -43,6 +44,40 @@ impl Runtime {
     /// skips the oldest).
     pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<PluginEvent> {
         self.inner.catalog.subscribe()
+    }
+
+    /// Every call from now on, live, for an operator's console: a
+    /// [`CallPhase::Started`](crate::CallPhase::Started) event when a call
+    /// comes in, and a [`CallPhase::Finished`](crate::CallPhase::Finished)
+    /// one when it is over, with the policy's decision, each step's time
+    /// and the outcome. Calls of every entry point (the agent loop, MCP,
+    /// reused instances) and of every tool source are on it, refused ones
+    /// included.
+    ///
+    /// A receiver that falls more than 1024 events behind skips the oldest
+    /// (`recv` reports [`Lagged`](tokio::sync::broadcast::error::RecvError::Lagged));
+    /// it never holds up a call. While nobody holds a receiver, calls make
+    /// no events at all. A receiver waiting in `recv` wakes its task for
+    /// every event (two per call), which on a small machine costs the
+    /// calls more than the events do; a console that refreshes a page can
+    /// read what came every few milliseconds with `try_recv` instead.
+    ///
+    /// ```no_run
+    /// # async fn run(runtime: toolhost_runtime::Runtime) {
+    /// use tokio::sync::broadcast::error::RecvError;
+    ///
+    /// let mut calls = runtime.watch_calls();
+    /// loop {
+    ///     match calls.recv().await {
+    ///         Ok(event) => println!("{}", serde_json::to_string(&*event).unwrap_or_default()),
+    ///         Err(RecvError::Lagged(skipped)) => eprintln!("{skipped} calls skipped"),
+    ///         Err(RecvError::Closed) => break,
+    ///     }
+    /// }
+    /// # }
+    /// ```
+    pub fn watch_calls(&self) -> tokio::sync::broadcast::Receiver<Arc<CallEvent>> {
+        self.inner.feed.subscribe()
     }
 
     /// Whether the plugin directories are being watched.

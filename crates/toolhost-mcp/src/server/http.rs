@@ -28,8 +28,8 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
-use super::McpServer;
-use super::identity::{ClientIdentity, ClientProfile};
+use super::identity::{ClientAsks, ClientIdentity, ClientProfile};
+use super::{Asks, McpServer};
 use crate::McpServeError;
 
 /// Largest request body accepted by default (4 MiB).
@@ -66,6 +66,10 @@ pub struct HttpOptions {
     /// (for a scraper on a private network). Off by default: the figures
     /// tell who calls which tool how often.
     pub metrics_public: bool,
+    /// Serve the operator's console at `/console` (`toolhost-console`).
+    /// With tokens set, only an operator's token signs in to it; without,
+    /// it is open, as `/mcp` is (loopback only).
+    pub console: bool,
 }
 
 impl HttpOptions {
@@ -80,6 +84,7 @@ impl HttpOptions {
             max_concurrent_requests: DEFAULT_MAX_CONCURRENT_REQUESTS,
             stateless: false,
             metrics_public: false,
+            console: false,
         }
     }
 }
@@ -93,37 +98,112 @@ pub struct HttpServer {
     ready: Arc<AtomicBool>,
 }
 
-/// A client's bearer token and the policy profile its calls run under.
+/// A bearer token: whose it is, and what its holder may do.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClientToken {
     /// The secret.
     pub token: String,
-    /// The agent profile (`None`: the server's).
+    /// The agent profile its calls run under (`None`: the server's).
     pub agent: Option<String>,
+    /// A caller's (calls `/mcp`) or the operator's (signs in to the
+    /// console, and nothing else).
+    pub role: TokenRole,
+    /// Who answers its calls' `ask`s (`None`: the server's `--asks`).
+    pub asks: Option<Asks>,
+}
+
+/// What a token's holder may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TokenRole {
+    /// Calls tools over `/mcp`; never opens the console.
+    #[default]
+    Caller,
+    /// Signs in to the console (`/console`); never calls `/mcp`.
+    Operator,
+}
+
+/// A line of a token file that cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("token file line {line}: {problem}")]
+pub struct TokenFileError {
+    /// Its number (from 1).
+    pub line: usize,
+    /// What is wrong (the secret is never quoted).
+    pub problem: String,
 }
 
 impl ClientToken {
+    /// A caller's token, under `agent`'s profile.
+    pub fn caller(token: impl Into<String>, agent: Option<String>) -> ClientToken {
+        ClientToken {
+            token: token.into(),
+            agent,
+            role: TokenRole::Caller,
+            asks: None,
+        }
+    }
+
     /// Reads a token file: one token per line, optionally followed by the
-    /// profile its client's calls run under (`s3cret reviewer`); blank lines
-    /// and lines starting with `#` are skipped.
+    /// profile its client's calls run under (`s3cret reviewer`), then
+    /// settings: `role=operator` (an operator's token, for the console) and
+    /// `ask=client|operator|deny` (who answers its calls' asks). Blank
+    /// lines and lines starting with `#` are skipped.
     ///
     /// ```
-    /// let tokens = toolhost_mcp::ClientToken::parse("# team\nabc reviewer\nxyz\n");
+    /// use toolhost_mcp::{Asks, ClientToken, TokenRole};
+    /// let tokens = ClientToken::parse("# team\nabc reviewer ask=operator\nxyz\nop1 role=operator\n").unwrap();
     /// assert_eq!(tokens[0].agent.as_deref(), Some("reviewer"));
+    /// assert_eq!(tokens[0].asks, Some(Asks::Operator));
     /// assert_eq!(tokens[1].agent, None);
+    /// assert_eq!(tokens[2].role, TokenRole::Operator);
+    /// assert!(ClientToken::parse("abc colour=blue").is_err());
     /// ```
-    pub fn parse(text: &str) -> Vec<ClientToken> {
-        text.lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty() && !l.starts_with('#'))
-            .map(|l| {
-                let mut words = l.split_whitespace();
-                ClientToken {
-                    token: words.next().unwrap_or_default().to_owned(),
-                    agent: words.next().map(str::to_owned),
+    pub fn parse(text: &str) -> Result<Vec<ClientToken>, TokenFileError> {
+        let mut tokens = Vec::new();
+        for (i, l) in text.lines().enumerate() {
+            let l = l.trim();
+            if l.is_empty() || l.starts_with('#') {
+                continue;
+            }
+            let problem = |problem: String| TokenFileError {
+                line: i + 1,
+                problem,
+            };
+            let mut words = l.split_whitespace();
+            let mut token = ClientToken::caller(words.next().unwrap_or_default(), None);
+            for word in words {
+                match word.split_once('=') {
+                    None if token.agent.is_none() => token.agent = Some(word.to_owned()),
+                    None => return Err(problem("more than one profile named".to_owned())),
+                    Some(("role", "operator")) => token.role = TokenRole::Operator,
+                    Some(("role", "caller")) => token.role = TokenRole::Caller,
+                    Some(("ask", value)) => {
+                        token.asks = Some(match value {
+                            "client" => Asks::Client,
+                            "operator" => Asks::Operator,
+                            "deny" => Asks::Deny,
+                            _ => {
+                                return Err(problem("ask must be client, operator or deny".into()));
+                            }
+                        });
+                    }
+                    Some((key, _)) => {
+                        return Err(problem(format!(
+                            "unknown setting `{}` (role=operator, ask=client|operator|deny)",
+                            toolhost_text::line(key, 40)
+                        )));
+                    }
                 }
-            })
-            .collect()
+            }
+            if token.role == TokenRole::Operator && (token.agent.is_some() || token.asks.is_some())
+            {
+                return Err(problem(
+                    "an operator's token makes no calls: it takes no profile or ask".to_owned(),
+                ));
+            }
+            tokens.push(token);
+        }
+        Ok(tokens)
     }
 }
 
@@ -145,6 +225,23 @@ impl HttpServer {
         }
         if options.tokens.iter().any(|t| t.token.is_empty()) {
             return Err(McpServeError::EmptyToken);
+        }
+        let operators: Vec<String> = options
+            .tokens
+            .iter()
+            .filter(|t| t.role == TokenRole::Operator)
+            .map(|t| t.token.clone())
+            .collect();
+        if options.console && !options.tokens.is_empty() && operators.is_empty() {
+            return Err(McpServeError::NoOperatorToken);
+        }
+        let to_operator = server.options.asks == Asks::Operator
+            || options
+                .tokens
+                .iter()
+                .any(|t| t.asks == Some(Asks::Operator));
+        if to_operator && (!options.console || server.options.operator_queue.is_none()) {
+            return Err(McpServeError::NoConsole);
         }
         let stop = CancellationToken::new();
         let mut hosts = vec![
@@ -223,10 +320,24 @@ impl HttpServer {
                 }),
             )
             .layer(axum::middleware::from_fn_with_state(
-                extras_gate,
+                extras_gate.clone(),
                 admit_extras,
             ));
-        let app = mcp_routes.merge(extras);
+        let mut app = mcp_routes.merge(extras);
+        if options.console {
+            let console = toolhost_console::Console::new(
+                server.runtime().clone(),
+                toolhost_console::ConsoleOptions {
+                    operator_tokens: operators,
+                    allowed_origins: options.allowed_origins.clone(),
+                    queue: server.options.operator_queue.clone(),
+                },
+            );
+            app = app.merge(console.router().layer(axum::middleware::from_fn_with_state(
+                extras_gate.clone(),
+                admit_extras,
+            )));
+        }
         let listener = tokio::net::TcpListener::bind(options.listen)
             .await
             .map_err(|e| McpServeError::Bind(options.listen, e.to_string()))?;
@@ -354,10 +465,22 @@ async fn admit(State(gate): State<Gate>, mut request: Request, next: Next) -> Re
                 (header::WWW_AUTHENTICATE, "Bearer"),
             );
         };
+        if client.role == TokenRole::Operator {
+            tracing::info!(target: "toolhost::mcp::access", %method, status = 403, "refused: an operator's token calls no tool");
+            return refusal(
+                StatusCode::FORBIDDEN,
+                -32001,
+                "an operator's token opens the console only; calls need a caller's token",
+                (header::WWW_AUTHENTICATE, "Bearer"),
+            );
+        }
         if let Some(agent) = &client.agent {
             request
                 .extensions_mut()
                 .insert(ClientProfile(agent.clone()));
+        }
+        if let Some(asks) = client.asks {
+            request.extensions_mut().insert(ClientAsks(asks));
         }
         request
             .extensions_mut()

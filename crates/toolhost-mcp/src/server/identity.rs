@@ -19,3 +19,8 @@ impl ClientIdentity {
         ClientIdentity(format!("token:{}", &digest[..16]))
     }
 }
+
+/// Who answers the `ask`s of the request's token, when the token file says
+/// (`ask=operator`): set on the HTTP request by `admit`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ClientAsks(pub(crate) super::Asks);

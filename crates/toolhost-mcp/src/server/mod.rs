@@ -35,11 +35,12 @@ pub(crate) mod elicit;
 pub(crate) mod http;
 mod identity;
 mod metrics;
+mod operator;
 mod search;
 
 use crate::tools;
 use elicit::{ElicitingApprover, RoundTripApprover, RoundTrips};
-use identity::{ClientIdentity, ClientProfile};
+use identity::{ClientAsks, ClientIdentity, ClientProfile};
 use metrics::Metrics;
 use search::Search;
 
@@ -65,6 +66,9 @@ pub struct ServerOptions {
     /// machines should use [`Asks::Deny`], or every remote caller could
     /// approve its own calls (`host serve` does on a non-loopback address).
     pub asks: Asks,
+    /// The console's approvals queue, where [`Asks::Operator`] sends a
+    /// call (`None`: such a call is denied, saying no operator answers).
+    pub operator_queue: Option<toolhost_console::OperatorQueue>,
     /// Tool search for clients without their own: `tools/list` lists the
     /// pinned tools and `search_tools` (see `search.rs`). `None` (the
     /// default): every tool the profile allows is listed.
@@ -83,6 +87,11 @@ pub enum Asks {
     /// Nobody: an `ask` denies the call, saying so; the operator allows
     /// the tool in the policy instead.
     Deny,
+    /// The operator, in the console's approvals queue
+    /// ([`ServerOptions::operator_queue`]): the call waits (bounded, with a
+    /// timeout that denies) and its caller is told so through progress
+    /// notifications. What makes `ask` mean something for remote callers.
+    Operator,
 }
 
 /// Serves a [`Runtime`]'s tools to MCP clients; see the module docs. One
@@ -159,6 +168,16 @@ impl McpServer {
             .or_else(|| self.options.agent.clone())
     }
 
+    /// Who answers a request's `ask`s: its bearer token's setting (HTTP),
+    /// else the server's.
+    fn asks(&self, context: &RequestContext<RoleServer>) -> Asks {
+        context
+            .extensions
+            .get::<::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<ClientAsks>())
+            .map_or(self.options.asks, |a| a.0)
+    }
+
     fn instructions(&self) -> Option<String> {
         let rules: Vec<String> = self
             .runtime
@@ -190,7 +209,8 @@ impl McpServer {
         let modern = context
             .protocol_version()
             .is_some_and(|v| !v.has_initialize());
-        let asks_client = self.options.asks == Asks::Client;
+        let asks = self.asks(&context);
+        let asks_client = asks == Asks::Client;
         let round_trip = (modern && asks_client).then(|| {
             Arc::new(RoundTripApprover {
                 answer: self.round_trips.retry(
@@ -202,12 +222,30 @@ impl McpServer {
                 asked: parking_lot::Mutex::new(None),
             })
         });
-        let approver: Arc<dyn toolhost_runtime::Approver> = match &round_trip {
-            Some(a) => a.clone(),
-            None if asks_client => Arc::new(ElicitingApprover {
+        // Each token's results stay its own in the result cache.
+        let client = context
+            .extensions
+            .get::<::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<ClientIdentity>())
+            .map(|c| c.0.clone());
+        let progress_sink = context
+            .meta
+            .get_progress_token()
+            .map(|token| progress(context.peer.clone(), token));
+        let approver: Arc<dyn toolhost_runtime::Approver> = match (&round_trip, asks) {
+            (Some(a), _) => a.clone(),
+            (None, Asks::Client) => Arc::new(ElicitingApprover {
                 peer: context.peer.clone(),
             }),
-            None => Arc::new(elicit::NobodyAnswers),
+            (None, Asks::Operator) => match &self.options.operator_queue {
+                Some(queue) => Arc::new(operator::OperatorApprover {
+                    queue: queue.clone(),
+                    client: client.clone(),
+                    progress: progress_sink.as_ref().map(|(tx, _)| tx.clone()),
+                }),
+                None => Arc::new(elicit::NobodyAnswers),
+            },
+            (None, Asks::Deny) => Arc::new(elicit::NobodyAnswers),
         };
         let mut cx = CallContext::new()
             .call_id(format!("mcp-{}", request_id(&context)))
@@ -215,18 +253,16 @@ impl McpServer {
         if let Some(agent) = self.agent(&context) {
             cx = cx.agent(agent);
         }
-        // Each token's results stay its own in the result cache.
-        if let Some(client) = context
-            .extensions
-            .get::<::http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<ClientIdentity>())
-        {
-            cx = cx.client(client.0.clone());
+        if let Some(client) = client {
+            cx = cx.client(client);
         }
-        let forwarder = context
-            .meta
-            .get_progress_token()
-            .map(|token| progress(&mut cx, context.peer.clone(), token));
+        let forwarder = progress_sink.map(|(tx, forwarder)| {
+            cx = std::mem::take(&mut cx).on_progress(move |_tool, message, fraction| {
+                // Full: the report is dropped rather than queued without bound.
+                let _ = tx.try_send((message.to_owned(), fraction));
+            });
+            forwarder
+        });
         let outcome = tokio::select! {
             r = self.runtime.call(&request.name, args.clone(), cx) => Some(r),
             () = context.ct.cancelled() => None,
@@ -327,18 +363,18 @@ fn request_id(context: &RequestContext<RoleServer>) -> String {
 }
 
 /// Sends the call's progress reports to the client as
-/// `notifications/progress` for `token`, through a bounded queue.
+/// `notifications/progress` for `token`, through a bounded queue: the
+/// queue's sender (for the plugin's reports and the host's own, such as a
+/// wait for the operator) and the task that sends.
 fn progress(
-    cx: &mut CallContext,
     peer: Peer<RoleServer>,
     token: ProgressToken,
-) -> tokio::task::JoinHandle<()> {
+) -> (
+    tokio::sync::mpsc::Sender<(String, Option<f32>)>,
+    tokio::task::JoinHandle<()>,
+) {
     let (tx, mut rx) = tokio::sync::mpsc::channel::<(String, Option<f32>)>(PROGRESS_QUEUE);
-    *cx = std::mem::take(cx).on_progress(move |_tool, message, fraction| {
-        // Full: the report is dropped rather than queued without bound.
-        let _ = tx.try_send((message.to_owned(), fraction));
-    });
-    tokio::spawn(async move {
+    let task = tokio::spawn(async move {
         let mut last = 0.0_f64;
         let mut count = 0.0_f64;
         while let Some((message, fraction)) = rx.recv().await {
@@ -358,7 +394,8 @@ fn progress(
                 break;
             }
         }
-    })
+    });
+    (tx, task)
 }
 
 /// The span of one MCP request served (OpenTelemetry's MCP conventions:

@@ -11,10 +11,12 @@ use toolhost_policy::approvals::{NewApproval, Scope};
 use toolhost_policy::{CallRequest, Decision};
 use tracing::Instrument;
 
-use crate::call::{Call, CallContext, validate};
+use crate::call::{Call, CallContext, validate, watch};
 use crate::error::CallError;
 use crate::gate::Gate;
-use crate::permission::{ApprovalAnswer, ApprovalOf, CallApproval, CallApprovalRequest, CallStep};
+use crate::permission::{
+    ApprovalAnswer, ApprovalOf, Approver, CallApproval, CallApprovalRequest, CallStep,
+};
 
 /// A call the permission layer and the before-hooks let through.
 pub(crate) struct Admitted {
@@ -220,6 +222,7 @@ fn check_policy(
             .record("toolhost.decision", evaluation.decision.to_string())
             .record("toolhost.rule", evaluation.decided_by.to_string());
     }
+    watch::decided(call, &evaluation);
     cx.step(|| CallStep::Permission {
         decision: evaluation.decision,
         decided_by: evaluation.decided_by.to_string(),
@@ -259,6 +262,8 @@ async fn ask(
         tool: tool.to_owned(),
         reason,
     };
+    // The live feed's `approval` step, when someone or something answers.
+    let since = watch::since(call);
     // An approval saved earlier for these arguments (or any) of this build
     // of the plugin answers without asking anyone.
     let digest = &call.target.plugin.digest;
@@ -274,6 +279,7 @@ async fn ask(
             answer: ApprovalAnswer::Saved,
             message: Some(format!("saved approval {id}")),
         });
+        watch::approval(call, since, || format!("saved approval {id}"));
         return Ok(());
     }
     // Permission hooks answer for the person when they can.
@@ -290,8 +296,15 @@ async fn ask(
         report_traces(cx, report.trace);
         match report.decision {
             PermissionVerdict::Pass => {}
-            PermissionVerdict::Allow { .. } => return Ok(()),
+            PermissionVerdict::Allow { hook, reason } => {
+                watch::approval(call, since, || match reason {
+                    Some(reason) => format!("allowed by hook {hook}: {reason}"),
+                    None => format!("allowed by hook {hook}"),
+                });
+                return Ok(());
+            }
             PermissionVerdict::Deny { hook, reason } => {
+                watch::approval(call, since, || format!("denied by hook {hook}: {reason}"));
                 return Err(denied(format!("denied by hook \"{hook}\": {reason}")));
             }
         }
@@ -332,19 +345,33 @@ async fn ask(
         answer: label,
         message: message.clone(),
     });
+    watch::approval(call, since, || {
+        let by = approver.prompt_name();
+        let how = match &answer {
+            CallApproval::AllowOnce => "allowed once",
+            CallApproval::AllowAlways => "allowed always (saved)",
+            CallApproval::AllowTool => "allowed for the tool (saved)",
+            CallApproval::Deny { .. } => "denied",
+            CallApproval::DenyAndStop { .. } => "denied and stopped",
+        };
+        match message.as_deref().map(str::trim) {
+            Some(m) if !m.is_empty() => format!("{how} by {by}: {m}"),
+            _ => format!("{how} by {by}"),
+        }
+    });
     match answer {
         CallApproval::AllowOnce => Ok(()),
         CallApproval::AllowAlways => {
             save(
                 gate,
                 call,
-                approver.prompt_name(),
+                approver.as_ref(),
                 Scope::Arguments(args.clone()),
             );
             Ok(())
         }
         CallApproval::AllowTool => {
-            save(gate, call, approver.prompt_name(), Scope::AnyArguments);
+            save(gate, call, approver.as_ref(), Scope::AnyArguments);
             Ok(())
         }
         CallApproval::Deny { message } => Err(denied(match message {
@@ -363,11 +390,13 @@ async fn ask(
 /// Saves an "allow always" answer for `call`'s tool and plugin build. A
 /// store that cannot be written is logged: the call still runs, and the
 /// next one is asked again.
-fn save(gate: &Gate, call: &Call<'_>, from: &str, scope: Scope) {
-    let who = call
-        .cx
-        .client
-        .clone()
+fn save(gate: &Gate, call: &Call<'_>, approver: &dyn Approver, scope: Scope) {
+    let from = approver.prompt_name();
+    // Who answered: the approver says (the operator), else the calling
+    // client, else the user running the host.
+    let who = approver
+        .who()
+        .or_else(|| call.cx.client.clone())
         .or_else(|| std::env::var("USER").ok())
         .unwrap_or_else(|| "user".to_owned());
     let new = NewApproval {

@@ -20,7 +20,10 @@
 //! 5. **conclude** (`conclude.rs`): the after-hooks (on failures too), then
 //!    the user's approval of the result when the policy asks for it.
 //!
-//! Every decision is reported to the call's [`CallContext::on_step`].
+//! Every decision is reported to the call's [`CallContext::on_step`], and,
+//! when anyone watches the live feed (`watch.rs`,
+//! [`Runtime::watch_calls`](crate::Runtime::watch_calls)), the call's
+//! start, each step's time and the outcome go there.
 
 pub(crate) mod admit;
 pub(crate) mod cached;
@@ -28,6 +31,7 @@ pub(crate) mod conclude;
 pub(crate) mod execute;
 pub(crate) mod trace;
 pub(crate) mod validate;
+pub(crate) mod watch;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -234,14 +238,19 @@ pub(crate) struct Call<'a> {
     pub hops: std::sync::OnceLock<crate::http::HopCheck>,
     /// The call's span (`trace.rs`), where the steps record what they decide.
     pub span: tracing::Span,
+    /// The call's recorder for the live feed (`watch.rs`), where the steps
+    /// report their times; `None` when nobody watches.
+    pub watch: Option<&'a watch::Recorder>,
 }
 
 impl<'a> Call<'a> {
     /// Step 1, lookup: the plugin and tool that answer `tool` right now.
+    /// A watched call (`watch`) has its id already.
     pub(crate) fn resolve(
         parts: &Parts,
         tool: &'a str,
         cx: &'a CallContext,
+        watch: Option<&'a watch::Recorder>,
     ) -> Result<Self, CallError> {
         let registry = parts.catalog.registry();
         let Some((plugin, index)) = registry.tools.get(tool) else {
@@ -264,19 +273,25 @@ impl<'a> Call<'a> {
                 index: *index,
             },
             cx,
-            id: parts.call_id(cx.call_id.as_deref()),
+            id: match watch {
+                Some(recorder) => recorder.id.clone(),
+                None => parts.call_id(cx.call_id.as_deref()),
+            },
             hops: std::sync::OnceLock::new(),
             // Lookup runs inside the call's span (`trace::call_span`).
             span: tracing::Span::current(),
+            watch,
         };
         trace::resolved(&call);
+        watch::resolved(&call);
         Ok(call)
     }
 }
 
 /// A fresh-instance call through every step: lookup, validate and admit,
 /// execute (or its result from the result cache, `result_cache.rs`),
-/// conclude; all in the call's span (`trace.rs`).
+/// conclude; all in the call's span (`trace.rs`), and on the live feed
+/// when anyone watches (`watch.rs`).
 pub(crate) async fn run(
     parts: &Parts,
     tool: &str,
@@ -284,8 +299,12 @@ pub(crate) async fn run(
     cx: &CallContext,
 ) -> Result<ToolResult, CallError> {
     let span = trace::call_span(tool, cx);
-    let result = steps(parts, tool, args, cx).instrument(span.clone()).await;
+    let recorder = watch::start(parts, tool, cx);
+    let result = steps(parts, tool, args, cx, recorder.as_ref())
+        .instrument(span.clone())
+        .await;
     trace::finished(&span, &result);
+    watch::finished(recorder, &result);
     result
 }
 
@@ -294,12 +313,14 @@ async fn steps(
     tool: &str,
     args: Value,
     cx: &CallContext,
+    recorder: Option<&watch::Recorder>,
 ) -> Result<ToolResult, CallError> {
-    let call = Call::resolve(parts, tool, cx)?;
-    let admitted = match admit::validate_and_admit(&parts.gate, &call, args).await {
+    let call = Call::resolve(parts, tool, cx, recorder)?;
+    let admitted = match timed_admit(&parts.gate, &call, args).await {
         Ok(admitted) => admitted,
-        Err(refused) => return conclude::refused(&parts.gate, &call, refused).await,
+        Err(refused) => return timed_refusal(&parts.gate, &call, refused).await,
     };
+    let executing = watch::begin(&call, "execute");
     let result = cached::execute(
         &parts.results,
         &call,
@@ -312,5 +333,44 @@ async fn steps(
     )
     .instrument(tracing::info_span!("execute"))
     .await;
-    conclude::conclude(&parts.gate, &call, &admitted.args, result).await
+    watch::executed(&call, executing, &result);
+    timed_conclude(&parts.gate, &call, &admitted.args, result).await
+}
+
+/// Steps 2 and 3, validate and admit, timed as `admit` on the live feed.
+pub(crate) async fn timed_admit(
+    gate: &crate::gate::Gate,
+    call: &Call<'_>,
+    args: Value,
+) -> Result<admit::Admitted, admit::Refused> {
+    let admitting = watch::begin(call, "admit");
+    let admitted = admit::validate_and_admit(gate, call, args).await;
+    watch::admitted(call, admitting);
+    admitted
+}
+
+/// Step 5, conclude, timed on the live feed.
+pub(crate) async fn timed_conclude(
+    gate: &crate::gate::Gate,
+    call: &Call<'_>,
+    args: &Value,
+    result: Result<ToolResult, CallError>,
+) -> Result<ToolResult, CallError> {
+    let concluding = watch::begin(call, "conclude");
+    let result = conclude::conclude(gate, call, args, result).await;
+    watch::end(call, concluding, || None);
+    result
+}
+
+/// Step 5 of a call refused before it ran, timed as `conclude` on the
+/// live feed.
+pub(crate) async fn timed_refusal(
+    gate: &crate::gate::Gate,
+    call: &Call<'_>,
+    refused: admit::Refused,
+) -> Result<ToolResult, CallError> {
+    let concluding = watch::begin(call, "conclude");
+    let result = conclude::refused(gate, call, refused).await;
+    watch::end(call, concluding, || None);
+    result
 }

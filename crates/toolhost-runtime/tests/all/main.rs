@@ -10,6 +10,7 @@ mod result_cache;
 mod runtime;
 mod soak;
 mod trust;
+mod watch;
 
 /// What the tests share (the `toolhost-test-support` crate).
 mod support {

@@ -1,0 +1,341 @@
+//! The operator's console (`host serve --console`) in a real browser:
+//! Debian's Chromium driven headless by puppeteer-core
+//! (`tests/console_browser.cjs`; `cargo xtask test` installs both). The
+//! page lists the tools, shows a call made over MCP as it happens, and an
+//! operator answers a waiting `ask` from it, after which the caller's call
+//! completes. Around it, without a browser: who may open the console and
+//! change anything (operator tokens, the cookie, CSRF, Host and Origin).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::mcp::{Served, host_args, serve};
+use crate::support::*;
+
+const POLICY: &str = "default = \"allow\"\n[[rules]]\ntool = \"calculate\"\ndecision = \"ask\"\nreason = \"arithmetic needs a person\"\n";
+const TOKENS: &str =
+    "# the caller's asks go to the operator\ncaller-secret ask=operator\nop-secret role=operator\n";
+
+fn outside(var: &str, default: &str) -> PathBuf {
+    let path = std::env::var_os(var).map_or_else(|| root().join(default), PathBuf::from);
+    assert!(
+        path.exists(),
+        "{} is missing: run the tests with `cargo xtask test`, which installs Debian's chromium \
+         and puppeteer-core (${var})",
+        path.display()
+    );
+    path
+}
+
+fn console_server(dir: &Path) -> Served {
+    std::fs::write(dir.join("policy.toml"), POLICY).unwrap();
+    std::fs::write(dir.join("tokens"), TOKENS).unwrap();
+    let plugins = plugins_dir().display().to_string();
+    let policy = dir.join("policy.toml").display().to_string();
+    let tokens = dir.join("tokens").display().to_string();
+    serve(&host_args(
+        dir,
+        &[
+            "--plugins",
+            &plugins,
+            "--policy",
+            &policy,
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--token-file",
+            &tokens,
+            "--console",
+        ],
+    ))
+}
+
+#[test]
+fn an_operator_sees_live_calls_and_answers_a_waiting_ask_from_the_console_in_chromium() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = console_server(dir.path());
+    let screenshot = root().join("target/console.png");
+    let out = Command::new("node")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/console_browser.cjs"))
+        .env(
+            "NODE_PATH",
+            outside("TOOLHOST_TEST_NODE_DIR", "target/tools/node").join("node_modules"),
+        )
+        .env("BASE", &served.base)
+        .env("CALLER", "caller-secret")
+        .env("OPERATOR", "op-secret")
+        .env(
+            "CHROMIUM",
+            outside("TOOLHOST_TEST_CHROMIUM", "/usr/bin/chromium"),
+        )
+        .env("SCREENSHOT", &screenshot)
+        .output()
+        .expect("node runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let report: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
+        panic!(
+            "no report ({e}): {stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    assert!(
+        out.status.success() && report.get("error").is_none(),
+        "{report:#}"
+    );
+
+    assert_eq!(report["sign_in_form"], true);
+    assert_eq!(
+        report["caller_refused"], true,
+        "a caller's token opens nothing"
+    );
+    let tools: Vec<&str> = report["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    for tool in ["calculate", "word_count", "read_file"] {
+        assert!(tools.contains(&tool), "{tool} listed: {tools:?}");
+    }
+    assert!(report["plugins"].to_string().contains("calc"), "{report}");
+    assert_eq!(report["cookie"]["httpOnly"], true, "{report}");
+    assert_eq!(report["cookie"]["sameSite"], "Strict", "{report}");
+    assert_eq!(report["cookie_visible_to_script"], false);
+
+    assert_eq!(report["word_count"]["isError"], false, "{report}");
+    assert_eq!(report["live_call"]["tool"], "word_count", "{report}");
+    assert_eq!(report["live_call"]["decision"], "allow", "{report}");
+    let steps = report["live_call"]["steps"].to_string();
+    assert!(
+        steps.contains("admit") && steps.contains("execute") && steps.contains("conclude"),
+        "{steps}"
+    );
+
+    let pending = report["pending_text"].as_str().unwrap();
+    assert!(
+        pending.contains("calculate")
+            && pending.contains("2*(3+4)")
+            && pending.contains("arithmetic needs a person"),
+        "{pending}"
+    );
+    assert_eq!(report["allowed"]["isError"], false, "{report}");
+    assert!(
+        report["allowed"]["text"].as_str().unwrap().contains("14"),
+        "{report}"
+    );
+    assert_eq!(report["allowed_always"]["isError"], false, "{report}");
+    assert!(report["saved"].to_string().contains("6*7"), "{report}");
+    assert!(report["saved"].to_string().contains("operator"), "{report}");
+    assert_eq!(report["again_without_asking"]["isError"], false, "{report}");
+    assert_eq!(report["saved_after_revoke"], 0);
+    assert_eq!(report["denied"]["isError"], true, "{report}");
+    assert!(
+        report["denied"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("operator denied"),
+        "{report}"
+    );
+    assert!(
+        report["failures"].to_string().contains("calculate"),
+        "{report}"
+    );
+    assert_eq!(report["page_errors"], serde_json::json!([]), "{report}");
+    assert!(screenshot.is_file());
+}
+
+/// A raw HTTP/1.1 request; the status, the headers and the body.
+fn request(
+    base: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, String, String) {
+    use std::io::{Read, Write};
+    let authority = base.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(authority).unwrap();
+    let mut text = format!(
+        "{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        text.push_str(&format!("Host: {authority}\r\n"));
+    }
+    for (k, v) in headers {
+        text.push_str(&format!("{k}: {v}\r\n"));
+    }
+    text.push_str("\r\n");
+    text.push_str(body);
+    stream.write_all(text.as_bytes()).unwrap();
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    (status, head.to_owned(), body.to_owned())
+}
+
+#[test]
+fn only_an_operators_token_signs_in_and_every_change_needs_the_pages_csrf_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = console_server(dir.path());
+    let base = &served.base;
+    let form = [("Content-Type", "application/x-www-form-urlencoded")];
+
+    // Not signed in: the sign-in page, and nothing else.
+    let (status, _, body) = request(base, "GET", "/console", &[], "");
+    assert_eq!(status, 401);
+    assert!(body.contains("Operator token"), "{body}");
+    for path in ["/console/part/queue", "/console/events"] {
+        assert_eq!(request(base, "GET", path, &[], "").0, 401, "{path}");
+    }
+    // A caller's token neither signs in nor passes as a session.
+    let (status, head, _) = request(base, "POST", "/console/login", &form, "token=caller-secret");
+    assert_eq!(status, 401);
+    assert!(!head.to_ascii_lowercase().contains("set-cookie"), "{head}");
+    // An operator's token calls no tool.
+    let (status, _, _) = request(
+        base,
+        "POST",
+        "/mcp",
+        &[
+            ("Authorization", "Bearer op-secret"),
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+        ],
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#,
+    );
+    assert_eq!(status, 403);
+    // A sign-in from another site's page is refused.
+    let evil = [
+        ("Content-Type", "application/x-www-form-urlencoded"),
+        ("Origin", "http://evil.example"),
+    ];
+    assert_eq!(
+        request(base, "POST", "/console/login", &evil, "token=op-secret").0,
+        403
+    );
+
+    let (status, head, _) = request(base, "POST", "/console/login", &form, "token=op-secret");
+    assert_eq!(status, 303, "{head}");
+    let cookie_line = head
+        .lines()
+        .find(|l| l.to_ascii_lowercase().starts_with("set-cookie:"))
+        .expect("a session cookie");
+    for flag in ["HttpOnly", "SameSite=Strict", "Path=/console"] {
+        assert!(cookie_line.contains(flag), "{cookie_line}");
+    }
+    let session = cookie_line
+        .split_once(':')
+        .unwrap()
+        .1
+        .split(';')
+        .next()
+        .unwrap()
+        .trim()
+        .to_owned();
+    let (status, head, page) = request(base, "GET", "/console", &[("Cookie", &session)], "");
+    assert_eq!(status, 200);
+    assert!(head.contains("frame-ancestors 'none'"), "{head}");
+    let csrf = page
+        .split("name=\"csrf\" content=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the page carries its CSRF token")
+        .to_owned();
+
+    // A change without the token, with a wrong one, or from another
+    // origin, is refused; with it, it reaches the queue (nothing waits).
+    let post =
+        |headers: &[(&str, &str)]| request(base, "POST", "/console/queue/1", headers, "allow").0;
+    assert_eq!(post(&[("Cookie", &session)]), 403);
+    assert_eq!(post(&[("Cookie", &session), ("X-CSRF-Token", "0000")]), 403);
+    assert_eq!(
+        post(&[
+            ("Cookie", &session),
+            ("X-CSRF-Token", &csrf),
+            ("Origin", "http://evil.example")
+        ]),
+        403
+    );
+    assert_eq!(
+        post(&[("Cookie", &session), ("X-CSRF-Token", &csrf)]),
+        409,
+        "no question 1 waits"
+    );
+    // A page reached under another name (DNS rebinding) is refused.
+    assert_eq!(
+        request(
+            base,
+            "GET",
+            "/console",
+            &[("Host", "evil.example"), ("Cookie", &session)],
+            ""
+        )
+        .0,
+        403
+    );
+    // Signing out ends the session.
+    let (status, _, _) = request(
+        base,
+        "POST",
+        "/console/logout",
+        &[("Cookie", &session), ("X-CSRF-Token", &csrf)],
+        "",
+    );
+    assert_eq!(status, 204);
+    assert_eq!(
+        request(base, "GET", "/console", &[("Cookie", &session)], "").0,
+        401
+    );
+}
+
+#[test]
+fn an_ask_for_the_operator_needs_the_console_and_the_console_needs_an_operator_token() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("callers"), "caller ask=operator\n").unwrap();
+    std::fs::write(dir.path().join("bad"), "caller colour=blue\n").unwrap();
+    let run = |args: &[&str]| {
+        let all = host_args(dir.path(), args);
+        let out = Command::new(&all[0]).args(&all[1..]).output().unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let file = |name: &str| dir.path().join(name).display().to_string();
+    let (ok, err) = run(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--token-file",
+        &file("callers"),
+    ]);
+    assert!(!ok && err.contains("needs the console"), "{err}");
+    let (ok, err) = run(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--token-file",
+        &file("callers"),
+        "--console",
+    ]);
+    assert!(!ok && err.contains("operator's token"), "{err}");
+    let (ok, err) = run(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--token-file",
+        &file("bad"),
+    ]);
+    assert!(
+        !ok && err.contains("line 1") && err.contains("colour"),
+        "{err}"
+    );
+}

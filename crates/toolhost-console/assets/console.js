@@ -1,0 +1,119 @@
+// The console's live parts: calls as they happen (server-sent events), the
+// approvals queue and the saved approvals refreshed from the server when
+// they change, and the buttons that answer and revoke. No inline script
+// (the page's Content-Security-Policy allows only this file), and every
+// value from the server goes in as text, never as markup.
+"use strict";
+
+const csrf = document.querySelector('meta[name="csrf"]')?.content ?? "";
+const MAX_ROWS = 100;
+
+function time(ms) {
+  const d = new Date(Number(ms));
+  return isNaN(d) ? "" : d.toLocaleTimeString();
+}
+
+function showTimes(root) {
+  for (const el of root.querySelectorAll("[data-ms]")) el.textContent = time(el.dataset.ms);
+}
+
+async function refresh(name) {
+  const old = document.getElementById(name);
+  if (!old) return;
+  const r = await fetch(`/console/part/${name}`, { credentials: "same-origin" });
+  if (r.status === 401) { location.reload(); return; }
+  if (!r.ok) return;
+  const template = document.createElement("template");
+  template.innerHTML = await r.text();
+  const fresh = template.content.firstElementChild;
+  if (fresh) { showTimes(fresh); old.replaceWith(fresh); }
+}
+
+function cell(text, className) {
+  const td = document.createElement("td");
+  td.textContent = text;
+  if (className) td.className = className;
+  return td;
+}
+
+function addCall(c) {
+  const rows = document.getElementById("call-rows");
+  if (!rows) return;
+  const tr = document.createElement("tr");
+  tr.className = "call fresh";
+  tr.dataset.id = c.id;
+  const who = c.client ?? c.agent ?? "local";
+  if (c.phase === "started") {
+    tr.classList.add("running");
+    tr.append(cell(time(c.at_ms), "time"), cell(c.tool, "tool"), cell(who), cell("…"), cell("running", "outcome"), cell(""), cell(""));
+  } else {
+    tr.dataset.outcome = c.outcome;
+    const decision = cell(c.decision ?? "-");
+    decision.title = c.rule ?? "";
+    const steps = document.createElement("td");
+    steps.className = "steps";
+    for (const s of c.steps ?? []) {
+      const span = document.createElement("span");
+      span.className = "step";
+      span.textContent = `${s.step} ${s.micros}`;
+      span.title = s.note ?? "";
+      steps.append(span);
+    }
+    tr.append(cell(time(c.at_ms), "time"), cell(c.tool, "tool"), cell(who), decision,
+      cell(c.outcome + (c.cached ? " (cached)" : ""), "outcome"), cell(String(c.micros), "num"), steps);
+  }
+  const same = [...rows.querySelectorAll("tr.call")].find((r) => r.dataset.id === c.id);
+  if (same) same.replaceWith(tr); else rows.prepend(tr);
+  while (rows.children.length > MAX_ROWS) rows.lastElementChild.remove();
+  if (c.phase === "finished" && c.outcome !== "ok") addFailure(c);
+}
+
+function addFailure(c) {
+  const list = document.querySelector("#failures ul");
+  if (!list) return;
+  document.querySelector("#failures p.muted")?.remove();
+  const li = document.createElement("li");
+  const when = document.createElement("span");
+  when.className = "time";
+  when.textContent = time(c.at_ms);
+  const tool = document.createElement("code");
+  tool.textContent = c.tool;
+  const outcome = document.createElement("strong");
+  outcome.textContent = c.outcome;
+  li.append(when, " ", tool, ": ", outcome);
+  if (c.rule) {
+    const rule = document.createElement("span");
+    rule.className = "muted";
+    rule.textContent = ` (${c.rule})`;
+    li.append(rule);
+  }
+  list.prepend(li);
+  while (list.children.length > 50) list.lastElementChild.remove();
+}
+
+document.addEventListener("click", async (e) => {
+  const button = e.target.closest("button[data-post]");
+  if (!button) return;
+  button.disabled = true;
+  const r = await fetch(button.dataset.post, {
+    method: "POST",
+    credentials: "same-origin",
+    headers: { "X-CSRF-Token": csrf, "Content-Type": "text/plain" },
+    body: button.dataset.body ?? "",
+  });
+  if (!r.ok && r.status !== 409) {
+    button.disabled = false;
+    alert(await r.text());
+  }
+  const then = button.dataset.then;
+  if (then === "reload") location.reload();
+  else if (then) { await refresh(then); if (then === "queue") await refresh("saved"); }
+});
+
+showTimes(document);
+const events = new EventSource("/console/events");
+events.addEventListener("calls", (e) => { for (const c of JSON.parse(e.data)) addCall(c); });
+events.addEventListener("queue", () => refresh("queue"));
+events.addEventListener("lagged", () => refresh("calls"));
+document.documentElement.dataset.live = "connecting";
+events.addEventListener("open", () => { document.documentElement.dataset.live = "on"; });

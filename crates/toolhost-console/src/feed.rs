@@ -1,0 +1,121 @@
+//! The calls of late, for a page opened after they happened: the last
+//! [`KEPT_CALLS`] finished calls and the last [`KEPT_FAILURES`] failed
+//! ones, kept from the runtime's call feed (`Runtime::watch_calls`).
+//!
+//! The feed is read in batches, every [`TICK`], here and by each open
+//! page's event stream: a reader woken for every event would cost each
+//! call a task wake-up (about as much as the call itself, on the gate's
+//! machine); a reader that sleeps costs the call only the event.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use tokio::sync::broadcast;
+use tokio::sync::broadcast::error::TryRecvError;
+use toolhost_runtime::{CallEvent, CallPhase, Runtime};
+
+/// How often the feed is read: the most a call waits to be shown.
+pub(crate) const TICK: Duration = Duration::from_millis(100);
+
+/// What one read of the feed found.
+#[derive(Default)]
+pub(crate) struct Batch {
+    pub(crate) events: Vec<Arc<CallEvent>>,
+    /// Events this reader missed (it fell more than the channel behind).
+    pub(crate) missed: u64,
+    /// The feed is closed (the runtime is gone).
+    pub(crate) closed: bool,
+}
+
+/// Everything waiting on `rx`, without waiting.
+pub(crate) fn drain(rx: &mut broadcast::Receiver<Arc<CallEvent>>) -> Batch {
+    let mut batch = Batch::default();
+    loop {
+        match rx.try_recv() {
+            Ok(event) => batch.events.push(event),
+            Err(TryRecvError::Lagged(n)) => batch.missed = batch.missed.saturating_add(n),
+            Err(TryRecvError::Empty) => return batch,
+            Err(TryRecvError::Closed) => {
+                batch.closed = true;
+                return batch;
+            }
+        }
+    }
+}
+
+/// A clock that ticks every [`TICK`], skipping the ticks it missed.
+pub(crate) fn ticker() -> tokio::time::Interval {
+    let mut tick = tokio::time::interval(TICK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    tick
+}
+
+/// Finished calls kept.
+pub(crate) const KEPT_CALLS: usize = 100;
+/// Failed calls kept.
+pub(crate) const KEPT_FAILURES: usize = 50;
+
+/// The calls of late (see the module docs).
+#[derive(Default)]
+pub(crate) struct Recent {
+    calls: Mutex<VecDeque<Arc<CallEvent>>>,
+    failures: Mutex<VecDeque<Arc<CallEvent>>>,
+}
+
+impl Recent {
+    /// The calls and the failures kept, oldest first.
+    pub(crate) fn snapshot(&self) -> (Vec<Arc<CallEvent>>, Vec<Arc<CallEvent>>) {
+        (
+            self.calls.lock().iter().cloned().collect(),
+            self.failures.lock().iter().cloned().collect(),
+        )
+    }
+
+    fn keep(&self, event: Arc<CallEvent>) {
+        let CallPhase::Finished { outcome, .. } = &event.phase else {
+            return;
+        };
+        if outcome != "ok" {
+            push(&self.failures, event.clone(), KEPT_FAILURES);
+        }
+        push(&self.calls, event, KEPT_CALLS);
+    }
+}
+
+fn push(list: &Mutex<VecDeque<Arc<CallEvent>>>, event: Arc<CallEvent>, most: usize) {
+    let mut list = list.lock();
+    if list.len() >= most {
+        list.pop_front();
+    }
+    list.push_back(event);
+}
+
+/// Keeps `runtime`'s finished calls in `recent` until the console is gone.
+pub(crate) fn follow(runtime: &Runtime, recent: &Arc<Recent>) {
+    let mut calls = runtime.watch_calls();
+    let recent: Weak<Recent> = Arc::downgrade(recent);
+    tokio::spawn(async move {
+        let mut tick = ticker();
+        loop {
+            tick.tick().await;
+            let Some(recent) = recent.upgrade() else {
+                break;
+            };
+            let batch = drain(&mut calls);
+            if batch.missed > 0 {
+                tracing::debug!(
+                    missed = batch.missed,
+                    "the console's list of calls fell behind"
+                );
+            }
+            for event in batch.events {
+                recent.keep(event);
+            }
+            if batch.closed {
+                break;
+            }
+        }
+    });
+}

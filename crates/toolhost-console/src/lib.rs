@@ -1,0 +1,400 @@
+//! # toolhost-console
+//!
+//! The operator's web console, a page of the MCP server's HTTP endpoint
+//! (`host serve --console`, at `/console`): plugins and MCP servers with
+//! their state, versions, digests, requested and granted capabilities and
+//! the lock file's verdict; the policy in force and the tools each profile
+//! sees; calls as they happen (server-sent events) with each step, its
+//! decision and its duration; recent failures; the approvals queue, where
+//! the operator answers the `ask`s sent to them; and the saved approvals,
+//! revocable.
+//!
+//! The modules, in the order a request meets them:
+//!
+//! - `auth.rs`: who may see it (operator tokens, a session cookie), and the
+//!   CSRF and `Origin` checks on every change;
+//! - `routes` (here): the pages, the parts the page refreshes, the event
+//!   stream, and the answers;
+//! - `page.rs`: the HTML, rendered on the server;
+//! - [`queue`]: the approvals queue, an [`Approver`](toolhost_runtime::Approver);
+//! - `feed.rs`: the calls of late, kept from the runtime's call feed.
+//!
+//! Server-rendered HTML with a little plain JavaScript (`assets/`), served
+//! from the binary: no build step, nothing fetched from elsewhere, and a
+//! Content-Security-Policy that allows only this server's own script.
+//!
+//! ```no_run
+//! # async fn run(runtime: toolhost_runtime::Runtime) {
+//! use toolhost_console::{Console, ConsoleOptions};
+//!
+//! let console = Console::new(runtime, ConsoleOptions::default());
+//! let app: axum::Router = console.router();
+//! // Serve `app` on loopback (no operator token: the console is open).
+//! # }
+//! ```
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Form, Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use futures::Stream;
+use tokio::sync::broadcast;
+use toolhost_runtime::Runtime;
+
+mod auth;
+mod feed;
+mod page;
+pub mod queue;
+
+pub use queue::{
+    Answer, Asked, OperatorQueue, Pending, Question, QueueError, QueueSettings, call_answer,
+    result_answer,
+};
+
+use auth::{Access, Refusal};
+use feed::Recent;
+
+/// What the console lets in and where its approvals come from.
+#[derive(Debug, Clone, Default)]
+pub struct ConsoleOptions {
+    /// The operator tokens (the token file's lines with `role=operator`).
+    /// Empty: the console is open, which only a loopback server allows
+    /// (the MCP server refuses otherwise).
+    pub operator_tokens: Vec<String>,
+    /// Browser origins accepted besides the server's own.
+    pub allowed_origins: Vec<String>,
+    /// The queue the `ask`s sent to the operator wait in (`None`: no ask
+    /// goes to the operator; the page says so).
+    pub queue: Option<OperatorQueue>,
+}
+
+/// The console (see the crate docs). Cheap to clone.
+#[derive(Clone)]
+pub struct Console {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    runtime: Runtime,
+    access: Access,
+    queue: Option<OperatorQueue>,
+    recent: Arc<Recent>,
+}
+
+impl Console {
+    /// A console for `runtime`. Starts following its calls (inside a tokio
+    /// runtime), so the page shows the calls made since.
+    pub fn new(runtime: Runtime, options: ConsoleOptions) -> Console {
+        let recent = Arc::new(Recent::default());
+        feed::follow(&runtime, &recent);
+        Console {
+            inner: Arc::new(Inner {
+                access: Access::new(options.operator_tokens, options.allowed_origins),
+                queue: options.queue,
+                runtime,
+                recent,
+            }),
+        }
+    }
+
+    /// Whether anyone may open it without signing in.
+    pub fn is_open(&self) -> bool {
+        self.inner.access.is_open()
+    }
+
+    /// The approvals queue, when asks go to the operator.
+    pub fn queue(&self) -> Option<&OperatorQueue> {
+        self.inner.queue.as_ref()
+    }
+
+    /// The routes under `/console`. The server in front checks `Host`
+    /// (DNS rebinding); the console checks everything else.
+    pub fn router(&self) -> Router {
+        Router::new()
+            .route("/console", get(index))
+            .route("/console/", get(|| async { Redirect::to("/console") }))
+            .route("/console/console.js", get(script))
+            .route("/console/console.css", get(style))
+            .route("/console/login", post(login))
+            .route("/console/logout", post(logout))
+            .route("/console/part/{name}", get(part))
+            .route("/console/events", get(events))
+            .route("/console/queue/{id}", post(answer))
+            .route("/console/saved/{id}/revoke", post(revoke))
+            .layer(axum::middleware::map_response(protect))
+            .with_state(self.clone())
+    }
+}
+
+/// Headers on every console response: no framing, no caching, no
+/// script or style from anywhere but this server, no referrer to others.
+async fn protect(mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    for (name, value) in [
+        (
+            header::CONTENT_SECURITY_POLICY,
+            "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; \
+             img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+        ),
+        (header::X_FRAME_OPTIONS, "DENY"),
+        // (`no-referrer` would make a browser send `Origin: null` with the
+        // sign-in form, which the origin check then refuses.)
+        (header::REFERRER_POLICY, "same-origin"),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        (header::CACHE_CONTROL, "no-store"),
+    ] {
+        headers.insert(name, HeaderValue::from_static(value));
+    }
+    response
+}
+
+fn html(status: StatusCode, markup: maud::Markup) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+        markup.into_string(),
+    )
+        .into_response()
+}
+
+fn refused(refusal: Refusal) -> Response {
+    match refusal {
+        Refusal::SignIn => {
+            (StatusCode::UNAUTHORIZED, "sign in to the console first\n").into_response()
+        }
+        Refusal::Forbidden => (
+            StatusCode::FORBIDDEN,
+            "refused: a change needs the page's CSRF token and this server's origin\n",
+        )
+            .into_response(),
+    }
+}
+
+async fn index(State(console): State<Console>, headers: HeaderMap) -> Response {
+    let inner = &console.inner;
+    let Ok(session) = inner.access.session(&headers) else {
+        return html(StatusCode::UNAUTHORIZED, page::sign_in(false));
+    };
+    let pending = inner
+        .queue
+        .as_ref()
+        .map(OperatorQueue::pending)
+        .unwrap_or_default();
+    let (calls, failures) = inner.recent.snapshot();
+    html(
+        StatusCode::OK,
+        page::console(&page::View {
+            runtime: &inner.runtime,
+            csrf: &session.csrf,
+            signed_in: !inner.access.is_open(),
+            queue: &pending,
+            queue_on: inner.queue.is_some(),
+            calls: &calls,
+            failures: &failures,
+        }),
+    )
+}
+
+async fn script() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+        include_str!("../assets/console.js"),
+    )
+        .into_response()
+}
+
+async fn style() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/css; charset=utf-8")],
+        include_str!("../assets/console.css"),
+    )
+        .into_response()
+}
+
+/// The sign-in form's body.
+#[derive(serde::Deserialize)]
+struct SignIn {
+    token: String,
+}
+
+async fn login(
+    State(console): State<Console>,
+    headers: HeaderMap,
+    Form(form): Form<SignIn>,
+) -> Response {
+    match console.inner.access.sign_in(&headers, &form.token) {
+        Ok(id) => {
+            tracing::info!(target: "toolhost::console", "an operator signed in");
+            let mut response = Redirect::to("/console").into_response();
+            if let Ok(cookie) = HeaderValue::from_str(&auth::session_cookie(&id)) {
+                response.headers_mut().insert(header::SET_COOKIE, cookie);
+            }
+            response
+        }
+        Err(Refusal::SignIn) => {
+            tracing::info!(target: "toolhost::console", "a sign-in with a token that is not an operator's was refused");
+            html(StatusCode::UNAUTHORIZED, page::sign_in(true))
+        }
+        Err(refusal) => refused(refusal),
+    }
+}
+
+async fn logout(State(console): State<Console>, headers: HeaderMap) -> Response {
+    if let Err(refusal) = console.inner.access.session_for_change(&headers) {
+        return refused(refusal);
+    }
+    console.inner.access.sign_out(&headers);
+    let mut response = StatusCode::NO_CONTENT.into_response();
+    if let Ok(cookie) = HeaderValue::from_str(&auth::cleared_cookie()) {
+        response.headers_mut().insert(header::SET_COOKIE, cookie);
+    }
+    response
+}
+
+/// A part of the page, rendered alone for the page to swap in.
+async fn part(
+    State(console): State<Console>,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+) -> Response {
+    let inner = &console.inner;
+    if let Err(refusal) = inner.access.session(&headers) {
+        return refused(refusal);
+    }
+    let markup = match name.as_str() {
+        "queue" => page::queue(
+            &inner
+                .queue
+                .as_ref()
+                .map(OperatorQueue::pending)
+                .unwrap_or_default(),
+            inner.queue.is_some(),
+        ),
+        "saved" => page::saved(&inner.runtime),
+        "calls" => page::calls(&inner.recent.snapshot().0),
+        "failures" => page::failures(&inner.recent.snapshot().1),
+        _ => return (StatusCode::NOT_FOUND, "no such part\n").into_response(),
+    };
+    html(StatusCode::OK, markup)
+}
+
+/// The operator's answer to a waiting call: `allow`, `allow-always` or
+/// `deny` as the body.
+async fn answer(
+    State(console): State<Console>,
+    headers: HeaderMap,
+    Path(id): Path<u64>,
+    body: String,
+) -> Response {
+    if let Err(refusal) = console.inner.access.session_for_change(&headers) {
+        return refused(refusal);
+    }
+    let Some(queue) = &console.inner.queue else {
+        return (StatusCode::NOT_FOUND, "no ask goes to the operator here\n").into_response();
+    };
+    let answer = match body.trim() {
+        "allow" => Answer::Allow,
+        "allow-always" => Answer::AllowAlways,
+        "deny" => Answer::Deny("the operator denied it".to_owned()),
+        _ => {
+            return (
+                StatusCode::BAD_REQUEST,
+                "answer allow, allow-always or deny\n",
+            )
+                .into_response();
+        }
+    };
+    match queue.answer(id, answer) {
+        Ok(()) => StatusCode::NO_CONTENT.into_response(),
+        Err(e) => (StatusCode::CONFLICT, format!("{e}\n")).into_response(),
+    }
+}
+
+async fn revoke(
+    State(console): State<Console>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    if let Err(refusal) = console.inner.access.session_for_change(&headers) {
+        return refused(refusal);
+    }
+    match console.inner.runtime.approvals().revoke(&id) {
+        Ok(true) => {
+            tracing::info!(target: "toolhost::console", id = %toolhost_text::line(&id, 64), "a saved approval was revoked");
+            StatusCode::NO_CONTENT.into_response()
+        }
+        Ok(false) => (StatusCode::NOT_FOUND, "no such saved approval\n").into_response(),
+        Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("{e}\n")).into_response(),
+    }
+}
+
+/// Server-sent events, every [`feed::TICK`] when something happened:
+/// `calls` (the calls that started or finished, a JSON array), `queue`
+/// (the approvals queue changed), `lagged` (this page fell behind and
+/// missed some calls).
+async fn events(State(console): State<Console>, headers: HeaderMap) -> Response {
+    if let Err(refusal) = console.inner.access.session(&headers) {
+        return refused(refusal);
+    }
+    let calls = console.inner.runtime.watch_calls();
+    let changes = console.inner.queue.as_ref().map(OperatorQueue::changes);
+    Sse::new(stream(calls, changes))
+        .keep_alive(KeepAlive::default())
+        .into_response()
+}
+
+fn stream(
+    calls: broadcast::Receiver<Arc<toolhost_runtime::CallEvent>>,
+    changes: Option<broadcast::Receiver<()>>,
+) -> impl Stream<Item = Result<Event, Infallible>> {
+    use futures::StreamExt;
+    let state = (calls, changes, feed::ticker());
+    futures::stream::unfold(state, |(mut calls, mut changes, mut tick)| async move {
+        loop {
+            tick.tick().await;
+            let batch = feed::drain(&mut calls);
+            if batch.closed {
+                return None;
+            }
+            let mut out = Vec::new();
+            if !batch.events.is_empty() {
+                match Event::default().event("calls").json_data(&batch.events) {
+                    Ok(event) => out.push(event),
+                    Err(e) => tracing::debug!("a batch of calls could not be sent: {e}"),
+                }
+            }
+            if batch.missed > 0 {
+                out.push(
+                    Event::default()
+                        .event("lagged")
+                        .data(batch.missed.to_string()),
+                );
+            }
+            // (An event with empty data is never dispatched by a browser.)
+            if changes.as_mut().is_some_and(queue_changed) {
+                out.push(Event::default().event("queue").data("changed"));
+            }
+            if !out.is_empty() {
+                return Some((out, (calls, changes, tick)));
+            }
+        }
+    })
+    .flat_map(|events| futures::stream::iter(events.into_iter().map(Ok)))
+}
+
+/// Whether the queue changed since the last look (the page refreshes the
+/// whole queue, so how often does not matter).
+fn queue_changed(changes: &mut broadcast::Receiver<()>) -> bool {
+    let mut changed = false;
+    loop {
+        match changes.try_recv() {
+            Ok(()) | Err(broadcast::error::TryRecvError::Lagged(_)) => changed = true,
+            Err(_) => return changed,
+        }
+    }
+}

@@ -1,0 +1,331 @@
+//! The console's HTML, rendered on the server (`maud` escapes every value
+//! put into it, so a tool name or an argument cannot become markup), one
+//! function per part of the page. The parts the page refreshes live
+//! (`/console/part/NAME`) render alone too.
+
+use maud::{DOCTYPE, Markup, html};
+use toolhost_runtime::policy::approvals::{SavedApproval, Scope};
+use toolhost_runtime::{CallEvent, CallPhase, PluginInfo, Runtime};
+
+use crate::queue::{Asked, Pending};
+
+/// Longest policy file shown.
+const MAX_POLICY_BYTES: u64 = 64 * 1024;
+
+/// The whole page.
+pub(crate) fn console(view: &View<'_>) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                meta name="csrf" content=(view.csrf);
+                title { "toolhost console" }
+                link rel="stylesheet" href="/console/console.css";
+                script src="/console/console.js" defer {}
+            }
+            body {
+                header {
+                    h1 { "toolhost console" }
+                    span.muted { "toolhost " (env!("CARGO_PKG_VERSION")) }
+                    @if view.signed_in {
+                        button #sign-out type="button" data-post="/console/logout" data-then="reload" { "Sign out" }
+                    }
+                }
+                main {
+                    (queue(view.queue, view.queue_on))
+                    (calls(view.calls))
+                    (failures(view.failures))
+                    (tools(view.runtime))
+                    (plugins(&view.runtime.plugins()))
+                    (saved(view.runtime))
+                    (policy(view.runtime))
+                }
+            }
+        }
+    }
+}
+
+/// What the page is made from.
+pub(crate) struct View<'a> {
+    pub(crate) runtime: &'a Runtime,
+    pub(crate) csrf: &'a str,
+    pub(crate) signed_in: bool,
+    pub(crate) queue: &'a [Pending],
+    /// Whether any `ask` goes to the operator here.
+    pub(crate) queue_on: bool,
+    pub(crate) calls: &'a [std::sync::Arc<CallEvent>],
+    pub(crate) failures: &'a [std::sync::Arc<CallEvent>],
+}
+
+/// The sign-in page.
+pub(crate) fn sign_in(failed: bool) -> Markup {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                title { "toolhost console: sign in" }
+                link rel="stylesheet" href="/console/console.css";
+            }
+            body {
+                main.narrow {
+                    h1 { "toolhost console" }
+                    p { "Sign in with an operator token (a line with " code { "role=operator" } " in the token file)." }
+                    @if failed {
+                        p.error #sign-in-error { "That is not an operator token." }
+                    }
+                    form method="post" action="/console/login" {
+                        label for="token" { "Operator token" }
+                        input #token type="password" name="token" autocomplete="off" required;
+                        button type="submit" { "Sign in" }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The approvals queue.
+pub(crate) fn queue(pending: &[Pending], on: bool) -> Markup {
+    html! {
+        section #queue {
+            h2 { "Approvals waiting" span.count { (pending.len()) } }
+            @if !on {
+                p.muted { "No ask goes to the operator here (ask = \"operator\" on a token, or host serve --asks operator)." }
+            } @else if pending.is_empty() {
+                p.muted.empty { "Nothing waits for an approval." }
+            }
+            @for p in pending {
+                article.pending data-id=(p.id) {
+                    h3 {
+                        @match p.question.asked {
+                            Asked::Call => { "May " code { (p.question.tool) } " run?" }
+                            Asked::Result => { "May the result of " code { (p.question.tool) } " go back?" }
+                        }
+                    }
+                    dl {
+                        dt { "plugin" } dd { (p.question.plugin) }
+                        dt { "arguments" } dd { code.args { (p.question.args) } }
+                        @if let Some(output) = &p.question.output {
+                            dt { "result" } dd { code { (output) } }
+                        }
+                        @if let Some(client) = &p.question.client {
+                            dt { "caller" } dd { (client) }
+                        }
+                        @if let Some(agent) = &p.question.agent {
+                            dt { "profile" } dd { (agent) }
+                        }
+                        @for r in &p.question.reasons {
+                            dt { "why" } dd { (r) }
+                        }
+                        dt { "denied at" } dd.time data-ms=(p.deadline_ms) { (p.deadline_ms) }
+                    }
+                    div.actions {
+                        button.allow type="button" data-post={ "/console/queue/" (p.id) } data-body="allow" data-then="queue" { "Allow once" }
+                        @if p.question.asked == Asked::Call {
+                            button.allow-always type="button" data-post={ "/console/queue/" (p.id) } data-body="allow-always" data-then="queue" { "Allow these arguments always" }
+                        }
+                        button.deny type="button" data-post={ "/console/queue/" (p.id) } data-body="deny" data-then="queue" { "Deny" }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The calls of late, newest first; the page adds new ones as they happen.
+pub(crate) fn calls(recent: &[std::sync::Arc<CallEvent>]) -> Markup {
+    html! {
+        section #calls {
+            h2 { "Live calls" }
+            table {
+                thead { tr { th { "time" } th { "tool" } th { "caller" } th { "decision" } th { "outcome" } th { "µs" } th { "steps" } } }
+                tbody #call-rows {
+                    @for c in recent.iter().rev() { (call_row(c)) }
+                }
+            }
+        }
+    }
+}
+
+fn call_row(c: &CallEvent) -> Markup {
+    let who = c
+        .client
+        .as_deref()
+        .or(c.agent.as_deref())
+        .unwrap_or("local");
+    html! {
+        @match &c.phase {
+            CallPhase::Started => {
+                tr.call.running data-id=(c.id) {
+                    td.time data-ms=(c.at_ms) { (c.at_ms) } td.tool { (c.tool) } td { (who) }
+                    td { "…" } td.outcome { "running" } td { } td { }
+                }
+            }
+            CallPhase::Finished { decision, rule, steps, outcome, micros, cached, .. } => {
+                tr.call data-id=(c.id) data-outcome=(outcome) {
+                    td.time data-ms=(c.at_ms) { (c.at_ms) }
+                    td.tool { (c.tool) }
+                    td { (who) }
+                    td title=(rule.as_deref().unwrap_or_default()) { (decision.as_deref().unwrap_or("-")) }
+                    td.outcome { (outcome) @if *cached { " (cached)" } }
+                    td.num { (micros) }
+                    td.steps {
+                        @for s in steps {
+                            span.step title=(s.note.as_deref().unwrap_or_default()) { (s.step) " " (s.micros) }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Failed calls of late.
+pub(crate) fn failures(recent: &[std::sync::Arc<CallEvent>]) -> Markup {
+    html! {
+        section #failures {
+            h2 { "Recent failures" }
+            @if recent.is_empty() { p.muted { "None since the server started." } }
+            ul {
+                @for c in recent.iter().rev() {
+                    @if let CallPhase::Finished { outcome, rule, .. } = &c.phase {
+                        li {
+                            span.time data-ms=(c.at_ms) { (c.at_ms) } " "
+                            code { (c.tool) } ": " strong { (outcome) }
+                            @if let Some(rule) = rule { span.muted { " (" (rule) ")" } }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The tools each profile sees (what its policy does not deny outright).
+fn tools(runtime: &Runtime) -> Markup {
+    let policy = runtime.policy();
+    let mut profiles: Vec<Option<&str>> = vec![None];
+    profiles.extend(policy.profile_names().into_iter().map(Some));
+    html! {
+        section #tools {
+            h2 { "Tools, as each profile sees them" }
+            @for profile in &profiles {
+                @let offered = runtime.offered_tools(*profile, None);
+                div.profile data-profile=(profile.unwrap_or("")) {
+                    h3 { (profile.unwrap_or("(no profile)")) span.count { (offered.len()) } }
+                    ul.tools {
+                        @for t in &offered {
+                            li.tool data-name=(t.name) title=(t.description) {
+                                code { (t.name) } span.muted { " " (t.plugin) "@" (t.plugin_version) }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Plugins and MCP servers: state, version, digest, requested vs granted,
+/// and the lock file's verdict.
+fn plugins(plugins: &[PluginInfo]) -> Markup {
+    html! {
+        section #plugins {
+            h2 { "Plugins and MCP servers" }
+            table {
+                thead { tr { th { "name" } th { "version" } th { "state" } th { "requests" } th { "granted" } th { "lock file" } th { "digest" } } }
+                tbody {
+                    @for p in plugins {
+                        tr.plugin data-name=(p.name) {
+                            td { (p.name) }
+                            td { (p.version) }
+                            td {
+                                @if let Some(source) = &p.source {
+                                    (source.kind) ": " (source.state)
+                                } @else { "loaded" }
+                            }
+                            td { (p.requested) }
+                            td { "dirs=[" (p.granted.dirs.join(", ")) "] hosts=[" (p.granted.hosts.join(", ")) "] env=[" (p.granted.env.join(", ")) "]" }
+                            td { (p.grants) }
+                            td { code.digest title=(p.digest) { (p.digest.get(..19).unwrap_or(&p.digest)) "…" } }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The saved approvals, each revocable.
+pub(crate) fn saved(runtime: &Runtime) -> Markup {
+    let all: Result<Vec<SavedApproval>, _> = runtime.approvals().list();
+    html! {
+        section #saved {
+            h2 { "Saved approvals" }
+            @match &all {
+                Err(e) => { p.error { "The saved approvals cannot be read: " (e) } }
+                Ok(all) if all.is_empty() => { p.muted.empty { "None." } }
+                Ok(all) => {
+                    table {
+                        thead { tr { th { "tool" } th { "covers" } th { "by" } th { "from" } th { "caller" } th { "expires" } th { } } }
+                        tbody {
+                            @for a in all {
+                                tr.saved data-id=(a.id) {
+                                    td { code { (a.tool) } }
+                                    td {
+                                        @match &a.scope {
+                                            Scope::Arguments(args) => { "these arguments: " code { (toolhost_text::line(&args.to_string(), 300)) } }
+                                            Scope::AnyArguments => { "any arguments" }
+                                        }
+                                    }
+                                    td { (a.who) }
+                                    td { (a.from) }
+                                    td { (a.client.as_deref().unwrap_or("any")) }
+                                    td { @if let Some(e) = a.expires { span.time data-ms=(e.saturating_mul(1000)) { (e) } } @else { "never" } }
+                                    td { button.revoke type="button" data-post={ "/console/saved/" (a.id) "/revoke" } data-then="saved" { "Revoke" } }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The policy in force: its file, as written.
+fn policy(runtime: &Runtime) -> Markup {
+    let policy = runtime.policy();
+    let text = policy.path().map(|p| read_bounded(p, MAX_POLICY_BYTES));
+    html! {
+        section #policy {
+            h2 { "Policy" }
+            p { "Default: " strong { (policy.default_decision()) } ". Profiles: "
+                @if policy.profile_names().is_empty() { "none" }
+                @for (i, name) in policy.profile_names().iter().enumerate() {
+                    @if i > 0 { ", " } code { (name) }
+                }
+            }
+            @match (policy.path(), text) {
+                (Some(path), Some(Ok(text))) => { p.muted { (path.display()) } pre { (text) } }
+                (Some(path), Some(Err(e))) => { p.error { (path.display()) ": " (e) } }
+                _ => { p.muted { "No policy file: every tool is allowed." } }
+            }
+        }
+    }
+}
+
+fn read_bounded(path: &std::path::Path, max: u64) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(path)?
+        .take(max)
+        .read_to_string(&mut text)?;
+    Ok(toolhost_text::block(
+        &text,
+        usize::try_from(max).unwrap_or(usize::MAX),
+    ))
+}

@@ -1,0 +1,445 @@
+//! The operator's approvals queue: a call whose `ask` goes to the operator
+//! (`ask = "operator"`) waits here until someone answers it in the console,
+//! or its time runs out, which denies it.
+//!
+//! Bounded: at most [`QueueSettings::capacity`] calls wait at once; one
+//! more is denied at once, saying the queue is full. A call whose caller
+//! gives up (an MCP client cancels, a connection drops) leaves the queue.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! use toolhost_console::{Answer, OperatorQueue, Question, QueueSettings};
+//!
+//! let queue = OperatorQueue::new(QueueSettings::default());
+//! let waiting = {
+//!     let queue = queue.clone();
+//!     tokio::spawn(async move { queue.ask(Question::call("write_file", "fs", "{}")).await })
+//! };
+//! // The console shows the question; the operator allows it.
+//! while queue.pending().is_empty() { tokio::task::yield_now().await; }
+//! let id = queue.pending()[0].id;
+//! queue.answer(id, Answer::Allow).unwrap();
+//! assert_eq!(waiting.await.unwrap(), Answer::Allow);
+//! # }
+//! ```
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use parking_lot::Mutex;
+use serde::Serialize;
+use tokio::sync::{broadcast, oneshot};
+use toolhost_runtime::{
+    ApprovalFuture, Approver, CallApproval, CallApprovalRequest, ResultApproval,
+    ResultApprovalRequest,
+};
+
+/// Longest argument or output text kept with a question.
+const SHOWN_CHARS: usize = 2000;
+/// Most reasons kept with a question, and their length.
+const MAX_REASONS: usize = 8;
+
+/// How many calls may wait and for how long.
+#[derive(Debug, Clone, Copy)]
+pub struct QueueSettings {
+    /// Most calls waiting at once (64 by default).
+    pub capacity: usize,
+    /// How long a call waits for an answer before it is denied (5 minutes
+    /// by default, as long as an MCP client's user has to answer).
+    pub timeout: Duration,
+}
+
+impl Default for QueueSettings {
+    fn default() -> Self {
+        QueueSettings {
+            capacity: 64,
+            timeout: Duration::from_secs(300),
+        }
+    }
+}
+
+/// What is asked: may this call run, or may this result go back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Asked {
+    /// May the call run.
+    Call,
+    /// May its result go back to the caller.
+    Result,
+}
+
+/// One question for the operator.
+#[derive(Debug, Clone, Serialize)]
+pub struct Question {
+    /// A call or a result.
+    pub asked: Asked,
+    /// The tool's exposed name.
+    pub tool: String,
+    /// The plugin (or MCP server) that provides it.
+    pub plugin: String,
+    /// The arguments as JSON text (cut at 2,000 characters).
+    pub args: String,
+    /// For a result: its text (cut at 2,000 characters).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+    /// Why it is asked (the policy rule, the hooks).
+    pub reasons: Vec<String>,
+    /// The policy profile the call runs under.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// Who called (a token's digest, never the token).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
+}
+
+impl Question {
+    /// May `tool` of `plugin` run with `args` (JSON text)?
+    pub fn call(tool: &str, plugin: &str, args: &str) -> Question {
+        Question {
+            asked: Asked::Call,
+            tool: toolhost_text::line(tool, 200),
+            plugin: toolhost_text::line(plugin, 200),
+            args: toolhost_text::line(args, SHOWN_CHARS),
+            output: None,
+            reasons: Vec::new(),
+            agent: None,
+            client: None,
+        }
+    }
+
+    /// The question a runtime's call approval request asks.
+    pub fn of_call(request: &CallApprovalRequest<'_>) -> Question {
+        let mut q = Question::call(request.tool, request.plugin, &request.args.to_string());
+        q.reasons = bounded_reasons(request.reasons);
+        q.agent = request.agent.map(|a| toolhost_text::line(a, 200));
+        q
+    }
+
+    /// The question a runtime's result approval request asks.
+    pub fn of_result(request: &ResultApprovalRequest<'_>) -> Question {
+        let mut q = Question::call(request.tool, request.plugin, &request.args.to_string());
+        q.asked = Asked::Result;
+        q.output = Some(toolhost_text::line(request.output, SHOWN_CHARS));
+        q
+    }
+
+    /// The same question, from `client`.
+    #[must_use]
+    pub fn from_client(mut self, client: Option<&str>) -> Question {
+        self.client = client.map(|c| toolhost_text::line(c, 200));
+        self
+    }
+}
+
+fn bounded_reasons(reasons: &[String]) -> Vec<String> {
+    reasons
+        .iter()
+        .take(MAX_REASONS)
+        .map(|r| toolhost_text::line(r, 300))
+        .collect()
+}
+
+/// The operator's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// Run it (or return the result) this once.
+    Allow,
+    /// Run it, and save an approval for these exact arguments.
+    AllowAlways,
+    /// Do not; the text says why (to the caller).
+    Deny(String),
+}
+
+/// A question waiting in the queue, as the console lists it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Pending {
+    /// Its number in this process (the console's buttons name it).
+    pub id: u64,
+    /// What is asked.
+    #[serde(flatten)]
+    pub question: Question,
+    /// When it was asked (Unix ms).
+    pub asked_at_ms: u64,
+    /// When it is denied if nobody answers (Unix ms).
+    pub deadline_ms: u64,
+}
+
+/// Why an answer did not reach a question.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum QueueError {
+    /// No such question waits (answered already, timed out, or its caller
+    /// gave up).
+    #[error("no question {0} is waiting (answered, timed out, or its caller gave up)")]
+    NotWaiting(u64),
+}
+
+struct Waiting {
+    pending: Pending,
+    reply: oneshot::Sender<Answer>,
+}
+
+struct Inner {
+    settings: QueueSettings,
+    waiting: Mutex<BTreeMap<u64, Waiting>>,
+    next: AtomicU64,
+    changed: broadcast::Sender<()>,
+}
+
+/// The approvals queue (see the module docs). Cheap to clone; every clone
+/// is the same queue.
+#[derive(Clone)]
+pub struct OperatorQueue {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for OperatorQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OperatorQueue")
+            .field("waiting", &self.inner.waiting.lock().len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Removes a question from the queue when its caller stops waiting.
+struct Leave<'a> {
+    queue: &'a OperatorQueue,
+    id: u64,
+}
+
+impl Drop for Leave<'_> {
+    fn drop(&mut self) {
+        if self.queue.inner.waiting.lock().remove(&self.id).is_some() {
+            self.queue.changed();
+        }
+    }
+}
+
+impl OperatorQueue {
+    /// An empty queue.
+    pub fn new(settings: QueueSettings) -> OperatorQueue {
+        OperatorQueue {
+            inner: Arc::new(Inner {
+                settings: QueueSettings {
+                    capacity: settings.capacity.max(1),
+                    timeout: settings.timeout,
+                },
+                waiting: Mutex::new(BTreeMap::new()),
+                next: AtomicU64::new(1),
+                changed: broadcast::channel(64).0,
+            }),
+        }
+    }
+
+    /// How long a question waits before it is denied.
+    pub fn timeout(&self) -> Duration {
+        self.inner.settings.timeout
+    }
+
+    /// Asks the operator; waits for the answer, or denies when the queue is
+    /// full or the time runs out. Dropping the future takes the question
+    /// back.
+    pub async fn ask(&self, question: Question) -> Answer {
+        let (reply, answer) = oneshot::channel();
+        let now = unix_ms();
+        let timeout = self.inner.settings.timeout;
+        let id = {
+            let mut waiting = self.inner.waiting.lock();
+            if waiting.len() >= self.inner.settings.capacity {
+                return Answer::Deny(format!(
+                    "the operator's approvals queue is full ({} calls wait); try again later",
+                    self.inner.settings.capacity
+                ));
+            }
+            let id = self.inner.next.fetch_add(1, Ordering::Relaxed);
+            let deadline =
+                now.saturating_add(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX));
+            waiting.insert(
+                id,
+                Waiting {
+                    pending: Pending {
+                        id,
+                        question,
+                        asked_at_ms: now,
+                        deadline_ms: deadline,
+                    },
+                    reply,
+                },
+            );
+            id
+        };
+        let _leave = Leave { queue: self, id };
+        self.changed();
+        tracing::info!(id, "a call waits for the operator's approval");
+        match tokio::time::timeout(timeout, answer).await {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(_)) => Answer::Deny("the operator's queue was closed".to_owned()),
+            Err(_) => Answer::Deny(format!(
+                "no operator answered within {} s",
+                timeout.as_secs()
+            )),
+        }
+    }
+
+    /// The questions waiting, oldest first.
+    pub fn pending(&self) -> Vec<Pending> {
+        self.inner
+            .waiting
+            .lock()
+            .values()
+            .map(|w| w.pending.clone())
+            .collect()
+    }
+
+    /// Answers question `id`.
+    pub fn answer(&self, id: u64, answer: Answer) -> Result<(), QueueError> {
+        let waiting = self
+            .inner
+            .waiting
+            .lock()
+            .remove(&id)
+            .ok_or(QueueError::NotWaiting(id))?;
+        self.changed();
+        tracing::info!(id, ?answer, "the operator answered");
+        waiting
+            .reply
+            .send(answer)
+            .map_err(|_| QueueError::NotWaiting(id))
+    }
+
+    /// A signal each time a question is added or leaves (for the
+    /// console's live view).
+    pub fn changes(&self) -> broadcast::Receiver<()> {
+        self.inner.changed.subscribe()
+    }
+
+    fn changed(&self) {
+        // Nobody listening is fine.
+        let _ = self.inner.changed.send(());
+    }
+}
+
+/// The queue as the runtime's approver (for an embedder with no caller to
+/// name; the MCP server adds the caller, `toolhost-mcp`).
+impl Approver for OperatorQueue {
+    fn prompt_name(&self) -> &'static str {
+        "operator-console"
+    }
+
+    fn who(&self) -> Option<String> {
+        Some("operator".to_owned())
+    }
+
+    fn approve_call<'a>(
+        &'a self,
+        request: &'a CallApprovalRequest<'a>,
+    ) -> ApprovalFuture<'a, CallApproval> {
+        Box::pin(async move { call_answer(self.ask(Question::of_call(request)).await) })
+    }
+
+    fn approve_result<'a>(
+        &'a self,
+        request: &'a ResultApprovalRequest<'a>,
+    ) -> ApprovalFuture<'a, ResultApproval> {
+        Box::pin(async move { result_answer(self.ask(Question::of_result(request)).await) })
+    }
+}
+
+/// The runtime's form of an answer to a call.
+pub fn call_answer(answer: Answer) -> CallApproval {
+    match answer {
+        Answer::Allow => CallApproval::AllowOnce,
+        Answer::AllowAlways => CallApproval::AllowAlways,
+        Answer::Deny(why) => CallApproval::Deny { message: Some(why) },
+    }
+}
+
+/// The runtime's form of an answer to a result.
+pub fn result_answer(answer: Answer) -> ResultApproval {
+    match answer {
+        Answer::Allow | Answer::AllowAlways => ResultApproval::Accept,
+        Answer::Deny(why) => ResultApproval::Reject { message: Some(why) },
+    }
+}
+
+pub(crate) fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn until_pending(queue: &OperatorQueue, n: usize) {
+        while queue.pending().len() < n {
+            tokio::task::yield_now().await;
+        }
+    }
+
+    #[tokio::test]
+    async fn an_unanswered_question_is_denied_when_its_time_runs_out() {
+        let queue = OperatorQueue::new(QueueSettings {
+            capacity: 4,
+            timeout: Duration::from_millis(50),
+        });
+        let answer = queue.ask(Question::call("t", "p", "{}")).await;
+        assert!(matches!(answer, Answer::Deny(why) if why.contains("no operator answered")));
+        assert!(queue.pending().is_empty(), "it left the queue");
+    }
+
+    #[tokio::test]
+    async fn a_full_queue_denies_at_once_and_keeps_the_waiting_ones() {
+        let queue = OperatorQueue::new(QueueSettings {
+            capacity: 1,
+            timeout: Duration::from_secs(60),
+        });
+        let first = tokio::spawn({
+            let queue = queue.clone();
+            async move { queue.ask(Question::call("a", "p", "{}")).await }
+        });
+        until_pending(&queue, 1).await;
+        let second = queue.ask(Question::call("b", "p", "{}")).await;
+        assert!(matches!(second, Answer::Deny(why) if why.contains("full")));
+        let id = queue.pending()[0].id;
+        queue.answer(id, Answer::AllowAlways).unwrap();
+        assert_eq!(first.await.unwrap(), Answer::AllowAlways);
+        assert_eq!(
+            queue.answer(id, Answer::Allow),
+            Err(QueueError::NotWaiting(id))
+        );
+    }
+
+    #[tokio::test]
+    async fn a_caller_that_gives_up_leaves_the_queue() {
+        let queue = OperatorQueue::new(QueueSettings::default());
+        let mut changes = queue.changes();
+        let waiting = tokio::spawn({
+            let queue = queue.clone();
+            async move { queue.ask(Question::call("a", "p", "{}")).await }
+        });
+        until_pending(&queue, 1).await;
+        waiting.abort();
+        let _ = waiting.await;
+        assert!(queue.pending().is_empty());
+        assert!(changes.try_recv().is_ok(), "the console hears of it");
+    }
+
+    #[test]
+    fn long_arguments_and_many_reasons_are_cut() {
+        let args = serde_json::json!({"text": "x".repeat(100_000)});
+        let reasons: Vec<String> = (0..100).map(|i| format!("reason {i}")).collect();
+        let q = Question::of_call(&CallApprovalRequest {
+            tool: "t",
+            plugin: "p",
+            args: &args,
+            reasons: &reasons,
+            session_id: None,
+            agent: None,
+        });
+        assert!(q.args.chars().count() <= SHOWN_CHARS + 1);
+        assert_eq!(q.reasons.len(), MAX_REASONS);
+    }
+}

@@ -1,0 +1,416 @@
+//! The live feed of calls ([`Runtime::watch_calls`](crate::Runtime::watch_calls)),
+//! for an operator's console: each call when it starts, and when it
+//! finishes with the policy's decision, the time of each step and the
+//! outcome.
+//!
+//! Free when nobody watches: a call looks once (`start`) and, when nobody
+//! does, makes nothing (no clock read, no allocation) and carries `None`
+//! as its recorder, which every function here returns on at once. The
+//! steps call these small functions, as they call `trace.rs`: `begin` and
+//! `end` around `admit`, `execute` and `conclude`; `decided` where the
+//! policy decides; `since` and `approval` where an approval is answered.
+//!
+//! A watched call sends [`CallPhase::Started`] before lookup and
+//! [`CallPhase::Finished`] when its recorder goes: after the last step,
+//! or when the call is dropped half-way (then with outcome `aborted`).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use parking_lot::Mutex;
+use serde::Serialize;
+use tokio::sync::broadcast;
+use toolhost_hooks::ErrorKind;
+use toolhost_policy::{Decision, Evaluation};
+
+use crate::call::{Call, CallContext, ToolResult};
+use crate::error::CallError;
+use crate::parts::Parts;
+use crate::plugin::Plugin;
+
+/// One call, as an operator's console shows it (see
+/// [`Runtime::watch_calls`](crate::Runtime::watch_calls)).
+///
+/// Serialized flat, the phase as `"phase": "started" | "finished"`:
+/// `{"id":"call-7","tool":"calculate","agent":null,"client":null,"at_ms":…,"phase":"finished","decision":"allow",…}`.
+#[derive(Debug, Clone, Serialize)]
+pub struct CallEvent {
+    /// The call's id (the caller's, or the one the runtime made up).
+    pub id: String,
+    /// The tool's name as the caller gave it.
+    pub tool: String,
+    /// The agent profile the call came under.
+    pub agent: Option<String>,
+    /// Who called (see [`CallContext::client`]).
+    pub client: Option<String>,
+    /// When the event was made, in milliseconds since the Unix epoch.
+    pub at_ms: u64,
+    /// Started, or finished with what happened.
+    #[serde(flatten)]
+    pub phase: CallPhase,
+}
+
+/// Where a [`CallEvent`]'s call is.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "phase", rename_all = "kebab-case")]
+pub enum CallPhase {
+    /// The call has come in (before lookup).
+    Started,
+    /// The call is over.
+    Finished {
+        /// The plugin (or tool source) that answers the tool; `None` when
+        /// lookup found no tool.
+        plugin: Option<String>,
+        /// That plugin's version.
+        version: Option<String>,
+        /// The policy's first decision: `allow`, `ask` or `deny`; `None`
+        /// when the call never reached the policy (not found, invalid
+        /// arguments).
+        decision: Option<String>,
+        /// What decided (the rule, the default, a session toggle).
+        rule: Option<String>,
+        /// The steps, in the order they started (`approval` lies within
+        /// `admit`).
+        steps: Vec<StepTiming>,
+        /// `ok`, or the error's kind (`not-found`, `permission-denied`, …;
+        /// `aborted` when the call was dropped before it finished).
+        outcome: String,
+        /// Whether the result came from the result cache.
+        cached: bool,
+        /// The whole call, in microseconds.
+        micros: u64,
+    },
+}
+
+/// One step of a watched call and its time.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepTiming {
+    /// `admit` (validation, policy, hooks, approval), `approval` (when
+    /// someone or something answered whether the call may run), `execute`
+    /// or `conclude` (after-hooks, result approval).
+    pub step: &'static str,
+    /// How long it took, in microseconds.
+    pub micros: u64,
+    /// What it decided, in a few words (at most 200 characters): the
+    /// policy's decision and rule for `admit`, who answered and how for
+    /// `approval`, `cached` for an `execute` the result cache answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// How many events a receiver may fall behind before it skips the oldest.
+pub(crate) const CAPACITY: usize = 1024;
+
+/// The longest note, in characters.
+const MAX_NOTE_CHARS: usize = 200;
+
+/// The sending side of the feed, in the runtime's parts.
+pub(crate) struct Feed {
+    sender: broadcast::Sender<Arc<CallEvent>>,
+    /// Whether anyone may be watching, in bit 0, with the number of
+    /// subscriptions so far above it. A call reads this first (one atomic
+    /// load, where counting receivers takes the channel's lock); the first
+    /// call that finds every receiver gone clears the bit, unless someone
+    /// subscribed meanwhile, which changed the count.
+    state: AtomicU64,
+}
+
+impl Feed {
+    pub(crate) fn new() -> Feed {
+        let (sender, _) = broadcast::channel(CAPACITY);
+        Feed {
+            sender,
+            state: AtomicU64::new(0),
+        }
+    }
+
+    /// A new receiver of every call from now on.
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Arc<CallEvent>> {
+        let receiver = self.sender.subscribe();
+        // After the receiver exists: a call that reads this state counts it.
+        let _ = self
+            .state
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |s| {
+                Some(((s >> 1).wrapping_add(1) << 1) | 1)
+            });
+        receiver
+    }
+
+    /// Whether anyone watches.
+    fn watched(&self) -> bool {
+        let state = self.state.load(Ordering::Acquire);
+        if state & 1 == 0 {
+            return false;
+        }
+        if self.sender.receiver_count() > 0 {
+            return true;
+        }
+        // Everyone left: later calls stop at the load above. A subscription
+        // since the load changed the state, and it stays set.
+        let _ = self
+            .state
+            .compare_exchange(state, state & !1, Ordering::AcqRel, Ordering::Relaxed);
+        false
+    }
+}
+
+/// What a watched call records on its way; sends the call's `Finished`
+/// event when it goes.
+pub(crate) struct Recorder {
+    sender: broadcast::Sender<Arc<CallEvent>>,
+    started: Instant,
+    /// The call's id, which lookup gives the call (`Call::resolve`).
+    pub(crate) id: String,
+    tool: String,
+    agent: Option<String>,
+    client: Option<String>,
+    seen: Mutex<Seen>,
+}
+
+/// What the steps reported.
+struct Seen {
+    plugin: Option<Arc<Plugin>>,
+    decision: Option<Decision>,
+    rule: Option<Arc<str>>,
+    steps: Vec<StepTiming>,
+    /// `None` until the call finished: dropped before, it was aborted.
+    outcome: Option<String>,
+    cached: bool,
+}
+
+/// The start of a step of a watched call.
+pub(crate) struct Timing {
+    /// Where the step is in the call's list (steps are listed as they start).
+    index: usize,
+    at: Instant,
+}
+
+/// At the start of a call of `tool`: when anyone watches, sends its
+/// `Started` event and returns its recorder, which holds the call's id
+/// (the caller's, or a new one); otherwise `None`, having made nothing.
+pub(crate) fn start(parts: &Parts, tool: &str, cx: &CallContext) -> Option<Recorder> {
+    let feed = &parts.feed;
+    if !feed.watched() {
+        return None;
+    }
+    let recorder = Recorder {
+        sender: feed.sender.clone(),
+        started: Instant::now(),
+        id: parts.call_id(cx.call_id.as_deref()),
+        tool: tool.to_owned(),
+        agent: cx.agent.clone(),
+        client: cx.client.clone(),
+        seen: Mutex::new(Seen {
+            plugin: None,
+            decision: None,
+            rule: None,
+            steps: Vec::with_capacity(4),
+            outcome: None,
+            cached: false,
+        }),
+    };
+    recorder.send(CallEvent {
+        id: recorder.id.clone(),
+        tool: recorder.tool.clone(),
+        agent: recorder.agent.clone(),
+        client: recorder.client.clone(),
+        at_ms: now_ms(),
+        phase: CallPhase::Started,
+    });
+    Some(recorder)
+}
+
+/// Records the plugin lookup found.
+pub(crate) fn resolved(call: &Call<'_>) {
+    if let Some(r) = call.watch {
+        r.seen.lock().plugin = Some(call.target.plugin.clone());
+    }
+}
+
+/// Records the policy's decision (the first one: a before-hook's rewrite
+/// is judged again, and the call keeps its first).
+pub(crate) fn decided(call: &Call<'_>, evaluation: &Evaluation) {
+    if let Some(r) = call.watch {
+        let mut seen = r.seen.lock();
+        if seen.decision.is_none() {
+            seen.decision = Some(evaluation.decision);
+            seen.rule = Some(evaluation.decided_by.clone());
+        }
+    }
+}
+
+/// The start of `step`, listed now.
+pub(crate) fn begin(call: &Call<'_>, step: &'static str) -> Option<Timing> {
+    let r = call.watch?;
+    let mut seen = r.seen.lock();
+    seen.steps.push(StepTiming {
+        step,
+        micros: 0,
+        note: None,
+    });
+    Some(Timing {
+        index: seen.steps.len() - 1,
+        at: Instant::now(),
+    })
+}
+
+/// The end of a step begun with [`begin`], with `note`.
+pub(crate) fn end(call: &Call<'_>, timing: Option<Timing>, note: impl FnOnce() -> Option<String>) {
+    let (Some(r), Some(timing)) = (call.watch, timing) else {
+        return;
+    };
+    let micros = micros(timing.at.elapsed());
+    let note = note().map(bounded);
+    if let Some(step) = r.seen.lock().steps.get_mut(timing.index) {
+        step.micros = micros;
+        step.note = note;
+    }
+}
+
+/// The end of `admit`, noted with the policy's decision and rule
+/// (`allow by default (allow)`).
+pub(crate) fn admitted(call: &Call<'_>, timing: Option<Timing>) {
+    let Some(r) = call.watch else {
+        return;
+    };
+    let note = {
+        let seen = r.seen.lock();
+        seen.decision
+            .zip(seen.rule.as_deref())
+            .map(|(decision, rule)| format!("{decision} by {rule}"))
+    };
+    end(call, timing, || note);
+}
+
+/// The end of `execute`, noted `cached` when the result cache answered.
+pub(crate) fn executed(
+    call: &Call<'_>,
+    timing: Option<Timing>,
+    result: &Result<ToolResult, CallError>,
+) {
+    end(call, timing, || {
+        matches!(result, Ok(r) if r.cached).then(|| "cached".to_owned())
+    });
+}
+
+/// When an approval question starts (`None` unwatched: no clock read).
+pub(crate) fn since(call: &Call<'_>) -> Option<Instant> {
+    call.watch.map(|_| Instant::now())
+}
+
+/// An `approval` step from `since` to now: who answered and how.
+pub(crate) fn approval(call: &Call<'_>, since: Option<Instant>, note: impl FnOnce() -> String) {
+    let (Some(r), Some(since)) = (call.watch, since) else {
+        return;
+    };
+    let step = StepTiming {
+        step: "approval",
+        micros: micros(since.elapsed()),
+        note: Some(bounded(note())),
+    };
+    r.seen.lock().steps.push(step);
+}
+
+/// Records the call's outcome and sends its `Finished` event.
+pub(crate) fn finished(recorder: Option<Recorder>, result: &Result<ToolResult, CallError>) {
+    let Some(recorder) = recorder else {
+        return;
+    };
+    {
+        let mut seen = recorder.seen.lock();
+        seen.outcome = Some(match result {
+            Ok(_) => "ok".to_owned(),
+            Err(e) => e.kind().as_str().to_owned(),
+        });
+        seen.cached = matches!(result, Ok(r) if r.cached);
+    }
+    drop(recorder);
+}
+
+impl Recorder {
+    fn send(&self, event: CallEvent) {
+        // Never waits: a receiver that falls behind skips the oldest
+        // events; with none left, the event is dropped.
+        let _ = self.sender.send(Arc::new(event));
+    }
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        let micros = micros(self.started.elapsed());
+        let seen = self.seen.get_mut();
+        let plugin = seen.plugin.take();
+        let phase = CallPhase::Finished {
+            plugin: plugin.as_ref().map(|p| p.name.clone()),
+            version: plugin.as_ref().map(|p| p.version_text.clone()),
+            decision: seen.decision.map(|d| d.as_str().to_owned()),
+            rule: seen.rule.as_deref().map(str::to_owned),
+            steps: std::mem::take(&mut seen.steps),
+            outcome: seen
+                .outcome
+                .take()
+                .unwrap_or_else(|| ErrorKind::Aborted.as_str().to_owned()),
+            cached: seen.cached,
+            micros,
+        };
+        let event = CallEvent {
+            id: std::mem::take(&mut self.id),
+            tool: std::mem::take(&mut self.tool),
+            agent: self.agent.take(),
+            client: self.client.take(),
+            at_ms: now_ms(),
+            phase,
+        };
+        self.send(event);
+    }
+}
+
+/// `note`, cut to [`MAX_NOTE_CHARS`] characters (an ellipsis ends a cut one).
+fn bounded(note: String) -> String {
+    // No more bytes than that, so no more characters: the common case.
+    if note.len() <= MAX_NOTE_CHARS || note.chars().nth(MAX_NOTE_CHARS).is_none() {
+        return note;
+    }
+    let mut cut: String = note.chars().take(MAX_NOTE_CHARS - 1).collect();
+    cut.push('…');
+    cut
+}
+
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_note_is_cut_to_200_characters_and_a_short_one_kept() {
+        assert_eq!(bounded("allow by default".into()), "allow by default");
+        let exact = "é".repeat(MAX_NOTE_CHARS);
+        assert_eq!(bounded(exact.clone()), exact);
+        let cut = bounded("é".repeat(MAX_NOTE_CHARS + 1));
+        assert_eq!(cut.chars().count(), MAX_NOTE_CHARS);
+        assert!(cut.ends_with('…'), "{cut}");
+    }
+
+    #[test]
+    fn nobody_watching_is_noticed_once_everyone_left_and_a_new_watcher_is_seen() {
+        let feed = Feed::new();
+        assert!(!feed.watched());
+        let rx = feed.subscribe();
+        assert!(feed.watched());
+        drop(rx);
+        assert!(!feed.watched());
+        assert_eq!(feed.state.load(Ordering::Relaxed) & 1, 0, "the bit cleared");
+        let _rx = feed.subscribe();
+        assert!(feed.watched());
+    }
+}
