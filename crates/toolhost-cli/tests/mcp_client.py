@@ -68,6 +68,19 @@ async def basics(args):
         return report
 
 
+async def operator_wait(args):
+    """A call whose ask goes to the operator: the progress notes it gets
+    while it waits, and its result once the operator answered."""
+    seen = []
+
+    async def on_progress(value, total, message):
+        seen.append({"progress": value, "total": total, "message": message})
+
+    async with Client(server(args), mode=args.mode) as c:
+        r = await c.call_tool("calculate", {"expression": "2*(3+4)"}, progress_callback=on_progress)
+        return {"version": c.protocol_version, "progress": seen, "result": result_json(r)}
+
+
 async def ask(args):
     async def elicit(context, params):
         if args.answer == "accept":
@@ -180,6 +193,7 @@ SCENARIOS = {
     "basics": basics,
     "ask": ask,
     "progress": progress,
+    "operator_wait": operator_wait,
     "cancel": cancel,
     "reload": reload,
     "gateway": gateway,

@@ -11,7 +11,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::mcp::{Served, host_args, serve};
+use crate::mcp::{MODES, Served, client, host_args, serve};
 use crate::support::*;
 
 const POLICY: &str = "default = \"allow\"\n[[rules]]\ntool = \"calculate\"\ndecision = \"ask\"\nreason = \"arithmetic needs a person\"\n";
@@ -222,33 +222,9 @@ fn only_an_operators_token_signs_in_and_every_change_needs_the_pages_csrf_token(
         403
     );
 
-    let (status, head, _) = request(base, "POST", "/console/login", &form, "token=op-secret");
-    assert_eq!(status, 303, "{head}");
-    let cookie_line = head
-        .lines()
-        .find(|l| l.to_ascii_lowercase().starts_with("set-cookie:"))
-        .expect("a session cookie");
-    for flag in ["HttpOnly", "SameSite=Strict", "Path=/console"] {
-        assert!(cookie_line.contains(flag), "{cookie_line}");
-    }
-    let session = cookie_line
-        .split_once(':')
-        .unwrap()
-        .1
-        .split(';')
-        .next()
-        .unwrap()
-        .trim()
-        .to_owned();
-    let (status, head, page) = request(base, "GET", "/console", &[("Cookie", &session)], "");
-    assert_eq!(status, 200);
+    let (session, csrf) = sign_in(base);
+    let (_, head, _) = request(base, "GET", "/console", &[("Cookie", &session)], "");
     assert!(head.contains("frame-ancestors 'none'"), "{head}");
-    let csrf = page
-        .split("name=\"csrf\" content=\"")
-        .nth(1)
-        .and_then(|rest| rest.split('"').next())
-        .expect("the page carries its CSRF token")
-        .to_owned();
 
     // A change without the token, with a wrong one, or from another
     // origin, is refused; with it, it reaches the queue (nothing waits).
@@ -338,4 +314,95 @@ fn an_ask_for_the_operator_needs_the_console_and_the_console_needs_an_operator_t
         !ok && err.contains("line 1") && err.contains("colour"),
         "{err}"
     );
+}
+
+/// Signs the operator in: the session cookie (`name=value`) and the
+/// page's CSRF token. Checks the cookie's flags on the way.
+fn sign_in(base: &str) -> (String, String) {
+    let form = [("Content-Type", "application/x-www-form-urlencoded")];
+    let (status, head, _) = request(base, "POST", "/console/login", &form, "token=op-secret");
+    assert_eq!(status, 303, "{head}");
+    let cookie_line = head
+        .lines()
+        .find(|l| l.to_ascii_lowercase().starts_with("set-cookie:"))
+        .expect("a session cookie");
+    for flag in ["HttpOnly", "SameSite=Strict", "Path=/console"] {
+        assert!(cookie_line.contains(flag), "{cookie_line}");
+    }
+    let session = cookie_line
+        .split_once(':')
+        .and_then(|(_, v)| v.split(';').next())
+        .unwrap()
+        .trim()
+        .to_owned();
+    let (status, _, page) = request(base, "GET", "/console", &[("Cookie", &session)], "");
+    assert_eq!(status, 200);
+    let csrf = page
+        .split("name=\"csrf\" content=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the page carries its CSRF token")
+        .to_owned();
+    (session, csrf)
+}
+
+#[test]
+fn a_caller_waiting_for_the_operator_hears_so_in_progress_notes_in_both_revisions() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = console_server(dir.path());
+    let (session, csrf) = sign_in(&served.base);
+    for mode in MODES {
+        let url = format!("{}/mcp", served.base);
+        let waiting = std::thread::spawn(move || {
+            client(
+                "operator_wait",
+                &["--mode", mode, "--url", &url, "--token", "caller-secret"],
+                &[],
+            )
+        });
+        // The call shows in the operator's queue; the operator allows it.
+        let started = std::time::Instant::now();
+        let id = loop {
+            let (_, _, queue) = request(
+                &served.base,
+                "GET",
+                "/console/part/queue",
+                &[("Cookie", &session)],
+                "",
+            );
+            if let Some(id) = queue
+                .split("data-id=\"")
+                .nth(1)
+                .and_then(|rest| rest.split('"').next())
+            {
+                break id.to_owned();
+            }
+            assert!(
+                started.elapsed().as_secs() < 60,
+                "{mode}: no call waits: {queue}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        };
+        let (status, _, body) = request(
+            &served.base,
+            "POST",
+            &format!("/console/queue/{id}"),
+            &[("Cookie", &session), ("X-CSRF-Token", &csrf)],
+            "allow",
+        );
+        assert_eq!(status, 204, "{body}");
+        let report = waiting.join().unwrap();
+        assert_eq!(report["result"]["is_error"], false, "{mode}: {report}");
+        assert_eq!(report["result"]["text"], "14", "{mode}: {report}");
+        assert!(
+            report["progress"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("waiting for the operator"))),
+            "{mode}: {report}"
+        );
+    }
 }

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::support::*;
 
-const MODES: [&str; 2] = ["legacy", "2026-07-28"];
+pub(crate) const MODES: [&str; 2] = ["legacy", "2026-07-28"];
 
 /// An outside tool: from the variable `cargo xtask test` sets, else its
 /// place under `target/tools/`.
