@@ -93,6 +93,44 @@ fn main() {
     let python_unready = foreign("plugins-py", "text-stats.wasm", false);
     let js = foreign("plugins-js", "text-case.wasm", true);
 
+    // Per-call grants: `fs` as shipped (its manifest names `read_file`'s
+    // path argument, so each call gets a scratch directory and a link to
+    // the one file) and the same plugin whose manifest names none (the
+    // whole grant), reading the same small file.
+    let files = tempfile::tempdir().unwrap();
+    std::fs::write(files.path().join("notes.txt"), "one two three\n").unwrap();
+    let whole_dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        built("plugins", "fs.wasm"),
+        whole_dir.path().join("fs.wasm"),
+    )
+    .unwrap();
+    let shipped = std::fs::read_to_string(built("plugins", "fs.toml")).unwrap();
+    let without_path_args = shipped.split("\n[tools.").next().unwrap_or_default();
+    assert!(
+        without_path_args.len() < shipped.len(),
+        "fs.toml names a path argument"
+    );
+    std::fs::write(whole_dir.path().join("fs.toml"), without_path_args).unwrap();
+    let load_fs = |dir: std::path::PathBuf| {
+        let mut grant = toolhost_runtime::PluginSettings::default();
+        grant
+            .dirs
+            .push(toolhost_runtime::DirGrant::read_only(files.path()));
+        rt.block_on(async {
+            Runtime::builder()
+                .plugin_dir(dir)
+                .plugin_settings("fs", grant)
+                .cache_dir(Some(cache.clone()))
+                .build()
+                .await
+                .unwrap()
+        })
+    };
+    let fs_narrowed = load_fs(built("plugins", "fs.wasm"));
+    let fs_whole = load_fs(whole_dir.path().to_path_buf());
+    let read_notes = || json!({ "path": "notes.txt" });
+
     let args: Value = serde_json::from_str(ARGS).unwrap();
     let counter = std::cell::Cell::new(0u64);
     // Arguments that differ on every call: the result cache never answers.
@@ -288,6 +326,14 @@ fn main() {
             })
         }),
     );
+    variants.insert(
+        "fs_read_narrowed",
+        Box::new(|n| fresh(&fs_narrowed, "read_file", &read_notes, n)),
+    );
+    variants.insert(
+        "fs_read_whole_grant",
+        Box::new(|n| fresh(&fs_whole, "read_file", &read_notes, n)),
+    );
     variants.insert("eight_callers", Box::new(|n| concurrent(&runtime, 8, n)));
     variants.insert(
         "eight_callers_cache_off",
@@ -420,6 +466,12 @@ fn main() {
             "watched_over_fresh",
             "fresh_instance_watched",
             "fresh_instance",
+        ),
+        // What a per-call grant (a scratch directory and a link) costs a call.
+        (
+            "narrowed_over_whole_grant",
+            "fs_read_narrowed",
+            "fs_read_whole_grant",
         ),
         // What the result cache costs a call that misses.
         (

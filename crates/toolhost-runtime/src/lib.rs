@@ -83,7 +83,7 @@ pub use lockfile::{
     GrantState, InstallRecord, LockEntry, LockError, default_lock_file, digest_of, lock_entry,
     record_install,
 };
-pub use manifest::{Capabilities, DirRequest, Manifest};
+pub use manifest::{Capabilities, DirRequest, Manifest, ToolManifest};
 pub use permission::{
     ApprovalAnswer, ApprovalFuture, ApprovalOf, Approver, CallApproval, CallApprovalRequest,
     CallStep, ResultApproval, ResultApprovalRequest,

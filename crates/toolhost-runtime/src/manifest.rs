@@ -20,6 +20,9 @@
 //! [cache]                      # results of read-only, idempotent tools: only lower what the host allows
 //! ttl-ms = 60000
 //! tools.list_dir = { enabled = false }
+//!
+//! [tools.read_file]            # per tool: the argument that names the file or directory it works on
+//! path-arg = "/path"           # a JSON pointer; its sandbox then gets that file or directory alone
 //! ```
 
 use std::collections::BTreeMap;
@@ -60,6 +63,23 @@ pub struct Manifest {
         skip_serializing_if = "crate::cache_settings::CacheSettings::is_empty"
     )]
     pub cache: crate::cache_settings::CacheSettings,
+    /// Per tool (by the name the plugin declares): what its arguments say
+    /// about what a call reaches (see [`ToolManifest`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tools: BTreeMap<String, ToolManifest>,
+}
+
+/// What a tool's arguments say about what one call reaches, so its sandbox
+/// gets that alone (a per-call grant, `call/narrow.rs`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ToolManifest {
+    /// A JSON pointer (`/path`) to the string argument naming the file or
+    /// directory a call works on. The call's sandbox then gets only that
+    /// file (or that directory), read-only unless the tool is not
+    /// annotated read-only, inside the plugin's granted directories; a path
+    /// outside them is refused before the guest runs.
+    pub path_arg: Option<String>,
 }
 
 /// Capabilities a plugin requests.
@@ -134,10 +154,24 @@ impl Manifest {
 
     /// Parses manifest text; `path` is used in error messages.
     pub fn parse(text: &str, path: &Path) -> Result<Manifest, LoadError> {
-        toml::from_str(text).map_err(|e| LoadError::Manifest {
+        let manifest: Manifest = toml::from_str(text).map_err(|e| LoadError::Manifest {
             path: path.to_owned(),
             message: e.to_string().trim_end().to_owned(),
-        })
+        })?;
+        for (tool, t) in &manifest.tools {
+            if let Some(pointer) = &t.path_arg
+                && !pointer.starts_with('/')
+            {
+                return Err(LoadError::Manifest {
+                    path: path.to_owned(),
+                    message: format!(
+                        "tools.{tool}.path-arg must be a JSON pointer such as \"/path\", not {:?}",
+                        toolhost_text::line(pointer, 64)
+                    ),
+                });
+            }
+        }
+        Ok(manifest)
     }
 }
 

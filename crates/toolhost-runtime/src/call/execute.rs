@@ -11,7 +11,7 @@ use tracing::Instrument;
 use wasmtime::Store;
 
 use crate::api::{PluginInstance, RawContext, RawOutcome};
-use crate::call::{Call, ToolResult};
+use crate::call::{Call, ToolResult, narrow};
 use crate::error::{CallError, SandboxFault, ToolErrorKind};
 use crate::pool::Pool;
 use crate::refill;
@@ -20,14 +20,19 @@ use crate::source::{SourceCall, SourceError, SourceOutcome, SourceProgress, Tool
 
 /// Runs an admitted call in a fresh sandbox: one made ready before the
 /// call when the plugin keeps them and has one (`ready.rs`), else one set
-/// up now.
+/// up now; one that reaches only the call's path when its tool names one
+/// (a per-call grant, `narrow.rs`).
 pub(crate) async fn fresh(
     pool: &Pool,
     call: &Call<'_>,
+    args_value: &serde_json::Value,
     args: &str,
 ) -> Result<ToolResult, CallError> {
     let plugin = &call.target.plugin;
-    if let Some(mut ready) = plugin.ready.take() {
+    let narrowed = narrow::narrow(call, args_value)?;
+    if narrowed.is_none()
+        && let Some(mut ready) = plugin.ready.take()
+    {
         let result = on_instance(&mut ready.sandbox, &ready.instance, call, args)
             .instrument(tracing::info_span!("sandbox", toolhost.instance = "ready"))
             .await;
@@ -39,12 +44,11 @@ pub(crate) async fn fresh(
             .acquire(plugin.quota())
             .instrument(tracing::info_span!("queue"))
             .await?;
-        let mut sandbox = pool
-            .sandbox(&plugin.sandbox)
-            .map_err(|message| CallError::Host {
-                tool: call.target.tool.to_owned(),
-                message,
-            })?;
+        let spec = narrowed.as_ref().map_or(&plugin.sandbox, |n| &n.spec);
+        let mut sandbox = pool.sandbox(spec).map_err(|message| CallError::Host {
+            tool: call.target.tool.to_owned(),
+            message,
+        })?;
         let pre = &plugin.pre;
         run(
             &mut sandbox,

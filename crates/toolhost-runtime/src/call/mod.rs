@@ -29,6 +29,7 @@ pub(crate) mod admit;
 pub(crate) mod cached;
 pub(crate) mod conclude;
 pub(crate) mod execute;
+pub(crate) mod narrow;
 pub(crate) mod trace;
 pub(crate) mod validate;
 pub(crate) mod watch;
@@ -328,7 +329,7 @@ async fn steps(
         &admitted.args_text,
         async || match call.target.plugin.source() {
             Some(source) => execute::from_source(source.as_ref(), &call, &admitted.args).await,
-            None => execute::fresh(&parts.pool, &call, &admitted.args_text).await,
+            None => execute::fresh(&parts.pool, &call, &admitted.args, &admitted.args_text).await,
         },
     )
     .instrument(tracing::info_span!("execute"))

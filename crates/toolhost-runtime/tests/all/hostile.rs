@@ -319,6 +319,99 @@ async fn fs_escapes_fail_in_wasi_even_without_a_check_in_the_plugin() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_call_granted_one_path_reaches_nothing_beside_it_whatever_path_the_guest_tries() {
+    let _shared = EXCLUSIVE.read().await;
+    let scene = fs_scene();
+    std::fs::write(scene.granted.join("sibling.txt"), "SIBLING\n").unwrap();
+    let mut s = PluginSettings::default();
+    s.dirs.push(DirGrant::read_only(&scene.granted));
+    let rt = runtime("hostile-fs-escape", Some(s)).await;
+    let granted = scene.granted.display().to_string();
+    let name = scene
+        .granted
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_owned();
+
+    // Granted one file (`[tools.read_beside] path-arg = "/path"`): it is
+    // readable, and nothing beside it is, however the guest asks.
+    let file = format!("{granted}/hello.txt");
+    for other in [
+        format!("{granted}/sibling.txt"),
+        format!("{granted}/sub/../sibling.txt"),
+        format!("{granted}/hello.txt/../sibling.txt"),
+        format!("{granted}/../{name}/sibling.txt"),
+        format!("{granted}/sub/inner.txt"),
+        format!("{granted}/link-out"),
+        format!("{granted}/../secret.txt"),
+        "/etc/passwd".to_owned(),
+    ] {
+        let r = rt
+            .call(
+                "read_beside",
+                json!({"path": file, "other": other}),
+                CallContext::new(),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{other}: {e}"));
+        // The granted file's lines, then one line about the other path.
+        let (first, second) = r.output.rsplit_once('\n').unwrap();
+        assert!(first.contains(": line one"), "{other}: {}", r.output);
+        assert!(second.starts_with("cannot read "), "{other}: {}", r.output);
+        for leak in ["SIBLING", ": inner", "TOP SECRET", "root:"] {
+            assert!(!second.contains(leak), "{other}: {}", r.output);
+        }
+    }
+
+    // Granted a directory: what is inside it, and only that.
+    let r = rt
+        .call(
+            "read_beside",
+            json!({"path": format!("{granted}/sub"), "other": format!("{granted}/sub/inner.txt")}),
+            CallContext::new(),
+        )
+        .await
+        .unwrap();
+    assert!(r.output.ends_with(": inner"), "{}", r.output);
+    let r = rt
+        .call(
+            "read_beside",
+            json!({"path": format!("{granted}/sub"), "other": format!("{granted}/sub/../sibling.txt")}),
+            CallContext::new(),
+        )
+        .await
+        .unwrap();
+    assert!(r.output.contains("\ncannot read "), "{}", r.output);
+    assert!(!r.output.contains("SIBLING"), "{}", r.output);
+
+    // A path outside the grant, lexically or through a link, is refused
+    // before the guest runs.
+    for path in [
+        format!("{granted}/../secret.txt"),
+        format!("{granted}/link-out"),
+    ] {
+        match rt
+            .call(
+                "read_beside",
+                json!({"path": path, "other": "/"}),
+                CallContext::new(),
+            )
+            .await
+        {
+            Err(CallError::Denied { reason, .. }) => {
+                assert!(
+                    reason.contains("outside the directories granted"),
+                    "{path}: {reason}"
+                );
+            }
+            other => panic!("{path}: expected a denial, got {other:?}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn http_to_an_ungranted_host_or_a_name_for_loopback_never_leaves_the_host() {
     let _shared = EXCLUSIVE.read().await;
     let granted = TestServer::start("granted body");
