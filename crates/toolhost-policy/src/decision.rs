@@ -92,3 +92,41 @@ mod tests {
         );
     }
 }
+
+/// Who answers a profile's `ask`s when its calls come from a server's
+/// callers (`[profiles.NAME] ask = "operator"`): the calling client, the
+/// operator (in the console's approvals queue), or nobody (a denial).
+///
+/// ```
+/// use toolhost_policy::AskRoute;
+/// assert_eq!("operator".parse::<AskRoute>().unwrap(), AskRoute::Operator);
+/// assert!("boss".parse::<AskRoute>().is_err());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AskRoute {
+    /// The client that made the call (MCP elicitation).
+    Client,
+    /// The operator, in the console's approvals queue.
+    Operator,
+    /// Nobody: the call is denied, saying so.
+    Deny,
+}
+
+impl FromStr for AskRoute {
+    type Err = UnknownAskRoute;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "client" => Ok(AskRoute::Client),
+            "operator" => Ok(AskRoute::Operator),
+            "deny" => Ok(AskRoute::Deny),
+            other => Err(UnknownAskRoute(other.chars().take(64).collect())),
+        }
+    }
+}
+
+/// A word that is not `client`, `operator` or `deny`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown ask route `{0}` (expected client, operator or deny)")]
+pub struct UnknownAskRoute(pub String);

@@ -34,6 +34,7 @@ struct RawPolicy {
 struct RawProfile {
     default: Option<Spanned<String>>,
     approve_results: Option<Vec<Spanned<String>>>,
+    ask: Option<Spanned<String>>,
     #[serde(default)]
     rules: Vec<Spanned<RawRule>>,
 }
@@ -306,6 +307,11 @@ pub(crate) fn parse(text: &str, path: &Path) -> Result<Policy, PolicyError> {
             profile.default = Some(decision(&file, word)?);
             spans.default = Some(word.span());
         }
+        if let Some(word) = &p.ask {
+            profile.ask = Some(word.get_ref().parse().map_err(
+                |e: crate::decision::UnknownAskRoute| file.error_at(word.span(), e.to_string()),
+            )?);
+        }
         if p.approve_results.is_some() {
             let (globs, s) = globs(p.approve_results);
             profile.approve_results = Some(globs);
@@ -324,6 +330,21 @@ mod tests {
     use crate::policy::{CallRequest, Source};
     use crate::session::SessionToggles;
     use serde_json::json;
+
+    #[test]
+    fn a_profile_says_who_answers_its_asks_and_an_unknown_word_is_an_error_at_its_place() {
+        let p = parse(
+            "[profiles.remote]\nask = \"operator\"\n",
+            Path::new("p.toml"),
+        )
+        .unwrap();
+        assert_eq!(p.ask_route(Some("remote")), Some(crate::AskRoute::Operator));
+        assert_eq!(p.ask_route(Some("other")), None);
+        let e = parse("[profiles.remote]\nask = \"boss\"\n", Path::new("p.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("boss") && e.contains("p.toml:2"), "{e}");
+    }
 
     const EXAMPLE: &str = r#"# Decision for a call no rule matches.
 default = "allow"

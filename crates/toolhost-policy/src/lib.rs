@@ -152,7 +152,7 @@ mod policy;
 mod rule;
 mod session;
 
-pub use decision::{Decision, UnknownDecision};
+pub use decision::{AskRoute, Decision, UnknownAskRoute, UnknownDecision};
 pub use error::PolicyError;
 pub use pattern::ArgPattern;
 pub use persist::persist_always_allow;

@@ -71,6 +71,7 @@ struct CompiledProfile {
     default: Option<(Decision, Arc<str>)>,
     approve_results: Option<Box<[NameGlob]>>,
     rules: RuleSet,
+    ask: Option<crate::AskRoute>,
 }
 
 /// One tool call, as the permission check sees it.
@@ -253,6 +254,22 @@ impl Policy {
         let mut names: Vec<&str> = self.profiles.keys().map(AsRef::as_ref).collect();
         names.sort_unstable();
         names
+    }
+
+    /// Who answers the `ask`s of calls under `agent`'s profile, when the
+    /// profile says (`ask = "operator"`); `None`: whoever the server says.
+    ///
+    /// ```
+    /// use toolhost_policy::{AskRoute, Policy, Profile};
+    /// let policy = Policy::builder()
+    ///     .profile("remote", Profile::new().ask(AskRoute::Operator))
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(policy.ask_route(Some("remote")), Some(AskRoute::Operator));
+    /// assert_eq!(policy.ask_route(None), None);
+    /// ```
+    pub fn ask_route(&self, agent: Option<&str>) -> Option<crate::AskRoute> {
+        self.profile(agent).and_then(|p| p.ask)
     }
 
     fn profile(&self, agent: Option<&str>) -> Option<&CompiledProfile> {
@@ -685,6 +702,7 @@ pub(crate) fn compile(
             default,
             approve_results,
             rules: compile_rules(&p.rules, Some(name), origin)?,
+            ask: p.ask,
         };
         profiles.insert(Box::from(name.as_str()), compiled);
     }

@@ -124,6 +124,7 @@ pub struct Profile {
     pub(crate) default: Option<Decision>,
     pub(crate) approve_results: Option<Vec<String>>,
     pub(crate) rules: Vec<Rule>,
+    pub(crate) ask: Option<crate::AskRoute>,
 }
 
 impl Profile {
@@ -135,6 +136,13 @@ impl Profile {
     /// The decision for calls no rule matches, for this agent.
     pub fn default(mut self, decision: Decision) -> Self {
         self.default = Some(decision);
+        self
+    }
+
+    /// Who answers this profile's `ask`s when a server's callers run under
+    /// it (`ask = "operator"` in the file).
+    pub fn ask(mut self, route: crate::AskRoute) -> Self {
+        self.ask = Some(route);
         self
     }
 

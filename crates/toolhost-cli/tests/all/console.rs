@@ -14,9 +14,10 @@ use serde_json::Value;
 use crate::mcp::{MODES, Served, client, host_args, serve};
 use crate::support::*;
 
-const POLICY: &str = "default = \"allow\"\n[[rules]]\ntool = \"calculate\"\ndecision = \"ask\"\nreason = \"arithmetic needs a person\"\n";
-const TOKENS: &str =
-    "# the caller's asks go to the operator\ncaller-secret ask=operator\nop-secret role=operator\n";
+const POLICY: &str = "default = \"allow\"\n[[rules]]\ntool = \"calculate\"\ndecision = \"ask\"\nreason = \"arithmetic needs a person\"\n\n[profiles.remote]\nask = \"operator\"\n";
+/// One caller's asks go to the operator by its token's line, another's by
+/// its profile in the policy.
+const TOKENS: &str = "caller-secret ask=operator\nprofile-caller remote\nop-secret role=operator\n";
 
 fn outside(var: &str, default: &str) -> PathBuf {
     let path = std::env::var_os(var).map_or_else(|| root().join(default), PathBuf::from);
@@ -347,16 +348,17 @@ fn sign_in(base: &str) -> (String, String) {
 }
 
 #[test]
-fn a_caller_waiting_for_the_operator_hears_so_in_progress_notes_in_both_revisions() {
+fn a_caller_whose_token_or_profile_sends_asks_to_the_operator_waits_hearing_so_in_both_revisions() {
     let dir = tempfile::tempdir().unwrap();
     let served = console_server(dir.path());
     let (session, csrf) = sign_in(&served.base);
-    for mode in MODES {
+    // The token's `ask=operator`, then the profile's `ask = "operator"`.
+    for (mode, token) in [(MODES[0], "caller-secret"), (MODES[1], "profile-caller")] {
         let url = format!("{}/mcp", served.base);
         let waiting = std::thread::spawn(move || {
             client(
                 "operator_wait",
-                &["--mode", mode, "--url", &url, "--token", "caller-secret"],
+                &["--mode", mode, "--url", &url, "--token", token],
                 &[],
             )
         });

@@ -75,6 +75,17 @@ pub struct ServerOptions {
     pub tool_search: Option<toolhost_search::ToolSearch>,
 }
 
+impl From<toolhost_runtime::policy::AskRoute> for Asks {
+    fn from(route: toolhost_runtime::policy::AskRoute) -> Asks {
+        use toolhost_runtime::policy::AskRoute;
+        match route {
+            AskRoute::Client => Asks::Client,
+            AskRoute::Operator => Asks::Operator,
+            AskRoute::Deny => Asks::Deny,
+        }
+    }
+}
+
 /// Who answers an `ask` on a call an MCP server runs (see
 /// [`ServerOptions::asks`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -169,13 +180,21 @@ impl McpServer {
     }
 
     /// Who answers a request's `ask`s: its bearer token's setting (HTTP),
-    /// else the server's.
+    /// else its profile's (`ask = "operator"` in the policy), else the
+    /// server's.
     fn asks(&self, context: &RequestContext<RoleServer>) -> Asks {
-        context
+        if let Some(asks) = context
             .extensions
             .get::<::http::request::Parts>()
             .and_then(|parts| parts.extensions.get::<ClientAsks>())
-            .map_or(self.options.asks, |a| a.0)
+        {
+            return asks.0;
+        }
+        let agent = self.agent(context);
+        self.runtime
+            .policy()
+            .ask_route(agent.as_deref())
+            .map_or(self.options.asks, Asks::from)
     }
 
     fn instructions(&self) -> Option<String> {
