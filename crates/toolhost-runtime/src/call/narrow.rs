@@ -22,7 +22,7 @@
 //! guest runs. Access is read-only unless the tool is not annotated
 //! read-only and the grant is read-write.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -80,7 +80,10 @@ pub(crate) fn narrow(call: &Call<'_>, args: &Value) -> Result<Option<Narrowed>, 
     let first = mirror(call, scratch.path(), 0)?;
     let mut dirs = vec![(first.clone(), root_guest.clone(), DirAccess::ReadOnly)];
     if !requested.is_empty() && !requested.contains('\0') {
-        let guest = normalize(&Path::new(root_guest).join(requested));
+        let joined = Path::new(root_guest).join(requested);
+        let guest = PathBuf::from(
+            toolhost_patterns::normalize_path(&joined.to_string_lossy()).into_owned(),
+        );
         // The grant it lies in (the longest guest path that holds it).
         let Some((host_root, guest_root, access)) = spec
             .dirs
@@ -196,34 +199,5 @@ fn host_error(call: &Call<'_>, message: String) -> CallError {
     CallError::Host {
         tool: call.target.tool.to_owned(),
         message,
-    }
-}
-
-/// Resolves `.` and `..` lexically; `..` never climbs above the root.
-fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn dot_dot_never_climbs_above_the_root() {
-        assert_eq!(
-            normalize(Path::new("/a/b/../../../etc")),
-            PathBuf::from("/etc")
-        );
-        assert_eq!(normalize(Path::new("/a/./b/../c")), PathBuf::from("/a/c"));
     }
 }
