@@ -49,7 +49,7 @@ impl ReusedInstance {
     ) -> Result<ToolResult, CallError> {
         let span = crate::call::trace::call_span(tool, &cx);
         let inner = self.runtime.inner.clone();
-        let recorder = watch::start(&inner, tool, &cx);
+        let recorder = watch::start(&inner.feed, tool, &cx, |given| inner.call_id(given));
         let result = self
             .steps(&inner, tool, args, &cx, recorder.as_ref())
             .instrument(span.clone())

@@ -196,7 +196,14 @@ fn fs_grants_come_from_the_command_line() {
             "read_file",
             r#"{"path":"../secret.txt"}"#,
         ]));
-    assert_eq!(o.status.code(), Some(5), "{}", stderr(&o));
+    // `read_file` names its path argument (a per-call grant): the host
+    // refuses a path outside the grant before the plugin runs.
+    assert_eq!(o.status.code(), Some(8), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("outside the directories granted to fs"),
+        "{}",
+        stderr(&o)
+    );
     assert!(!stdout(&o).contains("TOP SECRET"));
 }
 

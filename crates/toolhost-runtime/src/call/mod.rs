@@ -300,7 +300,7 @@ pub(crate) async fn run(
     cx: &CallContext,
 ) -> Result<ToolResult, CallError> {
     let span = trace::call_span(tool, cx);
-    let recorder = watch::start(parts, tool, cx);
+    let recorder = watch::start(&parts.feed, tool, cx, |given| parts.call_id(given));
     let result = steps(parts, tool, args, cx, recorder.as_ref())
         .instrument(span.clone())
         .await;

@@ -26,7 +26,6 @@ use toolhost_policy::{Decision, Evaluation};
 
 use crate::call::{Call, CallContext, ToolResult};
 use crate::error::CallError;
-use crate::parts::Parts;
 use crate::plugin::Plugin;
 
 /// One call, as an operator's console shows it (see
@@ -189,15 +188,21 @@ pub(crate) struct Timing {
 /// At the start of a call of `tool`: when anyone watches, sends its
 /// `Started` event and returns its recorder, which holds the call's id
 /// (the caller's, or a new one); otherwise `None`, having made nothing.
-pub(crate) fn start(parts: &Parts, tool: &str, cx: &CallContext) -> Option<Recorder> {
-    let feed = &parts.feed;
+/// `call_id` makes the call's id from the caller's, if it gave one (only
+/// when someone watches).
+pub(crate) fn start(
+    feed: &Feed,
+    tool: &str,
+    cx: &CallContext,
+    call_id: impl FnOnce(Option<&str>) -> String,
+) -> Option<Recorder> {
     if !feed.watched() {
         return None;
     }
     let recorder = Recorder {
         sender: feed.sender.clone(),
         started: Instant::now(),
-        id: parts.call_id(cx.call_id.as_deref()),
+        id: call_id(cx.call_id.as_deref()),
         tool: tool.to_owned(),
         agent: cx.agent.clone(),
         client: cx.client.clone(),
