@@ -91,6 +91,39 @@ pub(crate) fn build_engine(s: &EngineSettings) -> Result<Engine, RuntimeError> {
     Engine::new(&config).map_err(|e| RuntimeError::Engine(e.into()))
 }
 
+/// Settles the process-wide state of wasmtime's pooling allocator before
+/// this process forks (to start an MCP server, a command hook, …). Call it
+/// before spawning a process from a program that may build runtimes on
+/// other threads at the same time; a runtime's own code does.
+///
+/// Why: wasmtime 48 registers a fork handler while it opens
+/// `/proc/self/pagemap` once per process (for `pagemap_scan`), before it
+/// marks that done. A child forked in that window runs the handler, finds
+/// the opening "in progress" (a copy of another thread's state, which never
+/// finishes in the child) and waits forever, and so does the parent's
+/// `spawn`. Seen in the MCP client's tests, where runtimes are built while
+/// servers start. After this returns, the opening is done in this process.
+///
+/// ```
+/// toolhost_runtime::settle_before_fork();
+/// let status = std::process::Command::new("true").status();
+/// # let _ = status;
+/// ```
+pub fn settle_before_fork() {
+    static SETTLED: std::sync::OnceLock<()> = std::sync::OnceLock::new();
+    SETTLED.get_or_init(|| {
+        // The smallest pooling engine opens the pagemap as every engine
+        // does (or waits for another thread that is opening it).
+        let settings = EngineSettings {
+            pool_size: 1,
+            ..EngineSettings::default()
+        };
+        if let Err(e) = build_engine(&settings) {
+            tracing::debug!("no engine to settle wasmtime's state before a fork: {e}");
+        }
+    });
+}
+
 /// Advances the engine's epoch every [`EPOCH_TICK`] on a dedicated thread
 /// until dropped.
 pub(crate) struct EpochTicker {

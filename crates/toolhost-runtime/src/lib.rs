@@ -73,7 +73,7 @@ pub use call::watch::{CallEvent, CallPhase, StepTiming};
 pub use call::{CallContext, StepSink, ToolResult};
 pub use catalog::{DEFAULT_CACHE_GRACE, LoadFailure, LoadReport, PluginEvent};
 pub use compile_cache::default_cache_dir;
-pub use engine::{EPOCH_TICK, EngineSettings};
+pub use engine::{EPOCH_TICK, EngineSettings, settle_before_fork};
 pub use error::{ArgumentIssue, CallError, LoadError, RuntimeError, SandboxFault, ToolErrorKind};
 #[doc(hidden)]
 pub use floor::BareWasmtime;

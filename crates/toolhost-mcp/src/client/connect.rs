@@ -102,6 +102,9 @@ pub(crate) async fn open<H: rmcp::ClientHandler>(
     match &config.transport {
         McpTransport::Stdio(server) => {
             let mut command = command(server)?;
+            // A fork while another thread builds a runtime can hang (see
+            // `settle_before_fork`).
+            toolhost_runtime::settle_before_fork();
             let mut child = command
                 .spawn()
                 .map_err(|e| format!("cannot start `{}`: {e}", printable(&server.command, 200)))?;
