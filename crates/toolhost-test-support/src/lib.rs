@@ -71,6 +71,9 @@ pub fn host_command(bin: &str, cache: &Path) -> std::process::Command {
             std::process::id(),
             COMMANDS.fetch_add(1, Ordering::Relaxed)
         ));
+    // A file left by an earlier run whose process had this id (ids come
+    // round again) would hold another build's digests.
+    let _ = std::fs::remove_file(&lock);
     let mut cmd = std::process::Command::new(bin);
     cmd.env("TOOLHOST_CACHE_DIR", cache)
         .env("TOOLHOST_LOCK", lock)
