@@ -16,7 +16,7 @@
 //! - `routes` (here): the pages, the parts the page refreshes, the event
 //!   stream, and the answers;
 //! - `page.rs`: the HTML, rendered on the server;
-//! - [`queue`]: the approvals queue, an [`Approver`](toolhost_runtime::Approver);
+//! - [`queue`]: the approvals queue, and its [`Approver`](toolhost_runtime::Approver);
 //! - `feed.rs`: the calls of late, kept from the runtime's call feed.
 //!
 //! Server-rendered HTML with a little plain JavaScript (`assets/`), served
@@ -52,8 +52,8 @@ mod page;
 pub mod queue;
 
 pub use queue::{
-    Answer, Asked, OperatorQueue, Pending, Question, QueueError, QueueSettings, call_answer,
-    result_answer,
+    Answer, Asked, OperatorQueue, Pending, Question, QueueApprover, QueueError, QueueSettings,
+    REMIND_EVERY,
 };
 
 use auth::{Access, Refusal};

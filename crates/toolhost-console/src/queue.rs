@@ -320,9 +320,77 @@ impl OperatorQueue {
     }
 }
 
-/// The queue as the runtime's approver (for an embedder with no caller to
-/// name; the MCP server adds the caller, `toolhost-mcp`).
-impl Approver for OperatorQueue {
+/// How often a waiting caller is reminded that it still waits
+/// ([`QueueApprover::on_wait`]).
+pub const REMIND_EVERY: Duration = Duration::from_secs(10);
+
+/// A note on what a waiting call waits for (`on_wait`'s argument).
+type OnWait = Box<dyn Fn(&str) + Send + Sync>;
+
+/// The queue as a runtime's [`Approver`], for one caller: made by
+/// [`OperatorQueue::approver`].
+pub struct QueueApprover {
+    queue: OperatorQueue,
+    client: Option<String>,
+    on_wait: Option<OnWait>,
+}
+
+impl OperatorQueue {
+    /// The queue as an approver a runtime (or a call's context) is given.
+    ///
+    /// ```
+    /// use toolhost_console::{OperatorQueue, QueueSettings};
+    /// let queue = OperatorQueue::new(QueueSettings::default());
+    /// let approver = queue.approver().client(Some("token:1234".into()));
+    /// # let _ = approver;
+    /// ```
+    pub fn approver(&self) -> QueueApprover {
+        QueueApprover {
+            queue: self.clone(),
+            client: None,
+            on_wait: None,
+        }
+    }
+}
+
+impl QueueApprover {
+    /// Names the caller to the operator (a token's digest, never the token).
+    #[must_use]
+    pub fn client(mut self, client: Option<String>) -> Self {
+        self.client = client;
+        self
+    }
+
+    /// Tells the caller that its call waits: at once, then every
+    /// [`REMIND_EVERY`] (so its own timeout does not fire first); the MCP
+    /// server sends these as `notifications/progress`.
+    #[must_use]
+    pub fn on_wait(mut self, tell: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        self.on_wait = Some(Box::new(tell));
+        self
+    }
+
+    async fn wait(&self, question: Question) -> Answer {
+        let note = format!(
+            "waiting for the operator's approval of `{}` (denied after {} s without an answer)",
+            question.tool,
+            self.queue.timeout().as_secs()
+        );
+        let asked = self.queue.ask(question.from_client(self.client.as_deref()));
+        tokio::pin!(asked);
+        loop {
+            if let Some(tell) = &self.on_wait {
+                tell(&note);
+            }
+            tokio::select! {
+                answer = &mut asked => return answer,
+                () = tokio::time::sleep(REMIND_EVERY) => {}
+            }
+        }
+    }
+}
+
+impl Approver for QueueApprover {
     fn prompt_name(&self) -> &'static str {
         "operator-console"
     }
@@ -335,31 +403,25 @@ impl Approver for OperatorQueue {
         &'a self,
         request: &'a CallApprovalRequest<'a>,
     ) -> ApprovalFuture<'a, CallApproval> {
-        Box::pin(async move { call_answer(self.ask(Question::of_call(request)).await) })
+        Box::pin(async move {
+            match self.wait(Question::of_call(request)).await {
+                Answer::Allow => CallApproval::AllowOnce,
+                Answer::AllowAlways => CallApproval::AllowAlways,
+                Answer::Deny(why) => CallApproval::Deny { message: Some(why) },
+            }
+        })
     }
 
     fn approve_result<'a>(
         &'a self,
         request: &'a ResultApprovalRequest<'a>,
     ) -> ApprovalFuture<'a, ResultApproval> {
-        Box::pin(async move { result_answer(self.ask(Question::of_result(request)).await) })
-    }
-}
-
-/// The runtime's form of an answer to a call.
-pub fn call_answer(answer: Answer) -> CallApproval {
-    match answer {
-        Answer::Allow => CallApproval::AllowOnce,
-        Answer::AllowAlways => CallApproval::AllowAlways,
-        Answer::Deny(why) => CallApproval::Deny { message: Some(why) },
-    }
-}
-
-/// The runtime's form of an answer to a result.
-pub fn result_answer(answer: Answer) -> ResultApproval {
-    match answer {
-        Answer::Allow | Answer::AllowAlways => ResultApproval::Accept,
-        Answer::Deny(why) => ResultApproval::Reject { message: Some(why) },
+        Box::pin(async move {
+            match self.wait(Question::of_result(request)).await {
+                Answer::Allow | Answer::AllowAlways => ResultApproval::Accept,
+                Answer::Deny(why) => ResultApproval::Reject { message: Some(why) },
+            }
+        })
     }
 }
 
@@ -425,6 +487,41 @@ mod tests {
         let _ = waiting.await;
         assert!(queue.pending().is_empty());
         assert!(changes.try_recv().is_ok(), "the console hears of it");
+    }
+
+    #[tokio::test]
+    async fn the_approver_tells_the_caller_it_waits_names_it_and_maps_the_answer() {
+        let queue = OperatorQueue::new(QueueSettings::default());
+        let told = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let approver = {
+            let told = told.clone();
+            queue
+                .approver()
+                .client(Some("token:abcd".into()))
+                .on_wait(move |note| {
+                    assert!(note.contains("waiting for the operator"), "{note}");
+                    told.fetch_add(1, Ordering::Relaxed);
+                })
+        };
+        assert_eq!(approver.who().as_deref(), Some("operator"));
+        let waiting = tokio::spawn(async move {
+            let args = serde_json::json!({"expression": "6*7"});
+            let request = CallApprovalRequest {
+                tool: "calculate",
+                plugin: "calc",
+                args: &args,
+                reasons: &[],
+                session_id: None,
+                agent: None,
+            };
+            approver.approve_call(&request).await
+        });
+        until_pending(&queue, 1).await;
+        let pending = queue.pending();
+        assert_eq!(pending[0].question.client.as_deref(), Some("token:abcd"));
+        queue.answer(pending[0].id, Answer::AllowAlways).unwrap();
+        assert_eq!(waiting.await.unwrap(), CallApproval::AllowAlways);
+        assert!(told.load(Ordering::Relaxed) >= 1);
     }
 
     #[test]

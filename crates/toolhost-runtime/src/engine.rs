@@ -101,8 +101,9 @@ pub(crate) fn build_engine(s: &EngineSettings) -> Result<Engine, RuntimeError> {
 /// marks that done. A child forked in that window runs the handler, finds
 /// the opening "in progress" (a copy of another thread's state, which never
 /// finishes in the child) and waits forever, and so does the parent's
-/// `spawn`. Seen in the MCP client's tests, where runtimes are built while
-/// servers start. After this returns, the opening is done in this process.
+/// `spawn`. Seen in the MCP client's tests: an MCP source starts its server
+/// as soon as it is made, which may be while a runtime builds its engine.
+/// After this returns, the opening is done in this process.
 ///
 /// ```
 /// toolhost_runtime::settle_before_fork();
@@ -112,15 +113,9 @@ pub(crate) fn build_engine(s: &EngineSettings) -> Result<Engine, RuntimeError> {
 pub fn settle_before_fork() {
     static SETTLED: std::sync::OnceLock<()> = std::sync::OnceLock::new();
     SETTLED.get_or_init(|| {
-        // The smallest pooling engine opens the pagemap as every engine
-        // does (or waits for another thread that is opening it).
-        let settings = EngineSettings {
-            pool_size: 1,
-            ..EngineSettings::default()
-        };
-        if let Err(e) = build_engine(&settings) {
-            tracing::debug!("no engine to settle wasmtime's state before a fork: {e}");
-        }
+        // Opens the pagemap as every pooling engine does (or waits for
+        // another thread that is opening it); no engine is built.
+        let _ = PoolingAllocationConfig::is_pagemap_scan_available();
     });
 }
 

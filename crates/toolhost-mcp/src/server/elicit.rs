@@ -122,11 +122,17 @@ impl Approver for ElicitingApprover {
 
 /// The approver of a server whose callers may not approve their own calls
 /// ([`Asks::Deny`](crate::Asks::Deny)): every `ask` is a denial that says why.
-pub(crate) struct NobodyAnswers;
+pub(crate) struct NobodyAnswers(pub(crate) &'static str);
 
 /// What a caller is told when its call needed an approval nobody gives.
-const NOBODY_ANSWERS: &str = "this call needs an approval, and this server does not let \
+pub(crate) const NOBODY_ANSWERS: &str = "this call needs an approval, and this server does not let \
      its callers approve their own calls (asks = deny): ask its operator to allow the tool";
+
+/// What a caller is told when its `ask` goes to the operator and this
+/// server has no console where the operator could answer (a policy
+/// reloaded with a profile's `ask = "operator"`, or `host mcp` over stdio).
+pub(crate) const NO_OPERATOR: &str = "this call needs the operator's approval, and this \
+     server has no console where the operator could give it (host serve --console)";
 
 impl Approver for NobodyAnswers {
     fn approve_call<'a>(
@@ -135,7 +141,7 @@ impl Approver for NobodyAnswers {
     ) -> ApprovalFuture<'a, CallApproval> {
         Box::pin(async {
             CallApproval::Deny {
-                message: Some(NOBODY_ANSWERS.to_owned()),
+                message: Some(self.0.to_owned()),
             }
         })
     }
@@ -146,7 +152,7 @@ impl Approver for NobodyAnswers {
     ) -> ApprovalFuture<'a, ResultApproval> {
         Box::pin(async {
             ResultApproval::Reject {
-                message: Some(NOBODY_ANSWERS.to_owned()),
+                message: Some(self.0.to_owned()),
             }
         })
     }

@@ -35,7 +35,6 @@ pub(crate) mod elicit;
 pub(crate) mod http;
 mod identity;
 mod metrics;
-mod operator;
 mod search;
 
 use crate::tools;
@@ -182,7 +181,7 @@ impl McpServer {
     /// Who answers a request's `ask`s: its bearer token's setting (HTTP),
     /// else its profile's (`ask = "operator"` in the policy), else the
     /// server's.
-    fn asks(&self, context: &RequestContext<RoleServer>) -> Asks {
+    fn asks(&self, context: &RequestContext<RoleServer>, agent: Option<&str>) -> Asks {
         if let Some(asks) = context
             .extensions
             .get::<::http::request::Parts>()
@@ -190,10 +189,9 @@ impl McpServer {
         {
             return asks.0;
         }
-        let agent = self.agent(context);
         self.runtime
             .policy()
-            .ask_route(agent.as_deref())
+            .ask_route(agent)
             .map_or(self.options.asks, Asks::from)
     }
 
@@ -228,7 +226,8 @@ impl McpServer {
         let modern = context
             .protocol_version()
             .is_some_and(|v| !v.has_initialize());
-        let asks = self.asks(&context);
+        let agent = self.agent(&context);
+        let asks = self.asks(&context, agent.as_deref());
         let asks_client = asks == Asks::Client;
         let round_trip = (modern && asks_client).then(|| {
             Arc::new(RoundTripApprover {
@@ -257,19 +256,27 @@ impl McpServer {
                 peer: context.peer.clone(),
             }),
             (None, Asks::Operator) => match &self.options.operator_queue {
-                Some(queue) => Arc::new(operator::OperatorApprover {
-                    queue: queue.clone(),
-                    client: client.clone(),
-                    progress: progress_sink.as_ref().map(|(tx, _)| tx.clone()),
-                }),
-                None => Arc::new(elicit::NobodyAnswers),
+                // The caller hears that it waits, through its progress
+                // token when it sent one.
+                Some(queue) => {
+                    let mut approver = queue.approver().client(client.clone());
+                    if let Some((tx, _)) = &progress_sink {
+                        let tx = tx.clone();
+                        approver = approver.on_wait(move |note| {
+                            // Full: this reminder is dropped, the next one goes.
+                            let _ = tx.try_send((note.to_owned(), None));
+                        });
+                    }
+                    Arc::new(approver)
+                }
+                None => Arc::new(elicit::NobodyAnswers(elicit::NO_OPERATOR)),
             },
-            (None, Asks::Deny) => Arc::new(elicit::NobodyAnswers),
+            (None, Asks::Deny) => Arc::new(elicit::NobodyAnswers(elicit::NOBODY_ANSWERS)),
         };
         let mut cx = CallContext::new()
             .call_id(format!("mcp-{}", request_id(&context)))
             .approver(approver);
-        if let Some(agent) = self.agent(&context) {
+        if let Some(agent) = agent {
             cx = cx.agent(agent);
         }
         if let Some(client) = client {
