@@ -10,10 +10,11 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 use toml::Spanned;
 
+use crate::compile::{At, Origin, PolicyBuilder, compile};
 use crate::decision::Decision;
 use crate::error::{PolicyError, line_column};
 use crate::pattern::ArgPattern;
-use crate::policy::{At, Origin, Policy, PolicyBuilder, compile};
+use crate::policy::Policy;
 use crate::rule::{Profile, Rule, RulePart};
 
 #[derive(Deserialize)]

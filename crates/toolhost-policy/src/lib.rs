@@ -143,6 +143,7 @@
 #![warn(missing_docs)]
 
 pub mod approvals;
+mod compile;
 mod decision;
 mod error;
 mod file;
@@ -152,10 +153,11 @@ mod policy;
 mod rule;
 mod session;
 
+pub use compile::PolicyBuilder;
 pub use decision::{AskRoute, Decision, UnknownAskRoute, UnknownDecision};
 pub use error::PolicyError;
 pub use pattern::ArgPattern;
 pub use persist::persist_always_allow;
-pub use policy::{CallRequest, Evaluation, Policy, PolicyBuilder, Source};
+pub use policy::{CallRequest, Evaluation, Policy, Source};
 pub use rule::{Profile, Rule};
 pub use session::SessionToggles;
