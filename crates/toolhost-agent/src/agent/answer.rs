@@ -294,6 +294,41 @@ pub(crate) fn from_results(history: &[ToolCallRecord]) -> Option<String> {
     Some(sentences.join("\n"))
 }
 
+/// Longest error quoted from a failed call in [`no_answer`].
+const QUOTED_ERROR_CHARS: usize = 200;
+
+/// The host's words when a run ends with no answer and no successful
+/// result ([`AnswerSource::Host`](super::result::AnswerSource::Host)): why,
+/// from the status, and the last calls that failed with their errors.
+pub(crate) fn no_answer(status: crate::status::Status, history: &[ToolCallRecord]) -> String {
+    use crate::status::Status;
+    let why = match status {
+        Status::Timeout => " within the run's time limit",
+        Status::MaxRounds => " within the round limit",
+        Status::DoomLoop => ": it repeated a call instead",
+        _ => "",
+    };
+    let mut text = format!("The model gave no answer{why}.");
+    let failed: Vec<&ToolCallRecord> = history.iter().filter(|r| r.is_error).collect();
+    for r in &failed[failed.len().saturating_sub(QUOTED_RESULTS)..] {
+        let first = r.output.trim().lines().next().unwrap_or_default();
+        let error: String = first.chars().take(QUOTED_ERROR_CHARS).collect();
+        let more = if error.len() < r.output.trim().len() {
+            " …"
+        } else {
+            ""
+        };
+        // An unknown tool's arguments were never parsed: as the model wrote them.
+        let args = if r.args.is_null() {
+            r.arguments.chars().take(QUOTED_ERROR_CHARS).collect()
+        } else {
+            arguments(&r.args)
+        };
+        text.push_str(&format!("\n{}({args}) failed: {error}{more}", r.tool));
+    }
+    text
+}
+
 /// A call's arguments as a person reads them: one value bare, else JSON.
 fn arguments(args: &Value) -> String {
     match args.as_object() {

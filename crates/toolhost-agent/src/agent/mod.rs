@@ -312,6 +312,21 @@ impl Agent {
             _ => (Status::Error, Some("the run has not finished".to_owned())),
         };
         let run = &mut state.run;
+        // A person always reads words: the results, else why there are none
+        // (`answer.rs`); a run the caller stopped, or a host fault, keeps
+        // its empty text and says why in `error`.
+        if run.text.trim().is_empty() && !matches!(status, Status::Aborted | Status::Error) {
+            match answer::from_results(&run.history) {
+                Some(text) => {
+                    run.text = text;
+                    run.answer_source = result::AnswerSource::Results;
+                }
+                None => {
+                    run.text = answer::no_answer(status, &run.history);
+                    run.answer_source = result::AnswerSource::Host;
+                }
+            }
+        }
         let stats = Stats {
             rounds: run.rounds,
             tool_calls: u32::try_from(run.history.len()).unwrap_or(u32::MAX),

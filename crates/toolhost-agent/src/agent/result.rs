@@ -63,6 +63,10 @@ pub enum AnswerSource {
     /// The host, from the run's tool results: the model gave no answer in
     /// words (only calls, protocol text or copies of the host's text).
     Results,
+    /// The host, saying there is no answer and why: the model gave none in
+    /// words and no call succeeded (the run's status and the calls that
+    /// failed). Never for `aborted` or `error`, whose text stays empty.
+    Host,
 }
 
 /// Everything a run produced.

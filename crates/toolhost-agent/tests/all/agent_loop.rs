@@ -370,7 +370,7 @@ async fn a_tool_over_its_timeout_becomes_an_error_result() {
 }
 
 #[tokio::test]
-async fn the_run_deadline_ends_with_timeout() {
+async fn the_run_deadline_ends_with_timeout_and_says_in_words_that_there_is_no_answer() {
     let provider = ScriptedProvider::new(vec![call("c1", "slow", "{}"), text("never")]);
     let tools = FakeTools::new(vec![spec("slow", false)], |_, _| {
         Box::pin(async {
@@ -389,6 +389,14 @@ async fn the_run_deadline_ends_with_timeout() {
     assert!(result.error.is_some());
     assert_eq!(result.history.len(), 1);
     assert_eq!(result.history[0].error_kind, Some(ErrorKind::Timeout));
+    assert_eq!(result.answer_source, AnswerSource::Host);
+    assert!(
+        result
+            .final_text()
+            .starts_with("The model gave no answer within the run's time limit.\nslow() failed: "),
+        "{}",
+        result.final_text()
+    );
 }
 
 #[tokio::test]
@@ -690,7 +698,7 @@ async fn a_final_answer_that_stays_empty_is_answered_from_the_results() {
 }
 
 #[tokio::test]
-async fn a_final_answer_that_stays_empty_without_results_says_so_in_the_error() {
+async fn a_final_answer_that_stays_empty_without_results_says_why_in_words_and_in_the_error() {
     let provider =
         ScriptedProvider::new(vec![call("c1", "nope", r#"{"i":1}"#), text(""), text("")]);
     let tools = FakeTools::echo(vec![spec("echo", false)]);
@@ -698,7 +706,19 @@ async fn a_final_answer_that_stays_empty_without_results_says_so_in_the_error() 
         .run(vec![Message::user("go")])
         .await;
     assert_eq!(result.status, Status::MaxRounds);
-    assert_eq!(result.final_text(), "");
+    assert_eq!(
+        result.final_text(),
+        "The model gave no answer within the round limit.\n\
+         nope({\"i\":1}) failed: unknown tool `nope`. Available tools: echo."
+    );
+    assert_eq!(result.answer_source, AnswerSource::Host);
+    assert!(
+        !result
+            .messages
+            .iter()
+            .any(|m| m.content.contains("gave no answer")),
+        "the host's note is not put in the model's mouth"
+    );
     assert!(
         result
             .error
