@@ -4,8 +4,11 @@
 
 mod agent_loop;
 mod agent_support;
+mod cancellation;
 mod context;
+mod final_answer;
 mod local_models;
 mod provider_faults;
 mod step;
+mod stored_results;
 mod tool_search;

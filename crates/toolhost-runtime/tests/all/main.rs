@@ -3,8 +3,11 @@
 
 mod contract_versions;
 mod fuzz_corpus_calls;
+mod hook_plugins;
+mod hooks;
 mod hostile;
 mod hot_reload;
+mod limits;
 mod permissions;
 mod result_cache;
 mod runtime;
