@@ -12,6 +12,13 @@ use crate::pattern::{NameGlob, name_glob};
 use crate::policy::{AlwaysAllow, CompiledProfile, Policy};
 use crate::rule::{CompiledRule, Profile, Rule, RulePart, RuleSet};
 
+impl Policy {
+    /// Starts a policy in code; see [`PolicyBuilder`].
+    pub fn builder() -> PolicyBuilder {
+        <PolicyBuilder as Default>::default()
+    }
+}
+
 /// Builds a [`Policy`] in code, with the same structure as a policy file.
 ///
 /// ```

@@ -9,7 +9,6 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::compile::PolicyBuilder;
 use crate::decision::Decision;
 use crate::error::PolicyError;
 use crate::pattern::{NameGlob, name_glob};
@@ -211,11 +210,6 @@ impl Policy {
             profiles: HashMap::new(),
             plugins: None,
         }
-    }
-
-    /// Starts a policy in code; see [`PolicyBuilder`].
-    pub fn builder() -> PolicyBuilder {
-        <PolicyBuilder as Default>::default()
     }
 
     /// How many rules and profiles it has (for the log).
@@ -492,7 +486,7 @@ mod tests {
         )
     }
 
-    fn build(b: PolicyBuilder) -> Policy {
+    fn build(b: crate::PolicyBuilder) -> Policy {
         b.build().unwrap()
     }
 
