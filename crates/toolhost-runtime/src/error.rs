@@ -45,9 +45,15 @@ pub enum RuntimeError {
 /// Why one plugin file could not be loaded. The other plugins load regardless.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum LoadError {
-    /// The file could not be read.
+    /// The file could not be read. The cause is shared, so that a load
+    /// report can be cloned with it: `source()` is the
+    /// `Arc<std::io::Error>`.
     #[error("cannot read the file: {0}")]
-    Io(String),
+    Io(#[source] std::sync::Arc<std::io::Error>),
+    /// The task that loads the file ended without a result (it panicked or
+    /// was cancelled); the other plugins load regardless.
+    #[error("the load task failed: {0}")]
+    Task(String),
     /// The manifest beside the component is malformed.
     #[error("invalid manifest {path}: {message}")]
     Manifest {
@@ -469,5 +475,18 @@ mod tests {
             err.to_string(),
             "invalid arguments for `t`: /a: bad; /: missing `b`"
         );
+    }
+
+    #[test]
+    fn a_load_error_keeps_the_io_error_as_its_source_through_a_clone() {
+        use std::error::Error as _;
+        let io = std::io::Error::new(std::io::ErrorKind::PermissionDenied, "no access");
+        let err = LoadError::Io(std::sync::Arc::new(io)).clone();
+        assert_eq!(err.to_string(), "cannot read the file: no access");
+        let source = err.source().expect("a source");
+        let io = source
+            .downcast_ref::<std::sync::Arc<std::io::Error>>()
+            .expect("the shared io::Error");
+        assert_eq!(io.kind(), std::io::ErrorKind::PermissionDenied);
     }
 }

@@ -291,7 +291,7 @@ impl Loader {
         }
         let bytes = tokio::fs::read(path)
             .await
-            .map_err(|e| LoadError::Io(e.to_string()))?;
+            .map_err(|e| LoadError::Io(Arc::new(e)))?;
         check_header(&bytes)?;
         let digest = digest_of(&bytes);
 
@@ -305,7 +305,7 @@ impl Loader {
                 (key, component)
             })
             .await
-            .map_err(|e| LoadError::Io(format!("compile task failed: {e}")))?
+            .map_err(|e| LoadError::Task(format!("compiling: {e}")))?
         };
         let (content_key, component) = component;
         let component = component.map_err(|e| LoadError::NotAComponent(format!("{e:#}")))?;

@@ -105,7 +105,7 @@ impl Catalog {
         }
         // A load task that panicked still leaves its file in the report.
         for path in pending {
-            let error = LoadError::Io("the load task failed unexpectedly".into());
+            let error = LoadError::Task("it ended unexpectedly".into());
             record(&mut state, path, Err(error), &mut events);
         }
 
