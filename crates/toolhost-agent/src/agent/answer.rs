@@ -255,6 +255,10 @@ pub(crate) fn echoes_a_result(history: &[ToolCallRecord], tool: &str, args: &Val
     })
 }
 
+/// How the host's note on a repeated read-only call begins (`plan.rs`):
+/// the rest of such an output is the host's, not the tool's.
+pub(crate) const REPEAT_NOTE: &str = "\n\n[This is the result of the identical";
+
 /// Longest tool output quoted in an answer from results.
 const QUOTED_OUTPUT_CHARS: usize = 1000;
 
@@ -264,16 +268,28 @@ const QUOTED_RESULTS: usize = 3;
 /// An answer from the run's successful results, the last few, one sentence
 /// each ("calculate(2*(3+4)) returned 14."); `None` when no call succeeded.
 pub(crate) fn from_results(history: &[ToolCallRecord]) -> Option<String> {
-    let ok: Vec<&ToolCallRecord> = history.iter().filter(|r| !r.is_error).collect();
+    // Each result once, as the tool gave it: a repeat answered from the
+    // result before it carries the host's note, which is not the tool's.
+    let mut ok: Vec<(&ToolCallRecord, &str)> = Vec::new();
+    for r in history.iter().filter(|r| !r.is_error) {
+        let output = r
+            .output
+            .split_once(REPEAT_NOTE)
+            .map_or(r.output.as_str(), |(before, _)| before)
+            .trim();
+        if !ok.iter().any(|(o, out)| o.tool == r.tool && *out == output) {
+            ok.push((r, output));
+        }
+    }
     let last = &ok[ok.len().saturating_sub(QUOTED_RESULTS)..];
     if last.is_empty() {
         return None;
     }
     let sentences: Vec<String> = last
         .iter()
-        .map(|r| {
-            let output: String = r.output.trim().chars().take(QUOTED_OUTPUT_CHARS).collect();
-            let more = if output.len() < r.output.trim().len() {
+        .map(|&(r, whole)| {
+            let output: String = whole.chars().take(QUOTED_OUTPUT_CHARS).collect();
+            let more = if output.len() < whole.len() {
                 " …"
             } else {
                 ""
@@ -517,5 +533,27 @@ mod tests {
         let long = vec![record("read", json!({"p": "f"}), &"x".repeat(5000), false)];
         let text = from_results(&long).unwrap();
         assert!(text.len() < 1100 && text.ends_with(" …"), "{}", text.len());
+    }
+
+    #[test]
+    fn an_answer_from_results_quotes_each_result_once_without_the_hosts_repeat_note() {
+        let poem = "line one\nline two\n";
+        let repeat =
+            format!("{poem}{REPEAT_NOTE} `read_file` call just before; it was not run again.]");
+        let history = vec![
+            record(
+                "read_file",
+                json!({"path": "poem.txt", "limit": 2000}),
+                poem,
+                false,
+            ),
+            record("read_file", json!({"path": "poem.txt"}), poem, false),
+            record("read_file", json!({"path": "poem.txt"}), &repeat, false),
+        ];
+        let text = from_results(&history).unwrap();
+        assert_eq!(
+            text,
+            "read_file({\"limit\":2000,\"path\":\"poem.txt\"}) returned:\nline one\nline two."
+        );
     }
 }

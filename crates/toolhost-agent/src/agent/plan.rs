@@ -284,9 +284,10 @@ fn repeated(run: &RunState, tool: &str, action: Action) -> Action {
     match last {
         Some(last) if read_only && run.repeats >= 2 => Action::Repeat {
             output: format!(
-                "{}\n\n[This is the result of the identical `{tool}` call just before; it was not run \
-             again. Use it to answer the user now.]",
-                last.output
+                "{}{} `{tool}` call just before; it was not run again. Use it to answer the user \
+                 now.]",
+                last.output,
+                super::answer::REPEAT_NOTE
             ),
         },
         _ => action,
