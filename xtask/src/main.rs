@@ -29,6 +29,8 @@ mod outside;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use serde::Deserialize;
@@ -91,13 +93,67 @@ fn in_ci() -> bool {
 
 fn run(cmd: &mut Command) -> anyhow::Result<()> {
     eprintln!("xtask: running {cmd:?}");
+    let started = Instant::now();
     let status = cmd
         .status()
         .with_context(|| format!("cannot start {cmd:?}"))?;
+    record_time(label(cmd), started.elapsed());
     if !status.success() {
         bail!("{cmd:?} failed with {status}");
     }
     Ok(())
+}
+
+/// The wall time of each step of this task (every command [`run`]
+/// started, and what [`timed`] wraps), in order, for [`print_times`].
+static TIMES: Mutex<Vec<(String, Duration)>> = Mutex::new(Vec::new());
+
+fn record_time(label: String, took: Duration) {
+    TIMES
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push((label, took));
+}
+
+/// Runs `f`, a step that is not one command, and records its time.
+fn timed<T>(label: &str, f: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<T> {
+    let started = Instant::now();
+    let out = f();
+    record_time(label.to_owned(), started.elapsed());
+    out
+}
+
+/// A command as the time summary names it: the program's file name, its
+/// first arguments, and the directory it ran in when not the root.
+fn label(cmd: &Command) -> String {
+    let program = Path::new(cmd.get_program())
+        .file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let args: Vec<String> = cmd
+        .get_args()
+        .take(5)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let dir = cmd
+        .get_current_dir()
+        .and_then(|d| d.strip_prefix(root()).ok())
+        .filter(|d| !d.as_os_str().is_empty())
+        .map(|d| format!(" (in {})", d.display()))
+        .unwrap_or_default();
+    format!("{program} {}{dir}", args.join(" "))
+}
+
+/// Prints where this task's time went so far: every step in order, and the
+/// total since `started`. On a clean clone (CI) this is the cold breakdown.
+fn print_times(started: Instant) {
+    let times = TIMES.lock().unwrap_or_else(PoisonError::into_inner);
+    eprintln!(
+        "xtask: where the time went ({:.0} s in all so far):",
+        started.elapsed().as_secs_f64()
+    );
+    for (label, took) in times.iter() {
+        eprintln!("xtask: {:>7.1} s  {label}", took.as_secs_f64());
+    }
 }
 
 fn ensure_wasm_target() -> anyhow::Result<()> {
@@ -185,6 +241,7 @@ fn copy_if_changed(from: &Path, to: &Path) -> anyhow::Result<()> {
 }
 
 fn test(root: &Path, extra: &[String]) -> anyhow::Result<()> {
+    let started = Instant::now();
     plugins(root)?;
     let target_dir = root.join("target");
     run(cargo().current_dir(root).args(["fmt", "--all", "--check"]))?;
@@ -226,15 +283,27 @@ fn test(root: &Path, extra: &[String]) -> anyhow::Result<()> {
         .args(["test"]))?;
     // The MCP Python SDK and the Inspector, for the MCP server's tests;
     // componentize-py and componentize-js, for the Python and JS plugins.
-    let installed = outside::install(root)?;
-    outside::python_plugins(root, &installed)?;
-    outside::js_plugins(root, &installed)?;
+    let installed = timed("install the outside tools (outside.rs)", || {
+        outside::install(root)
+    })?;
+    timed("build the Python plugins", || {
+        outside::python_plugins(root, &installed)
+    })?;
+    timed("build the JavaScript plugins", || {
+        outside::js_plugins(root, &installed)
+    })?;
     // Go (PyPI) with wit-bindgen and wasm-tools (crates.io), for the Go plugins.
-    golang::plugins(root, &golang::install(root)?)?;
+    let go = timed("install Go, wit-bindgen, wasm-tools (golang.rs)", || {
+        golang::install(root)
+    })?;
+    timed("build the Go plugins", || golang::plugins(root, &go))?;
     // The performance gate (it needs the plugins of every language): a
     // regression of a recorded ratio fails. Before the tests, so that the
     // test runner's summary stays the last thing printed.
-    gate::bench_gate(root, &[])?;
+    timed("the performance gate (gate.rs: build and bench)", || {
+        gate::bench_gate(root, &[])
+    })?;
+    print_times(started);
     let mut cmd = cargo();
     cmd.current_dir(root).args(["test", "--workspace"]);
     installed.export(&mut cmd);
@@ -251,10 +320,12 @@ fn plugins_foreign(root: &Path) -> anyhow::Result<()> {
 }
 
 fn demo(root: &Path, extra: &[String]) -> anyhow::Result<()> {
+    let started = Instant::now();
     plugins(root)?;
     run(cargo()
         .current_dir(root)
         .args(["build", "--release", "-p", "toolhost-cli"]))?;
+    print_times(started);
     let host = root.join("target").join("release").join("host");
     let mut cmd = Command::new(host);
     cmd.current_dir(root)
@@ -281,4 +352,39 @@ fn bench(root: &Path, extra: &[String]) -> anyhow::Result<()> {
         run(&mut cmd)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_step_is_named_by_its_program_first_arguments_and_directory() {
+        let mut cmd = Command::new("/usr/bin/cargo");
+        cmd.current_dir(root().join("plugins")).args([
+            "build",
+            "--release",
+            "--target",
+            WASM_TARGET,
+            "--workspace",
+            "-q",
+        ]);
+        assert_eq!(
+            label(&cmd),
+            "cargo build --release --target wasm32-wasip2 --workspace (in plugins)"
+        );
+        let mut at_root = Command::new("cargo");
+        at_root.current_dir(root()).arg("fmt");
+        assert_eq!(label(&at_root), "cargo fmt");
+    }
+
+    #[test]
+    fn the_times_are_kept_in_order_with_what_a_timed_step_returns() {
+        let before = TIMES.lock().unwrap().len();
+        let value = timed("a step", || Ok(7)).unwrap();
+        assert_eq!(value, 7);
+        let times = TIMES.lock().unwrap();
+        assert_eq!(times.len(), before + 1);
+        assert_eq!(times[before].0, "a step");
+    }
 }
