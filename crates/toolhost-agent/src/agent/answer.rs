@@ -325,7 +325,16 @@ pub(crate) fn no_answer(status: crate::status::Status, history: &[ToolCallRecord
         _ => "",
     };
     let mut text = format!("The model gave no answer{why}.");
-    let failed: Vec<&ToolCallRecord> = history.iter().filter(|r| r.is_error).collect();
+    // Each failure once (a model that repeats a failing call fails alike).
+    let mut failed: Vec<&ToolCallRecord> = Vec::new();
+    for r in history.iter().filter(|r| r.is_error) {
+        if !failed
+            .iter()
+            .any(|f| f.tool == r.tool && f.arguments == r.arguments && f.output == r.output)
+        {
+            failed.push(r);
+        }
+    }
     for r in &failed[failed.len().saturating_sub(QUOTED_RESULTS)..] {
         let first = r.output.trim().lines().next().unwrap_or_default();
         let error: String = first.chars().take(QUOTED_ERROR_CHARS).collect();
@@ -554,6 +563,26 @@ mod tests {
         assert_eq!(
             text,
             "read_file({\"limit\":2000,\"path\":\"poem.txt\"}) returned:\nline one\nline two."
+        );
+    }
+
+    #[test]
+    fn no_answer_says_why_and_names_each_failed_call_once() {
+        use crate::status::Status;
+        let missing = "`read_file` failed: 'flower.txt' does not exist";
+        let history = vec![
+            record("read_file", json!({"path": "flower.txt"}), missing, true),
+            record("read_file", json!({"path": "flower.txt"}), missing, true),
+            record("list_dir", json!({"path": "."}), "a.txt", false),
+        ];
+        assert_eq!(
+            no_answer(Status::DoomLoop, &history),
+            "The model gave no answer: it repeated a call instead.\n\
+             read_file(flower.txt) failed: `read_file` failed: 'flower.txt' does not exist"
+        );
+        assert_eq!(
+            no_answer(Status::Completed, &[]),
+            "The model gave no answer."
         );
     }
 }
