@@ -106,10 +106,16 @@ impl Ctx<'_> {
             finish_reason,
             usage,
         } = completion;
+        // The user's question, for telling words from protocol text in a
+        // reply without calls (read once per round).
+        let question = if message.tool_calls.is_empty() {
+            super::answer::question(&run.messages)
+        } else {
+            String::new()
+        };
         if message.tool_calls.is_empty() {
             // A call the server did not see, written as text: taken as the
             // call it is (`answer.rs`).
-            let question = super::answer::question(&run.messages);
             let known = |name: &str| tools.iter().chain(&offer.callable).any(|t| t.name == name);
             if let Some((rest, found)) = super::answer::calls_written_as_text(
                 &message.content,
@@ -153,7 +159,6 @@ impl Ctx<'_> {
             }
             // A call written as text, or a copy of the host's text, is no
             // answer: ask once more without tools (`answer.rs`).
-            let question = super::answer::question(&run.messages);
             if let Some(why) = super::answer::not_words(&run.text, &self.system, &question)
                 .filter(|w| *w != super::answer::NotWords::Empty)
             {

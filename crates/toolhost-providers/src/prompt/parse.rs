@@ -194,22 +194,31 @@ impl<'a> Finder<'a> {
 fn function_tag_spans(text: &str) -> Vec<Span> {
     const OPEN: &str = "<function=";
     const CLOSE: &str = "</function>";
+    // A tool name is at most 64 bytes: the `>` is looked for that far only,
+    // and the closing tag's position is reused while ahead (`Finder`), so
+    // many opening tags cannot make the scan quadratic.
+    const NAME_MAX: usize = 64;
+    let mut closes = Finder::new(text, CLOSE);
     let mut spans = Vec::new();
     let mut i = 0;
     while let Some(off) = text[i..].find(OPEN) {
         let start = i + off;
         let name_start = start + OPEN.len();
         i = name_start;
-        let Some(name_len) = text[name_start..].find('>') else {
-            break;
+        let window = text.as_bytes()[name_start..]
+            .iter()
+            .take(NAME_MAX + 1)
+            .position(|&b| b == b'>');
+        let Some(name_len) = window else {
+            continue;
         };
         let name = text[name_start..name_start + name_len].trim();
         let body_start = name_start + name_len + 1;
-        let Some(body_len) = text[body_start..].find(CLOSE) else {
+        let Some(close) = closes.find(body_start) else {
             break;
         };
-        let end = body_start + body_len + CLOSE.len();
-        let body = text[body_start..body_start + body_len].trim();
+        let end = close + CLOSE.len();
+        let body = text[body_start..close].trim();
         let valid_name = !name.is_empty()
             && name
                 .chars()
@@ -388,11 +397,16 @@ mod tests {
             "<function=calculate>[1]</function>",
             "<function=calculate>{}",
             "<function=calculate",
+            "<function=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa>{}</function>",
         ] {
             let (rest, calls) = parse_tool_calls(PromptProfile::Xml, bad);
             assert!(calls.is_empty(), "{bad}");
             assert_eq!(rest, bad);
         }
+        // Many opening tags and one far closing tag: each found once.
+        let many = "<function=x>".repeat(20_000) + "</function>";
+        let (_, calls) = parse_tool_calls(PromptProfile::Xml, &many);
+        assert!(calls.is_empty());
     }
 
     #[test]
