@@ -19,6 +19,7 @@ use rustix::io::Errno;
 
 use crate::shown::{self, printable};
 
+use toolhost_runtime::policy::approvals::Scope;
 use toolhost_runtime::{
     ApprovalFuture, Approver, CallApproval, CallApprovalRequest, ResultApproval,
     ResultApprovalRequest,
@@ -101,10 +102,12 @@ impl PromptApprover {
 }
 
 /// Parses an answer to a call question: `y`/`yes` once, `a`/`always`
-/// (saved for these arguments), `t`/`tool` (saved for any arguments),
-/// `n`/`no` with an optional message after it (`n use the cache`), or
-/// `s`/`stop` (deny, and end the turn). Anything else, or nothing, is a deny.
-pub fn parse_call_answer(line: Option<&str>) -> CallApproval {
+/// (saved for these arguments), `d`/`directory` and `h`/`host` (saved for
+/// the directory or host among `scopes`, when offered), `t`/`tool` (saved
+/// for any arguments), `n`/`no` with an optional message after it (`n use
+/// the cache`), or `s`/`stop` (deny, and end the turn). Anything else, or
+/// nothing, is a deny.
+pub fn parse_call_answer(line: Option<&str>, scopes: &[Scope]) -> CallApproval {
     let Some(line) = line else {
         return CallApproval::Deny {
             message: Some("no answer: nobody is at the terminal".into()),
@@ -116,6 +119,21 @@ pub fn parse_call_answer(line: Option<&str>) -> CallApproval {
         "y" | "yes" => CallApproval::AllowOnce,
         "a" | "always" => CallApproval::AllowAlways,
         "t" | "tool" => CallApproval::AllowTool,
+        w @ ("d" | "directory" | "h" | "host") => {
+            let offered = scopes.iter().find(|s| {
+                matches!(
+                    (w.starts_with('d'), s),
+                    (true, Scope::Directory { .. }) | (false, Scope::Host { .. })
+                )
+            });
+            match offered {
+                Some(scope) => CallApproval::AllowWithin(scope.clone()),
+                // Not offered for this call: a deny, as any other word.
+                None => CallApproval::Deny {
+                    message: message(word, rest),
+                },
+            }
+        }
         "s" | "stop" => CallApproval::DenyAndStop {
             message: message(word, rest),
         },
@@ -224,14 +242,28 @@ impl Approver for PromptApprover {
     ) -> ApprovalFuture<'a, CallApproval> {
         Box::pin(async move {
             let _turn = self.one_at_a_time.lock().await;
+            let narrower: String = req
+                .scopes
+                .iter()
+                .filter_map(|scope| match scope {
+                    Scope::Directory { directory, .. } => Some(format!(
+                        " / [d]irectory {} always",
+                        printable(&directory.display().to_string())
+                    )),
+                    Scope::Host { host, .. } => {
+                        Some(format!(" / [h]ost {} always", printable(&host.to_string())))
+                    }
+                    _ => None,
+                })
+                .collect();
             ask(&format!(
-                "\n? {} ({}) wants to run with {}\n  because: {}\n  allow? [y]es once / [a]lways with these arguments / [t]his tool always, any arguments / [n]o, optionally followed by a message for the model / [s]top the run: ",
+                "\n? {} ({}) wants to run with {}\n  because: {}\n  allow? [y]es once / [a]lways with these arguments{narrower} / [t]his tool always, any arguments / [n]o, optionally followed by a message for the model / [s]top the run: ",
                 printable(req.tool),
                 printable(req.plugin),
                 printable(&req.args.to_string()),
                 printable(&req.reasons.join("; "))
             ));
-            parse_call_answer(self.answer().await.as_deref())
+            parse_call_answer(self.answer().await.as_deref(), req.scopes)
         })
     }
 
@@ -264,31 +296,56 @@ mod tests {
 
     #[test]
     fn call_answers_parse_with_an_optional_message() {
-        assert_eq!(parse_call_answer(Some("y\n")), CallApproval::AllowOnce);
-        assert_eq!(parse_call_answer(Some("Always")), CallApproval::AllowAlways);
-        assert_eq!(parse_call_answer(Some("t")), CallApproval::AllowTool);
+        assert_eq!(parse_call_answer(Some("y\n"), &[]), CallApproval::AllowOnce);
         assert_eq!(
-            parse_call_answer(Some("s enough for today\n")),
+            parse_call_answer(Some("Always"), &[]),
+            CallApproval::AllowAlways
+        );
+        assert_eq!(parse_call_answer(Some("t"), &[]), CallApproval::AllowTool);
+        let dir = Scope::Directory {
+            argument: "/path".into(),
+            directory: "/srv/notes".into(),
+        };
+        let host = Scope::Host {
+            argument: "/url".into(),
+            host: "example.com".parse().unwrap(),
+        };
+        let both = [dir.clone(), host.clone()];
+        assert_eq!(
+            parse_call_answer(Some("d\n"), &both),
+            CallApproval::AllowWithin(dir)
+        );
+        assert_eq!(
+            parse_call_answer(Some("Host"), &both),
+            CallApproval::AllowWithin(host)
+        );
+        // Not offered: a deny.
+        assert!(matches!(
+            parse_call_answer(Some("h"), &both[..1]),
+            CallApproval::Deny { .. }
+        ));
+        assert_eq!(
+            parse_call_answer(Some("s enough for today\n"), &[]),
             CallApproval::DenyAndStop {
                 message: Some("enough for today".into())
             }
         );
         assert_eq!(
-            parse_call_answer(Some("stop")),
+            parse_call_answer(Some("stop"), &[]),
             CallApproval::DenyAndStop { message: None }
         );
         assert_eq!(
-            parse_call_answer(Some("n read the README instead\n")),
+            parse_call_answer(Some("n read the README instead\n"), &[]),
             CallApproval::Deny {
                 message: Some("read the README instead".into())
             }
         );
         assert_eq!(
-            parse_call_answer(Some("")),
+            parse_call_answer(Some(""), &[]),
             CallApproval::Deny { message: None }
         );
         assert!(matches!(
-            parse_call_answer(None),
+            parse_call_answer(None, &[]),
             CallApproval::Deny { message: Some(m) } if m.contains("no answer")
         ));
     }

@@ -163,7 +163,7 @@ pub fn approvals(
     command: &crate::args::ApprovalsCommand,
 ) -> anyhow::Result<u8> {
     use crate::args::ApprovalsCommand;
-    use toolhost_runtime::policy::approvals::{Approvals, Scope};
+    use toolhost_runtime::policy::approvals::Approvals;
     let store = Approvals::open(path.to_owned());
     match command {
         ApprovalsCommand::List { json } => {
@@ -177,12 +177,7 @@ pub fn approvals(
                 writeln!(out, "no saved approvals ({})", path.display())?;
             }
             for a in &all {
-                let scope = match &a.scope {
-                    Scope::Arguments(args) => {
-                        format!("these arguments: {}", printable(&args.to_string()))
-                    }
-                    Scope::AnyArguments => "any arguments".to_owned(),
-                };
+                let scope = printable(&a.scope.to_string());
                 writeln!(
                     out,
                     "{}  {} ({} {})  {scope}",

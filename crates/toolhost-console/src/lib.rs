@@ -283,8 +283,9 @@ async fn part(
     html(StatusCode::OK, markup)
 }
 
-/// The operator's answer to a waiting call: `allow`, `allow-always` or
-/// `deny` as the body.
+/// The operator's answer to a waiting call: `allow`, `allow-always`,
+/// `allow-within N` (the question's scope at place N) or `deny` as the
+/// body.
 async fn answer(
     State(console): State<Console>,
     headers: HeaderMap,
@@ -301,13 +302,19 @@ async fn answer(
         "allow" => Answer::Allow,
         "allow-always" => Answer::AllowAlways,
         "deny" => Answer::Deny("the operator denied it".to_owned()),
-        _ => {
-            return (
-                StatusCode::BAD_REQUEST,
-                "answer allow, allow-always or deny\n",
-            )
-                .into_response();
-        }
+        other => match other
+            .strip_prefix("allow-within ")
+            .and_then(|n| n.trim().parse().ok())
+        {
+            Some(place) => Answer::AllowWithin(place),
+            None => {
+                return (
+                    StatusCode::BAD_REQUEST,
+                    "answer allow, allow-always, allow-within N or deny\n",
+                )
+                    .into_response();
+            }
+        },
     };
     match queue.answer(id, answer) {
         Ok(()) => StatusCode::NO_CONTENT.into_response(),

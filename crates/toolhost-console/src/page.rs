@@ -126,6 +126,9 @@ pub(crate) fn queue(pending: &[Pending], on: bool) -> Markup {
                         button.allow type="button" data-post={ "/console/queue/" (p.id) } data-body="allow" data-then="queue" { "Allow once" }
                         @if p.question.asked == Asked::Call {
                             button.allow-always type="button" data-post={ "/console/queue/" (p.id) } data-body="allow-always" data-then="queue" { "Allow these arguments always" }
+                            @for (i, scope) in p.question.scopes.iter().enumerate() {
+                                button.allow-within type="button" data-post={ "/console/queue/" (p.id) } data-body={ "allow-within " (i) } data-then="queue" { "Allow always: " (toolhost_text::line(&scope.to_string(), 200)) }
+                            }
                         }
                         button.deny type="button" data-post={ "/console/queue/" (p.id) } data-body="deny" data-then="queue" { "Deny" }
                     }
@@ -278,7 +281,7 @@ pub(crate) fn saved(runtime: &Runtime) -> Markup {
                                     td {
                                         @match &a.scope {
                                             Scope::Arguments(args) => { "these arguments: " code { (toolhost_text::line(&args.to_string(), 300)) } }
-                                            Scope::AnyArguments => { "any arguments" }
+                                            scope => { (toolhost_text::line(&scope.to_string(), 300)) }
                                         }
                                     }
                                     td { (a.who) }

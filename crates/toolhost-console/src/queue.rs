@@ -31,6 +31,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use parking_lot::Mutex;
 use serde::Serialize;
 use tokio::sync::{broadcast, oneshot};
+use toolhost_runtime::policy::approvals::Scope;
 use toolhost_runtime::{
     ApprovalFuture, Approver, CallApproval, CallApprovalRequest, ResultApproval,
     ResultApprovalRequest,
@@ -40,6 +41,8 @@ use toolhost_runtime::{
 const SHOWN_CHARS: usize = 2000;
 /// Most reasons kept with a question, and their length.
 const MAX_REASONS: usize = 8;
+/// Most scopes offered with a question.
+const MAX_SCOPES: usize = 4;
 
 /// How many calls may wait and for how long.
 #[derive(Debug, Clone, Copy)]
@@ -92,6 +95,11 @@ pub struct Question {
     /// Who called (a token's digest, never the token).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client: Option<String>,
+    /// The narrower scopes an approval may be saved for (this directory,
+    /// this host), as the runtime offered them; [`Answer::AllowWithin`]
+    /// names one by its place here.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub scopes: Vec<Scope>,
 }
 
 impl Question {
@@ -106,6 +114,7 @@ impl Question {
             reasons: Vec::new(),
             agent: None,
             client: None,
+            scopes: Vec::new(),
         }
     }
 
@@ -114,6 +123,7 @@ impl Question {
         let mut q = Question::call(request.tool, request.plugin, &request.args.to_string());
         q.reasons = bounded_reasons(request.reasons);
         q.agent = request.agent.map(|a| toolhost_text::line(a, 200));
+        q.scopes = request.scopes.iter().take(MAX_SCOPES).cloned().collect();
         q
     }
 
@@ -148,6 +158,9 @@ pub enum Answer {
     Allow,
     /// Run it, and save an approval for these exact arguments.
     AllowAlways,
+    /// Run it, and save an approval for the question's scope at this place
+    /// in [`Question::scopes`] (this directory, this host).
+    AllowWithin(usize),
     /// Do not; the text says why (to the caller).
     Deny(String),
 }
@@ -407,6 +420,13 @@ impl Approver for QueueApprover {
             match self.wait(Question::of_call(request)).await {
                 Answer::Allow => CallApproval::AllowOnce,
                 Answer::AllowAlways => CallApproval::AllowAlways,
+                // The scope the runtime offered at that place; a place it
+                // did not offer approves this call only.
+                Answer::AllowWithin(i) => request
+                    .scopes
+                    .get(i)
+                    .cloned()
+                    .map_or(CallApproval::AllowOnce, CallApproval::AllowWithin),
                 Answer::Deny(why) => CallApproval::Deny { message: Some(why) },
             }
         })
@@ -418,7 +438,9 @@ impl Approver for QueueApprover {
     ) -> ApprovalFuture<'a, ResultApproval> {
         Box::pin(async move {
             match self.wait(Question::of_result(request)).await {
-                Answer::Allow | Answer::AllowAlways => ResultApproval::Accept,
+                Answer::Allow | Answer::AllowAlways | Answer::AllowWithin(_) => {
+                    ResultApproval::Accept
+                }
                 Answer::Deny(why) => ResultApproval::Reject { message: Some(why) },
             }
         })
@@ -513,6 +535,7 @@ mod tests {
                 reasons: &[],
                 session_id: None,
                 agent: None,
+                scopes: &[],
             };
             approver.approve_call(&request).await
         });
@@ -522,6 +545,43 @@ mod tests {
         queue.answer(pending[0].id, Answer::AllowAlways).unwrap();
         assert_eq!(waiting.await.unwrap(), CallApproval::AllowAlways);
         assert!(told.load(Ordering::Relaxed) >= 1);
+    }
+
+    #[tokio::test]
+    async fn an_operators_answer_within_a_scope_is_the_scope_the_runtime_offered() {
+        let queue = OperatorQueue::new(QueueSettings::default());
+        let offered = vec![Scope::Directory {
+            argument: "/path".into(),
+            directory: "/srv/notes".into(),
+        }];
+        for (place, expected) in [
+            (0, CallApproval::AllowWithin(offered[0].clone())),
+            // A place the runtime did not offer approves this call only.
+            (7, CallApproval::AllowOnce),
+        ] {
+            let approver = queue.approver();
+            let scopes = offered.clone();
+            let waiting = tokio::spawn(async move {
+                let args = serde_json::json!({"path": "a.txt"});
+                let request = CallApprovalRequest {
+                    tool: "read_file",
+                    plugin: "fs",
+                    args: &args,
+                    reasons: &[],
+                    session_id: None,
+                    agent: None,
+                    scopes: &scopes,
+                };
+                approver.approve_call(&request).await
+            });
+            until_pending(&queue, 1).await;
+            let pending = queue.pending();
+            assert_eq!(pending[0].question.scopes, offered);
+            queue
+                .answer(pending[0].id, Answer::AllowWithin(place))
+                .unwrap();
+            assert_eq!(waiting.await.unwrap(), expected);
+        }
     }
 
     #[test]
@@ -535,6 +595,7 @@ mod tests {
             reasons: &reasons,
             session_id: None,
             agent: None,
+            scopes: &[],
         });
         assert!(q.args.chars().count() <= SHOWN_CHARS + 1);
         assert_eq!(q.reasons.len(), MAX_REASONS);

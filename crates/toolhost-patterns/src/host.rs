@@ -161,7 +161,12 @@ impl HostPattern {
         {
             return false;
         }
-        let host = unbracket(trim_dot(host));
+        self.covers_host(unbracket(trim_dot(host)))
+    }
+
+    /// Whether this pattern's host part covers `host` (lowercase or not,
+    /// without brackets or a trailing dot).
+    fn covers_host(&self, host: &str) -> bool {
         match &self.host {
             HostKind::Any => true,
             HostKind::Exact(h) => h.eq_ignore_ascii_case(host),
@@ -175,6 +180,46 @@ impl HostPattern {
 }
 
 impl HostPattern {
+    /// The pattern of exactly the host a URL names: with its scheme and
+    /// port when `exact`, or the host alone (any scheme, any port). `None`
+    /// when `value` is not a URL with a host. The URL's real host counts
+    /// (`http://example.com@evil.net/` names `evil.net`).
+    ///
+    /// ```
+    /// use toolhost_patterns::HostPattern;
+    ///
+    /// let one = HostPattern::of_url("https://api.example.com/v1", true).unwrap();
+    /// assert_eq!(one.to_string(), "https://api.example.com:443");
+    /// assert!(!one.matches("https", "api.example.com", 8443));
+    /// let host = HostPattern::of_url("http://a.example.com@evil.net:81/", false).unwrap();
+    /// assert_eq!(host.to_string(), "evil.net");
+    /// assert!(HostPattern::of_url("not a url", false).is_none());
+    /// ```
+    pub fn of_url(value: &str, exact: bool) -> Option<HostPattern> {
+        let url = parse_url(value)?;
+        let host = unbracket(trim_dot(url.host_str()?)).to_ascii_lowercase();
+        if host.is_empty() {
+            return None;
+        }
+        let port = url.port_or_known_default()?;
+        Some(HostPattern {
+            scheme: exact.then(|| url.scheme().into()),
+            host: HostKind::Exact(host.into()),
+            port: exact.then_some(port),
+        })
+    }
+}
+
+impl HostPattern {
+    /// The IP address this pattern names, when its host is one (not a
+    /// name or a wildcard).
+    pub fn ip(&self) -> Option<IpAddr> {
+        match &self.host {
+            HostKind::Exact(h) => h.parse().ok(),
+            _ => None,
+        }
+    }
+
     /// Whether this pattern names the IP address `ip` itself (not a name or a wildcard).
     pub fn names_ip(&self, ip: &IpAddr) -> bool {
         match &self.host {

@@ -31,12 +31,12 @@
 //!         expires: None,
 //!     })
 //!     .unwrap();
-//! assert_eq!(store.find("read_file", "sha256:ab", &args, None, 0).as_deref(), Some(id.as_str()));
+//! assert_eq!(store.find("read_file", "sha256:ab", &args, None, None, 0).as_deref(), Some(id.as_str()));
 //! // Other arguments, or another build of the plugin: asked again.
-//! assert!(store.find("read_file", "sha256:ab", &json!({"path": "x"}), None, 0).is_none());
-//! assert!(store.find("read_file", "sha256:cd", &args, None, 0).is_none());
+//! assert!(store.find("read_file", "sha256:ab", &json!({"path": "x"}), None, None, 0).is_none());
+//! assert!(store.find("read_file", "sha256:cd", &args, None, None, 0).is_none());
 //! assert!(store.revoke(&id).unwrap());
-//! assert!(store.find("read_file", "sha256:ab", &args, None, 0).is_none());
+//! assert!(store.find("read_file", "sha256:ab", &args, None, None, 0).is_none());
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -45,9 +45,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use toolhost_patterns::HostPattern;
 
 /// What a saved approval covers.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", tag = "kind", content = "arguments")]
 pub enum Scope {
     /// Exactly these arguments (compared as JSON values: key order and
@@ -55,6 +56,91 @@ pub enum Scope {
     Arguments(Value),
     /// Any arguments of the tool.
     AnyArguments,
+    /// Calls whose path argument (at the JSON pointer `argument`) names a
+    /// file or directory inside `directory` (an absolute path on the host,
+    /// symbolic links resolved): "this directory". The path counts as the
+    /// tool resolves it (against its first granted directory) and, when it
+    /// exists, with symbolic links followed: both must be inside, so a
+    /// link inside the directory that leads out is not covered.
+    Directory {
+        /// The JSON pointer of the path argument (`/path`).
+        argument: String,
+        /// The directory.
+        directory: PathBuf,
+    },
+    /// Calls whose URL argument (at the JSON pointer `argument`) is a
+    /// request to `host` ("this host"; a [`HostPattern`] of one host, any
+    /// port and scheme). The URL's real host counts.
+    Host {
+        /// The JSON pointer of the URL argument (`/url`).
+        argument: String,
+        /// The host.
+        host: HostPattern,
+    },
+}
+
+impl Scope {
+    /// Whether a call with `args`, whose tool resolves relative paths
+    /// against `path_base`, is covered.
+    pub fn covers(&self, args: &Value, path_base: Option<&Path>) -> bool {
+        match self {
+            Scope::AnyArguments => true,
+            Scope::Arguments(saved) => saved == args,
+            Scope::Directory {
+                argument,
+                directory,
+            } => args
+                .pointer(argument)
+                .and_then(Value::as_str)
+                .is_some_and(|raw| path_inside(raw, path_base, directory)),
+            Scope::Host { argument, host } => args
+                .pointer(argument)
+                .and_then(Value::as_str)
+                .is_some_and(|url| host.matches_url(url)),
+        }
+    }
+}
+
+impl std::fmt::Display for Scope {
+    /// What the scope covers, in a few words (`these arguments: {…}`,
+    /// `any arguments`, `/path inside /srv/notes`, `/url on example.com`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Scope::Arguments(args) => write!(f, "these arguments: {args}"),
+            Scope::AnyArguments => f.write_str("any arguments"),
+            Scope::Directory {
+                argument,
+                directory,
+            } => write!(f, "{argument} inside {}", directory.display()),
+            Scope::Host { argument, host } => write!(f, "{argument} on {host}"),
+        }
+    }
+}
+
+/// Whether the path `raw` (relative ones against `base`) lies inside
+/// `directory`, lexically and, when it exists, with links followed.
+fn path_inside(raw: &str, base: Option<&Path>, directory: &Path) -> bool {
+    if raw.contains('\0') {
+        return false;
+    }
+    let joined = match base {
+        _ if Path::new(raw).is_absolute() => PathBuf::from(raw),
+        // The base as the guest sees it: its canonical path.
+        Some(base) => std::fs::canonicalize(base)
+            .unwrap_or_else(|_| base.to_path_buf())
+            .join(raw),
+        None => return false,
+    };
+    let lexical =
+        PathBuf::from(toolhost_patterns::normalize_path(&joined.to_string_lossy()).into_owned());
+    if !lexical.starts_with(directory) {
+        return false;
+    }
+    match std::fs::canonicalize(&lexical) {
+        Ok(real) => real.starts_with(directory),
+        // Not there: nothing to follow.
+        Err(_) => true,
+    }
 }
 
 /// One saved approval.
@@ -188,7 +274,8 @@ impl Approvals {
     }
 
     /// The id of an approval that covers `tool` of the plugin build
-    /// `digest` with `args`, for a call from `client`, at time `now`
+    /// `digest` with `args` (relative paths resolved against `path_base`,
+    /// see [`Scope::covers`]), for a call from `client`, at time `now`
     /// (seconds), if one does. An approval given by a client covers that
     /// client's calls only. A file that cannot be read answers none (and
     /// logs why): the call is asked.
@@ -197,6 +284,7 @@ impl Approvals {
         tool: &str,
         digest: &str,
         args: &Value,
+        path_base: Option<&Path>,
         client: Option<&str>,
         now: u64,
     ) -> Option<String> {
@@ -213,10 +301,7 @@ impl Approvals {
                     && a.digest == digest
                     && a.client.as_deref().is_none_or(|c| Some(c) == client)
                     && a.expires.is_none_or(|t| now < t)
-                    && match &a.scope {
-                        Scope::AnyArguments => true,
-                        Scope::Arguments(saved) => saved == args,
-                    }
+                    && a.scope.covers(args, path_base)
             })
             .map(|a| a.id.clone())
     }
@@ -406,7 +491,7 @@ mod tests {
         let reordered: Value = serde_json::from_str(r#"{ "b": [2], "a": 1 }"#).unwrap();
         assert!(
             store
-                .find("read_file", "sha256:1", &reordered, None, 0)
+                .find("read_file", "sha256:1", &reordered, None, None, 0)
                 .is_some()
         );
         for other in [
@@ -416,14 +501,14 @@ mod tests {
         ] {
             assert!(
                 store
-                    .find("read_file", "sha256:1", &other, None, 0)
+                    .find("read_file", "sha256:1", &other, None, None, 0)
                     .is_none(),
                 "{other}"
             );
         }
         assert!(
             store
-                .find("write_file", "sha256:1", &reordered, None, 0)
+                .find("write_file", "sha256:1", &reordered, None, None, 0)
                 .is_none()
         );
     }
@@ -437,22 +522,136 @@ mod tests {
         let args = json!({});
         assert!(
             store
-                .find("t", "sha256:1", &args, Some("token:aa"), 0)
+                .find("t", "sha256:1", &args, None, Some("token:aa"), 0)
                 .is_some()
         );
         assert!(
             store
-                .find("t", "sha256:1", &args, Some("token:bb"), 0)
+                .find("t", "sha256:1", &args, None, Some("token:bb"), 0)
                 .is_none()
         );
-        assert!(store.find("t", "sha256:1", &args, None, 0).is_none());
+        assert!(store.find("t", "sha256:1", &args, None, None, 0).is_none());
         // One given at the terminal covers every caller.
         store.save(new("u", Scope::AnyArguments, None)).unwrap();
         assert!(
             store
-                .find("u", "sha256:1", &args, Some("token:bb"), 0)
+                .find("u", "sha256:1", &args, None, Some("token:bb"), 0)
                 .is_some()
         );
+    }
+
+    #[test]
+    fn a_directory_approval_covers_paths_inside_it_and_no_way_out() {
+        let scene = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(scene.path()).unwrap();
+        std::fs::create_dir_all(base.join("notes/deep")).unwrap();
+        std::fs::create_dir_all(base.join("secret")).unwrap();
+        std::fs::write(base.join("notes/a.txt"), "a").unwrap();
+        std::fs::write(base.join("secret/key"), "k").unwrap();
+        std::os::unix::fs::symlink(base.join("secret"), base.join("notes/out")).unwrap();
+        let store = Approvals::in_memory();
+        store
+            .save(new(
+                "read_file",
+                Scope::Directory {
+                    argument: "/path".into(),
+                    directory: base.join("notes"),
+                },
+                None,
+            ))
+            .unwrap();
+        let covered = |path: &str| {
+            store
+                .find(
+                    "read_file",
+                    "sha256:1",
+                    &json!({ "path": path }),
+                    Some(&base),
+                    None,
+                    0,
+                )
+                .is_some()
+        };
+        for inside in [
+            "notes/a.txt",
+            "notes/deep/new.txt",
+            "./notes//a.txt",
+            "notes/deep/../a.txt",
+            "notes",
+            &base.join("notes/a.txt").display().to_string(),
+        ] {
+            assert!(covered(inside), "{inside}");
+        }
+        for outside in [
+            "secret/key",
+            "notes/../secret/key",
+            "notesx/a.txt",
+            "notes/out/key",
+            "/etc/passwd",
+            "notes/\0",
+        ] {
+            assert!(!covered(outside), "{outside}");
+        }
+        // No base for a relative path, a missing or non-string argument:
+        // not covered.
+        let args = json!({"path": "notes/a.txt"});
+        assert!(
+            store
+                .find("read_file", "sha256:1", &args, None, None, 0)
+                .is_none()
+        );
+        for args in [json!({}), json!({"path": 7})] {
+            assert!(
+                store
+                    .find("read_file", "sha256:1", &args, Some(&base), None, 0)
+                    .is_none()
+            );
+        }
+    }
+
+    #[test]
+    fn a_host_approval_covers_that_hosts_urls_and_no_lookalike() {
+        let store = Approvals::in_memory();
+        let host = HostPattern::of_url("https://api.example.com/v1", false).unwrap();
+        store
+            .save(new(
+                "fetch",
+                Scope::Host {
+                    argument: "/url".into(),
+                    host,
+                },
+                None,
+            ))
+            .unwrap();
+        let covered = |url: &str| {
+            store
+                .find("fetch", "sha256:1", &json!({ "url": url }), None, None, 0)
+                .is_some()
+        };
+        assert!(covered("https://api.example.com/v2?q=1"));
+        assert!(covered("http://API.example.com:8080/"));
+        assert!(!covered("https://api.example.com@evil.net/"));
+        assert!(!covered("https://x.api.example.com/"));
+        assert!(!covered("https://example.com/"));
+        assert!(!covered("not a url"));
+        // Saved and read back as the same scope.
+        let dir = tempfile::tempdir().unwrap();
+        let file = Approvals::open(dir.path().join("a.json"));
+        for a in store.list().unwrap() {
+            file.save(NewApproval {
+                tool: a.tool,
+                plugin: a.plugin,
+                digest: a.digest,
+                scope: a.scope,
+                who: a.who,
+                from: a.from,
+                client: a.client,
+                expires: a.expires,
+            })
+            .unwrap();
+        }
+        let again = Approvals::open(dir.path().join("a.json")).list().unwrap();
+        assert_eq!(again[0].scope.to_string(), "/url on api.example.com");
     }
 
     #[test]
@@ -461,8 +660,16 @@ mod tests {
         store
             .save(new("t", Scope::AnyArguments, Some(100)))
             .unwrap();
-        assert!(store.find("t", "sha256:1", &json!({}), None, 99).is_some());
-        assert!(store.find("t", "sha256:1", &json!({}), None, 100).is_none());
+        assert!(
+            store
+                .find("t", "sha256:1", &json!({}), None, None, 99)
+                .is_some()
+        );
+        assert!(
+            store
+                .find("t", "sha256:1", &json!({}), None, None, 100)
+                .is_none()
+        );
     }
 
     #[test]
@@ -480,7 +687,11 @@ mod tests {
         // The first store sees the other's change on disk.
         assert_eq!(store.list().unwrap().len(), 1);
         assert_eq!(again.clear().unwrap(), 1);
-        assert!(store.find("u", "sha256:1", &json!({}), None, 0).is_none());
+        assert!(
+            store
+                .find("u", "sha256:1", &json!({}), None, None, 0)
+                .is_none()
+        );
     }
 
     #[test]
@@ -490,7 +701,7 @@ mod tests {
         std::fs::write(&path, "{not json").unwrap();
         let store = Approvals::open(path.clone());
         assert!(matches!(store.list(), Err(ApprovalsError::Invalid { .. })));
-        assert!(store.find("t", "d", &json!({}), None, 0).is_none());
+        assert!(store.find("t", "d", &json!({}), None, None, 0).is_none());
         assert!(store.save(new("t", Scope::AnyArguments, None)).is_err());
         std::fs::write(&path, "{not json").unwrap();
         let big = json!({"x": "y".repeat(MAX_ARGUMENT_BYTES)});

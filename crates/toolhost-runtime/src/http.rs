@@ -24,6 +24,9 @@ type ResponseFuture = Box<
 pub(crate) struct HttpAllowlist {
     plugin: String,
     allowed: Arc<[HostPattern]>,
+    /// The one host a call may reach besides the grant's rule (a per-call
+    /// grant, `call/narrow.rs`).
+    only: Option<HostPattern>,
     resolver: Resolver,
     /// The TLS configuration for HTTPS; `None` is the default (webpki's
     /// roots), a test sets its own.
@@ -53,10 +56,17 @@ impl HttpAllowlist {
         HttpAllowlist {
             plugin,
             allowed,
+            only: None,
             resolver: system_resolver,
             tls: None,
             hop_check: None,
         }
+    }
+
+    /// The same allowlist, for requests to `host` only (when given).
+    pub(crate) fn only(mut self, host: Option<HostPattern>) -> Self {
+        self.only = host;
+        self
     }
 
     /// Whether `uri` may be requested (before name resolution).
@@ -64,7 +74,10 @@ impl HttpAllowlist {
         let Some((scheme, host, port)) = target(uri) else {
             return false;
         };
-        self.allowed.iter().any(|p| p.matches(scheme, host, port))
+        self.only
+            .as_ref()
+            .is_none_or(|one| one.matches(scheme, host, port))
+            && self.allowed.iter().any(|p| p.matches(scheme, host, port))
     }
 }
 
@@ -253,6 +266,19 @@ mod tests {
     }
 
     #[test]
+    fn a_calls_one_host_narrows_the_grant_and_never_widens_it() {
+        let list = HttpAllowlist::new("http".into(), vec!["*.example.com".parse().unwrap()].into())
+            .only(HostPattern::of_url("https://a.example.com/x", false));
+        let allows = |u: &str| list.allows(&u.parse::<http::Uri>().unwrap());
+        assert!(allows("https://a.example.com/y"));
+        assert!(allows("http://a.example.com:8080/"));
+        assert!(!allows("https://b.example.com/"), "granted, not the call's");
+        let outside = HttpAllowlist::new("http".into(), Vec::new().into())
+            .only(HostPattern::of_url("https://a.example.com/", false));
+        assert!(!outside.allows(&"https://a.example.com/".parse::<http::Uri>().unwrap()));
+    }
+
+    #[test]
     fn nothing_is_allowed_without_grants() {
         let list = HttpAllowlist::new("http".into(), Vec::new().into());
         assert!(!list.allows(&"https://example.com/".parse().unwrap()));
@@ -333,6 +359,7 @@ mod tests {
         });
         let mut hooks = HttpAllowlist {
             plugin: "http".into(),
+            only: None,
             allowed: vec![
                 format!("rebind.test:{port}").parse().unwrap(),
                 "127.0.0.1".parse().unwrap(),
@@ -410,6 +437,7 @@ mod tests {
         }
         HttpAllowlist {
             plugin: "http".into(),
+            only: None,
             allowed: vec![
                 format!("https://rebind.test:{port}").parse().unwrap(),
                 "127.0.0.1".parse().unwrap(),

@@ -23,6 +23,9 @@
 //!
 //! [tools.read_file]            # per tool: the argument that names the file or directory it works on
 //! path-arg = "/path"           # a JSON pointer; its sandbox then gets that file or directory alone
+//!
+//! [tools.http_get]             # per tool: the argument that names the URL it requests
+//! url-arg = "/url"             # its sandbox then reaches that URL's host alone
 //! ```
 
 use std::collections::BTreeMap;
@@ -80,6 +83,12 @@ pub struct ToolManifest {
     /// annotated read-only, inside the plugin's granted directories; a path
     /// outside them is refused before the guest runs.
     pub path_arg: Option<String>,
+    /// A JSON pointer (`/url`) to the string argument naming the URL a
+    /// call requests. The call's sandbox then reaches only that URL's
+    /// host (on the schemes and ports the plugin's grant allows), and only
+    /// when the plugin's granted hosts cover the URL; another URL is
+    /// refused before the guest runs.
+    pub url_arg: Option<String>,
 }
 
 /// Capabilities a plugin requests.
@@ -159,16 +168,21 @@ impl Manifest {
             message: e.to_string().trim_end().to_owned(),
         })?;
         for (tool, t) in &manifest.tools {
-            if let Some(pointer) = &t.path_arg
-                && !pointer.starts_with('/')
-            {
-                return Err(LoadError::Manifest {
-                    path: path.to_owned(),
-                    message: format!(
-                        "tools.{tool}.path-arg must be a JSON pointer such as \"/path\", not {:?}",
-                        toolhost_text::line(pointer, 64)
-                    ),
-                });
+            for (key, pointer, example) in [
+                ("path-arg", &t.path_arg, "/path"),
+                ("url-arg", &t.url_arg, "/url"),
+            ] {
+                if let Some(pointer) = pointer
+                    && !pointer.starts_with('/')
+                {
+                    return Err(LoadError::Manifest {
+                        path: path.to_owned(),
+                        message: format!(
+                            "tools.{tool}.{key} must be a JSON pointer such as {example:?}, not {:?}",
+                            toolhost_text::line(pointer, 64)
+                        ),
+                    });
+                }
             }
         }
         Ok(manifest)

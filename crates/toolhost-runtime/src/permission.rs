@@ -28,6 +28,11 @@ pub struct CallApprovalRequest<'a> {
     pub session_id: Option<&'a str>,
     /// The agent profile, if the caller gave one.
     pub agent: Option<&'a str>,
+    /// The narrower scopes an approval of this call may be saved for,
+    /// besides these arguments and any arguments: the directory of its
+    /// path, the host of its URL (when the tool's manifest names those
+    /// arguments). [`CallApproval::AllowWithin`] picks one.
+    pub scopes: &'a [toolhost_policy::approvals::Scope],
 }
 
 /// The user's answer to a [`CallApprovalRequest`].
@@ -43,6 +48,12 @@ pub enum CallApproval {
     /// Run this call, and do not ask again about this tool with any
     /// arguments, for this build of the plugin (a saved approval too).
     AllowTool,
+    /// Run this call, and do not ask again about this tool with arguments
+    /// in this scope (one of the request's
+    /// [`scopes`](CallApprovalRequest::scopes): this directory, this host),
+    /// for this build of the plugin (a saved approval too). A scope the
+    /// request did not offer saves nothing: the call runs once.
+    AllowWithin(toolhost_policy::approvals::Scope),
     /// Do not run it; the message (if any) goes to the model.
     Deny {
         /// What the user wants the model to know.
@@ -190,6 +201,8 @@ pub enum ApprovalAnswer {
     AllowAlways,
     /// The call runs, and an approval of the tool (any arguments) is saved.
     AllowTool,
+    /// The call runs, and an approval of a directory or host is saved.
+    AllowWithin,
     /// Nobody was asked: an approval saved earlier covers the call.
     Saved,
     /// The call does not run.

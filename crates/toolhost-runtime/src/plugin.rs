@@ -564,6 +564,7 @@ fn resolve_sandbox(
         limits,
         dirs,
         hosts: settings.hosts.clone().into(),
+        only_host: None,
         env,
         config,
     })

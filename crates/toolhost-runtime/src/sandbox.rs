@@ -109,6 +109,9 @@ pub(crate) struct SandboxSpec {
     /// `(host path, guest path, access)`; the guest path is the canonical host path.
     pub dirs: Vec<(PathBuf, String, DirAccess)>,
     pub hosts: Arc<[HostPattern]>,
+    /// One call's host, when its tool names its URL argument
+    /// (`call/narrow.rs`): a request must be to it as well as granted.
+    pub only_host: Option<HostPattern>,
     pub env: Vec<(String, String)>,
     pub config: BTreeMap<String, String>,
 }
@@ -215,7 +218,8 @@ pub(crate) fn bare_store(engine: &Engine, spec: Arc<SandboxSpec>) -> Store<Sandb
         wasi: WasiCtxBuilder::new().build(),
         table: ResourceTable::new(),
         http: WasiHttpCtx::new(),
-        http_hooks: HttpAllowlist::new(spec.plugin.clone(), spec.hosts.clone()),
+        http_hooks: HttpAllowlist::new(spec.plugin.clone(), spec.hosts.clone())
+            .only(spec.only_host.clone()),
         limiter,
         tool: String::new(),
         log_lines: 0,
@@ -312,7 +316,8 @@ impl Sandbox {
             wasi: wasi.build(),
             table: ResourceTable::new(),
             http: WasiHttpCtx::new(),
-            http_hooks: HttpAllowlist::new(spec.plugin.clone(), spec.hosts.clone()),
+            http_hooks: HttpAllowlist::new(spec.plugin.clone(), spec.hosts.clone())
+                .only(spec.only_host.clone()),
             limiter: Limiter {
                 memory_bytes: spec.limits.memory_bytes,
                 table_elements: spec.limits.table_elements,

@@ -138,7 +138,9 @@ pub fn copy_plugin(from: &Path, name: &str, to: &Path) {
 /// A minimal HTTP/1.1 server on 127.0.0.1 that answers every request with a
 /// fixed body and counts requests. Stops when dropped.
 pub struct TestServer {
-    /// The port it listens on (127.0.0.1).
+    /// The address it listens on.
+    ip: &'static str,
+    /// The port it listens on.
     pub port: u16,
     /// Requests served so far.
     pub requests: Arc<AtomicUsize>,
@@ -148,10 +150,7 @@ pub struct TestServer {
 impl TestServer {
     /// Starts the server on a free port; every request gets `body`.
     pub fn start(body: &'static str) -> TestServer {
-        TestServer::answering(format!(
-            "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            body.len()
-        ))
+        TestServer::start_on("127.0.0.1", body)
     }
 
     /// Starts a server whose every answer is a `302` to `location`.
@@ -164,7 +163,23 @@ impl TestServer {
     /// Starts the server on a free port; every request gets `response`
     /// (status line, headers and body, as sent).
     pub fn answering(response: String) -> TestServer {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        TestServer::answering_on("127.0.0.1", response)
+    }
+
+    /// [`TestServer::start`] on another loopback address (`127.0.0.2`):
+    /// another host, for tests that need two.
+    pub fn start_on(ip: &'static str, body: &'static str) -> TestServer {
+        TestServer::answering_on(
+            ip,
+            format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            ),
+        )
+    }
+
+    fn answering_on(ip: &'static str, response: String) -> TestServer {
+        let listener = TcpListener::bind((ip, 0)).unwrap();
         let port = listener.local_addr().unwrap().port();
         let requests = Arc::new(AtomicUsize::new(0));
         let stop = Arc::new(AtomicBool::new(false));
@@ -190,15 +205,16 @@ impl TestServer {
             }
         });
         TestServer {
+            ip,
             port,
             requests,
             stop,
         }
     }
 
-    /// `http://127.0.0.1:PORT{path}`.
+    /// `http://IP:PORT{path}` (`127.0.0.1` unless started on another).
     pub fn url(&self, path: &str) -> String {
-        format!("http://127.0.0.1:{}{path}", self.port)
+        format!("http://{}:{}{path}", self.ip, self.port)
     }
 
     /// Requests served so far.
@@ -210,7 +226,7 @@ impl TestServer {
 impl Drop for TestServer {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
-        let _ = TcpStream::connect(("127.0.0.1", self.port));
+        let _ = TcpStream::connect((self.ip, self.port));
     }
 }
 

@@ -291,6 +291,7 @@ mod tests {
             reasons: &reasons,
             session_id: None,
             agent: None,
+            scopes: &[],
         };
         let question = call_question(&request);
         assert!(

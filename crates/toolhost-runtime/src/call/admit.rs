@@ -11,7 +11,7 @@ use toolhost_policy::approvals::{NewApproval, Scope};
 use toolhost_policy::{CallRequest, Decision};
 use tracing::Instrument;
 
-use crate::call::{Call, CallContext, validate, watch};
+use crate::call::{Call, CallContext, narrow, validate, watch};
 use crate::error::CallError;
 use crate::gate::Gate;
 use crate::permission::{
@@ -267,10 +267,18 @@ async fn ask(
     // An approval saved earlier for these arguments (or any) of this build
     // of the plugin answers without asking anyone.
     let digest = &call.target.plugin.digest;
+    let path_base = call
+        .target
+        .plugin
+        .sandbox
+        .dirs
+        .first()
+        .map(|d| d.0.as_path());
     if let Some(id) = gate.approvals().find(
         tool,
         digest,
         args,
+        path_base,
         cx.client.as_deref(),
         toolhost_policy::approvals::now(),
     ) {
@@ -324,6 +332,7 @@ async fn ask(
             reasons.join("; ")
         )));
     };
+    let scopes = narrow::scopes(call, args);
     let request = CallApprovalRequest {
         tool,
         plugin: &call.target.plugin.name,
@@ -331,12 +340,14 @@ async fn ask(
         reasons,
         session_id: cx.session_id.as_deref(),
         agent: cx.agent.as_deref(),
+        scopes: &scopes,
     };
     let answer = approver.approve_call(&request).await;
     let (label, message) = match &answer {
         CallApproval::AllowOnce => (ApprovalAnswer::AllowOnce, None),
         CallApproval::AllowAlways => (ApprovalAnswer::AllowAlways, None),
         CallApproval::AllowTool => (ApprovalAnswer::AllowTool, None),
+        CallApproval::AllowWithin(_) => (ApprovalAnswer::AllowWithin, None),
         CallApproval::Deny { message } => (ApprovalAnswer::Deny, message.clone()),
         CallApproval::DenyAndStop { message } => (ApprovalAnswer::DenyAndStop, message.clone()),
     };
@@ -351,6 +362,7 @@ async fn ask(
             CallApproval::AllowOnce => "allowed once",
             CallApproval::AllowAlways => "allowed always (saved)",
             CallApproval::AllowTool => "allowed for the tool (saved)",
+            CallApproval::AllowWithin(_) => "allowed within a scope (saved)",
             CallApproval::Deny { .. } => "denied",
             CallApproval::DenyAndStop { .. } => "denied and stopped",
         };
@@ -372,6 +384,17 @@ async fn ask(
         }
         CallApproval::AllowTool => {
             save(gate, call, approver.as_ref(), Scope::AnyArguments);
+            Ok(())
+        }
+        CallApproval::AllowWithin(scope) => {
+            if scopes.contains(&scope) {
+                save(gate, call, approver.as_ref(), scope);
+            } else {
+                tracing::warn!(
+                    tool,
+                    "an approval for a scope the call did not offer ({scope}) is not saved"
+                );
+            }
             Ok(())
         }
         CallApproval::Deny { message } => Err(denied(match message {

@@ -21,15 +21,26 @@
 //! are resolved on the host; otherwise the call is refused before the
 //! guest runs. Access is read-only unless the tool is not annotated
 //! read-only and the grant is read-write.
+//!
+//! A tool whose manifest names its URL argument (`[tools.http_get] url-arg
+//! = "/url"`) reaches that URL's host alone (on the schemes and ports its
+//! grant allows), when the plugin's granted hosts cover the URL; a
+//! redirect to another host fails in the guest as a request to a host not
+//! granted.
+//!
+//! The same arguments give the narrower scopes a person may save an
+//! approval for ([`scopes`]): the directory of the path, the host of the URL.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::Value;
+use toolhost_policy::approvals::Scope;
 
 use crate::call::Call;
 use crate::error::CallError;
 use crate::grants::DirAccess;
+use crate::grants::HostPattern;
 use crate::sandbox::SandboxSpec;
 
 /// The largest file copied into a call's scratch directory when a hard
@@ -40,25 +51,136 @@ pub(crate) const MAX_COPY_BYTES: u64 = 64 * 1024 * 1024;
 /// long as the call runs.
 pub(crate) struct Narrowed {
     pub spec: Arc<SandboxSpec>,
-    _scratch: tempfile::TempDir,
+    _scratch: Option<tempfile::TempDir>,
 }
 
-/// The call's narrowed sandbox, when its tool names a path argument and
-/// its plugin has directories granted; `None` otherwise.
+/// The call's narrowed sandbox, when its tool names a path argument (and
+/// its plugin has directories granted) or a URL argument; `None` otherwise.
 pub(crate) fn narrow(call: &Call<'_>, args: &Value) -> Result<Option<Narrowed>, CallError> {
     let plugin = &call.target.plugin;
-    let tool = call.target.spec();
-    let Some(pointer) = plugin
-        .manifest
-        .tools
-        .get(&tool.name)
-        .and_then(|t| t.path_arg.as_deref())
-    else {
+    let Some(declared) = plugin.manifest.tools.get(&call.target.spec().name) else {
         return Ok(None);
     };
+    let path = declared
+        .path_arg
+        .as_deref()
+        .filter(|_| !plugin.sandbox.dirs.is_empty());
+    if path.is_none() && declared.url_arg.is_none() {
+        return Ok(None);
+    }
+    let mut spec = (*plugin.sandbox).clone();
+    let mut scratch = None;
+    if let Some(pointer) = path {
+        let (dirs, dir) = narrow_dirs(call, args, pointer)?;
+        spec.dirs = dirs;
+        scratch = Some(dir);
+    }
+    if let Some(pointer) = &declared.url_arg {
+        spec.only_host = Some(only_host(call, args, pointer)?);
+    }
+    Ok(Some(Narrowed {
+        spec: Arc::new(spec),
+        _scratch: scratch,
+    }))
+}
+
+/// The one host a call with a URL argument reaches (any scheme and port
+/// the grant allows for it), when the plugin's grant covers the URL;
+/// `Err` when it does not. A missing argument, or one that is not a URL,
+/// reaches no host.
+fn only_host(call: &Call<'_>, args: &Value, pointer: &str) -> Result<HostPattern, CallError> {
+    let requested = args.pointer(pointer).and_then(Value::as_str).unwrap_or("");
+    let refused = || CallError::Denied {
+        tool: call.target.tool.to_owned(),
+        reason: format!(
+            "`{}` is not a URL on a host granted to {}",
+            toolhost_text::line(requested, 200),
+            call.target.plugin.name
+        ),
+    };
+    let host = HostPattern::of_url(requested, false).ok_or_else(refused)?;
+    if call
+        .target
+        .plugin
+        .sandbox
+        .hosts
+        .iter()
+        .any(|g| g.matches_url(requested))
+    {
+        Ok(host)
+    } else {
+        Err(refused())
+    }
+}
+
+/// The scopes narrower than "any arguments" and wider than "these
+/// arguments" that an approval of this call may be saved for: the
+/// directory its path argument names (or lies in), inside the plugin's
+/// granted directories; the host its URL argument names. Empty for a tool
+/// whose manifest names neither.
+pub(crate) fn scopes(call: &Call<'_>, args: &Value) -> Vec<Scope> {
+    let plugin = &call.target.plugin;
+    let Some(declared) = plugin.manifest.tools.get(&call.target.spec().name) else {
+        return Vec::new();
+    };
+    let mut scopes = Vec::new();
+    if let Some(pointer) = &declared.path_arg
+        && let Some(raw) = args.pointer(pointer).and_then(Value::as_str)
+        && let Some((base, _, _)) = plugin.sandbox.dirs.first()
+        && !raw.contains('\0')
+    {
+        let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        let joined = real(base).join(raw);
+        let lexical = PathBuf::from(
+            toolhost_patterns::normalize_path(&joined.to_string_lossy()).into_owned(),
+        );
+        let directory = match std::fs::canonicalize(&lexical) {
+            Ok(found) if found.is_dir() => Some(found),
+            Ok(found) => found.parent().map(Path::to_path_buf),
+            Err(_) => lexical.parent().map(real),
+        };
+        if let Some(directory) = directory
+            && plugin
+                .sandbox
+                .dirs
+                .iter()
+                .any(|(granted, _, _)| directory.starts_with(real(granted)))
+        {
+            scopes.push(Scope::Directory {
+                argument: pointer.clone(),
+                directory,
+            });
+        }
+    }
+    if let Some(pointer) = &declared.url_arg
+        && let Some(host) = args
+            .pointer(pointer)
+            .and_then(Value::as_str)
+            .and_then(|url| HostPattern::of_url(url, false))
+    {
+        scopes.push(Scope::Host {
+            argument: pointer.clone(),
+            host,
+        });
+    }
+    scopes
+}
+
+/// A sandbox's directories: `(host path, guest path, access)`.
+type Dirs = Vec<(PathBuf, String, DirAccess)>;
+
+/// The directories a call with a path argument reaches (see the module's
+/// text), and the scratch directory that stands for its grant.
+fn narrow_dirs(
+    call: &Call<'_>,
+    args: &Value,
+    pointer: &str,
+) -> Result<(Dirs, tempfile::TempDir), CallError> {
+    let plugin = &call.target.plugin;
+    let tool = call.target.spec();
     let spec = &plugin.sandbox;
     let Some((_, root_guest, _)) = spec.dirs.first() else {
-        return Ok(None);
+        return Err(host_error(call, "no directory is granted".to_owned()));
     };
     let refuse = |reason: String| CallError::Denied {
         tool: call.target.tool.to_owned(),
@@ -151,14 +273,7 @@ pub(crate) fn narrow(call: &Call<'_>, args: &Value) -> Result<Option<Narrowed>, 
             }
         }
     }
-    let narrowed = SandboxSpec {
-        dirs,
-        ..(**spec).clone()
-    };
-    Ok(Some(Narrowed {
-        spec: Arc::new(narrowed),
-        _scratch: scratch,
-    }))
+    Ok((dirs, scratch))
 }
 
 /// Puts the file `real` at `at`: a hard link, or (read-only, across file

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::support::{TestServer, fs_scene, plugins_dir, root};
 use serde_json::{Value, json};
+use toolhost_runtime::policy::approvals::Scope;
 use toolhost_runtime::policy::{Policy, Rule};
 use toolhost_runtime::{
     ApprovalFuture, Approver, CallApproval, CallApprovalRequest, CallContext, CallError, DirGrant,
@@ -38,6 +39,8 @@ pub(crate) struct Scripted {
     results: Mutex<Vec<ResultApproval>>,
     pub(crate) asked: AtomicUsize,
     pub(crate) reasons: Mutex<Vec<String>>,
+    /// The scopes each call question offered.
+    offered: Mutex<Vec<Vec<Scope>>>,
 }
 
 impl Scripted {
@@ -65,6 +68,7 @@ impl Approver for Scripted {
             .lock()
             .unwrap()
             .extend(req.reasons.iter().cloned());
+        self.offered.lock().unwrap().push(req.scopes.to_vec());
         let answer = self.calls.lock().unwrap().remove(0);
         Box::pin(async move { answer })
     }
@@ -253,7 +257,7 @@ async fn allow_always_saves_an_approval_of_these_arguments_only_and_it_survives_
     assert!(list[0].digest.starts_with("sha256:"), "{:?}", list[0]);
     assert_eq!(
         list[0].scope,
-        toolhost_runtime::policy::approvals::Scope::Arguments(json!({"expression": "1+1"}))
+        Scope::Arguments(json!({"expression": "1+1"}))
     );
 
     // A restart reads the file: nobody to ask, and the approved call runs.
@@ -268,6 +272,90 @@ async fn allow_always_saves_an_approval_of_these_arguments_only_and_it_survives_
     assert_eq!(
         calc(&rt, "1+1").await.unwrap_err().kind(),
         ErrorKind::PermissionDenied
+    );
+}
+
+#[tokio::test]
+async fn a_directory_approval_covers_the_files_in_it_and_asks_again_outside() {
+    let scene = fs_scene();
+    let notes = scene.granted.join("notes");
+    std::fs::create_dir_all(&notes).unwrap();
+    std::fs::write(notes.join("a.txt"), "AAA\n").unwrap();
+    std::fs::write(notes.join("b.txt"), "BBB\n").unwrap();
+    std::os::unix::fs::symlink(&scene.secret, notes.join("away.txt")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let directory = std::fs::canonicalize(&notes).unwrap();
+    let approver = Scripted::calls(vec![
+        CallApproval::AllowWithin(Scope::Directory {
+            argument: "/path".into(),
+            directory: directory.clone(),
+        }),
+        CallApproval::Deny { message: None },
+        CallApproval::Deny { message: None },
+    ]);
+    let mut fs = PluginSettings::default();
+    fs.dirs.push(DirGrant::read_only(&scene.granted));
+    let rt = builder()
+        .plugin_settings("fs", fs)
+        .policy(
+            Policy::builder()
+                .rule(Rule::ask("read_file"))
+                .build()
+                .unwrap(),
+        )
+        .approvals_file(Some(dir.path().join("approvals.json")))
+        .approver(approver.clone())
+        .build()
+        .await
+        .unwrap();
+    let read = |path: &'static str| {
+        let rt = rt.clone();
+        async move {
+            rt.call("read_file", json!({ "path": path }), CallContext::new())
+                .await
+                .map(|r| r.output)
+        }
+    };
+    assert!(read("notes/a.txt").await.unwrap().contains("AAA"));
+    // The question offered the file's directory, inside the grant.
+    assert_eq!(
+        approver.offered.lock().unwrap()[0],
+        vec![Scope::Directory {
+            argument: "/path".into(),
+            directory,
+        }]
+    );
+    // Another file in it, by another spelling: not asked.
+    assert!(read("./notes//b.txt").await.unwrap().contains("BBB"));
+    assert_eq!(approver.asked.load(Ordering::SeqCst), 1);
+    // Outside it, or through a link that leads out of it: asked (denied).
+    for outside in ["hello.txt", "notes/away.txt"] {
+        let err = read(outside).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::PermissionDenied, "{outside}: {err}");
+    }
+    assert_eq!(approver.asked.load(Ordering::SeqCst), 3);
+    assert_eq!(rt.approvals().list().unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn an_approval_of_a_scope_the_call_did_not_offer_is_not_saved() {
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("approvals.json");
+    let approver = Scripted::calls(vec![
+        CallApproval::AllowWithin(Scope::Directory {
+            argument: "/expression".into(),
+            directory: "/".into(),
+        }),
+        CallApproval::Deny { message: None },
+    ]);
+    let rt = with_saved(ask_calculate(), &saved, Some(approver.clone())).await;
+    assert_eq!(calc(&rt, "1+1").await.unwrap(), "2", "allowed once");
+    assert!(approver.offered.lock().unwrap()[0].is_empty());
+    assert!(rt.approvals().list().unwrap().is_empty());
+    assert_eq!(
+        calc(&rt, "1+1").await.unwrap_err().kind(),
+        ErrorKind::PermissionDenied,
+        "asked again"
     );
 }
 
@@ -462,6 +550,50 @@ async fn a_not_found_error_names_only_the_tools_the_callers_profile_may_see() {
     let (suggestions, available) = missing(CallContext::new()).await;
     assert!(available.contains(&"calculate".to_owned()), "{available:?}");
     assert_eq!(suggestions.first().map(String::as_str), Some("calculate"));
+}
+
+#[tokio::test]
+async fn a_call_reaches_the_host_its_url_names_and_no_other_granted_host() {
+    let elsewhere = TestServer::start_on("127.0.0.2", "the other granted host");
+    let start = TestServer::redirecting(&elsewhere.url("/x"));
+    let mut http = toolhost_runtime::PluginSettings::default();
+    for host in ["127.0.0.1", "127.0.0.2"] {
+        http.hosts.push(host.parse().unwrap());
+    }
+    let rt = builder()
+        .plugin_settings("http", http)
+        .build()
+        .await
+        .unwrap();
+    let get = |url: String| {
+        let rt = rt.clone();
+        async move {
+            rt.call("http_get", json!({ "url": url }), CallContext::new())
+                .await
+        }
+    };
+    // Named by the call, the other host answers: it is granted.
+    let direct = get(elsewhere.url("/x")).await.unwrap();
+    assert!(
+        direct.output.contains("the other granted host"),
+        "{direct:?}"
+    );
+    // Through a redirect from the host the call named, it is not reached:
+    // `http_get` names its URL argument (`url-arg`), so the call's sandbox
+    // reaches 127.0.0.1 alone.
+    let through = get(start.url("/go")).await;
+    let text = format!("{through:?}");
+    assert!(!text.contains("the other granted host"), "{text}");
+    assert_eq!(start.request_count(), 1);
+    assert_eq!(elsewhere.request_count(), 1, "only the direct request");
+    // A URL on a host the plugin is not granted is refused before the
+    // guest runs.
+    let refused = get("http://127.0.0.3:9/".into()).await.unwrap_err();
+    assert_eq!(refused.kind(), ErrorKind::PermissionDenied, "{refused}");
+    assert!(
+        refused.to_string().contains("not a URL on a host granted"),
+        "{refused}"
+    );
 }
 
 #[tokio::test]
