@@ -108,6 +108,11 @@ pub struct Global {
     #[arg(long, global = true)]
     pub dev: bool,
 
+    /// How long an "allow always" answer lasts: `30d`, `12h`, `90m` (default:
+    /// until revoked). Every approval saved from then on expires after it.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration, global = true)]
+    pub approvals_last: Option<std::time::Duration>,
+
     /// Model provider: openai (or any compatible server, with --base-url), anthropic or ollama.
     /// Default: OPENAI_API_KEY, then ANTHROPIC_API_KEY, then a local Ollama server.
     #[arg(long, value_name = "KIND", global = true)]

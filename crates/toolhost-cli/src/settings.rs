@@ -394,6 +394,7 @@ pub fn builder(global: &Global, only: Option<&[PathBuf]>) -> anyhow::Result<Runt
     let mut builder = toolhost_runtime::Runtime::builder()
         .limits(limits)
         .approvals_file(Some(approvals_file(&lock)))
+        .approvals_last(global.approvals_last)
         .lock_file(lock)
         .accept_new_digests(global.dev);
     if global.no_result_cache {

@@ -233,6 +233,8 @@ struct File {
 #[derive(Debug)]
 pub struct Approvals {
     path: Option<PathBuf>,
+    /// How long a new approval lasts at most (seconds), if bounded.
+    lasting: Option<u64>,
     /// The entries, and the file's modification time they were read at.
     cache: Mutex<(Vec<SavedApproval>, Option<SystemTime>)>,
 }
@@ -249,6 +251,7 @@ impl Approvals {
     pub fn open(path: PathBuf) -> Approvals {
         Approvals {
             path: Some(path),
+            lasting: None,
             cache: Mutex::new((Vec::new(), None)),
         }
     }
@@ -257,8 +260,37 @@ impl Approvals {
     pub fn in_memory() -> Approvals {
         Approvals {
             path: None,
+            lasting: None,
             cache: Mutex::new((Vec::new(), None)),
         }
+    }
+
+    /// The same store, where every approval saved from now on lasts at
+    /// most `bound` (an operator's rule: "allow always" means for 30 days
+    /// here). An approval given with an earlier expiry keeps it.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use toolhost_policy::approvals::{Approvals, NewApproval, Scope, now};
+    ///
+    /// let store = Approvals::in_memory().lasting(Some(Duration::from_secs(3600)));
+    /// store.save(NewApproval {
+    ///     tool: "read_file".into(),
+    ///     plugin: "fs".into(),
+    ///     digest: "sha256:ab".into(),
+    ///     scope: Scope::AnyArguments,
+    ///     who: "ana".into(),
+    ///     from: "terminal".into(),
+    ///     client: None,
+    ///     expires: None,
+    /// }).unwrap();
+    /// let expires = store.list().unwrap()[0].expires.unwrap();
+    /// assert!(expires <= now() + 3600 && expires + 60 > now() + 3600);
+    /// ```
+    #[must_use]
+    pub fn lasting(mut self, bound: Option<std::time::Duration>) -> Approvals {
+        self.lasting = bound.map(|d| d.as_secs());
+        self
     }
 
     /// Where the store is kept, if on disk.
@@ -315,6 +347,11 @@ impl Approvals {
                 "arguments over {MAX_ARGUMENT_BYTES} bytes are not saved"
             )));
         }
+        let bounded = self.lasting.map(|secs| now().saturating_add(secs));
+        let expires = match (new.expires, bounded) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         self.change(|entries| {
             if entries.len() >= MAX_APPROVALS {
                 return Err(format!("it holds {MAX_APPROVALS} approvals already"));
@@ -336,7 +373,7 @@ impl Approvals {
                 from: new.from,
                 client: new.client,
                 when: now(),
-                expires: new.expires,
+                expires,
             });
             Ok(id)
         })
@@ -652,6 +689,28 @@ mod tests {
         }
         let again = Approvals::open(dir.path().join("a.json")).list().unwrap();
         assert_eq!(again[0].scope.to_string(), "/url on api.example.com");
+    }
+
+    #[test]
+    fn a_bounded_store_keeps_the_earlier_of_the_two_expiries() {
+        let store = Approvals::in_memory().lasting(Some(std::time::Duration::from_secs(100)));
+        store.save(new("t", Scope::AnyArguments, Some(5))).unwrap();
+        store.save(new("u", Scope::AnyArguments, None)).unwrap();
+        store
+            .save(new("v", Scope::AnyArguments, Some(u64::MAX)))
+            .unwrap();
+        let expires: Vec<u64> = store
+            .list()
+            .unwrap()
+            .iter()
+            .map(|a| a.expires.unwrap())
+            .collect();
+        assert_eq!(expires[0], 5);
+        assert!(
+            expires[1] > now() && expires[1] <= now() + 100,
+            "{expires:?}"
+        );
+        assert!(expires[2] <= now() + 100, "{expires:?}");
     }
 
     #[test]

@@ -70,6 +70,7 @@ pub struct RuntimeBuilder {
     approver: Option<Arc<dyn Approver>>,
     allow_asks_without_approver: bool,
     approvals_file: Option<PathBuf>,
+    approvals_last: Option<std::time::Duration>,
     hooks: Vec<HookEntry>,
     hook_configs: Vec<HookConfig>,
     tool_sources: Vec<Arc<dyn ToolSource>>,
@@ -108,6 +109,7 @@ impl Default for RuntimeBuilder {
             approver: None,
             allow_asks_without_approver: false,
             approvals_file: None,
+            approvals_last: None,
             hooks: Vec::new(),
             hook_configs: Vec::new(),
             tool_sources: Vec::new(),
@@ -232,6 +234,12 @@ impl RuntimeBuilder {
     /// they last as long as the runtime.
     pub fn approvals_file(mut self, path: Option<PathBuf>) -> Self {
         self.approvals_file = path;
+        self
+    }
+    /// How long a saved approval lasts at most (none: until revoked). An
+    /// approval given with an earlier expiry keeps it.
+    pub fn approvals_last(mut self, bound: Option<std::time::Duration>) -> Self {
+        self.approvals_last = bound;
         self
     }
     /// Adds a hook (a Rust [`Hook`](toolhost_hooks::Hook) in a
@@ -376,7 +384,8 @@ impl RuntimeBuilder {
                 match self.approvals_file {
                     Some(path) => toolhost_policy::approvals::Approvals::open(path),
                     None => toolhost_policy::approvals::Approvals::in_memory(),
-                },
+                }
+                .lasting(self.approvals_last),
             );
             Parts::new(
                 catalog.clone(),

@@ -105,6 +105,11 @@ impl LocalServer {
         let child = cmd
             .args(["--host", "127.0.0.1", "--port", &port.to_string()])
             .args(["-c", "16384", "-t", "2", "--temp", "0"])
+            // A bound on one reply (the server's default `max_tokens`): a
+            // small model that writes inside a call the server never
+            // closes ends its round in about a minute, not at the run's
+            // time limit. No task needs a reply half as long.
+            .args(["-n", "2048"])
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()

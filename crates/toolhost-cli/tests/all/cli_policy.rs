@@ -294,6 +294,66 @@ fn allow_always_saves_an_approval_of_those_arguments_that_the_next_run_uses_and_
 }
 
 #[test]
+fn a_directory_answer_saves_that_directory_for_as_long_as_approvals_last_says() {
+    let scene = Scene::new();
+    let lock = scene.path("toolhost.lock").display().to_string();
+    let read = |path: &Path, answer: &str| {
+        let args = json!({ "path": path.display().to_string() }).to_string();
+        host(
+            &scene,
+            &[
+                "--lock",
+                &lock,
+                "--approvals-last",
+                "1h",
+                "call",
+                "read_file",
+                &args,
+            ],
+            answer,
+        )
+    };
+    let o = read(&scene.notes, "d\n");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    let data = std::fs::canonicalize(scene.notes.parent().unwrap()).unwrap();
+    assert!(
+        stderr.contains(&format!("[d]irectory {} always", data.display())),
+        "{stderr}"
+    );
+
+    let list = host(
+        &scene,
+        &["--lock", &lock, "approvals", "list", "--json"],
+        "",
+    );
+    let saved: Value = serde_json::from_slice(&list.stdout).unwrap();
+    assert_eq!(saved[0]["scope"]["kind"], "directory", "{saved}");
+    assert_eq!(
+        saved[0]["scope"]["arguments"]["directory"],
+        data.display().to_string()
+    );
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    let expires = saved[0]["expires"].as_u64().expect("an expiry");
+    assert!(
+        expires > now + 3000 && expires <= now + 3600,
+        "{expires} vs {now}"
+    );
+
+    // Another file of that directory: not asked.
+    let beside = scene.notes.with_file_name("todo.txt");
+    std::fs::write(&beside, "water the plants\n").unwrap();
+    let o = read(&beside, "");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(!stderr.contains("wants to run"), "not asked: {stderr}");
+    assert!(String::from_utf8_lossy(&o.stdout).contains("water the plants"));
+}
+
+#[test]
 fn without_an_answer_an_ask_is_a_denial_and_yes_approves_it() {
     let scene = Scene::new();
     let call = [
