@@ -298,23 +298,12 @@ async fn answer(
     let Some(queue) = &console.inner.queue else {
         return (StatusCode::NOT_FOUND, "no ask goes to the operator here\n").into_response();
     };
-    let answer = match body.trim() {
-        "allow" => Answer::Allow,
-        "allow-always" => Answer::AllowAlways,
-        "deny" => Answer::Deny("the operator denied it".to_owned()),
-        other => match other
-            .strip_prefix("allow-within ")
-            .and_then(|n| n.trim().parse().ok())
-        {
-            Some(place) => Answer::AllowWithin(place),
-            None => {
-                return (
-                    StatusCode::BAD_REQUEST,
-                    "answer allow, allow-always, allow-within N or deny\n",
-                )
-                    .into_response();
-            }
-        },
+    let Some(answer) = Answer::parse(&body) else {
+        return (
+            StatusCode::BAD_REQUEST,
+            "answer allow, allow-always, allow-within N or deny\n",
+        )
+            .into_response();
     };
     match queue.answer(id, answer) {
         Ok(()) => StatusCode::NO_CONTENT.into_response(),

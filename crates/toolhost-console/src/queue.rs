@@ -165,6 +165,23 @@ pub enum Answer {
     Deny(String),
 }
 
+impl Answer {
+    /// The answer a page posts: `allow`, `allow-always`, `allow-within N`
+    /// (the question's scope at place N) or `deny`; `None` for anything
+    /// else.
+    pub fn parse(body: &str) -> Option<Answer> {
+        match body.trim() {
+            "allow" => Some(Answer::Allow),
+            "allow-always" => Some(Answer::AllowAlways),
+            "deny" => Some(Answer::Deny("the operator denied it".to_owned())),
+            other => other
+                .strip_prefix("allow-within ")
+                .and_then(|n| n.trim().parse().ok())
+                .map(Answer::AllowWithin),
+        }
+    }
+}
+
 /// A question waiting in the queue, as the console lists it.
 #[derive(Debug, Clone, Serialize)]
 pub struct Pending {
@@ -581,6 +598,26 @@ mod tests {
                 .answer(pending[0].id, Answer::AllowWithin(place))
                 .unwrap();
             assert_eq!(waiting.await.unwrap(), expected);
+        }
+    }
+
+    #[test]
+    fn a_posted_answer_parses_and_anything_else_is_refused() {
+        assert_eq!(Answer::parse("allow\n"), Some(Answer::Allow));
+        assert_eq!(Answer::parse("allow-always"), Some(Answer::AllowAlways));
+        assert_eq!(
+            Answer::parse("allow-within 1"),
+            Some(Answer::AllowWithin(1))
+        );
+        assert!(matches!(Answer::parse("deny"), Some(Answer::Deny(_))));
+        for bad in [
+            "",
+            "allow-within",
+            "allow-within -1",
+            "allow-within x",
+            "yes",
+        ] {
+            assert_eq!(Answer::parse(bad), None, "{bad}");
         }
     }
 

@@ -120,19 +120,9 @@ impl std::fmt::Display for Scope {
 /// Whether the path `raw` (relative ones against `base`) lies inside
 /// `directory`, lexically and, when it exists, with links followed.
 fn path_inside(raw: &str, base: Option<&Path>, directory: &Path) -> bool {
-    if raw.contains('\0') {
+    let Some(lexical) = resolve_path(raw, base) else {
         return false;
-    }
-    let joined = match base {
-        _ if Path::new(raw).is_absolute() => PathBuf::from(raw),
-        // The base as the guest sees it: its canonical path.
-        Some(base) => std::fs::canonicalize(base)
-            .unwrap_or_else(|_| base.to_path_buf())
-            .join(raw),
-        None => return false,
     };
-    let lexical =
-        PathBuf::from(toolhost_patterns::normalize_path(&joined.to_string_lossy()).into_owned());
     if !lexical.starts_with(directory) {
         return false;
     }
@@ -141,6 +131,35 @@ fn path_inside(raw: &str, base: Option<&Path>, directory: &Path) -> bool {
         // Not there: nothing to follow.
         Err(_) => true,
     }
+}
+
+/// The path a tool opens for the argument `raw`, as a [`Scope::Directory`]
+/// compares it: an absolute path as it is, a relative one against `base`
+/// (canonical, as the guest sees its grant), normalised lexically (`.`,
+/// `..` and repeated `/` resolved); `None` for a relative path without a
+/// base, or one with a NUL byte.
+///
+/// ```
+/// use std::path::Path;
+/// use toolhost_policy::approvals::resolve_path;
+///
+/// assert_eq!(resolve_path("/srv/a/../b.txt", None).unwrap(), Path::new("/srv/b.txt"));
+/// assert!(resolve_path("b.txt", None).is_none());
+/// ```
+pub fn resolve_path(raw: &str, base: Option<&Path>) -> Option<PathBuf> {
+    if raw.contains('\0') {
+        return None;
+    }
+    let joined = match base {
+        _ if Path::new(raw).is_absolute() => PathBuf::from(raw),
+        Some(base) => std::fs::canonicalize(base)
+            .unwrap_or_else(|_| base.to_path_buf())
+            .join(raw),
+        None => return None,
+    };
+    Some(PathBuf::from(
+        toolhost_patterns::normalize_path(&joined.to_string_lossy()).into_owned(),
+    ))
 }
 
 /// One saved approval.
@@ -219,8 +238,8 @@ pub enum ApprovalsError {
 /// The most approvals a file may hold, and its largest size.
 pub const MAX_APPROVALS: usize = 10_000;
 const MAX_FILE_BYTES: u64 = 8 << 20;
-/// The largest arguments an exact approval keeps (bigger ones are saved
-/// for this call only, i.e. not saved).
+/// The largest scope (its arguments, directory or host, as JSON) an
+/// approval keeps (bigger ones are for this call only, i.e. not saved).
 pub const MAX_ARGUMENT_BYTES: usize = 64 << 10;
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -340,11 +359,11 @@ impl Approvals {
 
     /// Saves `new` and returns its id.
     pub fn save(&self, new: NewApproval) -> Result<String, ApprovalsError> {
-        if let Scope::Arguments(args) = &new.scope
-            && args.to_string().len() > MAX_ARGUMENT_BYTES
-        {
+        // Every scope holds text from the call (arguments, a path, a
+        // host): bounded alike.
+        if serde_json::to_string(&new.scope).map_or(usize::MAX, |t| t.len()) > MAX_ARGUMENT_BYTES {
             return Err(self.invalid(format!(
-                "arguments over {MAX_ARGUMENT_BYTES} bytes are not saved"
+                "a scope over {MAX_ARGUMENT_BYTES} bytes is not saved"
             )));
         }
         let bounded = self.lasting.map(|secs| now().saturating_add(secs));
@@ -766,5 +785,12 @@ mod tests {
         let big = json!({"x": "y".repeat(MAX_ARGUMENT_BYTES)});
         let mem = Approvals::in_memory();
         assert!(mem.save(new("t", Scope::Arguments(big), None)).is_err());
+        // A directory from a model's path is bounded the same way.
+        let deep = Scope::Directory {
+            argument: "/path".into(),
+            directory: PathBuf::from("/d").join("x".repeat(MAX_ARGUMENT_BYTES)),
+        };
+        assert!(mem.save(new("t", deep, None)).is_err());
+        assert!(mem.list().unwrap().is_empty());
     }
 }

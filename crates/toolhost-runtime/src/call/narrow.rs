@@ -127,13 +127,9 @@ pub(crate) fn scopes(call: &Call<'_>, args: &Value) -> Vec<Scope> {
     if let Some(pointer) = &declared.path_arg
         && let Some(raw) = args.pointer(pointer).and_then(Value::as_str)
         && let Some((base, _, _)) = plugin.sandbox.dirs.first()
-        && !raw.contains('\0')
+        && let Some(lexical) = toolhost_policy::approvals::resolve_path(raw, Some(base))
     {
         let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-        let joined = real(base).join(raw);
-        let lexical = PathBuf::from(
-            toolhost_patterns::normalize_path(&joined.to_string_lossy()).into_owned(),
-        );
         let directory = match std::fs::canonicalize(&lexical) {
             Ok(found) if found.is_dir() => Some(found),
             Ok(found) => found.parent().map(Path::to_path_buf),
