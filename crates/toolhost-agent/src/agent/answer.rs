@@ -316,12 +316,19 @@ const QUOTED_ERROR_CHARS: usize = 200;
 /// The host's words when a run ends with no answer and no successful
 /// result ([`AnswerSource::Host`](super::result::AnswerSource::Host)): why,
 /// from the status, and the last calls that failed with their errors.
-pub(crate) fn no_answer(status: crate::status::Status, history: &[ToolCallRecord]) -> String {
+/// `unparsable`: the run ended because the server could not parse what the
+/// model wrote.
+pub(crate) fn no_answer(
+    status: crate::status::Status,
+    unparsable: bool,
+    history: &[ToolCallRecord],
+) -> String {
     use crate::status::Status;
     let why = match status {
         Status::Timeout => " within the run's time limit",
         Status::MaxRounds => " within the round limit",
         Status::DoomLoop => ": it repeated a call instead",
+        Status::Error if unparsable => ": the server could not parse what it wrote",
         _ => "",
     };
     let mut text = format!("The model gave no answer{why}.");
@@ -576,12 +583,12 @@ mod tests {
             record("list_dir", json!({"path": "."}), "a.txt", false),
         ];
         assert_eq!(
-            no_answer(Status::DoomLoop, &history),
+            no_answer(Status::DoomLoop, false, &history),
             "The model gave no answer: it repeated a call instead.\n\
              read_file(flower.txt) failed: `read_file` failed: 'flower.txt' does not exist"
         );
         assert_eq!(
-            no_answer(Status::Completed, &[]),
+            no_answer(Status::Completed, false, &[]),
             "The model gave no answer."
         );
     }

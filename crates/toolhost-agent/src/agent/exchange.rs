@@ -90,9 +90,10 @@ impl Ctx<'_> {
                 run.overflowed = false;
                 return State::Request { round };
             }
-            // Too long for the model: the answer comes from the history as
-            // text, results cut short (`final_answer`).
-            Err(stop) if run.overflowed && !run.history.is_empty() => {
+            // Too long for the model, or still unparsable after the retries
+            // and the json prompt protocol: the answer comes from the
+            // history as text, results cut short (`final_answer`).
+            Err(stop) if (run.overflowed || run.unparsable) && !run.history.is_empty() => {
                 return State::FinalAnswer {
                     round: round + 1,
                     status: stop.status,
@@ -341,6 +342,10 @@ impl Ctx<'_> {
                 if let Ok(mut p) = partial.lock() {
                     p.clear();
                 }
+                // Bounded like the retries: a model that fills its reply
+                // here too (it wrote dozens of calls natively) would
+                // otherwise hold the round to the run's time limit.
+                let bound = self.opts.model_output_retry_time;
                 tokio::select! {
                     biased;
                     stop = self.interrupted() => Err(stop),
@@ -351,6 +356,17 @@ impl Ctx<'_> {
                         &on_delta,
                         &self.opts.abort,
                     ) => Ok(r),
+                    () = tokio::time::sleep(bound) => {
+                        warn!(round, ?bound, "the json prompt protocol gave no reply in time");
+                        run.unparsable = true;
+                        Err(Stop {
+                            status: Status::Error,
+                            error: Some(format!(
+                                "the server could not parse the model's own output ({attempts} \
+                                 attempts), and the json prompt protocol gave no reply within {bound:?}"
+                            )),
+                        })
+                    }
                 }
             }
             other => other,

@@ -106,20 +106,27 @@ impl Ctx<'_> {
         info!(round, %status, "asking for a final answer");
         let note = Message::user(FINAL_ANSWER_NOTE);
         let tools = self.current_tools(run).offered;
-        let completion = match self
-            .complete(run, round, &tools, ToolChoice::None, Some(note))
-            .await
-        {
+        let nothing = || Completion {
+            message: Message::assistant(""),
+            finish_reason: FinishReason::Stop,
+            usage: Usage::default(),
+        };
+        // After a round the server could not parse, the same request with
+        // tools would fail alike (retries and the prompt protocol included):
+        // straight to the history as text below.
+        let asked = if run.unparsable {
+            Ok(nothing())
+        } else {
+            self.complete(run, round, &tools, ToolChoice::None, Some(note))
+                .await
+        };
+        let completion = match asked {
             Ok(c) => c,
             // Too long, or a call the server could not parse although none
             // may be made (llama.cpp's HTTP 500): straight to the history as
             // text below, which holds no calls.
             Err(stop) if run.overflowed || (run.unparsable && stop.status == Status::Error) => {
-                Completion {
-                    message: Message::assistant(""),
-                    finish_reason: FinishReason::Stop,
-                    usage: Usage::default(),
-                }
+                nothing()
             }
             Err(stop) => return stop.into_state(),
         };

@@ -314,15 +314,19 @@ impl Agent {
         let run = &mut state.run;
         // A person always reads words: the results, else why there are none
         // (`answer.rs`); a run the caller stopped, or a host fault, keeps
-        // its empty text and says why in `error`.
-        if run.text.trim().is_empty() && !matches!(status, Status::Aborted | Status::Error) {
+        // its empty text and says why in `error`. Output the server could
+        // not parse is the model's fault, not the host's: it gets words.
+        let model_fault = status == Status::Error && run.unparsable;
+        if run.text.trim().is_empty()
+            && (model_fault || !matches!(status, Status::Aborted | Status::Error))
+        {
             match answer::from_results(&run.history) {
                 Some(text) => {
                     run.text = text;
                     run.answer_source = result::AnswerSource::Results;
                 }
                 None => {
-                    run.text = answer::no_answer(status, &run.history);
+                    run.text = answer::no_answer(status, model_fault, &run.history);
                     run.answer_source = result::AnswerSource::Host;
                 }
             }

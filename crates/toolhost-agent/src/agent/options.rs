@@ -148,6 +148,11 @@ pub struct AgentOptions {
     /// attempts either way); then the round goes through the json prompt
     /// protocol. A small model on a CPU can take a minute per attempt.
     pub model_output_retry_time: Duration,
+    /// The most calls of one reply that run (default 16): the rest are
+    /// answered "not run" and the loop goes on. A small model can write
+    /// dozens of calls in one reply (Qwen2.5-Coder-0.5B wrote 54 `read_file`
+    /// calls, `docs/eval.md`), each a sandbox to start.
+    pub max_calls_per_round: usize,
 }
 
 impl Default for AgentOptions {
@@ -181,6 +186,7 @@ impl Default for AgentOptions {
             context: ContextPolicy::default(),
             tool_search: ToolSearch::default(),
             model_output_retry_time: Duration::from_secs(30),
+            max_calls_per_round: 16,
         }
     }
 }
@@ -211,6 +217,11 @@ impl AgentOptions {
             model: model.into(),
             ..Self::default()
         }
+    }
+    /// Sets [`max_calls_per_round`](Self::max_calls_per_round) (at least 1).
+    pub fn max_calls_per_round(mut self, n: usize) -> Self {
+        self.max_calls_per_round = n.max(1);
+        self
     }
     /// Sets [`model_output_retry_time`](Self::model_output_retry_time).
     pub fn model_output_retry_time(mut self, d: Duration) -> Self {

@@ -39,7 +39,8 @@ impl Ctx<'_> {
         } = offer;
         let mut planned = Vec::with_capacity(calls.len());
         let mut stop: Option<Stop> = None;
-        for call in calls {
+        let cap = self.opts.max_calls_per_round;
+        for (index, call) in calls.into_iter().enumerate() {
             let resolved = resolve_tool_name(&call.name, tools.iter().map(|t| t.name.as_str()));
             let (tool, args, action) = match resolved {
                 Err(rejection) => (call.name.clone(), Value::Null, Action::rejected(rejection)),
@@ -88,7 +89,20 @@ impl Ctx<'_> {
                 });
                 continue;
             }
-            let action = if matches!(action, Action::Run { .. })
+            let action = if index >= cap {
+                // Past the round's bound: answered, never run, and the
+                // loop goes on (the model may ask again next round).
+                if index == cap {
+                    warn!(round, cap, "more calls in one reply than a round runs");
+                }
+                Action::Skip {
+                    reason: format!(
+                        "a round runs at most {cap} calls and this was call {}; ask for it \
+                         again in the next round if it is still needed",
+                        index.saturating_add(1)
+                    ),
+                }
+            } else if matches!(action, Action::Run { .. })
                 && super::answer::echoes_a_result(&run.history, &tool, &args)
             {
                 // A call that hands back the last result: the model is done.

@@ -125,6 +125,40 @@ async fn two_tool_calls_in_one_response_keep_call_order() {
 }
 
 #[tokio::test]
+async fn calls_past_the_rounds_bound_are_answered_not_run_and_the_loop_goes_on() {
+    let many: Vec<(String, String)> = (0..5)
+        .map(|i| (format!("c{i}"), format!(r#"{{"n":{i}}}"#)))
+        .collect();
+    let list: Vec<(&str, &str, &str)> = many
+        .iter()
+        .map(|(id, args)| (id.as_str(), "echo", args.as_str()))
+        .collect();
+    let provider = ScriptedProvider::new(vec![calls(&list), text("done")]);
+    let tools = FakeTools::echo(vec![spec("echo", false)]);
+    let result = agent(&provider, &tools, options().max_calls_per_round(3))
+        .run(vec![Message::user("go")])
+        .await;
+    assert_eq!(result.status, Status::Completed);
+    assert_eq!(result.final_text(), "done");
+    assert_eq!(tools.recorded().len(), 3, "only the first three ran");
+    let results = tool_messages(&result.messages);
+    assert_eq!(results.len(), 5, "every call has its result");
+    assert_eq!(results[2].content, r#"echo: {"n":2}"#);
+    for (i, r) in results[3..].iter().enumerate() {
+        assert!(r.is_error);
+        assert!(
+            r.content.contains(&format!(
+                "a round runs at most 3 calls and this was call {}",
+                i + 4
+            )),
+            "{}",
+            r.content
+        );
+    }
+    assert_eq!(result.history[4].error_kind, Some(ErrorKind::NotRun));
+}
+
+#[tokio::test]
 async fn malformed_arguments_become_an_error_result_and_the_loop_continues() {
     let provider = ScriptedProvider::new(vec![
         call("c1", "echo", r#"{"x": 1"#),

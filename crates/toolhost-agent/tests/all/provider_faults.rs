@@ -12,8 +12,8 @@ use serde_json::{Value, json};
 use toolhost_agent::provider::select::TimeoutsConfig;
 use toolhost_agent::provider::{OpenAiCompatible, RetryPolicy};
 use toolhost_agent::{
-    Agent, AgentEvent, AgentOptions, CancellationToken, Message, Provider, Role, Status,
-    ToolChainResult,
+    Agent, AgentEvent, AgentOptions, AnswerSource, CancellationToken, Message, Provider, Role,
+    Status, ToolChainResult,
 };
 use toolhost_test_support::fake_model::{End, FakeModel as Server, Reply};
 
@@ -375,6 +375,76 @@ async fn a_slow_unparsable_round_goes_through_the_prompt_protocol_without_more_a
         "one native attempt, then the prompt protocol"
     );
     assert!(bodies[1].get("tools").is_none(), "{}", bodies[1]);
+}
+
+/// A round after results that the server never parses, natively or through
+/// the prompt protocol: the answer comes from the history as text (no tools
+/// to fail on), and the status still says what happened.
+#[tokio::test]
+async fn an_unparsable_round_after_results_is_answered_from_the_history_as_text() {
+    let unparsable = || Reply::Stream {
+        frames: vec![unparsable_output_frame()],
+        gap: Duration::ZERO,
+        end: End::Close,
+    };
+    let server = Server::start(move |n| match n {
+        0 => Wire::OpenAi.response(&[], &[("call_1", "echo", r#"{"x":14}"#)]),
+        1..=4 => unparsable(),
+        _ => openai_answer(&["It is 14."]),
+    })
+    .await;
+    let provider = Wire::OpenAi.provider(&server, fast_policy(1));
+    let (result, _) = run(&agent(provider, options())).await;
+    assert_eq!(result.status, Status::Error);
+    assert!(error_of(&result).contains("could not parse"), "{result:?}");
+    assert_eq!(result.final_text(), "It is 14.");
+    assert_eq!(result.answer_source, AnswerSource::Model);
+    let bodies: Vec<Value> = server.received().into_iter().map(|r| r.body).collect();
+    assert_eq!(
+        bodies.len(),
+        6,
+        "the call, three native attempts, the prompt protocol, the history as text"
+    );
+    assert!(bodies[5].get("tools").is_none(), "{}", bodies[5]);
+    let log = bodies[5]["messages"].to_string();
+    assert!(log.contains("System-generated log"), "{log}");
+}
+
+/// The prompt protocol's attempt at an unparsable round is bounded like the
+/// retries: a reply that never ends is cut at `model_output_retry_time`,
+/// and the run still ends in words (the host's, as no call succeeded).
+#[tokio::test]
+async fn a_prompt_protocol_round_that_never_ends_is_cut_at_the_retry_time() {
+    let server = Server::start(|n| match n {
+        0..=2 => Reply::Stream {
+            frames: vec![unparsable_output_frame()],
+            gap: Duration::ZERO,
+            end: End::Close,
+        },
+        _ => Reply::Stream {
+            frames: (0..10_000)
+                .map(|_| Wire::OpenAi.unfinished_text(&["{"])[0].clone())
+                .collect(),
+            gap: Duration::from_millis(50),
+            end: End::Close,
+        },
+    })
+    .await;
+    let provider = Wire::OpenAi.provider(&server, fast_policy(1));
+    let options = options().model_output_retry_time(Duration::from_millis(300));
+    let (result, took) = run(&agent(provider, options)).await;
+    assert_eq!(result.status, Status::Error);
+    let error = error_of(&result);
+    assert!(
+        error.contains("the json prompt protocol gave no reply within 300ms"),
+        "{error}"
+    );
+    assert!(took < Duration::from_secs(20), "bounded: {took:?}");
+    assert_eq!(
+        result.final_text(),
+        "The model gave no answer: the server could not parse what it wrote."
+    );
+    assert_eq!(result.answer_source, AnswerSource::Host);
 }
 
 /// The next turn of a saved session (its history holds calls and results)
