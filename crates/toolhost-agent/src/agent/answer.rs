@@ -85,6 +85,7 @@ pub(crate) fn not_words(text: &str, system: &str, question: &str) -> Option<NotW
         return Some(NotWords::Empty);
     }
     if CALL_TAGS.iter().any(|t| trimmed.contains(t))
+        || starts_as_call_json(trimmed)
         || is_call_json(trimmed)
         || in_call_block(trimmed)
         || parsed_as_a_call(trimmed)
@@ -176,6 +177,35 @@ fn is_call_json(text: &str) -> bool {
         Ok(v) => looks_like_a_call(&v),
         Err(_) => false,
     }
+}
+
+/// How far into a reply [`starts_as_call_json`] looks.
+const CALL_HEAD_CHARS: usize = 400;
+
+/// Whether `text` (after an opening code fence) starts the way call JSON
+/// does, valid or not: `{"tool_calls": …`, or an object or list of objects
+/// with `name` and `arguments` near its start. A small model's protocol
+/// text is often broken JSON (cut at the reply's token bound, an invalid
+/// escape such as `\.` in a regular expression, a stray brace), which no
+/// parser takes for a call and which is no answer either (seen in
+/// `docs/eval.md`, Qwen2.5-Coder-0.5B through the json protocol).
+fn starts_as_call_json(text: &str) -> bool {
+    let body = match text.strip_prefix("```") {
+        // The language tag, if any, runs to the first newline.
+        Some(rest) => rest.split_once('\n').map_or("", |(_, body)| body),
+        None => text,
+    };
+    let head: String = body
+        .chars()
+        .take(CALL_HEAD_CHARS)
+        .filter(|c| !c.is_whitespace())
+        .collect();
+    let object = head.starts_with('{') || head.starts_with("[{");
+    object
+        && (head.starts_with("{\"tool_calls\":")
+            || head.starts_with("{\"tool_call\":")
+            || ((head.starts_with("{\"name\":") || head.starts_with("[{\"name\":"))
+                && (head.contains("\"arguments\":") || head.contains("\"parameters\":"))))
 }
 
 /// Whether a fenced JSON block in `text` is a call and the words around it
@@ -419,6 +449,12 @@ mod tests {
             "<function=calculate>{\"expression\": \"14\"}</function>",
             "<tool_code>calculate(expression='14')</tool_code>",
             "[TOOL_CALLS] [{\"name\": \"calculate\"}]",
+            // Broken JSON, as a 0.5B model wrote it: cut at the token
+            // bound, an invalid escape, a stray brace.
+            "```json\n{\"tool_calls\": [{\"name\": \"read_file\", \"arguments\": {\"path\":\"w\"}, \"id\": \"call_123456789",
+            "```json\n{\"tool_calls\": [{\"name\": \"regex_find\", \"arguments\": {\"pattern\": \"a+\\.b\"}}]}\n{\"tool_calls\": [",
+            "{\"tool_calls\": [{\"name\": \"read_file\", \"arguments\": {\"path\":\"a\"}, \"error\": \"x\"}}]}",
+            "{ \"name\": \"calculate\",\n  \"arguments\": {\"expression\": \"1+",
         ] {
             assert_eq!(not_words(text, SYSTEM, ""), Some(NotWords::Call), "{text}");
         }
@@ -478,6 +514,9 @@ mod tests {
             "Use `calculate` next time: it returned 14.",
             "The tool `calculate` returned 14, so 2*(3+4) is 14.",
             "Here is the config:\n```json\n{\"port\": 8080, \"host\": \"localhost\"}\n```",
+            // JSON that starts with a name but is no call.
+            "{\"name\": \"Ada\", \"born\": 1815}",
+            "```json\n[{\"name\": \"a.txt\", \"size\": 2}]\n```",
         ] {
             assert_eq!(not_words(text, SYSTEM, ""), None, "{text}");
         }

@@ -618,6 +618,17 @@ fn calls_as_text(tool: &str, expression: &str) -> Vec<String> {
 /// copies of the host's own text.
 fn not_answers() -> Vec<String> {
     let mut bad = calls_as_text("calculator", "14");
+    // Broken call JSON (Qwen2.5-Coder-0.5B through the json protocol, in
+    // docs/eval.md): cut at the token bound, an invalid escape, a stray brace.
+    bad.push(
+        "```json\n{\"tool_calls\": [{\"name\": \"calculate\", \"arguments\": {\"expression\": \"14\"}, \"id\": \"call_1234567890".into(),
+    );
+    bad.push(
+        "```json\n{\"tool_calls\": [{\"name\": \"regex_find\", \"arguments\": {\"pattern\": \"a+\\.b\"}}]}\n{\"tool_calls\": [{\"name\": \"regex_find\"".into(),
+    );
+    bad.push(
+        "```json\n{\"tool_calls\": [{\"name\": \"calculate\", \"arguments\": {\"expression\": \"14\"}, \"error\": \"no\"}}]}\n```".into(),
+    );
     bad.push("The tool `calculate` returned an error: not run: the loop stopped\n\nAssistant called the tool `calculate` with {\"expression\": \"51\"}".into());
     bad.push(
         "[System-generated log of the conversation so far, written by the host for reference.]"
