@@ -26,6 +26,10 @@ use crate::tools::ToolSpec;
 /// the model's own output ([`is_model_output_error`]).
 const MODEL_OUTPUT_RETRIES: u32 = 2;
 
+/// How many times `model_output_retry_time` the json prompt protocol's
+/// attempt at an unparsable round may take before it is cut.
+const PROMPT_ATTEMPT_FACTOR: u32 = 4;
+
 /// Whether `e` says the server could not parse what the model itself wrote
 /// (llama.cpp's "the model produced output that does not match the expected
 /// … format", in the stream or as a 5xx), rather than a fault of the
@@ -342,10 +346,16 @@ impl Ctx<'_> {
                 if let Ok(mut p) = partial.lock() {
                     p.clear();
                 }
-                // Bounded like the retries: a model that fills its reply
-                // here too (it wrote dozens of calls natively) would
-                // otherwise hold the round to the run's time limit.
-                let bound = self.opts.model_output_retry_time;
+                // Bounded: a model that fills its reply here too (it wrote
+                // dozens of calls natively) would otherwise hold the round
+                // to the run's time limit. Longer than the retries' bound:
+                // this request's prompt is new to the server's cache, and a
+                // 1.5B model on 2 CPU threads reads a few thousand tokens
+                // of it in about half a minute.
+                let bound = self
+                    .opts
+                    .model_output_retry_time
+                    .saturating_mul(PROMPT_ATTEMPT_FACTOR);
                 tokio::select! {
                     biased;
                     stop = self.interrupted() => Err(stop),

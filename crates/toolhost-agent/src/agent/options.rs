@@ -146,7 +146,8 @@ pub struct AgentOptions {
     /// How long one round may spend asking again natively when the server
     /// cannot parse the model's own output (default 30 s; at most two more
     /// attempts either way); then the round goes through the json prompt
-    /// protocol. A small model on a CPU can take a minute per attempt.
+    /// protocol, whose attempt is cut after four times this. A small model
+    /// on a CPU can take a minute per attempt.
     pub model_output_retry_time: Duration,
     /// The most calls of one reply that run (default 16): the rest are
     /// answered "not run" and the loop goes on. A small model can write

@@ -41,6 +41,9 @@ impl Ctx<'_> {
         let mut stop: Option<Stop> = None;
         let cap = self.opts.max_calls_per_round;
         for (index, call) in calls.into_iter().enumerate() {
+            // Past the round's bound a call is answered "not run" below, and
+            // has no effect here either (no search, nothing offered anew).
+            let within = index < cap;
             let resolved = resolve_tool_name(&call.name, tools.iter().map(|t| t.name.as_str()));
             let (tool, args, action) = match resolved {
                 Err(rejection) => (call.name.clone(), Value::Null, Action::rejected(rejection)),
@@ -48,12 +51,12 @@ impl Ctx<'_> {
                     crate::var_ref::substitute(args, &self.opts.vars).map_err(CallRejection::from)
                 }) {
                     Err(rejection) => (tool, Value::Null, Action::rejected(rejection)),
-                    Ok(args) if search && tool == SEARCH_TOOLS => {
+                    Ok(args) if within && search && tool == SEARCH_TOOLS => {
                         let action = self.search_tools(run, tools, &args);
                         (tool, args, action)
                     }
                     Ok(args) => {
-                        if search {
+                        if search && within {
                             // Called by name: offered in full from now on.
                             run.found.insert(tool.clone());
                         }
@@ -89,7 +92,7 @@ impl Ctx<'_> {
                 });
                 continue;
             }
-            let action = if index >= cap {
+            let action = if !within {
                 // Past the round's bound: answered, never run, and the
                 // loop goes on (the model may ask again next round).
                 if index == cap {
