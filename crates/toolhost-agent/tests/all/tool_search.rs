@@ -235,3 +235,46 @@ async fn a_tool_the_policy_takes_away_is_not_found_by_the_next_search() {
         result.history[1].output
     );
 }
+
+#[tokio::test]
+async fn a_call_past_the_rounds_bound_neither_searches_nor_offers_its_tool() {
+    let provider = ScriptedProvider::new(vec![
+        calls(&[
+            ("c1", "lookup_timezone", r#"{"city": "Oslo"}"#),
+            (
+                "c2",
+                "send_sms",
+                r#"{"phone_number": "1", "message": "hi"}"#,
+            ),
+            ("c3", SEARCH_TOOLS, r#"{"query": "weather"}"#),
+        ]),
+        text("done"),
+    ]);
+    let tools = FakeTools::echo(catalog(12));
+    let on = ToolSearch {
+        mode: ToolSearchMode::On,
+        pinned: vec!["lookup_*".into()],
+        ..ToolSearch::default()
+    };
+    let options = AgentOptions::new("m")
+        .tool_search(on)
+        .max_calls_per_round(1);
+    let result = run_with(&provider, &tools, options)
+        .run(vec![Message::user("go")])
+        .await;
+    assert_eq!(result.status, Status::Completed);
+    assert_eq!(tools.recorded().len(), 1, "only the first call ran");
+    for skipped in &result.history[1..] {
+        assert!(
+            skipped.output.contains("a round runs at most 1 calls"),
+            "{}",
+            skipped.output
+        );
+    }
+    let requests = provider.requests();
+    let mut second = names(&requests[1]);
+    second.sort_unstable();
+    // Neither `send_sms` (named past the bound) nor what the search past the
+    // bound would have found is offered.
+    assert_eq!(second, ["lookup_timezone", "read_var", SEARCH_TOOLS]);
+}
