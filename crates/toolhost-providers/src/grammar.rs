@@ -57,6 +57,16 @@ const MAX_PROPERTIES: usize = 64;
 /// model that wants to imitate one is stopped there by the stop sequence
 /// the protocol sends, instead of writing calls until its context is full.
 pub fn xml_reply_grammar(tools: &[ToolDefinition]) -> Option<String> {
+    grammar(tools, true)
+}
+
+/// [`xml_reply_grammar`] without the answer: the grammar of a reply when a
+/// call is required (`tool_choice: required`).
+pub fn xml_call_grammar(tools: &[ToolDefinition]) -> Option<String> {
+    grammar(tools, false)
+}
+
+fn grammar(tools: &[ToolDefinition], answer: bool) -> Option<String> {
     if tools.is_empty() || tools.len() > MAX_TOOLS {
         return None;
     }
@@ -74,11 +84,10 @@ pub fn xml_reply_grammar(tools: &[ToolDefinition]) -> Option<String> {
     let members = MAX_MEMBERS - 1;
     let items = MAX_ITEMS - 1;
     Some(format!(
-        r#"root ::= call ("\n" call){{0,{more}}} ("\n"{{0,2}} "<tool_result")? | answer
+        r#"root ::= call ("\n" call){{0,{more}}} ("\n"{{0,2}} "<tool_result")?{or_answer}
 call ::= "<tool_code>{{" ws "\"name\"" ws ":" ws ({calls}) "}}</tool_code>"
 {rules}
-answer ::= [^<] [^\x00]*
-value ::= object | array | string | number | boolean | null
+{answer_rule}value ::= object | array | string | number | boolean | null
 object ::= "{{" ws ( string ":" ws value ("," ws string ":" ws value){{0,{members}}} )? "}}" ws
 array ::= "[" ws ( value ("," ws value){{0,{items}}} )? "]" ws
 string ::= "\"" ( [^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{{4}}) )* "\"" ws
@@ -89,6 +98,12 @@ null ::= "null" ws
 ws ::= | " " | "\n" [ \t]{{0,20}}
 "#,
         calls = calls.join(" | "),
+        or_answer = if answer { " | answer" } else { "" },
+        answer_rule = if answer {
+            "answer ::= [^<] [^\\x00]*\n"
+        } else {
+            ""
+        },
         rules = rules.join("\n"),
     ))
 }

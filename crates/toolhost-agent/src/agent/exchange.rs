@@ -72,10 +72,14 @@ impl Ctx<'_> {
     pub(super) async fn request(&self, run: &mut RunState, round: u32) -> State {
         let offer = self.current_tools(run);
         let tools = &offer.offered;
-        let completion = match self
-            .complete(run, round, tools, ToolChoice::Auto, None)
-            .await
-        {
+        // The user named a tool the first reply did not call: this request
+        // must call one (`named_tool.rs`).
+        let choice = if run.named_tool_asked && run.history.is_empty() {
+            ToolChoice::Required
+        } else {
+            ToolChoice::Auto
+        };
+        let completion = match self.complete(run, round, tools, choice, None).await {
             Ok(c) => c,
             // Refused as too long: compact the history (once) and ask again.
             Err(_)
@@ -137,16 +141,33 @@ impl Ctx<'_> {
                 message.tool_calls = found;
             }
         }
+        let info = RoundInfo {
+            usage,
+            finish_reason,
+        };
+        // No call in the run's first reply, although the user asked for a
+        // tool by name: asked once more, a call required (`named_tool.rs`).
+        if message.tool_calls.is_empty()
+            && run.history.is_empty()
+            && !run.named_tool_asked
+            && round < self.opts.max_rounds
+            && let Some(name) = super::named_tool::named_tool(&question, tools)
+        {
+            info!(
+                round,
+                tool = name,
+                "the user named a tool the reply did not call; asking again with a call required"
+            );
+            run.named_tool_asked = true;
+            self.end_round(round, info, 0);
+            return State::Request { round: round + 1 };
+        }
         let calls = message.tool_calls.clone();
         run.text.clone_from(&message.content);
         run.messages.push(Message {
             role: Role::Assistant,
             ..message
         });
-        let info = RoundInfo {
-            usage,
-            finish_reason,
-        };
         if calls.is_empty() {
             self.end_round(round, info, 0);
             // An empty reply after tool results (small models do this): ask

@@ -90,6 +90,7 @@ mod ctx;
 mod exchange;
 mod execute;
 mod final_answer;
+mod named_tool;
 mod options;
 mod plan;
 pub(crate) mod result;
@@ -254,6 +255,7 @@ impl Agent {
                 found: std::collections::BTreeSet::new(),
                 answer_source: result::AnswerSource::Model,
                 settled: false,
+                named_tool_asked: false,
                 compactions: 0,
             },
             state: State::Request { round: 1 },

@@ -39,6 +39,7 @@ pub use parse::parse_tool_calls;
 pub use profile::PromptProfile;
 pub use provider::{Constrain, PromptTools, complete_through_prompt};
 pub use render::{
-    render_tool_calls, render_tool_result, reply_schema, result_markers, tool_instructions,
+    call_schema, render_tool_calls, render_tool_result, reply_schema, result_markers,
+    tool_instructions,
 };
 pub(crate) use stream::filter_deltas;

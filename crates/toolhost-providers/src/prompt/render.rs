@@ -7,7 +7,7 @@
 use serde_json::{Value, json};
 
 use super::profile::PromptProfile;
-use crate::grammar::xml_reply_grammar;
+use crate::grammar::{xml_call_grammar, xml_reply_grammar};
 use crate::message::{Message, Role, ToolCall};
 use crate::{CompletionRequest, ToolChoice, ToolDefinition};
 
@@ -21,12 +21,19 @@ pub(super) fn rewrite(
     let mut system = request.system.clone().unwrap_or_default();
     let constrain =
         constrain && !request.tools.is_empty() && request.tool_choice != ToolChoice::None;
-    let response_schema =
-        (constrain && profile == PromptProfile::Json).then(|| reply_schema(&request.tools));
-    let grammar = if constrain && profile == PromptProfile::Xml {
-        xml_reply_grammar(&request.tools)
-    } else {
-        None
+    // A call required: the reply may not be an answer.
+    let required = request.tool_choice == ToolChoice::Required;
+    let response_schema = (constrain && profile == PromptProfile::Json).then(|| {
+        if required {
+            call_schema(&request.tools)
+        } else {
+            reply_schema(&request.tools)
+        }
+    });
+    let grammar = match (constrain && profile == PromptProfile::Xml, required) {
+        (false, _) => None,
+        (true, false) => xml_reply_grammar(&request.tools),
+        (true, true) => xml_call_grammar(&request.tools),
     };
     if !request.tools.is_empty() {
         if !system.is_empty() {
@@ -37,7 +44,7 @@ pub(super) fn rewrite(
             &request.tools,
             request.tool_choice,
         ));
-        if response_schema.is_some() {
+        if response_schema.is_some() && !required {
             system.push_str(ANSWER_FORM);
         }
     }
@@ -97,6 +104,19 @@ or, when you call no tool, {\"answer\": \"<your answer>\"}.";
 /// the bound a small model lists calls until the server's limit), or an
 /// answer.
 pub fn reply_schema(tools: &[ToolDefinition]) -> Value {
+    json!({"anyOf": [
+        call_schema(tools),
+        {
+            "type": "object",
+            "properties": {"answer": {"type": "string"}},
+            "required": ["answer"],
+        },
+    ]})
+}
+
+/// The JSON Schema of a constrained reply when a call is required
+/// (`tool_choice: required`): [`reply_schema`] without the answer.
+pub fn call_schema(tools: &[ToolDefinition]) -> Value {
     let calls: Vec<Value> = tools
         .iter()
         .map(|t| {
@@ -107,23 +127,16 @@ pub fn reply_schema(tools: &[ToolDefinition]) -> Value {
             })
         })
         .collect();
-    json!({"anyOf": [
-        {
-            "type": "object",
-            "properties": {"tool_calls": {
-                "type": "array",
-                "minItems": 1,
-                "maxItems": crate::grammar::MAX_CALLS,
-                "items": {"anyOf": calls},
-            }},
-            "required": ["tool_calls"],
-        },
-        {
-            "type": "object",
-            "properties": {"answer": {"type": "string"}},
-            "required": ["answer"],
-        },
-    ]})
+    json!({
+        "type": "object",
+        "properties": {"tool_calls": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": crate::grammar::MAX_CALLS,
+            "items": {"anyOf": calls},
+        }},
+        "required": ["tool_calls"],
+    })
 }
 
 /// The system prompt section that lists `tools` and explains how to call them.
@@ -303,6 +316,40 @@ mod tests {
         let calls = &schema["anyOf"][0]["properties"]["tool_calls"];
         assert_eq!(calls["minItems"], 1);
         assert_eq!(calls["maxItems"], crate::grammar::MAX_CALLS);
+    }
+
+    #[test]
+    fn a_required_call_leaves_no_answer_in_the_schema_nor_the_grammar() {
+        let tool = ToolDefinition {
+            name: "t".into(),
+            description: String::new(),
+            parameters: std::sync::Arc::new(json!({"type": "object"})),
+        };
+        let mut request = CompletionRequest {
+            tools: vec![tool],
+            ..CompletionRequest::default()
+        };
+        let auto = rewrite(PromptProfile::Json, &request, true);
+        let schema = auto.response_schema.expect("constrained");
+        assert!(schema.to_string().contains("\"answer\""), "{schema}");
+        assert!(auto.system.unwrap_or_default().contains(ANSWER_FORM));
+        request.tool_choice = ToolChoice::Required;
+        let required = rewrite(PromptProfile::Json, &request, true);
+        let schema = required.response_schema.expect("constrained");
+        assert!(!schema.to_string().contains("\"answer\""), "{schema}");
+        assert_eq!(schema["required"], json!(["tool_calls"]));
+        let system = required.system.unwrap_or_default();
+        assert!(!system.contains(ANSWER_FORM), "{system}");
+        assert!(system.contains("You must call at least one tool now."));
+        let xml = rewrite(PromptProfile::Xml, &request, true)
+            .grammar
+            .expect("constrained");
+        assert!(!xml.contains("answer"), "{xml}");
+        request.tool_choice = ToolChoice::Auto;
+        let xml = rewrite(PromptProfile::Xml, &request, true)
+            .grammar
+            .expect("constrained");
+        assert!(xml.contains("| answer\n"), "{xml}");
     }
 
     #[test]

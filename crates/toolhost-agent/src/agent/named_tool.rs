@@ -1,0 +1,170 @@
+//! A tool the user asked for by name ("Use the calculate tool", "read it
+//! with `read_file`"), which the model did not call.
+//!
+//! A small model often answers at once, from its own guess, when the user
+//! told it which tool to use (Qwen2.5-Coder-0.5B through the json protocol
+//! answers "What is 2*(3+4)? Use the calculate tool." with "10", see
+//! docs/eval.md). When the first reply of a run calls nothing and the user's
+//! message names an offered tool, the loop asks once more with
+//! `tool_choice: required` (`exchange.rs`); whatever that reply is, the run
+//! goes on from it.
+//!
+//! Only a clear mention counts ([`named_tool`]): the name in backticks, a
+//! name no prose word has (with `_`, `-`, `.` or a digit), or a plain word
+//! next to "tool" or "function", or after "use", "using", "call", "with" or
+//! "via". A mention after a negation ("without", "not", "don't", "never",
+//! "no", "avoid") is not a request.
+
+use crate::tools::ToolSpec;
+
+/// How far into the user's message mentions are looked for.
+const SCAN_CHARS: usize = 8_000;
+
+/// Words that, among the few words before a mention, make it no request.
+const NEGATIONS: &[&str] = &[
+    "not",
+    "without",
+    "never",
+    "no",
+    "don't",
+    "dont",
+    "avoid",
+    "doesn't",
+    "didn't",
+    "can't",
+    "cannot",
+    "shouldn't",
+    "mustn't",
+    "instead",
+];
+
+/// Words just before a plain name that make it a request for the tool.
+const CALL_VERBS: &[&str] = &["use", "using", "call", "calling", "with", "via", "run"];
+
+/// How many words before a mention are checked for a negation.
+const NEGATION_REACH: usize = 4;
+
+/// The first offered tool that `question` asks for by name (see the
+/// module's docs), or `None`.
+pub(crate) fn named_tool<'t>(question: &str, tools: &'t [ToolSpec]) -> Option<&'t str> {
+    let end = question
+        .char_indices()
+        .nth(SCAN_CHARS)
+        .map_or(question.len(), |(i, _)| i);
+    let text = question[..end].to_ascii_lowercase();
+    tools
+        .iter()
+        .map(|t| t.name.as_str())
+        .filter(|name| !name.is_empty())
+        .find(|name| {
+            let lower = name.to_ascii_lowercase();
+            text.match_indices(&lower)
+                .any(|(at, _)| asks_for(&text, at, lower.len(), &lower))
+        })
+}
+
+fn is_name_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_' || c == '-'
+}
+
+/// Whether the mention of `name` at `text[at..at + len]` is a request for
+/// the tool.
+fn asks_for(text: &str, at: usize, len: usize, name: &str) -> bool {
+    let (before, after) = (&text[..at], &text[at + len..]);
+    // A whole name, not part of a longer word.
+    if before.chars().next_back().is_some_and(is_name_char)
+        || after.chars().next().is_some_and(is_name_char)
+    {
+        return false;
+    }
+    let words_before: Vec<&str> = before
+        .split(|c: char| !(is_name_char(c) || c == '\''))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let recent = &words_before[words_before.len().saturating_sub(NEGATION_REACH)..];
+    if recent
+        .iter()
+        .any(|w| NEGATIONS.contains(w) || w.ends_with("n't"))
+    {
+        return false;
+    }
+    let quoted = before.ends_with('`') && after.starts_with('`');
+    let unusual = name
+        .chars()
+        .any(|c| c == '_' || c == '-' || c == '.' || c.is_ascii_digit());
+    let next_word = after
+        .split(|c: char| !is_name_char(c))
+        .find(|w| !w.is_empty())
+        .unwrap_or("");
+    let previous = recent
+        .iter()
+        .rev()
+        .find(|w| **w != "the" && **w != "a")
+        .copied()
+        .unwrap_or("");
+    quoted
+        || unusual
+        || matches!(next_word, "tool" | "tools" | "function")
+        || CALL_VERBS.contains(&previous)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    fn specs(names: &[&str]) -> Vec<ToolSpec> {
+        names
+            .iter()
+            .map(|n| ToolSpec {
+                name: (*n).into(),
+                description: String::new(),
+                input_schema: Arc::new(serde_json::json!({"type": "object"})),
+                read_only: true,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_tool_the_user_asks_for_by_name_is_found() {
+        let tools = specs(&["calculate", "read_file", "word_count", "search"]);
+        for (q, want) in [
+            ("What is 2*(3+4)? Use the calculate tool.", "calculate"),
+            ("Use calculate to add 2 and 3.", "calculate"),
+            ("Read it with `search` please", "search"),
+            (
+                "Read only lines 3 and 4 of list.txt, using read_file",
+                "read_file",
+            ),
+            ("Count its words with the word_count tool.", "word_count"),
+            ("CALCULATE TOOL: 2+2", "calculate"),
+        ] {
+            assert_eq!(named_tool(q, &tools), Some(want), "{q}");
+        }
+    }
+
+    #[test]
+    fn a_plain_word_a_negated_mention_or_part_of_a_word_is_no_request() {
+        let tools = specs(&["calculate", "read_file", "search", "read"]);
+        for q in [
+            "Calculate the area of a circle of radius 2.",
+            "I read a book; search your memory for its title.",
+            "Without the calculate tool: what is 2+2?",
+            "Do not use read_file; just guess.",
+            "Don't call `search`, answer from memory.",
+            "what does unread_files mean?",
+            "Without using any tool: how many legs does a cat have?",
+        ] {
+            assert_eq!(named_tool(q, &tools), None, "{q}");
+        }
+    }
+
+    #[test]
+    fn only_the_start_of_a_long_message_is_scanned() {
+        let tools = specs(&["word_count"]);
+        let long = format!("{} use word_count", "x ".repeat(SCAN_CHARS));
+        assert_eq!(named_tool(&long, &tools), None);
+        assert_eq!(named_tool("é use word_count", &tools), Some("word_count"));
+    }
+}
