@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::agent_support::*;
 use serde_json::{Value, json};
+use toolhost_agent::provider::{OpenAiCompatible, PromptProfile, PromptTools, Provider};
 use toolhost_agent::{
     Agent, AgentEvent, AgentOptions, AnswerSource, ErrorKind, FINAL_ANSWER_NOTE, Message, Role,
     Status, ToolChainResult,
@@ -37,6 +38,22 @@ struct WireRun {
 /// repeated call really runs again), answering `14`, through `wire`'s real
 /// provider against `server` (no retries inside the provider).
 async fn run(wire: Wire, server: &Server, options: AgentOptions) -> WireRun {
+    run_asking(
+        wire.provider(server, fast_policy(1)),
+        server,
+        options,
+        "What is 14?",
+    )
+    .await
+}
+
+/// [`run`] through `provider`, the user asking `question`.
+async fn run_asking(
+    provider: Arc<dyn Provider>,
+    server: &Server,
+    options: AgentOptions,
+    question: &str,
+) -> WireRun {
     let tools = FakeTools::new(vec![spec("calculate", false)], |_, _| {
         Box::pin(async { ok(FOURTEEN) })
     });
@@ -45,9 +62,8 @@ async fn run(wire: Wire, server: &Server, options: AgentOptions) -> WireRun {
     let options = options
         .clock(clock())
         .on_event(move |e| sink.lock().unwrap().push(e));
-    let agent =
-        Agent::new(wire.provider(server, fast_policy(1)), tools.clone()).with_options(options);
-    let result = bounded(agent.run(vec![Message::user("What is 14?")])).await;
+    let agent = Agent::new(provider, tools.clone()).with_options(options);
+    let result = bounded(agent.run(vec![Message::user(question)])).await;
     let events = events.lock().unwrap().clone();
     WireRun {
         result,
@@ -777,4 +793,103 @@ async fn a_call_that_hands_back_the_result_ends_the_run_with_it_openai() {
 #[tokio::test]
 async fn a_call_that_hands_back_the_result_ends_the_run_with_it_anthropic() {
     the_result_handed_back(Wire::Anthropic).await;
+}
+
+// ---------------------------------------------------------------- a tool the user names
+
+/// The issue's question, which names its tool.
+const NAMES_CALCULATE: &str = "What is 2*(3+4)? Use the calculate tool.";
+
+/// `tool_choice: required` as `wire` writes it.
+fn required(wire: Wire) -> &'static str {
+    match wire {
+        Wire::OpenAi => "required",
+        Wire::Anthropic => "any",
+    }
+}
+
+async fn a_named_tool_not_called(wire: Wire) {
+    // Qwen2.5-Coder-0.5B answers "10" at once (docs/eval.md).
+    let server = Server::replies(vec![
+        wire.response(&["10"], &[]),
+        calc_call(wire),
+        wire.response(&["It is 14."], &[]),
+    ])
+    .await;
+    let provider = wire.provider(&server, fast_policy(1));
+    let run = run_asking(provider, &server, options(), NAMES_CALCULATE).await;
+
+    assert_outcome(&run, Status::Completed, "It is 14.");
+    assert_eq!(run.ran, 1, "the tool ran");
+    let b = &run.bodies;
+    assert_eq!(b.len(), 3, "{b:#?}");
+    assert_tool_request(wire, &b[0]);
+    assert_eq!(tool_choice(wire, &b[1]), Some(required(wire)), "{}", b[1]);
+    assert_tool_request(wire, &b[2]);
+    // The reply that skipped the tool is neither sent again nor kept.
+    assert_eq!(conversation(&b[1]).len(), 1, "{}", b[1]);
+    assert!(run.result.messages.iter().all(|m| m.content != "10"));
+}
+
+#[tokio::test]
+async fn a_tool_the_user_names_but_the_reply_skips_is_asked_for_with_a_call_required_openai() {
+    a_named_tool_not_called(Wire::OpenAi).await;
+}
+
+#[tokio::test]
+async fn a_tool_the_user_names_but_the_reply_skips_is_asked_for_with_a_call_required_anthropic() {
+    a_named_tool_not_called(Wire::Anthropic).await;
+}
+
+async fn asked_once(wire: Wire, question: &str, replies: &[&str]) -> WireRun {
+    let server = Server::replies(replies.iter().map(|r| wire.response(&[*r], &[])).collect()).await;
+    let provider = wire.provider(&server, fast_policy(1));
+    run_asking(provider, &server, options(), question).await
+}
+
+#[tokio::test]
+async fn a_named_tool_is_asked_for_once_and_never_after_a_negation() {
+    for wire in [Wire::OpenAi, Wire::Anthropic] {
+        // Still no call when required: the run ends with that reply.
+        let run = asked_once(wire, NAMES_CALCULATE, &["10", "It is 14."]).await;
+        assert_outcome(&run, Status::Completed, "It is 14.");
+        assert_eq!(run.bodies.len(), 2);
+        assert_eq!(run.ran, 0);
+        // Named after "without": not a request for the tool.
+        let q = "Without the calculate tool: what is 2*(3+4)?";
+        let run = asked_once(wire, q, &["14"]).await;
+        assert_outcome(&run, Status::Completed, "14");
+        assert_eq!(run.bodies.len(), 1, "asked once: {:#?}", run.bodies);
+        // No tool named.
+        let run = asked_once(wire, "What is 2*(3+4)?", &["14"]).await;
+        assert_outcome(&run, Status::Completed, "14");
+        assert_eq!(run.bodies.len(), 1);
+    }
+}
+
+#[tokio::test]
+async fn through_the_json_protocol_a_required_call_leaves_the_answer_out_of_the_schema() {
+    let answer = r#"{"answer": "10"}"#;
+    let call = r#"{"tool_calls": [{"name": "calculate", "arguments": {"expression": "14"}}]}"#;
+    let server = Server::replies(vec![
+        Wire::OpenAi.response(&[answer], &[]),
+        Wire::OpenAi.response(&[call], &[]),
+        Wire::OpenAi.response(&[r#"{"answer": "It is 14."}"#], &[]),
+    ])
+    .await;
+    let inner = OpenAiCompatible::new(format!("{}/v1", server.url("")), "test-model")
+        .with_api_key(Some("sk-test".into()))
+        .with_retry(fast_policy(1));
+    let provider: Arc<dyn Provider> = Arc::new(PromptTools::new(inner, PromptProfile::Json));
+    let run = run_asking(provider, &server, options(), NAMES_CALCULATE).await;
+
+    assert_outcome(&run, Status::Completed, "It is 14.");
+    assert_eq!(run.ran, 1);
+    let b = &run.bodies;
+    assert_eq!(b.len(), 3, "{b:#?}");
+    let schema = |body: &Value| body["response_format"]["json_schema"]["schema"].to_string();
+    assert!(schema(&b[0]).contains(r#""answer""#), "{}", b[0]);
+    assert!(!schema(&b[1]).contains(r#""answer""#), "{}", b[1]);
+    assert!(schema(&b[1]).contains("tool_calls"), "{}", b[1]);
+    assert!(schema(&b[2]).contains(r#""answer""#), "{}", b[2]);
 }
