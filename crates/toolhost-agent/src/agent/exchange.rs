@@ -70,11 +70,16 @@ fn is_context_overflow(e: &ProviderError) -> bool {
 impl Ctx<'_> {
     /// State `Request`: ask the model with tools.
     pub(super) async fn request(&self, run: &mut RunState, round: u32) -> State {
-        let offer = self.current_tools(run);
-        let tools = &offer.offered;
+        let mut offer = self.current_tools(run);
         // The user named a tool the first reply did not call: this request
-        // must call one (`named_tool.rs`).
-        let choice = if run.named_tool_asked && run.history.is_empty() {
+        // must call one, of the tools that change nothing (`named_tool.rs`).
+        let required = run.named_tool_asked && run.history.is_empty();
+        if required {
+            offer.offered.retain(|t| t.read_only);
+            offer.callable.retain(|t| t.read_only);
+        }
+        let tools = &offer.offered;
+        let choice = if required {
             ToolChoice::Required
         } else {
             ToolChoice::Auto

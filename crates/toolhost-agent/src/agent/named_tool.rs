@@ -9,6 +9,10 @@
 //! `tool_choice: required` (`exchange.rs`); whatever that reply is, the run
 //! goes on from it.
 //!
+//! A call the host forces never changes anything: only a read-only tool
+//! counts as named, and the required request offers only the read-only
+//! tools. Asking what `delete_file` does is no reason to call it.
+//!
 //! Only a clear mention counts ([`named_tool`]): the name in backticks, a
 //! name no prose word has (with `_`, `-`, `.` or a digit), or a plain word
 //! next to "tool" or "function", or after "use", "using", "call", "with" or
@@ -44,8 +48,8 @@ const CALL_VERBS: &[&str] = &["use", "using", "call", "calling", "with", "via", 
 /// How many words before a mention are checked for a negation.
 const NEGATION_REACH: usize = 4;
 
-/// The first offered tool that `question` asks for by name (see the
-/// module's docs), or `None`.
+/// The first offered read-only tool that `question` asks for by name (see
+/// the module's docs), or `None`.
 pub(crate) fn named_tool<'t>(question: &str, tools: &'t [ToolSpec]) -> Option<&'t str> {
     let end = question
         .char_indices()
@@ -54,6 +58,7 @@ pub(crate) fn named_tool<'t>(question: &str, tools: &'t [ToolSpec]) -> Option<&'
     let text = question[..end].to_ascii_lowercase();
     tools
         .iter()
+        .filter(|t| t.read_only)
         .map(|t| t.name.as_str())
         .filter(|name| !name.is_empty())
         .find(|name| {
@@ -124,6 +129,17 @@ mod tests {
                 read_only: true,
             })
             .collect()
+    }
+
+    #[test]
+    fn a_tool_that_changes_things_is_never_taken_as_named() {
+        let mut tools = specs(&["delete_file", "read_file"]);
+        tools[0].read_only = false;
+        assert_eq!(named_tool("What does `delete_file` do?", &tools), None);
+        assert_eq!(
+            named_tool("Use delete_file, then read_file.", &tools),
+            Some("read_file")
+        );
     }
 
     #[test]

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use toolhost_agent::provider::{OpenAiCompatible, PromptProfile, PromptTools, Provider};
 use toolhost_agent::{
     Agent, AgentEvent, AgentOptions, AnswerSource, ErrorKind, FINAL_ANSWER_NOTE, Message, Role,
-    Status, ToolChainResult,
+    Status, ToolChainResult, ToolSpec,
 };
 use toolhost_test_support::fake_model::{FakeModel as Server, Received, Reply};
 
@@ -38,25 +38,21 @@ struct WireRun {
 /// repeated call really runs again), answering `14`, through `wire`'s real
 /// provider against `server` (no retries inside the provider).
 async fn run(wire: Wire, server: &Server, options: AgentOptions) -> WireRun {
-    run_asking(
-        wire.provider(server, fast_policy(1)),
-        server,
-        options,
-        "What is 14?",
-    )
-    .await
+    let provider = wire.provider(server, fast_policy(1));
+    let tools = vec![spec("calculate", false)];
+    run_asking(provider, server, options, "What is 14?", tools).await
 }
 
-/// [`run`] through `provider`, the user asking `question`.
+/// [`run`] through `provider` with `tools` (each answering `14`), the user
+/// asking `question`.
 async fn run_asking(
     provider: Arc<dyn Provider>,
     server: &Server,
     options: AgentOptions,
     question: &str,
+    tools: Vec<ToolSpec>,
 ) -> WireRun {
-    let tools = FakeTools::new(vec![spec("calculate", false)], |_, _| {
-        Box::pin(async { ok(FOURTEEN) })
-    });
+    let tools = FakeTools::new(tools, |_, _| Box::pin(async { ok(FOURTEEN) }));
     let events = Arc::new(Mutex::new(Vec::new()));
     let sink = events.clone();
     let options = options
@@ -808,6 +804,11 @@ fn required(wire: Wire) -> &'static str {
     }
 }
 
+/// `calculate`, read-only, and a tool that changes things.
+fn calculate_and_a_writer() -> Vec<ToolSpec> {
+    vec![spec("calculate", true), spec("write_note", false)]
+}
+
 async fn a_named_tool_not_called(wire: Wire) {
     // Qwen2.5-Coder-0.5B answers "10" at once (docs/eval.md).
     let server = Server::replies(vec![
@@ -817,14 +818,18 @@ async fn a_named_tool_not_called(wire: Wire) {
     ])
     .await;
     let provider = wire.provider(&server, fast_policy(1));
-    let run = run_asking(provider, &server, options(), NAMES_CALCULATE).await;
+    let tools = calculate_and_a_writer();
+    let run = run_asking(provider, &server, options(), NAMES_CALCULATE, tools).await;
 
     assert_outcome(&run, Status::Completed, "It is 14.");
     assert_eq!(run.ran, 1, "the tool ran");
     let b = &run.bodies;
     assert_eq!(b.len(), 3, "{b:#?}");
     assert_tool_request(wire, &b[0]);
+    assert!(tool_names(wire, &b[0]).contains(&"write_note"), "{}", b[0]);
     assert_eq!(tool_choice(wire, &b[1]), Some(required(wire)), "{}", b[1]);
+    // A call the host forces changes nothing: only read-only tools.
+    assert_eq!(tool_names(wire, &b[1]), ["calculate"], "{}", b[1]);
     assert_tool_request(wire, &b[2]);
     // The reply that skipped the tool is neither sent again nor kept.
     assert_eq!(conversation(&b[1]).len(), 1, "{}", b[1]);
@@ -844,11 +849,18 @@ async fn a_tool_the_user_names_but_the_reply_skips_is_asked_for_with_a_call_requ
 async fn asked_once(wire: Wire, question: &str, replies: &[&str]) -> WireRun {
     let server = Server::replies(replies.iter().map(|r| wire.response(&[*r], &[])).collect()).await;
     let provider = wire.provider(&server, fast_policy(1));
-    run_asking(provider, &server, options(), question).await
+    run_asking(
+        provider,
+        &server,
+        options(),
+        question,
+        calculate_and_a_writer(),
+    )
+    .await
 }
 
 #[tokio::test]
-async fn a_named_tool_is_asked_for_once_and_never_after_a_negation() {
+async fn a_named_tool_is_asked_for_once_never_after_a_negation_nor_when_it_changes_things() {
     for wire in [Wire::OpenAi, Wire::Anthropic] {
         // Still no call when required: the run ends with that reply.
         let run = asked_once(wire, NAMES_CALCULATE, &["10", "It is 14."]).await;
@@ -863,6 +875,10 @@ async fn a_named_tool_is_asked_for_once_and_never_after_a_negation() {
         // No tool named.
         let run = asked_once(wire, "What is 2*(3+4)?", &["14"]).await;
         assert_outcome(&run, Status::Completed, "14");
+        assert_eq!(run.bodies.len(), 1);
+        // Named, but it changes things: never forced.
+        let run = asked_once(wire, "Use the write_note tool to note 14.", &["Noted."]).await;
+        assert_outcome(&run, Status::Completed, "Noted.");
         assert_eq!(run.bodies.len(), 1);
     }
 }
@@ -881,7 +897,8 @@ async fn through_the_json_protocol_a_required_call_leaves_the_answer_out_of_the_
         .with_api_key(Some("sk-test".into()))
         .with_retry(fast_policy(1));
     let provider: Arc<dyn Provider> = Arc::new(PromptTools::new(inner, PromptProfile::Json));
-    let run = run_asking(provider, &server, options(), NAMES_CALCULATE).await;
+    let tools = calculate_and_a_writer();
+    let run = run_asking(provider, &server, options(), NAMES_CALCULATE, tools).await;
 
     assert_outcome(&run, Status::Completed, "It is 14.");
     assert_eq!(run.ran, 1);
@@ -890,6 +907,8 @@ async fn through_the_json_protocol_a_required_call_leaves_the_answer_out_of_the_
     let schema = |body: &Value| body["response_format"]["json_schema"]["schema"].to_string();
     assert!(schema(&b[0]).contains(r#""answer""#), "{}", b[0]);
     assert!(!schema(&b[1]).contains(r#""answer""#), "{}", b[1]);
+    assert!(!schema(&b[1]).contains("write_note"), "{}", b[1]);
+    assert!(schema(&b[0]).contains("write_note"), "{}", b[0]);
     assert!(schema(&b[1]).contains("tool_calls"), "{}", b[1]);
     assert!(schema(&b[2]).contains(r#""answer""#), "{}", b[2]);
 }

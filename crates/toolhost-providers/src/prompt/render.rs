@@ -304,14 +304,19 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_constrained_reply_holds_at_most_as_many_calls_as_the_xml_grammar() {
-        // Unbounded, a small model lists calls until the server's limit.
-        let tool = ToolDefinition {
+    /// A tool `t` taking any object.
+    fn tool_t() -> ToolDefinition {
+        ToolDefinition {
             name: "t".into(),
             description: String::new(),
             parameters: std::sync::Arc::new(json!({"type": "object"})),
-        };
+        }
+    }
+
+    #[test]
+    fn a_constrained_reply_holds_at_most_as_many_calls_as_the_xml_grammar() {
+        // Unbounded, a small model lists calls until the server's limit.
+        let tool = tool_t();
         let schema = reply_schema(&[tool]);
         let calls = &schema["anyOf"][0]["properties"]["tool_calls"];
         assert_eq!(calls["minItems"], 1);
@@ -320,11 +325,7 @@ mod tests {
 
     #[test]
     fn a_required_call_leaves_no_answer_in_the_schema_nor_the_grammar() {
-        let tool = ToolDefinition {
-            name: "t".into(),
-            description: String::new(),
-            parameters: std::sync::Arc::new(json!({"type": "object"})),
-        };
+        let tool = tool_t();
         let mut request = CompletionRequest {
             tools: vec![tool],
             ..CompletionRequest::default()
@@ -354,11 +355,7 @@ mod tests {
 
     #[test]
     fn result_markers_are_stop_sequences_only_when_tools_may_be_called() {
-        let tool = ToolDefinition {
-            name: "t".into(),
-            description: String::new(),
-            parameters: std::sync::Arc::new(json!({"type": "object"})),
-        };
+        let tool = tool_t();
         let mut request = CompletionRequest {
             tools: vec![tool],
             stop: vec!["END".into()],
