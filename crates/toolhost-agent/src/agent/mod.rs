@@ -50,8 +50,10 @@
 //!    provider and the tools, the deadline and abort, where events go);
 //! 3. **request** (`exchange.rs`): the tools offered, the request built,
 //!    prepared, sent and streamed, and sent again when the server could not
-//!    parse the model's output; the history compacted first when it would
-//!    not fit the model's context (`compaction.rs`);
+//!    parse the model's output, or with a call required when the first
+//!    reply skipped a tool the user named (`named_tool.rs`); the history
+//!    compacted first when it would not fit the model's context
+//!    (`compaction.rs`);
 //! 4. **plan** (`plan.rs`): the calls of the response checked: names
 //!    repaired, arguments parsed, doom loops and repeated calls caught;
 //! 5. **decide** (`step.rs`): a pause in which an embedder may decide each
