@@ -46,7 +46,7 @@ fn read_file(_cx: &Context, args: ReadFile) -> Result<Output, ToolError> {
 
 fn read_file_in(grants: &[PathBuf], args: ReadFile) -> Result<Output, ToolError> {
     let path = paths::resolve(&args.path, grants)?;
-    let offset = to_usize(args.offset.unwrap_or(1));
+    let offset = args.offset.unwrap_or(1);
     let limit = to_usize(args.limit.unwrap_or(DEFAULT_LIMIT as u64));
     let slice = read::read_lines(&path, offset, limit, MAX_READ_BYTES)?;
 

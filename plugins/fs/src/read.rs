@@ -33,11 +33,15 @@ pub struct Slice {
 /// bounded by `max_bytes` whatever the file.
 pub fn read_lines(
     path: &Path,
-    offset: usize,
+    offset: u64,
     limit: usize,
     max_bytes: usize,
 ) -> Result<Slice, ToolError> {
     let shown = path.display();
+    // The offset as asked for, for messages; past `usize` (4,294,967,295
+    // lines on wasm32) it is past the end of any file anyway.
+    let asked = offset;
+    let offset = usize::try_from(offset).unwrap_or(usize::MAX);
     if offset == 0 {
         return Err(ToolError::invalid_arguments(
             "`offset` is 1-based: the first line is line 1",
@@ -121,7 +125,7 @@ pub fn read_lines(
     }
     if offset > 1 && offset > slice.total_lines {
         return Err(ToolError::invalid_arguments(format!(
-            "offset {offset} is past the end of '{shown}', which has {} line{}",
+            "offset {asked} is past the end of '{shown}', which has {} line{}",
             slice.total_lines,
             if slice.total_lines == 1 { "" } else { "s" }
         )));

@@ -208,6 +208,32 @@ fn fs_grants_come_from_the_command_line() {
 }
 
 #[test]
+fn read_file_past_the_end_names_the_offset_the_model_sent_not_a_clamped_one() {
+    // A 0.5B model asked for offset 3·10¹⁵; on wasm32 the plugin's `usize`
+    // clamped it, and the error named 4294967295, a number it never sent.
+    let scene = fs_scene();
+    let granted = format!("fs={}", scene.granted.display());
+    let o = run(host(&shared_cache())
+        .arg("--plugins")
+        .arg(plugins_dir())
+        .args([
+            "--allow-dir",
+            &granted,
+            "call",
+            "read_file",
+            r#"{"path":"hello.txt","offset":3000000000000000}"#,
+        ]));
+    assert!(!o.status.success());
+    let out = format!("{}{}", stdout(&o), stderr(&o));
+    assert!(
+        out.contains("offset 3000000000000000 is past the end"),
+        "{out}"
+    );
+    assert!(out.contains("which has"), "{out}");
+    assert!(!out.contains("4294967295"), "{out}");
+}
+
+#[test]
 fn the_interactive_session_lists_and_calls_tools_without_a_model() {
     let mut child = host(&shared_cache())
         .arg("--plugins")
