@@ -24,22 +24,10 @@ use crate::tools::ToolSpec;
 /// How far into the user's message mentions are looked for.
 const SCAN_CHARS: usize = 8_000;
 
-/// Words that, among the few words before a mention, make it no request.
+/// Words that, among the few words before a mention, make it no request
+/// (besides any word ending in "n't": don't, can't, shouldn't, …).
 const NEGATIONS: &[&str] = &[
-    "not",
-    "without",
-    "never",
-    "no",
-    "don't",
-    "dont",
-    "avoid",
-    "doesn't",
-    "didn't",
-    "can't",
-    "cannot",
-    "shouldn't",
-    "mustn't",
-    "instead",
+    "not", "without", "never", "no", "dont", "avoid", "cannot", "instead",
 ];
 
 /// Words just before a plain name that make it a request for the tool.

@@ -170,32 +170,22 @@ fn a_second_start_compiles_nothing() {
     );
 }
 
+/// `host call read_file ARGS` with fs granted `scene`'s directory.
+fn read_file_in(scene: &FsScene, args: &str) -> Output {
+    let granted = format!("fs={}", scene.granted.display());
+    run(host(&shared_cache())
+        .arg("--plugins")
+        .arg(plugins_dir())
+        .args(["--allow-dir", &granted, "call", "read_file", args]))
+}
+
 #[test]
 fn fs_grants_come_from_the_command_line() {
     let scene = fs_scene();
-    let granted = format!("fs={}", scene.granted.display());
-    let o = run(host(&shared_cache())
-        .arg("--plugins")
-        .arg(plugins_dir())
-        .args([
-            "--allow-dir",
-            &granted,
-            "call",
-            "read_file",
-            r#"{"path":"hello.txt"}"#,
-        ]));
+    let o = read_file_in(&scene, r#"{"path":"hello.txt"}"#);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("line one"));
-    let o = run(host(&shared_cache())
-        .arg("--plugins")
-        .arg(plugins_dir())
-        .args([
-            "--allow-dir",
-            &granted,
-            "call",
-            "read_file",
-            r#"{"path":"../secret.txt"}"#,
-        ]));
+    let o = read_file_in(&scene, r#"{"path":"../secret.txt"}"#);
     // `read_file` names its path argument (a per-call grant): the host
     // refuses a path outside the grant before the plugin runs.
     assert_eq!(o.status.code(), Some(8), "{}", stderr(&o));
@@ -212,17 +202,7 @@ fn read_file_past_the_end_names_the_offset_the_model_sent_not_a_clamped_one() {
     // A 0.5B model asked for offset 3·10¹⁵; on wasm32 the plugin's `usize`
     // clamped it, and the error named 4294967295, a number it never sent.
     let scene = fs_scene();
-    let granted = format!("fs={}", scene.granted.display());
-    let o = run(host(&shared_cache())
-        .arg("--plugins")
-        .arg(plugins_dir())
-        .args([
-            "--allow-dir",
-            &granted,
-            "call",
-            "read_file",
-            r#"{"path":"hello.txt","offset":3000000000000000}"#,
-        ]));
+    let o = read_file_in(&scene, r#"{"path":"hello.txt","offset":3000000000000000}"#);
     assert!(!o.status.success());
     let out = format!("{}{}", stdout(&o), stderr(&o));
     assert!(
