@@ -29,8 +29,8 @@ pub(crate) enum NotWords {
     Empty,
     /// A tool call written as text (JSON or tags).
     Call,
-    /// A copy of the host's text: the conversation log, a note, the system
-    /// prompt.
+    /// A copy of the host's text: the conversation log, a note, a tool
+    /// result as the host writes it, the system prompt.
     HostText,
     /// The user's question, repeated (nearly word for word).
     Echo,
@@ -71,6 +71,26 @@ const HOST_MARKERS: &[&str] = &[
     "its result is already above: do not call it again",
 ];
 
+/// Tags chat templates wrap a tool's result in: a model that writes one
+/// is imitating a result, not answering.
+const RESULT_TAGS: &[&str] = &["<tool_response>", "</tool_response>", "[TOOL_RESULTS]"];
+
+/// Whether `text` writes out a tool result: a chat template's result tag,
+/// or a result as the prompt protocols render them (`<tool_result …>`, or a
+/// line that starts `Tool result (`).
+fn writes_a_result(text: &str) -> bool {
+    use crate::provider::prompt::{PromptProfile, result_markers};
+    RESULT_TAGS.iter().any(|t| text.contains(t))
+        || result_markers(PromptProfile::Xml)
+            .iter()
+            .any(|m| text.contains(m))
+        || text.lines().any(|l| {
+            result_markers(PromptProfile::Json)
+                .iter()
+                .any(|m| l.trim_start().starts_with(m))
+        })
+}
+
 /// `Some` when `text` is not an answer in words (see the module's docs);
 /// `system` is the system prompt the model was given.
 pub(crate) fn not_words(text: &str, system: &str, question: &str) -> Option<NotWords> {
@@ -92,7 +112,9 @@ pub(crate) fn not_words(text: &str, system: &str, question: &str) -> Option<NotW
     {
         return Some(NotWords::Call);
     }
-    if HOST_MARKERS.iter().any(|m| trimmed.contains(m)) || copies_the_system_prompt(trimmed, system)
+    if HOST_MARKERS.iter().any(|m| trimmed.contains(m))
+        || writes_a_result(trimmed)
+        || copies_the_system_prompt(trimmed, system)
     {
         return Some(NotWords::HostText);
     }
@@ -263,7 +285,9 @@ fn copies_the_system_prompt(text: &str, system: &str) -> bool {
 
 /// Whether the call `(tool, args)` hands back what the same tool's last
 /// successful call returned (its output, trimmed, as one argument value),
-/// with other arguments than that call: the model saying it is done.
+/// every other argument as that call had it (or left out): the model
+/// saying it is done. A result passed on with another argument changed
+/// ("Hello World" to snake case after title case) is the next step.
 pub(crate) fn echoes_a_result(history: &[ToolCallRecord], tool: &str, args: &Value) -> bool {
     let Some(last) = history.iter().rev().find(|r| !r.is_error) else {
         return false;
@@ -278,10 +302,17 @@ pub(crate) fn echoes_a_result(history: &[ToolCallRecord], tool: &str, args: &Val
     let Some(obj) = args.as_object() else {
         return false;
     };
-    obj.values().any(|v| match v {
+    let is_output = |v: &Value| match v {
         Value::String(s) => s.trim() == output,
         Value::Number(n) => n.to_string() == output,
         _ => false,
+    };
+    obj.iter().any(|(key, v)| {
+        is_output(v)
+            && obj
+                .iter()
+                .filter(|(other, _)| *other != key)
+                .all(|(other, w)| last.args.get(other) == Some(w))
     })
 }
 
@@ -467,6 +498,13 @@ mod tests {
             "Assistant called the tool `calculate` with {\"expression\": \"2*(3+4)\"}",
             "[System-generated log of the conversation so far]",
             "You are a helpful assistant with access to tools. Use a tool when it helps. Sure!",
+            // A tool result written out as the answer: the prompt
+            // protocols' result forms and the chat templates' result tags.
+            "<tool_result name=\"case_convert\" id=\"call_1\">HELLO WORLD AGAIN</tool_result>",
+            "Tool result (case_convert, call_1):\nhello_world_again",
+            "Tool error (calculate, call_2): unknown name 'a'",
+            "<tool_response>\n14\n</tool_response>",
+            "[TOOL_RESULTS] {\"content\": \"14\"}",
         ] {
             assert_eq!(
                 not_words(text, SYSTEM, ""),
@@ -517,6 +555,8 @@ mod tests {
             // JSON that starts with a name but is no call.
             "{\"name\": \"Ada\", \"born\": 1815}",
             "```json\n[{\"name\": \"a.txt\", \"size\": 2}]\n```",
+            "Tool results are in: the file has 4 lines.",
+            "The tool result (14) is the answer.",
         ] {
             assert_eq!(not_words(text, SYSTEM, ""), None, "{text}");
         }
@@ -564,6 +604,41 @@ mod tests {
         ));
         let numbers = vec![record("add", json!({"a": 2, "b": 3}), "5", false)];
         assert!(echoes_a_result(&numbers, "add", &json!({"a": 5})));
+    }
+
+    #[test]
+    fn a_result_passed_on_with_other_arguments_changed_is_the_next_step_not_an_echo() {
+        // "Hello World Again" to title case gave "Hello World Again"; the
+        // same text to snake case is the work the user asked for.
+        let history = vec![record(
+            "case_convert",
+            json!({"text": "Hello World Again", "to": "title"}),
+            "Hello World Again",
+            false,
+        )];
+        assert!(!echoes_a_result(
+            &history,
+            "case_convert",
+            &json!({"text": "Hello World Again", "to": "snake"})
+        ));
+        // Handed back with the other arguments as they were: an echo.
+        let upper = vec![record(
+            "case_convert",
+            json!({"text": "make it so", "to": "upper"}),
+            "MAKE IT SO",
+            false,
+        )];
+        assert!(echoes_a_result(
+            &upper,
+            "case_convert",
+            &json!({"text": "MAKE IT SO", "to": "upper"})
+        ));
+        // An argument the last call did not have is a new request too.
+        assert!(!echoes_a_result(
+            &upper,
+            "case_convert",
+            &json!({"text": "MAKE IT SO", "to": "upper", "locale": "tr"})
+        ));
     }
 
     #[test]

@@ -646,6 +646,14 @@ fn not_answers() -> Vec<String> {
         "[System-generated log of the conversation so far, written by the host for reference.]"
             .into(),
     );
+    // A result written out as the answer (Qwen2.5-Coder-0.5B through the
+    // xml protocol at the round limit, in docs/eval.md), in the prompt
+    // protocols' forms and a chat template's tags.
+    bad.push(format!(
+        "<tool_result name=\"calculate\" id=\"call_9\">{FOURTEEN}</tool_result>"
+    ));
+    bad.push(format!("Tool result (calculate, call call_9):\n{FOURTEEN}"));
+    bad.push(format!("<tool_response>\n{FOURTEEN}\n</tool_response>"));
     bad
 }
 
