@@ -226,4 +226,14 @@ pub trait Provider: Send + Sync {
     fn prompt_profile(&self) -> Option<prompt::PromptProfile> {
         None
     }
+
+    /// Whether this provider sends [`CompletionRequest::response_schema`]
+    /// and [`CompletionRequest::grammar`] to its server (constrained
+    /// decoding). A prompt protocol asks for a constrained reply, and tells
+    /// the model the reply's JSON form, only through a provider that does:
+    /// the OpenAI-compatible one; never the Anthropic wire, which has
+    /// neither field.
+    fn constrains_replies(&self) -> bool {
+        false
+    }
 }

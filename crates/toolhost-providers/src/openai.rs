@@ -229,6 +229,10 @@ impl Provider for OpenAiCompatible {
             Ok(completion)
         })
     }
+
+    fn constrains_replies(&self) -> bool {
+        true
+    }
 }
 
 fn message_json(m: &Message) -> Value {

@@ -101,8 +101,13 @@ impl PromptTools {
         self
     }
 
-    /// Whether the next request with tools asks for constrained decoding.
+    /// Whether the next request with tools asks for constrained decoding:
+    /// never through a provider whose wire has no field for it
+    /// ([`Provider::constrains_replies`]; the Anthropic one).
     pub fn constrains(&self) -> bool {
+        if !self.inner.constrains_replies() {
+            return false;
+        }
         match self.constrain {
             Constrain::Off => false,
             Constrain::On => true,

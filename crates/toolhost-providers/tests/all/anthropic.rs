@@ -85,15 +85,8 @@ async fn anthropic_stream_with_text_tool_use_and_usage() {
 #[tokio::test]
 async fn anthropic_request_body_as_the_server_received_it() {
     bounded(async {
-        let events = vec![
-            json!({"type": "message_start", "message": {"usage": {"input_tokens": 1, "output_tokens": 1}}}),
-            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
-            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "42"}}),
-            json!({"type": "content_block_stop", "index": 0}),
-            json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}}),
-            json!({"type": "message_stop"}),
-        ];
-        let server = Server::replies(vec![sse(anthropic_frames(&events))]).await;
+        let server =
+            Server::replies(vec![sse(anthropic_frames(&anthropic_text_events("42")))]).await;
         let mut req = request_with_history();
         req.parallel_tool_calls = false;
         let (r, _) = run(&anthropic(&server), &req).await;

@@ -100,6 +100,37 @@ async fn the_json_protocol_asks_for_constrained_decoding_and_reads_the_answer_fo
 }
 
 #[tokio::test]
+async fn through_the_anthropic_wire_the_json_protocol_neither_constrains_nor_asks_for_the_answer_form()
+ {
+    bounded(async {
+        // That wire has no schema field: nothing holds the reply to JSON,
+        // so the model is not told to answer in JSON, and its words stream
+        // as they come.
+        let server = Server::replies(vec![sse(anthropic_frames(&anthropic_text_events(
+            "It is 42.",
+        )))])
+        .await;
+        let provider = PromptTools::new(anthropic(&server), PromptProfile::Json);
+        assert!(!provider.constrains());
+        let (r, deltas) = run(&provider, &request_with_history()).await;
+        assert_eq!(r.unwrap().message.content, "It is 42.");
+        assert_eq!(texts(&deltas).concat(), "It is 42.");
+        let body = &server.received()[0].body;
+        let system = body["system"].to_string();
+        assert!(system.contains("## calc"), "{system}");
+        assert!(system.contains("answer in plain text"), "{system}");
+        assert!(!system.contains(r#"\"answer\""#), "{system}");
+        assert!(body.get("response_format").is_none(), "{body}");
+        // The result markers stop it, as in any unconstrained request.
+        assert_eq!(
+            body["stop_sequences"],
+            json!(["Tool result (", "Tool error ("])
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
 async fn a_server_that_refuses_constrained_decoding_is_asked_without_from_then_on() {
     bounded(async {
         let refusal = status_reply(

@@ -55,6 +55,18 @@ pub(crate) fn anthropic_frames(events: &[Value]) -> Vec<String> {
         .collect()
 }
 
+/// The Anthropic events of one reply that is only `text`, ended `end_turn`.
+pub(crate) fn anthropic_text_events(text: &str) -> Vec<Value> {
+    vec![
+        json!({"type": "message_start", "message": {"usage": {"input_tokens": 1, "output_tokens": 1}}}),
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}}),
+        json!({"type": "message_stop"}),
+    ]
+}
+
 // ---------------------------------------------------------------- helpers
 
 /// Every test runs within this bound.
