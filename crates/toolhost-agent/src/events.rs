@@ -12,6 +12,11 @@
 //! [`RoundEnd`](AgentEvent::RoundEnd). The last event of a run is always
 //! [`Finish`](AgentEvent::Finish).
 //!
+//! A reply the loop does not take as it came (a call written as text, a
+//! copy of the host's text, words where the user named a tool) is followed
+//! by [`ReplySetAside`](AgentEvent::ReplySetAside): the text streamed for it
+//! is not the answer, and a UI that showed it can mark it so.
+//!
 //! ```
 //! use toolhost_agent::{AgentEvent, event_channel};
 //!
@@ -195,6 +200,15 @@ pub enum AgentEvent {
         #[serde(default)]
         cycle: Vec<String>,
     },
+    /// The text streamed since the last [`RequestStart`](AgentEvent::RequestStart)
+    /// is not the run's answer: the loop set the reply aside, and asks
+    /// again or takes the calls written in it.
+    ReplySetAside {
+        /// The round.
+        round: u32,
+        /// Why.
+        reason: SetAside,
+    },
     /// A round is over (its tool calls, if any, ran).
     RoundEnd {
         /// The round.
@@ -217,4 +231,36 @@ pub enum AgentEvent {
         /// Counts and time.
         stats: Stats,
     },
+}
+
+/// Why a reply was set aside ([`AgentEvent::ReplySetAside`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SetAside {
+    /// Nothing in words.
+    Empty,
+    /// A tool call written as text: run as the call when it names an
+    /// offered tool, else asked again.
+    CallAsText,
+    /// A copy of the host's text: the conversation log, a note, a tool
+    /// result as the host writes it, the system prompt.
+    HostText,
+    /// The user's question, repeated.
+    QuestionRepeated,
+    /// Words, where the user named a read-only tool the reply did not call:
+    /// asked again with a call required.
+    NamedToolNotCalled,
+}
+
+impl SetAside {
+    /// A few words on why, for a person.
+    pub fn describe(self) -> &'static str {
+        match self {
+            SetAside::Empty => "no answer",
+            SetAside::CallAsText => "a tool call written as text",
+            SetAside::HostText => "a copy of the host's own text",
+            SetAside::QuestionRepeated => "the question repeated",
+            SetAside::NamedToolNotCalled => "the tool the user named was not called",
+        }
+    }
 }

@@ -45,7 +45,7 @@ pub use agent::{
     DoomLoopApproval, FINAL_ANSWER_NOTE, ToolCallRecord, ToolChainResult, ToolFilter, UsageRules,
 };
 pub use clock::{Clock, FixedClock, SystemClock};
-pub use events::{AgentEvent, EventSink, event_channel};
+pub use events::{AgentEvent, EventSink, SetAside, event_channel};
 pub use format::{compact_history, next_turn_history};
 pub use status::{Stats, Status};
 pub use step::{AgentState, Decision, ProposedCall, ReadyResult, StepError, StepOutcome};

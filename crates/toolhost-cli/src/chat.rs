@@ -190,6 +190,7 @@ pub async fn turn(
         while let Some(event) = rx.recv().await {
             match &event {
                 AgentEvent::TextDelta { text, .. } if stream_text => held.push(text),
+                AgentEvent::ReplySetAside { reason, .. } if stream_text => held.set_aside(*reason),
                 AgentEvent::RoundEnd { .. } => {
                     held.end_round();
                     show_event(&event, stream_text);
@@ -264,6 +265,17 @@ impl HeldText {
                 }
             }
         }
+    }
+
+    /// The loop set this round's reply aside: text already shown is marked
+    /// as not the answer (a terminal cannot take it back).
+    fn set_aside(&mut self, reason: toolhost_agent::SetAside) {
+        if self.show == Some(true) {
+            println!();
+            eprintln!("  ↺ not the answer: {}", reason.describe());
+        }
+        self.show = None;
+        self.pending.clear();
     }
 
     fn end_round(&mut self) {

@@ -20,32 +20,8 @@
 use serde_json::Value;
 
 use super::result::ToolCallRecord;
+use crate::events::SetAside;
 use crate::message::ToolCall;
-
-/// Why a reply is not an answer in words.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum NotWords {
-    /// Nothing (or only whitespace).
-    Empty,
-    /// A tool call written as text (JSON or tags).
-    Call,
-    /// A copy of the host's text: the conversation log, a note, a tool
-    /// result as the host writes it, the system prompt.
-    HostText,
-    /// The user's question, repeated (nearly word for word).
-    Echo,
-}
-
-impl NotWords {
-    pub(crate) fn describe(self) -> &'static str {
-        match self {
-            NotWords::Empty => "no answer",
-            NotWords::Call => "a tool call written as text",
-            NotWords::HostText => "a copy of the host's own text",
-            NotWords::Echo => "the question repeated",
-        }
-    }
-}
 
 /// Tags models use for calls, in any template.
 const CALL_TAGS: &[&str] = &[
@@ -93,7 +69,7 @@ fn writes_a_result(text: &str) -> bool {
 
 /// `Some` when `text` is not an answer in words (see the module's docs);
 /// `system` is the system prompt the model was given.
-pub(crate) fn not_words(text: &str, system: &str, question: &str) -> Option<NotWords> {
+pub(crate) fn not_words(text: &str, system: &str, question: &str) -> Option<SetAside> {
     let trimmed = text.trim();
     // Nothing, or no letter or digit at all (a bare code fence, a lone
     // bracket: what a small model leaves when it stops mid-block).
@@ -102,7 +78,7 @@ pub(crate) fn not_words(text: &str, system: &str, question: &str) -> Option<NotW
         .filter(|l| !l.trim_start().starts_with("```"))
         .any(|l| l.chars().any(char::is_alphanumeric));
     if !words {
-        return Some(NotWords::Empty);
+        return Some(SetAside::Empty);
     }
     if CALL_TAGS.iter().any(|t| trimmed.contains(t))
         || starts_as_call_json(trimmed)
@@ -110,22 +86,22 @@ pub(crate) fn not_words(text: &str, system: &str, question: &str) -> Option<NotW
         || in_call_block(trimmed)
         || parsed_as_a_call(trimmed)
     {
-        return Some(NotWords::Call);
+        return Some(SetAside::CallAsText);
     }
     if HOST_MARKERS.iter().any(|m| trimmed.contains(m))
         || writes_a_result(trimmed)
         || copies_the_system_prompt(trimmed, system)
     {
-        return Some(NotWords::HostText);
+        return Some(SetAside::HostText);
     }
     if echoes_the_question(trimmed, question) {
-        return Some(NotWords::Echo);
+        return Some(SetAside::QuestionRepeated);
     }
     None
 }
 
 /// The calls in a reply that is only a call written as text
-/// ([`NotWords::Call`]), when every call names a tool the round offered
+/// ([`SetAside::CallAsText`]), when every call names a tool the round offered
 /// (`known`): the reply's remaining text and the calls, with generated ids.
 ///
 /// A model whose server misses its calls (llama.cpp with a chat template
@@ -141,7 +117,7 @@ pub(crate) fn calls_written_as_text(
     known: impl Fn(&str) -> bool,
 ) -> Option<(String, Vec<ToolCall>)> {
     use crate::provider::prompt::{PromptProfile, parse_tool_calls};
-    if not_words(text, system, question) != Some(NotWords::Call) {
+    if not_words(text, system, question) != Some(SetAside::CallAsText) {
         return None;
     }
     [PromptProfile::Json, PromptProfile::Xml]
@@ -487,7 +463,11 @@ mod tests {
             "{\"tool_calls\": [{\"name\": \"read_file\", \"arguments\": {\"path\":\"a\"}, \"error\": \"x\"}}]}",
             "{ \"name\": \"calculate\",\n  \"arguments\": {\"expression\": \"1+",
         ] {
-            assert_eq!(not_words(text, SYSTEM, ""), Some(NotWords::Call), "{text}");
+            assert_eq!(
+                not_words(text, SYSTEM, ""),
+                Some(SetAside::CallAsText),
+                "{text}"
+            );
         }
     }
 
@@ -508,15 +488,15 @@ mod tests {
         ] {
             assert_eq!(
                 not_words(text, SYSTEM, ""),
-                Some(NotWords::HostText),
+                Some(SetAside::HostText),
                 "{text}"
             );
         }
-        assert_eq!(not_words("  \n", SYSTEM, ""), Some(NotWords::Empty));
+        assert_eq!(not_words("  \n", SYSTEM, ""), Some(SetAside::Empty));
         for bare in ["```\n", "```json\n```", "{}", " ... ", "[ ]"] {
             assert_eq!(
                 not_words(bare, SYSTEM, ""),
-                Some(NotWords::Empty),
+                Some(SetAside::Empty),
                 "{bare:?}"
             );
         }
@@ -531,7 +511,11 @@ mod tests {
             "what is 2*(3+4)?  use the calculate tool",
             "What is 2*(3+4)? Use the case_convert tool.",
         ] {
-            assert_eq!(not_words(echo, SYSTEM, q), Some(NotWords::Echo), "{echo}");
+            assert_eq!(
+                not_words(echo, SYSTEM, q),
+                Some(SetAside::QuestionRepeated),
+                "{echo}"
+            );
         }
         for answer in [
             "What is 2*(3+4)? It is 14.",

@@ -63,6 +63,12 @@ impl Ctx<'_> {
         }
     }
 
+    /// Reports that the text `round` streamed is not the answer
+    /// ([`AgentEvent::ReplySetAside`]).
+    pub(super) fn set_aside(&self, round: u32, reason: crate::events::SetAside) {
+        self.emit(AgentEvent::ReplySetAside { round, reason });
+    }
+
     pub(super) fn now_ms(&self) -> u64 {
         unix_ms(self.opts.clock.now())
     }

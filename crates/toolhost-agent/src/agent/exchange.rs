@@ -142,6 +142,7 @@ impl Ctx<'_> {
                     calls = found.len(),
                     "the reply is a call written as text; taking it as the call"
                 );
+                self.set_aside(round, crate::events::SetAside::CallAsText);
                 message.content = rest;
                 message.tool_calls = found;
             }
@@ -164,6 +165,7 @@ impl Ctx<'_> {
                 "the user named a tool the reply did not call; asking again with a call required"
             );
             run.named_tool_asked = true;
+            self.set_aside(round, crate::events::SetAside::NamedToolNotCalled);
             self.end_round(round, info, 0);
             return State::Request { round: round + 1 };
         }
@@ -191,13 +193,14 @@ impl Ctx<'_> {
             // A call written as text, or a copy of the host's text, is no
             // answer: ask once more without tools (`answer.rs`).
             if let Some(why) = super::answer::not_words(&run.text, &self.system, &question)
-                .filter(|w| *w != super::answer::NotWords::Empty)
+                .filter(|w| *w != crate::events::SetAside::Empty)
             {
                 info!(
                     round,
                     reply = why.describe(),
                     "the reply is not an answer in words; asking for a final answer"
                 );
+                self.set_aside(round, why);
                 return State::FinalAnswer {
                     round: round + 1,
                     status: Status::Completed,

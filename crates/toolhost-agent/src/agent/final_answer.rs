@@ -146,6 +146,7 @@ impl Ctx<'_> {
                 reply = why.describe(),
                 "the final answer is not an answer in words; asking again with the history as text"
             );
+            self.set_aside(round, why);
             let as_text = history_as_text(&run.messages);
             let original = std::mem::replace(&mut run.messages, as_text);
             let plain = self.complete(run, round, &[], ToolChoice::None, None).await;
@@ -154,8 +155,15 @@ impl Ctx<'_> {
                 c.message.content = without_note(&c.message.content);
                 c
             });
+            let plain = plain.map(|c| {
+                let why = not_words(&c.message.content, &self.system, &question);
+                (c, why)
+            });
+            if let Ok((_, Some(why))) = &plain {
+                self.set_aside(round, *why);
+            }
             match plain {
-                Ok(c) if not_words(&c.message.content, &self.system, &question).is_none() => {
+                Ok((c, None)) => {
                     completion = c;
                 }
                 Ok(_) | Err(_) => match from_results(&run.history) {

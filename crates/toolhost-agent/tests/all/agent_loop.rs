@@ -481,6 +481,7 @@ async fn events_are_emitted_in_order() {
             AgentEvent::ToolCallError { tool, .. } => format!("error {tool}"),
             AgentEvent::DoomLoopDetected { .. } => "doom".into(),
             AgentEvent::ContextCompacted { .. } => "compacted".into(),
+            AgentEvent::ReplySetAside { reason, .. } => format!("set aside {reason:?}"),
             AgentEvent::ToolCallProgress { message, .. } => format!("progress {message}"),
             AgentEvent::RoundEnd {
                 round, tool_calls, ..

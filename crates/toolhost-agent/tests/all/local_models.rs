@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use toolhost_agent::provider::{OpenAiCompatible, PromptProfile, PromptTools, Provider};
 use toolhost_agent::{
     Agent, AgentEvent, AgentOptions, AnswerSource, ErrorKind, FINAL_ANSWER_NOTE, Message, Role,
-    Status, ToolChainResult, ToolSpec,
+    SetAside, Status, ToolChainResult, ToolSpec,
 };
 use toolhost_test_support::fake_model::{FakeModel as Server, Received, Reply};
 
@@ -678,6 +678,15 @@ async fn protocol_text_is_never_the_answer(wire: Wire, bad: &str) {
     assert_tool_request(wire, &b[1]);
     assert_final_answer_request(wire, &b[2]);
     assert_history_as_text_request(&b[3]);
+    // Each reply is set aside after it streamed: round 2's, then the final
+    // answer's twice (asked without tools, then over the history as text).
+    let why = set_aside(&run.events);
+    assert_eq!(why.len(), 3, "{bad}: {why:?}");
+    assert_eq!(why[0].0, 2, "{bad}: {why:?}");
+    assert!(
+        why.iter().all(|(_, r)| *r != SetAside::NamedToolNotCalled),
+        "{bad}: {why:?}"
+    );
 }
 
 #[tokio::test]
@@ -722,6 +731,11 @@ async fn a_call_as_text_is_run(wire: Wire, text: &str) {
         !b[1].to_string().contains("<function=") && !b[1].to_string().contains("```json"),
         "{text}: the call went back as a call, not as its text: {}",
         b[1]
+    );
+    assert_eq!(
+        set_aside(&run.events),
+        [(1, SetAside::CallAsText)],
+        "{text}: the streamed call text is not the answer"
     );
 }
 
@@ -839,9 +853,39 @@ async fn a_named_tool_not_called(wire: Wire) {
     // A call the host forces changes nothing: only read-only tools.
     assert_eq!(tool_names(wire, &b[1]), ["calculate"], "{}", b[1]);
     assert_tool_request(wire, &b[2]);
-    // The reply that skipped the tool is neither sent again nor kept.
+    // The reply that skipped the tool is neither sent again nor kept, and a
+    // UI that showed it is told so.
     assert_eq!(conversation(&b[1]).len(), 1, "{}", b[1]);
     assert!(run.result.messages.iter().all(|m| m.content != "10"));
+    assert_eq!(
+        set_aside(&run.events),
+        [(1, SetAside::NamedToolNotCalled)],
+        "{:#?}",
+        run.events
+    );
+}
+
+/// The `ReplySetAside` events of a run, after a `TextDelta` of their round
+/// (what they take back), as `(round, reason)`.
+fn set_aside(events: &[AgentEvent]) -> Vec<(u32, SetAside)> {
+    let mut streamed = std::collections::BTreeSet::new();
+    let mut out = Vec::new();
+    for e in events {
+        match e {
+            AgentEvent::TextDelta { round, .. } => {
+                streamed.insert(*round);
+            }
+            AgentEvent::ReplySetAside { round, reason } => {
+                assert!(
+                    streamed.contains(round),
+                    "set aside before its text: {events:#?}"
+                );
+                out.push((*round, *reason));
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 #[tokio::test]

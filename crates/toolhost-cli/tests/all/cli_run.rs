@@ -446,6 +446,29 @@ fn a_run_whose_model_answers_only_with_calls_answers_from_the_results() {
 }
 
 #[test]
+fn in_the_chat_a_reply_set_aside_after_it_was_shown_is_marked_as_not_the_answer() {
+    // Words where the user named a tool (what a 0.5B model did in the
+    // issue): shown as they stream, then set aside for a required call.
+    let server = ModelServer::start(|n, _| match n {
+        0 => openai_text("It is 10."),
+        1 => openai_tool_call("c1", "calculate", r#"{"expression": "2*(3+4)"}"#),
+        _ => openai_text("It is 14."),
+    });
+    let mut session = chat_with(&server);
+    session.send("What is 2*(3+4)? Use the calculate tool.");
+    let note = session.expect("not the answer");
+    assert!(
+        note.contains("↺ not the answer: the tool the user named was not called"),
+        "{note}"
+    );
+    let answer = session.expect("It is 14.");
+    assert!(
+        !answer.contains("It is 10."),
+        "the answer is not run on from the reply set aside: {answer}"
+    );
+}
+
+#[test]
 fn in_the_chat_protocol_text_is_never_shown_and_the_answer_comes_from_the_results() {
     let server = call_then_protocol_text();
     let mut session = chat_with(&server);
