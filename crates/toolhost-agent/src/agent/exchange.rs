@@ -71,12 +71,20 @@ impl Ctx<'_> {
     /// State `Request`: ask the model with tools.
     pub(super) async fn request(&self, run: &mut RunState, round: u32) -> State {
         let mut offer = self.current_tools(run);
-        // The user named a tool the first reply did not call: this request
-        // must call one, of the tools that change nothing (`named_tool.rs`).
-        let required = run.named_tool_asked && run.history.is_empty();
+        // The user named tools the first reply did not call: this request
+        // must call one of them, each one that changes nothing
+        // (`named_tool.rs`).
+        let required = !run.named_tools.is_empty()
+            && run.history.is_empty()
+            && offer
+                .offered
+                .iter()
+                .any(|t| run.named_tools.contains(&t.name));
         if required {
-            offer.offered.retain(|t| t.read_only);
-            offer.callable.retain(|t| t.read_only);
+            let named =
+                |t: &crate::tools::ToolSpec| t.read_only && run.named_tools.contains(&t.name);
+            offer.offered.retain(named);
+            offer.callable.retain(named);
         }
         let tools = &offer.offered;
         let choice = if required {
@@ -155,16 +163,17 @@ impl Ctx<'_> {
         // tool by name: asked once more, a call required (`named_tool.rs`).
         if message.tool_calls.is_empty()
             && run.history.is_empty()
-            && !run.named_tool_asked
+            && run.named_tools.is_empty()
             && round < self.opts.max_rounds
-            && let Some(name) = super::named_tool::named_tool(&question, tools)
+            && let named = super::named_tool::named_tools(&question, tools)
+            && !named.is_empty()
         {
             info!(
                 round,
-                tool = name,
+                tools = ?named,
                 "the user named a tool the reply did not call; asking again with a call required"
             );
-            run.named_tool_asked = true;
+            run.named_tools = named.into_iter().map(str::to_owned).collect();
             self.set_aside(round, crate::events::SetAside::NamedToolNotCalled);
             self.end_round(round, info, 0);
             return State::Request { round: round + 1 };

@@ -153,9 +153,6 @@ impl Ctx<'_> {
             run.messages = original;
             let plain = plain.map(|mut c| {
                 c.message.content = without_note(&c.message.content);
-                c
-            });
-            let plain = plain.map(|c| {
                 let why = not_words(&c.message.content, &self.system, &question);
                 (c, why)
             });

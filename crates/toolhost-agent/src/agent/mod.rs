@@ -257,7 +257,7 @@ impl Agent {
                 found: std::collections::BTreeSet::new(),
                 answer_source: result::AnswerSource::Model,
                 settled: false,
-                named_tool_asked: false,
+                named_tools: Vec::new(),
                 compactions: 0,
             },
             state: State::Request { round: 1 },

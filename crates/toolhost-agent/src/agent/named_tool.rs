@@ -6,14 +6,15 @@
 //! answers "What is 2*(3+4)? Use the calculate tool." with "10", see
 //! docs/eval.md). When the first reply of a run calls nothing and the user's
 //! message names an offered tool, the loop asks once more with
-//! `tool_choice: required` (`exchange.rs`); whatever that reply is, the run
-//! goes on from it.
+//! `tool_choice: required`, offering only the tools named (`exchange.rs`);
+//! whatever that reply is, the run goes on from it. (Offered every
+//! read-only tool, the 0.5B answered "Convert … with the case_convert
+//! tool" by calling `word_count`.)
 //!
 //! A call the host forces never changes anything: only a read-only tool
-//! counts as named, and the required request offers only the read-only
-//! tools. Asking what `delete_file` does is no reason to call it.
+//! counts as named. Asking what `delete_file` does is no reason to call it.
 //!
-//! Only a clear mention counts ([`named_tool`]): the name in backticks, a
+//! Only a clear mention counts ([`named_tools`]): the name in backticks, a
 //! name no prose word has (with `_`, `-`, `.` or a digit), or a plain word
 //! next to "tool" or "function", or after "use", "using", "call", "with" or
 //! "via". A mention after a negation ("without", "not", "don't", "never",
@@ -36,9 +37,9 @@ const CALL_VERBS: &[&str] = &["use", "using", "call", "calling", "with", "via", 
 /// How many words before a mention are checked for a negation.
 const NEGATION_REACH: usize = 4;
 
-/// The first offered read-only tool that `question` asks for by name (see
-/// the module's docs), or `None`.
-pub(crate) fn named_tool<'t>(question: &str, tools: &'t [ToolSpec]) -> Option<&'t str> {
+/// The offered read-only tools that `question` asks for by name (see the
+/// module's docs), in the order offered.
+pub(crate) fn named_tools<'t>(question: &str, tools: &'t [ToolSpec]) -> Vec<&'t str> {
     let end = question
         .char_indices()
         .nth(SCAN_CHARS)
@@ -49,11 +50,12 @@ pub(crate) fn named_tool<'t>(question: &str, tools: &'t [ToolSpec]) -> Option<&'
         .filter(|t| t.read_only)
         .map(|t| t.name.as_str())
         .filter(|name| !name.is_empty())
-        .find(|name| {
+        .filter(|name| {
             let lower = name.to_ascii_lowercase();
             text.match_indices(&lower)
                 .any(|(at, _)| asks_for(&text, at, lower.len(), &lower))
         })
+        .collect()
 }
 
 fn is_name_char(c: char) -> bool {
@@ -123,10 +125,10 @@ mod tests {
     fn a_tool_that_changes_things_is_never_taken_as_named() {
         let mut tools = specs(&["delete_file", "read_file"]);
         tools[0].read_only = false;
-        assert_eq!(named_tool("What does `delete_file` do?", &tools), None);
+        assert!(named_tools("What does `delete_file` do?", &tools).is_empty());
         assert_eq!(
-            named_tool("Use delete_file, then read_file.", &tools),
-            Some("read_file")
+            named_tools("Use delete_file, then read_file.", &tools),
+            ["read_file"]
         );
     }
 
@@ -144,8 +146,16 @@ mod tests {
             ("Count its words with the word_count tool.", "word_count"),
             ("CALCULATE TOOL: 2+2", "calculate"),
         ] {
-            assert_eq!(named_tool(q, &tools), Some(want), "{q}");
+            assert_eq!(named_tools(q, &tools), [want], "{q}");
         }
+        assert_eq!(
+            named_tools(
+                "Read it with read_file, then use the calculate tool.",
+                &tools
+            ),
+            ["calculate", "read_file"],
+            "every tool named, in the order offered"
+        );
     }
 
     #[test]
@@ -160,7 +170,7 @@ mod tests {
             "what does unread_files mean?",
             "Without using any tool: how many legs does a cat have?",
         ] {
-            assert_eq!(named_tool(q, &tools), None, "{q}");
+            assert!(named_tools(q, &tools).is_empty(), "{q}");
         }
     }
 
@@ -168,7 +178,7 @@ mod tests {
     fn only_the_start_of_a_long_message_is_scanned() {
         let tools = specs(&["word_count"]);
         let long = format!("{} use word_count", "x ".repeat(SCAN_CHARS));
-        assert_eq!(named_tool(&long, &tools), None);
-        assert_eq!(named_tool("é use word_count", &tools), Some("word_count"));
+        assert!(named_tools(&long, &tools).is_empty());
+        assert_eq!(named_tools("é use word_count", &tools), ["word_count"]);
     }
 }

@@ -156,11 +156,11 @@ pub(crate) struct RunState {
     /// (`answer::echoes_a_result`): the run ends with that result.
     #[serde(default)]
     pub(crate) settled: bool,
-    /// The first reply called no tool although the user asked for one by
-    /// name (`named_tool.rs`): the round was asked again with
-    /// `tool_choice: required` (once per run).
+    /// The read-only tools the user asked for by name, when the first reply
+    /// called none (`named_tool.rs`): the round was asked again with
+    /// `tool_choice: required`, offering only these (once per run).
     #[serde(default)]
-    pub(crate) named_tool_asked: bool,
+    pub(crate) named_tools: Vec<String>,
 }
 
 /// One tool call after repair and parsing.

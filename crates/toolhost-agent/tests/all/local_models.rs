@@ -826,9 +826,13 @@ fn required(wire: Wire) -> &'static str {
     }
 }
 
-/// `calculate`, read-only, and a tool that changes things.
+/// `calculate` and `word_count`, read-only, and a tool that changes things.
 fn calculate_and_a_writer() -> Vec<ToolSpec> {
-    vec![spec("calculate", true), spec("write_note", false)]
+    vec![
+        spec("calculate", true),
+        spec("word_count", true),
+        spec("write_note", false),
+    ]
 }
 
 async fn a_named_tool_not_called(wire: Wire) {
@@ -850,7 +854,8 @@ async fn a_named_tool_not_called(wire: Wire) {
     assert_tool_request(wire, &b[0]);
     assert!(tool_names(wire, &b[0]).contains(&"write_note"), "{}", b[0]);
     assert_eq!(tool_choice(wire, &b[1]), Some(required(wire)), "{}", b[1]);
-    // A call the host forces changes nothing: only read-only tools.
+    // A call the host forces is of the tool named, which changes nothing:
+    // neither the writer nor the other read-only tool is offered.
     assert_eq!(tool_names(wire, &b[1]), ["calculate"], "{}", b[1]);
     assert_tool_request(wire, &b[2]);
     // The reply that skipped the tool is neither sent again nor kept, and a
