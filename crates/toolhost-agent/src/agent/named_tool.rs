@@ -2,7 +2,7 @@
 //! with `read_file`"), which the model did not call.
 //!
 //! A small model often answers at once, from its own guess, when the user
-//! told it which tool to use (Qwen2.5-Coder-0.5B through the json protocol
+//! told it which tool to use (or to use a tool at all) (Qwen2.5-Coder-0.5B through the json protocol
 //! answers "What is 2*(3+4)? Use the calculate tool." with "10", see
 //! docs/eval.md). When the first reply of a run calls nothing and the user's
 //! message names an offered tool, the loop asks once more with
@@ -34,28 +34,39 @@ const NEGATIONS: &[&str] = &[
 /// Words just before a plain name that make it a request for the tool.
 const CALL_VERBS: &[&str] = &["use", "using", "call", "calling", "with", "via", "run"];
 
+/// Words passed over between a verb and the tool ("use the calculate
+/// tool", "with a tool").
+const DETERMINERS: &[&str] = &["the", "a", "an", "any", "your", "some", "these", "those"];
+
 /// How many words before a mention are checked for a negation.
 const NEGATION_REACH: usize = 4;
 
 /// The offered read-only tools that `question` asks for by name (see the
-/// module's docs), in the order offered.
+/// module's docs), in the order offered; every read-only tool when it asks
+/// for a tool without naming one ("Use a tool.", "with the tools").
 pub(crate) fn named_tools<'t>(question: &str, tools: &'t [ToolSpec]) -> Vec<&'t str> {
     let end = question
         .char_indices()
         .nth(SCAN_CHARS)
         .map_or(question.len(), |(i, _)| i);
     let text = question[..end].to_ascii_lowercase();
-    tools
+    let mentioned = |word: &str| {
+        text.match_indices(word)
+            .any(|(at, _)| asks_for(&text, at, word.len(), word))
+    };
+    let read_only = tools
         .iter()
         .filter(|t| t.read_only)
         .map(|t| t.name.as_str())
-        .filter(|name| !name.is_empty())
-        .filter(|name| {
-            let lower = name.to_ascii_lowercase();
-            text.match_indices(&lower)
-                .any(|(at, _)| asks_for(&text, at, lower.len(), &lower))
-        })
-        .collect()
+        .filter(|name| !name.is_empty());
+    let named: Vec<&str> = read_only
+        .clone()
+        .filter(|name| mentioned(&name.to_ascii_lowercase()))
+        .collect();
+    if named.is_empty() && ["tool", "tools"].into_iter().any(mentioned) {
+        return read_only.collect();
+    }
+    named
 }
 
 fn is_name_char(c: char) -> bool {
@@ -94,7 +105,7 @@ fn asks_for(text: &str, at: usize, len: usize, name: &str) -> bool {
     let previous = recent
         .iter()
         .rev()
-        .find(|w| **w != "the" && **w != "a")
+        .find(|w| !DETERMINERS.contains(w))
         .copied()
         .unwrap_or("");
     quoted
@@ -169,6 +180,33 @@ mod tests {
             "Don't call `search`, answer from memory.",
             "what does unread_files mean?",
             "Without using any tool: how many legs does a cat have?",
+        ] {
+            assert!(named_tools(q, &tools).is_empty(), "{q}");
+        }
+    }
+
+    #[test]
+    fn a_tool_asked_for_without_a_name_is_any_read_only_tool() {
+        let mut tools = specs(&["calculate", "write_note", "word_count"]);
+        tools[1].read_only = false;
+        for q in [
+            "What is 144 divided by 12? Use a tool.",
+            "How many lines does poem.txt have? Use the tools.",
+            "Count the characters of the word 'lighthouse' with a tool.",
+            "Use any tool you like to add 2 and 3.",
+        ] {
+            assert_eq!(named_tools(q, &tools), ["calculate", "word_count"], "{q}");
+        }
+        // A named tool is all that is asked for.
+        assert_eq!(
+            named_tools("Use a tool: the calculate tool.", &tools),
+            ["calculate"]
+        );
+        for q in [
+            "Without using any tool: how many legs does a cat have?",
+            "What is a tool?",
+            "Do not use the tools.",
+            "My toolbox has tools in it.",
         ] {
             assert!(named_tools(q, &tools).is_empty(), "{q}");
         }

@@ -835,7 +835,9 @@ fn calculate_and_a_writer() -> Vec<ToolSpec> {
     ]
 }
 
-async fn a_named_tool_not_called(wire: Wire) {
+/// The first reply answers "10" to `question`; asked again with a call
+/// required (offering `forced`), the model calls `calculate`.
+async fn a_named_tool_not_called(wire: Wire, question: &str, forced: &[&str]) {
     // Qwen2.5-Coder-0.5B answers "10" at once (docs/eval.md).
     let server = Server::replies(vec![
         wire.response(&["10"], &[]),
@@ -845,7 +847,7 @@ async fn a_named_tool_not_called(wire: Wire) {
     .await;
     let provider = wire.provider(&server, fast_policy(1));
     let tools = calculate_and_a_writer();
-    let run = run_asking(provider, &server, options(), NAMES_CALCULATE, tools).await;
+    let run = run_asking(provider, &server, options(), question, tools).await;
 
     assert_outcome(&run, Status::Completed, "It is 14.");
     assert_eq!(run.ran, 1, "the tool ran");
@@ -855,8 +857,9 @@ async fn a_named_tool_not_called(wire: Wire) {
     assert!(tool_names(wire, &b[0]).contains(&"write_note"), "{}", b[0]);
     assert_eq!(tool_choice(wire, &b[1]), Some(required(wire)), "{}", b[1]);
     // A call the host forces is of the tool named, which changes nothing:
-    // neither the writer nor the other read-only tool is offered.
-    assert_eq!(tool_names(wire, &b[1]), ["calculate"], "{}", b[1]);
+    // neither the writer nor the other read-only tool is offered (any
+    // read-only tool when the user asked for a tool without naming one).
+    assert_eq!(tool_names(wire, &b[1]), forced, "{}", b[1]);
     assert_tool_request(wire, &b[2]);
     // The reply that skipped the tool is neither sent again nor kept, and a
     // UI that showed it is told so.
@@ -895,12 +898,20 @@ fn set_aside(events: &[AgentEvent]) -> Vec<(u32, SetAside)> {
 
 #[tokio::test]
 async fn a_tool_the_user_names_but_the_reply_skips_is_asked_for_with_a_call_required_openai() {
-    a_named_tool_not_called(Wire::OpenAi).await;
+    a_named_tool_not_called(Wire::OpenAi, NAMES_CALCULATE, &["calculate"]).await;
 }
 
 #[tokio::test]
 async fn a_tool_the_user_names_but_the_reply_skips_is_asked_for_with_a_call_required_anthropic() {
-    a_named_tool_not_called(Wire::Anthropic).await;
+    a_named_tool_not_called(Wire::Anthropic, NAMES_CALCULATE, &["calculate"]).await;
+}
+
+#[tokio::test]
+async fn a_tool_asked_for_without_a_name_is_required_among_the_read_only_ones() {
+    for wire in [Wire::OpenAi, Wire::Anthropic] {
+        let q = "What is 2*(3+4)? Use a tool.";
+        a_named_tool_not_called(wire, q, &["calculate", "word_count"]).await;
+    }
 }
 
 async fn asked_once(wire: Wire, question: &str, replies: &[&str]) -> WireRun {
