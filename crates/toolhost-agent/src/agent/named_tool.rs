@@ -2,14 +2,15 @@
 //! with `read_file`"), which the model did not call.
 //!
 //! A small model often answers at once, from its own guess, when the user
-//! told it which tool to use (or to use a tool at all) (Qwen2.5-Coder-0.5B through the json protocol
-//! answers "What is 2*(3+4)? Use the calculate tool." with "10", see
-//! docs/eval.md). When the first reply of a run calls nothing and the user's
-//! message names an offered tool, the loop asks once more with
-//! `tool_choice: required`, offering only the tools named (`exchange.rs`);
-//! whatever that reply is, the run goes on from it. (Offered every
-//! read-only tool, the 0.5B answered "Convert … with the case_convert
-//! tool" by calling `word_count`.)
+//! told it which tool to use, or to use one at all (Qwen2.5-Coder-0.5B
+//! through the json protocol answers "What is 2*(3+4)? Use the calculate
+//! tool." with "10", see docs/eval.md). When the first reply of a run calls
+//! nothing and the user's message names an offered tool, the loop asks once
+//! more with `tool_choice: required`, offering only the tools named
+//! (`exchange.rs`; every read-only tool when the user asked for "a tool"
+//! without a name); whatever that reply is, the run goes on from it.
+//! (Offered every read-only tool, the 0.5B answered "Convert … with the
+//! case_convert tool" by calling `word_count`.)
 //!
 //! A call the host forces never changes anything: only a read-only tool
 //! counts as named. Asking what `delete_file` does is no reason to call it.
