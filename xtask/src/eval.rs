@@ -90,6 +90,9 @@ struct Outcome {
     ok: bool,
     why: Vec<String>,
     answered: bool,
+    /// The answer is words a person can read: not empty, and no tool call,
+    /// result or host log written out ([`protocol_text`]).
+    words: bool,
     /// The run ended `completed` (not `doom-loop`, `max-rounds`, …).
     completed: bool,
     /// The history was compacted to fit the context window at least once.
@@ -395,6 +398,7 @@ fn run_task(
                     dir.join("stderr.txt").display()
                 )],
                 answered: false,
+                words: false,
                 completed: false,
                 compacted: false,
                 calls: 0,
@@ -473,6 +477,10 @@ fn check(task: &Task, result: &Value, secs: f64) -> Outcome {
     if no_answer {
         why.push("no answer".into());
     }
+    let shown = protocol_text(answer);
+    if let Some(marker) = shown {
+        why.push(format!("answer is protocol text (`{marker}`)"));
+    }
     for needle in &task.answer {
         if !lower.contains(&needle.to_lowercase()) {
             why.push(format!("answer lacks `{needle}`"));
@@ -539,6 +547,7 @@ fn check(task: &Task, result: &Value, secs: f64) -> Outcome {
         ok,
         why,
         answered,
+        words: !answer.trim().is_empty() && shown.is_none(),
         completed: status == "completed",
         compacted: result["stats"]["compactions"].as_u64().unwrap_or(0) > 0,
         calls: history.len(),
@@ -552,11 +561,38 @@ fn check(task: &Task, result: &Value, secs: f64) -> Outcome {
     }
 }
 
+/// What marks an answer as protocol text rather than words: tool calls
+/// as the templates and prompt protocols write them, tool results, and
+/// the host's own log and notes. Kept apart from the agent's own check
+/// (`toolhost-agent/src/agent/answer.rs`), so the eval measures it.
+const PROTOCOL_MARKERS: &[&str] = &[
+    "<tool_call>",
+    "<function=",
+    "<tool_code>",
+    "<tool_result",
+    "<tool_response>",
+    "[TOOL_CALLS]",
+    "\"tool_calls\"",
+    "\"arguments\":",
+    "[System-generated log",
+    "called the tool `",
+    "its result is already above",
+];
+
+/// The first protocol marker in `answer`, if any.
+fn protocol_text(answer: &str) -> Option<&'static str> {
+    PROTOCOL_MARKERS
+        .iter()
+        .copied()
+        .find(|m| answer.contains(m))
+}
+
 /// One protocol's row.
 struct Summary {
     tasks: usize,
     ok: usize,
     answered: usize,
+    words: usize,
     completed: usize,
     compacted: usize,
     calls: usize,
@@ -576,6 +612,7 @@ fn summary(outcomes: &[Outcome]) -> Summary {
         tasks: outcomes.len(),
         ok: outcomes.iter().filter(|o| o.ok).count(),
         answered: outcomes.iter().filter(|o| o.answered).count(),
+        words: outcomes.iter().filter(|o| o.words).count(),
         completed: outcomes.iter().filter(|o| o.completed).count(),
         compacted: outcomes.iter().filter(|o| o.compacted).count(),
         calls: outcomes.iter().map(|o| o.calls).sum(),
@@ -641,13 +678,14 @@ fn render(
             format!(", tasks {}", opts.only.join(","))
         }
     );
-    s.push_str("| protocol | task success | answered with a status | ended `completed` | compacted | valid tool calls | mean rounds | tokens in / out | median time |\n");
-    s.push_str("|---|---|---|---|---|---|---|---|---|\n");
+    s.push_str("| protocol | task success | answered with a status | ended in words | ended `completed` | compacted | valid tool calls | mean rounds | tokens in / out | median time |\n");
+    s.push_str("|---|---|---|---|---|---|---|---|---|---|\n");
     for (protocol, t) in tables {
         s.push_str(&format!(
-            "| {protocol} | {} | {} | {} | {} | {} | {:.1} | {} / {} | {:.1} s |\n",
+            "| {protocol} | {} | {} | {} | {} | {} | {} | {:.1} | {} / {} | {:.1} s |\n",
             percent(t.ok, t.tasks),
             percent(t.answered, t.tasks),
+            percent(t.words, t.tasks),
             percent(t.completed, t.tasks),
             percent(t.compacted, t.tasks),
             percent(t.valid, t.calls),
@@ -717,6 +755,33 @@ mod tests {
         assert!(!check(&task, &wrong_order, 1.0).ok);
         let empty = serde_json::json!({"status": "doom-loop", "text": "", "history": []});
         let o = check(&task, &empty, 1.0);
-        assert!(!o.ok && !o.answered);
+        assert!(!o.ok && !o.answered && !o.words);
+    }
+
+    #[test]
+    fn an_answer_that_is_protocol_text_is_not_words_and_fails() {
+        let task: Task =
+            toml::from_str("id = \"t\"\nkind = \"k\"\nprompt = \"p\"\nanswer = [\"14\"]\n")
+                .unwrap();
+        for text in [
+            "{\"name\": \"calculate\", \"arguments\": {\"expression\": \"14\"}}",
+            "<tool_call>{\"name\": \"calculate\"}</tool_call> 14",
+            "<tool_result name=\"calculate\" id=\"c1\">14</tool_result>",
+            "[System-generated log of the conversation] 14",
+        ] {
+            let run = serde_json::json!({"status": "completed", "text": text, "history": []});
+            let o = check(&task, &run, 1.0);
+            assert!(!o.ok && !o.words, "{text}: {:?}", o.why);
+            assert!(o.answered, "{text}: still an answer, just not words");
+        }
+        // The host's note is words, though not the model's answer.
+        let host = serde_json::json!({
+            "status": "doom-loop", "answer_source": "host",
+            "text": "The model gave no answer: it repeated a call instead.", "history": []
+        });
+        let o = check(&task, &host, 1.0);
+        assert!(o.words && !o.answered, "{:?}", o.why);
+        let words = serde_json::json!({"status": "completed", "text": "It is 14.", "history": []});
+        assert!(check(&task, &words, 1.0).words);
     }
 }
