@@ -370,8 +370,11 @@ pub(crate) fn no_answer(
     };
     let mut text = format!("The model gave no answer{why}.");
     // Each failure once (a model that repeats a failing call fails alike).
+    // A call the host did not run (a repeat refused, the round's cap) is
+    // its note to the model, not a failure for a person to read.
     let mut failed: Vec<&ToolCallRecord> = Vec::new();
-    for r in history.iter().filter(|r| r.is_error) {
+    let not_run = |r: &ToolCallRecord| r.error_kind == Some(crate::ErrorKind::NotRun);
+    for r in history.iter().filter(|r| r.is_error && !not_run(r)) {
         if !failed
             .iter()
             .any(|f| f.tool == r.tool && f.arguments == r.arguments && f.output == r.output)
@@ -675,10 +678,22 @@ mod tests {
     fn no_answer_says_why_and_names_each_failed_call_once() {
         use crate::status::Status;
         let missing = "`read_file` failed: 'flower.txt' does not exist";
+        // The host's refusal of the third repeat is its note to the model,
+        // not a failure a person needs to read (the eval's words check
+        // found it in the answer).
+        let mut refused = record(
+            "read_file",
+            json!({"path": "flower.txt"}),
+            "not run: `read_file` was called 3 times in a row with the same arguments; \
+             its result is already above: do not call it again, answer with what you have",
+            true,
+        );
+        refused.error_kind = Some(crate::ErrorKind::NotRun);
         let history = vec![
             record("read_file", json!({"path": "flower.txt"}), missing, true),
             record("read_file", json!({"path": "flower.txt"}), missing, true),
             record("list_dir", json!({"path": "."}), "a.txt", false),
+            refused,
         ];
         assert_eq!(
             no_answer(Status::DoomLoop, false, &history),
