@@ -264,3 +264,29 @@ impl SetAside {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reply_set_aside_is_written_as_the_docs_name_it() {
+        // docs/guide/sessions.md names the event and its reasons.
+        let event = AgentEvent::ReplySetAside {
+            round: 2,
+            reason: SetAside::NamedToolNotCalled,
+        };
+        assert_eq!(
+            serde_json::to_value(&event).unwrap(),
+            serde_json::json!({"type": "reply_set_aside", "round": 2, "reason": "named_tool_not_called"})
+        );
+        for (reason, name) in [
+            (SetAside::Empty, "empty"),
+            (SetAside::CallAsText, "call_as_text"),
+            (SetAside::HostText, "host_text"),
+            (SetAside::QuestionRepeated, "question_repeated"),
+        ] {
+            assert_eq!(serde_json::to_value(reason).unwrap(), name);
+        }
+    }
+}
