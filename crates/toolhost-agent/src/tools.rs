@@ -103,6 +103,35 @@ pub trait ToolExecutor: Send + Sync {
         self.tools()
     }
 
+    /// The names of the tools [`tools_for`](Self::tools_for) withholds
+    /// from this agent and session (denied outright by a permission layer,
+    /// switched off by the session). A user who asks for one by name is
+    /// told it is not allowed here, rather than the model calling another
+    /// tool in its place; no other tool is ever named. None by default (an
+    /// executor without a permission layer withholds nothing); the
+    /// runtime's is `Runtime::withheld_tools`. Asked once at the start of
+    /// every run.
+    ///
+    /// ```
+    /// # use toolhost_agent::{ToolCallInfo, ToolExecutor, ToolOutcome, ToolSpec, BoxFuture};
+    /// struct NoNetwork(Vec<ToolSpec>);
+    /// impl ToolExecutor for NoNetwork {
+    ///     fn tools(&self) -> Vec<ToolSpec> { self.0.clone() }
+    ///     fn tools_for(&self, _: &ToolCallInfo) -> Vec<ToolSpec> {
+    ///         self.0.iter().filter(|t| t.name != "http_get").cloned().collect()
+    ///     }
+    ///     fn withheld_tools(&self, _: &ToolCallInfo) -> Vec<String> {
+    ///         vec!["http_get".into()]
+    ///     }
+    ///     fn call<'a>(&'a self, _: &'a str, _: serde_json::Value, _: ToolCallInfo)
+    ///         -> BoxFuture<'a, ToolOutcome> { unimplemented!() }
+    /// }
+    /// ```
+    fn withheld_tools(&self, info: &ToolCallInfo) -> Vec<String> {
+        let _ = info;
+        Vec::new()
+    }
+
     /// Whether the executor answers the built-in `read_var` itself, through
     /// its own permission layer (the runtime does when built with its
     /// `read_var` source: policy, session toggles, hooks and audit then see

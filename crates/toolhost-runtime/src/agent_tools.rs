@@ -49,6 +49,12 @@ impl ToolExecutor for Runtime {
             .collect()
     }
 
+    /// [`Runtime::withheld_tools`]: what the policy denies outright and the
+    /// session switched off.
+    fn withheld_tools(&self, info: &ToolCallInfo) -> Vec<String> {
+        Runtime::withheld_tools(self, info.agent.as_deref(), info.session_id.as_deref())
+    }
+
     /// Whether the built-in `read_var` source is loaded
     /// ([`read_var_source`](crate::read_var_source)): its calls then go
     /// through the runtime's steps like every other.

@@ -101,6 +101,26 @@ impl Gate {
         tools
     }
 
+    /// The names of `tools` that [`offered_tools`](Self::offered_tools)
+    /// leaves out for `agent` in `session`, in the order given.
+    pub(crate) fn withheld_tools(
+        &self,
+        tools: Vec<ToolInfo>,
+        agent: Option<&str>,
+        session: Option<&str>,
+    ) -> Vec<String> {
+        let policy = self.policy.load();
+        self.with_session(session, |toggles| {
+            tools
+                .into_iter()
+                .filter(|t| {
+                    !policy.visible_as(&t.name, &t.declared_name, Some(&t.plugin), agent, toggles)
+                })
+                .map(|t| t.name)
+                .collect()
+        })
+    }
+
     /// The names in `registry` that `agent` in `session` may see (as
     /// [`offered_tools`](Self::offered_tools) decides), sorted: what a
     /// not-found error may list, so that it never names a tool the caller's

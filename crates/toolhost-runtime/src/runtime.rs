@@ -142,6 +142,23 @@ impl Runtime {
         self.inner.gate.offered_tools(self.tools(), agent, session)
     }
 
+    /// The names of the tools [`offered_tools`](Self::offered_tools) leaves
+    /// out for `agent` in `session` (denied outright, or switched off by
+    /// the session): the agent loop tells a user who asks for one by name
+    /// that it is not allowed here.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// let runtime = toolhost_runtime::Runtime::builder().plugin_dir("target/plugins").build().await?;
+    /// for name in runtime.withheld_tools(None, Some("session-1")) {
+    ///     println!("not offered: {name}");
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn withheld_tools(&self, agent: Option<&str>, session: Option<&str>) -> Vec<String> {
+        self.inner.gate.withheld_tools(self.tools(), agent, session)
+    }
+
     /// Calls `tool` with arguments given as JSON text (as a model sends them).
     /// Text that is not valid JSON is an [`CallError::InvalidArguments`] naming
     /// the line and column.

@@ -415,13 +415,18 @@ fn arguments(args: &Value) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(in crate::agent) mod tests {
     use serde_json::json;
 
     use super::*;
     use crate::message::Usage;
 
-    fn record(tool: &str, args: Value, output: &str, is_error: bool) -> ToolCallRecord {
+    pub(in crate::agent) fn record(
+        tool: &str,
+        args: Value,
+        output: &str,
+        is_error: bool,
+    ) -> ToolCallRecord {
         ToolCallRecord {
             call_id: "c".into(),
             tool: tool.into(),

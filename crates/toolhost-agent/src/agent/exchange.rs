@@ -71,11 +71,10 @@ impl Ctx<'_> {
     /// State `Request`: ask the model with tools.
     pub(super) async fn request(&self, run: &mut RunState, round: u32) -> State {
         let mut offer = self.current_tools(run);
-        // The user named tools the first reply did not call: this request
-        // must call one of them, each one that changes nothing
-        // (`named_tool.rs`).
+        // The user named tools the model has not called (after a first
+        // reply without calls, or a repeated call): this request must call
+        // one of them, each one that changes nothing (`named_tool.rs`).
         let required = !run.named_tools.is_empty()
-            && run.history.is_empty()
             && offer
                 .offered
                 .iter()
@@ -123,6 +122,7 @@ impl Ctx<'_> {
             }
             Err(stop) => return stop.into_state(),
         };
+        run.named_tools.clear();
         let Completion {
             mut message,
             finish_reason,
@@ -163,7 +163,7 @@ impl Ctx<'_> {
         // tool by name: asked once more, a call required (`named_tool.rs`).
         if message.tool_calls.is_empty()
             && run.history.is_empty()
-            && run.named_tools.is_empty()
+            && run.named_asks == 0
             && round < self.opts.max_rounds
             && let named = super::named_tool::named_tools(&question, tools)
             && !named.is_empty()
@@ -174,6 +174,7 @@ impl Ctx<'_> {
                 "the user named a tool the reply did not call; asking again with a call required"
             );
             run.named_tools = named.into_iter().map(str::to_owned).collect();
+            run.named_asks = run.named_asks.saturating_add(1);
             self.set_aside(round, crate::events::SetAside::NamedToolNotCalled);
             self.end_round(round, info, 0);
             return State::Request { round: round + 1 };

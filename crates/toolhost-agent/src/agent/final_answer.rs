@@ -170,7 +170,8 @@ impl Ctx<'_> {
                             round,
                             "no answer in words from the model; answering from the results"
                         );
-                        completion.message.content = text;
+                        completion.message.content =
+                            super::named_tool::and_withheld(text, &run.withheld);
                         run.answer_source = AnswerSource::Results;
                     }
                     None => {

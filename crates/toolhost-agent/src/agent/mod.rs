@@ -171,10 +171,46 @@ impl Agent {
 
     /// The system prompt a run starting now would send: the base prompt, the
     /// text of any `Role::System` messages among `messages`, the usage rules,
-    /// and today's date (never the time, so the prompt stays cacheable all day).
+    /// a note on tools the user's last message asks for by name that the
+    /// executor withholds ([`ToolExecutor::withheld_tools`]: its permission
+    /// layer or the session switched them off), and today's date (never the time,
+    /// so the prompt stays cacheable all day).
     /// [`AgentOptions::system_transform`] and request hooks apply to it
     /// before each request, not here.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use toolhost_agent::{Agent, AgentOptions, Message};
+    /// # fn demo(provider: Arc<dyn toolhost_agent::Provider>, tools: Arc<dyn toolhost_agent::ToolExecutor>) {
+    /// let agent = Agent::new(provider, tools).with_options(AgentOptions::new("model"));
+    /// let prompt = agent.system_prompt(&[Message::user("Fetch it with http_get.")]);
+    /// assert!(prompt.contains("Today's date"));
+    /// # }
+    /// ```
     pub fn system_prompt(&self, messages: &[Message]) -> String {
+        self.system_prompt_with(messages, &self.withheld_named(messages))
+    }
+
+    /// The tools the last user message among `messages` asks for by name
+    /// that are not offered (`named_tool::withheld_named`).
+    fn withheld_named(&self, messages: &[Message]) -> Vec<String> {
+        let question = answer::question(messages);
+        if question.trim().is_empty() {
+            return Vec::new();
+        }
+        let info = ToolCallInfo {
+            session_id: self.options.session_id.clone(),
+            agent: self.options.agent.clone(),
+            ..ToolCallInfo::default()
+        };
+        let withheld = self.tools.withheld_tools(&info);
+        if withheld.is_empty() {
+            return Vec::new();
+        }
+        named_tool::withheld_named(&question, &withheld)
+    }
+
+    fn system_prompt_with(&self, messages: &[Message], withheld: &[String]) -> String {
         let o = &self.options;
         let mut parts: Vec<String> = Vec::new();
         if !o.base_prompt.trim().is_empty() {
@@ -212,6 +248,9 @@ impl Agent {
         if !o.vars.is_empty() {
             parts.push(crate::var_ref::PROMPT.to_owned());
         }
+        if !withheld.is_empty() {
+            parts.push(named_tool::withheld_note(withheld));
+        }
         parts.push(format!("Today's date: {}.", o.clock.today()));
         parts.join("\n\n")
     }
@@ -240,8 +279,12 @@ impl Agent {
     /// and resumed by an agent with the same options, in another process.
     pub fn start(&self, messages: Vec<Message>) -> AgentState {
         info!(messages = messages.len(), "agent run starts");
+        let withheld = self.withheld_named(&messages);
+        if !withheld.is_empty() {
+            info!(tools = ?withheld, "the user asks for tools that are not offered");
+        }
         AgentState {
-            system: self.system_prompt(&messages),
+            system: self.system_prompt_with(&messages, &withheld),
             run: RunState {
                 messages,
                 text: String::new(),
@@ -258,6 +301,8 @@ impl Agent {
                 answer_source: result::AnswerSource::Model,
                 settled: false,
                 named_tools: Vec::new(),
+                named_asks: 0,
+                withheld,
                 compactions: 0,
             },
             state: State::Request { round: 1 },
@@ -324,16 +369,19 @@ impl Agent {
         if run.text.trim().is_empty()
             && (model_fault || !matches!(status, Status::Aborted | Status::Error))
         {
-            match answer::from_results(&run.history) {
+            let text = match answer::from_results(&run.history) {
                 Some(text) => {
-                    run.text = text;
                     run.answer_source = result::AnswerSource::Results;
+                    text
                 }
                 None => {
-                    run.text = answer::no_answer(status, model_fault, &run.history);
                     run.answer_source = result::AnswerSource::Host;
+                    answer::no_answer(status, model_fault, &run.history)
                 }
-            }
+            };
+            // The host's own answer says why a tool the user asked for
+            // was not used.
+            run.text = named_tool::and_withheld(text, &run.withheld);
         }
         let stats = Stats {
             rounds: run.rounds,

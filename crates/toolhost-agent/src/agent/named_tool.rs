@@ -46,28 +46,105 @@ const NEGATION_REACH: usize = 4;
 /// module's docs), in the order offered; every read-only tool when it asks
 /// for a tool without naming one ("Use a tool.", "with the tools").
 pub(crate) fn named_tools<'t>(question: &str, tools: &'t [ToolSpec]) -> Vec<&'t str> {
+    let text = scanned(question);
+    let named = by_name(&text, tools);
+    if named.is_empty() && ["tool", "tools"].into_iter().any(|w| mentioned(&text, w)) {
+        return read_only(tools).collect();
+    }
+    named
+}
+
+/// The offered read-only tools `question` asks for by name (never "a
+/// tool" without one) that no call in `history` has used: after the model
+/// repeated a call, the next request must call one of them (`plan.rs`).
+pub(crate) fn named_not_called(
+    question: &str,
+    tools: &[ToolSpec],
+    history: &[crate::ToolCallRecord],
+) -> Vec<String> {
+    by_name(&scanned(question), tools)
+        .into_iter()
+        .filter(|name| !history.iter().any(|r| r.tool == *name))
+        .map(str::to_owned)
+        .collect()
+}
+
+fn read_only(tools: &[ToolSpec]) -> impl Iterator<Item = &str> {
+    tools
+        .iter()
+        .filter(|t| t.read_only)
+        .map(|t| t.name.as_str())
+        .filter(|name| !name.is_empty())
+}
+
+/// The read-only `tools` that `text` (from [`scanned`]) names.
+fn by_name<'t>(text: &str, tools: &'t [ToolSpec]) -> Vec<&'t str> {
+    read_only(tools)
+        .filter(|name| mentioned(text, &name.to_ascii_lowercase()))
+        .collect()
+}
+
+/// The `withheld` tools (names the executor does not offer,
+/// [`ToolExecutor::withheld_tools`](crate::ToolExecutor::withheld_tools))
+/// that `question` asks for by name, each once, in the order given.
+pub(crate) fn withheld_named(question: &str, withheld: &[String]) -> Vec<String> {
+    let text = scanned(question);
+    let mut named: Vec<String> = Vec::new();
+    for name in withheld {
+        if !name.is_empty() && !named.contains(name) && mentioned(&text, &name.to_ascii_lowercase())
+        {
+            named.push(name.clone());
+        }
+    }
+    named
+}
+
+/// What the model is told when the user asks for tools it is not offered
+/// ([`withheld_named`]), as a part of the system prompt.
+pub(crate) fn withheld_note(names: &[String]) -> String {
+    let list = quoted(names);
+    format!(
+        "# Tools not allowed here\n\nThe user's message asks for {list}, which this host does \
+         not allow here: you cannot call it. Do not call another tool in its place; tell the \
+         user you cannot use {list} here."
+    )
+}
+
+/// `text`, an answer the host writes itself (from the results, or why
+/// there are none), with a line on the tools the user asked for that were
+/// withheld (`RunState::withheld`), if any.
+pub(crate) fn and_withheld(mut text: String, withheld: &[String]) -> String {
+    if !withheld.is_empty() {
+        text.push_str(&format!(
+            "\nThe request asks for {}, which this host does not allow here, so the model \
+             cannot use it.",
+            quoted(withheld)
+        ));
+    }
+    text
+}
+
+pub(crate) fn quoted(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The start of `question`, lower-cased, that mentions are looked for in.
+fn scanned(question: &str) -> String {
     let end = question
         .char_indices()
         .nth(SCAN_CHARS)
         .map_or(question.len(), |(i, _)| i);
-    let text = question[..end].to_ascii_lowercase();
-    let mentioned = |word: &str| {
-        text.match_indices(word)
-            .any(|(at, _)| asks_for(&text, at, word.len(), word))
-    };
-    let read_only = tools
-        .iter()
-        .filter(|t| t.read_only)
-        .map(|t| t.name.as_str())
-        .filter(|name| !name.is_empty());
-    let named: Vec<&str> = read_only
-        .clone()
-        .filter(|name| mentioned(&name.to_ascii_lowercase()))
-        .collect();
-    if named.is_empty() && ["tool", "tools"].into_iter().any(mentioned) {
-        return read_only.collect();
-    }
-    named
+    question[..end].to_ascii_lowercase()
+}
+
+/// Whether `text` (lower-cased) asks for `word` (lower-cased) anywhere.
+fn mentioned(text: &str, word: &str) -> bool {
+    text.match_indices(word)
+        .any(|(at, _)| asks_for(text, at, word.len(), word))
 }
 
 fn is_name_char(c: char) -> bool {
@@ -118,6 +195,8 @@ fn asks_for(text: &str, at: usize, len: usize, name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
+
+    use serde_json::json;
 
     use super::*;
 
@@ -211,6 +290,44 @@ mod tests {
         ] {
             assert!(named_tools(q, &tools).is_empty(), "{q}");
         }
+    }
+
+    #[test]
+    fn a_withheld_tool_counts_only_when_the_user_asks_for_it() {
+        let withheld = ["http_get".to_owned(), "search".to_owned()];
+        assert_eq!(
+            withheld_named("Fetch it with the http_get tool.", &withheld),
+            ["http_get"]
+        );
+        for q in [
+            "Fetch http://127.0.0.1:9/status.",
+            "Do not use http_get.",
+            "I will search for it myself.",
+        ] {
+            assert!(withheld_named(q, &withheld).is_empty(), "{q}");
+        }
+        assert_eq!(
+            and_withheld("calculate(1) returned 1.".into(), &["http_get".into()]),
+            "calculate(1) returned 1.\nThe request asks for `http_get`, which this host does \
+             not allow here, so the model cannot use it."
+        );
+        assert_eq!(and_withheld("x".into(), &[]), "x");
+    }
+
+    #[test]
+    fn a_named_tool_not_called_yet_is_one_no_call_has_used() {
+        let tools = specs(&["read_file", "regex_find", "calculate"]);
+        let q = "Read emails.txt, then use regex_find to find the e-mail addresses in it.";
+        let record = |tool| crate::agent::answer::tests::record(tool, json!({}), "1", false);
+        assert_eq!(named_not_called(q, &tools, &[]), ["regex_find"]);
+        assert_eq!(
+            named_not_called(q, &tools, &[record("read_file")]),
+            ["regex_find"]
+        );
+        let failed = crate::agent::answer::tests::record("regex_find", json!({}), "no", true);
+        assert!(named_not_called(q, &tools, &[record("read_file"), failed]).is_empty());
+        // "a tool" names none: there is nothing to require after a repeat.
+        assert!(named_not_called("Use a tool.", &tools, &[]).is_empty());
     }
 
     #[test]

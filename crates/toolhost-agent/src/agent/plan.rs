@@ -11,8 +11,9 @@ use serde_json::Value;
 use tracing::{debug, info, warn};
 
 use super::ctx::{Callable, Ctx};
+use super::named_tool::{named_not_called, quoted};
 use super::options::DoomLoop;
-use super::state::{Action, Planned, RECENT_CALLS, RunState, Stop};
+use super::state::{Action, MAX_NAMED_ASKS, Planned, RECENT_CALLS, RunState, Stop};
 use crate::events::AgentEvent;
 use crate::message::ToolCall;
 use crate::repair::{CallRejection, canonical_json, parse_arguments, resolve_tool_name};
@@ -123,7 +124,7 @@ impl Ctx<'_> {
                 }
             } else {
                 match self.check_doom_loop(run, round, &tool, &args, &call).await {
-                    Ok(()) => repeated(run, &tool, action),
+                    Ok(()) => repeated(run, &tool, action, tools),
                     Err(s) => {
                         let reason = s.error.clone().unwrap_or_else(|| s.status.to_string());
                         stop = Some(s);
@@ -288,8 +289,11 @@ fn cycle_period(recent: &VecDeque<(String, String)>, threshold: u32) -> Option<u
 /// `action`, or [`Action::Repeat`] when it runs a read-only tool with the
 /// same arguments as the call just before it (`run.repeats` counts them),
 /// whose result was not an error: the model gets that result again with a
-/// note, and nothing runs twice.
-fn repeated(run: &RunState, tool: &str, action: Action) -> Action {
+/// note, and nothing runs twice. When the user named tools (`tools`, the
+/// callable ones) that no call has used, the note asks for them instead,
+/// and the next request requires one (`named_tool.rs`; a small model that
+/// repeats a step does not know the next one).
+fn repeated(run: &mut RunState, tool: &str, action: Action, tools: &[ToolSpec]) -> Action {
     let read_only = matches!(
         action,
         Action::Run {
@@ -298,16 +302,35 @@ fn repeated(run: &RunState, tool: &str, action: Action) -> Action {
         }
     );
     let last = run.history.last().filter(|r| r.tool == tool && !r.is_error);
-    match last {
-        Some(last) if read_only && run.repeats >= 2 => Action::Repeat {
-            output: format!(
-                "{}{} `{tool}` call just before; it was not run again. Use it to answer the user \
-                 now.]",
-                last.output,
-                super::answer::REPEAT_NOTE
-            ),
-        },
-        _ => action,
+    let Some(output) = last
+        .filter(|_| read_only && run.repeats >= 2)
+        .map(|r| r.output.clone())
+    else {
+        return action;
+    };
+    let next = if run.named_asks < MAX_NAMED_ASKS && run.named_tools.is_empty() {
+        let question = super::answer::question(&run.messages);
+        named_not_called(&question, tools, &run.history)
+    } else {
+        Vec::new()
+    };
+    let then = if next.is_empty() {
+        "Use it to answer the user now.".to_owned()
+    } else {
+        info!(%tool, next = ?next, "a repeated call; requiring a tool the user named next");
+        let then = format!(
+            "The user asked for {}: call it next, with this result.",
+            quoted(&next)
+        );
+        run.named_tools = next;
+        run.named_asks = run.named_asks.saturating_add(1);
+        then
+    };
+    Action::Repeat {
+        output: format!(
+            "{output}{} `{tool}` call just before; it was not run again. {then}]",
+            super::answer::REPEAT_NOTE
+        ),
     }
 }
 

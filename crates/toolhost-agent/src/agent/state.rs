@@ -156,12 +156,25 @@ pub(crate) struct RunState {
     /// (`answer::echoes_a_result`): the run ends with that result.
     #[serde(default)]
     pub(crate) settled: bool,
-    /// The read-only tools the user asked for by name, when the first reply
-    /// called none (`named_tool.rs`): the round was asked again with
-    /// `tool_choice: required`, offering only these (once per run).
+    /// The read-only tools the user asked for by name that the next request
+    /// must call one of (`named_tool.rs`): it is sent with `tool_choice:
+    /// required`, offering only these, and then this is emptied.
     #[serde(default)]
     pub(crate) named_tools: Vec<String>,
+    /// How many requests required a tool the user named: at most one after
+    /// a first reply without calls and one after a repeated call
+    /// ([`MAX_NAMED_ASKS`]).
+    #[serde(default)]
+    pub(crate) named_asks: u32,
+    /// The tools the user asked for by name that are not offered (switched
+    /// off by the permission layer or the session), as the system prompt
+    /// names them; the host's own answer names them too.
+    #[serde(default)]
+    pub(crate) withheld: Vec<String>,
 }
+
+/// Most requests in a run that require a tool the user named.
+pub(crate) const MAX_NAMED_ASKS: u32 = 2;
 
 /// One tool call after repair and parsing.
 #[derive(Debug, Clone, Serialize, Deserialize)]

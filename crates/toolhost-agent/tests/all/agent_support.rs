@@ -180,6 +180,9 @@ pub struct FakeTools {
     handler: Handler,
     pub tools_calls: AtomicUsize,
     pub calls: Mutex<Vec<(String, Value)>>,
+    /// Names listed by `tools()` but withheld from the model, as a
+    /// permission layer does.
+    pub withheld: Mutex<Vec<String>>,
 }
 
 impl FakeTools {
@@ -201,6 +204,7 @@ impl FakeTools {
             handler: Arc::new(handler),
             tools_calls: AtomicUsize::new(0),
             calls: Mutex::new(Vec::new()),
+            withheld: Mutex::new(Vec::new()),
         })
     }
 
@@ -231,6 +235,17 @@ impl ToolExecutor for FakeTools {
     fn tools(&self) -> Vec<ToolSpec> {
         let n = self.tools_calls.fetch_add(1, Ordering::SeqCst);
         (self.tools)(n)
+    }
+
+    fn tools_for(&self, _info: &ToolCallInfo) -> Vec<ToolSpec> {
+        let withheld = self.withheld.lock().unwrap().clone();
+        let mut tools = self.tools();
+        tools.retain(|t| !withheld.contains(&t.name));
+        tools
+    }
+
+    fn withheld_tools(&self, _info: &ToolCallInfo) -> Vec<String> {
+        self.withheld.lock().unwrap().clone()
     }
 
     fn call<'a>(

@@ -53,6 +53,17 @@ async fn run_asking(
     tools: Vec<ToolSpec>,
 ) -> WireRun {
     let tools = FakeTools::new(tools, |_, _| Box::pin(async { ok(FOURTEEN) }));
+    run_through(provider, server, options, question, tools).await
+}
+
+/// [`run_asking`] with `tools` as they are.
+async fn run_through(
+    provider: Arc<dyn Provider>,
+    server: &Server,
+    options: AgentOptions,
+    question: &str,
+    tools: Arc<FakeTools>,
+) -> WireRun {
     let events = Arc::new(Mutex::new(Vec::new()));
     let sink = events.clone();
     let options = options
@@ -912,6 +923,184 @@ async fn a_tool_asked_for_without_a_name_is_required_among_the_read_only_ones() 
         let q = "What is 2*(3+4)? Use a tool.";
         a_named_tool_not_called(wire, q, &["calculate", "word_count"]).await;
     }
+}
+
+/// The system prompt of `body`, in either format.
+fn system_text(body: &Value) -> String {
+    match body.get("system") {
+        Some(system) => text_of(&json!({ "content": system })),
+        None => body["messages"]
+            .as_array()
+            .and_then(|m| m.first())
+            .filter(|m| m["role"] == "system")
+            .map(text_of)
+            .unwrap_or_default(),
+    }
+}
+
+/// The eval's `denied-tool` question: it names `http_get`, which the
+/// permission layer withholds.
+const NAMES_A_WITHHELD_TOOL: &str =
+    "Fetch http://127.0.0.1:9/status with the http_get tool and tell me the HTTP status code.";
+
+/// `calculate` and `word_count` offered, `http_get` withheld.
+fn with_http_get_withheld() -> Arc<FakeTools> {
+    let mut tools = calculate_and_a_writer();
+    tools.push(spec("http_get", true));
+    let tools = FakeTools::new(tools, |_, _| Box::pin(async { ok(FOURTEEN) }));
+    *tools.withheld.lock().unwrap() = vec!["http_get".to_owned()];
+    tools
+}
+
+async fn run_on(wire: Wire, server: &Server, tools: Arc<FakeTools>, question: &str) -> WireRun {
+    let provider = wire.provider(server, fast_policy(1));
+    run_through(provider, server, options(), question, tools).await
+}
+
+/// The user asks for a tool the permission layer withholds. The model is
+/// told it is not allowed here (and nothing else about the tools it does
+/// not see); when the model calls another tool in its place and never
+/// answers (Qwen2.5-Coder-0.5B called `calculate` with the URL), the
+/// host's own answer says so.
+#[tokio::test]
+async fn a_tool_the_user_asks_for_that_is_withheld_is_named_as_not_allowed_here() {
+    for wire in [Wire::OpenAi, Wire::Anthropic] {
+        let url = r#"{"expression":"127.0.0.1:9/status"}"#;
+        let server = Server::replies(vec![
+            wire.response(&[], &[("call_1", "calculate", url)]),
+            wire.response(&[], &[("call_2", "calculate", url)]),
+            wire.response(&[], &[("call_3", "calculate", url)]),
+            wire.response(&[""], &[]),
+            wire.response(&[""], &[]),
+        ])
+        .await;
+        let run = run_on(
+            wire,
+            &server,
+            with_http_get_withheld(),
+            NAMES_A_WITHHELD_TOOL,
+        )
+        .await;
+        let b = &run.bodies;
+        assert!(!tool_names(wire, &b[0]).contains(&"http_get"), "{}", b[0]);
+        let system = system_text(&b[0]);
+        assert!(
+            system.contains("asks for `http_get`, which this host does not allow here"),
+            "{system}"
+        );
+        assert!(
+            !system.contains("calculate"),
+            "only the tool asked for: {system}"
+        );
+        let text = run.result.final_text();
+        assert_ne!(run.result.answer_source, AnswerSource::Model, "{text}");
+        assert!(
+            text.ends_with(
+                "The request asks for `http_get`, which this host does not allow here, so the \
+                 model cannot use it."
+            ),
+            "{text}"
+        );
+
+        // Asked for without its name, or not asked for: no note.
+        for question in ["What is 2*(3+4)?", "Fetch http://127.0.0.1:9/status."] {
+            let server = Server::replies(vec![wire.response(&["14"], &[])]).await;
+            let run = run_on(wire, &server, with_http_get_withheld(), question).await;
+            assert!(
+                !system_text(&run.bodies[0]).contains("http_get"),
+                "{question}"
+            );
+            assert_eq!(run.result.final_text(), "14");
+        }
+    }
+}
+
+/// The model reads the file, then reads it again instead of calling the
+/// tool the user named (Qwen2.5-Coder-0.5B in the eval's `read-then-regex`):
+/// the repeat is answered with its result and a request for the named
+/// tool, and the next request requires it.
+async fn a_repeat_before_the_named_tool(wire: Wire) {
+    let read = r#"{"path":"emails.txt"}"#;
+    let server = Server::replies(vec![
+        wire.response(&[], &[("call_1", "read_file", read)]),
+        wire.response(&[], &[("call_2", "read_file", read)]),
+        wire.response(&[], &[("call_3", "regex_find", r#"{"pattern":"@"}"#)]),
+        wire.response(&["There are 3."], &[]),
+    ])
+    .await;
+    let tools = vec![
+        spec("read_file", true),
+        spec("regex_find", true),
+        spec("calculate", true),
+    ];
+    let tools = FakeTools::new(tools, |_, _| Box::pin(async { ok(FOURTEEN) }));
+    let question = "Read emails.txt, then use regex_find to find the e-mail addresses in it.";
+    let run = run_on(wire, &server, tools, question).await;
+
+    assert_outcome(&run, Status::Completed, "There are 3.");
+    assert_eq!(run.ran, 2, "the repeat did not run; regex_find did");
+    let b = &run.bodies;
+    assert_eq!(b.len(), 4, "{b:#?}");
+    assert_eq!(
+        tool_choice(wire, &b[1]),
+        tool_choice(wire, &b[0]),
+        "{}",
+        b[1]
+    );
+    assert_eq!(tool_choice(wire, &b[2]), Some(required(wire)), "{}", b[2]);
+    assert_eq!(tool_names(wire, &b[2]), ["regex_find"], "{}", b[2]);
+    assert_ne!(tool_choice(wire, &b[3]), Some(required(wire)), "{}", b[3]);
+    let repeat = &run.result.history[1];
+    assert!(
+        repeat.output.ends_with(
+            "it was not run again. The user asked for `regex_find`: call it next, with this \
+             result.]"
+        ),
+        "{}",
+        repeat.output
+    );
+}
+
+#[tokio::test]
+async fn a_repeated_call_before_the_tool_the_user_named_is_answered_by_requiring_that_tool_openai()
+{
+    a_repeat_before_the_named_tool(Wire::OpenAi).await;
+}
+
+#[tokio::test]
+async fn a_repeated_call_before_the_tool_the_user_named_is_answered_by_requiring_that_tool_anthropic()
+ {
+    a_repeat_before_the_named_tool(Wire::Anthropic).await;
+}
+
+/// A repeat after every named tool was called is answered as before: use
+/// the result.
+#[tokio::test]
+async fn a_repeated_call_after_the_named_tools_ran_is_answered_with_its_result() {
+    let wire = Wire::OpenAi;
+    let read = r#"{"path":"emails.txt"}"#;
+    let server = Server::replies(vec![
+        wire.response(&[], &[("call_1", "read_file", read)]),
+        wire.response(&[], &[("call_2", "read_file", read)]),
+        wire.response(&["It says 14."], &[]),
+    ])
+    .await;
+    let tools = FakeTools::new(
+        vec![spec("read_file", true), spec("calculate", true)],
+        |_, _| Box::pin(async { ok(FOURTEEN) }),
+    );
+    let run = run_on(wire, &server, tools, "Read emails.txt with read_file.").await;
+    assert_outcome(&run, Status::Completed, "It says 14.");
+    assert!(
+        run.bodies
+            .iter()
+            .all(|b| tool_choice(wire, b) != Some(required(wire)))
+    );
+    assert!(
+        run.result.history[1]
+            .output
+            .ends_with("Use it to answer the user now.]")
+    );
 }
 
 async fn asked_once(wire: Wire, question: &str, replies: &[&str]) -> WireRun {

@@ -106,6 +106,8 @@ async fn a_denied_tool_is_refused_with_the_rule_reason_and_hidden_from_the_model
         .collect();
     assert!(!visible.contains(&"http_get".to_owned()), "{visible:?}");
     assert!(visible.contains(&"calculate".to_owned()));
+    // What the agent loop tells a user who asks for it by name.
+    assert_eq!(rt.withheld_tools(None, None), ["http_get"]);
     assert_eq!(calc(&rt, "1+1").await.unwrap(), "2");
 }
 
@@ -474,6 +476,8 @@ async fn a_tool_switched_off_for_a_session_is_hidden_and_denied_there_only() {
             .iter()
             .any(|t| t.name == "calculate")
     );
+    assert_eq!(rt.withheld_tools(None, Some("s1")), ["calculate"]);
+    assert!(rt.withheld_tools(None, Some("s2")).is_empty());
     let in_s2 = CallContext::new().session_id("s2");
     assert!(
         rt.call("calculate", json!({"expression": "1"}), in_s2)
