@@ -44,7 +44,9 @@ const HOST_MARKERS: &[&str] = &[
     "returned an error: not run:",
     "[This is the result of the identical",
     "The tool-call limit for this request has been reached",
-    "its result is already above: do not call it again",
+    // The doom-loop note, also as a model retells it ("… and its result is
+    // already above. Therefore, I cannot call it again.": the 1.5B).
+    "its result is already above",
 ];
 
 /// Tags chat templates wrap a tool's result in: a model that writes one
@@ -493,6 +495,9 @@ pub(in crate::agent) mod tests {
             "Tool error (calculate, call_2): unknown name 'a'",
             "<tool_response>\n14\n</tool_response>",
             "[TOOL_RESULTS] {\"content\": \"14\"}",
+            // The doom-loop note retold (Qwen2.5-Coder-1.5B, native).
+            "The `case_convert` tool was called 3 times in a row with the same arguments, and \
+             its result is already above. Therefore, I cannot call it again.",
         ] {
             assert_eq!(
                 not_words(text, SYSTEM, ""),

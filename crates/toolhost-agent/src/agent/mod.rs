@@ -366,7 +366,18 @@ impl Agent {
         // its empty text and says why in `error`. Output the server could
         // not parse is the model's fault, not the host's: it gets words.
         let model_fault = status == Status::Error && run.unparsable;
-        if run.text.trim().is_empty()
+        // A reply the time or round limit cut while the model was still
+        // writing a call as text is no answer either (every reply that
+        // ended by itself was checked in `exchange.rs`).
+        let cut_short = run.answer_source == result::AnswerSource::Model
+            && matches!(status, Status::Timeout | Status::MaxRounds)
+            && !run.text.trim().is_empty()
+            && answer::not_words(&run.text, &state.system, &answer::question(&run.messages))
+                .is_some();
+        if cut_short {
+            info!(%status, "the reply was cut short while not words; answering for the model");
+        }
+        if (run.text.trim().is_empty() || cut_short)
             && (model_fault || !matches!(status, Status::Aborted | Status::Error))
         {
             let text = match answer::from_results(&run.history) {

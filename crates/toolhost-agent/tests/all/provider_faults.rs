@@ -733,6 +733,50 @@ async fn an_endless_stream_ends_at_the_run_timeout_anthropic() {
     endless_stream_until_the_run_timeout(Wire::Anthropic).await;
 }
 
+/// Round 2 writes a call as text and is still writing it when the run's
+/// time limit passes (Qwen2.5-Coder-1.5B in the eval's `large-file`): the
+/// answer is the run's results, never the half-written call.
+async fn a_call_written_as_text_cut_by_the_time_limit(wire: Wire) {
+    let server = Server::start(move |n| match n {
+        0 => Reply::Stream {
+            frames: wire.tool_call(),
+            gap: Duration::ZERO,
+            end: End::Close,
+        },
+        1 => Reply::Endless {
+            first: [
+                wire.text_start(),
+                vec![wire.text_delta("```json\n{\"name\": \"echo\", \"arguments\": {\"x")],
+            ]
+            .concat(),
+            frame: wire.text_delta("1"),
+            gap: Duration::from_millis(10),
+        },
+        _ => status(500, vec![], "unexpected request"),
+    })
+    .await;
+    let provider = wire.provider(&server, fast_policy(4));
+    let options = options().timeout(Duration::from_millis(500));
+    let (result, _) = run(&agent(provider, options)).await;
+
+    assert_eq!(result.status, Status::Timeout, "{:?}", result.error);
+    assert_round_one_kept(&result);
+    assert_eq!(
+        result.answer_source,
+        AnswerSource::Results,
+        "{}",
+        result.text
+    );
+    assert_eq!(result.text, r#"echo(1) returned echo: {"x":1}."#);
+}
+
+#[tokio::test]
+async fn a_call_written_as_text_and_cut_by_the_time_limit_is_not_the_answer() {
+    for wire in [Wire::OpenAi, Wire::Anthropic] {
+        a_call_written_as_text_cut_by_the_time_limit(wire).await;
+    }
+}
+
 #[tokio::test]
 async fn an_endless_stream_ends_when_the_abort_token_fires() {
     let server = endless_server(Wire::OpenAi).await;
