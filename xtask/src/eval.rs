@@ -577,6 +577,9 @@ const PROTOCOL_MARKERS: &[&str] = &[
     "[System-generated log",
     "called the tool `",
     "its result is already above",
+    // The log's result lines ("The tool `x` returned: …").
+    "` returned: ",
+    "` returned an error: ",
 ];
 
 /// The first protocol marker in `answer`, if any.
@@ -768,6 +771,7 @@ mod tests {
             "<tool_call>{\"name\": \"calculate\"}</tool_call> 14",
             "<tool_result name=\"calculate\" id=\"c1\">14</tool_result>",
             "[System-generated log of the conversation] 14",
+            "The tool `calculate` returned an error: `calculate` failed: 14",
         ] {
             let run = serde_json::json!({"status": "completed", "text": text, "history": []});
             let o = check(&task, &run, 1.0);

@@ -88,17 +88,11 @@ impl Gate {
     /// request to a model, whatever the entry point.
     pub(crate) fn offered_tools(
         &self,
-        mut tools: Vec<ToolInfo>,
+        tools: Vec<ToolInfo>,
         agent: Option<&str>,
         session: Option<&str>,
     ) -> Vec<ToolInfo> {
-        let policy = self.policy.load();
-        self.with_session(session, |toggles| {
-            tools.retain(|t| {
-                policy.visible_as(&t.name, &t.declared_name, Some(&t.plugin), agent, toggles)
-            });
-        });
-        tools
+        self.partition(tools, agent, session).0
     }
 
     /// The names of `tools` that [`offered_tools`](Self::offered_tools)
@@ -109,15 +103,23 @@ impl Gate {
         agent: Option<&str>,
         session: Option<&str>,
     ) -> Vec<String> {
+        let (_, withheld) = self.partition(tools, agent, session);
+        withheld.into_iter().map(|t| t.name).collect()
+    }
+
+    /// `tools` split into those offered to `agent` in `session` and those
+    /// withheld, each in the order given.
+    fn partition(
+        &self,
+        tools: Vec<ToolInfo>,
+        agent: Option<&str>,
+        session: Option<&str>,
+    ) -> (Vec<ToolInfo>, Vec<ToolInfo>) {
         let policy = self.policy.load();
         self.with_session(session, |toggles| {
-            tools
-                .into_iter()
-                .filter(|t| {
-                    !policy.visible_as(&t.name, &t.declared_name, Some(&t.plugin), agent, toggles)
-                })
-                .map(|t| t.name)
-                .collect()
+            tools.into_iter().partition(|t| {
+                policy.visible_as(&t.name, &t.declared_name, Some(&t.plugin), agent, toggles)
+            })
         })
     }
 

@@ -49,6 +49,34 @@ const HOST_MARKERS: &[&str] = &[
     "its result is already above",
 ];
 
+/// How a result line of the log begins (`final_answer.rs`): the tool's
+/// name follows, then [`LOG_RESULT`] or [`LOG_ERROR`], then the result.
+pub(crate) const LOG_RESULT_START: &str = "The tool `";
+/// After the tool's name in a result line of the log.
+pub(crate) const LOG_RESULT: &str = "` returned: ";
+/// After the tool's name in an error line of the log.
+pub(crate) const LOG_ERROR: &str = "` returned an error: ";
+
+/// Whether a line of `text` is a result line of the log, as the host
+/// writes it ("The tool `read_var` returned an error: `read_var` failed:
+/// …", which the 0.5B gave as its answer through the json protocol).
+/// Words about a result ("The tool `calculate` returned 14, so …") are
+/// not in that shape.
+fn copies_a_log_line(text: &str) -> bool {
+    text.lines().any(|line| {
+        line.trim_start()
+            .strip_prefix(LOG_RESULT_START)
+            .and_then(|rest| rest.split_once('`'))
+            .is_some_and(|(name, rest)| {
+                !name.is_empty()
+                    && !name.contains(char::is_whitespace)
+                    && [LOG_RESULT, LOG_ERROR]
+                        .iter()
+                        .any(|tail| rest.starts_with(&tail[1..]))
+            })
+    })
+}
+
 /// Tags chat templates wrap a tool's result in: a model that writes one
 /// is imitating a result, not answering.
 const RESULT_TAGS: &[&str] = &["<tool_response>", "</tool_response>", "[TOOL_RESULTS]"];
@@ -91,6 +119,7 @@ pub(crate) fn not_words(text: &str, system: &str, question: &str) -> Option<SetA
         return Some(SetAside::CallAsText);
     }
     if HOST_MARKERS.iter().any(|m| trimmed.contains(m))
+        || copies_a_log_line(trimmed)
         || writes_a_result(trimmed)
         || copies_the_system_prompt(trimmed, system)
     {
@@ -495,6 +524,11 @@ pub(in crate::agent) mod tests {
             "Tool error (calculate, call_2): unknown name 'a'",
             "<tool_response>\n14\n</tool_response>",
             "[TOOL_RESULTS] {\"content\": \"14\"}",
+            // The log's result lines given as the answer (the 0.5B, json).
+            "The tool `read_var` returned an error: `read_var` failed: no variable named \
+             `read_var`. Stored variables: result_1, result_2.\n\nThe tool `read_var` returned \
+             an error: `read_var` failed: no variable named `read_var`.",
+            "The answer:\nThe tool `calculate` returned: 14",
             // The doom-loop note retold (Qwen2.5-Coder-1.5B, native).
             "The `case_convert` tool was called 3 times in a row with the same arguments, and \
              its result is already above. Therefore, I cannot call it again.",
@@ -548,6 +582,8 @@ pub(in crate::agent) mod tests {
             "The file holds {\"a\": 1} and nothing else; its name is `data.json`.",
             "Use `calculate` next time: it returned 14.",
             "The tool `calculate` returned 14, so 2*(3+4) is 14.",
+            "The tool `calculate` returned an error, so I computed it myself: 14.",
+            "The tool returned: 14.",
             "Here is the config:\n```json\n{\"port\": 8080, \"host\": \"localhost\"}\n```",
             // JSON that starts with a name but is no call.
             "{\"name\": \"Ada\", \"born\": 1815}",

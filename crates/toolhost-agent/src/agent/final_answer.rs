@@ -76,9 +76,14 @@ fn history_as_text(messages: &[Message]) -> Vec<Message> {
                     ""
                 };
                 text.push_str(&format!(
-                    "\nThe tool `{}` returned{}: {cut}{more}\n",
+                    "\n{}{}{}{cut}{more}\n",
+                    super::answer::LOG_RESULT_START,
                     m.tool_name.as_deref().unwrap_or("?"),
-                    if m.is_error { " an error" } else { "" }
+                    if m.is_error {
+                        super::answer::LOG_ERROR
+                    } else {
+                        super::answer::LOG_RESULT
+                    }
                 ));
             }
         }
