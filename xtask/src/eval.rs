@@ -577,6 +577,7 @@ const PROTOCOL_MARKERS: &[&str] = &[
     "[System-generated log",
     "called the tool `",
     "its result is already above",
+    "it was not run again",
     // The log's result lines ("The tool `x` returned: …").
     "` returned: ",
     "` returned an error: ",

@@ -433,8 +433,12 @@ pub(crate) fn no_answer(
 }
 
 /// A call's arguments as a person reads them: one value bare, else JSON.
+/// A call's arguments as an answer from results quotes them: a lone
+/// argument as its value, else the JSON; only the first line, and at most
+/// [`QUOTED_ARGUMENT_CHARS`] (a small model copied the host's note on a
+/// repeat into its next call's text, and the answer then quoted the note).
 fn arguments(args: &Value) -> String {
-    match args.as_object() {
+    let whole = match args.as_object() {
         Some(obj) if obj.len() == 1 => match obj.values().next() {
             Some(Value::String(s)) => s.clone(),
             Some(v) => v.to_string(),
@@ -442,8 +446,18 @@ fn arguments(args: &Value) -> String {
         },
         Some(obj) if obj.is_empty() => String::new(),
         _ => args.to_string(),
+    };
+    let first = whole.lines().next().unwrap_or_default();
+    let cut: String = first.chars().take(QUOTED_ARGUMENT_CHARS).collect();
+    if cut.len() < whole.trim_end().len() {
+        format!("{} …", cut.trim_end())
+    } else {
+        cut
     }
 }
+
+/// Longest argument text an answer from results quotes.
+const QUOTED_ARGUMENT_CHARS: usize = 120;
 
 #[cfg(test)]
 pub(in crate::agent) mod tests {
@@ -696,6 +710,35 @@ pub(in crate::agent) mod tests {
         let long = vec![record("read", json!({"p": "f"}), &"x".repeat(5000), false)];
         let text = from_results(&long).unwrap();
         assert!(text.len() < 1100 && text.ends_with(" …"), "{}", text.len());
+    }
+
+    #[test]
+    fn an_answer_from_results_quotes_the_first_line_of_an_argument_only() {
+        // The 0.5B (xml) copied the repeat note into its next call's text.
+        let text = "poem.txt\nThis is the result of the identical `word_count` call just before; \
+                    it was not run again. Use it to answer the user now.";
+        let history = vec![record(
+            "word_count",
+            json!({ "text": text }),
+            "2 words",
+            false,
+        )];
+        assert_eq!(
+            from_results(&history).as_deref(),
+            Some("word_count(poem.txt …) returned 2 words.")
+        );
+        let long = "x".repeat(500);
+        let history = vec![record(
+            "word_count",
+            json!({ "text": long }),
+            "1 word",
+            false,
+        )];
+        let answer = from_results(&history).unwrap();
+        assert!(
+            answer.starts_with(&format!("word_count({} …)", "x".repeat(120))),
+            "{answer}"
+        );
     }
 
     #[test]

@@ -110,6 +110,14 @@ pub(crate) fn withheld_note(names: &[String]) -> String {
     )
 }
 
+/// The result of a call of a withheld tool the user asked for: refused as
+/// not allowed (a permission denial), not as an unknown name.
+pub(crate) fn withheld_refusal(name: &str) -> String {
+    format!(
+        "`{name}` is not allowed here: this host withholds it. Tell the user you cannot use it."
+    )
+}
+
 /// `text`, an answer the host writes itself (from the results, or why
 /// there are none), with a line on the tools the user asked for that were
 /// withheld (`RunState::withheld`), if any.

@@ -14,6 +14,7 @@ use super::ctx::{Callable, Ctx};
 use super::named_tool::{named_not_called, quoted};
 use super::options::DoomLoop;
 use super::state::{Action, MAX_NAMED_ASKS, Planned, RECENT_CALLS, RunState, Stop};
+use crate::ErrorKind;
 use crate::events::AgentEvent;
 use crate::message::ToolCall;
 use crate::repair::{CallRejection, canonical_json, parse_arguments, resolve_tool_name};
@@ -47,6 +48,17 @@ impl Ctx<'_> {
             let within = index < cap;
             let resolved = resolve_tool_name(&call.name, tools.iter().map(|t| t.name.as_str()));
             let (tool, args, action) = match resolved {
+                // A tool the user asked for that is withheld: not
+                // "unknown" but not allowed, as the system prompt said
+                // (`named_tool.rs`).
+                Err(_) if run.withheld.contains(&call.name) => (
+                    call.name.clone(),
+                    Value::Null,
+                    Action::Reject {
+                        message: super::named_tool::withheld_refusal(&call.name),
+                        kind: ErrorKind::PermissionDenied,
+                    },
+                ),
                 Err(rejection) => (call.name.clone(), Value::Null, Action::rejected(rejection)),
                 Ok(tool) => match parse_arguments(&call.arguments).and_then(|args| {
                     crate::var_ref::substitute(args, &self.opts.vars).map_err(CallRejection::from)

@@ -1002,6 +1002,32 @@ async fn a_tool_the_user_asks_for_that_is_withheld_is_named_as_not_allowed_here(
             "{text}"
         );
 
+        // Called anyway (the 1.5B through xml): refused as not allowed, not
+        // as an unknown tool, and never run.
+        let server = Server::replies(vec![
+            wire.response(
+                &[],
+                &[("call_1", "http_get", r#"{"url":"http://127.0.0.1:9/"}"#)],
+            ),
+            wire.response(&["I cannot use http_get here."], &[]),
+        ])
+        .await;
+        let run = run_on(
+            wire,
+            &server,
+            with_http_get_withheld(),
+            NAMES_A_WITHHELD_TOOL,
+        )
+        .await;
+        assert_outcome(&run, Status::Completed, "I cannot use http_get here.");
+        assert_eq!(run.ran, 0);
+        let refused = &run.result.history[0];
+        assert_eq!(refused.error_kind, Some(ErrorKind::PermissionDenied));
+        assert_eq!(
+            refused.output,
+            "`http_get` is not allowed here: this host withholds it. Tell the user you cannot use it."
+        );
+
         // Asked for without its name, or not asked for: no note.
         for question in ["What is 2*(3+4)?", "Fetch http://127.0.0.1:9/status."] {
             let server = Server::replies(vec![wire.response(&["14"], &[])]).await;
