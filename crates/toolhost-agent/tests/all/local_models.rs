@@ -957,6 +957,17 @@ async fn run_on(wire: Wire, server: &Server, tools: Arc<FakeTools>, question: &s
     run_through(provider, server, options(), question, tools).await
 }
 
+/// The eval's `denied-tool` question, `http_get` withheld.
+async fn asking_for_http_get(wire: Wire, server: &Server) -> WireRun {
+    run_on(
+        wire,
+        server,
+        with_http_get_withheld(),
+        NAMES_A_WITHHELD_TOOL,
+    )
+    .await
+}
+
 /// The user asks for a tool the permission layer withholds. The model is
 /// told it is not allowed here (and nothing else about the tools it does
 /// not see); when the model calls another tool in its place and never
@@ -974,13 +985,7 @@ async fn a_tool_the_user_asks_for_that_is_withheld_is_named_as_not_allowed_here(
             wire.response(&[""], &[]),
         ])
         .await;
-        let run = run_on(
-            wire,
-            &server,
-            with_http_get_withheld(),
-            NAMES_A_WITHHELD_TOOL,
-        )
-        .await;
+        let run = asking_for_http_get(wire, &server).await;
         let b = &run.bodies;
         assert!(!tool_names(wire, &b[0]).contains(&"http_get"), "{}", b[0]);
         let system = system_text(&b[0]);
@@ -1012,13 +1017,7 @@ async fn a_tool_the_user_asks_for_that_is_withheld_is_named_as_not_allowed_here(
             wire.response(&["I cannot use http_get here."], &[]),
         ])
         .await;
-        let run = run_on(
-            wire,
-            &server,
-            with_http_get_withheld(),
-            NAMES_A_WITHHELD_TOOL,
-        )
-        .await;
+        let run = asking_for_http_get(wire, &server).await;
         assert_outcome(&run, Status::Completed, "I cannot use http_get here.");
         assert_eq!(run.ran, 0);
         let refused = &run.result.history[0];
