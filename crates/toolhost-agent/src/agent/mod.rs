@@ -194,20 +194,18 @@ impl Agent {
     /// The tools the last user message among `messages` asks for by name
     /// that are not offered (`named_tool::withheld_named`).
     fn withheld_named(&self, messages: &[Message]) -> Vec<String> {
-        let question = answer::question(messages);
-        if question.trim().is_empty() {
-            return Vec::new();
-        }
         let info = ToolCallInfo {
             session_id: self.options.session_id.clone(),
             agent: self.options.agent.clone(),
             ..ToolCallInfo::default()
         };
+        // Nothing withheld (every executor without a permission layer):
+        // the message is not even read.
         let withheld = self.tools.withheld_tools(&info);
         if withheld.is_empty() {
             return Vec::new();
         }
-        named_tool::withheld_named(&question, &withheld)
+        named_tool::withheld_named(&answer::question(messages), &withheld)
     }
 
     fn system_prompt_with(&self, messages: &[Message], withheld: &[String]) -> String {
@@ -392,7 +390,17 @@ impl Agent {
             };
             // The host's own answer says why a tool the user asked for
             // was not used.
-            run.text = named_tool::and_withheld(text, &run.withheld);
+            let cut =
+                std::mem::replace(&mut run.text, named_tool::and_withheld(text, &run.withheld));
+            // The conversation carries the answer the user read, not the
+            // half-written call (a saved session's next turn sends it).
+            if cut_short
+                && let Some(last) = run.messages.last_mut().filter(|m| {
+                    m.role == Role::Assistant && m.tool_calls.is_empty() && m.content == cut
+                })
+            {
+                last.content.clone_from(&run.text);
+            }
         }
         let stats = Stats {
             rounds: run.rounds,

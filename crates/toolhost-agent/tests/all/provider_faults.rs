@@ -768,6 +768,12 @@ async fn a_call_written_as_text_cut_by_the_time_limit(wire: Wire) {
         result.text
     );
     assert_eq!(result.text, r#"echo(1) returned echo: {"x":1}."#);
+    // The conversation holds that answer, not the half-written call.
+    let last = result.messages.last().unwrap();
+    assert_eq!(
+        (last.role, last.content.as_str()),
+        (Role::Assistant, result.text.as_str())
+    );
 }
 
 #[tokio::test]
