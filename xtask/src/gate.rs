@@ -11,8 +11,19 @@
 //!   median of each ratio in `benches/gate.toml`, and write the generated
 //!   figures table into the book's benchmarks page, `docs/benchmarks.md`
 //!   (between the `<!-- gate:begin -->` and `<!-- gate:end -->` lines).
+//! - `cargo xtask bench-gate --record --with-recorded`: the same, kept
+//!   with what the file holds (recorded on another machine, or in a fresh
+//!   clone): each ratio's value is the larger median of the two, its range
+//!   covers both, so the gate holds on either.
 //! - `cargo xtask bench-gate --table`: only write the table again from
 //!   `benches/gate.toml` (after a margin was changed there).
+//! - `cargo xtask bench-gate --slower FIGURE,…`: the gate with those
+//!   figures made 1.5× slower on purpose (a busy wait inside the
+//!   benchmark); it must fail every gated ratio they are the numerator of.
+//!
+//! A failed ratio is printed with both of its sides, measured and as
+//! recorded, so that a reader can tell a slower machine (both sides moved)
+//! from a regression (one side moved).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -62,11 +73,15 @@ struct Ratio {
     info: bool,
 }
 
-/// What one measurement printed: `FIGURE name µs` and `RATIO name value`.
+/// What one measurement printed: `FIGURE name µs` and `RATIO name value
+/// numerator denominator` (a denominator of several figures is their sum,
+/// `a+b`).
 #[derive(Debug, Default)]
 struct Measured {
     figures: BTreeMap<String, f64>,
     ratios: BTreeMap<String, f64>,
+    /// Each ratio's figures: the numerator, and those summed below it.
+    sides: BTreeMap<String, (String, Vec<String>)>,
 }
 
 impl Measured {
@@ -81,17 +96,31 @@ impl Measured {
                 continue;
             };
             match kind {
-                "FIGURE" => self.figures.insert(name.to_owned(), value),
-                "RATIO" => self.ratios.insert(name.to_owned(), value),
-                _ => None,
-            };
+                "FIGURE" => {
+                    self.figures.insert(name.to_owned(), value);
+                }
+                "RATIO" => {
+                    self.ratios.insert(name.to_owned(), value);
+                    if let (Some(above), Some(below)) = (words.next(), words.next()) {
+                        self.sides.insert(
+                            name.to_owned(),
+                            (
+                                above.to_owned(),
+                                below.split('+').map(str::to_owned).collect(),
+                            ),
+                        );
+                    }
+                }
+                _ => {}
+            }
         }
     }
 }
 
-/// Runs both gate benchmarks once. One cargo command for both packages, so
-/// that their dependencies are built once, with the same features.
-fn measure(root: &Path) -> anyhow::Result<Measured> {
+/// Runs both gate benchmarks once (with `slower` figures made 1.5× slower
+/// on purpose). One cargo command for both packages, so that their
+/// dependencies are built once, with the same features.
+fn measure(root: &Path, slower: &[String]) -> anyhow::Result<Measured> {
     let mut cmd = cargo();
     cmd.current_dir(root).args([
         "bench",
@@ -107,6 +136,9 @@ fn measure(root: &Path) -> anyhow::Result<Measured> {
         "--",
         "--gate",
     ]);
+    if !slower.is_empty() {
+        cmd.args(["--slower", &slower.join(",")]);
+    }
     eprintln!("xtask: running {cmd:?}");
     let out = cmd
         .output()
@@ -121,22 +153,32 @@ fn measure(root: &Path) -> anyhow::Result<Measured> {
     }
     let mut measured = Measured::default();
     measured.parse(&stdout);
+    if let Some(missing) = slower.iter().find(|s| !measured.figures.contains_key(*s)) {
+        bail!("--slower {missing}: no benchmark measures a figure of that name");
+    }
     Ok(measured)
 }
 
 pub(crate) fn bench_gate(root: &Path, extra: &[String]) -> anyhow::Result<()> {
     let record = extra.iter().any(|a| a == "--record");
+    let slower: Vec<String> = extra
+        .iter()
+        .position(|a| a == "--slower")
+        .and_then(|i| extra.get(i + 1))
+        .map(|v| v.split(',').map(str::to_owned).collect())
+        .unwrap_or_default();
     let path = root.join(GATE_FILE);
     let text = std::fs::read_to_string(&path).with_context(|| format!("reading {GATE_FILE}"))?;
     let mut gate: GateFile =
         toml::from_str(&text).with_context(|| format!("parsing {GATE_FILE}"))?;
     if record {
-        return record_runs(root, &mut gate);
+        let keep = extra.iter().any(|a| a == "--with-recorded");
+        return record_runs(root, &mut gate, keep);
     }
     if extra.iter().any(|a| a == "--table") {
         return write_tables(root, &gate);
     }
-    let first = measure(root)?;
+    let first = measure(root, &slower)?;
     let mut failed = check(&gate, &first);
     print_table(&gate, &first);
     if !failed.is_empty() {
@@ -144,10 +186,13 @@ pub(crate) fn bench_gate(root: &Path, extra: &[String]) -> anyhow::Result<()> {
             "xtask: bench-gate: {} over the limit; measuring once more",
             failed.join(", ")
         );
-        let second = measure(root)?;
+        let second = measure(root, &slower)?;
         print_table(&gate, &second);
         let again = check(&gate, &second);
         failed.retain(|name| again.contains(name));
+        if !failed.is_empty() {
+            eprintln!("{}", explain(&gate, &[&first, &second], &failed));
+        }
     }
     if !failed.is_empty() {
         bail!(
@@ -157,6 +202,56 @@ pub(crate) fn bench_gate(root: &Path, extra: &[String]) -> anyhow::Result<()> {
     }
     eprintln!("xtask: bench-gate: every ratio within its margin");
     Ok(())
+}
+
+/// Each failed ratio with both of its sides, as measured in each
+/// measurement and as recorded: a slower machine moves both sides, a
+/// regression one.
+fn explain(gate: &GateFile, measurements: &[&Measured], failed: &[String]) -> String {
+    let mut out = String::from("xtask: bench-gate: what failed, side by side (µs per call):\n");
+    for name in failed {
+        let Some(r) = gate.ratios.get(name) else {
+            continue;
+        };
+        let measured: Vec<String> = measurements
+            .iter()
+            .map(|m| {
+                m.ratios
+                    .get(name)
+                    .map_or_else(|| "not measured".to_owned(), |v| format!("{v:.3}"))
+            })
+            .collect();
+        out.push_str(&format!(
+            "  {name}: measured {}, recorded {:.3}, limit {:.3}\n",
+            measured.join(" and "),
+            r.value,
+            r.value * r.margin
+        ));
+        let Some((above, below)) = measurements.iter().find_map(|m| m.sides.get(name)) else {
+            continue;
+        };
+        for (role, figure) in
+            std::iter::once(("numerator", above)).chain(below.iter().map(|b| ("denominator", b)))
+        {
+            let now: Vec<String> = measurements
+                .iter()
+                .map(|m| {
+                    m.figures
+                        .get(figure)
+                        .map_or_else(|| "?".to_owned(), |v| format!("{v:.2}"))
+                })
+                .collect();
+            let then = gate.figures.get(figure).map_or_else(
+                || "not recorded".to_owned(),
+                |[m, lo, hi]| format!("{m:.2} ({lo:.2}–{hi:.2})"),
+            );
+            out.push_str(&format!(
+                "    {role} {figure}: measured {}, recorded {then}\n",
+                now.join(" and ")
+            ));
+        }
+    }
+    out
 }
 
 /// The names of the gated ratios over their limit (or missing).
@@ -192,13 +287,14 @@ fn print_table(gate: &GateFile, measured: &Measured) {
 }
 
 /// `--record`: five measurements; each ratio's median becomes its recorded
-/// value; the table goes into the benchmarks page.
-fn record_runs(root: &Path, gate: &mut GateFile) -> anyhow::Result<()> {
+/// value; the table goes into the benchmarks page. With `keep`, kept with
+/// what was recorded before (see the module's text).
+fn record_runs(root: &Path, gate: &mut GateFile, keep: bool) -> anyhow::Result<()> {
     let runs: usize = 5;
     let mut all: Vec<Measured> = Vec::new();
     for i in 0..runs {
         eprintln!("xtask: bench-gate --record: run {} of {runs}", i + 1);
-        let m = measure(root)?;
+        let m = measure(root, &[])?;
         print_table(gate, &m);
         all.push(m);
     }
@@ -219,10 +315,15 @@ fn record_runs(root: &Path, gate: &mut GateFile) -> anyhow::Result<()> {
         if !median.is_finite() {
             bail!("ratio {name} was not measured");
         }
-        r.value = round(median);
-        r.range = (round(lo), round(hi));
+        if keep && r.value.is_finite() && r.value > 0.0 {
+            r.value = round(median.max(r.value));
+            r.range = (round(lo.min(r.range.0)), round(hi.max(r.range.1)));
+        } else {
+            r.value = round(median);
+            r.range = (round(lo), round(hi));
+        }
     }
-    gate.figures.clear();
+    let before = std::mem::take(&mut gate.figures);
     let names: Vec<String> = all.iter().flat_map(|m| m.figures.keys().cloned()).collect();
     for name in names {
         let v = all
@@ -230,15 +331,23 @@ fn record_runs(root: &Path, gate: &mut GateFile) -> anyhow::Result<()> {
             .filter_map(|m| m.figures.get(&name).copied())
             .collect();
         let (median, lo, hi) = median_of(v);
-        gate.figures
-            .insert(name, [round(median), round(lo), round(hi)]);
+        let mut figure = [round(median), round(lo), round(hi)];
+        if keep && let Some([m, l, h]) = before.get(&name) {
+            figure = [round(median.max(*m)), round(lo.min(*l)), round(hi.max(*h))];
+        }
+        gate.figures.insert(name, figure);
     }
-    gate.recorded = format!(
+    let this = format!(
         "{} on commit {} ({}), {runs} runs",
         today(),
         commit(root),
         machine()
     );
+    gate.recorded = if keep {
+        format!("{this}; kept with {}", gate.recorded)
+    } else {
+        this
+    };
     let header = "# The performance gate's recorded ratios: written by\n\
                   # `cargo xtask bench-gate --record`, read by `cargo xtask bench-gate`\n\
                   # (run by `cargo xtask test`), which fails when a ratio is above\n\
@@ -365,6 +474,36 @@ mod tests {
         assert_eq!(
             check(&g, &measured("RATIO fresh 1.96\nRATIO machine 1")),
             ["fresh"]
+        );
+    }
+
+    #[test]
+    fn a_failed_ratio_is_explained_by_both_sides_measured_and_recorded() {
+        let mut g = gate();
+        g.figures.insert("a".into(), [10.0, 9.0, 11.0]);
+        g.figures.insert("b".into(), [5.0, 4.0, 6.0]);
+        let first = measured("FIGURE a 30\nFIGURE b 6\nFIGURE c 4\nRATIO fresh 3.0 a b+c");
+        let second = measured("FIGURE a 31\nFIGURE b 6.5\nRATIO fresh 3.1 a b+c");
+        assert_eq!(
+            first.sides["fresh"],
+            ("a".to_owned(), vec!["b".to_owned(), "c".to_owned()])
+        );
+        let text = explain(&g, &[&first, &second], &["fresh".to_owned()]);
+        assert!(
+            text.contains("fresh: measured 3.000 and 3.100, recorded 1.500, limit 1.950"),
+            "{text}"
+        );
+        assert!(
+            text.contains("numerator a: measured 30.00 and 31.00, recorded 10.00 (9.00–11.00)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("denominator b: measured 6.00 and 6.50, recorded 5.00 (4.00–6.00)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("denominator c: measured 4.00 and ?, recorded not recorded"),
+            "{text}"
         );
     }
 

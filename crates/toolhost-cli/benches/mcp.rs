@@ -63,7 +63,13 @@ fn main() {
         return;
     }
     if args.iter().any(|a| a == "--gate") {
-        return gate(flag("--rounds", 7));
+        let slower: Vec<String> = args
+            .iter()
+            .position(|a| a == "--slower")
+            .and_then(|i| args.get(i + 1))
+            .map(|v| v.split(',').map(str::to_owned).collect())
+            .unwrap_or_default();
+        return gate(flag("--rounds", 7), &slower);
     }
     let calls = flag("--calls", 2000);
     let runs = flag("--runs", 3);
@@ -359,8 +365,22 @@ fn distinct(params: &Value, i: u64) -> Value {
 /// bench-gate`), quick and interleaved: each round runs a batch of calls
 /// on every stdio session (kept open) and a second of HTTP load on each
 /// server; each ratio is the median over rounds of the ratio within a
-/// round. Prints `FIGURE` and `RATIO` lines.
-fn gate(rounds: usize) {
+/// round. Prints `FIGURE` and `RATIO` lines (`RATIO name value numerator
+/// denominator`).
+///
+/// `slower` names figures to make 1.5× slower on purpose (a busy wait of
+/// half of each call's time, or of the load's second), to check that the
+/// gate fails their ratios.
+fn gate(rounds: usize, slower: &[String]) {
+    // A name of the runtime's gate benchmark is slowed there.
+    let slowed = |name: &str| slower.iter().any(|s| s == name);
+    // Half as long again as `took`, spent busy.
+    let spend_half = |took: std::time::Duration| {
+        let until = Instant::now() + took / 2;
+        while Instant::now() < until {
+            std::hint::spin_loop();
+        }
+    };
     let me = std::env::current_exe().expect("this benchmark's path");
     let floor_flag = format!("floor={} --echo", me.display());
     let calc = json!({"name": "calculate", "arguments": {"expression": "2*(3+4)"}});
@@ -401,6 +421,9 @@ fn gate(rounds: usize) {
                 let params = distinct(params, id);
                 let started = Instant::now();
                 let r = s.ask(id, "tools/call", params);
+                if slowed(name) {
+                    spend_half(started.elapsed());
+                }
                 times.push(started.elapsed().as_secs_f64() * 1e6);
                 assert!(r.get("result").is_some(), "{r}");
             }
@@ -408,8 +431,18 @@ fn gate(rounds: usize) {
             p50.insert(*name, v);
             figures.entry(*name).or_default().push(v);
         }
-        let (echo_rate, _) = http_load(&echo.authority, 8, 1);
-        let (host_rate, _) = http_load(&served.authority, 8, 1);
+        let (mut echo_rate, _) = http_load(&echo.authority, 8, 1);
+        let (mut host_rate, _) = http_load(&served.authority, 8, 1);
+        // Slower on purpose: the same calls in half as long again.
+        for (name, rate) in [
+            ("http_echo_8_connections", &mut echo_rate),
+            ("http_host_8_connections", &mut host_rate),
+        ] {
+            if slowed(name) {
+                spend_half(Duration::from_secs(1));
+                *rate /= 1.5;
+            }
+        }
         figures
             .entry("http_echo_8_connections")
             .or_default()
@@ -434,8 +467,13 @@ fn gate(rounds: usize) {
     for (name, v) in figures {
         println!("FIGURE {name} {:.3}", median(v.into_iter()));
     }
+    let sides = |name: &str| match name {
+        "mcp_stdio_over_echo" => "mcp_stdio_host mcp_echo_floor",
+        "gateway_over_direct" => "mcp_gateway mcp_echo_floor",
+        _ => "http_host_8_connections http_echo_8_connections",
+    };
     for (name, v) in ratios {
-        println!("RATIO {name} {:.4}", median(v.into_iter()));
+        println!("RATIO {name} {:.4} {}", median(v.into_iter()), sides(name));
     }
 }
 

@@ -1,8 +1,8 @@
 //! Globs on names (tools, plugins) and on paths, compiled once.
 
-use std::borrow::Cow;
-
 use globset::{GlobBuilder, GlobMatcher};
+
+use crate::path::normalize_path;
 
 /// A glob that does not compile, with what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -191,48 +191,6 @@ impl PathGlob {
     }
 }
 
-/// Resolves `.`, `..`, repeated `/` and a trailing `/` without touching the file system.
-///
-/// `..` at the root of an absolute path stays at the root; leading `..` of a relative path
-/// are kept. Borrows when there is nothing to change.
-pub fn normalize_path(path: &str) -> Cow<'_, str> {
-    let absolute = path.starts_with('/');
-    let body = if absolute { &path[1..] } else { path };
-    let clean = !body.is_empty() && body.split('/').all(|s| !matches!(s, "" | "." | ".."))
-        || (body.is_empty() && absolute);
-    if clean {
-        return Cow::Borrowed(path);
-    }
-    let mut parts: Vec<&str> = Vec::new();
-    for seg in body.split('/') {
-        match seg {
-            "" | "." => {}
-            ".." => match parts.last() {
-                Some(&last) if last != ".." => {
-                    parts.pop();
-                }
-                _ if absolute => {}
-                _ => parts.push(".."),
-            },
-            s => parts.push(s),
-        }
-    }
-    let mut out = String::with_capacity(path.len());
-    if absolute {
-        out.push('/');
-    }
-    for (i, p) in parts.iter().enumerate() {
-        if i > 0 {
-            out.push('/');
-        }
-        out.push_str(p);
-    }
-    if out.is_empty() {
-        out.push('.');
-    }
-    Cow::Owned(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -273,26 +231,6 @@ mod tests {
             "{e}"
         );
         assert!(NameGlob::new("").is_err());
-    }
-
-    #[test]
-    fn path_normalisation_resolves_dots_and_slashes() {
-        for (input, want) in [
-            ("/etc/passwd", "/etc/passwd"),
-            ("/etc/x/../passwd", "/etc/passwd"),
-            ("/etc/./passwd", "/etc/passwd"),
-            ("//etc//passwd/", "/etc/passwd"),
-            ("/../../etc/passwd", "/etc/passwd"),
-            ("/", "/"),
-            ("src/../../x", "../x"),
-            ("./src/lib.rs", "src/lib.rs"),
-            ("a/..", "."),
-            ("", "."),
-        ] {
-            assert_eq!(normalize_path(input), want, "{input}");
-        }
-        assert!(matches!(normalize_path("/etc/passwd"), Cow::Borrowed(_)));
-        assert!(matches!(normalize_path("src/lib.rs"), Cow::Borrowed(_)));
     }
 
     #[test]

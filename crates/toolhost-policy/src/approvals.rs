@@ -31,12 +31,12 @@
 //!         expires: None,
 //!     })
 //!     .unwrap();
-//! assert_eq!(store.find("read_file", "sha256:ab", &args, None, None, 0).as_deref(), Some(id.as_str()));
+//! assert_eq!(store.find("read_file", "sha256:ab", &args, Default::default(), None, 0).as_deref(), Some(id.as_str()));
 //! // Other arguments, or another build of the plugin: asked again.
-//! assert!(store.find("read_file", "sha256:ab", &json!({"path": "x"}), None, None, 0).is_none());
-//! assert!(store.find("read_file", "sha256:cd", &args, None, None, 0).is_none());
+//! assert!(store.find("read_file", "sha256:ab", &json!({"path": "x"}), Default::default(), None, 0).is_none());
+//! assert!(store.find("read_file", "sha256:cd", &args, Default::default(), None, 0).is_none());
 //! assert!(store.revoke(&id).unwrap());
-//! assert!(store.find("read_file", "sha256:ab", &args, None, None, 0).is_none());
+//! assert!(store.find("read_file", "sha256:ab", &args, Default::default(), None, 0).is_none());
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -46,6 +46,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use toolhost_patterns::HostPattern;
+
+use crate::PathContext;
 
 /// What a saved approval covers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -80,9 +82,9 @@ pub enum Scope {
 }
 
 impl Scope {
-    /// Whether a call with `args`, whose tool resolves relative paths
-    /// against `path_base`, is covered.
-    pub fn covers(&self, args: &Value, path_base: Option<&Path>) -> bool {
+    /// Whether a call with `args`, whose path arguments resolve as `paths`
+    /// says, is covered.
+    pub fn covers(&self, args: &Value, paths: PathContext<'_>) -> bool {
         match self {
             Scope::AnyArguments => true,
             Scope::Arguments(saved) => saved == args,
@@ -92,7 +94,7 @@ impl Scope {
             } => args
                 .pointer(argument)
                 .and_then(Value::as_str)
-                .is_some_and(|raw| path_inside(raw, path_base, directory)),
+                .is_some_and(|raw| path_inside(raw, paths, argument, directory)),
             Scope::Host { argument, host } => args
                 .pointer(argument)
                 .and_then(Value::as_str)
@@ -117,20 +119,23 @@ impl std::fmt::Display for Scope {
     }
 }
 
-/// Whether the path `raw` (relative ones against `base`) lies inside
-/// `directory`, lexically and, when it exists, with links followed.
-fn path_inside(raw: &str, base: Option<&Path>, directory: &Path) -> bool {
-    let Some(lexical) = resolve_path(raw, base) else {
+/// Whether the path `raw`, the argument at `pointer` (relative ones
+/// against the base of `paths`), lies inside `directory`, lexically and,
+/// when it exists, where it really is: for the argument a per-call grant
+/// opened, where what it opened is; for another, with links followed now.
+fn path_inside(raw: &str, paths: PathContext<'_>, pointer: &str, directory: &Path) -> bool {
+    let Some(lexical) = resolve_path(raw, paths.base) else {
         return false;
     };
-    if !lexical.starts_with(directory) {
+    if !toolhost_patterns::within(&lexical, directory) {
         return false;
     }
-    match std::fs::canonicalize(&lexical) {
-        Ok(real) => real.starts_with(directory),
-        // Not there: nothing to follow.
-        Err(_) => true,
-    }
+    let real = match paths.opened.filter(|o| o.pointer == pointer) {
+        Some(opened) => opened.real.map(Path::to_path_buf),
+        None => std::fs::canonicalize(&lexical).ok(),
+    };
+    // Not there: nothing to follow.
+    real.is_none_or(|real| toolhost_patterns::within(&real, directory))
 }
 
 /// The path a tool opens for the argument `raw`, as a [`Scope::Directory`]
@@ -147,19 +152,8 @@ fn path_inside(raw: &str, base: Option<&Path>, directory: &Path) -> bool {
 /// assert!(resolve_path("b.txt", None).is_none());
 /// ```
 pub fn resolve_path(raw: &str, base: Option<&Path>) -> Option<PathBuf> {
-    if raw.contains('\0') {
-        return None;
-    }
-    let joined = match base {
-        _ if Path::new(raw).is_absolute() => PathBuf::from(raw),
-        Some(base) => std::fs::canonicalize(base)
-            .unwrap_or_else(|_| base.to_path_buf())
-            .join(raw),
-        None => return None,
-    };
-    Some(PathBuf::from(
-        toolhost_patterns::normalize_path(&joined.to_string_lossy()).into_owned(),
-    ))
+    let base = base.map(|b| std::fs::canonicalize(b).unwrap_or_else(|_| b.to_path_buf()));
+    toolhost_patterns::resolve(raw, base.as_deref())
 }
 
 /// One saved approval.
@@ -325,8 +319,8 @@ impl Approvals {
     }
 
     /// The id of an approval that covers `tool` of the plugin build
-    /// `digest` with `args` (relative paths resolved against `path_base`,
-    /// see [`Scope::covers`]), for a call from `client`, at time `now`
+    /// `digest` with `args` (path arguments resolved as `paths` says, see
+    /// [`Scope::covers`]), for a call from `client`, at time `now`
     /// (seconds), if one does. An approval given by a client covers that
     /// client's calls only. A file that cannot be read answers none (and
     /// logs why): the call is asked.
@@ -335,7 +329,7 @@ impl Approvals {
         tool: &str,
         digest: &str,
         args: &Value,
-        path_base: Option<&Path>,
+        paths: PathContext<'_>,
         client: Option<&str>,
         now: u64,
     ) -> Option<String> {
@@ -352,7 +346,7 @@ impl Approvals {
                     && a.digest == digest
                     && a.client.as_deref().is_none_or(|c| Some(c) == client)
                     && a.expires.is_none_or(|t| now < t)
-                    && a.scope.covers(args, path_base)
+                    && a.scope.covers(args, paths)
             })
             .map(|a| a.id.clone())
     }
@@ -547,7 +541,14 @@ mod tests {
         let reordered: Value = serde_json::from_str(r#"{ "b": [2], "a": 1 }"#).unwrap();
         assert!(
             store
-                .find("read_file", "sha256:1", &reordered, None, None, 0)
+                .find(
+                    "read_file",
+                    "sha256:1",
+                    &reordered,
+                    Default::default(),
+                    None,
+                    0
+                )
                 .is_some()
         );
         for other in [
@@ -557,14 +558,21 @@ mod tests {
         ] {
             assert!(
                 store
-                    .find("read_file", "sha256:1", &other, None, None, 0)
+                    .find("read_file", "sha256:1", &other, Default::default(), None, 0)
                     .is_none(),
                 "{other}"
             );
         }
         assert!(
             store
-                .find("write_file", "sha256:1", &reordered, None, None, 0)
+                .find(
+                    "write_file",
+                    "sha256:1",
+                    &reordered,
+                    Default::default(),
+                    None,
+                    0
+                )
                 .is_none()
         );
     }
@@ -578,20 +586,45 @@ mod tests {
         let args = json!({});
         assert!(
             store
-                .find("t", "sha256:1", &args, None, Some("token:aa"), 0)
+                .find(
+                    "t",
+                    "sha256:1",
+                    &args,
+                    Default::default(),
+                    Some("token:aa"),
+                    0
+                )
                 .is_some()
         );
         assert!(
             store
-                .find("t", "sha256:1", &args, None, Some("token:bb"), 0)
+                .find(
+                    "t",
+                    "sha256:1",
+                    &args,
+                    Default::default(),
+                    Some("token:bb"),
+                    0
+                )
                 .is_none()
         );
-        assert!(store.find("t", "sha256:1", &args, None, None, 0).is_none());
+        assert!(
+            store
+                .find("t", "sha256:1", &args, Default::default(), None, 0)
+                .is_none()
+        );
         // One given at the terminal covers every caller.
         store.save(new("u", Scope::AnyArguments, None)).unwrap();
         assert!(
             store
-                .find("u", "sha256:1", &args, None, Some("token:bb"), 0)
+                .find(
+                    "u",
+                    "sha256:1",
+                    &args,
+                    Default::default(),
+                    Some("token:bb"),
+                    0
+                )
                 .is_some()
         );
     }
@@ -622,7 +655,7 @@ mod tests {
                     "read_file",
                     "sha256:1",
                     &json!({ "path": path }),
-                    Some(&base),
+                    PathContext::default().base(&base),
                     None,
                     0,
                 )
@@ -653,13 +686,20 @@ mod tests {
         let args = json!({"path": "notes/a.txt"});
         assert!(
             store
-                .find("read_file", "sha256:1", &args, None, None, 0)
+                .find("read_file", "sha256:1", &args, Default::default(), None, 0)
                 .is_none()
         );
         for args in [json!({}), json!({"path": 7})] {
             assert!(
                 store
-                    .find("read_file", "sha256:1", &args, Some(&base), None, 0)
+                    .find(
+                        "read_file",
+                        "sha256:1",
+                        &args,
+                        PathContext::default().base(&base),
+                        None,
+                        0
+                    )
                     .is_none()
             );
         }
@@ -681,7 +721,14 @@ mod tests {
             .unwrap();
         let covered = |url: &str| {
             store
-                .find("fetch", "sha256:1", &json!({ "url": url }), None, None, 0)
+                .find(
+                    "fetch",
+                    "sha256:1",
+                    &json!({ "url": url }),
+                    Default::default(),
+                    None,
+                    0,
+                )
                 .is_some()
         };
         assert!(covered("https://api.example.com/v2?q=1"));
@@ -740,12 +787,12 @@ mod tests {
             .unwrap();
         assert!(
             store
-                .find("t", "sha256:1", &json!({}), None, None, 99)
+                .find("t", "sha256:1", &json!({}), Default::default(), None, 99)
                 .is_some()
         );
         assert!(
             store
-                .find("t", "sha256:1", &json!({}), None, None, 100)
+                .find("t", "sha256:1", &json!({}), Default::default(), None, 100)
                 .is_none()
         );
     }
@@ -767,7 +814,7 @@ mod tests {
         assert_eq!(again.clear().unwrap(), 1);
         assert!(
             store
-                .find("u", "sha256:1", &json!({}), None, None, 0)
+                .find("u", "sha256:1", &json!({}), Default::default(), None, 0)
                 .is_none()
         );
     }
@@ -779,7 +826,11 @@ mod tests {
         std::fs::write(&path, "{not json").unwrap();
         let store = Approvals::open(path.clone());
         assert!(matches!(store.list(), Err(ApprovalsError::Invalid { .. })));
-        assert!(store.find("t", "d", &json!({}), None, None, 0).is_none());
+        assert!(
+            store
+                .find("t", "d", &json!({}), Default::default(), None, 0)
+                .is_none()
+        );
         assert!(store.save(new("t", Scope::AnyArguments, None)).is_err());
         std::fs::write(&path, "{not json").unwrap();
         let big = json!({"x": "y".repeat(MAX_ARGUMENT_BYTES)});

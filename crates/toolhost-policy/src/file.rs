@@ -411,7 +411,7 @@ dirs = [{ path = ".", access = "read-only" }]
     ) -> Decision {
         let call = CallRequest {
             declared: None,
-            path_base: None,
+            paths: crate::PathContext::default(),
             tool,
             plugin,
             agent,
@@ -586,7 +586,7 @@ dirs = [{ path = ".", access = "read-only" }]
                     for args in &argss {
                         let call = CallRequest {
                             declared: None,
-                            path_base: None,
+                            paths: crate::PathContext::default(),
                             tool,
                             plugin,
                             agent,

@@ -10,6 +10,8 @@ pub(crate) use toolhost_patterns::NameGlob;
 
 use toolhost_patterns::{HostPattern, PathGlob};
 
+use crate::PathContext;
+
 /// Compiles a name glob (tool, plugin), with the message for the policy's errors.
 pub(crate) fn name_glob(pattern: &str) -> Result<NameGlob, String> {
     NameGlob::new(pattern).map_err(|e| e.to_string())
@@ -117,12 +119,12 @@ impl ArgMatcher {
     /// list by its elements ([`ListMatch`]); objects and null never match.
     #[cfg(test)]
     pub(crate) fn is_match(&self, args: &Value) -> bool {
-        self.is_match_in(args, None)
+        self.is_match_in(args, PathContext::default())
     }
 
-    /// [`is_match`](Self::is_match) for a call whose relative paths the tool
-    /// resolves against `path_base` (see [`ArgMatcher::path_forms`]).
-    pub(crate) fn is_match_in(&self, args: &Value, path_base: Option<&Path>) -> bool {
+    /// [`is_match`](Self::is_match) for a call whose path arguments resolve
+    /// as `paths` says (see [`ArgMatcher::path_forms`]).
+    pub(crate) fn is_match_in(&self, args: &Value, paths: PathContext<'_>) -> bool {
         let mut v = args;
         for seg in &self.key {
             match v.get(&**seg) {
@@ -132,16 +134,28 @@ impl ArgMatcher {
         }
         match v {
             Value::Array(items) => match self.lists {
-                ListMatch::Any => items.iter().any(|item| self.scalar_match(item, path_base)),
+                ListMatch::Any => items
+                    .iter()
+                    .any(|item| self.scalar_match(item, paths, None)),
                 ListMatch::All => {
-                    !items.is_empty() && items.iter().all(|item| self.scalar_match(item, path_base))
+                    !items.is_empty()
+                        && items
+                            .iter()
+                            .all(|item| self.scalar_match(item, paths, None))
                 }
             },
-            scalar => self.scalar_match(scalar, path_base),
+            // The argument a per-call grant opened: where what it opened is.
+            scalar => self.scalar_match(scalar, paths, paths.opened_at(&self.key)),
         }
     }
 
-    fn scalar_match(&self, v: &Value, path_base: Option<&Path>) -> bool {
+    fn scalar_match(
+        &self,
+        v: &Value,
+        paths: PathContext<'_>,
+        opened: Option<Option<&Path>>,
+    ) -> bool {
+        let path_base = paths.base;
         match (v, &self.kind) {
             (Value::String(s), ArgKind::Glob(g)) => g.is_match(s),
             (Value::String(s), ArgKind::Path { glob, relative }) => {
@@ -150,7 +164,7 @@ impl ArgMatcher {
                 // followed; for a relative pattern, those spellings relative
                 // to the base. A deny or ask rule matches when any does; an
                 // allow rule only when all do (and there is one).
-                let mut forms = Self::path_forms(s, path_base);
+                let mut forms = Self::path_forms(s, path_base, opened);
                 if *relative {
                     let escapes;
                     (forms, escapes) = Self::relative_forms(&forms, path_base);
@@ -219,8 +233,11 @@ impl ArgMatcher {
     /// as `fs` resolves it, against its first granted directory); and the
     /// canonical path of whichever of those exists (symlinks followed), so
     /// neither a relative spelling nor a symlink inside a grant gets past a
-    /// rule written for the real path.
-    fn path_forms(raw: &str, base: Option<&Path>) -> Vec<String> {
+    /// rule written for the real path. For the argument a per-call grant
+    /// opened (`opened` is `Some`), the real path is that of the object it
+    /// opened, the one the tool will be handed: the file system is not
+    /// asked again.
+    fn path_forms(raw: &str, base: Option<&Path>, opened: Option<Option<&Path>>) -> Vec<String> {
         let mut forms = vec![raw.to_owned()];
         let path = Path::new(raw);
         let resolved = match base {
@@ -231,13 +248,19 @@ impl ArgMatcher {
             }
             _ => path.to_path_buf(),
         };
-        // Only an absolute path is canonicalised: a relative one would be
-        // resolved against the host's working directory, which is not what
-        // the plugin sees.
-        if resolved.is_absolute()
-            && let Ok(real) = std::fs::canonicalize(&resolved)
-        {
-            forms.push(real.to_string_lossy().into_owned());
+        match opened {
+            Some(Some(real)) => forms.push(real.to_string_lossy().into_owned()),
+            Some(None) => {}
+            // Only an absolute path is canonicalised: a relative one would
+            // be resolved against the host's working directory, which is
+            // not what the plugin sees.
+            None => {
+                if resolved.is_absolute()
+                    && let Ok(real) = std::fs::canonicalize(&resolved)
+                {
+                    forms.push(real.to_string_lossy().into_owned());
+                }
+            }
         }
         forms
     }
@@ -272,32 +295,83 @@ mod tests {
             "secret/".to_owned(),
         ] {
             assert!(
-                deny.is_match_in(&json!({ "path": spelling }), Some(&base)),
+                deny.is_match_in(
+                    &json!({ "path": spelling }),
+                    PathContext::default().base(&base)
+                ),
                 "{spelling}"
             );
         }
         for other in ["public/a.txt".to_owned(), "/etc/passwd".to_owned()] {
             assert!(
-                !deny.is_match_in(&json!({ "path": other }), Some(&base)),
+                !deny.is_match_in(
+                    &json!({ "path": other }),
+                    PathContext::default().base(&base)
+                ),
                 "{other}"
             );
         }
         // An allow rule with a relative pattern never allows a path outside the base.
         let allow =
             ArgMatcher::new("path", &ArgPattern::Path("**".into()), ListMatch::All).unwrap();
-        assert!(!allow.is_match_in(&json!({ "path": "/etc/passwd" }), Some(&base)));
-        assert!(!allow.is_match_in(&json!({ "path": "../outside" }), Some(&base)));
-        assert!(!allow.is_match_in(&json!({ "path": "secret/../../x" }), Some(&base)));
-        assert!(allow.is_match_in(&json!({ "path": "secret/key.txt" }), Some(&base)));
+        assert!(!allow.is_match_in(
+            &json!({ "path": "/etc/passwd" }),
+            PathContext::default().base(&base)
+        ));
+        assert!(!allow.is_match_in(
+            &json!({ "path": "../outside" }),
+            PathContext::default().base(&base)
+        ));
+        assert!(!allow.is_match_in(
+            &json!({ "path": "secret/../../x" }),
+            PathContext::default().base(&base)
+        ));
+        assert!(allow.is_match_in(
+            &json!({ "path": "secret/key.txt" }),
+            PathContext::default().base(&base)
+        ));
     }
 
     #[test]
     fn a_relative_path_without_a_base_is_not_resolved_against_the_hosts_directory() {
         let here = std::env::current_dir().unwrap();
-        let forms = ArgMatcher::path_forms("Cargo.toml", None);
+        let forms = ArgMatcher::path_forms("Cargo.toml", None, None);
         assert_eq!(forms, ["Cargo.toml"], "{here:?}");
-        let forms = ArgMatcher::path_forms("Cargo.toml", Some(&here));
+        let forms = ArgMatcher::path_forms("Cargo.toml", Some(&here), None);
         assert_eq!(forms.len(), 3, "as written, joined, canonical: {forms:?}");
+    }
+
+    #[test]
+    fn the_opened_argument_is_judged_by_what_was_opened_not_by_a_second_look() {
+        let scene = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(scene.path()).unwrap();
+        std::fs::create_dir_all(base.join("secret")).unwrap();
+        std::fs::create_dir_all(base.join("notes")).unwrap();
+        std::fs::write(base.join("secret/key.txt"), "k").unwrap();
+        let deny = ArgMatcher::new(
+            "path",
+            &ArgPattern::Path("secret/**".into()),
+            ListMatch::Any,
+        )
+        .unwrap();
+        let args = json!({ "path": "notes/todo.txt" });
+        // What was opened is the secret (a link swapped in before the
+        // opening): the rule holds, though the name says notes.
+        let secret = base.join("secret/key.txt");
+        let opened = PathContext::default()
+            .base(&base)
+            .opened("/path", Some(&secret));
+        assert!(deny.is_match_in(&args, opened));
+        // What was opened is the note: a link swapped in after the opening
+        // changes nothing, the file system is not asked again.
+        std::os::unix::fs::symlink(&secret, base.join("notes/todo.txt")).unwrap();
+        let note = base.join("notes/todo.txt.opened");
+        let opened = PathContext::default()
+            .base(&base)
+            .opened("/path", Some(&note));
+        assert!(!deny.is_match_in(&args, opened));
+        // Not opened: the file system is asked, and the link is seen.
+        assert!(deny.is_match_in(&args, PathContext::default().base(&base)));
     }
     use serde_json::json;
 

@@ -92,10 +92,11 @@ pub struct CallRequest<'a> {
     /// (`read_file` for `fs__read_file`): rules match either, so renaming
     /// never lets a call escape a rule.
     pub declared: Option<&'a str>,
-    /// What the tool resolves relative path arguments against (`fs`: its
-    /// first granted directory): path patterns then match the path as
-    /// resolved, and with symlinks followed, as well as as written.
-    pub path_base: Option<&'a std::path::Path>,
+    /// How its path arguments resolve (`fs`: against its first granted
+    /// directory; its `path` opened once by a per-call grant): path
+    /// patterns then match the path as resolved, and where what it names
+    /// really is, as well as as written.
+    pub paths: crate::PathContext<'a>,
     /// The name of the plugin providing the tool (`None` for tools that no plugin
     /// provides, such as native or MCP tools; rules with a `plugin` glob do not match them).
     pub plugin: Option<&'a str>,
@@ -111,7 +112,7 @@ impl<'a> CallRequest<'a> {
         CallRequest {
             tool,
             declared: None,
-            path_base: None,
+            paths: crate::PathContext::default(),
             plugin: None,
             agent: None,
             args,
@@ -133,7 +134,14 @@ impl<'a> CallRequest<'a> {
 
     /// Sets what the tool resolves relative path arguments against.
     pub fn path_base(mut self, base: &'a std::path::Path) -> Self {
-        self.path_base = Some(base);
+        self.paths = self.paths.base(base);
+        self
+    }
+
+    /// Sets how the call's path arguments resolve, the argument a
+    /// per-call grant opened included ([`PathContext`](crate::PathContext)).
+    pub fn paths(mut self, paths: crate::PathContext<'a>) -> Self {
+        self.paths = paths;
         self
     }
 
@@ -300,7 +308,7 @@ impl Policy {
             tool: call.tool,
             declared: call.declared,
             plugin: call.plugin,
-            path_base: call.path_base,
+            paths: call.paths,
         };
         let hit = profile
             .and_then(|p| p.rules.decide(names, call.args))
@@ -377,7 +385,7 @@ impl Policy {
             tool,
             declared: (declared != tool).then_some(declared),
             plugin,
-            path_base: None,
+            paths: crate::PathContext::default(),
         };
         self.visible_names(names, agent, session)
     }

@@ -180,8 +180,8 @@ pub(crate) struct Names<'a> {
     pub(crate) tool: &'a str,
     pub(crate) declared: Option<&'a str>,
     pub(crate) plugin: Option<&'a str>,
-    /// What the tool resolves relative paths against (path patterns).
-    pub(crate) path_base: Option<&'a std::path::Path>,
+    /// How the call's path arguments resolve (path patterns).
+    pub(crate) paths: crate::PathContext<'a>,
 }
 
 impl<'a> Names<'a> {
@@ -191,7 +191,7 @@ impl<'a> Names<'a> {
             tool,
             declared: None,
             plugin,
-            path_base: None,
+            paths: crate::PathContext::default(),
         }
     }
 }
@@ -278,7 +278,7 @@ impl CompiledRule {
 
     #[inline]
     fn matches(&self, n: Names<'_>, args: &Value) -> bool {
-        self.names_match(n) && self.args.iter().all(|a| a.is_match_in(args, n.path_base))
+        self.names_match(n) && self.args.iter().all(|a| a.is_match_in(args, n.paths))
     }
 }
 
@@ -368,7 +368,7 @@ mod tests {
             tool: "fs__read_file",
             declared: Some("read_file"),
             plugin: Some("fs"),
-            path_base: None,
+            paths: crate::PathContext::default(),
         };
         let s = set(&[Rule::deny("read_file")]);
         assert!(
@@ -381,7 +381,7 @@ mod tests {
             tool: "read_file",
             declared: None,
             plugin: Some("a-tools"),
-            path_base: None,
+            paths: crate::PathContext::default(),
         };
         assert!(s.decide(other, &args).is_none(), "only fs's read_file");
         let s = set(&[Rule::deny("fs__read_file")]);

@@ -9,10 +9,16 @@
 //! call of B) within the round, so a slow moment of the machine slows both
 //! sides alike. Figures (µs per call) are medians over the rounds.
 //!
-//! Prints `FIGURE name µs` and `RATIO name value` lines for xtask to read.
+//! Prints `FIGURE name µs` and `RATIO name value numerator denominator`
+//! lines for xtask to read (a denominator of several variants is their
+//! sum, written `a+b`).
+//!
+//! `--slower VARIANT,…` makes those variants 1.5× slower on purpose (a
+//! busy wait of half of each batch's time, inside the batch): the gate
+//! must then fail every ratio they are the numerator of.
 //!
 //! ```sh
-//! cargo bench -p toolhost-runtime --bench gate -- [--rounds N] [--only VARIANT,…]
+//! cargo bench -p toolhost-runtime --bench gate -- [--rounds N] [--only VARIANT,…] [--slower VARIANT,…]
 //! ```
 
 #[path = "support.rs"]
@@ -130,6 +136,13 @@ fn main() {
     let fs_narrowed = load_fs(built("plugins", "fs.wasm"));
     let fs_whole = load_fs(whole_dir.path().to_path_buf());
     let read_notes = || json!({ "path": "notes.txt" });
+    // The file-system work of granting one file alone, outside any
+    // sandbox: a hard link to it in a directory of its own, and its
+    // removal. Its cost is the machine's (the file system's metadata
+    // writes), like the part of a narrowed call it stands beside.
+    let link_dir = tempfile::tempdir().unwrap();
+    let link_at = link_dir.path().join("notes.txt");
+    let notes = files.path().join("notes.txt");
 
     let args: Value = serde_json::from_str(ARGS).unwrap();
     let counter = std::cell::Cell::new(0u64);
@@ -334,6 +347,17 @@ fn main() {
         "fs_read_whole_grant",
         Box::new(|n| fresh(&fs_whole, "read_file", &read_notes, n)),
     );
+    variants.insert(
+        "fs_link_floor",
+        Box::new(|n| {
+            let t0 = Instant::now();
+            for _ in 0..n {
+                std::fs::hard_link(&notes, &link_at).unwrap();
+                std::fs::remove_file(&link_at).unwrap();
+            }
+            t0.elapsed()
+        }),
+    );
     variants.insert("eight_callers", Box::new(|n| concurrent(&runtime, 8, n)));
     variants.insert(
         "eight_callers_cache_off",
@@ -404,6 +428,30 @@ fn main() {
         let keep: Vec<&str> = only.split(',').collect();
         variants.retain(|name, _| keep.contains(name));
     }
+    // `--slower a,b`: those variants 1.5× slower on purpose.
+    if let Some(slower) = cli
+        .iter()
+        .position(|a| a == "--slower")
+        .and_then(|i| cli.get(i + 1))
+    {
+        for name in slower.split(',') {
+            // A name of the MCP benchmark's is slowed there.
+            let Some((name, mut run)) = variants.remove_entry(name) else {
+                continue;
+            };
+            variants.insert(
+                name,
+                Box::new(move |n| {
+                    let took = run(n);
+                    let until = Instant::now() + took / 2;
+                    while Instant::now() < until {
+                        std::hint::spin_loop();
+                    }
+                    took + took / 2
+                }),
+            );
+        }
+    }
     let ran_traced = variants.contains_key("fresh_instance_traced");
     let ran_watched = variants.contains_key("fresh_instance_watched");
     // Calls per batch, from one timed warm-up call batch each.
@@ -449,75 +497,87 @@ fn main() {
     for (name, v) in &mut per_call {
         println!("FIGURE {name} {:.3}", median(v));
     }
-    for (ratio, a, b) in [
+    let ratios: &[(&str, &str, &[&str])] = &[
         // What toolhost adds to a fresh sandbox, and to a kept one.
-        ("fresh_over_bare", "fresh_instance", "bare_wasmtime"),
-        ("reused_over_bare", "reused_instance", "bare_wasmtime"),
+        ("fresh_over_bare", "fresh_instance", &["bare_wasmtime"]),
+        ("reused_over_bare", "reused_instance", &["bare_wasmtime"]),
         // What the machine charges for a fresh sandbox (not gated).
-        ("bare_over_native", "bare_wasmtime", "native"),
+        ("bare_over_native", "bare_wasmtime", &["native"]),
         // What exporting traces costs a call.
         (
             "traced_over_fresh",
             "fresh_instance_traced",
-            "fresh_instance",
+            &["fresh_instance"],
         ),
         // What the console's live feed costs a call.
         (
             "watched_over_fresh",
             "fresh_instance_watched",
-            "fresh_instance",
+            &["fresh_instance"],
         ),
-        // What a per-call grant (a scratch directory and a link) costs a call.
+        // What a per-call grant (a scratch directory and a link) costs a
+        // call (shown: the file system's share is the machine's), and the
+        // same against the whole grant plus the link alone, its floor of
+        // the same kind (gated).
         (
             "narrowed_over_whole_grant",
             "fs_read_narrowed",
-            "fs_read_whole_grant",
+            &["fs_read_whole_grant"],
+        ),
+        (
+            "narrowed_over_whole_and_link",
+            "fs_read_narrowed",
+            &["fs_read_whole_grant", "fs_link_floor"],
         ),
         // What the result cache costs a call that misses.
         (
             "cache_on_over_off",
             "fresh_instance",
-            "fresh_instance_cache_off",
+            &["fresh_instance_cache_off"],
         ),
         (
             "cache_on_over_off_8_callers",
             "eight_callers",
-            "eight_callers_cache_off",
+            &["eight_callers_cache_off"],
         ),
         // Other languages' fresh calls against Rust's.
         (
             "python_over_rust",
             "python_fresh_instance",
-            "fresh_instance",
+            &["fresh_instance"],
         ),
-        ("js_over_rust", "js_fresh_instance", "fresh_instance"),
+        ("js_over_rust", "js_fresh_instance", &["fresh_instance"]),
         // With pauses between calls, where ready instances serve.
-        ("python_over_rust_paced", "python_paced", "rust_paced"),
+        ("python_over_rust_paced", "python_paced", &["rust_paced"]),
         // A tool search against offering every definition, and a call.
         (
             "search_over_serialize_1000",
             "search_1000_tools",
-            "serialize_1000_definitions",
+            &["serialize_1000_definitions"],
         ),
         (
             "search_1000_over_fresh_call",
             "search_1000_tools",
-            "fresh_instance",
+            &["fresh_instance"],
         ),
         (
             "python_ready_on_over_off_paced",
             "python_paced",
-            "python_paced_ready_off",
+            &["python_paced_ready_off"],
         ),
-    ] {
+    ];
+    for (ratio, a, b) in ratios.iter().copied() {
         let mut v: Vec<f64> = per_round
             .iter()
-            .filter_map(|r| Some(r.get(a)? / r.get(b)?))
+            .filter_map(|r| {
+                let below = b.iter().map(|b| r.get(b)).sum::<Option<f64>>()?;
+                Some(r.get(a)? / below)
+            })
             .collect();
         if v.is_empty() {
             continue;
         }
-        println!("RATIO {ratio} {:.4}", median(&mut v));
+        println!("RATIO {ratio} {:.4} {a} {}", median(&mut v), b.join("+"));
     }
     // The traced row measured spans made and exported, or it is void.
     telemetry.shutdown();

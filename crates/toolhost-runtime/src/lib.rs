@@ -59,6 +59,7 @@ mod result_cache;
 mod reuse;
 mod runtime;
 mod sandbox;
+mod scratch;
 mod source;
 mod source_plugin;
 mod watch;

@@ -542,7 +542,11 @@ fn resolve_sandbox(
             )));
         }
         let guest = canonical.to_string_lossy().into_owned();
-        dirs.push((canonical, guest, grant.access));
+        dirs.push(crate::sandbox::Preopen {
+            host: crate::sandbox::HostDir::Path(canonical),
+            guest,
+            access: grant.access,
+        });
     }
     let mut env = Vec::new();
     for entry in &settings.env {

@@ -31,6 +31,8 @@ pub(crate) struct Pool {
     queued: Arc<AtomicUsize>,
     max_queued: usize,
     max_wasm_stack: usize,
+    /// Empty scratch directories for per-call grants (`scratch.rs`).
+    scratches: crate::scratch::Scratches,
     /// Advances the engine's epoch (timeouts); stops when the last handle
     /// on the pool is dropped.
     _ticker: Arc<EpochTicker>,
@@ -58,6 +60,7 @@ impl Pool {
             queued: Arc::new(AtomicUsize::new(0)),
             max_queued,
             max_wasm_stack,
+            scratches: crate::scratch::Scratches::default(),
             _ticker: Arc::new(ticker),
         }
     }
@@ -65,6 +68,11 @@ impl Pool {
     /// The engine every sandbox runs on.
     pub(crate) fn engine(&self) -> &Engine {
         &self.engine
+    }
+
+    /// The empty scratch directories per-call grants take (`scratch.rs`).
+    pub(crate) fn scratches(&self) -> &crate::scratch::Scratches {
+        &self.scratches
     }
 
     /// A fresh sandbox (store, WASI context, limits) for one of `spec`'s plugin's calls.

@@ -310,12 +310,12 @@ impl Registry {
                         .sandbox
                         .dirs
                         .iter()
-                        .map(|(h, _, a)| {
-                            let mode = match a {
+                        .map(|d| {
+                            let mode = match d.access {
                                 crate::grants::DirAccess::ReadOnly => "ro",
                                 crate::grants::DirAccess::ReadWrite => "rw",
                             };
-                            format!("{}:{mode}", h.display())
+                            format!("{}:{mode}", d.host)
                         })
                         .collect(),
                     hosts: p.sandbox.hosts.iter().map(ToString::to_string).collect(),

@@ -578,10 +578,10 @@ pub(crate) fn identity<'a>(
     field(&mut hash, digest.as_bytes());
     field(&mut hash, sandbox.plugin.as_bytes());
     field(&mut hash, sandbox.limits.to_string().as_bytes());
-    for (host_path, guest_path, access) in &sandbox.dirs {
-        field(&mut hash, host_path.as_os_str().as_encoded_bytes());
-        field(&mut hash, guest_path.as_bytes());
-        field(&mut hash, format!("{access:?}").as_bytes());
+    for dir in &sandbox.dirs {
+        field(&mut hash, dir.host.to_string().as_bytes());
+        field(&mut hash, dir.guest.as_bytes());
+        field(&mut hash, format!("{:?}", dir.access).as_bytes());
     }
     hash.update(b"hosts");
     for host in sandbox.hosts.iter() {
@@ -695,12 +695,10 @@ mod tests {
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
                 .collect(),
             dirs: (0..dirs)
-                .map(|i| {
-                    (
-                        format!("/d{i}").into(),
-                        format!("/d{i}"),
-                        crate::grants::DirAccess::ReadOnly,
-                    )
+                .map(|i| crate::sandbox::Preopen {
+                    host: crate::sandbox::HostDir::Path(format!("/d{i}").into()),
+                    guest: format!("/d{i}"),
+                    access: crate::grants::DirAccess::ReadOnly,
                 })
                 .collect(),
             ..SandboxSpec::default()

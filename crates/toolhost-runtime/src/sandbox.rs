@@ -106,14 +106,70 @@ pub type ProgressSink = Arc<dyn Fn(&str, &str, Option<f32>) + Send + Sync>;
 pub(crate) struct SandboxSpec {
     pub plugin: String,
     pub limits: Limits,
-    /// `(host path, guest path, access)`; the guest path is the canonical host path.
-    pub dirs: Vec<(PathBuf, String, DirAccess)>,
+    /// The directories the guest sees; a plugin's grants are at their
+    /// canonical host paths.
+    pub dirs: Vec<Preopen>,
     pub hosts: Arc<[HostPattern]>,
     /// One call's host, when its tool names its URL argument
     /// (`call/narrow.rs`): a request must be to it as well as granted.
     pub only_host: Option<HostPattern>,
     pub env: Vec<(String, String)>,
     pub config: BTreeMap<String, String>,
+}
+
+/// A directory the guest sees: what it is on the host, where the guest
+/// finds it, and whether it may write there.
+#[derive(Debug, Clone)]
+pub(crate) struct Preopen {
+    pub host: HostDir,
+    /// Its path in the guest.
+    pub guest: String,
+    pub access: DirAccess,
+}
+
+/// A preopened directory on the host.
+#[derive(Debug, Clone)]
+pub(crate) enum HostDir {
+    /// Opened by its path when the sandbox is made (a plugin's grant).
+    Path(PathBuf),
+    /// The very directory a per-call grant opened when it decided
+    /// (`call/opened.rs`), reopened through its descriptor, never through
+    /// a name that could lead elsewhere by then.
+    Opened(Arc<std::os::fd::OwnedFd>),
+}
+
+impl HostDir {
+    /// The path the sandbox opens: the directory's own, or the descriptor's
+    /// (`/proc/self/fd/N`, which reaches the object, not a name).
+    pub(crate) fn open_path(&self) -> PathBuf {
+        match self {
+            HostDir::Path(path) => path.clone(),
+            HostDir::Opened(fd) => {
+                use std::os::fd::AsRawFd;
+                PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for HostDir {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HostDir::Path(path) => write!(f, "{}", path.display()),
+            HostDir::Opened(_) => write!(f, "{}", self.open_path().display()),
+        }
+    }
+}
+
+impl SandboxSpec {
+    /// What the plugin resolves a relative path against: its first granted
+    /// directory (which the guest sees at the same absolute path).
+    pub(crate) fn path_base(&self) -> Option<&std::path::Path> {
+        match &self.dirs.first()?.host {
+            HostDir::Path(path) => Some(path),
+            HostDir::Opened(_) => None,
+        }
+    }
 }
 
 /// The `T` of every plugin `Store`.
@@ -304,13 +360,13 @@ impl Sandbox {
         for (k, v) in &spec.env {
             wasi.env(k, v);
         }
-        for (host, guest, access) in &spec.dirs {
-            let perms = match access {
+        for dir in &spec.dirs {
+            let perms = match dir.access {
                 DirAccess::ReadOnly => FsPerms::ReadOnly,
                 DirAccess::ReadWrite => FsPerms::ReadWrite,
             };
-            wasi.preopened_dir(host, guest, perms)
-                .map_err(|e| format!("cannot open granted directory {}: {e}", host.display()))?;
+            wasi.preopened_dir(dir.host.open_path(), &dir.guest, perms)
+                .map_err(|e| format!("cannot open granted directory {}: {e}", dir.host))?;
         }
         let state = SandboxState {
             wasi: wasi.build(),

@@ -1,5 +1,7 @@
-//! Step 3 of a call: whether it may run. The policy decides first (a deny
-//! stops the call here); then the before-hooks run (a block stops it; a
+//! Step 3 of a call: whether it may run. A per-call grant's path is opened
+//! first (`opened.rs`), so that everything below decides on the object the
+//! tool will be handed. The policy decides first (a deny stops the call
+//! here); then the before-hooks run (a block stops it; a
 //! rewrite of the arguments is validated against the schema and judged by
 //! the policy again, as if the model had sent it); then,
 //! when the policy or a hook asked, the user answers through the
@@ -11,6 +13,7 @@ use toolhost_policy::approvals::{NewApproval, Scope};
 use toolhost_policy::{CallRequest, Decision};
 use tracing::Instrument;
 
+use crate::call::opened::{self, OpenedPath};
 use crate::call::{Call, CallContext, narrow, validate, watch};
 use crate::error::CallError;
 use crate::gate::Gate;
@@ -24,6 +27,9 @@ pub(crate) struct Admitted {
     pub args: Value,
     /// The same, as JSON text for the plugin.
     pub args_text: String,
+    /// Its path argument as opened when it was decided on, for a tool with
+    /// a per-call grant: what the sandbox is given (`narrow.rs`).
+    pub opened: Option<OpenedPath>,
 }
 
 /// A call refused before it ran (its arguments invalid, the policy's deny,
@@ -69,21 +75,29 @@ pub(crate) async fn admit(
 ) -> Result<Admitted, Refused> {
     let (mut args, mut args_text) = (args, args_text);
     match judge(gate, call, &mut args, &mut args_text).await {
-        Ok(()) => Ok(Admitted { args, args_text }),
+        Ok(opened) => Ok(Admitted {
+            args,
+            args_text,
+            opened,
+        }),
         Err(error) => Err(Refused { error, args }),
     }
 }
 
 /// The policy, the before-hooks and the user's approval on `args` (which
-/// a hook may rewrite, `args_text` with them).
+/// a hook may rewrite, `args_text` with them), and on the path they name,
+/// opened once (returned, for the sandbox).
 async fn judge(
     gate: &Gate,
     call: &Call<'_>,
     args: &mut Value,
     args_text: &mut String,
-) -> Result<(), CallError> {
+) -> Result<Option<OpenedPath>, CallError> {
     let (tool, plugin, cx) = (call.target.tool, &call.target.plugin, call.cx);
-    let mut asks: Vec<String> = check_policy(gate, call, args, false)?.into_iter().collect();
+    let mut opened = opened::open(call, args)?;
+    let mut asks: Vec<String> = check_policy(gate, call, args, opened.as_ref(), false)?
+        .into_iter()
+        .collect();
 
     let hooks = gate.hooks();
     if hooks.matches(tool, Some(&call.target.spec().name), &plugin.name) {
@@ -115,18 +129,19 @@ async fn judge(
                     reason: format!("a hook rewrote the arguments into invalid ones: {e}"),
                 })?;
             // Rewritten arguments are judged as if the model had sent them.
-            asks.extend(check_policy(gate, call, &new, true)?);
+            opened = opened::open(call, &new)?;
+            asks.extend(check_policy(gate, call, &new, opened.as_ref(), true)?);
             *args = new;
         }
     }
 
     if !asks.is_empty() {
-        ask(gate, call, args, &asks).await?;
+        ask(gate, call, args, opened.as_ref(), &asks).await?;
     }
     if let Some(check) = hop_check(gate, call, args) {
         let _ = call.hops.set(check);
     }
-    Ok(())
+    Ok(opened)
 }
 
 /// The policy applied to every HTTP request the call makes, redirect hops
@@ -199,19 +214,21 @@ fn check_policy(
     gate: &Gate,
     call: &Call<'_>,
     args: &Value,
+    opened: Option<&OpenedPath>,
     rewritten: bool,
 ) -> Result<Option<String>, CallError> {
     let (tool, cx) = (call.target.tool, call.cx);
     let policy = gate.policy();
-    let mut request = CallRequest::new(tool, args)
-        .declared(&call.target.spec().name)
-        .plugin(&call.target.plugin.name);
     // A plugin resolves a relative path against its first granted
     // directory (the guest sees it at the same absolute path): path rules
-    // match that path too.
-    if let Some((base, _, _)) = call.target.plugin.sandbox.dirs.first() {
-        request = request.path_base(base);
-    }
+    // match that path too, and, for a per-call grant, what was opened.
+    let mut request = CallRequest::new(tool, args)
+        .declared(&call.target.spec().name)
+        .plugin(&call.target.plugin.name)
+        .paths(OpenedPath::context(
+            opened,
+            call.target.plugin.sandbox.path_base(),
+        ));
     if let Some(agent) = cx.agent.as_deref() {
         request = request.agent(agent);
     }
@@ -255,6 +272,7 @@ async fn ask(
     gate: &Gate,
     call: &Call<'_>,
     args: &Value,
+    opened: Option<&OpenedPath>,
     reasons: &[String],
 ) -> Result<(), CallError> {
     let (tool, cx) = (call.target.tool, call.cx);
@@ -267,18 +285,11 @@ async fn ask(
     // An approval saved earlier for these arguments (or any) of this build
     // of the plugin answers without asking anyone.
     let digest = &call.target.plugin.digest;
-    let path_base = call
-        .target
-        .plugin
-        .sandbox
-        .dirs
-        .first()
-        .map(|d| d.0.as_path());
     if let Some(id) = gate.approvals().find(
         tool,
         digest,
         args,
-        path_base,
+        OpenedPath::context(opened, call.target.plugin.sandbox.path_base()),
         cx.client.as_deref(),
         toolhost_policy::approvals::now(),
     ) {
@@ -332,7 +343,7 @@ async fn ask(
             reasons.join("; ")
         )));
     };
-    let scopes = narrow::scopes(call, args);
+    let scopes = narrow::scopes(call, args, opened);
     let request = CallApprovalRequest {
         tool,
         plugin: &call.target.plugin.name,

@@ -11,6 +11,7 @@ use tracing::Instrument;
 use wasmtime::Store;
 
 use crate::api::{PluginInstance, RawContext, RawOutcome};
+use crate::call::admit::Admitted;
 use crate::call::{Call, ToolResult, narrow};
 use crate::error::{CallError, SandboxFault, ToolErrorKind};
 use crate::pool::Pool;
@@ -25,11 +26,16 @@ use crate::source::{SourceCall, SourceError, SourceOutcome, SourceProgress, Tool
 pub(crate) async fn fresh(
     pool: &Pool,
     call: &Call<'_>,
-    args_value: &serde_json::Value,
-    args: &str,
+    admitted: &Admitted,
 ) -> Result<ToolResult, CallError> {
     let plugin = &call.target.plugin;
-    let narrowed = narrow::narrow(call, args_value)?;
+    let args = admitted.args_text.as_str();
+    let narrowed = narrow::narrow(
+        call,
+        &admitted.args,
+        admitted.opened.as_ref(),
+        pool.scratches(),
+    )?;
     if narrowed.is_none()
         && let Some(mut ready) = plugin.ready.take()
     {

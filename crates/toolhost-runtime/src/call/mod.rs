@@ -6,12 +6,15 @@
 //!    that answer it; an unknown name is `not-found` with the closest names;
 //! 2. **validate** (`validate.rs`): the arguments' size and their JSON
 //!    Schema, every error with its JSON pointer;
-//! 3. **admit** (`admit.rs`): the policy's decision (deny stops here), the
+//! 3. **admit** (`admit.rs`): for a tool with a per-call grant, its path
+//!    opened once (`opened.rs`), so that every decision below is about the
+//!    object the tool will be handed; the policy's decision (deny stops here), the
 //!    before-hooks (block stops here; a rewrite is validated and judged by
 //!    the policy again), and the
 //!    user's approval when the policy or a hook asks;
 //! 4. **execute** (`execute.rs`): a sandbox slot from the pool (`queue`),
-//!    then the guest in a fresh sandbox under its limits — or, for a tool
+//!    then the guest in a fresh sandbox under its limits (reaching only the
+//!    opened path, for a per-call grant: `narrow.rs`) — or, for a tool
 //!    from a tool source (`source.rs`, an MCP server), the source's call
 //!    under the same time and size limits — and the checks of what it
 //!    returned (sizes, JSON, output schema). A read-only, idempotent tool's
@@ -30,6 +33,7 @@ pub(crate) mod cached;
 pub(crate) mod conclude;
 pub(crate) mod execute;
 pub(crate) mod narrow;
+pub(crate) mod opened;
 pub(crate) mod trace;
 pub(crate) mod validate;
 pub(crate) mod watch;
@@ -329,7 +333,7 @@ async fn steps(
         &admitted.args_text,
         async || match call.target.plugin.source() {
             Some(source) => execute::from_source(source.as_ref(), &call, &admitted.args).await,
-            None => execute::fresh(&parts.pool, &call, &admitted.args, &admitted.args_text).await,
+            None => execute::fresh(&parts.pool, &call, &admitted).await,
         },
     )
     .instrument(tracing::info_span!("execute"))

@@ -17,10 +17,13 @@
 //! - **A path that does not exist**: only the way down; the guest finds
 //!   nothing there.
 //!
-//! The path must lie in a granted directory after `..` and symbolic links
-//! are resolved on the host; otherwise the call is refused before the
-//! guest runs. Access is read-only unless the tool is not annotated
-//! read-only and the grant is read-write.
+//! The path is opened once, when the call is admitted (`opened.rs`): it
+//! must lie in a granted directory after `..` and symbolic links are
+//! resolved on the host, otherwise the call is refused before anything
+//! else is decided; and what is handed to the guest here is the object
+//! opened then (a directory through its descriptor, a file linked from
+//! it), never the path looked up again. Access is read-only unless the
+//! tool is not annotated read-only and the grant is read-write.
 //!
 //! A tool whose manifest names its URL argument (`[tools.http_get] url-arg
 //! = "/url"`) reaches that URL's host alone (on the schemes and ports its
@@ -31,51 +34,56 @@
 //! The same arguments give the narrower scopes a person may save an
 //! approval for ([`scopes`]): the directory of the path, the host of the URL.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::Value;
 use toolhost_policy::approvals::Scope;
 
 use crate::call::Call;
+use crate::call::opened::{Found, Kind, Located, OpenedPath};
 use crate::error::CallError;
-use crate::grants::DirAccess;
-use crate::grants::HostPattern;
-use crate::sandbox::SandboxSpec;
+use crate::grants::{DirAccess, HostPattern};
+use crate::sandbox::{HostDir, Preopen, SandboxSpec};
+use crate::scratch::{Scratch, Scratches};
 
 /// The largest file copied into a call's scratch directory when a hard
 /// link cannot be made (64 MiB).
 pub(crate) const MAX_COPY_BYTES: u64 = 64 * 1024 * 1024;
 
 /// A call's own sandbox spec, and the scratch directory it needs for as
-/// long as the call runs.
+/// long as the call runs (`scratch.rs`).
 pub(crate) struct Narrowed {
     pub spec: Arc<SandboxSpec>,
-    _scratch: Option<tempfile::TempDir>,
+    _scratch: Option<Scratch>,
 }
 
-/// The call's narrowed sandbox, when its tool names a path argument (and
-/// its plugin has directories granted) or a URL argument; `None` otherwise.
-pub(crate) fn narrow(call: &Call<'_>, args: &Value) -> Result<Option<Narrowed>, CallError> {
+/// The call's narrowed sandbox, when its path argument was opened
+/// (`opened`, see `opened.rs`) or its tool names a URL argument; `None`
+/// otherwise.
+pub(crate) fn narrow(
+    call: &Call<'_>,
+    args: &Value,
+    opened: Option<&OpenedPath>,
+    scratches: &Scratches,
+) -> Result<Option<Narrowed>, CallError> {
     let plugin = &call.target.plugin;
-    let Some(declared) = plugin.manifest.tools.get(&call.target.spec().name) else {
-        return Ok(None);
-    };
-    let path = declared
-        .path_arg
-        .as_deref()
-        .filter(|_| !plugin.sandbox.dirs.is_empty());
-    if path.is_none() && declared.url_arg.is_none() {
+    let url_arg = plugin
+        .manifest
+        .tools
+        .get(&call.target.spec().name)
+        .and_then(|declared| declared.url_arg.as_deref());
+    if opened.is_none() && url_arg.is_none() {
         return Ok(None);
     }
     let mut spec = (*plugin.sandbox).clone();
     let mut scratch = None;
-    if let Some(pointer) = path {
-        let (dirs, dir) = narrow_dirs(call, args, pointer)?;
+    if let Some(opened) = opened {
+        let (dirs, dir) = grant_path(call, opened, scratches)?;
         spec.dirs = dirs;
         scratch = Some(dir);
     }
-    if let Some(pointer) = &declared.url_arg {
+    if let Some(pointer) = url_arg {
         spec.only_host = Some(only_host(call, args, pointer)?);
     }
     Ok(Some(Narrowed {
@@ -115,40 +123,38 @@ fn only_host(call: &Call<'_>, args: &Value, pointer: &str) -> Result<HostPattern
 
 /// The scopes narrower than "any arguments" and wider than "these
 /// arguments" that an approval of this call may be saved for: the
-/// directory its path argument names (or lies in), inside the plugin's
-/// granted directories; the host its URL argument names. Empty for a tool
-/// whose manifest names neither.
-pub(crate) fn scopes(call: &Call<'_>, args: &Value) -> Vec<Scope> {
+/// directory its opened path is (or lies in), inside its grant; the host
+/// its URL argument names. Empty for a tool whose manifest names neither.
+pub(crate) fn scopes(call: &Call<'_>, args: &Value, opened: Option<&OpenedPath>) -> Vec<Scope> {
     let plugin = &call.target.plugin;
-    let Some(declared) = plugin.manifest.tools.get(&call.target.spec().name) else {
-        return Vec::new();
-    };
     let mut scopes = Vec::new();
-    if let Some(pointer) = &declared.path_arg
-        && let Some(raw) = args.pointer(pointer).and_then(Value::as_str)
-        && let Some((base, _, _)) = plugin.sandbox.dirs.first()
-        && let Some(lexical) = toolhost_policy::approvals::resolve_path(raw, Some(base))
+    if let Some(opened) = opened
+        && let Some(at) = &opened.at
+        && let Some(HostDir::Path(root)) = plugin.sandbox.dirs.get(at.grant).map(|d| &d.host)
     {
-        let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-        let directory = match std::fs::canonicalize(&lexical) {
-            Ok(found) if found.is_dir() => Some(found),
-            Ok(found) => found.parent().map(Path::to_path_buf),
-            Err(_) => lexical.parent().map(real),
+        let directory = match &at.found {
+            Some(found) if found.kind == Kind::Directory => Some(found.real.clone()),
+            Some(found) => found.real.parent().map(Path::to_path_buf),
+            // Not there: the directory it would be in.
+            None => root
+                .join(&at.below)
+                .parent()
+                .map(|p| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())),
         };
         if let Some(directory) = directory
-            && plugin
-                .sandbox
-                .dirs
-                .iter()
-                .any(|(granted, _, _)| directory.starts_with(real(granted)))
+            && toolhost_patterns::within(&directory, root)
         {
             scopes.push(Scope::Directory {
-                argument: pointer.clone(),
+                argument: opened.pointer.clone(),
                 directory,
             });
         }
     }
-    if let Some(pointer) = &declared.url_arg
+    if let Some(pointer) = plugin
+        .manifest
+        .tools
+        .get(&call.target.spec().name)
+        .and_then(|declared| declared.url_arg.as_ref())
         && let Some(host) = args
             .pointer(pointer)
             .and_then(Value::as_str)
@@ -162,123 +168,136 @@ pub(crate) fn scopes(call: &Call<'_>, args: &Value) -> Vec<Scope> {
     scopes
 }
 
-/// A sandbox's directories: `(host path, guest path, access)`.
-type Dirs = Vec<(PathBuf, String, DirAccess)>;
-
-/// The directories a call with a path argument reaches (see the module's
-/// text), and the scratch directory that stands for its grant.
-fn narrow_dirs(
+/// The directories a call whose path argument was opened reaches (see the
+/// module's text), and the scratch directory that stands for its grant:
+/// the first grant is always there, at its usual guest path, so relative
+/// paths resolve as they always do.
+fn grant_path(
     call: &Call<'_>,
-    args: &Value,
-    pointer: &str,
-) -> Result<(Dirs, tempfile::TempDir), CallError> {
-    let plugin = &call.target.plugin;
-    let tool = call.target.spec();
-    let spec = &plugin.sandbox;
-    let Some((_, root_guest, _)) = spec.dirs.first() else {
+    opened: &OpenedPath,
+    scratches: &Scratches,
+) -> Result<(Vec<Preopen>, Scratch), CallError> {
+    let grants = &call.target.plugin.sandbox.dirs;
+    let Some(first) = grants.first() else {
         return Err(host_error(call, "no directory is granted".to_owned()));
     };
-    let refuse = |reason: String| CallError::Denied {
-        tool: call.target.tool.to_owned(),
-        reason,
+    let mut scratch = scratches.take().map_err(|e| {
+        host_error(
+            call,
+            format!("cannot make the call's scratch directory: {e}"),
+        )
+    })?;
+    let first_mirror = scratch.mirror(0).map_err(|e| prepare(call, &e))?;
+    let mut dirs = vec![Preopen {
+        host: HostDir::Path(first_mirror.clone()),
+        guest: first.guest.clone(),
+        access: DirAccess::ReadOnly,
+    }];
+    // A missing argument, or a path with nothing there: the guest finds
+    // nothing.
+    let Some((at, found)) = opened
+        .at
+        .as_ref()
+        .and_then(|at| Some((at, at.found.as_ref()?)))
+    else {
+        return Ok((dirs, scratch));
     };
-    // A missing or non-string path argument reaches nothing.
-    let requested = args.pointer(pointer).and_then(Value::as_str).unwrap_or("");
-    let scratch = tempfile::Builder::new()
-        .prefix("toolhost-call-")
-        .tempdir()
-        .map_err(|e| {
-            host_error(
-                call,
-                format!("cannot make the call's scratch directory: {e}"),
-            )
-        })?;
-    // The scratch directory standing for the first grant, so relative
-    // paths resolve as always.
-    let first = mirror(call, scratch.path(), 0)?;
-    let mut dirs = vec![(first.clone(), root_guest.clone(), DirAccess::ReadOnly)];
-    if !requested.is_empty() && !requested.contains('\0') {
-        let joined = Path::new(root_guest).join(requested);
-        let guest = PathBuf::from(
-            toolhost_patterns::normalize_path(&joined.to_string_lossy()).into_owned(),
-        );
-        // The grant it lies in (the longest guest path that holds it).
-        let Some((host_root, guest_root, access)) = spec
-            .dirs
-            .iter()
-            .filter(|(_, g, _)| guest.starts_with(g))
-            .max_by_key(|(_, g, _)| g.len())
-        else {
-            return Err(refuse(format!(
-                "`{}` is outside the directories granted to {}",
-                toolhost_text::line(requested, 200),
-                plugin.name
-            )));
+    let Some(grant) = grants.get(at.grant) else {
+        return Err(host_error(call, "the path's grant is gone".to_owned()));
+    };
+    let writes = !call.target.spec().annotations.read_only && grant.access == DirAccess::ReadWrite;
+    let access = if writes {
+        DirAccess::ReadWrite
+    } else {
+        DirAccess::ReadOnly
+    };
+    if found.kind == Kind::Directory && at.below.as_os_str().is_empty() {
+        // A whole granted directory: the grant itself, as it was opened.
+        let whole = Preopen {
+            host: found.handle.as_dir(),
+            guest: grant.guest.clone(),
+            access,
         };
-        let below = guest.strip_prefix(guest_root).unwrap_or(Path::new(""));
-        let writes = !tool.annotations.read_only && *access == DirAccess::ReadWrite;
-        let access = if writes {
-            DirAccess::ReadWrite
+        if at.grant == 0 {
+            dirs[0] = whole;
         } else {
-            DirAccess::ReadOnly
-        };
-        let host = host_root.join(below);
-        // Not there (or not readable): the guest finds nothing.
-        if let Ok(real) = std::fs::canonicalize(&host) {
-            // Symbolic links are followed on the host: where they end must
-            // be granted too.
-            let host_root_real =
-                std::fs::canonicalize(host_root).unwrap_or_else(|_| host_root.clone());
-            if !real.starts_with(&host_root_real) {
-                return Err(refuse(format!(
-                    "`{}` leads outside the directories granted to {}",
-                    toolhost_text::line(requested, 200),
-                    plugin.name
-                )));
-            }
-            let prepare = |e: std::io::Error| {
-                host_error(call, format!("cannot prepare the call's directory: {e}"))
-            };
-            if real.is_dir() && real == host_root_real {
-                // A whole granted directory: the grant itself.
-                if guest_root == root_guest {
-                    dirs[0] = (real, root_guest.clone(), access);
-                } else {
-                    dirs.push((real, guest_root.clone(), access));
-                }
-            } else {
-                // The way down, inside the scratch directory that stands
-                // for its grant (the first's, or one of its own).
-                let base = if guest_root == root_guest {
-                    first.clone()
-                } else {
-                    let base = mirror(call, scratch.path(), 1)?;
-                    dirs.push((base.clone(), guest_root.clone(), DirAccess::ReadOnly));
-                    base
-                };
-                let mirrored = base.join(below);
-                if real.is_dir() {
-                    std::fs::create_dir_all(&mirrored).map_err(prepare)?;
-                    dirs.push((real, guest.display().to_string(), access));
-                } else {
-                    if let Some(parent) = mirrored.parent() {
-                        std::fs::create_dir_all(parent).map_err(prepare)?;
-                    }
-                    place_file(&real, &mirrored, writes).map_err(|e| host_error(call, e))?;
-                }
-            }
+            dirs.push(whole);
         }
+        return Ok((dirs, scratch));
+    }
+    // The way down, inside the scratch directory that stands for its grant
+    // (the first's, or one of its own).
+    let base = if at.grant == 0 {
+        first_mirror
+    } else {
+        let base = scratch.mirror(1).map_err(|e| prepare(call, &e))?;
+        dirs.push(Preopen {
+            host: HostDir::Path(base.clone()),
+            guest: grant.guest.clone(),
+            access: DirAccess::ReadOnly,
+        });
+        base
+    };
+    match found.kind {
+        Kind::Directory => dirs.push(directory(call, &mut scratch, &base, at, found, access)?),
+        Kind::File => file(call, &mut scratch, &base, at, found, writes)?,
     }
     Ok((dirs, scratch))
 }
 
-/// Puts the file `real` at `at`: a hard link, or (read-only, across file
-/// systems) a bounded copy.
-fn place_file(real: &Path, at: &Path, writes: bool) -> Result<(), String> {
-    match std::fs::hard_link(real, at) {
+/// A directory below a grant: the way down to it in the mirror `base`, and
+/// the directory itself, preopened at its guest path through the
+/// descriptor it was opened with (the guest's path lookup takes the
+/// longest matching preopen).
+fn directory(
+    call: &Call<'_>,
+    scratch: &mut Scratch,
+    base: &Path,
+    at: &Located,
+    found: &Found,
+    access: DirAccess,
+) -> Result<Preopen, CallError> {
+    scratch
+        .make_dirs(base, &at.below)
+        .map_err(|e| prepare(call, &e))?;
+    Ok(Preopen {
+        host: found.handle.as_dir(),
+        guest: at.guest.display().to_string(),
+        access,
+    })
+}
+
+/// A file below a grant: the way down to it in the mirror `base`, and the
+/// file there, linked from the object that was opened.
+fn file(
+    call: &Call<'_>,
+    scratch: &mut Scratch,
+    base: &Path,
+    at: &Located,
+    found: &Found,
+    writes: bool,
+) -> Result<(), CallError> {
+    if let Some(way) = at.below.parent() {
+        scratch
+            .make_dirs(base, way)
+            .map_err(|e| prepare(call, &e))?;
+    }
+    let placed = base.join(&at.below);
+    place_file(&found.handle.path(), &placed, writes).map_err(|e| host_error(call, e))?;
+    scratch.added_file(placed);
+    Ok(())
+}
+
+/// Puts the file `object` (a path that reaches the opened file itself) at
+/// `at`: a hard link, or (read-only, across file systems) a bounded copy.
+fn place_file(object: &Path, at: &Path, writes: bool) -> Result<(), String> {
+    match link(object, at) {
         Ok(()) => Ok(()),
         Err(_) if !writes => {
-            let size = std::fs::metadata(real)
+            let mut from = std::fs::File::open(object)
+                .map_err(|e| format!("cannot read the file for the call: {e}"))?;
+            let size = from
+                .metadata()
                 .map_err(|e| format!("cannot read the file's size: {e}"))?
                 .len();
             if size > MAX_COPY_BYTES {
@@ -288,7 +307,10 @@ fn place_file(real: &Path, at: &Path, writes: bool) -> Result<(), String> {
                     MAX_COPY_BYTES / (1024 * 1024)
                 ));
             }
-            std::fs::copy(real, at)
+            let mut to = std::fs::File::create(at)
+                .map_err(|e| format!("cannot copy the file for the call: {e}"))?;
+            // Bounded again: the file may grow while it is copied.
+            std::io::copy(&mut std::io::Read::take(&mut from, MAX_COPY_BYTES), &mut to)
                 .map(|_| ())
                 .map_err(|e| format!("cannot copy the file for the call: {e}"))
         }
@@ -298,12 +320,21 @@ fn place_file(real: &Path, at: &Path, writes: bool) -> Result<(), String> {
     }
 }
 
-/// A fresh directory `n` inside the call's scratch directory.
-fn mirror(call: &Call<'_>, scratch: &Path, n: u8) -> Result<PathBuf, CallError> {
-    let dir = scratch.join(n.to_string());
-    std::fs::create_dir(&dir)
-        .map_err(|e| host_error(call, format!("cannot prepare the call's directory: {e}")))?;
-    Ok(dir)
+/// A hard link at `at` to the object `object` reaches: on Linux the
+/// opened file itself (`/proc/self/fd/N`, followed).
+#[cfg(target_os = "linux")]
+fn link(object: &Path, at: &Path) -> std::io::Result<()> {
+    use rustix::fs::{AtFlags, CWD};
+    rustix::fs::linkat(CWD, object, CWD, at, AtFlags::SYMLINK_FOLLOW).map_err(Into::into)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn link(object: &Path, at: &Path) -> std::io::Result<()> {
+    std::fs::hard_link(object, at)
+}
+
+fn prepare(call: &Call<'_>, e: &std::io::Error) -> CallError {
+    host_error(call, format!("cannot prepare the call's directory: {e}"))
 }
 
 fn host_error(call: &Call<'_>, message: String) -> CallError {

@@ -330,12 +330,16 @@ async fn a_directory_approval_covers_the_files_in_it_and_asks_again_outside() {
     // Another file in it, by another spelling: not asked.
     assert!(read("./notes//b.txt").await.unwrap().contains("BBB"));
     assert_eq!(approver.asked.load(Ordering::SeqCst), 1);
-    // Outside it, or through a link that leads out of it: asked (denied).
-    for outside in ["hello.txt", "notes/away.txt"] {
-        let err = read(outside).await.unwrap_err();
-        assert_eq!(err.kind(), ErrorKind::PermissionDenied, "{outside}: {err}");
-    }
-    assert_eq!(approver.asked.load(Ordering::SeqCst), 3);
+    // Outside it: asked (denied).
+    let err = read("hello.txt").await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::PermissionDenied, "{err}");
+    assert_eq!(approver.asked.load(Ordering::SeqCst), 2);
+    // Through a link that leads out of the grant: refused before anyone
+    // is asked (the path is opened, and judged, first).
+    let err = read("notes/away.txt").await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::PermissionDenied, "{err}");
+    assert!(err.to_string().contains("leads outside"), "{err}");
+    assert_eq!(approver.asked.load(Ordering::SeqCst), 2);
     assert_eq!(rt.approvals().list().unwrap().len(), 1);
 }
 
@@ -650,4 +654,132 @@ async fn a_url_rule_holds_for_every_redirect_hop() {
         0,
         "the redirect to the denied service never left the host"
     );
+}
+
+/// Answers "allow once", after running `meanwhile` (what someone does to
+/// the file system while the person thinks).
+struct AllowAfter(Box<dyn Fn() + Send + Sync>);
+
+impl Approver for AllowAfter {
+    fn approve_call<'a>(
+        &'a self,
+        _: &'a CallApprovalRequest<'a>,
+    ) -> ApprovalFuture<'a, CallApproval> {
+        (self.0)();
+        Box::pin(async { CallApproval::AllowOnce })
+    }
+    fn approve_result<'a>(
+        &'a self,
+        _: &'a ResultApprovalRequest<'a>,
+    ) -> ApprovalFuture<'a, ResultApproval> {
+        Box::pin(async { ResultApproval::Accept })
+    }
+}
+
+/// `fs` over a grant holding `notes/todo.txt` and `secret/key.txt`, with
+/// `secret/**` denied and every `fs` call asked about; `meanwhile` runs
+/// while the question is open.
+async fn asked_fs(
+    scene: &toolhost_test_support::FsScene,
+    meanwhile: impl Fn() + Send + Sync + 'static,
+) -> Runtime {
+    let policy = Policy::builder()
+        .rule(
+            Rule::deny("*")
+                .arg_path("path", "secret/**")
+                .reason("the secret folder is off limits"),
+        )
+        .rule(Rule::ask("read_file"))
+        .rule(Rule::ask("list_dir"))
+        .build()
+        .unwrap();
+    let mut fs = PluginSettings::default();
+    fs.dirs.push(DirGrant::read_only(&scene.granted));
+    builder()
+        .policy(policy)
+        .plugin_settings("fs", fs)
+        .approver(Arc::new(AllowAfter(Box::new(meanwhile))))
+        .build()
+        .await
+        .unwrap()
+}
+
+fn notes_and_secret(scene: &toolhost_test_support::FsScene) {
+    let g = &scene.granted;
+    std::fs::create_dir_all(g.join("notes")).unwrap();
+    std::fs::create_dir_all(g.join("secret")).unwrap();
+    std::fs::write(g.join("notes/todo.txt"), "buy milk\n").unwrap();
+    std::fs::write(g.join("secret/key.txt"), "hunter2\n").unwrap();
+}
+
+#[tokio::test]
+async fn a_file_swapped_for_a_link_while_the_person_is_asked_is_not_what_the_call_reads() {
+    let scene = fs_scene();
+    notes_and_secret(&scene);
+    let g = scene.granted.clone();
+    let rt = asked_fs(&scene, move || {
+        // The note becomes a link to the secret while the question is open.
+        std::fs::remove_file(g.join("notes/todo.txt")).unwrap();
+        std::os::unix::fs::symlink("../secret/key.txt", g.join("notes/todo.txt")).unwrap();
+    })
+    .await;
+    let r = rt
+        .call(
+            "read_file",
+            json!({"path": "notes/todo.txt"}),
+            CallContext::new(),
+        )
+        .await
+        .unwrap();
+    assert!(r.output.contains("buy milk"), "{}", r.output);
+    assert!(!r.output.contains("hunter2"), "{}", r.output);
+    // Asked again now, the link is seen for what it is and denied.
+    let err = rt
+        .call(
+            "read_file",
+            json!({"path": "notes/todo.txt"}),
+            CallContext::new(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::PermissionDenied, "{err}");
+    assert!(err.to_string().contains("off limits"), "{err}");
+}
+
+#[tokio::test]
+async fn a_directory_swapped_for_a_link_while_the_person_is_asked_is_not_what_the_call_lists() {
+    let scene = fs_scene();
+    notes_and_secret(&scene);
+    let g = scene.granted.clone();
+    let rt = asked_fs(&scene, move || {
+        std::fs::rename(g.join("notes"), g.join("notes-moved")).unwrap();
+        std::os::unix::fs::symlink("secret", g.join("notes")).unwrap();
+    })
+    .await;
+    let r = rt
+        .call("list_dir", json!({"path": "notes"}), CallContext::new())
+        .await
+        .unwrap();
+    assert!(r.output.contains("todo.txt"), "{}", r.output);
+    assert!(!r.output.contains("key.txt"), "{}", r.output);
+}
+
+#[tokio::test]
+async fn a_path_that_is_neither_file_nor_directory_is_refused_before_anyone_is_asked() {
+    let scene = fs_scene();
+    let fifo = scene.granted.join("pipe");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let rt = asked_fs(&scene, || panic!("nobody is asked about a FIFO")).await;
+    let err = rt
+        .call("read_file", json!({"path": "pipe"}), CallContext::new())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::PermissionDenied, "{err}");
+    assert!(err.to_string().contains("neither a regular file"), "{err}");
 }
