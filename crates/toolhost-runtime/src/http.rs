@@ -224,7 +224,11 @@ fn refuse_internal(
     }
 }
 
-/// Loopback, private, link-local, shared (CGNAT), unspecified or broadcast.
+/// Loopback, private, link-local, shared (CGNAT), unspecified or broadcast;
+/// an IPv6 address that leads to an IPv4 one (IPv4-mapped, or NAT64's
+/// well-known prefix `64:ff9b::/96`, RFC 6052) by the IPv4 address it
+/// carries; NAT64's local-use prefix `64:ff9b:1::/48` (RFC 8215), whose
+/// translator's network is the operator's, always.
 pub(crate) fn is_internal(ip: &std::net::IpAddr) -> bool {
     match ip {
         std::net::IpAddr::V4(v4) => {
@@ -240,7 +244,15 @@ pub(crate) fn is_internal(ip: &std::net::IpAddr) -> bool {
             if let Some(v4) = v6.to_ipv4_mapped() {
                 return is_internal(&std::net::IpAddr::V4(v4));
             }
-            let first = v6.segments()[0];
+            let segments = v6.segments();
+            if segments[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+                let [.., a, b, c, d] = v6.octets();
+                return is_internal(&std::net::IpAddr::V4([a, b, c, d].into()));
+            }
+            if segments[..3] == [0x64, 0xff9b, 1] {
+                return true;
+            }
+            let first = segments[0];
             v6.is_loopback()
                 || v6.is_unspecified()
                 || (first & 0xfe00) == 0xfc00
@@ -302,6 +314,36 @@ mod tests {
             assert!(is_internal(&internal.parse().unwrap()), "{internal}");
         }
         for public in ["93.184.216.34", "8.8.8.8", "2606:4700::1111"] {
+            assert!(!is_internal(&public.parse().unwrap()), "{public}");
+        }
+    }
+
+    #[test]
+    fn nat64_addresses_are_judged_by_the_ipv4_address_they_lead_to() {
+        // The well-known prefix: a NAT64 gateway turns these into the IPv4
+        // address in their last 32 bits.
+        for internal in [
+            "64:ff9b::127.0.0.1",
+            "64:ff9b::10.0.0.1",
+            "64:ff9b::192.168.1.1",
+            "64:ff9b::169.254.169.254",
+            "64:ff9b::100.64.0.1",
+            "64:ff9b::",
+            "64:ff9b::a9fe:a9fe",
+        ] {
+            assert!(is_internal(&internal.parse().unwrap()), "{internal}");
+        }
+        for public in ["64:ff9b::8.8.8.8", "64:ff9b::5db8:d822"] {
+            assert!(!is_internal(&public.parse().unwrap()), "{public}");
+        }
+        // The local-use prefix: the operator's own translator, whatever
+        // the address embeds, and wherever (RFC 6052 allows several
+        // prefix lengths).
+        for internal in ["64:ff9b:1::808:808", "64:ff9b:1:ffff::1", "64:ff9b:1::"] {
+            assert!(is_internal(&internal.parse().unwrap()), "{internal}");
+        }
+        // Neither prefix: an ordinary address.
+        for public in ["64:ff9b:2::a00:1", "64:ff9a::a00:1"] {
             assert!(!is_internal(&public.parse().unwrap()), "{public}");
         }
     }

@@ -13,6 +13,8 @@ Tools:
   write     writes "x" to arguments.path; answers "written" or the error
   connect   opens TCP to 127.0.0.1:arguments.port; answers "connected" or the error
   connect_unix  connects to the Unix socket at arguments.path and writes to it
+  run       runs arguments.argv, passing on its inherited descriptors (as a
+            careless server would); answers its stdout and stderr
   churn     for arguments.ms, changes its tool list and sends
             notifications/tools/list_changed every 5 ms, then answers
 
@@ -51,6 +53,7 @@ TOOLS = [
         ("write", "Writes a file."),
         ("connect", "Opens a TCP connection."),
         ("connect_unix", "Connects to a Unix-domain socket and writes to it."),
+        ("run", "Runs a program."),
         ("churn", "Changes the tool list every 5 ms for a while."),
     ]
 ]
@@ -172,6 +175,14 @@ for line in sys.stdin:
                 s.close()
                 text(id_, "connected")
             except OSError as e:
+                text(id_, "error: " + str(e))
+        elif name == "run":
+            import subprocess
+            try:
+                done = subprocess.run([str(a) for a in arguments["argv"]], capture_output=True,
+                                      timeout=10, close_fds=False)
+                text(id_, (done.stdout + done.stderr).decode(errors="replace"))
+            except (OSError, subprocess.SubprocessError) as e:
                 text(id_, "error: " + str(e))
         elif name == "connect":
             import socket

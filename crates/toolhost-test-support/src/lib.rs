@@ -121,6 +121,23 @@ pub fn hostile_mcp_server() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/hostile_server.py")
 }
 
+/// The process sandbox's escape probe (`mcp/unix_socket_probe.c`),
+/// compiled with the machine's `cc` into `dir`: it tries one way of
+/// reaching a Unix-domain socket (see the file's comment). Put `dir`
+/// outside `/tmp`, which the sandbox empties.
+pub fn unix_socket_probe(dir: &Path) -> PathBuf {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/unix_socket_probe.c");
+    let probe = dir.join("unix_socket_probe");
+    let status = std::process::Command::new("cc")
+        .args(["-O1", "-Wall", "-o"])
+        .arg(&probe)
+        .arg(&source)
+        .status()
+        .expect("a C compiler (`cc`) is needed to build the process sandbox's escape probe");
+    assert!(status.success(), "cc {}: {status}", source.display());
+    probe
+}
+
 /// Copies plugin `name` (its `.wasm` and `.toml`, when there is one) from `from` into `to`.
 pub fn copy_plugin(from: &Path, name: &str, to: &Path) {
     std::fs::create_dir_all(to).unwrap();

@@ -8,11 +8,15 @@
 //! - every control character (C0, DEL and C1, the terminal's escape and CSI
 //!   among them) is shown as an escape (`\u{1b}`), so the text cannot move
 //!   the cursor, recolour, retitle or clear a terminal;
-//! - Unicode's bidirectional controls (`U+202E` and friends), invisible
-//!   characters (zero-width spaces and joiners, the byte-order mark, the
-//!   line and paragraph separators) and the *tag* characters (`U+E0000`…,
-//!   invisible text used to smuggle instructions to a model) are escaped
-//!   too, so what a person reads is what the bytes say;
+//! - Unicode's bidirectional controls (`U+202E` and friends), the line and
+//!   paragraph separators and every character Unicode says is *default
+//!   ignorable* (drawn as nothing: zero-width spaces and joiners, the
+//!   byte-order mark, the Hangul fillers, the variation selectors, the
+//!   *tag* characters `U+E0000`… — the last two are used to smuggle
+//!   invisible text to a model) are escaped too, so what a person reads is
+//!   what the bytes say. An emoji's presentation selector (`U+FE0F`) shows
+//!   as an escape too, as a zero-width joiner does: either can carry
+//!   hidden bytes;
 //! - the result is bounded: at most `max` characters of output (an escape
 //!   counts for its length), then `…`.
 //!
@@ -60,22 +64,41 @@ pub fn block(text: &str, max: usize) -> String {
 }
 
 /// Whether `c` must not reach a terminal, a log or a prompt as it is:
-/// controls (C0 but newline and tab, DEL, C1), bidirectional controls,
-/// invisible format characters and the tag characters.
+/// controls (C0 but newline and tab, DEL, C1), bidirectional controls, the
+/// line and paragraph separators, the interlinear annotation characters
+/// and every `Default_Ignorable_Code_Point` of Unicode 16
+/// (`DerivedCoreProperties.txt`): characters drawn as nothing.
+///
+/// ```
+/// use toolhost_text::needs_escape;
+///
+/// assert!(needs_escape('\u{202e}')); // right-to-left override
+/// assert!(needs_escape('\u{fe0f}')); // variation selector 16
+/// assert!(needs_escape('\u{3164}')); // Hangul filler
+/// assert!(!needs_escape('é'));
+/// ```
 #[must_use]
 pub fn needs_escape(c: char) -> bool {
     (c.is_control() && c != '\n' && c != '\t')
         || matches!(
             c,
-            '\u{061c}'                       // Arabic letter mark
-            | '\u{00ad}'                     // soft hyphen
-            | '\u{180e}'                     // Mongolian vowel separator
+            '\u{00ad}'                       // soft hyphen
+            | '\u{034f}'                     // combining grapheme joiner
+            | '\u{061c}'                     // Arabic letter mark
+            | '\u{115f}'..='\u{1160}'        // Hangul choseong and jungseong fillers
+            | '\u{17b4}'..='\u{17b5}'        // Khmer inherent vowels
+            | '\u{180b}'..='\u{180f}'        // Mongolian variation selectors, vowel separator
             | '\u{200b}'..='\u{200f}'        // zero-width space, joiners, LRM, RLM
             | '\u{2028}'..='\u{202e}'        // line/paragraph separators, embeddings, overrides
             | '\u{2060}'..='\u{206f}'        // word joiner, invisible operators, isolates
+            | '\u{3164}'                     // Hangul filler
+            | '\u{fe00}'..='\u{fe0f}'        // variation selectors 1-16
             | '\u{feff}'                     // byte-order mark
-            | '\u{fff9}'..='\u{fffb}'        // interlinear annotation
-            | '\u{e0000}'..='\u{e007f}' // tag characters
+            | '\u{ffa0}'                     // halfwidth Hangul filler
+            | '\u{fff0}'..='\u{fffb}'        // unassigned ignorables, interlinear annotation
+            | '\u{1bca0}'..='\u{1bca3}'      // shorthand format controls
+            | '\u{1d173}'..='\u{1d17a}'      // musical symbol format controls
+            | '\u{e0000}'..='\u{e0fff}' // tags, variation selectors 17-256, unassigned ignorables
         )
 }
 
@@ -164,6 +187,37 @@ mod tests {
         // "hi" written in invisible tag characters.
         assert_eq!(line("ok\u{e0068}\u{e0069}", 100), "ok\\u{e0068}\\u{e0069}");
         assert_eq!(block("a\u{2028}b", 100), "a\\u{2028}b");
+    }
+
+    #[test]
+    fn variation_selectors_and_hangul_fillers_are_escaped() {
+        // Text hidden in variation selectors after a visible character
+        // (each selector one byte): "hi" after "ok".
+        assert_eq!(line("ok\u{e0158}\u{e0159}", 100), "ok\\u{e0158}\\u{e0159}");
+        assert_eq!(line("a\u{fe00}\u{fe0f}b", 100), "a\\u{fe00}\\u{fe0f}b");
+        assert_eq!(line("a\u{e0100}b\u{e01ef}", 100), "a\\u{e0100}b\\u{e01ef}");
+        // Hangul fillers, drawn as nothing (a name that looks empty).
+        for filler in ['\u{115f}', '\u{1160}', '\u{3164}', '\u{ffa0}'] {
+            let shown = block(&format!("[{filler}]"), 100);
+            assert_eq!(shown, format!("[{}]", filler.escape_unicode()));
+        }
+        // The rest of Unicode's default ignorables.
+        for c in [
+            '\u{034f}',
+            '\u{17b4}',
+            '\u{180b}',
+            '\u{1bca0}',
+            '\u{1d173}',
+            '\u{e0fff}',
+        ] {
+            assert!(needs_escape(c), "{}", c.escape_unicode());
+        }
+        // Their visible neighbours are not.
+        for c in [
+            '\u{fdff}', '\u{fe10}', '\u{3163}', '\u{3165}', '\u{ffa1}', '\u{1161}',
+        ] {
+            assert!(!needs_escape(c), "{}", c.escape_unicode());
+        }
     }
 
     #[test]

@@ -43,7 +43,9 @@ pub const DEFAULT_ENV: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "
 /// the server's own files that `/tmp` or `hide` would cover mounted back
 /// read-only (its program's tree, script and working directory; never
 /// `/tmp` or `HOME` whole), no network unless granted, its own PID, IPC and
-/// UTS namespaces, and it dies with the host. It does not hide files from
+/// UTS namespaces, none of the host's descriptors but its stdio, a seccomp
+/// filter that allows sockets of listed families only (see
+/// `unix_sockets`), and it dies with the host. It does not hide files from
 /// reading (mount a directory over them with `hide`), nor limit CPU or
 /// memory.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -57,8 +59,12 @@ pub struct ProcessSandbox {
     /// Whether it may open Unix-domain sockets. Off by default: a read-only
     /// mount does not stop `connect()`, and the sockets of the session bus,
     /// `systemd --user`, a container engine or an ssh/gpg agent lead to
-    /// code outside the sandbox. Refused by a seccomp filter
-    /// (`socket(AF_UNIX, …)` fails with `EACCES`), wherever the socket is.
+    /// code outside the sandbox. A seccomp filter allows `socket` for IP
+    /// and route netlink only, `socketpair` for connected `AF_UNIX` pairs
+    /// only (stream, seqpacket: they reach nothing but each other), and
+    /// no io_uring or x32 calls; what it refuses fails with `EACCES`,
+    /// wherever the socket is. With this on, `AF_UNIX` joins the families
+    /// and every kind of pair is allowed; the rest of the filter stays.
     pub unix_sockets: bool,
     /// Whether a `.git` directory inside a `write` directory is writable
     /// too. Off by default: `.git/hooks/*` and `.git/config` run
