@@ -225,7 +225,7 @@ pub enum QueueError {
     /// arguments were cut, or it asks about a result); the question still
     /// waits.
     #[error(
-        "question {0} does not offer \"allow these arguments always\": some of its arguments were too long to show whole"
+        "question {0} does not offer \"allow these arguments always\" (an argument too long to show whole, or a result); it still waits"
     )]
     AlwaysNotOffered(u64),
 }
