@@ -8,6 +8,11 @@
 //! arguments, the reasons, the result) is shown with control characters
 //! escaped ([`printable`](crate::shown::printable)), so it cannot move the cursor, rewrite the
 //! question or hide text from the user.
+//!
+//! A call's arguments are listed one per line, each cut on its own
+//! ([`ShownArguments`]), so a long `content` never pushes `path` out of
+//! view; when one was cut, `[a]lways with these arguments` is not offered,
+//! and `a` is a deny: nobody saw the bytes it would approve.
 
 use std::io::{IsTerminal, Write};
 use std::os::fd::AsFd;
@@ -22,7 +27,7 @@ use crate::shown::{self, printable};
 use toolhost_runtime::policy::approvals::Scope;
 use toolhost_runtime::{
     ApprovalFuture, Approver, CallApproval, CallApprovalRequest, ResultApproval,
-    ResultApprovalRequest,
+    ResultApprovalRequest, ShownArguments,
 };
 
 /// Asks on the terminal (stderr + stdin), one question at a time.
@@ -101,13 +106,24 @@ impl PromptApprover {
     }
 }
 
+/// What a call question offers besides once, the tool, no and stop.
+#[derive(Debug, Clone, Copy)]
+pub struct Offered<'a> {
+    /// `a`/`always`: saved for these arguments (only when every argument
+    /// was shown whole).
+    pub always: bool,
+    /// The directory and host the answer may be saved for.
+    pub scopes: &'a [Scope],
+}
+
 /// Parses an answer to a call question: `y`/`yes` once, `a`/`always`
-/// (saved for these arguments), `d`/`directory` and `h`/`host` (saved for
-/// the directory or host among `scopes`, when offered), `t`/`tool` (saved
-/// for any arguments), `n`/`no` with an optional message after it (`n use
-/// the cache`), or `s`/`stop` (deny, and end the turn). Anything else, or
-/// nothing, is a deny.
-pub fn parse_call_answer(line: Option<&str>, scopes: &[Scope]) -> CallApproval {
+/// (saved for these arguments, when offered), `d`/`directory` and
+/// `h`/`host` (saved for the directory or host among the offered scopes),
+/// `t`/`tool` (saved for any arguments), `n`/`no` with an optional message
+/// after it (`n use the cache`), or `s`/`stop` (deny, and end the turn).
+/// Anything else, something not offered, or nothing, is a deny.
+pub fn parse_call_answer(line: Option<&str>, offered: Offered<'_>) -> CallApproval {
+    let scopes = offered.scopes;
     let Some(line) = line else {
         return CallApproval::Deny {
             message: Some("no answer: nobody is at the terminal".into()),
@@ -117,7 +133,14 @@ pub fn parse_call_answer(line: Option<&str>, scopes: &[Scope]) -> CallApproval {
     let (word, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
     match word.to_ascii_lowercase().as_str() {
         "y" | "yes" => CallApproval::AllowOnce,
-        "a" | "always" => CallApproval::AllowAlways,
+        "a" | "always" if offered.always => CallApproval::AllowAlways,
+        "a" | "always" => CallApproval::Deny {
+            message: Some(
+                "not run: these arguments could not be allowed always (some were too long to \
+                 show whole); ask again to allow it once"
+                    .to_owned(),
+            ),
+        },
         "t" | "tool" => CallApproval::AllowTool,
         w @ ("d" | "directory" | "h" | "host") => {
             let offered = scopes.iter().find(|s| {
@@ -242,28 +265,9 @@ impl Approver for PromptApprover {
     ) -> ApprovalFuture<'a, CallApproval> {
         Box::pin(async move {
             let _turn = self.one_at_a_time.lock().await;
-            let narrower: String = req
-                .scopes
-                .iter()
-                .filter_map(|scope| match scope {
-                    Scope::Directory { directory, .. } => Some(format!(
-                        " / [d]irectory {} always",
-                        printable(&directory.display().to_string())
-                    )),
-                    Scope::Host { host, .. } => {
-                        Some(format!(" / [h]ost {} always", printable(&host.to_string())))
-                    }
-                    _ => None,
-                })
-                .collect();
-            ask(&format!(
-                "\n? {} ({}) wants to run with {}\n  because: {}\n  allow? [y]es once / [a]lways with these arguments{narrower} / [t]his tool always, any arguments / [n]o, optionally followed by a message for the model / [s]top the run: ",
-                printable(req.tool),
-                printable(req.plugin),
-                printable(&req.args.to_string()),
-                printable(&req.reasons.join("; "))
-            ));
-            parse_call_answer(self.answer().await.as_deref(), req.scopes)
+            let (question, offered) = call_question(req);
+            ask(&question);
+            parse_call_answer(self.answer().await.as_deref(), offered)
         })
     }
 
@@ -290,18 +294,121 @@ impl Approver for PromptApprover {
     }
 }
 
+/// The question about a call, and what it offers: every argument on a
+/// line of its own, each cut on its own; `[a]lways` only when none was cut.
+fn call_question<'a>(req: &'a CallApprovalRequest<'a>) -> (String, Offered<'a>) {
+    let shown = ShownArguments::of(req.args);
+    let offered = Offered {
+        always: shown.complete(),
+        scopes: req.scopes,
+    };
+    let arguments: String = shown
+        .lines()
+        .iter()
+        // Safe already (`toolhost_text`), one line each.
+        .map(|l| format!("\n    {l}"))
+        .collect();
+    let narrower: String = req
+        .scopes
+        .iter()
+        .filter_map(|scope| match scope {
+            Scope::Directory { directory, .. } => Some(format!(
+                " / [d]irectory {} always",
+                printable(&directory.display().to_string())
+            )),
+            Scope::Host { host, .. } => {
+                Some(format!(" / [h]ost {} always", printable(&host.to_string())))
+            }
+            _ => None,
+        })
+        .collect();
+    let always = if offered.always {
+        " / [a]lways with these arguments"
+    } else {
+        ""
+    };
+    let cut = if offered.always {
+        ""
+    } else {
+        "\n  (some arguments are too long to show whole: they cannot be allowed always)"
+    };
+    let question = format!(
+        "\n? {} ({}) wants to run with{arguments}{cut}\n  because: {}\n  allow? [y]es once{always}{narrower} / [t]his tool always, any arguments / [n]o, optionally followed by a message for the model / [s]top the run: ",
+        printable(req.tool),
+        printable(req.plugin),
+        printable(&req.reasons.join("; "))
+    );
+    (question, offered)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// What a question with every argument shown whole offers.
+    fn all(scopes: &[Scope]) -> Offered<'_> {
+        Offered {
+            always: true,
+            scopes,
+        }
+    }
+
     #[test]
-    fn call_answers_parse_with_an_optional_message() {
-        assert_eq!(parse_call_answer(Some("y\n"), &[]), CallApproval::AllowOnce);
+    fn a_long_argument_leaves_the_others_in_view_and_always_is_not_offered() {
+        let args = serde_json::json!({"content": "x".repeat(50_000), "path": "secret/key.txt"});
+        let req = CallApprovalRequest {
+            tool: "write_file",
+            plugin: "fs",
+            args: &args,
+            reasons: &[],
+            session_id: None,
+            agent: None,
+            scopes: &[],
+        };
+        let (question, offered) = call_question(&req);
+        assert!(
+            question.contains("\n    path: \"secret/key.txt\""),
+            "{question}"
+        );
+        assert!(question.contains("cut: 50002 characters"), "{question}");
+        assert!(!question.contains("[a]lways"), "{question}");
+        assert!(!offered.always);
+        assert!(matches!(
+            parse_call_answer(Some("a"), offered),
+            CallApproval::Deny { .. }
+        ));
+        assert!(question.chars().count() < 3_000, "bounded");
+
+        let short = serde_json::json!({"path": "notes.txt"});
+        let req = CallApprovalRequest {
+            args: &short,
+            ..req
+        };
+        let (question, offered) = call_question(&req);
+        assert!(
+            question.contains("[a]lways with these arguments"),
+            "{question}"
+        );
         assert_eq!(
-            parse_call_answer(Some("Always"), &[]),
+            parse_call_answer(Some("a"), offered),
             CallApproval::AllowAlways
         );
-        assert_eq!(parse_call_answer(Some("t"), &[]), CallApproval::AllowTool);
+    }
+
+    #[test]
+    fn call_answers_parse_with_an_optional_message() {
+        assert_eq!(
+            parse_call_answer(Some("y\n"), all(&[])),
+            CallApproval::AllowOnce
+        );
+        assert_eq!(
+            parse_call_answer(Some("Always"), all(&[])),
+            CallApproval::AllowAlways
+        );
+        assert_eq!(
+            parse_call_answer(Some("t"), all(&[])),
+            CallApproval::AllowTool
+        );
         let dir = Scope::Directory {
             argument: "/path".into(),
             directory: "/srv/notes".into(),
@@ -312,40 +419,40 @@ mod tests {
         };
         let both = [dir.clone(), host.clone()];
         assert_eq!(
-            parse_call_answer(Some("d\n"), &both),
+            parse_call_answer(Some("d\n"), all(&both)),
             CallApproval::AllowWithin(dir)
         );
         assert_eq!(
-            parse_call_answer(Some("Host"), &both),
+            parse_call_answer(Some("Host"), all(&both)),
             CallApproval::AllowWithin(host)
         );
         // Not offered: a deny.
         assert!(matches!(
-            parse_call_answer(Some("h"), &both[..1]),
+            parse_call_answer(Some("h"), all(&both[..1])),
             CallApproval::Deny { .. }
         ));
         assert_eq!(
-            parse_call_answer(Some("s enough for today\n"), &[]),
+            parse_call_answer(Some("s enough for today\n"), all(&[])),
             CallApproval::DenyAndStop {
                 message: Some("enough for today".into())
             }
         );
         assert_eq!(
-            parse_call_answer(Some("stop"), &[]),
+            parse_call_answer(Some("stop"), all(&[])),
             CallApproval::DenyAndStop { message: None }
         );
         assert_eq!(
-            parse_call_answer(Some("n read the README instead\n"), &[]),
+            parse_call_answer(Some("n read the README instead\n"), all(&[])),
             CallApproval::Deny {
                 message: Some("read the README instead".into())
             }
         );
         assert_eq!(
-            parse_call_answer(Some(""), &[]),
+            parse_call_answer(Some(""), all(&[])),
             CallApproval::Deny { message: None }
         );
         assert!(matches!(
-            parse_call_answer(None, &[]),
+            parse_call_answer(None, all(&[])),
             CallApproval::Deny { message: Some(m) } if m.contains("no answer")
         ));
     }

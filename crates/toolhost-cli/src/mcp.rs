@@ -5,6 +5,7 @@ use std::path::Path;
 use anyhow::{Context, bail};
 use toolhost_mcp::{Asks, ClientToken, HttpOptions, HttpServer, McpServer, ServerOptions};
 use toolhost_runtime::Runtime;
+use toolhost_runtime::operator::{OperatorQueue, QueueSettings};
 
 use crate::args::Global;
 use crate::exit;
@@ -46,9 +47,7 @@ fn server(
             state_key,
             asks,
             // With the console, any `ask` sent to the operator waits there.
-            operator_queue: console.then(|| {
-                toolhost_console::OperatorQueue::new(toolhost_console::QueueSettings::default())
-            }),
+            operator_queue: console.then(|| OperatorQueue::new(QueueSettings::default())),
             // MCP clients may search on their own: the full list unless
             // search is on outright.
             tool_search: Some(crate::settings::tool_search(global, file))
@@ -79,6 +78,16 @@ pub async fn http(
     let bound = HttpServer::bind(server(global, file, runtime, asks, console)?, options).await?;
     if console {
         eprintln!("toolhost console on http://{}/console", bound.local_addr());
+        // No operator token configured: the console made a one-time one,
+        // shown only here, to whoever started the server (as Jupyter does).
+        if let Some(token) = bound.console_token() {
+            eprintln!(
+                "toolhost console: sign in at http://{}/console?token={token} \
+                 (a one-time operator token, until the server stops; a line with \
+                 role=operator in --token-file sets one of your own)",
+                bound.local_addr()
+            );
+        }
     }
     eprintln!("toolhost MCP server on http://{}/mcp", bound.local_addr());
     bound.run(shutdown_signal()).await?;

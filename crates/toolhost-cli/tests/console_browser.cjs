@@ -105,6 +105,19 @@ async function main() {
     }));
     report.word_count = counted;
 
+    // Every client's ids are its own (mcp-1, mcp-2…): two clients' calls
+    // with the same id are two rows, not one replacing the other.
+    const [a, b] = [await mcpSession(), await mcpSession()];
+    await a("word_count", { text: "client a" });
+    await b("word_count", { text: "client b" });
+    await page.waitForFunction(
+      () => [...document.querySelectorAll('#call-rows tr.call[data-outcome="ok"] td.tool')]
+        .filter((td) => td.textContent === "word_count").length >= 3,
+      { timeout: 5000 },
+    ).catch(() => {});
+    report.same_id_rows = await page.$$eval('#call-rows tr.call[data-outcome="ok"] td.tool',
+      (tds) => tds.filter((td) => td.textContent === "word_count").length);
+
     // An ask waits in the queue until the operator allows it from the page.
     const waiting = call("calculate", { expression: "2*(3+4)" });
     report.pending_text = await waitPending(page);
@@ -133,6 +146,18 @@ async function main() {
     report.denied = await denied;
     await page.waitForSelector("#failures li", { timeout: 10000 });
     report.failures = await page.$$eval("#failures li", (els) => els.map((e) => e.textContent));
+
+    // A tool name with a bidirectional override (and a long tail) shows
+    // escaped and cut, live and after a reload.
+    await a("\u202eevil" + "x".repeat(100000), {});
+    await page.waitForFunction(() => document.querySelector("#failures")?.textContent.includes("evil"), { timeout: 5000 });
+    report.hostile_live = await page.$eval("#failures", (el) => el.textContent);
+    await page.reload();
+    await page.waitForSelector("#failures li", { timeout: 5000 });
+    report.hostile_reloaded = await page.$eval("#failures", (el) => el.textContent);
+    report.hostile_in_page = await page.evaluate(() => document.documentElement.outerHTML.includes("\u202e"));
+    report.page_bytes = await page.evaluate(() => document.documentElement.outerHTML.length);
+
     report.page_errors = errors;
   } finally {
     await browser.close();

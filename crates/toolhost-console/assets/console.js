@@ -41,7 +41,9 @@ function addCall(c) {
   if (!rows) return;
   const tr = document.createElement("tr");
   tr.className = "call fresh";
-  tr.dataset.id = c.id;
+  // Keyed by the runtime's number for the call: ids are the callers' own
+  // (every MCP client's are mcp-1, mcp-2…), so two calls may share one.
+  tr.dataset.seq = String(c.seq);
   const who = c.client ?? c.agent ?? "local";
   if (c.phase === "started") {
     tr.classList.add("running");
@@ -62,7 +64,7 @@ function addCall(c) {
     tr.append(cell(time(c.at_ms), "time"), cell(c.tool, "tool"), cell(who), decision,
       cell(c.outcome + (c.cached ? " (cached)" : ""), "outcome"), cell(String(c.micros), "num"), steps);
   }
-  const same = [...rows.querySelectorAll("tr.call")].find((r) => r.dataset.id === c.id);
+  const same = [...rows.querySelectorAll("tr.call")].find((r) => r.dataset.seq === tr.dataset.seq);
   if (same) same.replaceWith(tr); else rows.prepend(tr);
   while (rows.children.length > MAX_ROWS) rows.lastElementChild.remove();
   if (c.phase === "finished" && c.outcome !== "ok") addFailure(c);

@@ -11,13 +11,17 @@
 //!
 //! The modules, in the order a request meets them:
 //!
-//! - `auth.rs`: who may see it (operator tokens, a session cookie), and the
-//!   CSRF and `Origin` checks on every change;
+//! - `auth.rs`: who may see it (operator tokens, one made at start when
+//!   none is configured, a session cookie), and the CSRF and `Origin`
+//!   checks on every change, as extractors the handlers ask for;
 //! - `routes` (here): the pages, the parts the page refreshes, the event
 //!   stream, and the answers;
 //! - `page.rs`: the HTML, rendered on the server;
-//! - [`queue`]: the approvals queue, and its [`Approver`](toolhost_runtime::Approver);
 //! - `feed.rs`: the calls of late, kept from the runtime's call feed.
+//!
+//! The approvals queue it shows and answers is the runtime's
+//! ([`toolhost_runtime::operator`]): what sends an `ask` there (the MCP
+//! server) needs the queue, not this page.
 //!
 //! Server-rendered HTML with a little plain JavaScript (`assets/`), served
 //! from the binary: no build step, nothing fetched from elsewhere, and a
@@ -28,8 +32,10 @@
 //! use toolhost_console::{Console, ConsoleOptions};
 //!
 //! let console = Console::new(runtime, ConsoleOptions::default());
+//! // No operator token given: the console made one; only its holder signs in.
+//! let token = console.sign_in_token().expect("made at start");
+//! eprintln!("sign in at http://127.0.0.1:8080/console?token={token}");
 //! let app: axum::Router = console.router();
-//! // Serve `app` on loopback (no operator token: the console is open).
 //! # }
 //! ```
 
@@ -37,34 +43,30 @@ use std::convert::Infallible;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{Form, Path, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::extract::{Form, Path, Query, State};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
+use axum_extra::extract::cookie::CookieJar;
 use futures::Stream;
 use tokio::sync::broadcast;
 use toolhost_runtime::Runtime;
+use toolhost_runtime::operator::{Answer, OperatorQueue};
 
 mod auth;
 mod feed;
 mod page;
-pub mod queue;
 
-pub use queue::{
-    Answer, Asked, OperatorQueue, Pending, Question, QueueApprover, QueueError, QueueSettings,
-    REMIND_EVERY,
-};
-
-use auth::{Access, Refusal};
+use auth::{Access, Change, Refusal, SameOrigin, Session};
 use feed::Recent;
 
 /// What the console lets in and where its approvals come from.
 #[derive(Debug, Clone, Default)]
 pub struct ConsoleOptions {
     /// The operator tokens (the token file's lines with `role=operator`).
-    /// Empty: the console is open, which only a loopback server allows
-    /// (the MCP server refuses otherwise).
+    /// Empty: the console makes a one-time token when it starts
+    /// ([`Console::sign_in_token`]); there is no console without one.
     pub operator_tokens: Vec<String>,
     /// Browser origins accepted besides the server's own.
     pub allowed_origins: Vec<String>,
@@ -102,9 +104,12 @@ impl Console {
         }
     }
 
-    /// Whether anyone may open it without signing in.
-    pub fn is_open(&self) -> bool {
-        self.inner.access.is_open()
+    /// The one-time operator token this console made because none was
+    /// configured (`None` when one was): show it only to whoever started
+    /// the server (its terminal), as a sign-in link `/console?token=…`.
+    /// It lasts until the console is dropped.
+    pub fn sign_in_token(&self) -> Option<&str> {
+        self.inner.access.made_token()
     }
 
     /// The approvals queue, when asks go to the operator.
@@ -162,24 +167,26 @@ fn html(status: StatusCode, markup: maud::Markup) -> Response {
         .into_response()
 }
 
-fn refused(refusal: Refusal) -> Response {
-    match refusal {
-        Refusal::SignIn => {
-            (StatusCode::UNAUTHORIZED, "sign in to the console first\n").into_response()
-        }
-        Refusal::Forbidden => (
-            StatusCode::FORBIDDEN,
-            "refused: a change needs the page's CSRF token and this server's origin\n",
-        )
-            .into_response(),
-    }
+/// `/console?token=…`: the sign-in link a server prints (a token in the
+/// link signs in and is dropped from the address at once).
+#[derive(serde::Deserialize)]
+struct Link {
+    token: Option<String>,
 }
 
-async fn index(State(console): State<Console>, headers: HeaderMap) -> Response {
-    let inner = &console.inner;
-    let Ok(session) = inner.access.session(&headers) else {
+async fn index(
+    State(console): State<Console>,
+    Query(link): Query<Link>,
+    jar: CookieJar,
+    session: Result<Session, Refusal>,
+) -> Response {
+    if let Some(token) = link.token {
+        return signed_in(&console, jar, &token);
+    }
+    let Ok(session) = session else {
         return html(StatusCode::UNAUTHORIZED, page::sign_in(false));
     };
+    let inner = &console.inner;
     let pending = inner
         .queue
         .as_ref()
@@ -191,13 +198,27 @@ async fn index(State(console): State<Console>, headers: HeaderMap) -> Response {
         page::console(&page::View {
             runtime: &inner.runtime,
             csrf: &session.csrf,
-            signed_in: !inner.access.is_open(),
             queue: &pending,
             queue_on: inner.queue.is_some(),
             calls: &calls,
             failures: &failures,
         }),
     )
+}
+
+/// Signs in with `token` and goes to the console, or shows the sign-in
+/// page again, saying the token is not an operator's.
+fn signed_in(console: &Console, jar: CookieJar, token: &str) -> Response {
+    match console.inner.access.sign_in(jar, token) {
+        Ok(jar) => {
+            tracing::info!(target: "toolhost::console", "an operator signed in");
+            (jar, Redirect::to("/console")).into_response()
+        }
+        Err(_) => {
+            tracing::info!(target: "toolhost::console", "a sign-in with a token that is not an operator's was refused");
+            html(StatusCode::UNAUTHORIZED, page::sign_in(true))
+        }
+    }
 }
 
 async fn script() -> Response {
@@ -224,48 +245,20 @@ struct SignIn {
 
 async fn login(
     State(console): State<Console>,
-    headers: HeaderMap,
+    _: SameOrigin,
+    jar: CookieJar,
     Form(form): Form<SignIn>,
 ) -> Response {
-    match console.inner.access.sign_in(&headers, &form.token) {
-        Ok(id) => {
-            tracing::info!(target: "toolhost::console", "an operator signed in");
-            let mut response = Redirect::to("/console").into_response();
-            if let Ok(cookie) = HeaderValue::from_str(&auth::session_cookie(&id)) {
-                response.headers_mut().insert(header::SET_COOKIE, cookie);
-            }
-            response
-        }
-        Err(Refusal::SignIn) => {
-            tracing::info!(target: "toolhost::console", "a sign-in with a token that is not an operator's was refused");
-            html(StatusCode::UNAUTHORIZED, page::sign_in(true))
-        }
-        Err(refusal) => refused(refusal),
-    }
+    signed_in(&console, jar, &form.token)
 }
 
-async fn logout(State(console): State<Console>, headers: HeaderMap) -> Response {
-    if let Err(refusal) = console.inner.access.session_for_change(&headers) {
-        return refused(refusal);
-    }
-    console.inner.access.sign_out(&headers);
-    let mut response = StatusCode::NO_CONTENT.into_response();
-    if let Ok(cookie) = HeaderValue::from_str(&auth::cleared_cookie()) {
-        response.headers_mut().insert(header::SET_COOKIE, cookie);
-    }
-    response
+async fn logout(State(console): State<Console>, _: Change, jar: CookieJar) -> Response {
+    (console.inner.access.sign_out(jar), StatusCode::NO_CONTENT).into_response()
 }
 
 /// A part of the page, rendered alone for the page to swap in.
-async fn part(
-    State(console): State<Console>,
-    headers: HeaderMap,
-    Path(name): Path<String>,
-) -> Response {
+async fn part(State(console): State<Console>, _: Session, Path(name): Path<String>) -> Response {
     let inner = &console.inner;
-    if let Err(refusal) = inner.access.session(&headers) {
-        return refused(refusal);
-    }
     let markup = match name.as_str() {
         "queue" => page::queue(
             &inner
@@ -288,13 +281,10 @@ async fn part(
 /// body.
 async fn answer(
     State(console): State<Console>,
-    headers: HeaderMap,
+    _: Change,
     Path(id): Path<u64>,
     body: String,
 ) -> Response {
-    if let Err(refusal) = console.inner.access.session_for_change(&headers) {
-        return refused(refusal);
-    }
     let Some(queue) = &console.inner.queue else {
         return (StatusCode::NOT_FOUND, "no ask goes to the operator here\n").into_response();
     };
@@ -311,14 +301,7 @@ async fn answer(
     }
 }
 
-async fn revoke(
-    State(console): State<Console>,
-    headers: HeaderMap,
-    Path(id): Path<String>,
-) -> Response {
-    if let Err(refusal) = console.inner.access.session_for_change(&headers) {
-        return refused(refusal);
-    }
+async fn revoke(State(console): State<Console>, _: Change, Path(id): Path<String>) -> Response {
     match console.inner.runtime.approvals().revoke(&id) {
         Ok(true) => {
             tracing::info!(target: "toolhost::console", id = %toolhost_text::line(&id, 64), "a saved approval was revoked");
@@ -333,10 +316,7 @@ async fn revoke(
 /// `calls` (the calls that started or finished, a JSON array), `queue`
 /// (the approvals queue changed), `lagged` (this page fell behind and
 /// missed some calls).
-async fn events(State(console): State<Console>, headers: HeaderMap) -> Response {
-    if let Err(refusal) = console.inner.access.session(&headers) {
-        return refused(refusal);
-    }
+async fn events(State(console): State<Console>, _: Session) -> Response {
     let calls = console.inner.runtime.watch_calls();
     let changes = console.inner.queue.as_ref().map(OperatorQueue::changes);
     Sse::new(stream(calls, changes))

@@ -7,7 +7,7 @@ use maud::{DOCTYPE, Markup, html};
 use toolhost_runtime::policy::approvals::{SavedApproval, Scope};
 use toolhost_runtime::{CallEvent, CallPhase, PluginInfo, Runtime};
 
-use crate::queue::{Asked, Pending};
+use toolhost_runtime::operator::{Asked, Pending};
 
 /// Longest policy file shown.
 const MAX_POLICY_BYTES: u64 = 64 * 1024;
@@ -29,9 +29,7 @@ pub(crate) fn console(view: &View<'_>) -> Markup {
                 header {
                     h1 { "toolhost console" }
                     span.muted { "toolhost " (env!("CARGO_PKG_VERSION")) }
-                    @if view.signed_in {
-                        button #sign-out type="button" data-post="/console/logout" data-then="reload" { "Sign out" }
-                    }
+                    button #sign-out type="button" data-post="/console/logout" data-then="reload" { "Sign out" }
                 }
                 main {
                     (queue(view.queue, view.queue_on))
@@ -51,7 +49,6 @@ pub(crate) fn console(view: &View<'_>) -> Markup {
 pub(crate) struct View<'a> {
     pub(crate) runtime: &'a Runtime,
     pub(crate) csrf: &'a str,
-    pub(crate) signed_in: bool,
     pub(crate) queue: &'a [Pending],
     /// Whether any `ask` goes to the operator here.
     pub(crate) queue_on: bool,
@@ -107,7 +104,23 @@ pub(crate) fn queue(pending: &[Pending], on: bool) -> Markup {
                     }
                     dl {
                         dt { "plugin" } dd { (p.question.plugin) }
-                        dt { "arguments" } dd { code.args { (p.question.args) } }
+                        dt { "arguments" }
+                        dd {
+                            dl.args {
+                                @for a in &p.question.arguments.items {
+                                    dt { code { (a.name) } }
+                                    dd {
+                                        code.value { (a.value) }
+                                        @if let Some(whole) = a.cut_from {
+                                            span.muted.cut { " (cut: " (whole) " characters in all)" }
+                                        }
+                                    }
+                                }
+                                @if p.question.arguments.more > 0 {
+                                    dt { "…" } dd.muted.cut { (p.question.arguments.more) " more arguments, not shown" }
+                                }
+                            }
+                        }
                         @if let Some(output) = &p.question.output {
                             dt { "result" } dd { code { (output) } }
                         }
@@ -124,13 +137,18 @@ pub(crate) fn queue(pending: &[Pending], on: bool) -> Markup {
                     }
                     div.actions {
                         button.allow type="button" data-post={ "/console/queue/" (p.id) } data-body="allow" data-then="queue" { "Allow once" }
-                        @if p.question.asked == Asked::Call {
+                        @if p.question.offers_always() {
                             button.allow-always type="button" data-post={ "/console/queue/" (p.id) } data-body="allow-always" data-then="queue" { "Allow these arguments always" }
+                        }
+                        @if p.question.asked == Asked::Call {
                             @for (i, scope) in p.question.scopes.iter().enumerate() {
                                 button.allow-within type="button" data-post={ "/console/queue/" (p.id) } data-body={ "allow-within " (i) } data-then="queue" { "Allow always: " (toolhost_text::line(&scope.to_string(), 200)) }
                             }
                         }
                         button.deny type="button" data-post={ "/console/queue/" (p.id) } data-body="deny" data-then="queue" { "Deny" }
+                    }
+                    @if p.question.asked == Asked::Call && !p.question.offers_always() {
+                        p.muted.no-always { "Some arguments are too long to show whole, so these arguments cannot be allowed always (nobody would have seen what that approves)." }
                     }
                 }
             }
@@ -162,13 +180,13 @@ fn call_row(c: &CallEvent) -> Markup {
     html! {
         @match &c.phase {
             CallPhase::Started => {
-                tr.call.running data-id=(c.id) {
+                tr.call.running data-seq=(c.seq) {
                     td.time data-ms=(c.at_ms) { (c.at_ms) } td.tool { (c.tool) } td { (who) }
                     td { "…" } td.outcome { "running" } td { } td { }
                 }
             }
             CallPhase::Finished { decision, rule, steps, outcome, micros, cached, .. } => {
-                tr.call data-id=(c.id) data-outcome=(outcome) {
+                tr.call data-seq=(c.seq) data-outcome=(outcome) {
                     td.time data-ms=(c.at_ms) { (c.at_ms) }
                     td.tool { (c.tool) }
                     td { (who) }

@@ -45,6 +45,7 @@ mod http_connect;
 mod limits;
 mod lockfile;
 mod manifest;
+pub mod operator;
 mod parts;
 mod permission;
 mod plugin;
@@ -60,6 +61,7 @@ mod reuse;
 mod runtime;
 mod sandbox;
 mod scratch;
+mod shown_args;
 mod source;
 mod source_plugin;
 mod watch;
@@ -70,6 +72,7 @@ pub use api::latest::VERSION as CONTRACT_VERSION;
 pub use api::{Annotations, PACKAGE as CONTRACT_PACKAGE, supported_versions};
 pub use builder::RuntimeBuilder;
 pub use cache_settings::{CacheSettings, ToolCacheSettings};
+pub use call::named::{MAX_SHOWN_NAME_CHARS, shown_name};
 pub use call::watch::{CallEvent, CallPhase, StepTiming};
 pub use call::{CallContext, StepSink, ToolResult};
 pub use catalog::{DEFAULT_CACHE_GRACE, LoadFailure, LoadReport, PluginEvent};
@@ -97,6 +100,7 @@ pub use result_cache::{CacheOptions, CacheStats};
 pub use reuse::ReusedInstance;
 pub use runtime::Runtime;
 pub use sandbox::ProgressSink;
+pub use shown_args::{MAX_SHOWN_ARGUMENTS, MAX_SHOWN_VALUE_CHARS, ShownArgument, ShownArguments};
 pub use source::{
     SourceCall, SourceError, SourceFuture, SourceOutcome, SourceProgress, SourceState,
     SourceStatus, SourceTool, ToolSource,

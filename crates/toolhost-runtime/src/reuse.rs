@@ -10,6 +10,7 @@ use tracing::Instrument;
 use serde_json::Value;
 
 use crate::api::PluginInstance;
+use crate::call::named::Named;
 use crate::call::{
     Call, CallContext, ToolResult, execute, timed_admit, timed_conclude, timed_refusal, watch,
 };
@@ -47,11 +48,12 @@ impl ReusedInstance {
         args: Value,
         cx: CallContext,
     ) -> Result<ToolResult, CallError> {
-        let span = crate::call::trace::call_span(tool, &cx);
         let inner = self.runtime.inner.clone();
-        let recorder = watch::start(&inner.feed, tool, &cx, |given| inner.call_id(given));
+        let named = Named::of(tool, &cx, |given| inner.call_id(given));
+        let span = crate::call::trace::call_span(&named, &cx);
+        let recorder = watch::start(&inner.feed, &named, &cx);
         let result = self
-            .steps(&inner, tool, args, &cx, recorder.as_ref())
+            .steps(&inner, tool, named, args, &cx, recorder.as_ref())
             .instrument(span.clone())
             .await;
         crate::call::trace::finished(&span, &result);
@@ -63,11 +65,12 @@ impl ReusedInstance {
         &mut self,
         inner: &Parts,
         tool: &str,
+        named: Named<'_>,
         args: Value,
         cx: &CallContext,
         recorder: Option<&watch::Recorder>,
     ) -> Result<ToolResult, CallError> {
-        let call = Call::resolve(inner, tool, cx, recorder)?;
+        let call = Call::resolve(inner, tool, named, cx, recorder)?;
         if !Arc::ptr_eq(&call.target.plugin, &self.plugin) {
             return Err(CallError::NotFound {
                 name: tool.to_owned(),

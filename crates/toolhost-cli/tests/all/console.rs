@@ -114,6 +114,22 @@ fn an_operator_sees_live_calls_and_answers_a_waiting_ask_from_the_console_in_chr
         "{steps}"
     );
 
+    assert_eq!(
+        report["same_id_rows"], 3,
+        "three calls, each its client's mcp-1: three rows"
+    );
+    for key in ["hostile_live", "hostile_reloaded"] {
+        let text = report[key].as_str().unwrap();
+        assert!(
+            text.contains("\\u{202e}evil"),
+            "{key}: escaped: {text:.300}"
+        );
+        assert!(!text.contains('\u{202e}'), "{key}");
+        assert!(text.len() < 10_000, "{key}: cut: {} bytes", text.len());
+    }
+    assert_eq!(report["hostile_in_page"], false);
+    assert!(report["page_bytes"].as_u64().unwrap() < 200_000, "{report}");
+
     let pending = report["pending_text"].as_str().unwrap();
     assert!(
         pending.contains("calculate")
@@ -314,6 +330,124 @@ fn an_ask_for_the_operator_needs_the_console_and_the_console_needs_an_operator_t
     assert!(
         !ok && err.contains("line 1") && err.contains("colour"),
         "{err}"
+    );
+}
+
+#[test]
+fn a_console_without_tokens_opens_only_to_the_printed_one_time_token_so_a_local_client_cannot_approve_its_own_ask()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("policy.toml"), POLICY).unwrap();
+    let plugins = plugins_dir().display().to_string();
+    let policy = dir.path().join("policy.toml").display().to_string();
+    // Loopback, no token: `/mcp` is open to local processes, as before.
+    let served = serve(&host_args(
+        dir.path(),
+        &[
+            "--plugins",
+            &plugins,
+            "--policy",
+            &policy,
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--console",
+            "--asks",
+            "operator",
+        ],
+    ));
+    let base = served.base.clone();
+    // A local MCP client's call waits for the operator.
+    let url = format!("{base}/mcp");
+    let waiting = std::thread::spawn(move || {
+        client("operator_wait", &["--mode", MODES[0], "--url", &url], &[])
+    });
+
+    // That client (or any local process) reads the console: the sign-in
+    // page, no CSRF token, and every change refused, "allow always" for
+    // its own call first.
+    let (status, _, page) = request(&base, "GET", "/console", &[], "");
+    assert_eq!(status, 401, "the console is not open: {page}");
+    assert!(!page.contains("name=\"csrf\""), "{page}");
+    for id in 1..=3 {
+        let path = format!("/console/queue/{id}");
+        let (status, _, _) = request(
+            &base,
+            "POST",
+            &path,
+            &[("X-CSRF-Token", "")],
+            "allow-always",
+        );
+        assert_eq!(status, 401, "{path}");
+    }
+    let (status, _, _) = request(&base, "GET", "/console?token=guess", &[], "");
+    assert_eq!(status, 401);
+
+    // The person who started the server has the link it printed.
+    let link = served
+        .said
+        .iter()
+        .find_map(|l| l.strip_prefix("toolhost console: sign in at "))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("no sign-in link printed: {:?}", served.said))
+        .to_owned();
+    let path = link.strip_prefix(&base).expect("a link to this server");
+    assert!(path.starts_with("/console?token="), "{path}");
+    let (status, head, _) = request(&base, "GET", path, &[], "");
+    assert_eq!(status, 303, "{head}");
+    let session = head
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .starts_with("set-cookie:")
+                .then(|| l.split_once(':').unwrap().1)
+        })
+        .and_then(|v| v.split(';').next())
+        .expect("a session cookie")
+        .trim()
+        .to_owned();
+    let (status, _, page) = request(&base, "GET", "/console", &[("Cookie", &session)], "");
+    assert_eq!(status, 200);
+    let csrf = page
+        .split("name=\"csrf\" content=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap()
+        .to_owned();
+    let started = std::time::Instant::now();
+    let id = loop {
+        let (_, _, queue) = request(
+            &base,
+            "GET",
+            "/console/part/queue",
+            &[("Cookie", &session)],
+            "",
+        );
+        if let Some(id) = queue
+            .split("data-id=\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+        {
+            break id.to_owned();
+        }
+        assert!(started.elapsed().as_secs() < 60, "no call waits: {queue}");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let (status, _, body) = request(
+        &base,
+        "POST",
+        &format!("/console/queue/{id}"),
+        &[("Cookie", &session), ("X-CSRF-Token", &csrf)],
+        "allow",
+    );
+    assert_eq!(status, 204, "{body}");
+    let report = waiting.join().unwrap();
+    assert_eq!(report["result"]["text"], "14", "{report}");
+    // Nothing was saved by anyone.
+    let saved = dir.path().join("toolhost.approvals.json");
+    assert!(
+        std::fs::read_to_string(&saved).map_or(true, |s| !s.contains("2*(3+4)")),
+        "no approval saved"
     );
 }
 

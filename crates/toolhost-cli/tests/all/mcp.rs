@@ -338,6 +338,8 @@ fn progress_from_a_plugin_reaches_the_client_as_progress_notifications() {
 pub(crate) struct Served {
     child: Child,
     pub(crate) base: String,
+    /// What it printed to stderr before saying where it listens.
+    pub(crate) said: Vec<String>,
 }
 
 impl Drop for Served {
@@ -376,6 +378,7 @@ pub(crate) fn serve(args: &[String]) -> Served {
         .expect("host serve starts");
     let stderr = child.stderr.take().unwrap();
     let mut lines = BufReader::new(stderr).lines();
+    let mut said = Vec::new();
     let base = loop {
         let line = lines
             .next()
@@ -384,10 +387,11 @@ pub(crate) fn serve(args: &[String]) -> Served {
         if let Some(rest) = line.strip_prefix("toolhost MCP server on ") {
             break rest.trim_end_matches("/mcp").to_owned();
         }
+        said.push(line);
     };
     // Keep draining stderr so the server never blocks on it.
     std::thread::spawn(move || for _ in lines {});
-    Served { child, base }
+    Served { child, base, said }
 }
 
 /// A raw HTTP/1.1 request; returns the status code and the body.

@@ -9,6 +9,12 @@
 //!   and the sealed state ([`RoundTrips`], [`RoundTripApprover`]). Nothing
 //!   runs before the answer (the approval comes before execution; a
 //!   before-hook runs again on the retry).
+//!
+//! A question names every argument, each cut on its own
+//! ([`ShownArguments`](toolhost_runtime::ShownArguments)); when one was
+//! cut, the form does not offer to remember the answer (an approval of
+//! these exact arguments would approve bytes nobody saw), and a
+//! `remember` sent anyway is not honoured.
 
 use std::time::Duration;
 
@@ -16,13 +22,13 @@ use rmcp::service::{ElicitationError, Peer, RoleServer};
 use serde::Deserialize;
 use toolhost_runtime::{
     ApprovalFuture, Approver, CallApproval, CallApprovalRequest, ResultApproval,
-    ResultApprovalRequest,
+    ResultApprovalRequest, ShownArguments,
 };
 
 /// How long the client's user has to answer before the call is denied.
 pub const ELICITATION_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// Longest argument or output text shown in a question.
+/// Longest reason or output text shown in a question.
 const SHOWN_CHARS: usize = 2000;
 
 /// The form the client shows: yes or no, and whether to remember a yes.
@@ -42,19 +48,51 @@ struct Approval {
 
 rmcp::elicit_safe!(Approval);
 
+/// The form for a question whose answer cannot be remembered (some
+/// argument was cut): yes or no.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+struct ApprovalOnce {
+    /// Whether to go ahead, this once.
+    #[schemars(description = "Allow it, this once?")]
+    approve: bool,
+}
+
+rmcp::elicit_safe!(ApprovalOnce);
+
+/// What a call's question says, and whether its answer may be remembered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct CallQuestion {
+    /// The question, on one line.
+    pub(crate) text: String,
+    /// Whether every argument is shown whole, so "remember" may be offered.
+    pub(crate) remember: bool,
+}
+
 /// Asks the MCP client's user (see the module docs).
 pub(crate) struct ElicitingApprover {
     pub(crate) peer: Peer<RoleServer>,
 }
 
 impl ElicitingApprover {
-    /// Asks `question`; `Ok(true)` when the user also asked to remember.
-    async fn ask(&self, question: String) -> Result<bool, String> {
-        match self
-            .peer
-            .elicit_with_timeout::<Approval>(question, Some(ELICITATION_TIMEOUT))
-            .await
-        {
+    /// Asks `question`, offering to remember a yes when `remember`;
+    /// `Ok(true)` when the user also asked to remember.
+    async fn ask(&self, question: String, remember: bool) -> Result<bool, String> {
+        let answer = if remember {
+            self.peer
+                .elicit_with_timeout::<Approval>(question, Some(ELICITATION_TIMEOUT))
+                .await
+        } else {
+            self.peer
+                .elicit_with_timeout::<ApprovalOnce>(question, Some(ELICITATION_TIMEOUT))
+                .await
+                .map(|a| {
+                    a.map(|a| Approval {
+                        approve: a.approve,
+                        remember: None,
+                    })
+                })
+        };
+        match answer {
             Ok(Some(Approval {
                 approve: true,
                 remember,
@@ -89,7 +127,8 @@ impl Approver for ElicitingApprover {
         request: &'a CallApprovalRequest<'a>,
     ) -> ApprovalFuture<'a, CallApproval> {
         Box::pin(async move {
-            match self.ask(call_question(request)).await {
+            let question = call_question(request);
+            match self.ask(question.text, question.remember).await {
                 Ok(false) => CallApproval::AllowOnce,
                 Ok(true) => CallApproval::AllowAlways,
                 Err(message) => CallApproval::Deny {
@@ -110,7 +149,7 @@ impl Approver for ElicitingApprover {
                 request.plugin,
                 one_line(request.output, SHOWN_CHARS)
             );
-            match self.ask(question).await {
+            match self.ask(question, false).await {
                 Ok(_) => ResultApproval::Accept,
                 Err(message) => ResultApproval::Reject {
                     message: Some(message),
@@ -174,8 +213,16 @@ mod tests {
     }
 
     fn state_of(trips: &RoundTrips, tool: &str, args: &serde_json::Value) -> String {
+        sealed(trips, tool, args, true)
+    }
+
+    fn sealed(trips: &RoundTrips, tool: &str, args: &serde_json::Value, remember: bool) -> String {
+        let question = CallQuestion {
+            text: "allow?".to_owned(),
+            remember,
+        };
         trips
-            .ask(tool, args, "allow?")
+            .ask(tool, args, &question)
             .unwrap()
             .request_state
             .expect("a sealed state")
@@ -293,7 +340,7 @@ mod tests {
             agent: None,
             scopes: &[],
         };
-        let question = call_question(&request);
+        let question = call_question(&request).text;
         assert!(
             !question.chars().any(toolhost_text::needs_escape) && !question.contains('\n'),
             "{question:?}"
@@ -308,7 +355,71 @@ mod tests {
             reasons: &long,
             ..request
         };
-        assert!(call_question(&request).chars().count() < 3 * SHOWN_CHARS);
+        assert!(call_question(&request).text.chars().count() < 3 * SHOWN_CHARS);
+    }
+
+    #[test]
+    fn a_long_argument_leaves_the_others_in_view_and_the_answer_cannot_be_remembered() {
+        let args = serde_json::json!({"content": "x".repeat(50_000), "path": "secret/key.txt"});
+        let request = CallApprovalRequest {
+            tool: "write_file",
+            plugin: "fs",
+            args: &args,
+            reasons: &[],
+            session_id: None,
+            agent: None,
+            scopes: &[],
+        };
+        let question = call_question(&request);
+        assert!(
+            question.text.contains("path: \"secret/key.txt\""),
+            "{}",
+            question.text
+        );
+        assert!(
+            question.text.contains("cut: 50002 characters"),
+            "{}",
+            question.text
+        );
+        assert!(!question.remember);
+        let short = serde_json::json!({"path": "notes.txt"});
+        assert!(
+            call_question(&CallApprovalRequest {
+                args: &short,
+                ..request
+            })
+            .remember
+        );
+
+        // 2026-07-28: the form offers no `remember`, and one sent anyway
+        // approves this call only.
+        let trips = RoundTrips::new(None);
+        let asked = trips.ask("write_file", &args, &question).unwrap();
+        let asked = serde_json::to_value(&asked).unwrap();
+        let schema = &asked["inputRequests"][QUESTION_KEY]["params"]["requestedSchema"];
+        assert!(schema["properties"]["approve"].is_object(), "{schema}");
+        assert!(schema["properties"].get("remember").is_none(), "{schema}");
+        let whole = CallQuestion {
+            remember: true,
+            ..question
+        };
+        let asked = serde_json::to_value(trips.ask("write_file", &args, &whole).unwrap()).unwrap();
+        let schema = &asked["inputRequests"][QUESTION_KEY]["params"]["requestedSchema"];
+        assert!(
+            schema["properties"]["remember"].is_object(),
+            "offered: {schema}"
+        );
+        let state = sealed(&trips, "write_file", &args, false);
+        let remember: rmcp::model::InputResponses = [(
+            QUESTION_KEY.to_owned(),
+            serde_json::json!({"action": "accept", "content": {"approve": true, "remember": true}}),
+        )]
+        .into_iter()
+        .collect();
+        assert!(matches!(
+            trips.retry("write_file", &args, Some(&state), Some(&remember)),
+            Retry::Answered(None)
+        ));
     }
 }
 
@@ -349,6 +460,10 @@ pub(crate) enum Retry {
 #[derive(serde::Serialize, Deserialize)]
 struct Sealed {
     nonce: String,
+    /// Whether the question offered to remember the answer (every
+    /// argument shown whole); a `remember` is honoured only then.
+    #[serde(default)]
+    remember: bool,
 }
 
 impl RoundTrips {
@@ -426,7 +541,7 @@ impl RoundTrips {
             .and_then(|a| a.pointer("/content/remember"))
             .and_then(serde_json::Value::as_bool)
             == Some(true);
-        if approved && remember {
+        if approved && remember && sealed.remember {
             Retry::Remembered
         } else if approved {
             Retry::Answered(None)
@@ -440,27 +555,37 @@ impl RoundTrips {
         &self,
         tool: &str,
         args: &serde_json::Value,
-        question: &str,
+        question: &CallQuestion,
     ) -> Result<rmcp::model::InputRequiredResult, String> {
         let state = self
             .codec
             .seal_json_with(
                 &Sealed {
                     nonce: uuid::Uuid::new_v4().to_string(),
+                    remember: question.remember,
                 },
                 &rmcp::model::SealOptions::new()
                     .associated_data(&Self::binding(tool, args))
                     .ttl(APPROVAL_TTL),
             )
             .map_err(|e| e.to_string())?;
+        let mut properties = serde_json::json!({
+            "approve": { "type": "boolean", "description": "Allow it?" },
+        });
+        if question.remember {
+            properties["remember"] = serde_json::json!({
+                "type": "boolean",
+                "description": "Also allow these exact arguments from now on (saved; `host approvals revoke` undoes it)",
+            });
+        }
         let request: rmcp::model::InputRequest = serde_json::from_value(serde_json::json!({
             "method": "elicitation/create",
             "params": {
                 "mode": "form",
-                "message": question,
+                "message": question.text,
                 "requestedSchema": {
                     "type": "object",
-                    "properties": { "approve": { "type": "boolean", "description": "Allow it?" } },
+                    "properties": properties,
                     "required": ["approve"],
                 },
             },
@@ -478,7 +603,7 @@ impl RoundTrips {
 pub(crate) struct RoundTripApprover {
     pub(crate) answer: Retry,
     /// The question asked during the call, if any.
-    pub(crate) asked: parking_lot::Mutex<Option<String>>,
+    pub(crate) asked: parking_lot::Mutex<Option<CallQuestion>>,
 }
 
 impl Approver for RoundTripApprover {
@@ -524,13 +649,24 @@ impl Approver for RoundTripApprover {
     }
 }
 
-/// The question for a call approval.
-fn call_question(request: &CallApprovalRequest<'_>) -> String {
-    format!(
+/// The question for a call approval: every argument by name, each cut on
+/// its own; a question with a cut argument does not offer to remember.
+pub(crate) fn call_question(request: &CallApprovalRequest<'_>) -> CallQuestion {
+    let shown = ShownArguments::of(request.args);
+    let remember = shown.complete();
+    // Each line is safe already (JSON text, escaped), and on one line.
+    let mut text = format!(
         "toolhost: allow `{}` (plugin {}) to run with {}? Asked because: {}",
-        request.tool,
-        request.plugin,
-        one_line(&request.args.to_string(), SHOWN_CHARS),
+        one_line(request.tool, 200),
+        one_line(request.plugin, 200),
+        shown.lines().join("; "),
         one_line(&request.reasons.join("; "), SHOWN_CHARS)
-    )
+    );
+    if !remember {
+        text.push_str(
+            " (Some arguments are too long to show whole: this call can be allowed once, \
+             and the answer is not remembered.)",
+        );
+    }
+    CallQuestion { text, remember }
 }

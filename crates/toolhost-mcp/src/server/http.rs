@@ -66,9 +66,11 @@ pub struct HttpOptions {
     /// (for a scraper on a private network). Off by default: the figures
     /// tell who calls which tool how often.
     pub metrics_public: bool,
-    /// Serve the operator's console at `/console` (`toolhost-console`).
-    /// With tokens set, only an operator's token signs in to it; without,
-    /// it is open, as `/mcp` is (loopback only).
+    /// Serve the operator's console at `/console` (`toolhost-console`, the
+    /// default `console` feature). Only an operator signs in to it: with
+    /// an operator's token from `tokens`, or, when no token is set, with a
+    /// one-time token the console makes at start
+    /// ([`HttpServer::console_token`]).
     pub console: bool,
 }
 
@@ -96,6 +98,7 @@ pub struct HttpServer {
     addr: SocketAddr,
     stop: CancellationToken,
     ready: Arc<AtomicBool>,
+    console_token: Option<String>,
 }
 
 /// A bearer token: whose it is, and what its holder may do.
@@ -226,6 +229,9 @@ impl HttpServer {
         if options.tokens.iter().any(|t| t.token.is_empty()) {
             return Err(McpServeError::EmptyToken);
         }
+        if options.console && cfg!(not(feature = "console")) {
+            return Err(McpServeError::NoConsole);
+        }
         let operators: Vec<String> = options
             .tokens
             .iter()
@@ -323,8 +329,9 @@ impl HttpServer {
                 extras_gate.clone(),
                 admit_extras,
             ));
-        let mut app = mcp_routes.merge(extras);
-        if options.console {
+        let app = mcp_routes.merge(extras);
+        #[cfg(feature = "console")]
+        let (app, console_token) = if options.console {
             let console = toolhost_console::Console::new(
                 server.runtime().clone(),
                 toolhost_console::ConsoleOptions {
@@ -333,11 +340,17 @@ impl HttpServer {
                     queue: server.options.operator_queue.clone(),
                 },
             );
-            app = app.merge(console.router().layer(axum::middleware::from_fn_with_state(
+            let token = console.sign_in_token().map(str::to_owned);
+            let pages = console.router().layer(axum::middleware::from_fn_with_state(
                 extras_gate.clone(),
                 admit_extras,
-            )));
-        }
+            ));
+            (app.merge(pages), token)
+        } else {
+            (app, None)
+        };
+        #[cfg(not(feature = "console"))]
+        let console_token = None;
         let listener = tokio::net::TcpListener::bind(options.listen)
             .await
             .map_err(|e| McpServeError::Bind(options.listen, e.to_string()))?;
@@ -350,12 +363,22 @@ impl HttpServer {
             addr,
             stop,
             ready,
+            console_token,
         })
     }
 
     /// The address it listens on.
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// The one-time operator token the console made because no token was
+    /// set (`None` without the console, or when tokens are set): show it
+    /// only where whoever started the server reads it (its terminal), as
+    /// the sign-in link `http://ADDRESS/console?token=…`. It lasts until
+    /// the server stops.
+    pub fn console_token(&self) -> Option<&str> {
+        self.console_token.as_deref()
     }
 
     /// Serves until `shutdown` completes, then stops taking requests,
@@ -537,7 +560,8 @@ fn rpc_error(status: StatusCode, code: i32, message: &str) -> Response {
 
 /// Compares two secrets in time that depends only on their lengths.
 fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    use subtle::ConstantTimeEq;
+    bool::from(a.ct_eq(b))
 }
 
 #[cfg(test)]

@@ -65,9 +65,10 @@ pub struct ServerOptions {
     /// machines should use [`Asks::Deny`], or every remote caller could
     /// approve its own calls (`host serve` does on a non-loopback address).
     pub asks: Asks,
-    /// The console's approvals queue, where [`Asks::Operator`] sends a
+    /// The operator's approvals queue, where [`Asks::Operator`] sends a
     /// call (`None`: such a call is denied, saying no operator answers).
-    pub operator_queue: Option<toolhost_console::OperatorQueue>,
+    /// The console (`HttpOptions::console`) shows and answers it.
+    pub operator_queue: Option<toolhost_runtime::operator::OperatorQueue>,
     /// Tool search for clients without their own: `tools/list` lists the
     /// pinned tools and `search_tools` (see `search.rs`). `None` (the
     /// default): every tool the profile allows is listed.
@@ -339,7 +340,7 @@ impl McpServer {
             // Dropping the call stopped its sandbox; the client is no longer
             // waiting for this answer.
             None => {
-                tracing::info!(tool = %request.name, "the client cancelled the call: its sandbox is stopped");
+                tracing::info!(tool = %toolhost_runtime::shown_name(&request.name), "the client cancelled the call: its sandbox is stopped");
                 tools::error_result("the client cancelled the call", "aborted")
             }
         };
@@ -432,13 +433,16 @@ fn request_span(
     tool: Option<&str>,
     context: &RequestContext<RoleServer>,
 ) -> tracing::Span {
+    // What the client named, as the runtime keeps it: bounded and safe.
+    let tool = tool.map(toolhost_runtime::shown_name);
+    let tool = tool.as_deref();
     let span = tracing::info_span!(
         "mcp_request",
         otel.name = format_args!("{method}{}{}", if tool.is_some() { " " } else { "" }, tool.unwrap_or("")),
         otel.kind = "server",
         mcp.method.name = method,
         gen_ai.tool.name = tool,
-        jsonrpc.request.id = %request_id(context),
+        jsonrpc.request.id = %toolhost_runtime::shown_name(&request_id(context)),
     );
     toolhost_telemetry::propagate::adopt(
         &span,

@@ -23,6 +23,10 @@
 //! 5. **conclude** (`conclude.rs`): the after-hooks (on failures too), then
 //!    the user's approval of the result when the policy asks for it.
 //!
+//! Before any step, what the caller named (the tool, its call id) is
+//! bounded and made safe once (`named.rs`): only that reaches the call's
+//! span, the live feed, an error or a log.
+//!
 //! Every decision is reported to the call's [`CallContext::on_step`], and,
 //! when anyone watches the live feed (`watch.rs`,
 //! [`Runtime::watch_calls`](crate::Runtime::watch_calls)), the call's
@@ -32,6 +36,7 @@ pub(crate) mod admit;
 pub(crate) mod cached;
 pub(crate) mod conclude;
 pub(crate) mod execute;
+pub(crate) mod named;
 pub(crate) mod narrow;
 pub(crate) mod opened;
 pub(crate) mod trace;
@@ -50,6 +55,7 @@ use crate::parts::Parts;
 use crate::permission::CallStep;
 use crate::plugin::{Plugin, Tool};
 use crate::sandbox::ProgressSink;
+use named::Named;
 
 /// Who is calling: ids for logs and plugins, and where progress reports go.
 ///
@@ -250,10 +256,12 @@ pub(crate) struct Call<'a> {
 
 impl<'a> Call<'a> {
     /// Step 1, lookup: the plugin and tool that answer `tool` right now.
-    /// A watched call (`watch`) has its id already.
+    /// `named` is what the caller named, as the host keeps it (the call's
+    /// id is its).
     pub(crate) fn resolve(
         parts: &Parts,
         tool: &'a str,
+        named: Named<'_>,
         cx: &'a CallContext,
         watch: Option<&'a watch::Recorder>,
     ) -> Result<Self, CallError> {
@@ -266,8 +274,11 @@ impl<'a> Call<'a> {
                     .gate
                     .visible_names(&registry, cx.agent.as_deref(), cx.session_id.as_deref());
             return Err(CallError::NotFound {
-                name: tool.to_owned(),
-                suggestions: crate::registry::suggest(tool, available.iter().map(String::as_str)),
+                suggestions: crate::registry::suggest(
+                    &named.tool,
+                    available.iter().map(String::as_str),
+                ),
+                name: named.tool.into_owned(),
                 available,
             });
         };
@@ -278,10 +289,7 @@ impl<'a> Call<'a> {
                 index: *index,
             },
             cx,
-            id: match watch {
-                Some(recorder) => recorder.id.clone(),
-                None => parts.call_id(cx.call_id.as_deref()),
-            },
+            id: named.id,
             hops: std::sync::OnceLock::new(),
             // Lookup runs inside the call's span (`trace::call_span`).
             span: tracing::Span::current(),
@@ -303,9 +311,10 @@ pub(crate) async fn run(
     args: Value,
     cx: &CallContext,
 ) -> Result<ToolResult, CallError> {
-    let span = trace::call_span(tool, cx);
-    let recorder = watch::start(&parts.feed, tool, cx, |given| parts.call_id(given));
-    let result = steps(parts, tool, args, cx, recorder.as_ref())
+    let named = Named::of(tool, cx, |given| parts.call_id(given));
+    let span = trace::call_span(&named, cx);
+    let recorder = watch::start(&parts.feed, &named, cx);
+    let result = steps(parts, tool, named, args, cx, recorder.as_ref())
         .instrument(span.clone())
         .await;
     trace::finished(&span, &result);
@@ -316,11 +325,12 @@ pub(crate) async fn run(
 async fn steps(
     parts: &Parts,
     tool: &str,
+    named: Named<'_>,
     args: Value,
     cx: &CallContext,
     recorder: Option<&watch::Recorder>,
 ) -> Result<ToolResult, CallError> {
-    let call = Call::resolve(parts, tool, cx, recorder)?;
+    let call = Call::resolve(parts, tool, named, cx, recorder)?;
     let admitted = match timed_admit(&parts.gate, &call, args).await {
         Ok(admitted) => admitted,
         Err(refused) => return timed_refusal(&parts.gate, &call, refused).await,

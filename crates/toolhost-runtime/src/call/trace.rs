@@ -9,16 +9,21 @@
 //! error kind). Its children are the steps, in order: `validate`, `admit`
 //! (with `policy`, `hooks.before` and `approval`), `execute` (with `queue`
 //! and `sandbox`, or the MCP server's `tools/call`) and `conclude`.
-//! Argument values and results are never recorded.
+//! Argument values and results are never recorded, and the tool's name
+//! and the call's id are the caller's as `named.rs` bounds them: what a
+//! caller sends cannot make a span long.
 
 use tracing::Span;
 use tracing::field::Empty;
 
+use crate::call::named::Named;
 use crate::call::{Call, CallContext, ToolResult};
 use crate::error::CallError;
 
-/// The span of one call of `tool`, entered by the caller around every step.
-pub(crate) fn call_span(tool: &str, cx: &CallContext) -> Span {
+/// The span of one call (of `named.tool`), entered by the caller around
+/// every step.
+pub(crate) fn call_span(named: &Named<'_>, cx: &CallContext) -> Span {
+    let tool: &str = &named.tool;
     tracing::info_span!(
         "execute_tool",
         otel.name = format_args!("execute_tool {tool}"),

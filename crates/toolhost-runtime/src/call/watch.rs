@@ -13,6 +13,10 @@
 //! A watched call sends [`CallPhase::Started`] before lookup and
 //! [`CallPhase::Finished`] when its recorder goes: after the last step,
 //! or when the call is dropped half-way (then with outcome `aborted`).
+//! Both carry the call's [`seq`](CallEvent::seq), unique in the runtime:
+//! call ids are the callers' (every MCP client's are `mcp-1`, `mcp-2`…),
+//! so only `seq` tells two calls apart. The tool's name and the id are
+//! the caller's as `named.rs` bounds them.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,6 +28,7 @@ use tokio::sync::broadcast;
 use toolhost_hooks::ErrorKind;
 use toolhost_policy::{Decision, Evaluation};
 
+use crate::call::named::Named;
 use crate::call::{Call, CallContext, ToolResult};
 use crate::error::CallError;
 use crate::plugin::Plugin;
@@ -32,12 +37,20 @@ use crate::plugin::Plugin;
 /// [`Runtime::watch_calls`](crate::Runtime::watch_calls)).
 ///
 /// Serialized flat, the phase as `"phase": "started" | "finished"`:
-/// `{"id":"call-7","tool":"calculate","agent":null,"client":null,"at_ms":…,"phase":"finished","decision":"allow",…}`.
+/// `{"seq":7,"id":"mcp-3","tool":"calculate","agent":null,"client":null,"at_ms":…,"phase":"finished","decision":"allow",…}`.
 #[derive(Debug, Clone, Serialize)]
 pub struct CallEvent {
-    /// The call's id (the caller's, or the one the runtime made up).
+    /// The call's number on this runtime's feed, the same in its `Started`
+    /// and `Finished` events and never another call's: what a live view
+    /// keys its rows by (two callers may give the same id).
+    pub seq: u64,
+    /// The call's id (the caller's, or the one the runtime made up), at
+    /// most [`MAX_SHOWN_NAME_CHARS`](crate::MAX_SHOWN_NAME_CHARS)
+    /// characters and safe to show.
     pub id: String,
-    /// The tool's name as the caller gave it.
+    /// The tool's name as the caller gave it, at most
+    /// [`MAX_SHOWN_NAME_CHARS`](crate::MAX_SHOWN_NAME_CHARS) characters
+    /// and safe to show ([`shown_name`](crate::shown_name)).
     pub tool: String,
     /// The agent profile the call came under.
     pub agent: Option<String>,
@@ -113,6 +126,8 @@ pub(crate) struct Feed {
     /// call that finds every receiver gone clears the bit, unless someone
     /// subscribed meanwhile, which changed the count.
     state: AtomicU64,
+    /// The next watched call's [`CallEvent::seq`].
+    next_seq: AtomicU64,
 }
 
 impl Feed {
@@ -121,6 +136,7 @@ impl Feed {
         Feed {
             sender,
             state: AtomicU64::new(0),
+            next_seq: AtomicU64::new(1),
         }
     }
 
@@ -159,8 +175,8 @@ impl Feed {
 pub(crate) struct Recorder {
     sender: broadcast::Sender<Arc<CallEvent>>,
     started: Instant,
-    /// The call's id, which lookup gives the call (`Call::resolve`).
-    pub(crate) id: String,
+    seq: u64,
+    id: String,
     tool: String,
     agent: Option<String>,
     client: Option<String>,
@@ -185,25 +201,19 @@ pub(crate) struct Timing {
     at: Instant,
 }
 
-/// At the start of a call of `tool`: when anyone watches, sends its
-/// `Started` event and returns its recorder, which holds the call's id
-/// (the caller's, or a new one); otherwise `None`, having made nothing.
-/// `call_id` makes the call's id from the caller's, if it gave one (only
-/// when someone watches).
-pub(crate) fn start(
-    feed: &Feed,
-    tool: &str,
-    cx: &CallContext,
-    call_id: impl FnOnce(Option<&str>) -> String,
-) -> Option<Recorder> {
+/// At the start of a call (of `named.tool`): when anyone watches, sends
+/// its `Started` event and returns its recorder; otherwise `None`, having
+/// made nothing.
+pub(crate) fn start(feed: &Feed, named: &Named<'_>, cx: &CallContext) -> Option<Recorder> {
     if !feed.watched() {
         return None;
     }
     let recorder = Recorder {
         sender: feed.sender.clone(),
         started: Instant::now(),
-        id: call_id(cx.call_id.as_deref()),
-        tool: tool.to_owned(),
+        seq: feed.next_seq.fetch_add(1, Ordering::Relaxed),
+        id: named.id.clone(),
+        tool: named.tool.clone().into_owned(),
         agent: cx.agent.clone(),
         client: cx.client.clone(),
         seen: Mutex::new(Seen {
@@ -216,6 +226,7 @@ pub(crate) fn start(
         }),
     };
     recorder.send(CallEvent {
+        seq: recorder.seq,
         id: recorder.id.clone(),
         tool: recorder.tool.clone(),
         agent: recorder.agent.clone(),
@@ -360,6 +371,7 @@ impl Drop for Recorder {
             micros,
         };
         let event = CallEvent {
+            seq: self.seq,
             id: std::mem::take(&mut self.id),
             tool: std::mem::take(&mut self.tool),
             agent: self.agent.take(),

@@ -306,3 +306,145 @@ async fn watch_a_receiver_never_read_lags_and_never_blocks_calls() {
     // And reads on from the oldest event kept.
     assert!(idle.try_recv().is_ok());
 }
+
+/// A megabyte of tool name with a bidirectional override, and a long id
+/// with a terminal escape, as an MCP client may send them.
+fn hostile_names() -> (String, String) {
+    let tool = format!("evil\u{202e}{}", "x".repeat(1_000_000));
+    let id = format!("mcp-\u{1b}[2J{}", "7".repeat(100_000));
+    (tool, id)
+}
+
+#[tokio::test]
+async fn watch_a_callers_huge_hostile_tool_name_and_id_reach_the_feed_bounded_and_escaped() {
+    let rt = builder().build().await.unwrap();
+    let mut rx = rt.watch_calls();
+    let (tool, id) = hostile_names();
+    let err = rt
+        .call(&tool, json!({}), CallContext::new().call_id(&id))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotFound);
+    // The error the caller reads names the tool as shown, too.
+    assert!(
+        err.to_string().len() < 2_000,
+        "{} bytes",
+        err.to_string().len()
+    );
+
+    let (started, done) = one_call(&mut rx).await;
+    for event in [&started, &done] {
+        for (what, text) in [("tool", &event.tool), ("id", &event.id)] {
+            assert!(
+                text.chars().count() <= toolhost_runtime::MAX_SHOWN_NAME_CHARS + 1,
+                "{what}: {} chars",
+                text.chars().count()
+            );
+            assert!(
+                !text.chars().any(toolhost_text::needs_escape),
+                "{what}: {text:?}"
+            );
+        }
+    }
+    assert!(done.tool.starts_with("evil\\u{202e}xxx"), "{}", done.tool);
+    assert_eq!(finished(&done).outcome, "not-found");
+}
+
+#[tokio::test]
+async fn watch_two_callers_calls_with_the_same_id_are_told_apart_by_seq() {
+    let rt = builder().build().await.unwrap();
+    let mut rx = rt.watch_calls();
+    for client in ["token:aaaa", "token:bbbb"] {
+        let cx = CallContext::new().call_id("mcp-1").client(client);
+        calc(&rt, "1+1", cx).await.unwrap();
+    }
+    let (first, first_done) = one_call(&mut rx).await;
+    let (second, second_done) = one_call(&mut rx).await;
+    assert_eq!(first.id, second.id, "the callers' ids are the same");
+    assert_eq!(first.seq, first_done.seq);
+    assert_eq!(second.seq, second_done.seq);
+    assert_ne!(first.seq, second.seq);
+    let json: Value = serde_json::to_value(&*second_done).unwrap();
+    assert_eq!(json["seq"], second.seq);
+}
+
+/// Every span's name and field values, as a subscriber sees them.
+#[derive(Clone, Default)]
+struct SpanText(Arc<std::sync::Mutex<Vec<(String, String)>>>);
+
+struct Fields<'a>(&'a mut Vec<(String, String)>);
+
+impl tracing::field::Visit for Fields<'_> {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        self.0.push((field.name().to_owned(), format!("{value:?}")));
+    }
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        self.0.push((field.name().to_owned(), value.to_owned()));
+    }
+}
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for SpanText {
+    fn on_new_span(
+        &self,
+        attrs: &tracing::span::Attributes<'_>,
+        _: &tracing::span::Id,
+        _: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        let mut seen = self.0.lock().unwrap();
+        seen.push(("(name)".to_owned(), attrs.metadata().name().to_owned()));
+        attrs.record(&mut Fields(&mut seen));
+    }
+    fn on_record(
+        &self,
+        _: &tracing::span::Id,
+        values: &tracing::span::Record<'_>,
+        _: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        values.record(&mut Fields(&mut self.0.lock().unwrap()));
+    }
+}
+
+#[tokio::test]
+async fn a_callers_huge_hostile_tool_name_and_id_make_bounded_escaped_spans() {
+    use tracing_subscriber::layer::SubscriberExt;
+    // While only one dispatcher exists, tracing caches a call site's
+    // interest from the dispatcher of whichever thread hits it first
+    // (tracing-core's `has_just_one`): another test's thread would make
+    // it "never". With a second one, every dispatcher is asked.
+    let _second = tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default());
+    let seen = SpanText::default();
+    let _guard =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(seen.clone()));
+    let rt = builder().build().await.unwrap();
+    let (tool, id) = hostile_names();
+    let err = rt
+        .call(&tool, json!({}), CallContext::new().call_id(&id))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotFound);
+    // And a call that is found: its id is recorded at lookup.
+    calc(&rt, "1+1", CallContext::new().call_id(&id))
+        .await
+        .unwrap();
+
+    let seen = seen.0.lock().unwrap();
+    let call_spans = seen
+        .iter()
+        .filter(|(k, v)| k == "(name)" && v == "execute_tool")
+        .count();
+    assert_eq!(call_spans, 2, "{seen:?}");
+    for field in ["otel.name", "gen_ai.tool.name", "gen_ai.tool.call.id"] {
+        assert!(seen.iter().any(|(k, _)| k == field), "{field} recorded");
+    }
+    for (field, value) in seen.iter() {
+        assert!(
+            value.chars().count() <= 200,
+            "{field}: {} chars",
+            value.chars().count()
+        );
+        assert!(
+            !value.contains('\u{202e}') && !value.contains('\u{1b}'),
+            "{field}: {value:?}"
+        );
+    }
+}

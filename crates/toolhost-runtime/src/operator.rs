@@ -1,19 +1,28 @@
 //! The operator's approvals queue: a call whose `ask` goes to the operator
-//! (`ask = "operator"`) waits here until someone answers it in the console,
-//! or its time runs out, which denies it.
+//! (`ask = "operator"`) waits here until someone answers it (in the
+//! console, `toolhost-console`), or its time runs out, which denies it.
+//!
+//! It lives beside the [`Approver`] trait, not in the console, because
+//! what routes an `ask` here (the MCP server, the CLI) needs the queue
+//! and not the web page; the console only shows and answers it.
 //!
 //! Bounded: at most [`QueueSettings::capacity`] calls wait at once; one
 //! more is denied at once, saying the queue is full. A call whose caller
 //! gives up (an MCP client cancels, a connection drops) leaves the queue.
+//! A question shows every argument, each cut on its own
+//! ([`ShownArguments`]); when any was cut, "allow these arguments always"
+//! is refused ([`QueueError::AlwaysNotOffered`]): nobody saw what it would
+//! approve.
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")] async fn main() {
-//! use toolhost_console::{Answer, OperatorQueue, Question, QueueSettings};
+//! use toolhost_runtime::operator::{Answer, OperatorQueue, Question, QueueSettings};
 //!
 //! let queue = OperatorQueue::new(QueueSettings::default());
 //! let waiting = {
 //!     let queue = queue.clone();
-//!     tokio::spawn(async move { queue.ask(Question::call("write_file", "fs", "{}")).await })
+//!     let args = serde_json::json!({"path": "notes.txt"});
+//!     tokio::spawn(async move { queue.ask(Question::call("write_file", "fs", &args)).await })
 //! };
 //! // The console shows the question; the operator allows it.
 //! while queue.pending().is_empty() { tokio::task::yield_now().await; }
@@ -30,14 +39,17 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use parking_lot::Mutex;
 use serde::Serialize;
+use serde_json::Value;
 use tokio::sync::{broadcast, oneshot};
-use toolhost_runtime::policy::approvals::Scope;
-use toolhost_runtime::{
+use toolhost_policy::approvals::Scope;
+
+use crate::permission::{
     ApprovalFuture, Approver, CallApproval, CallApprovalRequest, ResultApproval,
     ResultApprovalRequest,
 };
+use crate::shown_args::ShownArguments;
 
-/// Longest argument or output text kept with a question.
+/// Longest output text kept with a question.
 const SHOWN_CHARS: usize = 2000;
 /// Most reasons kept with a question, and their length.
 const MAX_REASONS: usize = 8;
@@ -82,8 +94,8 @@ pub struct Question {
     pub tool: String,
     /// The plugin (or MCP server) that provides it.
     pub plugin: String,
-    /// The arguments as JSON text (cut at 2,000 characters).
-    pub args: String,
+    /// The arguments, each shown on its own (see [`ShownArguments`]).
+    pub arguments: ShownArguments,
     /// For a result: its text (cut at 2,000 characters).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output: Option<String>,
@@ -103,13 +115,13 @@ pub struct Question {
 }
 
 impl Question {
-    /// May `tool` of `plugin` run with `args` (JSON text)?
-    pub fn call(tool: &str, plugin: &str, args: &str) -> Question {
+    /// May `tool` of `plugin` run with `args`?
+    pub fn call(tool: &str, plugin: &str, args: &Value) -> Question {
         Question {
             asked: Asked::Call,
             tool: toolhost_text::line(tool, 200),
             plugin: toolhost_text::line(plugin, 200),
-            args: toolhost_text::line(args, SHOWN_CHARS),
+            arguments: ShownArguments::of(args),
             output: None,
             reasons: Vec::new(),
             agent: None,
@@ -120,7 +132,7 @@ impl Question {
 
     /// The question a runtime's call approval request asks.
     pub fn of_call(request: &CallApprovalRequest<'_>) -> Question {
-        let mut q = Question::call(request.tool, request.plugin, &request.args.to_string());
+        let mut q = Question::call(request.tool, request.plugin, request.args);
         q.reasons = bounded_reasons(request.reasons);
         q.agent = request.agent.map(|a| toolhost_text::line(a, 200));
         q.scopes = request.scopes.iter().take(MAX_SCOPES).cloned().collect();
@@ -129,10 +141,16 @@ impl Question {
 
     /// The question a runtime's result approval request asks.
     pub fn of_result(request: &ResultApprovalRequest<'_>) -> Question {
-        let mut q = Question::call(request.tool, request.plugin, &request.args.to_string());
+        let mut q = Question::call(request.tool, request.plugin, request.args);
         q.asked = Asked::Result;
         q.output = Some(toolhost_text::line(request.output, SHOWN_CHARS));
         q
+    }
+
+    /// Whether "allow these arguments always" may be given: a call's
+    /// question whose every argument is shown whole.
+    pub fn offers_always(&self) -> bool {
+        self.asked == Asked::Call && self.arguments.complete()
     }
 
     /// The same question, from `client`.
@@ -203,6 +221,13 @@ pub enum QueueError {
     /// gave up).
     #[error("no question {0} is waiting (answered, timed out, or its caller gave up)")]
     NotWaiting(u64),
+    /// "Allow always" for a question that does not offer it (its
+    /// arguments were cut, or it asks about a result); the question still
+    /// waits.
+    #[error(
+        "question {0} does not offer \"allow these arguments always\" (an argument too long to show whole, or a result); it still waits"
+    )]
+    AlwaysNotOffered(u64),
 }
 
 struct Waiting {
@@ -322,14 +347,21 @@ impl OperatorQueue {
             .collect()
     }
 
-    /// Answers question `id`.
+    /// Answers question `id`. "Allow always" is refused for a question
+    /// that does not [offer it](Question::offers_always).
     pub fn answer(&self, id: u64, answer: Answer) -> Result<(), QueueError> {
-        let waiting = self
-            .inner
-            .waiting
-            .lock()
-            .remove(&id)
-            .ok_or(QueueError::NotWaiting(id))?;
+        let waiting = {
+            let mut waiting = self.inner.waiting.lock();
+            let question = &waiting
+                .get(&id)
+                .ok_or(QueueError::NotWaiting(id))?
+                .pending
+                .question;
+            if answer == Answer::AllowAlways && !question.offers_always() {
+                return Err(QueueError::AlwaysNotOffered(id));
+            }
+            waiting.remove(&id).ok_or(QueueError::NotWaiting(id))?
+        };
         self.changed();
         tracing::info!(id, ?answer, "the operator answered");
         waiting
@@ -369,7 +401,7 @@ impl OperatorQueue {
     /// The queue as an approver a runtime (or a call's context) is given.
     ///
     /// ```
-    /// use toolhost_console::{OperatorQueue, QueueSettings};
+    /// use toolhost_runtime::operator::{OperatorQueue, QueueSettings};
     /// let queue = OperatorQueue::new(QueueSettings::default());
     /// let approver = queue.approver().client(Some("token:1234".into()));
     /// # let _ = approver;
@@ -464,7 +496,7 @@ impl Approver for QueueApprover {
     }
 }
 
-pub(crate) fn unix_ms() -> u64 {
+fn unix_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
@@ -486,7 +518,9 @@ mod tests {
             capacity: 4,
             timeout: Duration::from_millis(50),
         });
-        let answer = queue.ask(Question::call("t", "p", "{}")).await;
+        let answer = queue
+            .ask(Question::call("t", "p", &serde_json::json!({})))
+            .await;
         assert!(matches!(answer, Answer::Deny(why) if why.contains("no operator answered")));
         assert!(queue.pending().is_empty(), "it left the queue");
     }
@@ -499,10 +533,16 @@ mod tests {
         });
         let first = tokio::spawn({
             let queue = queue.clone();
-            async move { queue.ask(Question::call("a", "p", "{}")).await }
+            async move {
+                queue
+                    .ask(Question::call("a", "p", &serde_json::json!({})))
+                    .await
+            }
         });
         until_pending(&queue, 1).await;
-        let second = queue.ask(Question::call("b", "p", "{}")).await;
+        let second = queue
+            .ask(Question::call("b", "p", &serde_json::json!({})))
+            .await;
         assert!(matches!(second, Answer::Deny(why) if why.contains("full")));
         let id = queue.pending()[0].id;
         queue.answer(id, Answer::AllowAlways).unwrap();
@@ -519,7 +559,11 @@ mod tests {
         let mut changes = queue.changes();
         let waiting = tokio::spawn({
             let queue = queue.clone();
-            async move { queue.ask(Question::call("a", "p", "{}")).await }
+            async move {
+                queue
+                    .ask(Question::call("a", "p", &serde_json::json!({})))
+                    .await
+            }
         });
         until_pending(&queue, 1).await;
         waiting.abort();
@@ -621,6 +665,31 @@ mod tests {
         }
     }
 
+    #[tokio::test]
+    async fn allow_always_is_refused_for_arguments_that_were_cut_and_the_question_waits_on() {
+        let queue = OperatorQueue::new(QueueSettings::default());
+        let waiting = tokio::spawn({
+            let queue = queue.clone();
+            async move {
+                let args = serde_json::json!({"content": "x".repeat(10_000), "path": "a.txt"});
+                queue.ask(Question::call("write_file", "fs", &args)).await
+            }
+        });
+        until_pending(&queue, 1).await;
+        let pending = &queue.pending()[0];
+        assert!(!pending.question.offers_always());
+        assert_eq!(
+            pending.question.arguments.items[1].value, "\"a.txt\"",
+            "the path is shown whole"
+        );
+        assert_eq!(
+            queue.answer(pending.id, Answer::AllowAlways),
+            Err(QueueError::AlwaysNotOffered(pending.id))
+        );
+        queue.answer(pending.id, Answer::Allow).unwrap();
+        assert_eq!(waiting.await.unwrap(), Answer::Allow);
+    }
+
     #[test]
     fn long_arguments_and_many_reasons_are_cut() {
         let args = serde_json::json!({"text": "x".repeat(100_000)});
@@ -634,7 +703,8 @@ mod tests {
             agent: None,
             scopes: &[],
         });
-        assert!(q.args.chars().count() <= SHOWN_CHARS + 1);
+        assert!(q.arguments.items[0].value.chars().count() <= SHOWN_CHARS + 1);
+        assert!(!q.offers_always());
         assert_eq!(q.reasons.len(), MAX_REASONS);
     }
 }

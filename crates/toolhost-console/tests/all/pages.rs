@@ -1,0 +1,258 @@
+//! What the page shows of what callers send, and who may see and change
+//! it: a megabyte of tool name or a bidirectional override never reaches
+//! the page as it was sent, a question whose arguments were cut cannot be
+//! allowed always, and the console opens to its operator only.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use http::{Request, StatusCode, header};
+use serde_json::json;
+use toolhost_console::{Console, ConsoleOptions};
+use toolhost_runtime::operator::{OperatorQueue, QueueSettings};
+use toolhost_runtime::policy::{Policy, Rule};
+use toolhost_runtime::{CallContext, Runtime};
+use tower::ServiceExt;
+
+use crate::support::{plugins_dir, root};
+
+/// A runtime whose `calculate` asks, the operator's queue answering, and
+/// its console (with the one-time token it made).
+async fn console() -> (Runtime, Console, OperatorQueue) {
+    let queue = OperatorQueue::new(QueueSettings::default());
+    let policy = Policy::builder()
+        .rule(Rule::ask("calculate").reason("arithmetic needs a person"))
+        .build()
+        .unwrap();
+    let runtime = Runtime::builder()
+        .plugin_dir(plugins_dir())
+        .cache_dir(Some(root().join("target/test-cache")))
+        .policy(policy)
+        .approver(Arc::new(queue.approver()))
+        .build()
+        .await
+        .unwrap();
+    let console = Console::new(
+        runtime.clone(),
+        ConsoleOptions {
+            queue: Some(queue.clone()),
+            ..ConsoleOptions::default()
+        },
+    );
+    (runtime, console, queue)
+}
+
+/// A request to `app`: the status, the `Set-Cookie` header (if any) and the body.
+async fn send(app: &Router, request: Request<Body>) -> (StatusCode, Option<String>, String) {
+    let response = app.clone().oneshot(request).await.unwrap();
+    let status = response.status();
+    let cookie = response
+        .headers()
+        .get(header::SET_COOKIE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let body = axum::body::to_bytes(response.into_body(), usize::MAX)
+        .await
+        .unwrap();
+    (status, cookie, String::from_utf8_lossy(&body).into_owned())
+}
+
+fn get(path: &str, cookie: Option<&str>) -> Request<Body> {
+    let mut request = Request::get(path).header(header::HOST, "127.0.0.1:8080");
+    if let Some(cookie) = cookie {
+        request = request.header(header::COOKIE, cookie);
+    }
+    request.body(Body::empty()).unwrap()
+}
+
+fn post(path: &str, cookie: &str, csrf: &str, body: &str) -> Request<Body> {
+    Request::post(path)
+        .header(header::HOST, "127.0.0.1:8080")
+        .header(header::ORIGIN, "http://127.0.0.1:8080")
+        .header(header::COOKIE, cookie)
+        .header("x-csrf-token", csrf)
+        .body(Body::from(body.to_owned()))
+        .unwrap()
+}
+
+/// Signs in with the console's link (`/console?token=…`): the session
+/// cookie (`name=value`) and the page's CSRF token.
+async fn sign_in(app: &Router, console: &Console) -> (String, String) {
+    let token = console
+        .sign_in_token()
+        .expect("no token configured: one made");
+    let (status, cookie, _) = send(app, get(&format!("/console?token={token}"), None)).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    let cookie = cookie.expect("a session cookie");
+    for flag in ["HttpOnly", "SameSite=Strict", "Path=/console"] {
+        assert!(cookie.contains(flag), "{cookie}");
+    }
+    let session = cookie.split(';').next().unwrap().to_owned();
+    let (status, _, page) = send(app, get("/console", Some(&session))).await;
+    assert_eq!(status, StatusCode::OK);
+    let csrf = page
+        .split("name=\"csrf\" content=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the page carries its CSRF token")
+        .to_owned();
+    (session, csrf)
+}
+
+#[tokio::test]
+async fn without_an_operator_token_the_console_makes_one_and_opens_to_nobody_else() {
+    let (_runtime, console, _queue) = console().await;
+    let app = console.router();
+    // What any local process sees: the sign-in page, no CSRF token, and
+    // nothing it could change.
+    let (status, _, body) = send(&app, get("/console", None)).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert!(body.contains("Operator token") && !body.contains("name=\"csrf\""));
+    for path in ["/console/part/queue", "/console/events"] {
+        assert_eq!(
+            send(&app, get(path, None)).await.0,
+            StatusCode::UNAUTHORIZED
+        );
+    }
+    let (status, _, _) = send(&app, get("/console?token=guess", None)).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, _, _) = send(&app, post("/console/queue/1", "", "", "allow-always")).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+
+    // The operator, with the token the console made.
+    let (session, csrf) = sign_in(&app, &console).await;
+    // A change needs the session's CSRF token and this server's origin.
+    let (status, _, _) = send(&app, post("/console/queue/1", &session, "0000", "allow")).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let mut elsewhere = post("/console/queue/1", &session, &csrf, "allow");
+    elsewhere.headers_mut().insert(
+        header::ORIGIN,
+        http::HeaderValue::from_static("http://evil.example"),
+    );
+    assert_eq!(send(&app, elsewhere).await.0, StatusCode::FORBIDDEN);
+    let (status, _, body) = send(&app, post("/console/queue/1", &session, &csrf, "allow")).await;
+    assert_eq!(status, StatusCode::CONFLICT, "no question 1 waits: {body}");
+    // Signing out ends the session.
+    let (status, cleared, _) = send(&app, post("/console/logout", &session, &csrf, "")).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    assert!(cleared.is_some_and(|c| c.contains("Max-Age=0")));
+    assert_eq!(
+        send(&app, get("/console", Some(&session))).await.0,
+        StatusCode::UNAUTHORIZED
+    );
+}
+
+#[tokio::test]
+async fn many_calls_of_huge_unknown_names_keep_the_page_small_and_no_bidi_override_reaches_it() {
+    let (runtime, console, _queue) = console().await;
+    let app = console.router();
+    let (session, _) = sign_in(&app, &console).await;
+    let (_, _, before) = send(&app, get("/console", Some(&session))).await;
+
+    for i in 0..20 {
+        let name = format!("evil\u{202e}{i}{}", "x".repeat(1_000_000));
+        let id = format!("mcp-{}", "9".repeat(100_000));
+        let err = runtime
+            .call(&name, json!({}), CallContext::new().call_id(id))
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), toolhost_runtime::ErrorKind::NotFound);
+    }
+    // The console reads the feed every 0.1 s.
+    let mut page = String::new();
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        page = send(&app, get("/console", Some(&session))).await.2;
+        if page.matches("<li>").count() >= 20 {
+            break;
+        }
+    }
+    assert!(
+        page.contains("evil\\u{202e}"),
+        "the calls are listed, escaped"
+    );
+    assert!(!page.contains('\u{202e}'), "no raw bidirectional override");
+    let grown = page.len() - before.len();
+    assert!(
+        grown < 40 * 1024,
+        "20 calls grew the page by {grown} bytes (from {})",
+        before.len()
+    );
+    for part in ["calls", "failures"] {
+        let (_, _, body) = send(&app, get(&format!("/console/part/{part}"), Some(&session))).await;
+        assert!(body.len() < 40 * 1024, "{part}: {} bytes", body.len());
+        assert!(!body.contains('\u{202e}'), "{part}");
+    }
+}
+
+#[tokio::test]
+async fn a_question_shows_every_argument_and_cut_arguments_cannot_be_allowed_always() {
+    let (runtime, console, queue) = console().await;
+    let app = console.router();
+    let (session, csrf) = sign_in(&app, &console).await;
+    // A long expression: the queue shows it cut, with its length.
+    let expression = format!("1+{}", "0+".repeat(5_000)) + "1";
+    let waiting = tokio::spawn({
+        let runtime = runtime.clone();
+        let expression = expression.clone();
+        async move {
+            runtime
+                .call(
+                    "calculate",
+                    json!({ "expression": expression }),
+                    CallContext::new(),
+                )
+                .await
+        }
+    });
+    while queue.pending().is_empty() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let id = queue.pending()[0].id;
+    let (_, _, part) = send(&app, get("/console/part/queue", Some(&session))).await;
+    assert!(part.contains("<code>expression</code>"), "{part}");
+    assert!(part.contains("cut: 10005 characters in all"), "{part}");
+    assert!(!part.contains("allow-always"), "not offered: {part}");
+    assert!(part.contains("cannot be allowed always"), "{part}");
+    // Posted anyway, it is refused, and the question still waits.
+    let path = format!("/console/queue/{id}");
+    let (status, _, body) = send(&app, post(&path, &session, &csrf, "allow-always")).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert!(body.contains("too long to show whole"), "{body}");
+    assert_eq!(queue.pending().len(), 1);
+    let (status, _, _) = send(&app, post(&path, &session, &csrf, "allow")).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    assert_eq!(waiting.await.unwrap().unwrap().output, "2");
+    assert!(
+        runtime.approvals().list().unwrap().is_empty(),
+        "nothing saved"
+    );
+
+    // Short arguments are shown whole, and may be allowed always.
+    let waiting = tokio::spawn({
+        let runtime = runtime.clone();
+        async move {
+            runtime
+                .call(
+                    "calculate",
+                    json!({ "expression": "6*7" }),
+                    CallContext::new(),
+                )
+                .await
+        }
+    });
+    while queue.pending().is_empty() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let (_, _, part) = send(&app, get("/console/part/queue", Some(&session))).await;
+    assert!(
+        part.contains("&quot;6*7&quot;") && part.contains("allow-always"),
+        "{part}"
+    );
+    let path = format!("/console/queue/{}", queue.pending()[0].id);
+    let (status, _, _) = send(&app, post(&path, &session, &csrf, "allow-always")).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    assert_eq!(waiting.await.unwrap().unwrap().output, "42");
+}
