@@ -240,12 +240,10 @@ impl McpServer {
                 asked: parking_lot::Mutex::new(None),
             })
         });
-        // Each token's results stay its own in the result cache.
-        let client = context
-            .extensions
-            .get::<::http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<ClientIdentity>())
-            .map(|c| c.0.clone());
+        // Each caller's results stay its own in the result cache, and its
+        // saved approvals answer it alone: never the user at the host's
+        // terminal (a call without a client), never another caller.
+        let client = ClientIdentity::of_request(&context).0;
         let progress_sink = context
             .meta
             .get_progress_token()
@@ -259,7 +257,7 @@ impl McpServer {
                 // The caller hears that it waits, through its progress
                 // token when it sent one.
                 Some(queue) => {
-                    let mut approver = queue.approver().client(client.clone());
+                    let mut approver = queue.approver().client(Some(client.clone()));
                     if let Some((tx, _)) = &progress_sink {
                         let tx = tx.clone();
                         approver = approver.on_wait(move |note| {
@@ -275,12 +273,10 @@ impl McpServer {
         };
         let mut cx = CallContext::new()
             .call_id(format!("mcp-{}", request_id(&context)))
-            .approver(approver);
+            .approver(approver)
+            .client(client);
         if let Some(agent) = agent {
             cx = cx.agent(agent);
-        }
-        if let Some(client) = client {
-            cx = cx.client(client);
         }
         let forwarder = progress_sink.map(|(tx, forwarder)| {
             cx = std::mem::take(&mut cx).on_progress(move |_tool, message, fraction| {
