@@ -813,3 +813,37 @@ fn an_approval_given_at_the_terminal_never_answers_a_remote_tokens_call() {
         "{body}"
     );
 }
+
+#[test]
+fn the_instructions_name_only_the_plugins_whose_tools_the_caller_may_see() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["calc", "fs", "http"] {
+        copy_plugin(&plugins_dir(), name, dir.path());
+    }
+    let policy = write(
+        dir.path(),
+        "policy.toml",
+        &format!(
+            "{DENY_HTTP}[profiles.sums]\ndefault = \"deny\"\n\
+             [[profiles.sums.rules]]\ntool = \"calculate\"\ndecision = \"allow\"\n"
+        ),
+    );
+    let tokens = write(dir.path(), "tokens", "all-token\nsums-token sums\n");
+    let served = serve_with_tokens(dir.path(), &policy, &tokens);
+    let instructions = |token: &str| {
+        let (status, body) = post(&served.base, &mcp_headers(Some(token)), INITIALIZE);
+        assert_eq!(status, 200, "{body}");
+        body
+    };
+    let all = instructions("all-token");
+    assert!(all.contains("fs: Paths are relative"), "{all}");
+    assert!(
+        !all.contains("http: ") && !all.contains("Only hosts the user granted"),
+        "`http_get` is denied: its plugin's rule is not told: {all}"
+    );
+    let sums = instructions("sums-token");
+    assert!(
+        !sums.contains("instructions") && !sums.contains("Paths are relative"),
+        "a profile that sees `calculate` alone is told nothing: {sums}"
+    );
+}
