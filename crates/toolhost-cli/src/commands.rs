@@ -192,14 +192,11 @@ pub fn approvals(
                     .unwrap_or_default();
                 writeln!(
                     out,
-                    "    by {} at {} (Unix time), from the {} prompt{expires}{}",
+                    "    answers {}; by {} at {} (Unix time), from the {} prompt{expires}",
+                    printable(&a.binding()),
                     printable(&a.who),
                     a.when,
                     a.from,
-                    a.client
-                        .as_deref()
-                        .map(|c| format!(", for client {} only", printable(c)))
-                        .unwrap_or_default()
                 )?;
             }
             Ok(exit::OK)

@@ -133,6 +133,15 @@ pub struct TelemetryConfig {
     /// `service.name` (`toolhost` by default).
     #[serde(default)]
     pub service_name: Option<String>,
+    /// Export plugins' log lines, stdout and stderr as span events (off:
+    /// they may hold arguments, results or secrets).
+    #[serde(default)]
+    pub plugin_output: bool,
+    /// What an MCP caller's `traceparent` does: `link` (the default: a
+    /// link, the call's trace is the host's own) or `parent` (join the
+    /// caller's trace, for callers the operator trusts).
+    #[serde(default)]
+    pub caller_trace: Option<String>,
 }
 
 impl TelemetryConfig {
@@ -147,6 +156,15 @@ impl TelemetryConfig {
                 .transpose()
                 .context("[telemetry] protocol")?,
             service_name: self.service_name.clone(),
+            plugin_output: self.plugin_output,
+            caller_trace: self
+                .caller_trace
+                .as_deref()
+                .map(str::parse)
+                .transpose()
+                .map_err(anyhow::Error::msg)
+                .context("[telemetry] caller-trace")?
+                .unwrap_or_default(),
         })
     }
 }

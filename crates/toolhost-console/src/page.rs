@@ -304,7 +304,7 @@ pub(crate) fn saved(runtime: &Runtime) -> Markup {
                                     }
                                     td { (a.who) }
                                     td { (a.from) }
-                                    td { (a.client.as_deref().unwrap_or("any")) }
+                                    td { (toolhost_text::line(&a.binding(), 300)) }
                                     td { @if let Some(e) = a.expires { span.time data-ms=(e.saturating_mul(1000)) { (e) } } @else { "never" } }
                                     td { button.revoke type="button" data-post={ "/console/saved/" (a.id) "/revoke" } data-then="saved" { "Revoke" } }
                                 }

@@ -1,20 +1,25 @@
-//! Saved approvals: the "allow always" answers, kept narrow, listed and
-//! revocable.
+//! Saved approvals: the "allow always" answers, kept narrow, bound to
+//! whom they answer, listed and revocable.
 //!
 //! An approval is saved for one tool of one plugin **build** (its content
 //! digest: an upgrade asks again), scoped by default to the exact
 //! arguments that were approved, or, when the person said so, to any
-//! arguments. It records who approved, when, from which prompt, and an
-//! optional expiry. It only ever answers an `ask`: a `deny` rule is
-//! decided before any approval is looked up, so a saved approval can never
-//! lift one.
+//! arguments. It is **bound** to the policy profile the call ran under and
+//! to whom it answers ([`Answers`]: the user at the host, one client, or,
+//! given by the operator, every caller): a call under another profile, or
+//! from another caller, is asked. It records who approved, when, from
+//! which prompt, and an optional expiry. It only ever answers an `ask`: a
+//! `deny` rule is decided before any approval is looked up, so a saved
+//! approval can never lift one.
 //!
-//! The store is a JSON file written atomically (a temporary file renamed
-//! over it), read again when it changes on disk, bounded in size.
+//! The store is a JSON file shared by every process that opens it: changed
+//! under a lock, written atomically, read again only when another process
+//! changed it, bounded in size and in approvals per caller
+//! (`approvals/disk.rs`).
 //!
 //! ```
 //! use serde_json::json;
-//! use toolhost_policy::approvals::{Approvals, NewApproval, Scope};
+//! use toolhost_policy::approvals::{Answers, Approvals, Lookup, NewApproval, Scope};
 //!
 //! let dir = tempfile::tempdir().unwrap();
 //! let store = Approvals::open(dir.path().join("toolhost.approvals.json"));
@@ -25,18 +30,24 @@
 //!         plugin: "fs".into(),
 //!         digest: "sha256:ab".into(),
 //!         scope: Scope::Arguments(args.clone()),
+//!         profile: None,
+//!         answers: Answers::User,
 //!         who: "ana".into(),
 //!         from: "terminal".into(),
-//!         client: None,
 //!         expires: None,
 //!     })
 //!     .unwrap();
-//! assert_eq!(store.find("read_file", "sha256:ab", &args, Default::default(), None, 0).as_deref(), Some(id.as_str()));
-//! // Other arguments, or another build of the plugin: asked again.
-//! assert!(store.find("read_file", "sha256:ab", &json!({"path": "x"}), Default::default(), None, 0).is_none());
-//! assert!(store.find("read_file", "sha256:cd", &args, Default::default(), None, 0).is_none());
+//! let call = Lookup::new("read_file", "sha256:ab", &args);
+//! assert_eq!(store.find(&call).as_deref(), Some(id.as_str()));
+//! // Other arguments, another build of the plugin, another caller or
+//! // another profile: asked again.
+//! let other = json!({"path": "x"});
+//! assert!(store.find(&Lookup::new("read_file", "sha256:ab", &other)).is_none());
+//! assert!(store.find(&Lookup::new("read_file", "sha256:cd", &args)).is_none());
+//! assert!(store.find(&call.client(Some("token:3f5a"))).is_none());
+//! assert!(store.find(&call.profile(Some("reviewer"))).is_none());
 //! assert!(store.revoke(&id).unwrap());
-//! assert!(store.find("read_file", "sha256:ab", &args, Default::default(), None, 0).is_none());
+//! assert!(store.find(&call).is_none());
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -48,6 +59,8 @@ use serde_json::Value;
 use toolhost_patterns::HostPattern;
 
 use crate::PathContext;
+
+mod disk;
 
 /// What a saved approval covers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -156,9 +169,66 @@ pub fn resolve_path(raw: &str, base: Option<&Path>) -> Option<PathBuf> {
     toolhost_patterns::resolve(raw, base.as_deref())
 }
 
+/// Whom a saved approval answers: the caller it was given for.
+///
+/// A call names its caller with [`Lookup::client`]: no client is the user
+/// running the host (its terminal, `host call`, the chat, an embedder's own
+/// calls); a client is an identity the entry point gives (an MCP token's
+/// `token:…`, `mcp-stdio`, `mcp-http`).
+///
+/// ```
+/// use toolhost_policy::approvals::Answers;
+///
+/// assert!(Answers::User.answers(None));
+/// assert!(!Answers::User.answers(Some("token:ab")));
+/// assert!(Answers::Client("token:ab".into()).answers(Some("token:ab")));
+/// assert!(!Answers::Client("token:ab".into()).answers(None));
+/// assert!(Answers::Everyone.answers(Some("token:cd")));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Answers {
+    /// The user running the host: calls that name no client. What an
+    /// approval given at the terminal answers, and what an approval from
+    /// a file written before approvals were bound answers.
+    User,
+    /// One client: calls that name this identity.
+    Client(String),
+    /// Every caller: an approval the operator gave (the operator speaks
+    /// for the host's policy).
+    Everyone,
+}
+
+impl Answers {
+    /// The approval a call from `client` (none: the user) saves.
+    pub fn caller(client: Option<&str>) -> Answers {
+        client.map_or(Answers::User, |c| Answers::Client(c.to_owned()))
+    }
+
+    /// Whether it answers a call from `client` (none: the user).
+    pub fn answers(&self, client: Option<&str>) -> bool {
+        match self {
+            Answers::User => client.is_none(),
+            Answers::Client(id) => client == Some(id.as_str()),
+            Answers::Everyone => true,
+        }
+    }
+}
+
+impl std::fmt::Display for Answers {
+    /// `the user`, `client token:ab`, `every caller`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Answers::User => f.write_str("the user"),
+            Answers::Client(id) => write!(f, "client {id}"),
+            Answers::Everyone => f.write_str("every caller"),
+        }
+    }
+}
+
 /// One saved approval.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[serde(rename_all = "kebab-case", from = "Stored")]
 pub struct SavedApproval {
     /// Its id, for `host approvals revoke ID`.
     pub id: String,
@@ -170,20 +240,87 @@ pub struct SavedApproval {
     pub digest: String,
     /// What it covers.
     pub scope: Scope,
+    /// The policy profile it was given under (none: the policy's
+    /// defaults): it answers calls under that profile only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    /// Whom it answers.
+    pub answers: Answers,
     /// Who approved it.
     pub who: String,
     /// Which prompt it was given at (`terminal`, `mcp-elicitation`, …).
     pub from: String,
-    /// The client it was given by, when it came from one (an MCP client's
-    /// token identity): it then applies to that client's calls only, so
-    /// one caller's "remember" never approves another's calls.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub client: Option<String>,
     /// When (seconds since the Unix epoch).
     pub when: u64,
     /// When it stops applying (seconds since the Unix epoch), if ever.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires: Option<u64>,
+}
+
+impl SavedApproval {
+    /// Whom it answers under which profile, in a few words: `the user,
+    /// with no profile`, `client token:ab, under profile reviewer`.
+    pub fn binding(&self) -> String {
+        match &self.profile {
+            Some(p) => format!("{}, under profile {p}", self.answers),
+            None => format!("{}, with no profile", self.answers),
+        }
+    }
+
+    /// Whether it covers the call `lookup` describes.
+    fn covers(&self, lookup: &Lookup<'_>) -> bool {
+        self.tool == lookup.tool
+            && self.digest == lookup.digest
+            && self.profile.as_deref() == lookup.profile
+            && self.answers.answers(lookup.client)
+            && self.expires.is_none_or(|t| lookup.now < t)
+            && self.scope.covers(lookup.args, lookup.paths)
+    }
+}
+
+/// A saved approval as files hold it, old ones included: before approvals
+/// were bound, an entry had no `profile` nor `answers`, and `client` for
+/// one given by a client. Such an entry answers that client, or else the
+/// user only, with no profile.
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case")]
+struct Stored {
+    id: String,
+    tool: String,
+    plugin: String,
+    digest: String,
+    scope: Scope,
+    #[serde(default)]
+    profile: Option<String>,
+    #[serde(default)]
+    answers: Option<Answers>,
+    #[serde(default)]
+    client: Option<String>,
+    who: String,
+    from: String,
+    when: u64,
+    #[serde(default)]
+    expires: Option<u64>,
+}
+
+impl From<Stored> for SavedApproval {
+    fn from(s: Stored) -> SavedApproval {
+        SavedApproval {
+            answers: s
+                .answers
+                .unwrap_or_else(|| Answers::caller(s.client.as_deref())),
+            id: s.id,
+            tool: s.tool,
+            plugin: s.plugin,
+            digest: s.digest,
+            scope: s.scope,
+            profile: s.profile,
+            who: s.who,
+            from: s.from,
+            when: s.when,
+            expires: s.expires,
+        }
+    }
 }
 
 /// An approval to save ([`Approvals::save`] adds the id and the time).
@@ -197,21 +334,105 @@ pub struct NewApproval {
     pub digest: String,
     /// What it covers.
     pub scope: Scope,
+    /// The profile the call ran under.
+    pub profile: Option<String>,
+    /// Whom it answers.
+    pub answers: Answers,
     /// Who approved it.
     pub who: String,
     /// Which prompt.
     pub from: String,
-    /// The client it applies to (none: every caller of this host).
-    pub client: Option<String>,
     /// When it stops applying, if ever.
     pub expires: Option<u64>,
 }
 
-/// Why the store could not be read or written.
+/// A call, as [`Approvals::find`] looks for an approval of it.
+///
+/// ```
+/// use serde_json::json;
+/// use toolhost_policy::approvals::Lookup;
+///
+/// let args = json!({"expression": "1+1"});
+/// let lookup = Lookup::new("calculate", "sha256:ab", &args)
+///     .profile(Some("reviewer"))
+///     .client(Some("token:3f5a"));
+/// assert_eq!(lookup.client, Some("token:3f5a"));
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct Lookup<'a> {
+    /// The tool's exposed name.
+    pub tool: &'a str,
+    /// The digest of the plugin build (or MCP server) that would run it.
+    pub digest: &'a str,
+    /// Its arguments.
+    pub args: &'a Value,
+    /// How its path arguments resolve (see [`Scope::covers`]).
+    pub paths: PathContext<'a>,
+    /// The policy profile it runs under (none: the policy's defaults).
+    pub profile: Option<&'a str>,
+    /// Who calls (none: the user running the host; see [`Answers`]).
+    pub client: Option<&'a str>,
+    /// Now, in seconds since the Unix epoch.
+    pub now: u64,
+}
+
+impl<'a> Lookup<'a> {
+    /// A call of `tool` of the build `digest` with `args`, by the user, with
+    /// no profile and no path base, now.
+    pub fn new(tool: &'a str, digest: &'a str, args: &'a Value) -> Self {
+        Lookup {
+            tool,
+            digest,
+            args,
+            paths: PathContext::default(),
+            profile: None,
+            client: None,
+            now: now(),
+        }
+    }
+
+    /// Sets what relative paths resolve against.
+    #[must_use]
+    pub fn path_base(mut self, base: Option<&'a Path>) -> Self {
+        self.paths.base = base;
+        self
+    }
+
+    /// Sets how the call's path arguments resolve, the argument a per-call
+    /// grant opened included ([`PathContext`]).
+    #[must_use]
+    pub fn paths(mut self, paths: PathContext<'a>) -> Self {
+        self.paths = paths;
+        self
+    }
+
+    /// Sets the profile.
+    #[must_use]
+    pub fn profile(mut self, profile: Option<&'a str>) -> Self {
+        self.profile = profile;
+        self
+    }
+
+    /// Sets the caller.
+    #[must_use]
+    pub fn client(mut self, client: Option<&'a str>) -> Self {
+        self.client = client;
+        self
+    }
+
+    /// Sets the time (seconds since the Unix epoch).
+    #[must_use]
+    pub fn at(mut self, now: u64) -> Self {
+        self.now = now;
+        self
+    }
+}
+
+/// Why the store could not be read or written, or an approval not saved.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ApprovalsError {
-    /// The file could not be read or written.
+    /// The file (or its lock file) could not be read or written.
     #[error("{}: {source}", path.display())]
     Io {
         /// The file.
@@ -227,14 +448,46 @@ pub enum ApprovalsError {
         /// What is wrong.
         message: String,
     },
+    /// Another process held the store's lock for longer than
+    /// [`LOCK_WAIT`].
+    #[error("{}: another process holds the saved approvals' lock (waited {} s)", path.display(), LOCK_WAIT.as_secs())]
+    Busy {
+        /// The lock file.
+        path: PathBuf,
+    },
+    /// The store holds [`MAX_APPROVALS`] already.
+    #[error(
+        "the saved approvals are full ({MAX_APPROVALS}): revoke some (`host approvals list`, `host approvals revoke ID`)"
+    )]
+    Full,
+    /// The caller holds its quota of approvals already.
+    #[error(
+        "{answers} holds {max} saved approvals already, the most one caller may: revoke some (`host approvals list`, `host approvals revoke ID`)"
+    )]
+    Quota {
+        /// Whom the approvals answer.
+        answers: Answers,
+        /// The quota.
+        max: usize,
+    },
+    /// The scope is over [`MAX_ARGUMENT_BYTES`]: such an approval is for
+    /// this call only.
+    #[error("a scope over {MAX_ARGUMENT_BYTES} bytes is not saved")]
+    TooLarge,
 }
 
 /// The most approvals a file may hold, and its largest size.
 pub const MAX_APPROVALS: usize = 10_000;
 const MAX_FILE_BYTES: u64 = 8 << 20;
+/// The most approvals that answer one caller ([`Answers`]), by default:
+/// one client answering its own asks cannot fill the store.
+pub const DEFAULT_PER_CALLER: usize = 1_000;
 /// The largest scope (its arguments, directory or host, as JSON) an
 /// approval keeps (bigger ones are for this call only, i.e. not saved).
 pub const MAX_ARGUMENT_BYTES: usize = 64 << 10;
+/// How long a change waits for another process to release the store's
+/// lock before it gives up ([`ApprovalsError::Busy`]).
+pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct File {
@@ -242,14 +495,23 @@ struct File {
     approvals: Vec<SavedApproval>,
 }
 
-/// The saved approvals of one host (a file next to its lock file).
+/// The saved approvals of one host (a file next to its lock file), shared
+/// by every process that opens the same file (see `approvals/disk.rs`).
 #[derive(Debug)]
 pub struct Approvals {
-    path: Option<PathBuf>,
+    disk: Option<disk::Disk>,
     /// How long a new approval lasts at most (seconds), if bounded.
     lasting: Option<u64>,
-    /// The entries, and the file's modification time they were read at.
-    cache: Mutex<(Vec<SavedApproval>, Option<SystemTime>)>,
+    /// The most approvals one caller may hold.
+    per_caller: usize,
+    cache: Mutex<Cache>,
+}
+
+/// The entries as last read, and the stamp of the file they were read from.
+#[derive(Debug, Default)]
+struct Cache {
+    entries: Vec<SavedApproval>,
+    stamp: Option<disk::Stamp>,
 }
 
 /// Seconds since the Unix epoch, now.
@@ -260,21 +522,24 @@ pub fn now() -> u64 {
 }
 
 impl Approvals {
-    /// The store in `path` (a missing file is an empty store).
+    /// The store in `path` (a missing file is an empty store). Its lock
+    /// file is `path` with `.lock` added.
     pub fn open(path: PathBuf) -> Approvals {
         Approvals {
-            path: Some(path),
+            disk: Some(disk::Disk::new(path)),
             lasting: None,
-            cache: Mutex::new((Vec::new(), None)),
+            per_caller: DEFAULT_PER_CALLER,
+            cache: Mutex::new(Cache::default()),
         }
     }
 
     /// A store that lives in memory only (an embedder without a file).
     pub fn in_memory() -> Approvals {
         Approvals {
-            path: None,
+            disk: None,
             lasting: None,
-            cache: Mutex::new((Vec::new(), None)),
+            per_caller: DEFAULT_PER_CALLER,
+            cache: Mutex::new(Cache::default()),
         }
     }
 
@@ -284,7 +549,7 @@ impl Approvals {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use toolhost_policy::approvals::{Approvals, NewApproval, Scope, now};
+    /// use toolhost_policy::approvals::{Answers, Approvals, NewApproval, Scope, now};
     ///
     /// let store = Approvals::in_memory().lasting(Some(Duration::from_secs(3600)));
     /// store.save(NewApproval {
@@ -292,9 +557,10 @@ impl Approvals {
     ///     plugin: "fs".into(),
     ///     digest: "sha256:ab".into(),
     ///     scope: Scope::AnyArguments,
+    ///     profile: None,
+    ///     answers: Answers::User,
     ///     who: "ana".into(),
     ///     from: "terminal".into(),
-    ///     client: None,
     ///     expires: None,
     /// }).unwrap();
     /// let expires = store.list().unwrap()[0].expires.unwrap();
@@ -306,68 +572,74 @@ impl Approvals {
         self
     }
 
+    /// The same store, where one caller ([`Answers`]) may hold at most
+    /// `max` approvals ([`DEFAULT_PER_CALLER`] unless set); one more is
+    /// [`ApprovalsError::Quota`].
+    #[must_use]
+    pub fn per_caller(mut self, max: usize) -> Approvals {
+        self.per_caller = max;
+        self
+    }
+
     /// Where the store is kept, if on disk.
     pub fn path(&self) -> Option<&Path> {
-        self.path.as_deref()
+        self.disk.as_ref().map(disk::Disk::path)
     }
 
     /// Every saved approval, oldest first.
     pub fn list(&self) -> Result<Vec<SavedApproval>, ApprovalsError> {
         let mut cache = self.lock();
         self.refresh(&mut cache)?;
-        Ok(cache.0.clone())
+        Ok(cache.entries.clone())
     }
 
-    /// The id of an approval that covers `tool` of the plugin build
-    /// `digest` with `args` (path arguments resolved as `paths` says, see
-    /// [`Scope::covers`]), for a call from `client`, at time `now`
-    /// (seconds), if one does. An approval given by a client covers that
-    /// client's calls only. A file that cannot be read answers none (and
-    /// logs why): the call is asked.
-    pub fn find(
-        &self,
-        tool: &str,
-        digest: &str,
-        args: &Value,
-        paths: PathContext<'_>,
-        client: Option<&str>,
-        now: u64,
-    ) -> Option<String> {
+    /// The id of an approval that covers the call `lookup` describes, if
+    /// one does: the same tool, plugin build, profile and caller (see
+    /// [`Answers`]), not expired, and a scope that covers its arguments.
+    /// A file that cannot be read answers none (and logs why): the call is
+    /// asked.
+    ///
+    /// It reads the file again only when another process changed it since
+    /// (see `approvals/disk.rs`); a call the policy does not ask about
+    /// never gets here.
+    pub fn find(&self, lookup: &Lookup<'_>) -> Option<String> {
         let mut cache = self.lock();
         if let Err(e) = self.refresh(&mut cache) {
             tracing::warn!("saved approvals not consulted: {e}");
             return None;
         }
         cache
-            .0
+            .entries
             .iter()
-            .find(|a| {
-                a.tool == tool
-                    && a.digest == digest
-                    && a.client.as_deref().is_none_or(|c| Some(c) == client)
-                    && a.expires.is_none_or(|t| now < t)
-                    && a.scope.covers(args, paths)
-            })
+            .find(|a| a.covers(lookup))
             .map(|a| a.id.clone())
     }
 
-    /// Saves `new` and returns its id.
+    /// Saves `new` and returns its id. Approvals past their expiry are
+    /// dropped on the way.
     pub fn save(&self, new: NewApproval) -> Result<String, ApprovalsError> {
         // Every scope holds text from the call (arguments, a path, a
         // host): bounded alike.
         if serde_json::to_string(&new.scope).map_or(usize::MAX, |t| t.len()) > MAX_ARGUMENT_BYTES {
-            return Err(self.invalid(format!(
-                "a scope over {MAX_ARGUMENT_BYTES} bytes is not saved"
-            )));
+            return Err(ApprovalsError::TooLarge);
         }
-        let bounded = self.lasting.map(|secs| now().saturating_add(secs));
+        let when = now();
+        let bounded = self.lasting.map(|secs| when.saturating_add(secs));
         let expires = match (new.expires, bounded) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
+        let per_caller = self.per_caller;
         self.change(|entries| {
+            entries.retain(|a| a.expires.is_none_or(|t| when < t));
             if entries.len() >= MAX_APPROVALS {
-                return Err(format!("it holds {MAX_APPROVALS} approvals already"));
+                return Err(ApprovalsError::Full);
+            }
+            if entries.iter().filter(|a| a.answers == new.answers).count() >= per_caller {
+                return Err(ApprovalsError::Quota {
+                    answers: new.answers,
+                    max: per_caller,
+                });
             }
             let next = entries
                 .iter()
@@ -382,10 +654,11 @@ impl Approvals {
                 plugin: new.plugin,
                 digest: new.digest,
                 scope: new.scope,
+                profile: new.profile,
+                answers: new.answers,
                 who: new.who,
                 from: new.from,
-                client: new.client,
-                when: now(),
+                when,
                 expires,
             });
             Ok(id)
@@ -406,107 +679,44 @@ impl Approvals {
         self.change(|entries| Ok(std::mem::take(entries).len()))
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, (Vec<SavedApproval>, Option<SystemTime>)> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Cache> {
         // A panic while it was held leaves whole entries: go on with them.
         self.cache
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn invalid(&self, message: String) -> ApprovalsError {
-        ApprovalsError::Invalid {
-            path: self.path.clone().unwrap_or_default(),
-            message,
-        }
-    }
-
-    /// Applies `f` to the entries, read fresh, and writes them back.
+    /// Applies `f` to the entries, read fresh under the file's lock, and
+    /// writes them back when `f` changed them.
     fn change<T>(
         &self,
-        f: impl FnOnce(&mut Vec<SavedApproval>) -> Result<T, String>,
+        f: impl FnOnce(&mut Vec<SavedApproval>) -> Result<T, ApprovalsError>,
     ) -> Result<T, ApprovalsError> {
         let mut cache = self.lock();
-        self.refresh(&mut cache)?;
-        let mut entries = cache.0.clone();
-        let out = f(&mut entries).map_err(|m| self.invalid(m))?;
-        if let Some(path) = &self.path {
-            write(path, &entries)?;
-            cache.1 = modified(path);
+        match &self.disk {
+            Some(disk) => {
+                let (out, entries, stamp) = disk.change(f)?;
+                cache.entries = entries;
+                cache.stamp = Some(stamp);
+                Ok(out)
+            }
+            None => f(&mut cache.entries),
         }
-        cache.0 = entries;
-        Ok(out)
     }
 
     /// Reads the file again when it changed since it was last read.
-    fn refresh(
-        &self,
-        cache: &mut (Vec<SavedApproval>, Option<SystemTime>),
-    ) -> Result<(), ApprovalsError> {
-        let Some(path) = &self.path else {
+    fn refresh(&self, cache: &mut Cache) -> Result<(), ApprovalsError> {
+        let Some(disk) = &self.disk else {
             return Ok(());
         };
-        let stamp = modified(path);
-        if stamp.is_some() && stamp == cache.1 {
+        if cache.stamp.is_some_and(|seen| disk.unchanged_since(&seen)) {
             return Ok(());
         }
-        cache.0 = read(path)?;
-        cache.1 = stamp;
+        let (entries, stamp) = disk.read()?;
+        cache.entries = entries;
+        cache.stamp = Some(stamp);
         Ok(())
     }
-}
-
-fn modified(path: &Path) -> Option<SystemTime> {
-    std::fs::metadata(path).and_then(|m| m.modified()).ok()
-}
-
-fn read(path: &Path) -> Result<Vec<SavedApproval>, ApprovalsError> {
-    let io = |source| ApprovalsError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let invalid = |message: String| ApprovalsError::Invalid {
-        path: path.to_path_buf(),
-        message,
-    };
-    match std::fs::metadata(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(io(e)),
-        Ok(m) if m.len() > MAX_FILE_BYTES => {
-            return Err(invalid(format!("over {MAX_FILE_BYTES} bytes")));
-        }
-        Ok(_) => {}
-    }
-    let text = std::fs::read_to_string(path).map_err(io)?;
-    let file: File = serde_json::from_str(&text).map_err(|e| invalid(e.to_string()))?;
-    if file.approvals.len() > MAX_APPROVALS {
-        return Err(invalid(format!("over {MAX_APPROVALS} approvals")));
-    }
-    Ok(file.approvals)
-}
-
-fn write(path: &Path, entries: &[SavedApproval]) -> Result<(), ApprovalsError> {
-    let io = |source| ApprovalsError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    std::fs::create_dir_all(dir).map_err(io)?;
-    let text = serde_json::to_string_pretty(&File {
-        approvals: entries.to_vec(),
-    })
-    .map_err(|e| io(std::io::Error::other(e)))?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".approvals-")
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .map_err(io)?;
-    std::io::Write::write_all(&mut tmp, format!("{text}\n").as_bytes()).map_err(io)?;
-    tmp.as_file().sync_all().map_err(io)?;
-    tmp.persist(path).map_err(|e| io(e.error))?;
-    Ok(())
 }
 
 #[cfg(test)]
@@ -521,11 +731,20 @@ mod tests {
             plugin: "fs".into(),
             digest: "sha256:1".into(),
             scope,
+            profile: None,
+            answers: Answers::User,
             who: "test".into(),
             from: "terminal".into(),
-            client: None,
             expires,
         }
+    }
+
+    /// Whether `store` has an approval of `tool` (build `sha256:1`) with
+    /// `args`, for the user, with no profile, at time 0.
+    fn found(store: &Approvals, tool: &str, args: &Value) -> bool {
+        store
+            .find(&Lookup::new(tool, "sha256:1", args).at(0))
+            .is_some()
     }
 
     #[test]
@@ -539,94 +758,114 @@ mod tests {
             ))
             .unwrap();
         let reordered: Value = serde_json::from_str(r#"{ "b": [2], "a": 1 }"#).unwrap();
-        assert!(
-            store
-                .find(
-                    "read_file",
-                    "sha256:1",
-                    &reordered,
-                    Default::default(),
-                    None,
-                    0
-                )
-                .is_some()
-        );
+        assert!(found(&store, "read_file", &reordered));
         for other in [
             json!({"a": 1}),
             json!({"a": 1, "b": [2], "c": 0}),
             json!(null),
         ] {
-            assert!(
-                store
-                    .find("read_file", "sha256:1", &other, Default::default(), None, 0)
-                    .is_none(),
-                "{other}"
-            );
+            assert!(!found(&store, "read_file", &other), "{other}");
         }
-        assert!(
-            store
-                .find(
-                    "write_file",
-                    "sha256:1",
-                    &reordered,
-                    Default::default(),
-                    None,
-                    0
-                )
-                .is_none()
-        );
+        assert!(!found(&store, "write_file", &reordered));
     }
 
     #[test]
-    fn a_clients_approval_covers_that_clients_calls_only() {
+    fn an_approval_answers_only_its_caller_under_its_profile() {
         let store = Approvals::in_memory();
-        let mut given = new("t", Scope::AnyArguments, None);
-        given.client = Some("token:aa".into());
-        store.save(given).unwrap();
         let args = json!({});
-        assert!(
-            store
-                .find(
-                    "t",
-                    "sha256:1",
-                    &args,
-                    Default::default(),
-                    Some("token:aa"),
-                    0
-                )
-                .is_some()
-        );
-        assert!(
-            store
-                .find(
-                    "t",
-                    "sha256:1",
-                    &args,
-                    Default::default(),
-                    Some("token:bb"),
-                    0
-                )
-                .is_none()
-        );
-        assert!(
-            store
-                .find("t", "sha256:1", &args, Default::default(), None, 0)
-                .is_none()
-        );
-        // One given at the terminal covers every caller.
+        let call = |tool: &'static str| Lookup::new(tool, "sha256:1", &args).at(0);
+        // Given by a client: that client's calls only.
+        let mut by_client = new("t", Scope::AnyArguments, None);
+        by_client.answers = Answers::Client("token:aa".into());
+        store.save(by_client).unwrap();
+        assert!(store.find(&call("t").client(Some("token:aa"))).is_some());
+        assert!(store.find(&call("t").client(Some("token:bb"))).is_none());
+        assert!(store.find(&call("t")).is_none(), "not the user's");
+        // Given at the terminal: the user's calls only, never a client's.
         store.save(new("u", Scope::AnyArguments, None)).unwrap();
+        assert!(store.find(&call("u")).is_some());
+        assert!(store.find(&call("u").client(Some("token:bb"))).is_none());
+        assert!(store.find(&call("u").client(Some("mcp-stdio"))).is_none());
+        // Given by the operator: every caller.
+        let mut by_operator = new("v", Scope::AnyArguments, None);
+        by_operator.answers = Answers::Everyone;
+        by_operator.profile = Some("reviewer".into());
+        store.save(by_operator).unwrap();
+        for client in [None, Some("token:aa"), Some("token:cc")] {
+            let under = call("v").profile(Some("reviewer")).client(client);
+            assert!(store.find(&under).is_some(), "{client:?}");
+        }
+        // Under another profile, or none: asked.
+        assert!(store.find(&call("v")).is_none());
+        assert!(store.find(&call("v").profile(Some("admin"))).is_none());
+        assert!(store.find(&call("u").profile(Some("reviewer"))).is_none());
+    }
+
+    #[test]
+    fn an_approval_from_a_file_before_bindings_answers_the_user_with_no_profile_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.json");
+        // As a host before the bindings wrote it: no profile, no
+        // `answers`; the second one came from a client.
+        std::fs::write(
+            &path,
+            r#"{"approvals": [
+                {"id": "1", "tool": "t", "plugin": "p", "digest": "sha256:1",
+                 "scope": {"kind": "any-arguments"}, "who": "ana", "from": "terminal", "when": 5},
+                {"id": "2", "tool": "u", "plugin": "p", "digest": "sha256:1",
+                 "scope": {"kind": "any-arguments"}, "who": "token:aa",
+                 "from": "mcp-elicitation", "client": "token:aa", "when": 6}
+            ]}"#,
+        )
+        .unwrap();
+        let store = Approvals::open(path.clone());
+        let list = store.list().unwrap();
+        assert_eq!(list[0].answers, Answers::User);
+        assert_eq!(list[0].profile, None);
+        assert_eq!(list[0].binding(), "the user, with no profile");
+        assert_eq!(list[1].answers, Answers::Client("token:aa".into()));
+        let args = json!({});
+        let call = |tool: &'static str| Lookup::new(tool, "sha256:1", &args).at(0);
+        assert!(store.find(&call("t")).is_some());
+        assert!(store.find(&call("t").client(Some("token:aa"))).is_none());
+        assert!(store.find(&call("t").profile(Some("reviewer"))).is_none());
+        assert!(store.find(&call("u").client(Some("token:aa"))).is_some());
+        assert!(store.find(&call("u").client(Some("token:bb"))).is_none());
+        // Written back in the new form.
+        store.save(new("w", Scope::AnyArguments, None)).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains(r#""answers": "user""#), "{text}");
+        assert_eq!(Approvals::open(path).list().unwrap(), store.list().unwrap());
+    }
+
+    #[test]
+    fn one_caller_holds_at_most_its_quota_and_others_still_save() {
+        let store = Approvals::in_memory().per_caller(2);
+        let from = |client: &str, tool: &str| NewApproval {
+            answers: Answers::Client(client.into()),
+            ..new(tool, Scope::AnyArguments, None)
+        };
+        store.save(from("token:aa", "t1")).unwrap();
+        store.save(from("token:aa", "t2")).unwrap();
+        let over = store.save(from("token:aa", "t3")).unwrap_err();
         assert!(
-            store
-                .find(
-                    "u",
-                    "sha256:1",
-                    &args,
-                    Default::default(),
-                    Some("token:bb"),
-                    0
-                )
-                .is_some()
+            matches!(&over, ApprovalsError::Quota { answers, max: 2 } if *answers == Answers::Client("token:aa".into())),
+            "{over}"
         );
+        assert!(
+            over.to_string().contains("client token:aa holds 2"),
+            "{over}"
+        );
+        store.save(from("token:bb", "t1")).unwrap();
+        store.save(new("t1", Scope::AnyArguments, None)).unwrap();
+        assert_eq!(store.list().unwrap().len(), 4);
+        // An expired approval makes room.
+        let dir = tempfile::tempdir().unwrap();
+        let file = Approvals::open(dir.path().join("a.json")).per_caller(1);
+        file.save(new("old", Scope::AnyArguments, Some(1))).unwrap();
+        file.save(new("new", Scope::AnyArguments, None)).unwrap();
+        let left: Vec<String> = file.list().unwrap().into_iter().map(|a| a.tool).collect();
+        assert_eq!(left, ["new"]);
     }
 
     #[test]
@@ -649,18 +888,16 @@ mod tests {
                 None,
             ))
             .unwrap();
-        let covered = |path: &str| {
+        let within = |args: &Value, base: Option<&Path>| {
             store
                 .find(
-                    "read_file",
-                    "sha256:1",
-                    &json!({ "path": path }),
-                    PathContext::default().base(&base),
-                    None,
-                    0,
+                    &Lookup::new("read_file", "sha256:1", args)
+                        .path_base(base)
+                        .at(0),
                 )
                 .is_some()
         };
+        let covered = |path: &str| within(&json!({ "path": path }), Some(&base));
         for inside in [
             "notes/a.txt",
             "notes/deep/new.txt",
@@ -683,25 +920,9 @@ mod tests {
         }
         // No base for a relative path, a missing or non-string argument:
         // not covered.
-        let args = json!({"path": "notes/a.txt"});
-        assert!(
-            store
-                .find("read_file", "sha256:1", &args, Default::default(), None, 0)
-                .is_none()
-        );
+        assert!(!within(&json!({"path": "notes/a.txt"}), None));
         for args in [json!({}), json!({"path": 7})] {
-            assert!(
-                store
-                    .find(
-                        "read_file",
-                        "sha256:1",
-                        &args,
-                        PathContext::default().base(&base),
-                        None,
-                        0
-                    )
-                    .is_none()
-            );
+            assert!(!within(&args, Some(&base)));
         }
     }
 
@@ -719,18 +940,7 @@ mod tests {
                 None,
             ))
             .unwrap();
-        let covered = |url: &str| {
-            store
-                .find(
-                    "fetch",
-                    "sha256:1",
-                    &json!({ "url": url }),
-                    Default::default(),
-                    None,
-                    0,
-                )
-                .is_some()
-        };
+        let covered = |url: &str| found(&store, "fetch", &json!({ "url": url }));
         assert!(covered("https://api.example.com/v2?q=1"));
         assert!(covered("http://API.example.com:8080/"));
         assert!(!covered("https://api.example.com@evil.net/"));
@@ -746,9 +956,10 @@ mod tests {
                 plugin: a.plugin,
                 digest: a.digest,
                 scope: a.scope,
+                profile: a.profile,
+                answers: a.answers,
                 who: a.who,
                 from: a.from,
-                client: a.client,
                 expires: a.expires,
             })
             .unwrap();
@@ -760,7 +971,10 @@ mod tests {
     #[test]
     fn a_bounded_store_keeps_the_earlier_of_the_two_expiries() {
         let store = Approvals::in_memory().lasting(Some(std::time::Duration::from_secs(100)));
-        store.save(new("t", Scope::AnyArguments, Some(5))).unwrap();
+        let later = now() + 50;
+        store
+            .save(new("t", Scope::AnyArguments, Some(later)))
+            .unwrap();
         store.save(new("u", Scope::AnyArguments, None)).unwrap();
         store
             .save(new("v", Scope::AnyArguments, Some(u64::MAX)))
@@ -771,7 +985,7 @@ mod tests {
             .iter()
             .map(|a| a.expires.unwrap())
             .collect();
-        assert_eq!(expires[0], 5);
+        assert_eq!(expires[0], later);
         assert!(
             expires[1] > now() && expires[1] <= now() + 100,
             "{expires:?}"
@@ -783,18 +997,12 @@ mod tests {
     fn an_expired_approval_no_longer_applies() {
         let store = Approvals::in_memory();
         store
-            .save(new("t", Scope::AnyArguments, Some(100)))
+            .save(new("t", Scope::AnyArguments, Some(u64::MAX - 1)))
             .unwrap();
-        assert!(
-            store
-                .find("t", "sha256:1", &json!({}), Default::default(), None, 99)
-                .is_some()
-        );
-        assert!(
-            store
-                .find("t", "sha256:1", &json!({}), Default::default(), None, 100)
-                .is_none()
-        );
+        let args = json!({});
+        let at = |t: u64| store.find(&Lookup::new("t", "sha256:1", &args).at(t));
+        assert!(at(u64::MAX - 2).is_some());
+        assert!(at(u64::MAX - 1).is_none());
     }
 
     #[test]
@@ -812,11 +1020,98 @@ mod tests {
         // The first store sees the other's change on disk.
         assert_eq!(store.list().unwrap().len(), 1);
         assert_eq!(again.clear().unwrap(), 1);
+        assert!(!found(&store, "u", &json!({})));
+    }
+
+    #[test]
+    fn a_revocation_by_another_store_is_seen_even_when_the_file_keeps_its_times() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.json");
+        let server = Approvals::open(path.clone());
+        let id = server.save(new("t", Scope::AnyArguments, None)).unwrap();
+        let args = json!({});
+        assert!(found(&server, "t", &args), "cached now");
+        let times = std::fs::metadata(&path).unwrap();
+        // `host approvals revoke` in another process, within the same
+        // tick of the file system's clock: the file's times stay.
+        let cli = Approvals::open(path.clone());
+        assert!(cli.revoke(&id).unwrap());
+        let file = std::fs::File::options().write(true).open(&path).unwrap();
+        file.set_times(
+            std::fs::FileTimes::new()
+                .set_modified(times.modified().unwrap())
+                .set_accessed(times.accessed().unwrap()),
+        )
+        .unwrap();
+        drop(file);
         assert!(
-            store
-                .find("u", "sha256:1", &json!({}), Default::default(), None, 0)
-                .is_none()
+            !found(&server, "t", &args),
+            "a revoked approval is not honoured"
         );
+    }
+
+    #[test]
+    fn two_stores_saving_at_once_lose_nothing_and_never_share_an_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.json");
+        const EACH: usize = 40;
+        let writers: Vec<_> = (0..2)
+            .map(|w| {
+                let path = path.clone();
+                std::thread::spawn(move || {
+                    // A store of its own: a process of its own, as far as
+                    // the file and its lock can tell.
+                    let store = Approvals::open(path);
+                    for i in 0..EACH {
+                        store
+                            .save(new(&format!("w{w}-{i}"), Scope::AnyArguments, None))
+                            .unwrap();
+                    }
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join().unwrap();
+        }
+        let all = Approvals::open(path).list().unwrap();
+        assert_eq!(all.len(), 2 * EACH, "every save is kept");
+        let mut ids: Vec<&str> = all.iter().map(|a| a.id.as_str()).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), 2 * EACH, "no id twice");
+    }
+
+    #[test]
+    fn a_revocation_racing_saves_in_another_store_is_never_written_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.json");
+        let server = Approvals::open(path.clone());
+        let ids: Vec<String> = (0..20)
+            .map(|i| {
+                server
+                    .save(new(&format!("t{i}"), Scope::AnyArguments, None))
+                    .unwrap()
+            })
+            .collect();
+        let saving = {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                let store = Approvals::open(path);
+                for i in 0..40 {
+                    store
+                        .save(new(&format!("s{i}"), Scope::AnyArguments, None))
+                        .unwrap();
+                }
+            })
+        };
+        let cli = Approvals::open(path.clone());
+        for id in &ids {
+            assert!(cli.revoke(id).unwrap(), "{id}");
+        }
+        saving.join().unwrap();
+        let left = Approvals::open(path).list().unwrap();
+        assert!(left.iter().all(|a| a.tool.starts_with('s')), "{left:?}");
+        assert_eq!(left.len(), 40);
     }
 
     #[test]
@@ -826,16 +1121,15 @@ mod tests {
         std::fs::write(&path, "{not json").unwrap();
         let store = Approvals::open(path.clone());
         assert!(matches!(store.list(), Err(ApprovalsError::Invalid { .. })));
-        assert!(
-            store
-                .find("t", "d", &json!({}), Default::default(), None, 0)
-                .is_none()
-        );
+        assert!(!found(&store, "t", &json!({})));
         assert!(store.save(new("t", Scope::AnyArguments, None)).is_err());
-        std::fs::write(&path, "{not json").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{not json");
         let big = json!({"x": "y".repeat(MAX_ARGUMENT_BYTES)});
         let mem = Approvals::in_memory();
-        assert!(mem.save(new("t", Scope::Arguments(big), None)).is_err());
+        assert!(matches!(
+            mem.save(new("t", Scope::Arguments(big), None)),
+            Err(ApprovalsError::TooLarge)
+        ));
         // A directory from a model's path is bounded the same way.
         let deep = Scope::Directory {
             argument: "/path".into(),

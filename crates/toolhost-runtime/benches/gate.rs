@@ -229,7 +229,7 @@ fn main() {
     // as `OTEL_EXPORTER_OTLP_ENDPOINT` turns on) to a local collector that
     // accepts every batch: spans made and queued on the call's path, the
     // batches encoded and sent by the exporter's thread.
-    let collector = Collector::start();
+    let collector = toolhost_test_support::otlp::Collector::start();
     let telemetry = toolhost_telemetry::Telemetry::start(&toolhost_telemetry::Settings {
         endpoint: Some(collector.url()),
         ..Default::default()
@@ -597,76 +597,6 @@ fn main() {
             "no event reached the console's receiver: the watched row measured nothing"
         );
         eprintln!("watched: {events} events received");
-    }
-}
-
-/// An OTLP/HTTP collector on a loopback port that answers every request
-/// with 200 and keeps nothing (the exporter's side of the work is real).
-struct Collector {
-    port: u16,
-    /// Requests answered and body bytes received.
-    received: std::sync::Arc<(std::sync::atomic::AtomicU64, std::sync::atomic::AtomicU64)>,
-}
-
-impl Collector {
-    fn start() -> Collector {
-        use std::io::{BufRead, BufReader, Read, Write};
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let received = std::sync::Arc::new((
-            std::sync::atomic::AtomicU64::new(0),
-            std::sync::atomic::AtomicU64::new(0),
-        ));
-        let counts = received.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming().map_while(Result::ok) {
-                let counts = counts.clone();
-                std::thread::spawn(move || {
-                    let mut reader = BufReader::new(stream);
-                    loop {
-                        let mut length = 0usize;
-                        let mut line = String::new();
-                        // The request line and headers, then the body.
-                        loop {
-                            line.clear();
-                            if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                                return;
-                            }
-                            let lower = line.to_ascii_lowercase();
-                            if let Some(v) = lower.strip_prefix("content-length:") {
-                                length = v.trim().parse().unwrap_or(0);
-                            }
-                            if line == "\r\n" {
-                                break;
-                            }
-                        }
-                        let mut body = vec![0; length];
-                        if reader.read_exact(&mut body).is_err() {
-                            return;
-                        }
-                        counts.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        counts
-                            .1
-                            .fetch_add(length as u64, std::sync::atomic::Ordering::Relaxed);
-                        let reply = b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n";
-                        if reader.get_mut().write_all(reply).is_err() {
-                            return;
-                        }
-                    }
-                });
-            }
-        });
-        Collector { port, received }
-    }
-
-    /// Requests answered and body bytes received so far.
-    fn received(&self) -> (u64, u64) {
-        use std::sync::atomic::Ordering::Relaxed;
-        (self.received.0.load(Relaxed), self.received.1.load(Relaxed))
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
     }
 }
 

@@ -71,6 +71,7 @@ pub struct RuntimeBuilder {
     allow_asks_without_approver: bool,
     approvals_file: Option<PathBuf>,
     approvals_last: Option<std::time::Duration>,
+    approvals_per_caller: Option<usize>,
     hooks: Vec<HookEntry>,
     hook_configs: Vec<HookConfig>,
     tool_sources: Vec<Arc<dyn ToolSource>>,
@@ -110,6 +111,7 @@ impl Default for RuntimeBuilder {
             allow_asks_without_approver: false,
             approvals_file: None,
             approvals_last: None,
+            approvals_per_caller: None,
             hooks: Vec::new(),
             hook_configs: Vec::new(),
             tool_sources: Vec::new(),
@@ -230,8 +232,9 @@ impl RuntimeBuilder {
         self
     }
     /// Where "allow always" answers are saved (`toolhost_policy::approvals`:
-    /// narrow, bound to the plugin's digest, revocable). Without a file
-    /// they last as long as the runtime.
+    /// narrow, bound to the plugin's digest, the call's profile and caller,
+    /// revocable, shared with every process that opens the same file).
+    /// Without a file they last as long as the runtime.
     pub fn approvals_file(mut self, path: Option<PathBuf>) -> Self {
         self.approvals_file = path;
         self
@@ -240,6 +243,14 @@ impl RuntimeBuilder {
     /// approval given with an earlier expiry keeps it.
     pub fn approvals_last(mut self, bound: Option<std::time::Duration>) -> Self {
         self.approvals_last = bound;
+        self
+    }
+    /// How many saved approvals one caller may hold (the user at the host,
+    /// one client, or every caller for the operator's):
+    /// `toolhost_policy::approvals::DEFAULT_PER_CALLER` unless set. Past
+    /// it, an "allow always" runs the call once and saves nothing.
+    pub fn approvals_per_caller(mut self, max: usize) -> Self {
+        self.approvals_per_caller = Some(max);
         self
     }
     /// Adds a hook (a Rust [`Hook`](toolhost_hooks::Hook) in a
@@ -385,7 +396,11 @@ impl RuntimeBuilder {
                     Some(path) => toolhost_policy::approvals::Approvals::open(path),
                     None => toolhost_policy::approvals::Approvals::in_memory(),
                 }
-                .lasting(self.approvals_last),
+                .lasting(self.approvals_last)
+                .per_caller(
+                    self.approvals_per_caller
+                        .unwrap_or(toolhost_policy::approvals::DEFAULT_PER_CALLER),
+                ),
             );
             Parts::new(
                 catalog.clone(),

@@ -461,6 +461,10 @@ impl Approver for QueueApprover {
         Some("operator".to_owned())
     }
 
+    fn answers_everyone(&self) -> bool {
+        true
+    }
+
     fn approve_call<'a>(
         &'a self,
         request: &'a CallApprovalRequest<'a>,

@@ -136,6 +136,14 @@ pub trait Approver: Send + Sync {
         None
     }
 
+    /// Whether the approvals saved at this prompt answer every caller
+    /// (under the call's profile) rather than the caller of the call
+    /// alone: `true` for an operator's prompt, whose answer speaks for the
+    /// host. `false` by default.
+    fn answers_everyone(&self) -> bool {
+        false
+    }
+
     /// Whether a call the policy or a hook asks about may run.
     fn approve_call<'a>(
         &'a self,

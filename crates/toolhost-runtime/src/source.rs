@@ -80,6 +80,15 @@ pub trait ToolSource: Send + Sync + 'static {
     /// What it is and how it is doing, for `host plugins`.
     fn status(&self) -> SourceStatus;
 
+    /// A digest of its own settings that change what answers a call (an
+    /// MCP server's environment, headers and process sandbox), for the
+    /// digest its saved approvals are bound to: when it changes, an
+    /// approval is asked again. The kind, location, reported server and
+    /// tool definitions count already. `None` by default.
+    fn settings_digest(&self) -> Option<String> {
+        None
+    }
+
     /// Its tools now (none while it is not connected).
     fn tools(&self) -> Arc<[SourceTool]>;
 

@@ -14,7 +14,7 @@ use crate::limits::Limits;
 use crate::lockfile::{GrantState, digest_of};
 use crate::plugin::{MAX_DESCRIBE_BYTES, MAX_TOOLS, Plugin, Tool, is_valid_tool_name};
 use crate::sandbox::SandboxSpec;
-use crate::source::{SourceTool, ToolSource};
+use crate::source::{SourceStatus, SourceTool, ToolSource};
 
 /// A source's tools as a loaded "plugin" (kind `source`), with the
 /// warnings about tools that were left out.
@@ -43,7 +43,7 @@ pub(crate) fn source_plugin(
             &no_cache_settings,
         );
     }
-    let digest = digest_of(format!("{}\n{}", status.kind, status.location).as_bytes());
+    let digest = source_digest(source.as_ref(), &status);
     let sandbox = Arc::new(SandboxSpec {
         plugin: name.clone(),
         limits,
@@ -73,6 +73,39 @@ pub(crate) fn source_plugin(
         ready: Default::default(),
     };
     (plugin, warnings)
+}
+
+/// What a source is, as the digest its saved approvals are bound to (an
+/// approval is asked again when it changes): its kind and location (the
+/// command line or URL), its own settings
+/// ([`ToolSource::settings_digest`]: an MCP server's environment, headers
+/// and process sandbox), what it says it is (an MCP server's name and
+/// version) and every tool's definition as it lists them (name,
+/// description, schemas, annotations). Not the code behind it, which the
+/// host cannot see: a server that changes its code and none of these keeps
+/// its digest.
+fn source_digest(source: &dyn ToolSource, status: &SourceStatus) -> String {
+    let tools: Vec<Value> = source
+        .tools()
+        .iter()
+        .map(|t| {
+            serde_json::json!({
+                "name": t.name,
+                "description": t.description,
+                "input": t.input_schema,
+                "output": t.output_schema,
+                "annotations": t.annotations,
+            })
+        })
+        .collect();
+    let identity = serde_json::json!({
+        "kind": status.kind,
+        "location": status.location,
+        "settings": source.settings_digest(),
+        "server": status.server,
+        "tools": tools,
+    });
+    digest_of(identity.to_string().as_bytes())
 }
 
 /// The tools of source `source` with names the model can call

@@ -265,10 +265,40 @@ fn documents<'a>(tools: impl IntoIterator<Item = ToolText<'a>>) -> (Vec<String>,
 /// let again = cache.index(tools);
 /// assert!(std::sync::Arc::ptr_eq(&first, &again));
 /// ```
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct IndexCache {
     /// The most recently used last.
-    recent: Mutex<Vec<(u64, Arc<ToolIndex>)>>,
+    recent: Mutex<Vec<Cached>>,
+    /// The quick key of a catalog (a 64-bit hash of its documents).
+    fingerprint: fn(&[String], &[String]) -> u64,
+}
+
+/// One catalog's index, with what it was built from: a hit needs the same
+/// names and documents, not only the same fingerprint (two catalogs may
+/// share a 64-bit hash, by chance or made on purpose by a server that
+/// chooses its tools' descriptions).
+#[derive(Debug)]
+struct Cached {
+    fingerprint: u64,
+    names: Vec<String>,
+    docs: Vec<String>,
+    index: Arc<ToolIndex>,
+}
+
+impl Default for IndexCache {
+    fn default() -> Self {
+        IndexCache {
+            recent: Mutex::default(),
+            fingerprint: fingerprint_of,
+        }
+    }
+}
+
+fn fingerprint_of(names: &[String], docs: &[String]) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    names.hash(&mut hasher);
+    docs.hash(&mut hasher);
+    hasher.finish()
 }
 
 /// How many catalogs' indexes an [`IndexCache`] keeps.
@@ -276,24 +306,30 @@ pub const CACHED_CATALOGS: usize = 4;
 
 impl IndexCache {
     /// The index of `tools`: the cached one when they are the catalog it was
-    /// built from.
+    /// built from (the same names and documents, in the same order).
     pub fn index<'a>(&self, tools: impl IntoIterator<Item = ToolText<'a>>) -> Arc<ToolIndex> {
         let (names, docs) = documents(tools);
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        docs.hash(&mut hasher);
-        let fingerprint = hasher.finish();
+        let fingerprint = (self.fingerprint)(&names, &docs);
         let mut recent = self.recent.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(at) = recent.iter().position(|(f, _)| *f == fingerprint) {
+        if let Some(at) = recent
+            .iter()
+            .position(|c| c.fingerprint == fingerprint && c.names == names && c.docs == docs)
+        {
             let hit = recent.remove(at);
-            let index = hit.1.clone();
+            let index = hit.index.clone();
             recent.push(hit);
             return index;
         }
-        let index = Arc::new(ToolIndex::from_documents(names, &docs));
+        let index = Arc::new(ToolIndex::from_documents(names.clone(), &docs));
         if recent.len() >= CACHED_CATALOGS {
             recent.remove(0);
         }
-        recent.push((fingerprint, index.clone()));
+        recent.push(Cached {
+            fingerprint,
+            names,
+            docs,
+            index: index.clone(),
+        });
         index
     }
 }
@@ -381,6 +417,34 @@ mod tests {
         }
         assert!(!Arc::ptr_eq(
             &one,
+            &cache.index([ToolText::new("a", "reads", &s)])
+        ));
+    }
+
+    #[test]
+    fn two_catalogs_with_one_fingerprint_each_get_their_own_index() {
+        let s = schema(&[]);
+        // Every catalog collides, as a server choosing its descriptions
+        // could make two collide.
+        let cache = IndexCache {
+            fingerprint: |_, _| 7,
+            ..IndexCache::default()
+        };
+        let reads = cache.index([ToolText::new("a", "reads", &s)]);
+        let writes = cache.index([ToolText::new("b", "writes", &s)]);
+        assert!(!Arc::ptr_eq(&reads, &writes));
+        assert_eq!(
+            writes.search("b", 1)[0].position,
+            0,
+            "b is in its own index"
+        );
+        assert!(
+            writes.search("reads", 5).is_empty(),
+            "{:?}",
+            writes.search("reads", 5)
+        );
+        assert!(Arc::ptr_eq(
+            &reads,
             &cache.index([ToolText::new("a", "reads", &s)])
         ));
     }

@@ -9,6 +9,12 @@
 //! `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_EXPORTER_OTLP_TIMEOUT`, and the batch
 //! queue's `OTEL_BSP_*`.
 //!
+//! What leaves the host is spans and their attributes, nothing else
+//! ([`Telemetry::layer`]): no log line, warning or plugin output becomes a
+//! span event, unless the operator names plugin output
+//! ([`Settings::plugin_output`]). A caller's trace context starts no trace
+//! of the caller's choosing ([`Settings::caller_trace`]).
+//!
 //! ```
 //! use toolhost_telemetry::{Settings, Telemetry};
 //! // No endpoint anywhere: nothing is exported, and no thread is started.
@@ -26,7 +32,8 @@ use opentelemetry_sdk::trace::SdkTracerProvider;
 use tracing::level_filters::LevelFilter;
 use tracing::{Metadata, Subscriber};
 use tracing_subscriber::Layer;
-use tracing_subscriber::filter::FilterFn;
+use tracing_subscriber::filter::{FilterExt, Targets, filter_fn};
+use tracing_subscriber::layer::Filter;
 use tracing_subscriber::registry::LookupSpan;
 
 /// The OTLP transports built in.
@@ -64,7 +71,20 @@ pub struct Settings {
     pub protocol: Option<Protocol>,
     /// `service.name` when `OTEL_SERVICE_NAME` is unset (`toolhost` by default).
     pub service_name: Option<String>,
+    /// Export what plugins write (their `log()` lines, stdout and stderr,
+    /// target `toolhost::plugin`) as events of the call's span. Off by
+    /// default: a plugin's output may hold its arguments, results or
+    /// secrets, and leaves the host only when the operator says so
+    /// (`[telemetry] plugin-output = true`).
+    pub plugin_output: bool,
+    /// What a caller's `traceparent` does (an MCP request's
+    /// `_meta.traceparent`): [`CallerTrace::Link`] by default.
+    pub caller_trace: crate::propagate::CallerTrace,
 }
+
+/// The target plugins' output is logged under (`toolhost-runtime`'s
+/// sandbox): exported only with [`Settings::plugin_output`].
+pub const PLUGIN_OUTPUT_TARGET: &str = "toolhost::plugin";
 
 /// Why the exporter could not start.
 #[derive(Debug, thiserror::Error)]
@@ -97,6 +117,7 @@ const SHUTDOWN_WAIT: Duration = Duration::from_secs(3);
 #[derive(Debug)]
 pub struct Telemetry {
     provider: SdkTracerProvider,
+    plugin_output: bool,
 }
 
 fn env(name: &str) -> Option<String> {
@@ -128,29 +149,23 @@ impl Telemetry {
             .then(|| settings.endpoint.as_deref().map(traces_url))
             .flatten();
         let provider = provider(protocol, endpoint, settings)?;
+        crate::propagate::set_caller_trace(settings.caller_trace);
         tracing::info!(?protocol, "OpenTelemetry traces are exported");
-        Ok(Some(Telemetry { provider }))
+        Ok(Some(Telemetry {
+            provider,
+            plugin_output: settings.plugin_output,
+        }))
     }
 
     /// The layer that turns toolhost's spans (info and above; other
-    /// crates' from warn) into OpenTelemetry spans for this exporter.
+    /// crates' from warn) into OpenTelemetry spans for this exporter, with
+    /// their attributes and nothing else: no event becomes a span event
+    /// but plugin output, when [`Settings::plugin_output`] names it.
     pub fn layer<S>(&self) -> impl Layer<S> + use<S>
     where
         S: Subscriber + for<'a> LookupSpan<'a>,
     {
-        tracing_opentelemetry::layer()
-            .with_tracer(self.provider.tracer("toolhost"))
-            // What costs on every span or every poll and says nothing a
-            // reader of a tool call's trace needs: source locations (three
-            // strings per span), thread names, busy/idle timings (two clock
-            // reads per poll), and the OpenTelemetry context made current on
-            // every enter (propagation reads the span's own context).
-            .with_location(false)
-            .with_threads(false)
-            .with_tracked_inactivity(false)
-            .with_target(false)
-            .with_context_activation(false)
-            .with_filter(FilterFn::new(exported))
+        layer_of(&self.provider, self.plugin_output)
     }
 
     /// Sends what is queued and stops the exporter (waiting at most 3 s for
@@ -162,14 +177,46 @@ impl Telemetry {
     }
 }
 
-/// toolhost's own spans and events from info up; others' from warn.
-fn exported(meta: &Metadata<'_>) -> bool {
-    let limit = if meta.target().starts_with("toolhost") {
-        LevelFilter::INFO
-    } else {
-        LevelFilter::WARN
-    };
-    *meta.level() <= limit
+/// The layer of [`Telemetry::layer`], for `provider`.
+pub(crate) fn layer_of<S>(
+    provider: &SdkTracerProvider,
+    plugin_output: bool,
+) -> impl Layer<S> + use<S>
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    tracing_opentelemetry::layer()
+        .with_tracer(provider.tracer("toolhost"))
+        // What costs on every span or every poll and says nothing a
+        // reader of a tool call's trace needs: source locations (three
+        // strings per span), thread names, busy/idle timings (two clock
+        // reads per poll), and the OpenTelemetry context made current on
+        // every enter (propagation reads the span's own context).
+        .with_location(false)
+        .with_threads(false)
+        .with_tracked_inactivity(false)
+        .with_target(false)
+        .with_context_activation(false)
+        .with_filter(exported(plugin_output))
+}
+
+/// What is exported: toolhost's spans from info up, others' from warn;
+/// no event, but plugin output from info up when `plugin_output` says so.
+fn exported<S>(plugin_output: bool) -> Box<dyn Filter<S> + Send + Sync + 'static>
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    let spans = Targets::new()
+        .with_target("toolhost", LevelFilter::INFO)
+        .with_default(LevelFilter::WARN)
+        .and(filter_fn(|meta: &Metadata<'_>| meta.is_span()));
+    if !plugin_output {
+        return spans.boxed();
+    }
+    let output = Targets::new()
+        .with_target(PLUGIN_OUTPUT_TARGET, LevelFilter::INFO)
+        .and(filter_fn(|meta: &Metadata<'_>| meta.is_event()));
+    spans.or(output).boxed()
 }
 
 /// `base` with OTLP's trace path, as the `OTEL_EXPORTER_OTLP_ENDPOINT`
@@ -237,6 +284,8 @@ fn provider(
 
 #[cfg(test)]
 mod tests {
+    use opentelemetry_sdk::trace::SpanData;
+
     use super::*;
 
     #[test]
@@ -268,34 +317,57 @@ mod tests {
         assert_eq!(traces_url("http://h/v1/traces"), "http://h/v1/traces");
     }
 
+    /// The spans `emit` makes under the export layer, ended.
+    fn exported_by(plugin_output: bool, emit: impl FnOnce()) -> Vec<SpanData> {
+        use tracing_subscriber::layer::SubscriberExt;
+        let (provider, kept) = crate::testing::provider();
+        let subscriber = tracing_subscriber::registry().with(layer_of(&provider, plugin_output));
+        tracing::subscriber::with_default(subscriber, emit);
+        kept.spans()
+    }
+
+    fn emit_a_call() {
+        let call = tracing::info_span!(target: "toolhost_runtime::call", "execute_tool", gen_ai.tool.name = "log_flood");
+        let _in = call.enter();
+        tracing::info!(target: "toolhost_runtime::call", "approval saved");
+        tracing::warn!(target: "toolhost_runtime::sandbox", "something the host says");
+        tracing::info!(target: PLUGIN_OUTPUT_TARGET, plugin = "p", tool = "t", "log line 0");
+        tracing::info!(target: PLUGIN_OUTPUT_TARGET, plugin = "p", tool = "t", stream = "stdout", "stdout line 0");
+        tracing::debug!(target: "toolhost_runtime::call", "debug");
+        let _quiet = tracing::debug_span!(target: "toolhost_runtime::call", "detail").entered();
+        let _other = tracing::info_span!(target: "hyper::client", "connect").entered();
+        let _loud = tracing::warn_span!(target: "rmcp::service", "trouble").entered();
+    }
+
     #[test]
-    fn other_crates_spans_are_exported_from_warn_and_toolhost_from_info() {
-        use tracing::Level;
-        use tracing::callsite::Identifier;
-        use tracing::metadata::Kind;
-        struct Cs;
-        impl tracing::Callsite for Cs {
-            fn set_interest(&self, _: tracing::subscriber::Interest) {}
-            fn metadata(&self) -> &Metadata<'_> {
-                unreachable!()
-            }
+    fn spans_and_their_attributes_leave_and_no_event_does() {
+        let spans = exported_by(false, emit_a_call);
+        let mut names: Vec<&str> = spans.iter().map(|s| s.name.as_ref()).collect();
+        names.sort_unstable();
+        // toolhost's from info, other crates' from warn.
+        assert_eq!(names, ["execute_tool", "trouble"]);
+        let call = spans.iter().find(|s| s.name == "execute_tool").unwrap();
+        assert!(
+            call.attributes
+                .iter()
+                .any(|kv| kv.key.as_str() == "gen_ai.tool.name"),
+            "{:?}",
+            call.attributes
+        );
+        for span in &spans {
+            assert_eq!(span.events.len(), 0, "{}: {:?}", span.name, span.events);
         }
-        static CS: Cs = Cs;
-        let meta = |target: &'static str, level| {
-            Metadata::new(
-                "s",
-                target,
-                level,
-                None,
-                None,
-                None,
-                tracing::field::FieldSet::new(&[], Identifier(&CS)),
-                Kind::SPAN,
-            )
-        };
-        assert!(exported(&meta("toolhost_runtime::call", Level::INFO)));
-        assert!(!exported(&meta("toolhost_runtime::call", Level::DEBUG)));
-        assert!(!exported(&meta("hyper::client", Level::INFO)));
-        assert!(exported(&meta("rmcp::service", Level::WARN)));
+    }
+
+    #[test]
+    fn plugin_output_leaves_only_when_the_operator_names_it() {
+        let spans = exported_by(true, emit_a_call);
+        let call = spans.iter().find(|s| s.name == "execute_tool").unwrap();
+        let events: Vec<&str> = call.events.iter().map(|e| e.name.as_ref()).collect();
+        assert_eq!(
+            events,
+            ["log line 0", "stdout line 0"],
+            "the host's own events stay"
+        );
     }
 }

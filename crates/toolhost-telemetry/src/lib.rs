@@ -13,10 +13,15 @@
 //!   bounded batch queue on the exporter's own thread: a slow or dead
 //!   collector drops spans, never delays a call.
 //! - [`propagate`]: W3C trace context. An MCP request's
-//!   `_meta.traceparent` parents the spans of the call it starts
-//!   ([`propagate::adopt`]); requests to upstream MCP servers and to the
-//!   model carry the current span's `traceparent` onward
-//!   ([`propagate::traceparent`]).
+//!   `_meta.traceparent` is linked from the spans of the call it starts, or
+//!   parents them when the operator trusts its callers
+//!   ([`propagate::adopt`], [`CallerTrace`]); requests to upstream MCP
+//!   servers and to the model carry the current span's `traceparent`
+//!   onward ([`propagate::traceparent`]).
+//!
+//! Only spans and their attributes leave the host: never an argument value
+//! or a result, never a log line or a plugin's output (unless the operator
+//! names plugin output: [`Settings::plugin_output`]).
 //!
 //! ```no_run
 //! use tracing_subscriber::layer::SubscriberExt;
@@ -34,5 +39,8 @@
 
 pub mod export;
 pub mod propagate;
+#[cfg(test)]
+mod testing;
 
-pub use export::{Protocol, Settings, Telemetry, TelemetryError};
+pub use export::{PLUGIN_OUTPUT_TARGET, Protocol, Settings, Telemetry, TelemetryError};
+pub use propagate::CallerTrace;

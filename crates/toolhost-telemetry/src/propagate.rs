@@ -4,6 +4,18 @@
 //! Without an OpenTelemetry layer in the subscriber, [`traceparent`] is
 //! `None` and [`adopt`] does nothing: nothing is sent or parsed.
 //!
+//! A caller's context is outside input at a trust boundary. By default
+//! ([`CallerTrace::Link`], as OpenTelemetry advises for untrusted callers)
+//! it becomes a **link** of the span that serves the call: the span starts
+//! a trace of its own, with an id the caller did not pick, sampled by the
+//! operator's sampler (`OTEL_TRACES_SAMPLER`) as any new trace; so a
+//! caller that sends the sampled flag `-00` cannot hide its calls from the
+//! operator's traces. [`CallerTrace::Parent`] joins the caller's trace
+//! instead, for callers the operator trusts (a gateway in front of its own
+//! services): then the sampler decides with the caller's span as parent,
+//! which for the default `parentbased_always_on` follows the caller's
+//! flag (`OTEL_TRACES_SAMPLER=always_on` does not).
+//!
 //! ```
 //! let span = tracing::info_span!("tools/call");
 //! toolhost_telemetry::propagate::adopt(
@@ -17,6 +29,7 @@
 //! ```
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use opentelemetry::propagation::TextMapPropagator;
 use opentelemetry::trace::TraceContextExt;
@@ -33,6 +46,54 @@ pub const TRACESTATE: &str = "tracestate";
 /// limits are 55 and 512 characters); longer values are ignored.
 const MAX_TRACESTATE: usize = 512;
 const MAX_TRACEPARENT: usize = 128;
+
+/// What a caller's `traceparent` does to the span that serves its call
+/// (see the module docs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CallerTrace {
+    /// A link to the caller's span; the call's trace is the host's own,
+    /// sampled as a new trace.
+    #[default]
+    Link,
+    /// The caller's span is the parent: one trace end to end, the caller's
+    /// trace id and, for a parent-based sampler, its sampling decision.
+    Parent,
+}
+
+impl std::str::FromStr for CallerTrace {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim() {
+            "link" => Ok(CallerTrace::Link),
+            "parent" => Ok(CallerTrace::Parent),
+            other => Err(format!(
+                "unknown caller-trace `{}` (link or parent)",
+                other.chars().take(64).collect::<String>()
+            )),
+        }
+    }
+}
+
+/// Whether callers' traces are joined ([`CallerTrace::Parent`]); linked
+/// when not. One setting per process, as the exporter is.
+static JOIN_CALLERS: AtomicBool = AtomicBool::new(false);
+
+/// Sets what a caller's `traceparent` does from now on, in this process
+/// ([`Telemetry::start`](crate::Telemetry::start) sets it from its
+/// settings; an embedder with a layer of its own calls this).
+pub fn set_caller_trace(mode: CallerTrace) {
+    JOIN_CALLERS.store(mode == CallerTrace::Parent, Ordering::Relaxed);
+}
+
+/// What a caller's `traceparent` does now in this process.
+pub fn caller_trace() -> CallerTrace {
+    if JOIN_CALLERS.load(Ordering::Relaxed) {
+        CallerTrace::Parent
+    } else {
+        CallerTrace::Link
+    }
+}
 
 /// The current span's context as a `traceparent` value, to send with an
 /// outgoing request; `None` when there is no sampled-or-not OpenTelemetry
@@ -52,11 +113,16 @@ pub fn headers() -> HashMap<String, String> {
     carrier
 }
 
-/// Makes `span` a child of the remote span that `traceparent` names (an MCP
-/// request's `_meta.traceparent`, SEP-414). Call it before the span is
-/// entered. A missing, over-long or malformed value leaves the span where
-/// it was (a new trace, or a child of the current span).
+/// Ties `span` to the remote span that `traceparent` names (an MCP
+/// request's `_meta.traceparent`, SEP-414), as [`caller_trace`] says: a
+/// link (by default), or its parent. Call it before the span is entered. A
+/// missing, over-long or malformed value leaves the span where it was (a
+/// new trace, or a child of the current span).
 pub fn adopt(span: &Span, traceparent: Option<&str>, tracestate: Option<&str>) {
+    adopt_as(caller_trace(), span, traceparent, tracestate);
+}
+
+fn adopt_as(mode: CallerTrace, span: &Span, traceparent: Option<&str>, tracestate: Option<&str>) {
     let Some(parent) = traceparent.filter(|t| t.len() <= MAX_TRACEPARENT) else {
         return;
     };
@@ -69,8 +135,13 @@ pub fn adopt(span: &Span, traceparent: Option<&str>, tracestate: Option<&str>) {
         tracing::debug!("an invalid traceparent was ignored");
         return;
     }
-    if let Err(e) = span.set_parent(cx) {
-        tracing::debug!(error = %e, "the remote parent could not be set");
+    match mode {
+        CallerTrace::Link => span.add_link(cx.span().span_context().clone()),
+        CallerTrace::Parent => {
+            if let Err(e) = span.set_parent(cx) {
+                tracing::debug!(error = %e, "the remote parent could not be set");
+            }
+        }
     }
 }
 
@@ -92,10 +163,10 @@ mod tests {
     }
 
     #[test]
-    fn an_adopted_traceparent_parents_the_span_and_goes_on_to_the_next_request() {
+    fn a_trusted_callers_traceparent_parents_the_span_and_goes_on_to_the_next_request() {
         with_otel(|| {
             let span = tracing::info_span!("tools/call");
-            adopt(&span, Some(PARENT), Some("vendor=1"));
+            adopt_as(CallerTrace::Parent, &span, Some(PARENT), Some("vendor=1"));
             let _in = span.enter();
             let child = tracing::info_span!("execute_tool");
             let _in_child = child.enter();
@@ -134,5 +205,63 @@ mod tests {
         let _in = span.enter();
         assert_eq!(traceparent(), None);
         assert!(headers().is_empty());
+    }
+
+    /// The spans `emit` makes (with `mode`) that are sampled and ended.
+    fn sampled(mode: CallerTrace, traceparent: &str) -> Vec<opentelemetry_sdk::trace::SpanData> {
+        let (provider, kept) = crate::testing::provider();
+        let layer = tracing_opentelemetry::layer().with_tracer(provider.tracer("test"));
+        let subscriber = tracing_subscriber::registry().with(layer);
+        tracing::subscriber::with_default(subscriber, || {
+            let span = tracing::info_span!("tools/call");
+            adopt_as(mode, &span, Some(traceparent), None);
+            let _in = span.enter();
+            let _child = tracing::info_span!("execute_tool").entered();
+        });
+        kept.spans()
+    }
+
+    #[test]
+    fn a_callers_unsampled_traceparent_neither_hides_its_call_nor_picks_its_trace() {
+        assert_eq!(caller_trace(), CallerTrace::Link, "the default");
+        let unsampled = PARENT.replace("-01", "-00");
+        let spans = sampled(CallerTrace::Link, &unsampled);
+        assert_eq!(spans.len(), 2, "the operator's sampler decided: {spans:?}");
+        let served = spans.iter().find(|s| s.name == "tools/call").unwrap();
+        let trace = served.span_context.trace_id().to_string();
+        assert_ne!(
+            trace, "0af7651916cd43dd8448eb211c80319c",
+            "a trace of its own"
+        );
+        assert!(!served.parent_span_is_remote);
+        // The caller's span is kept as a link.
+        let link = &served.links.links[0].span_context;
+        assert_eq!(
+            link.trace_id().to_string(),
+            "0af7651916cd43dd8448eb211c80319c"
+        );
+        assert_eq!(link.span_id().to_string(), "b7ad6b7169203331");
+        assert!(!link.is_sampled());
+        let child = spans.iter().find(|s| s.name == "execute_tool").unwrap();
+        assert_eq!(
+            child.span_context.trace_id(),
+            served.span_context.trace_id()
+        );
+
+        // Joined on purpose, a parent-based sampler follows the caller.
+        assert!(sampled(CallerTrace::Parent, &unsampled).is_empty());
+        let joined = sampled(CallerTrace::Parent, PARENT);
+        assert_eq!(
+            joined[0].span_context.trace_id().to_string(),
+            "0af7651916cd43dd8448eb211c80319c"
+        );
+    }
+
+    #[test]
+    fn caller_trace_reads_link_or_parent_and_refuses_others_briefly() {
+        assert_eq!("link".parse::<CallerTrace>(), Ok(CallerTrace::Link));
+        assert_eq!(" parent ".parse::<CallerTrace>(), Ok(CallerTrace::Parent));
+        let long = "x".repeat(10_000).parse::<CallerTrace>().unwrap_err();
+        assert!(long.len() < 200, "{long}");
     }
 }

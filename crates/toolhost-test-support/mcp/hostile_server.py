@@ -22,7 +22,8 @@ Options: --hang-init (never answer `initialize`), --exit-at-start (exit 3
 at once, after a line on stderr), --pid-file PATH (write the pid there),
 --endless-pages FILE (tools/list answers pages of 1 MB tools with a next
 cursor, forever, counting the pages served in FILE), --list-count FILE
-(count every tools/list in FILE).
+(count every tools/list in FILE), --version-file FILE (the version it
+reports is FILE's text).
 """
 
 import json
@@ -70,6 +71,13 @@ def send(message):
         sys.stdout.flush()
 
 
+def version():
+    if "--version-file" in args:
+        with open(args[args.index("--version-file") + 1]) as f:
+            return f.read().strip()
+    return "6.6.6"
+
+
 def result(id_, value):
     send({"jsonrpc": "2.0", "id": id_, "result": value})
 
@@ -91,7 +99,7 @@ for line in sys.stdin:
         result(id_, {
             "protocolVersion": params.get("protocolVersion", "2025-06-18"),
             "capabilities": {"tools": {"listChanged": True}},
-            "serverInfo": {"name": "hostile", "version": "6.6.6"},
+            "serverInfo": {"name": "hostile", "version": version()},
         })
     elif method == "tools/list":
         if "--list-count" in args:

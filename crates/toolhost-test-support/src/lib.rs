@@ -4,7 +4,7 @@
 //! published): where the built plugins and fixtures are, scratch plugin
 //! directories, a real HTTP server on loopback, the fake model server that
 //! speaks the providers' wire formats, an interactive `host` session, and
-//! the process's resident memory.
+//! the process's resident memory, an in-process OTLP collector.
 //!
 //! ```no_run
 //! use toolhost_test_support::{copy_plugin, plugins_dir};
@@ -16,6 +16,7 @@
 
 pub mod catalog;
 pub mod fake_model;
+pub mod otlp;
 pub mod phoenix;
 pub mod registry;
 

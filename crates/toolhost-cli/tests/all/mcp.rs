@@ -737,3 +737,117 @@ fn the_mcp_inspector_cli_lists_and_calls_tools_over_stdio() {
     assert_eq!(called["content"][0]["text"], "42", "{called}");
     assert_eq!(called["structuredContent"]["value"], 42, "{called}");
 }
+
+/// A raw `tools/call` of `calculate` with `token`, as 2025-11-25 without a
+/// session (`--stateless`); the response body.
+fn calculate_with(base: &str, token: &str) -> String {
+    let call = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"calculate","arguments":{"expression":"6*7"}}}"#;
+    let (status, body) = post(base, &mcp_headers(Some(token)), call);
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
+#[test]
+fn an_approval_given_at_the_terminal_never_answers_a_remote_tokens_call() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_plugin(&plugins_dir(), "calc", dir.path());
+    let plugins = dir.path().display().to_string();
+    let policy = write(
+        dir.path(),
+        "policy.toml",
+        "[[rules]]\ntool = \"calculate\"\ndecision = \"ask\"\n",
+    );
+    // At the terminal: "[t]his tool always".
+    let args = host_args(
+        dir.path(),
+        &[
+            "--plugins",
+            &plugins,
+            "--policy",
+            &policy,
+            "--answers-from-stdin",
+            "call",
+            "calculate",
+            r#"{"expression": "1+1"}"#,
+        ],
+    );
+    let mut child = Command::new(&args[0])
+        .args(&args[1..])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"t\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let listed = Command::new(&args[0])
+        .args(host_args(dir.path(), &["approvals", "list"])[1..].iter())
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        listed.contains("answers the user, with no profile"),
+        "{listed}"
+    );
+
+    // The same host served to a token (callers never approve here): the
+    // terminal's approval does not answer it, so its call is refused.
+    let tokens = write(dir.path(), "tokens", "remote-token\n");
+    let served = serve(&host_args(
+        dir.path(),
+        &[
+            "--plugins",
+            &plugins,
+            "--policy",
+            &policy,
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--token-file",
+            &tokens,
+            "--asks",
+            "deny",
+            "--stateless",
+        ],
+    ));
+    let body = calculate_with(&served.base, "remote-token");
+    assert!(
+        body.contains("permission-denied") && !body.contains("\"42\""),
+        "{body}"
+    );
+}
+
+#[test]
+fn the_instructions_name_only_the_plugins_whose_tools_the_caller_may_see() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["calc", "fs", "http"] {
+        copy_plugin(&plugins_dir(), name, dir.path());
+    }
+    let policy = write(
+        dir.path(),
+        "policy.toml",
+        &format!(
+            "{DENY_HTTP}[profiles.sums]\ndefault = \"deny\"\n\
+             [[profiles.sums.rules]]\ntool = \"calculate\"\ndecision = \"allow\"\n"
+        ),
+    );
+    let tokens = write(dir.path(), "tokens", "all-token\nsums-token sums\n");
+    let served = serve_with_tokens(dir.path(), &policy, &tokens);
+    let instructions = |token: &str| {
+        let (status, body) = post(&served.base, &mcp_headers(Some(token)), INITIALIZE);
+        assert_eq!(status, 200, "{body}");
+        body
+    };
+    let all = instructions("all-token");
+    assert!(all.contains("fs: Paths are relative"), "{all}");
+    assert!(
+        !all.contains("http: ") && !all.contains("Only hosts the user granted"),
+        "`http_get` is denied: its plugin's rule is not told: {all}"
+    );
+    let sums = instructions("sums-token");
+    assert!(
+        !sums.contains("instructions") && !sums.contains("Paths are relative"),
+        "a profile that sees `calculate` alone is told nothing: {sums}"
+    );
+}

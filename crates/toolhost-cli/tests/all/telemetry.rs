@@ -1,9 +1,10 @@
 //! OpenTelemetry traces, read back from a real backend (Arize Phoenix,
 //! which `cargo xtask test` installs): the span tree of a `host call`, of a
-//! `host run` against the fake model, and of an MCP call that carries a
-//! `traceparent` through `host mcp` to an upstream MCP server and back.
-//! One Phoenix serves the three scenarios (it takes a while to start);
-//! each exports to a project of its own.
+//! `host run` against the fake model, of an MCP call that carries a
+//! `traceparent` through `host mcp` to an upstream MCP server and back, and
+//! of an MCP call whose caller asks for it not to be sampled. One Phoenix
+//! serves the four scenarios (it takes a while to start); each exports to
+//! a project of its own.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
@@ -57,7 +58,8 @@ fn a_call_a_run_and_an_mcp_request_reach_phoenix_as_span_trees() {
     let phoenix = Phoenix::start();
     a_call_is_one_trace_with_a_span_per_step(&phoenix);
     a_run_is_a_trace_of_rounds_model_requests_and_calls(&phoenix);
-    an_mcp_call_joins_the_callers_trace_and_carries_it_upstream(&phoenix);
+    an_mcp_call_joins_a_trusted_callers_trace_and_carries_it_upstream(&phoenix);
+    an_unsampled_callers_mcp_call_is_traced_in_a_trace_of_its_own(&phoenix);
 }
 
 fn a_call_is_one_trace_with_a_span_per_step(phoenix: &Phoenix) {
@@ -160,19 +162,30 @@ fn a_run_is_a_trace_of_rounds_model_requests_and_calls(phoenix: &Phoenix) {
     }
 }
 
-fn an_mcp_call_joins_the_callers_trace_and_carries_it_upstream(phoenix: &Phoenix) {
+fn an_mcp_call_joins_a_trusted_callers_trace_and_carries_it_upstream(phoenix: &Phoenix) {
     let tmp = tempfile::tempdir().unwrap();
+    // Both hosts trust their callers' trace context (by default a caller's
+    // `traceparent` is only linked: `propagate.rs` tests that).
+    const TRUSTED: &str = "[telemetry]\ncaller-trace = \"parent\"\n";
+    let upstream_config = tmp.path().join("upstream.toml");
+    std::fs::write(&upstream_config, TRUSTED).unwrap();
     // The upstream server is another toolhost (`host mcp` serving calc),
     // exporting to the same project: its spans must join the same trace.
     let upstream = crate::mcp::host_args(
         tmp.path(),
-        &["--plugins", &plugins_dir().display().to_string(), "mcp"],
+        &[
+            "--config",
+            &upstream_config.display().to_string(),
+            "--plugins",
+            &plugins_dir().display().to_string(),
+            "mcp",
+        ],
     );
     let config = tmp.path().join("config.toml");
     std::fs::write(
         &config,
         format!(
-            "[[mcp-servers]]\nname = \"up\"\ncommand = {}\npass-env = [\"OTEL_EXPORTER_OTLP_ENDPOINT\", \"OTEL_RESOURCE_ATTRIBUTES\", \"OTEL_BSP_SCHEDULE_DELAY\"]\n",
+            "{TRUSTED}[[mcp-servers]]\nname = \"up\"\ncommand = {}\npass-env = [\"OTEL_EXPORTER_OTLP_ENDPOINT\", \"OTEL_RESOURCE_ATTRIBUTES\", \"OTEL_BSP_SCHEDULE_DELAY\"]\n",
             serde_json::to_string(&upstream).unwrap()
         ),
     )
@@ -242,5 +255,66 @@ tools/call up__calculate
 "
         ),
         "{shape}"
+    );
+}
+
+/// A `tools/call` to `host mcp` over stdio (after `initialize`), with
+/// `_meta.traceparent` = `traceparent`; returns once it is answered.
+fn call_over_stdio(cmd: &mut Command, tool: &str, traceparent: &str) {
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut send = |v: Value| writeln!(stdin, "{v}").unwrap();
+    send(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "trace-test", "version": "1"}}}),
+    );
+    send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    send(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": tool, "arguments": {"expression": "6*7"},
+        "_meta": {"traceparent": traceparent}}}),
+    );
+    let answer = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .map(|l| serde_json::from_str::<Value>(&l).unwrap_or_default())
+        .find(|v| v["id"] == 2)
+        .expect("an answer to tools/call");
+    assert_eq!(answer["result"]["isError"], false, "{answer}");
+    drop(stdin);
+    let _ = child.wait();
+}
+
+fn an_unsampled_callers_mcp_call_is_traced_in_a_trace_of_its_own(phoenix: &Phoenix) {
+    // By default (`caller-trace = "link"`), the sampled flag `-00` neither
+    // hides the call nor lends it the caller's trace id.
+    let caller_trace = "5bf92f3577b34da6a3ce929d0e0e4736";
+    let mut cmd = host_cmd();
+    traced(&mut cmd, phoenix, "untrusted");
+    cmd.arg("--plugins").arg(plugins_dir()).arg("mcp");
+    call_over_stdio(
+        &mut cmd,
+        "calculate",
+        &format!("00-{caller_trace}-00f067aa0ba902b7-00"),
+    );
+    let spans = phoenix.spans("untrusted", 9);
+    let trace = only_trace(&spans);
+    assert_ne!(trace, caller_trace, "a trace of the host's own");
+    let served = named(&spans, "tools/call calculate");
+    assert_eq!(
+        served.parent_id, None,
+        "the caller's span is not its parent"
+    );
+    assert!(
+        tree(&spans).starts_with("tools/call calculate\n  execute_tool calculate\n"),
+        "{}",
+        tree(&spans)
     );
 }

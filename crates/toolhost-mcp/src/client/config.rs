@@ -153,6 +153,36 @@ impl McpServerConfig {
         }
     }
 
+    /// A digest of what, besides its command line or URL, changes what
+    /// answers its calls: a stdio server's environment (`env`, and the
+    /// names in `pass-env`, not their values), working directory and
+    /// process sandbox (every setting); an HTTP server's headers and bearer
+    /// token. Saved
+    /// approvals of its tools are bound to it (with its reported name and
+    /// version and its tools' definitions): changing any of these asks
+    /// again. Hashed (SHA-256), so the secrets among them never show.
+    ///
+    /// ```
+    /// use toolhost_mcp::{McpServerConfig, McpTransport, ProcessSandbox};
+    ///
+    /// let plain = McpServerConfig::stdio("fs", "npx", &["-y", "server-filesystem"]);
+    /// let mut boxed = plain.clone();
+    /// if let McpTransport::Stdio(s) = &mut boxed.transport {
+    ///     s.sandbox = Some(ProcessSandbox::default());
+    /// }
+    /// assert_ne!(plain.settings_digest(), boxed.settings_digest());
+    /// ```
+    pub fn settings_digest(&self) -> String {
+        use sha2::Digest;
+        // Every field of the transport, through its `Debug` form: a setting
+        // added later counts without being listed here.
+        let settings = format!("{:?}", self.transport);
+        format!(
+            "sha256:{}",
+            hex::encode(sha2::Sha256::digest(settings.as_bytes()))
+        )
+    }
+
     /// Where it is, for `host plugins`: the command line or the URL.
     pub fn location(&self) -> String {
         match &self.transport {

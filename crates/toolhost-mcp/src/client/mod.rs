@@ -352,6 +352,10 @@ impl ToolSource for McpSource {
         }
     }
 
+    fn settings_digest(&self) -> Option<String> {
+        Some(self.shared.config.settings_digest())
+    }
+
     fn tools(&self) -> Arc<[SourceTool]> {
         self.shared.tools.lock().clone()
     }

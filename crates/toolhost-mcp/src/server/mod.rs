@@ -22,9 +22,9 @@ use std::sync::Arc;
 
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ServerCapabilities,
-    ServerConfig, SubscriptionFilter,
+    CallToolRequestParams, CallToolResponse, DiscoverResult, Implementation,
+    InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ProgressToken, ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
 use serde_json::Value;
@@ -196,14 +196,28 @@ impl McpServer {
             .map_or(self.options.asks, Asks::from)
     }
 
-    fn instructions(&self) -> Option<String> {
+    /// The `instructions` a caller under profile `agent` is given: the
+    /// usage rules of the plugins that offer it at least one tool. A
+    /// plugin whose tools the profile's policy all denies is not named,
+    /// as its tools are not listed.
+    fn instructions(&self, agent: Option<&str>) -> Option<String> {
+        let offered = self.runtime.offered_tools(agent, None);
         let rules: Vec<String> = self
             .runtime
             .plugins()
             .into_iter()
+            .filter(|p| offered.iter().any(|t| t.plugin == p.name))
             .filter_map(|p| p.usage.map(|u| format!("{}: {u}", p.name)))
             .collect();
         (!rules.is_empty()).then(|| rules.join("\n"))
+    }
+
+    /// `info` with the instructions for the caller of `context`'s request.
+    fn instructed(&self, info: ServerConfig, context: &RequestContext<RoleServer>) -> ServerConfig {
+        match self.instructions(self.agent(context).as_deref()) {
+            Some(instructions) => info.with_instructions(instructions),
+            None => info,
+        }
     }
 
     async fn call(
@@ -241,12 +255,10 @@ impl McpServer {
                 asked: parking_lot::Mutex::new(None),
             })
         });
-        // Each token's results stay its own in the result cache.
-        let client = context
-            .extensions
-            .get::<::http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<ClientIdentity>())
-            .map(|c| c.0.clone());
+        // Each caller's results stay its own in the result cache, and its
+        // saved approvals answer it alone: never the user at the host's
+        // terminal (a call without a client), never another caller.
+        let client = ClientIdentity::of_request(&context).0;
         let progress_sink = context
             .meta
             .get_progress_token()
@@ -260,7 +272,7 @@ impl McpServer {
                 // The caller hears that it waits, through its progress
                 // token when it sent one.
                 Some(queue) => {
-                    let mut approver = queue.approver().client(client.clone());
+                    let mut approver = queue.approver().client(Some(client.clone()));
                     if let Some((tx, _)) = &progress_sink {
                         let tx = tx.clone();
                         approver = approver.on_wait(move |note| {
@@ -276,12 +288,10 @@ impl McpServer {
         };
         let mut cx = CallContext::new()
             .call_id(format!("mcp-{}", request_id(&context)))
-            .approver(approver);
+            .approver(approver)
+            .client(client);
         if let Some(agent) = agent {
             cx = cx.agent(agent);
-        }
-        if let Some(client) = client {
-            cx = cx.client(client);
         }
         let forwarder = progress_sink.map(|(tx, forwarder)| {
             cx = std::mem::take(&mut cx).on_progress(move |_tool, message, fraction| {
@@ -461,17 +471,35 @@ fn changes_tools(event: &PluginEvent) -> bool {
 }
 
 impl rmcp::ServerHandler for McpServer {
+    /// Without instructions: they depend on the caller's profile, and go
+    /// out with `initialize` and `server/discover` (`instructed`).
     fn get_info(&self) -> ServerConfig {
         let capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_tool_list_changed()
             .build();
-        let mut info = ServerConfig::new(capabilities)
-            .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")));
-        if let Some(instructions) = self.instructions() {
-            info = info.with_instructions(instructions);
-        }
-        info
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        context.peer.set_peer_info(request.clone());
+        let info = self.negotiate_initialize(&request)?;
+        Ok(self.instructed(info, &context))
+    }
+
+    async fn discover(
+        &self,
+        context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, McpError> {
+        Ok(DiscoverResult::from_server_info(
+            rmcp::ServerHandler::supported_protocol_versions(self).into_owned(),
+            self.instructed(rmcp::ServerHandler::get_info(self), &context),
+        ))
     }
 
     async fn list_tools(

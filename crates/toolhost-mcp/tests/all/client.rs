@@ -618,3 +618,91 @@ async fn endless_pages_of_large_tools_are_read_only_up_to_the_budget() {
     let warnings = rt.load_report().warnings.join("\n");
     assert!(warnings.contains("bytes of tools"), "{warnings}");
 }
+
+/// A runtime with `server`, a policy that asks about `h__echo`, its saved
+/// approvals in `saved`, and nobody to ask (an ask no approval answers is
+/// denied).
+async fn asking(server: McpServerConfig, saved: &Path) -> Runtime {
+    use toolhost_runtime::policy::{Policy, Rule};
+    Runtime::builder()
+        .cache_dir(None)
+        .policy(
+            Policy::builder()
+                .rule(Rule::ask("h__echo"))
+                .build()
+                .unwrap(),
+        )
+        .approvals_file(Some(saved.to_owned()))
+        .source(Arc::new(McpSource::start(server).unwrap()))
+        .build()
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_saved_approval_of_a_servers_tool_is_asked_again_when_the_server_changes() {
+    use toolhost_runtime::policy::approvals::{Answers, NewApproval, Scope};
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("approvals.json");
+    let version = dir.path().join("version");
+    std::fs::write(&version, "1.0").unwrap();
+    let server = hostile(&["--version-file", &version.display().to_string()]);
+    let echo = async |rt: &Runtime| call(rt, "h__echo", json!({"text": "hi"})).await;
+    let asked = |result: Result<String, CallError>, why: &str| {
+        let err = result.expect_err(why);
+        assert_eq!(err.kind().as_str(), "permission-denied", "{why}: {err}");
+    };
+
+    // "This tool always", saved for the server as it is now.
+    let rt = asking(server.clone(), &saved).await;
+    let digest = rt
+        .plugins()
+        .into_iter()
+        .find(|p| p.name == "h")
+        .unwrap()
+        .digest;
+    rt.approvals()
+        .save(NewApproval {
+            tool: "h__echo".into(),
+            plugin: "h".into(),
+            digest,
+            scope: Scope::AnyArguments,
+            profile: None,
+            answers: Answers::User,
+            who: "test".into(),
+            from: "test".into(),
+            expires: None,
+        })
+        .unwrap();
+    assert_eq!(echo(&rt).await.unwrap(), "echo: hi");
+    drop(rt);
+    // The same server started again: still approved.
+    let rt = asking(server.clone(), &saved).await;
+    assert_eq!(echo(&rt).await.unwrap(), "echo: hi", "a restart keeps it");
+    drop(rt);
+
+    // It reports another version (an `npx …@latest` upgrade): asked again.
+    std::fs::write(&version, "2.0").unwrap();
+    asked(
+        echo(&asking(server.clone(), &saved).await).await,
+        "upgraded",
+    );
+    std::fs::write(&version, "1.0").unwrap();
+
+    // Its settings changed (here its environment; a removed sandbox alike).
+    let mut other = server.clone();
+    if let McpTransport::Stdio(s) = &mut other.transport {
+        s.env.push(("HOSTILE_MODE".into(), "other".into()));
+    }
+    asked(echo(&asking(other, &saved).await).await, "another setting");
+
+    // Its tools changed while it runs: asked again.
+    let rt = asking(server, &saved).await;
+    assert_eq!(echo(&rt).await.unwrap(), "echo: hi");
+    assert_eq!(call(&rt, "h__grow", json!({})).await.unwrap(), "grown");
+    eventually("the new tool is listed", async || {
+        rt.tools().iter().any(|t| t.name == "h__added")
+    })
+    .await;
+    asked(echo(&rt).await, "the tools changed");
+}

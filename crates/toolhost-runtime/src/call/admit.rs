@@ -9,7 +9,7 @@
 
 use serde_json::Value;
 use toolhost_hooks::{BeforeVerdict, HookCall, HookTrace, PermissionVerdict};
-use toolhost_policy::approvals::{NewApproval, Scope};
+use toolhost_policy::approvals::{Answers, Lookup, NewApproval, Scope};
 use toolhost_policy::{CallRequest, Decision};
 use tracing::Instrument;
 
@@ -283,16 +283,16 @@ async fn ask(
     // The live feed's `approval` step, when someone or something answers.
     let since = watch::since(call);
     // An approval saved earlier for these arguments (or any) of this build
-    // of the plugin answers without asking anyone.
-    let digest = &call.target.plugin.digest;
-    if let Some(id) = gate.approvals().find(
-        tool,
-        digest,
-        args,
-        OpenedPath::context(opened, call.target.plugin.sandbox.path_base()),
-        cx.client.as_deref(),
-        toolhost_policy::approvals::now(),
-    ) {
+    // of the plugin, under this profile, for this caller, answers without
+    // asking anyone.
+    let lookup = Lookup::new(tool, &call.target.plugin.digest, args)
+        .paths(OpenedPath::context(
+            opened,
+            call.target.plugin.sandbox.path_base(),
+        ))
+        .profile(cx.agent.as_deref())
+        .client(cx.client.as_deref());
+    if let Some(id) = gate.approvals().find(&lookup) {
         cx.step(|| CallStep::Approval {
             of: ApprovalOf::Call,
             answer: ApprovalAnswer::Saved,
@@ -421,9 +421,11 @@ async fn ask(
     }
 }
 
-/// Saves an "allow always" answer for `call`'s tool and plugin build. A
-/// store that cannot be written is logged: the call still runs, and the
-/// next one is asked again.
+/// Saves an "allow always" answer for `call`'s tool and plugin build,
+/// bound to the call's profile and caller (or, when the approver speaks
+/// for every caller, to all). A store that cannot be written, or a caller
+/// past its quota, is logged: the call still runs, and the next one is
+/// asked again.
 fn save(gate: &Gate, call: &Call<'_>, approver: &dyn Approver, scope: Scope) {
     let from = approver.prompt_name();
     // Who answered: the approver says (the operator), else the calling
@@ -438,10 +440,15 @@ fn save(gate: &Gate, call: &Call<'_>, approver: &dyn Approver, scope: Scope) {
         plugin: call.target.plugin.name.clone(),
         digest: call.target.plugin.digest.clone(),
         scope,
+        profile: call.cx.agent.clone(),
+        // A caller's answer covers that caller's calls only.
+        answers: if approver.answers_everyone() {
+            Answers::Everyone
+        } else {
+            Answers::caller(call.cx.client.as_deref())
+        },
         who,
         from: from.to_owned(),
-        // An MCP client's answer covers that client's calls only.
-        client: call.cx.client.clone(),
         expires: None,
     };
     match gate.approvals().save(new) {

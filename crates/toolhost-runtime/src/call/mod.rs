@@ -68,7 +68,7 @@ pub struct CallContext {
     call_id: Option<String>,
     pub(crate) session_id: Option<String>,
     pub(crate) agent: Option<String>,
-    /// Who is calling, for the result cache (`client`).
+    /// Who is calling, for the result cache and saved approvals (`client`).
     pub(crate) client: Option<String>,
     pub(crate) progress: Option<ProgressSink>,
     steps: Option<StepSink>,
@@ -115,7 +115,10 @@ impl CallContext {
     /// token an MCP request came with; never the secret itself). The
     /// result cache keeps each client's results to itself, as it does each
     /// session's and each profile's, so one client is never answered (nor
-    /// told it was answered) from another's call.
+    /// told it was answered) from another's call; and an approval a client
+    /// saves answers that client alone, while one saved for a call without
+    /// a client (the user at the host) answers no client
+    /// (`toolhost_policy::approvals::Answers`).
     ///
     /// ```
     /// let cx = toolhost_runtime::CallContext::new().client("token:3f5a9c01");

@@ -612,3 +612,43 @@ async fn sockets_are_refused_and_a_read_only_grant_refuses_writes() {
     assert!(r.output.starts_with("wrote "), "{}", r.output);
     assert!(target.exists());
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn plugin_output_never_reaches_the_trace_collector_unless_the_operator_names_it() {
+    use tracing_subscriber::layer::SubscriberExt;
+    let _shared = EXCLUSIVE.read().await;
+    let rt = runtime("hostile-log-flood", None).await;
+    for plugin_output in [false, true] {
+        let collector = toolhost_test_support::otlp::Collector::keeping();
+        let telemetry = toolhost_telemetry::Telemetry::start(&toolhost_telemetry::Settings {
+            endpoint: Some(collector.url()),
+            plugin_output,
+            ..Default::default()
+        })
+        .unwrap()
+        .expect("an exporter");
+        let traced = tracing::Dispatch::new(tracing_subscriber::registry().with(telemetry.layer()));
+        {
+            let _traced = tracing::dispatcher::set_default(&traced);
+            tracing::callsite::rebuild_interest_cache();
+            let r = rt
+                .call("log_flood", json!({"lines": 2}), CallContext::new())
+                .await
+                .unwrap();
+            assert_eq!(r.output, "wrote 2 lines to each");
+        }
+        telemetry.shutdown();
+        let sent = collector.received_text();
+        assert!(
+            sent.contains("execute_tool log_flood"),
+            "the call's spans left: {sent:?}"
+        );
+        for line in ["log line 0", "stdout line 0", "stderr line 1"] {
+            assert_eq!(
+                sent.contains(line),
+                plugin_output,
+                "{line} (plugin-output = {plugin_output})"
+            );
+        }
+    }
+}

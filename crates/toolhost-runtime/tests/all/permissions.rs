@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::support::{TestServer, fs_scene, plugins_dir, root};
 use serde_json::{Value, json};
-use toolhost_runtime::policy::approvals::Scope;
+use toolhost_runtime::policy::approvals::{Answers, Scope};
 use toolhost_runtime::policy::{Policy, Rule};
 use toolhost_runtime::{
     ApprovalFuture, Approver, CallApproval, CallApprovalRequest, CallContext, CallError, DirGrant,
@@ -393,9 +393,50 @@ async fn an_approval_a_client_saves_covers_that_clients_calls_and_no_others() {
     assert_eq!(other.kind(), ErrorKind::PermissionDenied, "b is asked");
     assert_eq!(approver.asked.load(Ordering::SeqCst), 2);
     assert_eq!(
-        rt.approvals().list().unwrap()[0].client.as_deref(),
-        Some("token:a")
+        rt.approvals().list().unwrap()[0].answers,
+        Answers::Client("token:a".into())
     );
+}
+
+#[tokio::test]
+async fn an_approval_given_at_the_host_answers_no_client_and_no_other_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("approvals.json");
+    let approver = Scripted::calls(vec![CallApproval::AllowTool]);
+    let policy = Policy::from_toml(
+        "[[rules]]\ntool = \"calculate\"\ndecision = \"ask\"\n\
+         [profiles.reviewer]\n[[profiles.reviewer.rules]]\ntool = \"calculate\"\ndecision = \"ask\"\n",
+        std::path::Path::new("policy.toml"),
+    )
+    .unwrap();
+    let rt = with_saved(policy.clone(), &saved, Some(approver.clone())).await;
+    // "This tool always", answered for a call of the user's own.
+    assert_eq!(calc(&rt, "1+1").await.unwrap(), "2");
+    let list = rt.approvals().list().unwrap();
+    assert_eq!(list[0].answers, Answers::User);
+    assert_eq!(list[0].profile, None);
+    // Nobody to ask from here on: what the approval does not answer is denied.
+    let rt = with_saved(policy, &saved, None).await;
+    let call = |cx: CallContext| {
+        let rt = rt.clone();
+        async move {
+            rt.call("calculate", json!({ "expression": "2+2" }), cx)
+                .await
+                .map(|r| r.output)
+        }
+    };
+    assert_eq!(
+        call(CallContext::new()).await.unwrap(),
+        "4",
+        "the user's calls"
+    );
+    for (who, cx) in [
+        ("a token", CallContext::new().client("token:remote")),
+        ("another profile", CallContext::new().agent("reviewer")),
+    ] {
+        let err = call(cx).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::PermissionDenied, "{who}: {err}");
+    }
 }
 
 #[tokio::test]
