@@ -8,6 +8,7 @@ mod cli_model_options;
 mod cli_policy;
 mod cli_reload;
 mod cli_run;
+mod conformance;
 mod console;
 mod docs;
 mod interrupted_writes;

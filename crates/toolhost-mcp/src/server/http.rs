@@ -256,9 +256,17 @@ impl HttpServer {
             "::1".to_owned(),
         ];
         hosts.extend(options.allowed_hosts.iter().cloned());
+        let listener = tokio::net::TcpListener::bind(options.listen)
+            .await
+            .map_err(|e| McpServeError::Bind(options.listen, e.to_string()))?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| McpServeError::Bind(options.listen, e.to_string()))?;
+        let mut origins = own_origins(addr.port(), &options.allowed_hosts);
+        origins.extend(options.allowed_origins.iter().cloned());
         let config = StreamableHttpServerConfig::default()
             .with_allowed_hosts(hosts.clone())
-            .with_allowed_origins(options.allowed_origins.clone())
+            .with_allowed_origins(origins)
             .enforce_origin_validation()
             .with_max_request_body_bytes(options.max_request_bytes)
             .with_legacy_session_mode(!options.stateless)
@@ -351,12 +359,6 @@ impl HttpServer {
         };
         #[cfg(not(feature = "console"))]
         let console_token = None;
-        let listener = tokio::net::TcpListener::bind(options.listen)
-            .await
-            .map_err(|e| McpServeError::Bind(options.listen, e.to_string()))?;
-        let addr = listener
-            .local_addr()
-            .map_err(|e| McpServeError::Bind(options.listen, e.to_string()))?;
         Ok(HttpServer {
             listener,
             app,
@@ -404,6 +406,36 @@ impl HttpServer {
             .await
             .map_err(|e| McpServeError::Stopped(e.to_string()))
     }
+}
+
+/// The browser origins that are this server's own: its loopback names on
+/// the port it listens on, and every `--accept-host` name (with the port it
+/// names, or else this port, and the default ports behind a proxy). A page
+/// served from one of them may call `/mcp`; any other origin is refused
+/// (DNS rebinding), as is another port on loopback (another local app).
+fn own_origins(port: u16, accepted_hosts: &[String]) -> Vec<String> {
+    let mut origins: Vec<String> = ["localhost", "127.0.0.1", "[::1]"]
+        .iter()
+        .map(|host| format!("http://{host}:{port}"))
+        .collect();
+    for host in accepted_hosts {
+        let Ok(authority) = host.trim().parse::<axum::http::uri::Authority>() else {
+            tracing::warn!("--accept-host {host:?} is not a host name: no origin of it accepted");
+            continue;
+        };
+        match authority.port_u16() {
+            Some(_) => {
+                origins.push(format!("http://{authority}"));
+                origins.push(format!("https://{authority}"));
+            }
+            None => {
+                origins.push(format!("http://{authority}:{port}"));
+                origins.push(format!("http://{authority}"));
+                origins.push(format!("https://{authority}"));
+            }
+        }
+    }
+    origins
 }
 
 /// Who may reach `/healthz`, `/readyz` and `/metrics`.
@@ -574,5 +606,33 @@ mod tests {
         assert!(!same(b"secret", b"secreT"));
         assert!(!same(b"secret", b"secret2"));
         assert!(!same(b"", b"x"));
+    }
+
+    #[test]
+    fn the_own_origins_are_loopback_on_this_port_and_each_accepted_host() {
+        let origins = own_origins(
+            8931,
+            &[
+                "mcp.example.com".to_owned(),
+                "gw.example.com:8443".to_owned(),
+                "not a host".to_owned(),
+            ],
+        );
+        for own in [
+            "http://localhost:8931",
+            "http://127.0.0.1:8931",
+            "http://[::1]:8931",
+            "https://mcp.example.com",
+            "http://mcp.example.com:8931",
+            "https://gw.example.com:8443",
+        ] {
+            assert!(origins.iter().any(|o| o == own), "{own} in {origins:?}");
+        }
+        assert!(!origins.iter().any(|o| o.contains("not a host")));
+        assert!(
+            !origins
+                .iter()
+                .any(|o| o.starts_with("http://localhost:") && !o.ends_with(":8931"))
+        );
     }
 }
