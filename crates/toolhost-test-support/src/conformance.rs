@@ -40,7 +40,8 @@ fn suite() -> (PathBuf, PathBuf) {
 }
 
 /// A command that runs the suite with `args`, its results written under
-/// `results` (the suite writes `results/<scenario>-<time>/checks.json`).
+/// `results`; [`server`] and [`client`] have the suite write each
+/// scenario's `checks.json` below it (`--output-dir`).
 pub fn command(results: &std::path::Path, args: &[&str]) -> Command {
     let (suite, node) = suite();
     let mut cmd = Command::new(node);
@@ -109,6 +110,8 @@ pub fn client(client: &str, scenario: &str) -> Outcome {
 fn run(scenario: &str, args: &[&str]) -> Outcome {
     let results = tempfile::tempdir().expect("a results directory");
     let out = command(results.path(), args)
+        .arg("--output-dir")
+        .arg(results.path())
         .output()
         .expect("the conformance suite starts");
     let mut checks = Vec::new();

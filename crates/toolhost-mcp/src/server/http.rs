@@ -428,10 +428,12 @@ fn own_origins(port: u16, accepted_hosts: &[String]) -> Vec<String> {
                 origins.push(format!("http://{authority}"));
                 origins.push(format!("https://{authority}"));
             }
+            // Ports always written: an origin rmcp is given without one
+            // matches every port.
             None => {
                 origins.push(format!("http://{authority}:{port}"));
-                origins.push(format!("http://{authority}"));
-                origins.push(format!("https://{authority}"));
+                origins.push(format!("http://{authority}:80"));
+                origins.push(format!("https://{authority}:443"));
             }
         }
     }
@@ -622,13 +624,20 @@ mod tests {
             "http://localhost:8931",
             "http://127.0.0.1:8931",
             "http://[::1]:8931",
-            "https://mcp.example.com",
+            "https://mcp.example.com:443",
+            "http://mcp.example.com:80",
             "http://mcp.example.com:8931",
             "https://gw.example.com:8443",
         ] {
             assert!(origins.iter().any(|o| o == own), "{own} in {origins:?}");
         }
         assert!(!origins.iter().any(|o| o.contains("not a host")));
+        assert!(
+            origins.iter().all(|o| o
+                .rsplit_once(':')
+                .is_some_and(|(_, p)| p.parse::<u16>().is_ok())),
+            "every origin names its port: {origins:?}"
+        );
         assert!(
             !origins
                 .iter()
