@@ -6,7 +6,8 @@
 //
 // What it is set up for:
 // - JWT access tokens (RS256) bound to one resource (RFC 8707): the MCP
-//   server under test, with its scopes; opaque ones for the clients the
+//   server under test (`resource`, or any URL `resource_pattern`
+//   matches), with its `scopes`; opaque ones for the clients the
 //   config names in `opaque_clients` (checked through introspection);
 // - dynamic client registration (RFC 7591), authorization code with PKCE,
 //   client credentials, introspection (RFC 7662);
@@ -29,6 +30,10 @@ const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
 const signing = { ...privateKey.export({ format: 'jwk' }), kid: 'test-rs256', alg: 'RS256', use: 'sig' };
 
 const opaque = new Set(config.opaque_clients || []);
+// The resource server: one URL, or any matching a pattern (a server that
+// starts after the provider, on a port not known yet).
+const isResource = (indicator) => indicator === config.resource
+  || (config.resource_pattern !== undefined && new RegExp(config.resource_pattern).test(indicator));
 
 const provider = new Provider(issuer, {
   clients: config.clients || [],
@@ -58,10 +63,10 @@ const provider = new Provider(issuer, {
     revocation: { enabled: true },
     resourceIndicators: {
       enabled: true,
-      defaultResource: () => config.resource,
+      defaultResource: (ctx) => config.resource || ctx.oidc.params?.resource,
       useGrantedResource: () => true,
       getResourceServerInfo: (ctx, indicator, client) => {
-        if (indicator !== config.resource) {
+        if (!isResource(indicator)) {
           throw new errors.InvalidTarget(`unknown resource ${indicator}`);
         }
         return {

@@ -15,6 +15,7 @@ mod languages;
 mod mcp;
 mod mcp_gateway;
 mod new;
+mod oauth;
 mod registry;
 mod sessions;
 mod telemetry;

@@ -131,7 +131,18 @@ fn judge(
     {
         return Err(TokenProblem::NotYetValid);
     }
-    let caller = Caller::from_claims(claims, &server.groups_claim)?;
+    // `sub` is optional in an introspection answer (RFC 7662), and an
+    // authorization server leaves it out of a machine's token (client
+    // credentials): then the caller is the client, as RFC 9068 has it for
+    // a JWT's `sub`.
+    let caller = match (claims.get("sub"), claims.get("client_id")) {
+        (None, Some(client)) => {
+            let mut with_subject = claims.clone();
+            with_subject.insert("sub".to_owned(), client.clone());
+            Caller::from_claims(&with_subject, &server.groups_claim)?
+        }
+        _ => Caller::from_claims(claims, &server.groups_claim)?,
+    };
     Ok((caller, exp))
 }
 
@@ -184,6 +195,21 @@ mod tests {
         assert_eq!(
             with("nbf", json!(now + 31)).unwrap_err(),
             TokenProblem::NotYetValid
+        );
+        let mut machine = good.clone();
+        machine.as_object_mut().unwrap().remove("sub");
+        machine["client_id"] = json!("bot");
+        let (caller, _) = judged(machine.clone()).unwrap();
+        assert_eq!(
+            (caller.subject.as_str(), caller.client.as_deref()),
+            ("bot", Some("bot")),
+            "a machine's token without `sub` is its client's"
+        );
+        machine.as_object_mut().unwrap().remove("client_id");
+        assert_eq!(
+            judged(machine).unwrap_err(),
+            TokenProblem::Claims,
+            "neither subject nor client"
         );
         let mut no_aud = good.clone();
         no_aud.as_object_mut().unwrap().remove("aud");
