@@ -4,8 +4,9 @@
 //! MCP Python SDK's OAuth client finds it from `host serve`'s 401 and does
 //! the whole dance (`mcp_client.py oauth`, with a scripted consent). The
 //! caller's subject maps to a profile whose deny rule holds, and shows in
-//! the audit hook's log. Opaque tokens go through the provider's
-//! introspection endpoint.
+//! the audit hook's log, the exported traces and the operator's console;
+//! no token does. Opaque tokens go through the provider's introspection
+//! endpoint.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
@@ -13,9 +14,11 @@ use std::process::{Child, Command, Stdio};
 
 use serde_json::{Value, json};
 
+use crate::console::{request, sign_in};
 use crate::mcp::{client, host_args};
 use crate::support::*;
 use toolhost_test_support::oidc::OidcProvider;
+use toolhost_test_support::otlp::Collector;
 
 /// `host serve` started with `args` and `env`; its base URL. Stopped when
 /// dropped.
@@ -147,6 +150,9 @@ env = {{ TOOLHOST_AUDIT_LOG = "{log}" }}
             log = audit_log.display(),
         ),
     );
+    // An operator's token, for the console (callers bring OAuth tokens).
+    let tokens = write(dir.path(), "tokens", "op-secret role=operator\n");
+    let collector = Collector::keeping();
     let plugins = dir.path().display().to_string();
     let served = serve(
         &host_args(
@@ -161,9 +167,16 @@ env = {{ TOOLHOST_AUDIT_LOG = "{log}" }}
                 "serve",
                 "--listen",
                 "127.0.0.1:0",
+                "--token-file",
+                &tokens,
+                "--console",
             ],
         ),
-        &[("TEST_INTROSPECTION_SECRET", "introspection-secret")],
+        &[
+            ("TEST_INTROSPECTION_SECRET", "introspection-secret"),
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", &collector.url()),
+            ("OTEL_BSP_SCHEDULE_DELAY", "100"),
+        ],
     );
     let url = format!("{}/mcp", served.base);
 
@@ -255,4 +268,42 @@ env = {{ TOOLHOST_AUDIT_LOG = "{log}" }}
     // A made-up opaque token: the provider says it is not active.
     let (status, _) = call_with(&served.base, "made-up-opaque-token");
     assert_eq!(status, 401);
+
+    // The operator's console names each call's caller (it reads the call
+    // feed every 100 ms).
+    let (session, _) = sign_in(&served.base);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let calls = loop {
+        let (status, _, calls) = request(
+            &served.base,
+            "GET",
+            "/console/part/calls",
+            &[("Cookie", &session)],
+            "",
+        );
+        assert_eq!(status, 200, "{calls}");
+        if calls.contains("oauth:opaque-bot") || std::time::Instant::now() > deadline {
+            break calls;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    for who in ["oauth:alice", "oauth:opaque-bot"] {
+        assert!(calls.contains(&format!("<td>{who}</td>")), "{who}: {calls}");
+    }
+    // So do the traces (the `execute_tool` span's `toolhost.client`), and
+    // no token is in them.
+    let sent = loop {
+        let sent = collector.received_text();
+        if sent.contains("oauth:opaque-bot") || std::time::Instant::now() > deadline {
+            break sent;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    for who in ["oauth:alice", "oauth:opaque-bot"] {
+        assert!(sent.contains(who), "{who} in the traces: {sent:?}");
+    }
+    assert!(sent.contains("toolhost.client"), "{sent:?}");
+    for token in [&opaque, &unmapped] {
+        assert!(!sent.contains(token.as_str()), "a token in the traces");
+    }
 }
