@@ -307,3 +307,66 @@ env = {{ TOOLHOST_AUDIT_LOG = "{log}" }}
         assert!(!sent.contains(token.as_str()), "a token in the traces");
     }
 }
+
+#[test]
+fn host_serve_refuses_to_start_with_an_oauth_table_it_cannot_honour() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = write(
+        dir.path(),
+        "policy.toml",
+        "default = \"allow\"\n[profiles.reviewer]\n",
+    );
+    let plugins = plugins_dir().display().to_string();
+    for (table, says) in [
+        (
+            // A misspelt profile would run its callers under nothing the
+            // operator wrote.
+            "issuer = \"http://127.0.0.1:9\"\n[[callers]]\nsubject = \"alice\"\nprofile = \"reviewr\"\n",
+            "[[oauth.callers]] rule 1 names the profile `reviewr`",
+        ),
+        (
+            "issuer = \"http://127.0.0.1:9\"\nunmapped = \"guest\"\n",
+            "[oauth] unmapped names the profile `guest`",
+        ),
+        (
+            // A rule that names nobody would match everyone.
+            "issuer = \"http://127.0.0.1:9\"\n[[callers]]\nprofile = \"reviewer\"\n",
+            "names a subject, client, group or scope",
+        ),
+        ("issuer = \"http://login.example.com\"\n", "must be https"),
+        (
+            "issuer = \"http://127.0.0.1:9\"\naudience = \"x\"\n",
+            "audience",
+        ),
+    ] {
+        let table = table.replace("[[callers]]", "[[oauth.callers]]").replacen(
+            "issuer",
+            "[oauth]\nissuer",
+            1,
+        );
+        let config = write(dir.path(), "toolhost.toml", &table);
+        let out = Command::new(env!("CARGO_BIN_EXE_host"))
+            .args(
+                &host_args(
+                    dir.path(),
+                    &[
+                        "--config",
+                        &config,
+                        "--plugins",
+                        &plugins,
+                        "--policy",
+                        &policy,
+                        "serve",
+                        "--listen",
+                        "127.0.0.1:0",
+                    ],
+                )[1..],
+            )
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{table}: started\n{stderr}");
+        assert!(stderr.contains(says), "{table}: {stderr}");
+    }
+}
