@@ -1,9 +1,29 @@
 //! A real authorization server for the OAuth tests: `oidc-provider` (npm,
 //! OpenID Certified), which `cargo xtask test` installs under
 //! `target/tools/oidc/`, run with `oidc/provider.mjs` (this crate's) on a
-//! free loopback port. The test gives its configuration as JSON: the
-//! resource (the MCP server's URL) and its scopes, the pre-registered
-//! clients, which clients get opaque tokens, groups by account.
+//! free loopback port. The test gives its configuration as JSON (all
+//! optional):
+//!
+//! - `resource`: the resource server's URL (RFC 8707), the `aud` of its
+//!   tokens; or `resource_pattern`, a regular expression for a server
+//!   whose port is not known when the provider starts;
+//! - `scopes`: the resource's scopes (`openid` and `offline_access` are
+//!   always there);
+//! - `clients`: pre-registered clients, as `oidc-provider` takes them
+//!   ([`OidcProvider::machine_client`],
+//!   [`OidcProvider::introspecting_client`], or any client metadata);
+//!   clients may also register themselves (RFC 7591);
+//! - `opaque_clients`: the clients whose access tokens are opaque (checked
+//!   through introspection) rather than JWTs (RS256);
+//! - `groups`: `{"account or client id": ["group", …]}`, put in the
+//!   access tokens' `groups` claim;
+//! - `access_token_ttl`: seconds (default 300), to test expiry and refresh;
+//! - `subject`: who signs in when an authorization request carries no
+//!   `login_hint` (default `alice`).
+//!
+//! The consent is scripted: a browser that follows the redirects from an
+//! authorization URL (keeping the cookies it is given) until it is sent to
+//! the client's redirect URI gets the code, with no page shown.
 //!
 //! ```no_run
 //! use toolhost_test_support::oidc::OidcProvider;
