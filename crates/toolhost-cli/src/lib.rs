@@ -200,9 +200,13 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 let what = format!("token {} of the token file", line + 1);
                 settings::check_profile(agent, &what, &runtime.policy(), &file)?;
             }
+            if let Some(oauth) = &file.oauth {
+                mcp::check_oauth_profiles(oauth, &runtime.policy(), &file)?;
+            }
             let options = toolhost_mcp::HttpOptions {
                 listen,
                 tokens,
+                oauth: file.oauth.clone(),
                 allowed_hosts: accept_host,
                 allowed_origins: accept_origin,
                 max_request_bytes,

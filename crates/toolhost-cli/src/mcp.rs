@@ -89,6 +89,12 @@ pub async fn http(
             );
         }
     }
+    if let Some(oauth) = bound.oauth_resource() {
+        eprintln!(
+            "toolhost MCP server takes OAuth access tokens for {} from {}",
+            oauth.0, oauth.1
+        );
+    }
     eprintln!("toolhost MCP server on http://{}/mcp", bound.local_addr());
     bound.run(shutdown_signal()).await?;
     Ok(exit::OK)
@@ -113,6 +119,25 @@ async fn shutdown_signal() {
     }
     #[cfg(not(unix))]
     let _ = tokio::signal::ctrl_c().await;
+}
+
+/// Checks the profiles `[oauth]` names (its callers' and `unmapped`)
+/// against the profiles that exist, as a token file's are.
+pub fn check_oauth_profiles(
+    oauth: &toolhost_mcp::OAuthOptions,
+    policy: &toolhost_runtime::policy::Policy,
+    file: &ConfigFile,
+) -> anyhow::Result<()> {
+    for (i, rule) in oauth.callers.iter().enumerate() {
+        if let Some(profile) = &rule.profile {
+            let what = format!("[[oauth.callers]] rule {}", i + 1);
+            crate::settings::check_profile(profile, &what, policy, file)?;
+        }
+    }
+    if let Some(profile) = &oauth.unmapped {
+        crate::settings::check_profile(profile, "[oauth] unmapped", policy, file)?;
+    }
+    Ok(())
 }
 
 /// The bearer tokens from `--token-file` (one per line, each optionally

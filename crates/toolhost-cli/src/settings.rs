@@ -52,6 +52,12 @@ use crate::args::Global;
 /// temperature = 1.1
 /// [[request-hooks]]
 /// command = ["./hooks/params.sh"]
+/// [oauth]                                 # host serve: OAuth access tokens
+/// issuer = "https://login.example.com"
+/// resource = "https://tools.example.com/mcp"
+/// [[oauth.callers]]
+/// group = "sre"
+/// profile = "ops"
 /// ```
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
@@ -117,6 +123,10 @@ pub struct ConfigFile {
     /// OpenTelemetry traces (`[telemetry]`; the `OTEL_*` variables win).
     #[serde(default)]
     pub telemetry: TelemetryConfig,
+    /// `host serve` takes OAuth access tokens from this authorization
+    /// server, beside the static tokens (`[oauth]`, docs/guide/oauth.md).
+    #[serde(default)]
+    pub oauth: Option<toolhost_mcp::OAuthOptions>,
 }
 
 /// The `[telemetry]` table: where OpenTelemetry traces go when the

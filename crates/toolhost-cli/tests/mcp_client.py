@@ -189,7 +189,97 @@ async def search(args):
         return report
 
 
+async def oauth(args):
+    """The OAuth dance against a server that asks for it, as the SDK's
+    `OAuthClientProvider` does it on its own: the 401's challenge, the
+    protected resource metadata, the authorization server's metadata,
+    dynamic registration, authorization code with PKCE and the resource
+    indicator. The person's part is scripted: a browser that follows the
+    authorization server's redirects (whose sign-in and consent
+    `provider.mjs` scripts) for the account `--login`, until it is sent to
+    the redirect URI. Then lists the tools and makes each `--call`."""
+    from urllib.parse import parse_qs, quote, urljoin, urlparse
+
+    from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider, TokenStorage
+    from mcp.shared.auth import OAuthClientMetadata
+
+    class Memory(TokenStorage):
+        def __init__(self):
+            self.tokens, self.info = None, None
+
+        async def get_tokens(self):
+            return self.tokens
+
+        async def set_tokens(self, tokens):
+            self.tokens = tokens
+
+        async def get_client_info(self):
+            return self.info
+
+        async def set_client_info(self, info):
+            self.info = info
+
+    # Never fetched: the browser stops when it is sent there.
+    redirect_uri = "http://127.0.0.1:9/callback"
+    seen = {"authorization_urls": []}
+    got = {}
+
+    async def redirect_handler(url):
+        seen["authorization_urls"].append(url)
+        url = f"{url}&login_hint={quote(args.login)}"
+        async with httpx2.AsyncClient(follow_redirects=False, timeout=30) as browser:
+            for _ in range(10):
+                r = await browser.get(url)
+                location = r.headers.get("location")
+                if r.status_code not in (301, 302, 303, 307, 308) or not location:
+                    raise RuntimeError(f"the authorization server answered {r.status_code}: {r.text[:500]}")
+                location = urljoin(url, location)
+                if location.startswith(redirect_uri):
+                    q = parse_qs(urlparse(location).query)
+                    if "error" in q:
+                        raise RuntimeError(f"authorization refused: {q}")
+                    got.update(code=q["code"][0], state=q.get("state", [None])[0], iss=q.get("iss", [None])[0])
+                    return
+                url = location
+        raise RuntimeError("too many redirects")
+
+    async def callback_handler():
+        return AuthorizationCodeResult(**got)
+
+    auth = OAuthClientProvider(
+        server_url=args.url,
+        client_metadata=OAuthClientMetadata(
+            client_name="toolhost test",
+            redirect_uris=[redirect_uri],
+            grant_types=["authorization_code", "refresh_token"],
+            response_types=["code"],
+            token_endpoint_auth_method="none",
+        ),
+        storage=Memory(),
+        redirect_handler=redirect_handler,
+        callback_handler=callback_handler,
+    )
+    http = httpx2.AsyncClient(auth=auth, timeout=30)
+    async with Client(streamable_http_client(args.url, http_client=http), mode=args.mode) as c:
+        listed = await c.list_tools()
+        report = {
+            "version": c.protocol_version,
+            "tools": sorted(t.name for t in listed.tools),
+            "calls": {},
+            # What the client asked the authorization server for (no secret:
+            # the code and the token never leave this process).
+            "asked": [
+                {k: v[0] for k, v in parse_qs(urlparse(u).query).items() if k in ("resource", "scope", "code_challenge_method")}
+                for u in seen["authorization_urls"]
+            ],
+        }
+        for name, arguments in args.call or []:
+            report["calls"][name] = result_json(await c.call_tool(name, json.loads(arguments)))
+        return report
+
+
 SCENARIOS = {
+    "oauth": oauth,
     "basics": basics,
     "ask": ask,
     "progress": progress,
@@ -212,6 +302,7 @@ def main():
     p.add_argument("--mode", default="auto")
     p.add_argument("--url")
     p.add_argument("--token")
+    p.add_argument("--login", default="alice")
     p.add_argument("--answer", default="none")
     p.add_argument("--url-arg")
     p.add_argument("--copy", nargs=2)

@@ -11,7 +11,8 @@
 //! approval), exactly as the agent loop's and `host call`'s do. How tools
 //! and results map to MCP is in `tools.rs`; the server is in `server/`
 //! (how an `ask` reaches the client's user in `server/elicit.rs`, the HTTP
-//! endpoint in `server/http.rs`), the client of external servers, a tool
+//! endpoint in `server/http.rs`, the OAuth resource server in
+//! `server/oauth/`), the client of external servers, a tool
 //! source, in `client/`.
 //!
 //! ```no_run
@@ -41,6 +42,10 @@ pub use server::elicit::ELICITATION_TIMEOUT;
 pub use server::http::{
     ClientToken, DEFAULT_MAX_CONCURRENT_REQUESTS, DEFAULT_MAX_REQUEST_BYTES, HttpOptions,
     HttpServer, TokenFileError, TokenRole,
+};
+pub use server::oauth::{
+    CACHE_TTL as OAUTH_CACHE_TTL, Caller, CallerRule, IntrospectionOptions, MAX_LEEWAY_SECONDS,
+    MAX_TOKEN_BYTES, OAuthError, OAuthOptions,
 };
 pub use server::{Asks, McpServer, ServerOptions};
 pub use tools::{CACHED_META_KEY, DETAILS_META_KEY, ERROR_KIND_META_KEY, PLUGIN_META_KEY};
@@ -72,6 +77,9 @@ pub enum McpServeError {
         "the console needs an operator's token when tokens are set (a line with role=operator in the token file)"
     )]
     NoOperatorToken,
+    /// OAuth cannot be set up (`HttpOptions::oauth`).
+    #[error(transparent)]
+    OAuth(#[from] OAuthError),
     /// A call's `ask` goes to the operator, and no console is served
     /// where the operator could answer it.
     #[error("ask=operator needs the console (host serve --console), where the operator answers")]

@@ -164,7 +164,7 @@ fn an_operator_sees_live_calls_and_answers_a_waiting_ask_from_the_console_in_chr
 }
 
 /// A raw HTTP/1.1 request; the status, the headers and the body.
-fn request(
+pub(crate) fn request(
     base: &str,
     method: &str,
     path: &str,
@@ -453,7 +453,7 @@ fn a_console_without_tokens_opens_only_to_the_printed_one_time_token_so_a_local_
 
 /// Signs the operator in: the session cookie (`name=value`) and the
 /// page's CSRF token. Checks the cookie's flags on the way.
-fn sign_in(base: &str) -> (String, String) {
+pub(crate) fn sign_in(base: &str) -> (String, String) {
     let form = [("Content-Type", "application/x-www-form-urlencoded")];
     let (status, head, _) = request(base, "POST", "/console/login", &form, "token=op-secret");
     assert_eq!(status, 303, "{head}");

@@ -16,6 +16,7 @@ mod languages;
 mod mcp;
 mod mcp_gateway;
 mod new;
+mod oauth;
 mod registry;
 mod sessions;
 mod telemetry;

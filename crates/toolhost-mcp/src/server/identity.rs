@@ -9,8 +9,9 @@ pub(crate) struct ClientProfile(pub(crate) String);
 
 /// Which client a request came from, for the result cache and saved
 /// approvals (`server/mod.rs` sets it on the call): its bearer token's
-/// digest (never the token), else how it came (`mcp-stdio`, or `mcp-http`
-/// for any caller of a server without tokens, on loopback).
+/// digest (never the token), an OAuth caller's `oauth:SUBJECT`, else how
+/// it came (`mcp-stdio`, or `mcp-http` for any caller of a server without
+/// tokens, on loopback).
 #[derive(Debug, Clone)]
 pub(crate) struct ClientIdentity(pub(crate) String);
 
