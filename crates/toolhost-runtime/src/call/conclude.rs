@@ -55,6 +55,7 @@ pub(crate) async fn conclude(
                     output: std::mem::take(&mut r.output),
                     details: r.details.take(),
                     structured: r.structured.take(),
+                    content: std::mem::take(&mut r.content),
                 };
                 (outcome, Some(r), None)
             }
@@ -68,7 +69,8 @@ pub(crate) async fn conclude(
             }
         };
         let report = hooks.run_after(&hook_call(call, args), outcome).await;
-        let structured_replaced = report.structured_replaced;
+        let (structured_replaced, content_replaced) =
+            (report.structured_replaced, report.content_replaced);
         report_traces(cx, report.trace);
         result = match (report.outcome, kept, error) {
             (
@@ -76,6 +78,7 @@ pub(crate) async fn conclude(
                     output,
                     details,
                     structured,
+                    content,
                 },
                 kept,
                 _,
@@ -84,6 +87,7 @@ pub(crate) async fn conclude(
                     output,
                     details,
                     structured,
+                    content,
                     ..r
                 },
                 // A failure that an after-hook replaced with a result.
@@ -91,6 +95,8 @@ pub(crate) async fn conclude(
                     output,
                     details,
                     structured,
+                    content,
+                    meta: None,
                     tool: tool.to_owned(),
                     plugin: plugin.name.clone(),
                     plugin_version: plugin.version.clone(),
@@ -121,6 +127,18 @@ pub(crate) async fn conclude(
             result = Err(CallError::HookFailed {
                 tool: tool.to_owned(),
                 message: format!("the result after the after-hooks is refused: {fault}"),
+            });
+        }
+        // So must content a hook put in: the same limits as the tool's own.
+        if content_replaced
+            && let Ok(r) = &result
+            && let Err(e) =
+                toolhost_content::ContentLimits::within(plugin.sandbox.limits.max_output_bytes)
+                    .check(&r.content)
+        {
+            result = Err(CallError::HookFailed {
+                tool: tool.to_owned(),
+                message: format!("the result after the after-hooks is refused: {e}"),
             });
         }
     }
