@@ -175,13 +175,13 @@ fn a_second_start_compiles_nothing() {
     };
     let first = start();
     assert!(
-        stderr(&first).contains("(5 compiled, 0 from cache)"),
+        stderr(&first).contains("(6 compiled, 0 from cache)"),
         "{}",
         stderr(&first)
     );
     let second = start();
     assert!(
-        stderr(&second).contains("(0 compiled, 5 from cache)"),
+        stderr(&second).contains("(0 compiled, 6 from cache)"),
         "{}",
         stderr(&second)
     );

@@ -170,11 +170,12 @@ pub(crate) async fn conclude(
             ),
         });
     };
+    let shown = shown_for_approval(r);
     let request = ResultApprovalRequest {
         tool,
         plugin: &plugin.name,
         args,
-        output: &r.output,
+        output: &shown,
         details: r.details.as_ref(),
     };
     match approver.approve_result(&request).await {
@@ -198,4 +199,19 @@ pub(crate) async fn conclude(
             })
         }
     }
+}
+
+/// What the person approving `r` is shown of it: its output, then one
+/// line for each content block that is not text (an image, audio, a
+/// resource), so that what else reaches the model and the client is not
+/// hidden from them ([`toolhost_content::stand_in`]: escaped, bounded).
+fn shown_for_approval(r: &ToolResult) -> String {
+    let mut shown = r.output.clone();
+    for block in r.content.iter().filter(|b| b.as_text().is_none()) {
+        if !shown.is_empty() {
+            shown.push('\n');
+        }
+        shown.push_str(&toolhost_content::stand_in(block));
+    }
+    shown
 }
