@@ -34,7 +34,8 @@ impl Picture {
     }
 
     /// The colour at (`x`, `y`), from the top left.
-    pub fn at(&self, x: u32, y: u32) -> Rgb {
+    #[cfg(test)]
+    fn at(&self, x: u32, y: u32) -> Rgb {
         let i = (y as usize * self.width as usize + x as usize) * 3;
         [self.pixels[i], self.pixels[i + 1], self.pixels[i + 2]]
     }
