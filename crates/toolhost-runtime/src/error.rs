@@ -182,7 +182,7 @@ pub enum SandboxFault {
     /// The plugin returned more than the host accepts.
     #[error("{what} is {size} bytes, over the limit of {limit} bytes (`max-output-bytes`)")]
     OutputTooLarge {
-        /// "output", "details" or "structured".
+        /// "output", "details", "structured" or "_meta" (a tool source's).
         what: &'static str,
         /// The size returned.
         size: usize,
