@@ -16,7 +16,7 @@
 //   });
 //
 // `export const tool` is the component's `tool` export (wit/plugin.wit,
-// toolhost:plugin@0.2.0). What the helper gives, as the Rust SDK does:
+// toolhost:plugin@0.3.0). What the helper gives, as the Rust SDK does:
 //
 // - `input`: the arguments' JSON Schema, built with the `s` helpers
 //   (`s.string`, `s.integer`, `s.number`, `s.boolean`, `s.array`,
@@ -25,9 +25,12 @@
 //   required unless wrapped in `s.optional`).
 // - `output`: the structured result's schema (optional, `"type": "object"`).
 // - `run(args, cx)` returns a string (the text for the model), an `Output`
-//   (text plus `details` for user interfaces and `structured` content), or
-//   any other value: with an `output` schema it is the structured content,
-//   and its JSON text the output.
+//   (text plus `details` for user interfaces, `structured` content and
+//   `content` blocks: `Content.image(pngBytes, "image/png")`, audio,
+//   resource links, embedded resources; an MCP client receives the text
+//   then the blocks, a model that reads images sees the images), or any
+//   other value: with an `output` schema it is the structured content, and
+//   its JSON text the output.
 // - `throw new InvalidArguments("...")` when the model should change its
 //   arguments, `throw new Failed("...")` when the tool could not do its job;
 //   any other exception becomes `Failed` (its stack goes to the host's log).
@@ -39,7 +42,7 @@
 // The helper also checks every call's arguments against the schema (the
 // host has done so already; this is the second line).
 
-import * as host from "toolhost:plugin/host@0.2.0";
+import * as host from "toolhost:plugin/host@0.3.0";
 
 const NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 const LEVELS = ["trace", "debug", "info", "warn", "error"];
@@ -63,11 +66,82 @@ export class Failed extends Error {
 
 /** A tool's result: text for the model, optional `details` (any JSON value,
  * for user interfaces; the model never sees it) and `structured` content. */
+/**
+ * One content block of a result, as in MCP (contract 0.3.0): make one with
+ * `Content.text`, `Content.image`, `Content.audio`, `Content.resourceLink`,
+ * `Content.embeddedText` or `Content.embeddedBlob`. The last argument of
+ * each takes `{ audience: ["user" | "assistant"], priority: 0..1,
+ * lastModified: "ISO 8601", meta: {...} }` (all optional).
+ */
+export class Content {
+  constructor(tag, val, { audience, priority, lastModified, meta } = {}) {
+    this.tag = tag;
+    this.val = val;
+    this.audience = [...(audience ?? [])];
+    for (const a of this.audience) {
+      if (a !== "user" && a !== "assistant") throw new TypeError(`audience ${show(a)} is not "user" or "assistant"`);
+    }
+    this.priority = priority === undefined ? undefined : Number(priority);
+    this.lastModified = lastModified;
+    if (meta !== undefined && (meta === null || typeof meta !== "object" || Array.isArray(meta))) {
+      throw new TypeError("meta must be an object (MCP's _meta)");
+    }
+    this.meta = meta;
+  }
+  static text(text, options) {
+    return new Content("text", String(text), options);
+  }
+  /** An image: its bytes (a Uint8Array) and MIME type (models read PNG, JPEG, GIF, WebP). */
+  static image(data, mimeType, options) {
+    return new Content("image", { data: bytes(data), mimeType: String(mimeType) }, options);
+  }
+  static audio(data, mimeType, options) {
+    return new Content("audio", { data: bytes(data), mimeType: String(mimeType) }, options);
+  }
+  static resourceLink(uri, name, { title, description, mimeType, size, ...options } = {}) {
+    const val = { uri: String(uri), name: String(name), title, description, mimeType, size: size === undefined ? undefined : BigInt(size) };
+    return new Content("resource-link", val, options);
+  }
+  static embeddedText(uri, text, { mimeType, ...options } = {}) {
+    return new Content("embedded", { uri: String(uri), mimeType, body: { tag: "text", val: String(text) } }, options);
+  }
+  static embeddedBlob(uri, data, { mimeType, ...options } = {}) {
+    return new Content("embedded", { uri: String(uri), mimeType, body: { tag: "blob", val: bytes(data) } }, options);
+  }
+  /** The block as the contract's `content-block`. */
+  toBlock() {
+    const annotated = this.audience.length > 0 || this.priority !== undefined || this.lastModified !== undefined;
+    return {
+      content: { tag: this.tag, val: this.val },
+      annotations: annotated ? { audience: this.audience, priority: this.priority, lastModified: this.lastModified } : undefined,
+      meta: this.meta === undefined ? undefined : JSON.stringify(this.meta),
+    };
+  }
+}
+
+function bytes(data) {
+  if (data instanceof Uint8Array) return data;
+  if (data instanceof ArrayBuffer || Array.isArray(data)) return new Uint8Array(data);
+  throw new TypeError("binary data must be a Uint8Array, an ArrayBuffer or an array of bytes");
+}
+
+/**
+ * A tool's result: text for the model, and optional `details` (for user
+ * interfaces), `structured` content and `content` blocks (an array of
+ * `Content`: the result as an MCP client receives it is then the text, unless
+ * empty, followed by these).
+ */
 export class Output {
-  constructor(output, { details, structured } = {}) {
+  constructor(output, { details, structured, content } = {}) {
     this.output = String(output);
     this.details = details;
     this.structured = structured;
+    const blocks = [...(content ?? [])];
+    for (const b of blocks) {
+      if (!(b instanceof Content)) throw new TypeError("content holds Content blocks");
+    }
+    if (blocks.length > 0 && this.output !== "") blocks.unshift(Content.text(this.output));
+    this.content = blocks;
   }
 }
 
@@ -337,6 +411,7 @@ export function definePlugin(tools) {
           output: out.output,
           details: out.details === undefined ? undefined : json(out.details, "details"),
           structured: out.structured === undefined ? undefined : json(out.structured, "structured content"),
+          content: out.content.map((b) => b.toBlock()),
         };
       } catch (e) {
         if (e instanceof InvalidArguments) throw { tag: "invalid-arguments", val: e.message };

@@ -38,9 +38,12 @@ What you get (the same as the Rust SDK, ``toolhost-sdk``):
   type is a dataclass takes the whole arguments object.
 - The return value: a ``str`` is the text for the model; an ``Output``
   carries text plus optional ``details`` (JSON for user interfaces, the
-  model never sees it) and ``structured`` content. Returning a dataclass or
-  ``TypedDict``, or ``Output[T]`` with one, declares ``T``'s schema as the
-  tool's output schema; ``output_schema=`` gives one by hand.
+  model never sees it), ``structured`` content and ``content`` blocks
+  (``Content.image(png_bytes, "image/png")``, audio, resource links,
+  embedded resources: contract 0.3.0; an MCP client receives the text then
+  the blocks, a model that reads images sees the images). Returning a
+  dataclass or ``TypedDict``, or ``Output[T]`` with one, declares ``T``'s
+  schema as the tool's output schema; ``output_schema=`` gives one by hand.
 - ``raise InvalidArguments("...")`` when the model should change its
   arguments, ``raise Failed("...")`` when the tool could not do its job; any
   other exception becomes ``Failed`` (its traceback goes to the host's log).
@@ -84,6 +87,7 @@ except ImportError:  # Plain Python (unit tests): no host.
     _ToolBase = object
 
 __all__ = [
+    "Content",
     "Context",
     "Failed",
     "InvalidArguments",
@@ -128,23 +132,115 @@ class Failed(ToolError):
     kind = "failed"
 
 
+class Content:
+    """One content block of a result, as in MCP: an image, an audio clip, a
+    resource link, an embedded resource, or more text (contract 0.3.0).
+    Make one with the static methods; ``audience`` (``"user"``,
+    ``"assistant"``), ``priority`` (0.0 to 1.0), ``last_modified`` (ISO 8601)
+    and ``meta`` (a dict, MCP's ``_meta``) are optional on each::
+
+        Content.image(png_bytes, "image/png", audience=["user"])
+        Content.resource_link("file:///report.csv", "report.csv", mime_type="text/csv")
+    """
+
+    __slots__ = ("kind", "fields", "audience", "priority", "last_modified", "meta")
+
+    def __init__(self, kind: str, fields: Dict[str, Any], audience=None, priority=None, last_modified=None, meta=None):
+        self.kind = kind
+        self.fields = fields
+        self.audience = list(audience or [])
+        for a in self.audience:
+            if a not in ("user", "assistant"):
+                raise ValueError(f"audience {a!r} is not 'user' or 'assistant'")
+        self.priority = None if priority is None else float(priority)
+        self.last_modified = last_modified
+        if meta is not None and not isinstance(meta, dict):
+            raise TypeError("meta must be a dict (MCP's _meta object)")
+        self.meta = meta
+
+    @staticmethod
+    def text(text: str, **options) -> "Content":
+        return Content("text", {"text": str(text)}, **options)
+
+    @staticmethod
+    def image(data: bytes, mime_type: str, **options) -> "Content":
+        """An image: its bytes and MIME type (models read image/png,
+        image/jpeg, image/gif and image/webp)."""
+        return Content("image", {"data": bytes(data), "mime_type": str(mime_type)}, **options)
+
+    @staticmethod
+    def audio(data: bytes, mime_type: str, **options) -> "Content":
+        return Content("audio", {"data": bytes(data), "mime_type": str(mime_type)}, **options)
+
+    @staticmethod
+    def resource_link(uri: str, name: str, title=None, description=None, mime_type=None, size=None, **options) -> "Content":
+        fields = {"uri": uri, "name": name, "title": title, "description": description, "mime_type": mime_type, "size": size}
+        return Content("resource_link", fields, **options)
+
+    @staticmethod
+    def embedded_text(uri: str, text: str, mime_type=None, **options) -> "Content":
+        return Content("resource", {"uri": uri, "mime_type": mime_type, "text": str(text)}, **options)
+
+    @staticmethod
+    def embedded_blob(uri: str, data: bytes, mime_type=None, **options) -> "Content":
+        return Content("resource", {"uri": uri, "mime_type": mime_type, "blob": bytes(data)}, **options)
+
+    def __repr__(self) -> str:
+        return f"Content({self.kind!r})"
+
+    def _wit(self):
+        """The block as the contract's ``content-block``."""
+        f = self.fields
+        if self.kind == "text":
+            content = _types.Content_Text(f["text"])
+        elif self.kind in ("image", "audio"):
+            media = _types.Media(data=f["data"], mime_type=f["mime_type"])
+            content = _types.Content_Image(media) if self.kind == "image" else _types.Content_Audio(media)
+        elif self.kind == "resource_link":
+            content = _types.Content_ResourceLink(_types.ResourceLink(**f))
+        else:
+            body = _types.ResourceBody_Text(f["text"]) if "text" in f else _types.ResourceBody_Blob(f["blob"])
+            content = _types.Content_Embedded(
+                _types.EmbeddedResource(uri=f["uri"], mime_type=f["mime_type"], body=body)
+            )
+        annotations = None
+        if self.audience or self.priority is not None or self.last_modified is not None:
+            annotations = _types.ContentAnnotations(
+                audience=[_types.Audience[a.upper()] for a in self.audience],
+                priority=self.priority,
+                last_modified=self.last_modified,
+            )
+        meta = None if self.meta is None else json.dumps(self.meta)
+        return _types.ContentBlock(content=content, annotations=annotations, meta=meta)
+
+
 class Output(Generic[T]):
     """A tool's result: ``output`` (concise text for the model), optional
-    ``details`` (any JSON value, for user interfaces and logs) and optional
-    ``structured`` content (a dataclass, TypedDict or JSON value).
+    ``details`` (any JSON value, for user interfaces and logs), optional
+    ``structured`` content (a dataclass, TypedDict or JSON value), and
+    optional ``content`` blocks (a list of ``Content``): the result as an MCP
+    client receives it is then ``output`` as a text block (unless empty)
+    followed by these.
 
     Annotate a tool ``-> Output[Stats]`` to declare ``Stats``'s schema as the
     tool's output schema."""
 
-    __slots__ = ("output", "details", "structured")
+    __slots__ = ("output", "details", "structured", "content")
 
-    def __init__(self, output: str, details: Any = None, structured: Any = None):
+    def __init__(self, output: str, details: Any = None, structured: Any = None, content: Optional[List[Content]] = None):
         self.output = str(output)
         self.details = details
         self.structured = structured
+        blocks = list(content or [])
+        for b in blocks:
+            if not isinstance(b, Content):
+                raise TypeError(f"content holds Content blocks, not {type(b).__name__}")
+        if blocks and self.output:
+            blocks.insert(0, Content.text(self.output))
+        self.content = blocks
 
     def __repr__(self) -> str:
-        return f"Output({self.output!r}, details={self.details!r}, structured={self.structured!r})"
+        return f"Output({self.output!r}, details={self.details!r}, structured={self.structured!r}, content={self.content!r})"
 
 
 def log(level: str, message: str) -> None:
@@ -695,4 +791,5 @@ class Tool(_ToolBase):
             raise _Err(_types.ToolError_Failed(e.message))
         except (TypeError, ValueError) as e:
             raise _Err(_types.ToolError_Failed(f"the result is not JSON: {e}"))
-        return _types.ToolOutput(output=out.output, details=details, structured=structured)
+        content = [b._wit() for b in out.content]
+        return _types.ToolOutput(output=out.output, details=details, structured=structured, content=content)

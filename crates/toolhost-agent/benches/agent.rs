@@ -59,6 +59,7 @@ impl ToolExecutor for Tools {
             ToolOutcome {
                 output: String::new(),
                 details: None,
+                content: Vec::new(),
                 is_error: false,
                 error_kind: None,
                 steps: Vec::new(),

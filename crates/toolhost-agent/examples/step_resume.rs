@@ -57,6 +57,7 @@ impl ToolExecutor for Adder {
                     error_kind: None,
                     steps: Vec::new(),
                     cached: false,
+                    content: Vec::new(),
                 },
                 _ => ToolOutcome {
                     output: "a and b must be numbers".into(),
@@ -65,6 +66,7 @@ impl ToolExecutor for Adder {
                     error_kind: Some(toolhost_agent::ErrorKind::ToolInvalidArguments),
                     steps: Vec::new(),
                     cached: false,
+                    content: Vec::new(),
                 },
             }
         })

@@ -29,6 +29,13 @@ pub struct ToolOutcome {
     pub output: String,
     /// Structured data for user interfaces only.
     pub details: Option<Value>,
+    /// The result as content blocks (MCP's `content`: text, images, audio,
+    /// resources), when the tool sent any; empty: `output` alone. The loop
+    /// gives the model `output` and, of the blocks that are not text and
+    /// are meant for it (`annotations.audience`), the images and a line for
+    /// each other one (`Message::attachments`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub content: Vec<toolhost_content::Content>,
     /// Whether this is an error.
     pub is_error: bool,
     /// A stable kind for errors (`not-found`, `invalid-arguments`, `sandbox-fault`, ...).

@@ -243,6 +243,10 @@ pub fn print_result(r: &ToolResult, details: bool, json: bool) -> anyhow::Result
         return Ok(());
     }
     writeln!(out, "{}", crate::shown::on_stdout(&r.output))?;
+    // What is not text, one safe line each (`--json` has the blocks).
+    for block in r.content.iter().filter(|b| b.as_text().is_none()) {
+        writeln!(out, "{}", toolhost_runtime::content::stand_in(block))?;
+    }
     if details && let Some(d) = &r.details {
         writeln!(out, "{}", serde_json::to_string_pretty(d)?)?;
     }
@@ -309,7 +313,20 @@ pub fn check(runtime: &Runtime, file: &Path, json: bool) -> anyhow::Result<u8> {
     let mut out = std::io::stdout().lock();
     writeln!(out, "ok: {} is a toolhost tool plugin", file.display())?;
     writeln!(out, "  plugin:    {}@{}", p.name, p.version)?;
-    writeln!(out, "  contract:  toolhost:plugin@{}", p.api_version)?;
+    let contract = toolhost_runtime::CONTRACT_VERSION;
+    if p.api_version < contract {
+        writeln!(
+            out,
+            "  contract:  toolhost:plugin@{} (an older one, run as it is; the newest is {contract})",
+            p.api_version
+        )?;
+    } else {
+        writeln!(
+            out,
+            "  contract:  toolhost:plugin@{} (the newest)",
+            p.api_version
+        )?;
+    }
     if let Some(d) = &p.description {
         writeln!(out, "  about:     {}", printable(d))?;
     }

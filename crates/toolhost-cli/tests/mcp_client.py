@@ -5,7 +5,8 @@ test` installs. One scenario per run; prints one JSON object (the report the
 Rust test checks) on stdout's last line.
 
     python mcp_client.py --mode auto|legacy|2026-07-28 [--url URL [--token T]] \
-        SCENARIO [--answer accept|decline|none] [--url-arg U] [--copy SRC DST] -- HOST_COMMAND...
+        SCENARIO [--answer accept|decline|none] [--url-arg U] [--copy SRC DST] \
+        [--call NAME JSON]... [--direct COMMAND --prefix P] -- HOST_COMMAND...
 """
 
 import argparse
@@ -172,6 +173,36 @@ async def gateway(args):
         return report
 
 
+def raw(r):
+    """A result as the wire had it (MCP JSON), less what a client's models add."""
+    value = r.model_dump(by_alias=True, exclude_none=True, mode="json")
+    value.pop("resultType", None)
+    return value
+
+
+async def content(args):
+    """Makes each `--call NAME JSON` and reports every result whole (MCP
+    JSON); with `--direct COMMAND`, makes the same calls (names without the
+    gateway's `--prefix`) on the server that command starts, to compare."""
+    async def calls(target, prefix):
+        async with Client(target, mode=args.mode) as c:
+            listed = await c.list_tools()
+            report = {"tools": sorted(t.name for t in listed.tools), "calls": {}}
+            for name, arguments in args.call or []:
+                tool = name[len(prefix):] if prefix and name.startswith(prefix) else name
+                report["calls"][name] = raw(await c.call_tool(tool, json.loads(arguments)))
+            return report
+
+    report = await calls(server(args), "")
+    if args.direct:
+        import shlex
+
+        command = shlex.split(args.direct)
+        direct = StdioServerParameters(command=command[0], args=command[1:])
+        report["direct"] = (await calls(direct, args.prefix or ""))["calls"]
+    return report
+
+
 async def search(args):
     """Lists the tools, searches twice, calls the first tool found by its
     name (it was not listed) and each `--call NAME JSON`."""
@@ -288,6 +319,7 @@ SCENARIOS = {
     "reload": reload,
     "gateway": gateway,
     "search": search,
+    "content": content,
 }
 
 
@@ -307,6 +339,8 @@ def main():
     p.add_argument("--url-arg")
     p.add_argument("--copy", nargs=2)
     p.add_argument("--call", nargs=2, action="append")
+    p.add_argument("--direct")
+    p.add_argument("--prefix")
     args = p.parse_args(argv)
     args.host = host
     report = asyncio.run(SCENARIOS[args.scenario](args))

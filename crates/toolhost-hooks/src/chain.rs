@@ -296,6 +296,9 @@ pub struct AfterReport {
     /// Whether a hook put a structured result of its own in the outcome (the
     /// caller checks it against the tool's output schema again).
     pub structured_replaced: bool,
+    /// Whether a hook put content blocks of its own in the outcome (the
+    /// caller checks them against its limits again).
+    pub content_replaced: bool,
 }
 
 /// The hooks that run around every tool call, in the order configured.
@@ -550,6 +553,7 @@ impl HookChain {
             outcome,
             trace: Vec::new(),
             structured_replaced: false,
+            content_replaced: false,
         };
         if !self.any_after {
             return report;
@@ -574,7 +578,9 @@ impl HookChain {
                 Ok(decision) => {
                     trace.decision = decision.summary();
                     tracing::debug!(hook = name, tool = call.tool, decision = %trace.decision, ?duration, "after-hook");
-                    report.structured_replaced |= apply(&mut report.outcome, decision);
+                    let replaced = apply(&mut report.outcome, decision);
+                    report.structured_replaced |= replaced.structured;
+                    report.content_replaced |= replaced.content;
                 }
                 Err(error) => {
                     let policy = unavailable.unwrap_or(entry.on_error.after);
@@ -617,55 +623,87 @@ fn failure_reason(hook: &str, error: &str) -> String {
     format!("hook \"{hook}\" {error}")
 }
 
+/// What of an outcome a hook put in of its own.
+#[derive(Debug, Default, Clone, Copy)]
+struct Replaced {
+    structured: bool,
+    content: bool,
+}
+
 /// Applies an after-hook's decision; returns whether it put a structured
-/// result of its own in the outcome.
-fn apply(outcome: &mut HookOutcome, decision: AfterDecision) -> bool {
+/// result or content of its own in the outcome.
+fn apply(outcome: &mut HookOutcome, decision: AfterDecision) -> Replaced {
     match decision {
-        AfterDecision::Keep => false,
+        AfterDecision::Keep => Replaced::default(),
         AfterDecision::Fail { message } => {
             *outcome = HookOutcome::Err {
                 kind: HOOK_FAILURE_KIND,
                 message,
             };
-            false
+            Replaced::default()
         }
         AfterDecision::Replace {
             output: new_output,
             details: new_details,
             structured: new_structured,
+            content: new_content,
         } => match outcome {
             HookOutcome::Ok {
                 output,
                 details,
                 structured,
+                content,
             } => {
-                if let Some(new_output) = new_output {
-                    *output = new_output;
-                }
+                let mut replaced = Replaced::default();
                 if let Some(new_details) = new_details {
                     *details = new_details;
                 }
-                match new_structured {
-                    Some(new_structured) => {
-                        let replaced = new_structured.is_some();
-                        *structured = new_structured;
-                        replaced
-                    }
-                    None => false,
+                if let Some(new_structured) = new_structured {
+                    replaced.structured = new_structured.is_some();
+                    *structured = new_structured;
                 }
+                // Content given back as it was is not a replacement.
+                let new_content = new_content.filter(|c| c != content);
+                match (new_output, new_content) {
+                    (None, None) => {}
+                    (Some(new_output), None) => {
+                        if !content.is_empty() {
+                            *content = toolhost_content::with_text(
+                                std::mem::take(content),
+                                new_output.clone(),
+                            );
+                        }
+                        *output = new_output;
+                    }
+                    (new_output, Some(new_content)) => {
+                        *output = match new_output {
+                            Some(o) => o,
+                            None if new_content.is_empty() => std::mem::take(output),
+                            None => toolhost_content::text_of(&new_content),
+                        };
+                        replaced.content = !new_content.is_empty();
+                        *content = new_content;
+                    }
+                }
+                replaced
             }
             HookOutcome::Err { .. } => match new_output {
                 Some(output) => {
                     let structured = new_structured.flatten();
-                    let replaced = structured.is_some();
+                    let content = new_content.unwrap_or_default();
+                    let replaced = Replaced {
+                        structured: structured.is_some(),
+                        content: !content.is_empty(),
+                    };
                     *outcome = HookOutcome::Ok {
                         output,
                         details: new_details.flatten(),
                         structured,
+                        content,
                     };
                     replaced
                 }
-                None => false,
+                None => Replaced::default(),
             },
         },
     }

@@ -47,6 +47,7 @@ pub enum Program {
 /// (for a hook configured for the `permission` stage: the call needs
 /// approval, and the object also has `"reasons": [...]`, why); after the call the object
 /// also has `"outcome": {"ok": true, "output": "...", "details": {...} | null, "structured": {...} | null}`
+/// (and `"content": [...]`, MCP's content blocks, when the result has any)
 /// or `"outcome": {"ok": false, "kind": "timeout", "message": "..."}`. A
 /// call from an MCP client also has `"client"`: who called (`token:…` for
 /// a static bearer token, `oauth:SUBJECT` for an OAuth caller). The keys
@@ -61,7 +62,7 @@ pub enum Program {
 /// | exit | stdout | before the tool | after it |
 /// |---|---|---|---|
 /// | 0 | empty | continue | keep |
-/// | 0 | JSON object | `{"decision": "continue" \| "rewrite" \| "block" \| "ask", "args": {...}, "reason": "..."}` | `{"decision": "keep" \| "replace" \| "fail", "output": "...", "details": {...}, "structured": {...}, "message": "..."}` |
+/// | 0 | JSON object | `{"decision": "continue" \| "rewrite" \| "block" \| "ask", "args": {...}, "reason": "..."}` | `{"decision": "keep" \| "replace" \| "fail", "output": "...", "details": {...}, "structured": {...}, "content": [...], "message": "..."}` |
 /// | 2 | ignored | block, with stderr as the reason | fail, with stderr as the message |
 /// | other | ignored | hook failure | hook failure |
 ///
@@ -69,9 +70,10 @@ pub enum Program {
 /// `{"decision": "allow" | "deny" | "pass", "reason": "..."}` decides; exit 2
 /// denies with stderr as the reason.
 ///
-/// `rewrite` needs `args`; `replace` changes `output`, `details` and/or
-/// `structured` (each only when present; `null` removes the details or the
-/// structured result). Unknown keys,
+/// `rewrite` needs `args`; `replace` changes `output`, `details`,
+/// `structured` and/or `content` (each only when present; `null` removes the
+/// details or the structured result; output and content stay in step as
+/// [`AfterDecision::Replace`] says). Unknown keys,
 /// invalid JSON, a stdout larger than the limit, a program that cannot start,
 /// a signal, or the entry's timeout are hook failures, which the chain's
 /// [`FailurePolicy`](crate::FailurePolicy) turns into a block / fail (closed)
@@ -510,11 +512,13 @@ impl<'a> Payload<'a> {
                     output,
                     details,
                     structured,
+                    content,
                 } => OutcomePayload::Ok {
                     ok: true,
                     output,
                     details: details.as_ref(),
                     structured: structured.as_ref(),
+                    content,
                 },
                 HookOutcome::Err { kind, message } => OutcomePayload::Err {
                     ok: false,
@@ -534,6 +538,8 @@ enum OutcomePayload<'a> {
         output: &'a str,
         details: Option<&'a Value>,
         structured: Option<&'a Value>,
+        #[serde(skip_serializing_if = "<[_]>::is_empty")]
+        content: &'a [toolhost_content::Content],
     },
     Err {
         ok: bool,
@@ -639,6 +645,9 @@ struct AfterReply {
     /// `None`: absent; `Some(Value::Null)`: remove the structured result.
     #[serde(default, deserialize_with = "present")]
     structured: Option<Value>,
+    /// MCP content blocks.
+    #[serde(default)]
+    content: Option<Vec<toolhost_content::Content>>,
     #[serde(default)]
     message: Option<String>,
 }
@@ -652,9 +661,13 @@ impl AfterReply {
         Ok(match self.decision {
             AfterWord::Keep => AfterDecision::Keep,
             AfterWord::Replace => {
-                if self.output.is_none() && self.details.is_none() && self.structured.is_none() {
+                if self.output.is_none()
+                    && self.details.is_none()
+                    && self.structured.is_none()
+                    && self.content.is_none()
+                {
                     return Err(HookError::InvalidReply(
-                        "decision \"replace\" needs \"output\", \"details\" or \"structured\""
+                        "decision \"replace\" needs \"output\", \"details\", \"structured\" or \"content\""
                             .to_owned(),
                     ));
                 }
@@ -663,6 +676,7 @@ impl AfterReply {
                     output: self.output,
                     details: self.details.map(non_null),
                     structured: self.structured.map(non_null),
+                    content: self.content,
                 }
             }
             AfterWord::Fail => AfterDecision::Fail {
@@ -695,6 +709,7 @@ mod tests {
             output: "hi".into(),
             details: Some(json!({"n": 1})),
             structured: None,
+            content: Vec::new(),
         };
         let after = serde_json::to_value(Payload::new("after_execute", &call, Some(&ok))).unwrap();
         assert_eq!(
@@ -719,6 +734,7 @@ mod tests {
                 output: Some("x".into()),
                 details: None,
                 structured: None,
+                content: None,
             }
         );
         let null: AfterReply =
@@ -729,6 +745,7 @@ mod tests {
                 output: None,
                 details: Some(None),
                 structured: None,
+                content: None,
             }
         );
     }

@@ -213,6 +213,10 @@ pub enum HookOutcome {
         /// The structured result (MCP's `structuredContent`, contract
         /// 0.2.0+), which programs and some models read.
         structured: Option<Value>,
+        /// The result as content blocks (MCP's `content`: images, audio,
+        /// resources, and the text; contract 0.3.0+ and MCP servers).
+        /// Empty: the result is `output` alone.
+        content: Vec<toolhost_content::Content>,
     },
     /// The call failed (in the tool, in the sandbox, or in a hook).
     Err {
@@ -231,6 +235,7 @@ impl HookOutcome {
             output: output.into(),
             details: None,
             structured: None,
+            content: Vec::new(),
         }
     }
 
@@ -269,14 +274,23 @@ impl HookOutcome {
 pub enum AfterDecision {
     /// Keep the outcome as it is.
     Keep,
-    /// Replace the output, the details and/or the structured result.
-    /// `None` keeps that part; `Some(None)` removes the details or the
-    /// structured result. The runtime checks a replaced structured result
-    /// against the tool's output schema again.
+    /// Replace the output, the details, the structured result and/or the
+    /// content. `None` keeps that part; `Some(None)` removes the details or
+    /// the structured result. The runtime checks a replaced structured
+    /// result against the tool's output schema again, and replaced content
+    /// against its limits.
+    ///
+    /// Output and content stay in step, so that a rewrite reaches the model
+    /// and every client alike: a new output without new content replaces
+    /// the content's text (its text blocks and embedded text resources
+    /// become one text block of the new output,
+    /// [`toolhost_content::with_text`]); new content without a new output
+    /// makes the output its text ([`toolhost_content::text_of`]). Content
+    /// equal to what the hook was given counts as not replaced.
     ///
     /// On a failed outcome, a `Some` output turns it into a success with that
-    /// output (and the given details and structured result, or none); without
-    /// an output the failure is kept.
+    /// output (and the given details, structured result and content, or
+    /// none); without an output the failure is kept.
     Replace {
         /// The new output, or `None` to keep it.
         output: Option<String>,
@@ -284,6 +298,8 @@ pub enum AfterDecision {
         details: Option<Option<Value>>,
         /// The new structured result, or `None` to keep it.
         structured: Option<Option<Value>>,
+        /// The new content blocks, or `None` to keep them.
+        content: Option<Vec<toolhost_content::Content>>,
     },
     /// Turn the outcome into a failure of kind `hook` with this message.
     Fail {
@@ -299,6 +315,7 @@ impl AfterDecision {
             output: Some(output.into()),
             details: None,
             structured: None,
+            content: None,
         }
     }
 

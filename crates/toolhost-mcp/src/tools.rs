@@ -7,10 +7,16 @@
 //! `isError` result whose text is the message the agent loop gives a model,
 //! with its kind under `_meta` so a client can tell a denial from a trap.
 //!
+//! A result's content blocks ([`ToolResult::content`]: text, images, audio,
+//! resource links, embedded resources, with their annotations and `_meta`)
+//! are its `content` as they are; a result without blocks is its `output`
+//! as one text block. A tool source's own result `_meta` goes under the
+//! result's `_meta` beside toolhost's keys (which win).
+//!
 //! The other way, for the client (`client/mod.rs`): an external server's `Tool`
-//! becomes a [`SourceTool`], its `CallToolResult` a [`SourceOutcome`] whose
-//! output is the text content (other content is named, with its size, and
-//! kept whole in `details`).
+//! becomes a [`SourceTool`], its `CallToolResult` a [`SourceOutcome`] that
+//! keeps every block, `structuredContent` and `_meta` as they were sent,
+//! with the text of its blocks as the output a model reads.
 
 use std::sync::Arc;
 
@@ -18,6 +24,7 @@ use rmcp::model::{
     CallToolResult, ContentBlock, JsonObject, MetaObject, Tool, ToolAnnotations as McpAnnotations,
 };
 use serde_json::Value;
+use toolhost_content::Content;
 use toolhost_runtime::{Annotations, CallError, SourceOutcome, SourceTool, ToolInfo, ToolResult};
 
 /// The `_meta` key a result's `details` go under.
@@ -67,11 +74,18 @@ fn object(schema: &Value) -> Arc<JsonObject> {
     }
 }
 
-/// A successful call as an MCP result.
+/// A successful call as an MCP result: its blocks as they are (or its
+/// output as one text block), its structured result, and `_meta`: the
+/// source's own, then toolhost's keys.
 pub(crate) fn success(r: ToolResult) -> CallToolResult {
-    let mut result = CallToolResult::success(vec![ContentBlock::text(r.output)]);
+    let content = if r.content.is_empty() {
+        vec![ContentBlock::text(r.output)]
+    } else {
+        r.content.into_iter().map(mcp_block).collect()
+    };
+    let mut result = CallToolResult::success(content);
     result.structured_content = r.structured;
-    let mut meta = MetaObject::new();
+    let mut meta = MetaObject::from(r.meta.unwrap_or_default());
     meta.insert(
         PLUGIN_META_KEY.to_owned(),
         serde_json::json!({ "name": r.plugin, "version": r.plugin_version.to_string() }),
@@ -131,67 +145,79 @@ pub(crate) fn source_tool(t: &Tool) -> SourceTool {
     }
 }
 
-/// An external server's result as a tool source's outcome: the text blocks
-/// (and embedded text resources) joined for the model; other content named
-/// with its type and size, and the whole content kept in `details` for user
-/// interfaces; `isError` a failure with that text.
+/// A block as rmcp's: the same MCP JSON. (Every [`Content`] is one of
+/// MCP's blocks; one rmcp would not read, which cannot happen, is sent as
+/// its text stand-in rather than dropped.) Through JSON text, not a
+/// `Value`: rmcp keeps a priority as an `f32`, which only its text form
+/// gives back as it was written (`0.7`, not `0.699999988079071`).
+fn mcp_block(block: Content) -> ContentBlock {
+    serde_json::to_string(&block)
+        .and_then(|text| serde_json::from_str(&text))
+        .unwrap_or_else(|_| ContentBlock::text(toolhost_content::stand_in(&block)))
+}
+
+/// An rmcp block as ours: the same MCP JSON (through its text, as above).
+fn our_block(block: ContentBlock) -> Content {
+    serde_json::to_string(&block)
+        .and_then(|text| serde_json::from_str(&text))
+        .unwrap_or_else(|_| Content::text("[content of a kind this host does not know]"))
+}
+
+/// An external server's result as a tool source's outcome: every block,
+/// `structuredContent` and `_meta` as they were sent, and the text of the
+/// blocks (text blocks and embedded text resources) as the output a model
+/// reads (the agent loop adds the images, and a stand-in line for each
+/// other block). A result that is one plain text block is that text
+/// alone. `isError` is a failure whose message is the blocks' text, with a
+/// stand-in line for each other block.
 pub(crate) fn source_outcome(r: CallToolResult) -> SourceOutcome {
-    let mut parts = Vec::with_capacity(r.content.len());
-    let mut only_text = true;
-    for block in &r.content {
-        match block {
-            ContentBlock::Text(t) => parts.push(t.text.clone()),
-            ContentBlock::Image(i) => {
-                only_text = false;
-                parts.push(format!(
-                    "[image {}, {} bytes of base64]",
-                    i.mime_type,
-                    i.data.len()
-                ));
-            }
-            ContentBlock::Audio(a) => {
-                only_text = false;
-                parts.push(format!(
-                    "[audio {}, {} bytes of base64]",
-                    a.mime_type,
-                    a.data.len()
-                ));
-            }
-            ContentBlock::Resource(e) => match &e.resource {
-                rmcp::model::ResourceContents::TextResourceContents { text, .. } => {
-                    parts.push(text.clone());
-                }
-                other => {
-                    only_text = false;
-                    let uri = match other {
-                        rmcp::model::ResourceContents::BlobResourceContents { uri, .. } => {
-                            uri.as_str()
-                        }
-                        _ => "",
-                    };
-                    parts.push(format!("[resource {uri}]"));
-                }
-            },
-            ContentBlock::ResourceLink(link) => {
-                only_text = false;
-                parts.push(format!("[resource link {} ({})]", link.uri, link.name));
-            }
-            _ => {
-                only_text = false;
-                parts.push("[content of a kind this host does not know]".to_owned());
-            }
-        }
-    }
-    let output = parts.join("\n");
     if r.is_error == Some(true) {
-        return SourceOutcome::Failed(output);
+        let lines: Vec<String> = r
+            .content
+            .into_iter()
+            .map(our_block)
+            .map(|b| match b.as_text() {
+                Some(text) => text.to_owned(),
+                None => toolhost_content::stand_in(&b),
+            })
+            .collect();
+        return SourceOutcome::Failed(lines.join("\n"));
     }
-    let details = (!only_text).then(|| serde_json::json!({ "content": r.content }));
+    let mut content: Vec<Content> = r.content.into_iter().map(our_block).collect();
+    let plain = matches!(content.as_slice(),
+        [Content::Text(t)] if t.annotations.is_none() && t.meta.is_none());
+    let output = match content.pop() {
+        Some(Content::Text(t)) if plain => t.text,
+        Some(last) => {
+            content.push(last);
+            toolhost_content::text_of(&content)
+        }
+        None => String::new(),
+    };
     SourceOutcome::Ok {
         output,
-        details,
+        details: None,
         structured: r.structured_content,
+        content,
+        meta: r.meta.map(|m| m.0).map(without_protocol_keys),
     }
+}
+
+/// A result's `_meta` without the keys MCP reserves for itself
+/// (`io.modelcontextprotocol/serverInfo`, `modelcontextprotocol.io/…`,
+/// `mcp.dev/…`: a prefix with a `modelcontextprotocol` or `mcp` label),
+/// which belong to the hop between the server and toolhost's client, not to
+/// the result: the gateway's own server writes its own.
+fn without_protocol_keys(mut meta: JsonObject) -> JsonObject {
+    meta.retain(|key, _| {
+        let Some((prefix, _)) = key.split_once('/') else {
+            return true;
+        };
+        !prefix
+            .split('.')
+            .any(|label| label == "modelcontextprotocol" || label == "mcp")
+    });
+    meta
 }
 
 #[cfg(test)]
@@ -215,12 +241,149 @@ mod tests {
         assert_eq!(text["_meta"][ERROR_KIND_META_KEY], "not-found");
     }
 
+    /// What `tools/call` answers, as JSON, for a server's `result`.
+    fn through(result: Value) -> Value {
+        let upstream: CallToolResult = serde_json::from_value(result).unwrap();
+        let SourceOutcome::Ok {
+            output,
+            details,
+            structured,
+            content,
+            meta,
+        } = source_outcome(upstream)
+        else {
+            panic!("not a success")
+        };
+        let r = ToolResult {
+            output,
+            details,
+            structured,
+            content,
+            meta,
+            ..result_of("2", false)
+        };
+        // As the wire has it.
+        serde_json::from_str(&serde_json::to_string(&success(r)).unwrap()).unwrap()
+    }
+
+    fn result_of(output: &str, cached: bool) -> ToolResult {
+        ToolResult {
+            output: output.into(),
+            details: None,
+            structured: None,
+            content: Vec::new(),
+            meta: None,
+            tool: "calculate".into(),
+            plugin: "calc".into(),
+            plugin_version: "0.1.0".parse().unwrap(),
+            duration: std::time::Duration::ZERO,
+            cached,
+        }
+    }
+
+    #[test]
+    fn every_block_structured_content_and_meta_of_a_servers_result_pass_as_they_were_sent() {
+        let content = serde_json::json!([
+            {"type": "text", "text": "Here:", "annotations": {"audience": ["user"], "priority": 0.7}},
+            {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png", "_meta": {"k": 1}},
+            {"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav"},
+            {"type": "resource_link", "uri": "test://static/resource/1", "name": "r1",
+             "description": "one", "mimeType": "text/plain"},
+            {"type": "resource", "resource": {"uri": "test://t", "mimeType": "text/plain", "text": "hello"}},
+            {"type": "resource", "resource": {"uri": "test://b", "mimeType": "application/octet-stream", "blob": "AAE="}},
+        ]);
+        let sent = serde_json::json!({
+            "content": content,
+            "structuredContent": {"temperature": 22.5},
+            "_meta": {
+                "x.example/trace": "abc",
+                "io.modelcontextprotocol/serverInfo": {"name": "upstream"},
+                "tools.mcp.dev/x": 1,
+            },
+        });
+        let got = through(sent);
+        assert_eq!(got["content"], content);
+        assert_eq!(
+            got["structuredContent"],
+            serde_json::json!({"temperature": 22.5})
+        );
+        assert_eq!(got["_meta"]["x.example/trace"], "abc");
+        assert!(
+            got["_meta"]
+                .get("io.modelcontextprotocol/serverInfo")
+                .is_none()
+                && got["_meta"].get("tools.mcp.dev/x").is_none(),
+            "MCP's own keys are the hop's, not the result's: {got}"
+        );
+        assert_eq!(
+            got["_meta"][PLUGIN_META_KEY]["name"], "calc",
+            "toolhost's keys beside it"
+        );
+    }
+
+    #[test]
+    fn the_model_reads_the_text_of_a_servers_blocks() {
+        let upstream: CallToolResult = serde_json::from_value(serde_json::json!({"content": [
+            {"type": "text", "text": "Here's the image you requested:"},
+            {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
+            {"type": "text", "text": "The image above is the MCP logo."},
+        ]}))
+        .unwrap();
+        let SourceOutcome::Ok {
+            output,
+            content,
+            details,
+            ..
+        } = source_outcome(upstream)
+        else {
+            panic!()
+        };
+        assert_eq!(
+            output,
+            "Here's the image you requested:\nThe image above is the MCP logo."
+        );
+        assert_eq!(content.len(), 3);
+        assert_eq!(details, None, "the blocks are the content, not details");
+
+        let plain: CallToolResult = serde_json::from_value(
+            serde_json::json!({"content": [{"type": "text", "text": "14"}]}),
+        )
+        .unwrap();
+        let SourceOutcome::Ok {
+            output, content, ..
+        } = source_outcome(plain)
+        else {
+            panic!()
+        };
+        assert_eq!(
+            (output.as_str(), content.len()),
+            ("14", 0),
+            "one plain text block is its text"
+        );
+    }
+
+    #[test]
+    fn a_servers_error_is_its_text_with_a_line_for_each_other_block() {
+        let upstream: CallToolResult =
+            serde_json::from_value(serde_json::json!({"isError": true, "content": [
+                {"type": "text", "text": "failed"},
+                {"type": "image", "data": "AAAA", "mimeType": "image/png"},
+            ]}))
+            .unwrap();
+        assert_eq!(
+            source_outcome(upstream),
+            SourceOutcome::Failed("failed\n[image image/png, 3 bytes]".into())
+        );
+    }
+
     #[test]
     fn a_result_from_the_cache_is_marked_in_meta() {
         let result = |cached| ToolResult {
             output: "2".into(),
             details: None,
             structured: None,
+            content: Vec::new(),
+            meta: None,
             tool: "calculate".into(),
             plugin: "calc".into(),
             plugin_version: "0.1.0".parse().unwrap(),

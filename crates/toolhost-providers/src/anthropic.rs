@@ -16,6 +16,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use crate::attachments::{self, Given, text_with_lines};
 use crate::exchange::{
     Assembler, Endpoint, WireFormat, completion, exchange, invalid, parse_body, parse_event,
 };
@@ -40,6 +41,7 @@ pub struct Anthropic {
     endpoint: Endpoint,
     api_key: String,
     max_tokens: u32,
+    reads_images: bool,
 }
 
 impl Anthropic {
@@ -50,7 +52,18 @@ impl Anthropic {
             endpoint: Endpoint::new("anthropic", DEFAULT_BASE_URL.to_owned(), model.into()),
             api_key: api_key.into(),
             max_tokens: DEFAULT_MAX_TOKENS,
+            reads_images: true,
         }
+    }
+
+    /// Whether the model reads images (on by default: every Claude model
+    /// since Claude 3 does). When on, the images of a tool result go to the
+    /// model as `image` blocks of its `tool_result`, and a user message's as
+    /// `image` blocks of the turn; when off, each is a line of text that
+    /// says what it was.
+    pub fn with_images(mut self, reads_images: bool) -> Self {
+        self.reads_images = reads_images;
+        self
     }
 
     /// Another server (the part before `/v1/messages`; a trailing `/v1` is accepted too).
@@ -105,7 +118,7 @@ impl Anthropic {
         let mut body = json!({
             "model": model,
             "max_tokens": request.max_tokens.unwrap_or(self.max_tokens),
-            "messages": messages_json(&request.messages),
+            "messages": messages_json(&request.messages, self.reads_images),
         });
         // Prompt caching: the tool definitions and the system prompt (which
         // carries the date, never the time) are the same request after
@@ -208,11 +221,21 @@ fn input_object(arguments: &str) -> Value {
 
 /// The conversation as Messages API turns: tool results become `tool_result`
 /// blocks of a user turn, and consecutive turns of one role are merged.
-fn messages_json(messages: &[Message]) -> Vec<Value> {
+/// Attachments (`attachments.rs`) are `image` blocks, of the `tool_result`
+/// or of the user's turn, or lines of text.
+fn messages_json(messages: &[Message], reads_images: bool) -> Vec<Value> {
+    let given = attachments::given(messages, reads_images);
     let mut turns: Vec<(&str, Vec<Value>)> = Vec::new();
-    for m in messages {
+    for (m, given) in messages.iter().zip(&given) {
         let (role, blocks) = match m.role {
             Role::System => continue,
+            Role::User if !given.is_empty() => {
+                let mut blocks: Vec<Value> = text_block(&text_with_lines(&m.content, given, None))
+                    .into_iter()
+                    .collect();
+                blocks.extend(image_blocks(given));
+                ("user", blocks)
+            }
             Role::User => ("user", text_block(&m.content).into_iter().collect()),
             Role::Assistant => {
                 let mut blocks: Vec<Value> = text_block(&m.content).into_iter().collect();
@@ -221,15 +244,27 @@ fn messages_json(messages: &[Message]) -> Vec<Value> {
                 }));
                 ("assistant", blocks)
             }
-            Role::Tool => (
-                "user",
-                vec![json!({
-                    "type": "tool_result",
-                    "tool_use_id": m.tool_call_id.as_deref().unwrap_or_default(),
-                    "content": m.content,
-                    "is_error": m.is_error,
-                })],
-            ),
+            Role::Tool => {
+                let content = if given.is_empty() {
+                    json!(m.content)
+                } else {
+                    let mut blocks: Vec<Value> =
+                        text_block(&text_with_lines(&m.content, given, None))
+                            .into_iter()
+                            .collect();
+                    blocks.extend(image_blocks(given));
+                    Value::Array(blocks)
+                };
+                (
+                    "user",
+                    vec![json!({
+                        "type": "tool_result",
+                        "tool_use_id": m.tool_call_id.as_deref().unwrap_or_default(),
+                        "content": content,
+                        "is_error": m.is_error,
+                    })],
+                )
+            }
         };
         if blocks.is_empty() {
             continue;
@@ -243,6 +278,17 @@ fn messages_json(messages: &[Message]) -> Vec<Value> {
         .into_iter()
         .map(|(role, content)| json!({"role": role, "content": content}))
         .collect()
+}
+
+/// The images among `given`, as `image` blocks with base64 sources.
+fn image_blocks<'a>(given: &'a [Given<'a>]) -> impl Iterator<Item = Value> + 'a {
+    given.iter().filter_map(|g| match g {
+        Given::Image(image) => Some(json!({
+            "type": "image",
+            "source": {"type": "base64", "media_type": image.mime_type, "data": image.data},
+        })),
+        Given::Line(_) => None,
+    })
 }
 
 fn text_block(text: &str) -> Option<Value> {
@@ -631,7 +677,7 @@ mod tests {
             Message::tool_result(&b, "bad", true),
             Message::user("and?"),
         ];
-        let v = messages_json(&msgs);
+        let v = messages_json(&msgs, true);
         assert_eq!(v.len(), 3);
         assert_eq!(v[1]["content"][1]["input"], json!({"e": "1"}));
         assert_eq!(v[1]["content"][2]["input"], json!({}));

@@ -16,6 +16,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 pub mod anthropic;
+pub mod attachments;
 mod exchange;
 #[doc(hidden)]
 pub mod fuzzing;

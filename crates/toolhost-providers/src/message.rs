@@ -47,6 +47,13 @@ pub struct Message {
     /// For a tool message: whether the result is an error.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub is_error: bool,
+    /// For a tool or user message: what it carries besides its text
+    /// (a tool result's images, audio, resource links and binary resources,
+    /// as MCP content blocks), in order. Each provider gives a model the
+    /// images it can read as images and a line of text for the rest
+    /// (`attachments.rs`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<toolhost_content::Content>,
 }
 
 impl Message {
@@ -71,7 +78,23 @@ impl Message {
             tool_call_id: Some(call.id.clone()),
             tool_name: Some(call.name.clone()),
             is_error,
+            attachments: Vec::new(),
         }
+    }
+    /// This message with `attachments` (see [`Message::attachments`]).
+    ///
+    /// ```
+    /// use toolhost_content::Content;
+    /// use toolhost_providers::{Message, ToolCall};
+    ///
+    /// let call = ToolCall { id: "c1".into(), name: "chart".into(), arguments: "{}".into() };
+    /// let result = Message::tool_result(&call, "A chart of 3 values.", false)
+    ///     .with_attachments(vec![Content::image("iVBORw0KGgo=", "image/png")]);
+    /// assert_eq!(result.attachments.len(), 1);
+    /// ```
+    pub fn with_attachments(mut self, attachments: Vec<toolhost_content::Content>) -> Self {
+        self.attachments = attachments;
+        self
     }
     fn text(role: Role, text: impl Into<String>) -> Self {
         Message {
@@ -81,6 +104,7 @@ impl Message {
             tool_call_id: None,
             tool_name: None,
             is_error: false,
+            attachments: Vec::new(),
         }
     }
 }

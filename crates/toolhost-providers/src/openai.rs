@@ -19,6 +19,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use crate::attachments::{self, Given, text_with_lines};
 use crate::exchange::{
     Assembler, Endpoint, WireFormat, completion, exchange, invalid, parse_body, parse_event,
 };
@@ -48,6 +49,7 @@ pub struct OpenAiCompatible {
     api_key: Option<String>,
     max_tokens_field: MaxTokensField,
     strict_tools: bool,
+    reads_images: bool,
 }
 
 impl OpenAiCompatible {
@@ -62,7 +64,19 @@ impl OpenAiCompatible {
             api_key: None,
             max_tokens_field: MaxTokensField::default(),
             strict_tools: false,
+            reads_images: false,
         }
+    }
+
+    /// Whether the model reads images (off by default: a server may serve
+    /// a model without vision, which refuses them). When on, the images of
+    /// tool results go to the model as `image_url` parts with `data:` URLs,
+    /// in a user message after the results (the API takes images only in
+    /// user messages), and a user message's images as parts of it; when
+    /// off, each image is a line of text that says what it was.
+    pub fn with_images(mut self, reads_images: bool) -> Self {
+        self.reads_images = reads_images;
+        self
     }
 
     /// Sends tools with `"strict": true` and their schemas in the subset
@@ -122,7 +136,7 @@ impl OpenAiCompatible {
         if let Some(system) = request.system.as_deref().filter(|s| !s.is_empty()) {
             messages.push(json!({"role": "system", "content": system}));
         }
-        messages.extend(request.messages.iter().map(message_json));
+        messages.extend(messages_json(&request.messages, self.reads_images));
         let mut body = json!({"model": model, "messages": messages});
         if !request.tools.is_empty() {
             let tools: Vec<Value> = request
@@ -235,12 +249,65 @@ impl Provider for OpenAiCompatible {
     }
 }
 
-fn message_json(m: &Message) -> Value {
+/// The conversation as Chat Completions messages: each message as
+/// [`message_json`] writes it, with its attachments (`attachments.rs`): a
+/// line of text for each one not given as an image; a user message's
+/// images as `image_url` parts of it; the images of a run of tool results
+/// in one user message after them, since a `tool` message takes text only.
+fn messages_json(messages: &[Message], reads_images: bool) -> Vec<Value> {
+    let given = attachments::given(messages, reads_images);
+    let mut out = Vec::with_capacity(messages.len());
+    let mut images: Vec<Value> = Vec::new();
+    for (m, given) in messages.iter().zip(&given) {
+        if m.role != Role::Tool && !images.is_empty() {
+            out.push(tool_images(std::mem::take(&mut images)));
+        }
+        if given.is_empty() {
+            out.push(message_json(m, &m.content));
+            continue;
+        }
+        let parts = given.iter().filter_map(|g| match g {
+            Given::Image(image) => {
+                Some(json!({"type": "image_url", "image_url": {"url": image.data_url()}}))
+            }
+            Given::Line(_) => None,
+        });
+        match m.role {
+            Role::Tool => {
+                let text = text_with_lines(&m.content, given, Some("in the next message"));
+                out.push(message_json(m, &text));
+                images.extend(parts);
+            }
+            Role::User => {
+                let text = text_with_lines(&m.content, given, None);
+                let mut content = vec![json!({"type": "text", "text": text})];
+                content.extend(parts);
+                out.push(json!({"role": "user", "content": content}));
+            }
+            Role::System | Role::Assistant => out.push(message_json(m, &m.content)),
+        }
+    }
+    if !images.is_empty() {
+        out.push(tool_images(images));
+    }
+    out
+}
+
+/// The user message that carries the images of the tool results before it.
+fn tool_images(images: Vec<Value>) -> Value {
+    let mut content =
+        vec![json!({"type": "text", "text": "The images of the tool results above, in order:"})];
+    content.extend(images);
+    json!({"role": "user", "content": content})
+}
+
+/// `m` with `content` as its text.
+fn message_json(m: &Message, content: &str) -> Value {
     match m.role {
-        Role::System => json!({"role": "system", "content": m.content}),
-        Role::User => json!({"role": "user", "content": m.content}),
+        Role::System => json!({"role": "system", "content": content}),
+        Role::User => json!({"role": "user", "content": content}),
         Role::Assistant if m.tool_calls.is_empty() => {
-            json!({"role": "assistant", "content": m.content})
+            json!({"role": "assistant", "content": content})
         }
         Role::Assistant => {
             let calls: Vec<Value> = m
@@ -251,21 +318,21 @@ fn message_json(m: &Message) -> Value {
                            "function": {"name": c.name, "arguments": c.arguments}})
                 })
                 .collect();
-            let content = if m.content.is_empty() {
+            let content = if content.is_empty() {
                 Value::Null
             } else {
-                json!(m.content)
+                json!(content)
             };
             json!({"role": "assistant", "content": content, "tool_calls": calls})
         }
         Role::Tool => {
             // The API has no error flag: say it in the text.
-            let content =
-                if m.is_error && !m.content.trim_start().to_lowercase().starts_with("error") {
-                    format!("Error: {}", m.content)
-                } else {
-                    m.content.clone()
-                };
+            let content = if m.is_error && !content.trim_start().to_lowercase().starts_with("error")
+            {
+                format!("Error: {content}")
+            } else {
+                content.to_owned()
+            };
             json!({
                 "role": "tool",
                 "tool_call_id": m.tool_call_id.as_deref().unwrap_or_default(),

@@ -152,6 +152,54 @@ pub struct ProviderConfig {
     /// for common models, else learned from the server's refusals.
     #[serde(default)]
     pub context_window: Option<u32>,
+    /// Whether the model reads images: the images tool results return go
+    /// to it as images, else as a line of text each. Unset: yes for
+    /// Anthropic and for OpenAI's own vision models ([`reads_images`]), no
+    /// for other servers (a local model without vision would refuse them).
+    #[serde(default)]
+    pub images: Option<bool>,
+}
+
+/// Whether a model of `kind` reads images when the configuration does not
+/// say: every Claude model since Claude 3; OpenAI's vision models on
+/// OpenAI's own API (the GPT-4o, GPT-4.1 and GPT-5 families, o1, o3, o4-mini);
+/// nothing else (a compatible or Ollama server may serve any model).
+///
+/// ```
+/// use toolhost_providers::select::{ProviderKind, reads_images};
+/// assert!(reads_images(ProviderKind::Anthropic, "claude-sonnet-4-5", true));
+/// assert!(reads_images(ProviderKind::Openai, "gpt-4o-mini", true));
+/// assert!(!reads_images(ProviderKind::Openai, "o3-mini", true));
+/// assert!(!reads_images(ProviderKind::Openai, "gpt-4o-mini", false), "not OpenAI's API");
+/// assert!(!reads_images(ProviderKind::Ollama, "llava", false));
+/// ```
+pub fn reads_images(kind: ProviderKind, model: &str, official: bool) -> bool {
+    match kind {
+        ProviderKind::Anthropic => true,
+        ProviderKind::Openai if official => {
+            let families = [
+                "gpt-4o",
+                "chatgpt-4o",
+                "gpt-4.1",
+                "gpt-4-turbo",
+                "gpt-5",
+                "o1",
+                "o3",
+                "o4-mini",
+            ];
+            let without = [
+                "o1-mini",
+                "o3-mini",
+                "gpt-4o-audio",
+                "gpt-4o-mini-audio",
+                "gpt-4o-realtime",
+                "gpt-4o-mini-realtime",
+            ];
+            families.iter().any(|f| model.starts_with(f))
+                && !without.iter().any(|w| model.starts_with(w))
+        }
+        ProviderKind::Openai | ProviderKind::Ollama => false,
+    }
 }
 
 /// A ready provider and what it is.
@@ -242,6 +290,7 @@ impl ProviderConfig {
             constrain: Constrain::Auto,
             options: ModelOptions::default(),
             context_window: None,
+            images: None,
         }
     }
 
@@ -329,7 +378,11 @@ impl ProviderConfig {
                         MaxTokensField::MaxTokens
                     })
                     .with_retry(policy)
-                    .with_strict_tools(self.strict_native());
+                    .with_strict_tools(self.strict_native())
+                    .with_images(
+                        self.images
+                            .unwrap_or_else(|| reads_images(self.kind, &model, official)),
+                    );
                 (Box::new(p), model, base_url)
             }
             ProviderKind::Anthropic => {
@@ -347,7 +400,8 @@ impl ProviderConfig {
                 let mut p = Anthropic::new(key, &model)
                     .with_base_url(&base_url)
                     .with_streaming(stream)
-                    .with_retry(policy);
+                    .with_retry(policy)
+                    .with_images(self.images.unwrap_or(true));
                 if let Some(m) = self.max_tokens {
                     p = p.with_max_tokens(m);
                 }
@@ -368,7 +422,8 @@ impl ProviderConfig {
                     .with_api_key(key)
                     .with_streaming(stream)
                     .with_retry(policy)
-                    .with_strict_tools(self.strict_native());
+                    .with_strict_tools(self.strict_native())
+                    .with_images(self.images.unwrap_or(false));
                 (Box::new(p), model, base_url)
             }
         };

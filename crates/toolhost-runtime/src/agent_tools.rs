@@ -111,6 +111,7 @@ impl ToolExecutor for Runtime {
                 Ok(r) => ToolOutcome {
                     output: r.output,
                     details: r.details,
+                    content: r.content,
                     is_error: false,
                     error_kind: None,
                     steps,
@@ -119,6 +120,7 @@ impl ToolExecutor for Runtime {
                 Err(e) => ToolOutcome {
                     output: e.to_string(),
                     details: Some(error_details(self, name, &e)),
+                    content: Vec::new(),
                     is_error: true,
                     error_kind: Some(e.kind()),
                     steps,

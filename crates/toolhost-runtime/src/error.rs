@@ -182,7 +182,7 @@ pub enum SandboxFault {
     /// The plugin returned more than the host accepts.
     #[error("{what} is {size} bytes, over the limit of {limit} bytes (`max-output-bytes`)")]
     OutputTooLarge {
-        /// "output", "details" or "structured".
+        /// "output", "details", "structured" or "_meta" (a tool source's).
         what: &'static str,
         /// The size returned.
         size: usize,
@@ -204,6 +204,13 @@ pub enum SandboxFault {
     /// The tool source (an MCP server, say) could not run the call.
     #[error("{0}")]
     Source(crate::source::SourceError),
+    /// The result's content blocks are refused: too many, too large (as
+    /// MCP JSON, against `max-output-bytes`), or a block that is not what
+    /// it says it is.
+    #[error(
+        "the result's content is refused: {0} (`max-output-bytes` bounds each block and all of them)"
+    )]
+    Content(toolhost_content::ContentError),
     /// The plugin's structured content does not match the tool's output
     /// schema (or is missing although the tool declares one).
     #[error("plugin returned structured content that does not match its output schema at {}: {message}", pointer(.path))]

@@ -65,6 +65,7 @@ impl BareWasmtime {
         {
             RawOutcome::Ok { output, .. } => Ok(output),
             RawOutcome::InvalidArguments(m) | RawOutcome::Failed(m) => Err(m),
+            RawOutcome::InvalidContent(e) => Err(e.to_string()),
         }
     }
 }

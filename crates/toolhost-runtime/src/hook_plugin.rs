@@ -128,10 +128,12 @@ impl Hook for PluginHook {
                     output,
                     details,
                     structured,
+                    content,
                 } => RawOutcome::Ok {
                     output: output.clone(),
                     details: details.as_ref().map(Value::to_string),
                     structured: structured.as_ref().map(Value::to_string),
+                    content: content.clone(),
                 },
                 HookOutcome::Err { kind, message } if kind.is_invalid_arguments() => {
                     RawOutcome::InvalidArguments(message.clone())
@@ -152,12 +154,19 @@ impl Hook for PluginHook {
                     output,
                     details,
                     structured,
+                    content,
                 } => AfterDecision::Replace {
                     output: Some(output),
                     details: Some(optional_json("details", details)?),
                     structured: Some(optional_json("structured content", structured)?),
+                    content,
                 },
                 RawAfter::Fail(message) => AfterDecision::Fail { message },
+                RawAfter::InvalidContent(e) => {
+                    return Err(HookError::InvalidReply(format!(
+                        "the replaced content is refused: {e}"
+                    )));
+                }
             })
         })
     }

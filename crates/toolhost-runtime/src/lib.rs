@@ -105,6 +105,10 @@ pub use source::{
     SourceCall, SourceError, SourceFuture, SourceOutcome, SourceProgress, SourceState,
     SourceStatus, SourceTool, ToolSource,
 };
+/// A result's content blocks, their limits and checks (re-exported from
+/// `toolhost-content`).
+pub use toolhost_content as content;
+pub use toolhost_content::Content;
 /// Hooks before and after every call (re-exported from `toolhost-hooks`).
 pub use toolhost_hooks as hooks;
 pub use toolhost_hooks::ErrorKind;

@@ -78,7 +78,10 @@ pub struct ResultApprovalRequest<'a> {
     pub plugin: &'a str,
     /// The arguments it ran with.
     pub args: &'a Value,
-    /// The text the model would read.
+    /// The text the model would read, then one line for each content
+    /// block that is not text (`[image image/png, 1234 bytes]`: the
+    /// result's images, audio and resources, which reach the model and an
+    /// MCP client too).
     pub output: &'a str,
     /// The details (for the user only).
     pub details: Option<&'a Value>,

@@ -371,13 +371,17 @@ impl ResultCache {
 /// tree; a hit parses the values back.
 #[derive(Clone)]
 struct Stored {
-    /// `output`, then `details` and `structured` as JSON text.
+    /// `output`, then `details`, `structured`, `content` and `meta` as
+    /// JSON text.
     text: Vec<u8>,
     /// Where `output` ends.
     output_end: usize,
-    /// Where `details` and `structured` end (`None`: absent).
+    /// Where `details`, `structured`, `content` and `meta` end (`None`:
+    /// absent; for `content`, empty).
     details_end: Option<usize>,
     structured_end: Option<usize>,
+    content_end: Option<usize>,
+    meta_end: Option<usize>,
 }
 
 impl Stored {
@@ -386,17 +390,23 @@ impl Stored {
         let mut text = Vec::with_capacity(result.output.len().saturating_add(128));
         text.extend_from_slice(result.output.as_bytes());
         let output_end = text.len();
-        let mut write = |v: &Option<Value>| -> Option<Option<usize>> {
+        fn write<T: serde::Serialize + ?Sized>(
+            text: &mut Vec<u8>,
+            v: Option<&T>,
+        ) -> Option<Option<usize>> {
             match v {
                 None => Some(None),
                 Some(v) => {
-                    serde_json::to_writer(&mut text, v).ok()?;
+                    serde_json::to_writer(&mut *text, v).ok()?;
                     Some(Some(text.len()))
                 }
             }
-        };
-        let details_end = write(result.details)?;
-        let structured_end = write(result.structured)?;
+        }
+        let details_end = write(&mut text, result.details.as_ref())?;
+        let structured_end = write(&mut text, result.structured.as_ref())?;
+        let content = (!result.content.is_empty()).then_some(result.content);
+        let content_end = write(&mut text, content)?;
+        let meta_end = write(&mut text, result.meta.as_ref())?;
         // The budget counts the length; what the buffer holds beyond it
         // stays within the entry's fixed overhead.
         if text.capacity() > text.len().saturating_add(ENTRY_OVERHEAD) {
@@ -407,6 +417,8 @@ impl Stored {
             output_end,
             details_end,
             structured_end,
+            content_end,
+            meta_end,
         })
     }
 
@@ -421,20 +433,28 @@ impl Stored {
     fn hit(&self) -> Option<Hit> {
         let output = std::str::from_utf8(self.text.get(..self.output_end)?).ok()?;
         let mut start = self.output_end;
-        let mut value = |end: Option<usize>| -> Option<Option<Value>> {
+        fn value<T: serde::de::DeserializeOwned>(
+            text: &[u8],
+            start: &mut usize,
+            end: Option<usize>,
+        ) -> Option<Option<T>> {
             let Some(end) = end else {
                 return Some(None);
             };
-            let v = serde_json::from_slice(self.text.get(start..end)?).ok()?;
-            start = end;
+            let v = serde_json::from_slice(text.get(*start..end)?).ok()?;
+            *start = end;
             Some(Some(v))
-        };
-        let details = value(self.details_end)?;
-        let structured = value(self.structured_end)?;
+        }
+        let details = value(&self.text, &mut start, self.details_end)?;
+        let structured = value(&self.text, &mut start, self.structured_end)?;
+        let content = value(&self.text, &mut start, self.content_end)?;
+        let meta = value(&self.text, &mut start, self.meta_end)?;
         Some(Hit {
             output: output.to_owned(),
             details,
             structured,
+            content: content.unwrap_or_default(),
+            meta,
         })
     }
 }
@@ -444,6 +464,8 @@ pub(crate) struct Hit {
     pub output: String,
     pub details: Option<Value>,
     pub structured: Option<Value>,
+    pub content: Vec<toolhost_content::Content>,
+    pub meta: Option<toolhost_content::JsonObject>,
 }
 
 /// A successful result to keep: the tool's name (for logs), its output and
@@ -453,6 +475,8 @@ pub(crate) struct Cacheable<'a> {
     pub output: &'a str,
     pub details: &'a Option<Value>,
     pub structured: &'a Option<Value>,
+    pub content: &'a [toolhost_content::Content],
+    pub meta: &'a Option<toolhost_content::JsonObject>,
 }
 
 /// Feeds `Sha256` as an [`std::io::Write`].
@@ -728,6 +752,8 @@ mod tests {
         output: String,
         details: Option<Value>,
         structured: Option<Value>,
+        content: Vec<toolhost_content::Content>,
+        meta: Option<toolhost_content::JsonObject>,
     }
 
     impl Owned {
@@ -737,6 +763,8 @@ mod tests {
                 output: &self.output,
                 details: &self.details,
                 structured: &self.structured,
+                content: &self.content,
+                meta: &self.meta,
             }
         }
     }
@@ -746,6 +774,8 @@ mod tests {
             output: output.to_owned(),
             details: None,
             structured: None,
+            content: Vec::new(),
+            meta: None,
         }
     }
     #[test]
@@ -808,6 +838,33 @@ mod tests {
         assert_eq!(hit.output, r.output);
         assert_eq!(hit.details, r.details);
         assert_eq!(hit.structured, r.structured);
+    }
+
+    #[test]
+    fn a_hit_gives_back_the_content_blocks_and_meta_as_they_were_stored() {
+        let cache = ResultCache::new(CacheOptions::default());
+        let mut r = result("a chart");
+        r.content = vec![
+            toolhost_content::Content::text("a chart"),
+            toolhost_content::Content::image_bytes(b"\x89PNG\r\n\x1a\n", "image/png"),
+        ];
+        r.meta = json!({"x.example/k": 1}).as_object().cloned();
+        let stored = Stored::of(&r.kept()).unwrap();
+        let content_len = serde_json::to_string(&r.content).unwrap().len();
+        assert_eq!(
+            stored.bytes(),
+            Some(ENTRY_OVERHEAD + "a chart".len() + content_len + r#"{"x.example/k":1}"#.len()),
+            "the budget counts the content and meta too"
+        );
+        cache.store([4; 32], 0, r.kept(), MIN);
+        let hit = cache
+            .lookup(&[4; 32], Instant::now())
+            .ok()
+            .flatten()
+            .unwrap();
+        assert_eq!(hit.content, r.content);
+        assert_eq!(hit.meta, r.meta);
+        assert_eq!(hit.details, None);
     }
 
     #[test]

@@ -181,6 +181,12 @@ pub enum SourceOutcome {
         details: Option<Value>,
         /// The structured result.
         structured: Option<Value>,
+        /// The result as content blocks, as the source sent them (empty:
+        /// `output` alone). When not empty, `output` should be their text
+        /// ([`toolhost_content::text_of`]).
+        content: Vec<toolhost_content::Content>,
+        /// The result's own `_meta`, as the source sent it.
+        meta: Option<toolhost_content::JsonObject>,
     },
     /// The tool refused its arguments.
     InvalidArguments(String),
@@ -195,6 +201,8 @@ impl SourceOutcome {
             output: output.into(),
             details: None,
             structured: None,
+            content: Vec::new(),
+            meta: None,
         }
     }
 }

@@ -125,6 +125,35 @@
 //! # }
 //! ```
 //!
+//! # Images and other content
+//!
+//! A result may also carry content blocks, as MCP results do: images,
+//! audio, links to resources, embedded resources (`toolhost:plugin@0.3.0`).
+//! An MCP client receives them as they are; the agent loop shows the images
+//! to a model that reads images (and a one-line stand-in to one that does
+//! not).
+//!
+//! ```
+//! use toolhost_sdk::prelude::*;
+//!
+//! /// Draws a one-pixel image.
+//! #[derive(Deserialize, JsonSchema)]
+//! struct Dot {}
+//!
+//! fn dot(_cx: &Context, _args: Dot) -> Result<Output, ToolError> {
+//!     let png: Vec<u8> = vec![0x89, b'P', b'N', b'G', b'\r', b'\n', 0x1a, b'\n' /* … */];
+//!     Ok(Output::new("A dot.").with_image(png, "image/png"))
+//! }
+//!
+//! toolhost_sdk::plugin! {
+//!     tools: [ dot read_only idempotent ]
+//! }
+//! # fn main() {
+//! #     let out = plugin().call(&Context::default(), "dot", "{}").unwrap();
+//! #     assert_eq!(out.content()[1].kind(), "image");
+//! # }
+//! ```
+//!
 //! Without a declared schema, [`Output::with_structured`] attaches structured
 //! content to any output (and [`Tool::output_schema`] declares a schema by
 //! hand, for [`Tool::raw`] tools). Plugins built against
@@ -155,11 +184,13 @@
 
 #![warn(missing_docs)]
 
+mod content;
 mod context;
 mod output;
 mod plugin;
 mod schema;
 
+pub use content::{Audience, Content};
 pub use context::{Context, LogLevel, config, config_keys, log, progress};
 pub use output::{IntoOutput, Output, Structured, ToolError};
 pub use plugin::{Annotations, Plugin, Tool, ToolSpec};
@@ -172,7 +203,7 @@ pub use serde;
 pub use serde_json;
 
 /// The version of the `toolhost:plugin` WIT package this SDK builds against.
-pub const WIT_VERSION: &str = "0.2.0";
+pub const WIT_VERSION: &str = "0.3.0";
 
 /// Everything a plugin usually needs: `use toolhost_sdk::prelude::*;`.
 ///
@@ -182,8 +213,8 @@ pub const WIT_VERSION: &str = "0.2.0";
 /// (`serde` with the `derive` feature, and `schemars` 1.x).
 pub mod prelude {
     pub use crate::{
-        Annotations, Context, LogLevel, Output, Plugin, Structured, Tool, ToolError, config, log,
-        progress,
+        Annotations, Audience, Content, Context, LogLevel, Output, Plugin, Structured, Tool,
+        ToolError, config, log, progress,
     };
     pub use schemars::JsonSchema;
     pub use serde::{Deserialize, Serialize};
@@ -245,15 +276,74 @@ pub mod __private {
         let cx = crate::Context::from_parts(context.call_id, context.session_id, context.agent);
         match plugin.call(&cx, &name, &args_json) {
             Ok(out) => {
-                let (output, details, structured) = out.into_parts();
+                let (output, details, structured, content) = out.into_all();
                 Ok(ToolOutput {
                     output,
                     details,
                     structured,
+                    content: content.into_iter().map(block).collect(),
                 })
             }
             Err(crate::ToolError::InvalidArguments(m)) => Err(ToolError::InvalidArguments(m)),
             Err(crate::ToolError::Failed(m)) => Err(ToolError::Failed(m)),
+        }
+    }
+
+    /// A content block as the contract's `content-block`.
+    fn block(c: crate::Content) -> wit::ContentBlock {
+        use crate::content::Body;
+        let annotations = (!c.audience.is_empty()
+            || c.priority.is_some()
+            || c.last_modified.is_some())
+        .then(|| wit::ContentAnnotations {
+            audience: c
+                .audience
+                .iter()
+                .map(|a| match a {
+                    crate::Audience::User => wit::Audience::User,
+                    crate::Audience::Assistant => wit::Audience::Assistant,
+                })
+                .collect(),
+            priority: c.priority,
+            last_modified: c.last_modified.clone(),
+        });
+        let content = match c.body {
+            Body::Text(t) => wit::Content::Text(t),
+            Body::Image { data, mime_type } => wit::Content::Image(wit::Media { data, mime_type }),
+            Body::Audio { data, mime_type } => wit::Content::Audio(wit::Media { data, mime_type }),
+            Body::ResourceLink {
+                uri,
+                name,
+                title,
+                description,
+                mime_type,
+                size,
+            } => wit::Content::ResourceLink(wit::ResourceLink {
+                uri,
+                name,
+                title,
+                description,
+                mime_type,
+                size,
+            }),
+            Body::Resource {
+                uri,
+                mime_type,
+                text,
+                blob,
+            } => wit::Content::Embedded(wit::EmbeddedResource {
+                uri,
+                mime_type,
+                body: match text {
+                    Some(t) => wit::ResourceBody::Text(t),
+                    None => wit::ResourceBody::Blob(blob),
+                },
+            }),
+        };
+        wit::ContentBlock {
+            content,
+            annotations,
+            meta: c.meta,
         }
     }
 }

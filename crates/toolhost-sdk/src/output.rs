@@ -6,12 +6,14 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::content::Content;
 use crate::schema;
 
 /// The successful result of a tool call: text for the model, optional
-/// details (JSON) for user interfaces and logs, and optional structured
+/// details (JSON) for user interfaces and logs, optional structured
 /// content (JSON, MCP's `structuredContent`; see [`Output::with_structured`]
-/// and [`Structured`]).
+/// and [`Structured`]), and optional content blocks (images, audio,
+/// resources; see [`Output::with_content`]).
 ///
 /// ```
 /// use toolhost_sdk::Output;
@@ -25,11 +27,12 @@ use crate::schema;
 /// let out: Output = "done".into();
 /// assert_eq!(out.details(), None);
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Output {
     output: String,
     details: Option<String>,
     structured: Option<String>,
+    content: Vec<Content>,
     /// Why the value given to `with_structured` could not be serialized: the
     /// call fails with it (see [`Output::into_result`]).
     structured_error: Option<String>,
@@ -102,6 +105,42 @@ impl Output {
         self
     }
 
+    /// Attaches a content block (an image, an audio clip, a resource link,
+    /// an embedded resource, more text): the result as an MCP client
+    /// receives it becomes the output's text (first, unless it is empty)
+    /// followed by the blocks, in the order they were attached. The model
+    /// reads the output and sees the images (if it reads images; a
+    /// one-line stand-in for each other block).
+    ///
+    /// ```
+    /// use toolhost_sdk::{Content, Output};
+    ///
+    /// let out = Output::new("The logo:")
+    ///     .with_content(Content::image(b"\x89PNG\r\n\x1a\n".to_vec(), "image/png"));
+    /// let kinds: Vec<_> = out.content().iter().map(Content::kind).collect();
+    /// assert_eq!(kinds, ["text", "image"]);
+    /// assert_eq!(out.content()[0].as_text(), Some("The logo:"));
+    /// ```
+    pub fn with_content(mut self, block: Content) -> Self {
+        if self.content.is_empty() && !self.output.is_empty() {
+            self.content.push(Content::text(self.output.clone()));
+        }
+        self.content.push(block);
+        self
+    }
+
+    /// Attaches an image: [`Output::with_content`] of
+    /// [`Content::image`].
+    pub fn with_image(self, data: impl Into<Vec<u8>>, mime_type: impl Into<String>) -> Self {
+        self.with_content(Content::image(data, mime_type))
+    }
+
+    /// The content blocks, the output's text first (empty when none was
+    /// attached: the result is the output alone).
+    pub fn content(&self) -> &[Content] {
+        &self.content
+    }
+
     /// The text for the model.
     pub fn output(&self) -> &str {
         &self.output
@@ -133,9 +172,16 @@ impl Output {
             .and_then(|s| serde_json::from_str(s).ok())
     }
 
-    /// Splits the output into its text, details and structured content.
+    /// Splits the output into its text, details and structured content
+    /// (see [`Output::content`] for the content blocks).
     pub fn into_parts(self) -> (String, Option<String>, Option<String>) {
         (self.output, self.details, self.structured)
+    }
+
+    /// Splits the output into its text, details, structured content and
+    /// content blocks.
+    pub(crate) fn into_all(self) -> (String, Option<String>, Option<String>, Vec<Content>) {
+        (self.output, self.details, self.structured, self.content)
     }
 
     /// The output, or the error that [`Output::with_structured`] recorded

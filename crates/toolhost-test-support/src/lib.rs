@@ -156,6 +156,17 @@ pub fn copy_plugin(from: &Path, name: &str, to: &Path) {
     }
 }
 
+/// The MCP server whose tool returns every kind of content block
+/// (`mcp/content_server.py`, on the official MCP Python SDK): its command
+/// line, run with the SDK's Python (`TOOLHOST_TEST_PYTHON`, else
+/// `target/tools/py/bin/python`).
+pub fn content_mcp_server() -> Vec<String> {
+    let python = std::env::var_os("TOOLHOST_TEST_PYTHON")
+        .map_or_else(|| outside_tool("py/bin/python"), PathBuf::from);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("mcp/content_server.py");
+    vec![python.display().to_string(), script.display().to_string()]
+}
+
 /// A minimal HTTP/1.1 server on 127.0.0.1 that answers every request with a
 /// fixed body and counts requests. Stops when dropped.
 pub struct TestServer {

@@ -4,7 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { definePlugin, s, Output, InvalidArguments, Failed, Context } from "../toolhost-plugin.js";
+import { definePlugin, s, Output, Content, InvalidArguments, Failed, Context } from "../toolhost-plugin.js";
 import { calls, configValues } from "./host-stub.mjs";
 
 const plugin = definePlugin({
@@ -91,7 +91,7 @@ test("execute turns errors into the contract's tool-error variants", () => {
 test("execute serialises details and reads config through the host", () => {
   configValues.set("greeting", "Hi");
   const out = plugin.execute({ callId: "c7" }, "boom", '{"kind": "config"}');
-  assert.deepEqual(out, { output: "Hi c7", details: '{"n":1}', structured: undefined });
+  assert.deepEqual(out, { output: "Hi c7", details: '{"n":1}', structured: undefined, content: [] });
   new Context().progress("half", 7);
   assert.deepEqual(calls.at(-1), ["progress", "half", 1]);
 });
@@ -103,4 +103,28 @@ test("bad tools fail when the plugin is defined", () => {
   assert.throws(() => definePlugin({ a: { description: "x", run, input: { type: "string" } } }), /top level/);
   assert.throws(() => definePlugin({ a: { description: "x", run, output: s.string() } }), /output schema/);
   assert.throws(() => definePlugin({}), /no tools/);
+});
+
+test("content blocks follow the output text, as the contract's content-block records", () => {
+  const png = new Uint8Array([0x89, 0x50, 0x4e, 0x47]);
+  const withImage = definePlugin({
+    logo: {
+      description: "The logo.",
+      input: {},
+      run: () => new Output("The logo:", { content: [Content.image(png, "image/png", { audience: ["user"] })] }),
+    },
+  });
+  const result = withImage.execute({ callId: "c" }, "logo", "{}");
+  assert.equal(result.output, "The logo:");
+  assert.deepEqual(result.content, [
+    { content: { tag: "text", val: "The logo:" }, annotations: undefined, meta: undefined },
+    {
+      content: { tag: "image", val: { data: png, mimeType: "image/png" } },
+      annotations: { audience: ["user"], priority: undefined, lastModified: undefined },
+      meta: undefined,
+    },
+  ]);
+  assert.deepEqual(new Output("plain").content, [], "no blocks: the text alone");
+  assert.equal(Content.resourceLink("file:///a", "a", { size: 3 }).val.size, 3n, "u64 as a bigint");
+  assert.throws(() => Content.text("x", { audience: ["everyone"] }), TypeError);
 });

@@ -107,6 +107,24 @@ class Registry(unittest.TestCase):
         self.assertEqual(out.output, "the origin")
         self.assertEqual(th._to_json(out.structured), {"x": 0, "y": 0})
 
+    def test_content_blocks_follow_the_output_text(self):
+        @th.tool(read_only=True)
+        def logo() -> th.Output:
+            """The logo."""
+            png = b"\x89PNG\r\n\x1a\n"
+            return th.Output("The logo:", content=[th.Content.image(png, "image/png", audience=["user"])])
+
+        out = th.call("logo", {})
+        self.assertEqual([b.kind for b in out.content], ["text", "image"])
+        self.assertEqual(out.content[0].fields["text"], "The logo:")
+        self.assertEqual(out.content[1].fields["mime_type"], "image/png")
+        self.assertEqual(out.content[1].audience, ["user"])
+        self.assertEqual(th.Output("plain").content, [], "no blocks: the text alone")
+        with self.assertRaises(ValueError):
+            th.Content.text("x", audience=["everyone"])
+        with self.assertRaises(TypeError):
+            th.Output("x", content=["not a block"])
+
     def test_a_tool_with_an_output_schema_must_return_structured_content(self):
         @th.tool(output_schema={"type": "object"})
         def lazy() -> str:

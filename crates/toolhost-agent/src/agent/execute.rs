@@ -353,8 +353,18 @@ impl Ctx<'_> {
             call, tool, args, ..
         } = p;
         let is_error = e.outcome.is_error;
-        run.messages
-            .push(Message::tool_result(&call, e.for_model.clone(), is_error));
+        // What the model gets of the result's blocks beyond its text.
+        let attachments: Vec<_> = e
+            .outcome
+            .content
+            .iter()
+            .filter(|c| c.as_text().is_none() && c.is_for_assistant())
+            .cloned()
+            .collect();
+        run.messages.push(
+            Message::tool_result(&call, e.for_model.clone(), is_error)
+                .with_attachments(attachments),
+        );
         run.history.push(ToolCallRecord {
             call_id: call.id,
             tool,
@@ -389,6 +399,7 @@ fn ok_outcome(output: String) -> ToolOutcome {
     ToolOutcome {
         output,
         details: None,
+        content: Vec::new(),
         is_error: false,
         error_kind: None,
         steps: Vec::new(),

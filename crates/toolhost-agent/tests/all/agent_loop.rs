@@ -263,6 +263,7 @@ async fn parallel_read_only_calls_overlap_and_keep_call_order() {
                         error_kind: Some(ErrorKind::Other("test".into())),
                         steps: Vec::new(),
                         cached: false,
+                        content: Vec::new(),
                     },
                 }
             })
@@ -594,4 +595,45 @@ async fn a_cached_tool_result_is_marked_in_the_event_and_the_history() {
     saved.as_object_mut().unwrap().remove("cached");
     let old: toolhost_agent::ToolCallRecord = serde_json::from_value(saved).unwrap();
     assert!(!old.cached);
+}
+
+#[tokio::test]
+async fn a_results_images_and_other_blocks_go_to_the_model_beside_its_text() {
+    use toolhost_content::Content;
+    let for_user_only: Content = serde_json::from_value(json!({
+        "type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png",
+        "annotations": {"audience": ["user"]},
+    }))
+    .unwrap();
+    let image = Content::image("iVBORw0KGgo=", "image/png");
+    let audio = Content::audio("UklGRg==", "audio/wav");
+    let blocks = vec![
+        Content::text("A chart."),
+        image.clone(),
+        audio.clone(),
+        Content::embedded_text("file:///data.csv", "a,b"),
+        for_user_only,
+    ];
+    let provider = ScriptedProvider::new(vec![call("c1", "chart", "{}"), text("done")]);
+    let tools = FakeTools::new(vec![spec("chart", true)], move |_, _| {
+        let content = blocks.clone();
+        Box::pin(async move {
+            ToolOutcome {
+                content: content.clone(),
+                ..ok(toolhost_content::text_of(&content))
+            }
+        })
+    });
+    let result = agent(&provider, &tools, options())
+        .run(vec![Message::user("chart it")])
+        .await;
+    assert_eq!(result.status, Status::Completed);
+    let requests = provider.requests();
+    let sent = tool_messages(&requests[1].messages);
+    assert_eq!(sent[0].content, "A chart.\na,b", "the text of the blocks");
+    assert_eq!(
+        sent[0].attachments,
+        vec![image, audio],
+        "the blocks that are not text and are meant for the model, in order"
+    );
 }

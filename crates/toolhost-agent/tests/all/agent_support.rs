@@ -228,6 +228,7 @@ pub fn ok(output: impl Into<String>) -> ToolOutcome {
         error_kind: None,
         steps: Vec::new(),
         cached: false,
+        content: Vec::new(),
     }
 }
 

@@ -110,7 +110,24 @@ fn check_describes_a_good_plugin_and_explains_a_bad_one() {
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     assert!(out.contains("fs@0.1.0"), "{out}");
-    assert!(out.contains("toolhost:plugin@0.2.0"), "{out}");
+    assert!(
+        out.contains("contract:  toolhost:plugin@0.3.0 (the newest)"),
+        "{out}"
+    );
+    // A plugin built against an older contract is named as such, and runs.
+    for (fixture, version) in [("legacy-v0-1", "0.1.0"), ("legacy-v0-2", "0.2.0")] {
+        let o = run(host(&shared_cache())
+            .arg("check")
+            .arg(fixtures_dir().join(format!("{fixture}.wasm"))));
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(
+            stdout(&o).contains(&format!(
+                "contract:  toolhost:plugin@{version} (an older one, run as it is; the newest is 0.3.0)"
+            )),
+            "{}",
+            stdout(&o)
+        );
+    }
     assert!(
         out.contains("read_file") && out.contains("dirs=read-only"),
         "{out}"
@@ -158,13 +175,13 @@ fn a_second_start_compiles_nothing() {
     };
     let first = start();
     assert!(
-        stderr(&first).contains("(5 compiled, 0 from cache)"),
+        stderr(&first).contains("(6 compiled, 0 from cache)"),
         "{}",
         stderr(&first)
     );
     let second = start();
     assert!(
-        stderr(&second).contains("(0 compiled, 5 from cache)"),
+        stderr(&second).contains("(0 compiled, 6 from cache)"),
         "{}",
         stderr(&second)
     );

@@ -482,3 +482,85 @@ fn in_the_chat_protocol_text_is_never_shown_and_the_answer_comes_from_the_result
     );
     assert!(!answer.contains("\"arguments\""), "{answer}");
 }
+
+/// `host run` over the example plugins, the model an OpenAI-compatible
+/// server whose `[model]` says `images = IMAGES`, that calls `bar_chart`
+/// and then answers: the request after the call, as the server got it.
+fn chart_run(images: bool) -> serde_json::Value {
+    let server = ModelServer::start(|n, _| {
+        if n == 0 {
+            openai_tool_call(
+                "call_1",
+                "bar_chart",
+                r#"{"values": [3, 1, 4], "width": 64, "height": 48}"#,
+            )
+        } else {
+            openai_text("The third bar is the tallest.")
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("host.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[model]\nkind = \"openai\"\nbase-url = \"http://127.0.0.1:{}/v1\"\nmodel = \"test-model\"\nimages = {images}\n",
+            server.port
+        ),
+    )
+    .unwrap();
+    let config = config.display().to_string();
+    let o = host_run(&["--config", &config, "run", "Chart 3, 1 and 4."]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("The third bar is the tallest."),
+        "{}",
+        String::from_utf8_lossy(&o.stdout)
+    );
+    let bodies = server.bodies();
+    assert_eq!(bodies.len(), 2, "{bodies:#?}");
+    bodies[1].clone()
+}
+
+#[test]
+fn a_plugins_image_reaches_a_model_that_reads_images_as_an_image() {
+    let body = chart_run(true);
+    let messages = body["messages"].as_array().unwrap();
+    let tool = messages
+        .iter()
+        .position(|m| m["role"] == "tool")
+        .expect("the tool result");
+    let text = messages[tool]["content"].as_str().unwrap();
+    assert!(
+        text.starts_with(
+            "A bar chart of 3 values, from 1 to 4: a 64×48 PNG image.\n[image image/png, "
+        ),
+        "{text}"
+    );
+    assert!(text.ends_with(" bytes: in the next message]"), "{text}");
+    let images = &messages[tool + 1];
+    assert_eq!(images["role"], "user", "{messages:#?}");
+    let url = images["content"][1]["image_url"]["url"].as_str().unwrap();
+    let data = url
+        .strip_prefix("data:image/png;base64,")
+        .expect("a PNG data URL");
+    let png = toolhost_runtime::content::media::decode(data, 1 << 20).unwrap();
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"));
+}
+
+#[test]
+fn a_model_that_does_not_read_images_gets_a_line_instead() {
+    let body = chart_run(false);
+    let text = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .and_then(|m| m["content"].as_str())
+        .unwrap()
+        .to_owned();
+    assert!(
+        text.contains("(not shown: this model does not read images)"),
+        "{text}"
+    );
+    assert!(!body.to_string().contains("image_url"), "{body}");
+}

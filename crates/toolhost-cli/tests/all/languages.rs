@@ -181,7 +181,7 @@ mod helpers {
             let out = text(&o.stdout);
             assert!(o.status.success(), "{out}{}", text(&o.stderr));
             assert!(out.contains(about), "{out}");
-            assert!(out.contains("toolhost:plugin@0.2.0"), "{out}");
+            assert!(out.contains("toolhost:plugin@0.3.0"), "{out}");
             assert!(out.contains("[read-only, idempotent]"), "{out}");
             for bit in schema_bits {
                 assert!(out.contains(bit), "{bit} in {out}");
@@ -506,6 +506,36 @@ mod helpers {
         assert_eq!(tool_message(&bodies[2], "c8"), "go on");
     }
 
+    /// The helpers' content blocks (contract 0.3.0), from a real component
+    /// of each language: every kind, with annotations and `_meta`, reaches
+    /// the caller as MCP content, the output's text first.
+    #[test]
+    fn python_and_javascript_plugins_return_content_blocks_of_every_kind() {
+        for (lang, fixture, tool) in [
+            ("py", "py-hostile", "py_blocks"),
+            ("js", "js-hostile", "js_blocks"),
+        ] {
+            let (code, r) = call_in(&fixtures(lang, fixture), &[], tool, "{}");
+            assert_eq!(code, 0, "{r}");
+            assert_eq!(r["output"], "blocks");
+            assert_eq!(
+                r["content"],
+                json!([
+                    {"type": "text", "text": "blocks"},
+                    {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png",
+                     "annotations": {"audience": ["user"], "priority": 0.5}},
+                    {"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav"},
+                    {"type": "resource_link", "uri": "file:///a.txt", "name": "a.txt",
+                     "mimeType": "text/plain", "size": 3},
+                    {"type": "resource", "resource": {"uri": "file:///b.txt", "mimeType": "text/plain", "text": "bee"},
+                     "_meta": {"k": 1}},
+                    {"type": "resource", "resource": {"uri": "file:///c.bin", "blob": "AAE="}},
+                ]),
+                "{lang}"
+            );
+        }
+    }
+
     /// The helpers' own unit tests (plain `python3` and `node`, no component).
     #[test]
     fn the_python_and_javascript_helpers_pass_their_unit_tests() {
@@ -569,7 +599,7 @@ mod go {
             String::from_utf8_lossy(&o.stderr)
         );
         assert!(out.contains("file-digest@0.1.0"), "{out}");
-        assert!(out.contains("toolhost:plugin@0.2.0"), "{out}");
+        assert!(out.contains("toolhost:plugin@0.3.0"), "{out}");
         assert!(
             out.contains("sha256") && out.contains("head_lines") && out.contains("dirs=read-only"),
             "{out}"

@@ -145,6 +145,41 @@ fn mcp_over_stdio_serves_the_plugins_to_the_python_sdk_in_both_revisions() {
 }
 
 #[test]
+fn the_chart_plugins_image_reaches_the_python_sdk_as_an_image_block_in_both_revisions() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_plugin(&plugins_dir(), "chart", dir.path());
+    let plugins = dir.path().display().to_string();
+    let host = host_args(dir.path(), &["--plugins", &plugins, "mcp"]);
+    for mode in MODES {
+        let report = client(
+            "content",
+            &[
+                "--mode",
+                mode,
+                "--call",
+                "bar_chart",
+                r#"{"values": [3, 1, 4], "width": 64, "height": 48}"#,
+            ],
+            &host,
+        );
+        let result = &report["calls"]["bar_chart"];
+        let content = result["content"].as_array().unwrap();
+        assert_eq!(content.len(), 2, "{mode}: {result:#}");
+        assert_eq!(
+            content[0],
+            serde_json::json!({"type": "text", "text": "A bar chart of 3 values, from 1 to 4: a 64×48 PNG image."})
+        );
+        assert_eq!(content[1]["type"], "image", "{mode}: {result:#}");
+        assert_eq!(content[1]["mimeType"], "image/png");
+        let png =
+            toolhost_runtime::content::media::decode(content[1]["data"].as_str().unwrap(), 1 << 20)
+                .unwrap();
+        assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "{mode}: a PNG");
+        assert_eq!(result["_meta"]["dev.toolhost/plugin"]["name"], "chart");
+    }
+}
+
+#[test]
 fn an_ask_reaches_the_clients_user_in_both_revisions_a_remembered_yes_is_saved_and_a_client_that_cannot_answer_is_denied()
  {
     let dir = tempfile::tempdir().unwrap();

@@ -227,3 +227,175 @@ fn host_mcp_is_a_gateway_that_serves_an_mcp_servers_tools_through_the_policy() {
         "{calls}"
     );
 }
+
+/// A config with `server-everything` and the content server
+/// (`content_mcp_server`), and a policy that allows everything.
+fn content_scene() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let content = toolhost_test_support::content_mcp_server();
+    let config = format!(
+        r#"
+[[mcp-servers]]
+name = "every"
+command = ["{every}"]
+timeout-ms = 20000
+
+[[mcp-servers]]
+name = "content"
+command = {content:?}
+timeout-ms = 20000
+"#,
+        every = everything(),
+    );
+    std::fs::write(dir.path().join("host.toml"), config).unwrap();
+    std::fs::write(dir.path().join("policy.toml"), "").unwrap();
+    dir
+}
+
+/// `result` without the `_meta` keys of one hop: toolhost's own
+/// (`dev.toolhost/…`, which the gateway adds beside the server's) and MCP's
+/// (`io.modelcontextprotocol/…`, which a server writes for its own client,
+/// the gateway for its).
+fn without_toolhosts_meta(mut result: Value) -> Value {
+    if let Some(meta) = result.get_mut("_meta").and_then(Value::as_object_mut) {
+        meta.retain(|k, _| {
+            !k.starts_with("dev.toolhost/") && !k.starts_with("io.modelcontextprotocol/")
+        });
+        if meta.is_empty() {
+            result.as_object_mut().unwrap().remove("_meta");
+        }
+    }
+    result
+}
+
+/// Calls each `(tool, arguments)` of the server `name` through `host mcp`
+/// and directly (the same MCP Python SDK client), and checks that the
+/// results are the same: every block, annotation, `_meta` and structured
+/// result as the server sent it.
+fn same_through_the_gateway(
+    name: &str,
+    direct: &str,
+    calls: &[(&str, &str)],
+    normalize: fn(Value) -> Value,
+) -> Value {
+    let dir = content_scene();
+    let tmp = tempfile::tempdir().unwrap();
+    let config = dir.path().join("host.toml").display().to_string();
+    let policy = dir.path().join("policy.toml").display().to_string();
+    let host = host_args(
+        tmp.path(),
+        &["--config", &config, "--policy", &policy, "mcp"],
+    );
+    let prefix = format!("{name}__");
+    let mut options = vec![
+        "--direct".to_owned(),
+        direct.to_owned(),
+        "--prefix".to_owned(),
+        prefix.clone(),
+    ];
+    for (tool, args) in calls {
+        options.extend([
+            "--call".to_owned(),
+            format!("{prefix}{tool}"),
+            (*args).to_owned(),
+        ]);
+    }
+    let options: Vec<&str> = options.iter().map(String::as_str).collect();
+    let report = client("content", &options, &host);
+    for (tool, _) in calls {
+        let through = &report["calls"][format!("{prefix}{tool}")];
+        let direct = without_toolhosts_meta(report["direct"][format!("{prefix}{tool}")].clone());
+        assert!(direct.is_object(), "{tool}: {report:#}");
+        assert_eq!(
+            normalize(without_toolhosts_meta(through.clone())),
+            normalize(direct),
+            "{tool}: through the gateway (left) and directly (right)"
+        );
+    }
+    report
+}
+
+/// `result` with the text or bytes of its embedded resources left out:
+/// `server-everything` writes the time it made one into it.
+fn without_resource_times(mut result: Value) -> Value {
+    for block in result["content"].as_array_mut().into_iter().flatten() {
+        if let Some(resource) = block.get_mut("resource").and_then(Value::as_object_mut) {
+            for key in ["text", "blob"] {
+                if resource.contains_key(key) {
+                    resource.insert(key.to_owned(), Value::from("(made at some time)"));
+                }
+            }
+        }
+    }
+    result
+}
+
+#[test]
+fn server_everythings_images_resources_and_annotations_pass_through_the_gateway_as_sent() {
+    let report = same_through_the_gateway(
+        "every",
+        &everything(),
+        &[
+            ("get-tiny-image", "{}"),
+            (
+                "get-annotated-message",
+                r#"{"messageType":"success","includeImage":true}"#,
+            ),
+            ("get-resource-links", r#"{"count":4}"#),
+            (
+                "get-resource-reference",
+                r#"{"resourceType":"Blob","resourceId":3}"#,
+            ),
+            ("get-structured-content", r#"{"location":"Chicago"}"#),
+        ],
+        without_resource_times,
+    );
+    let reference = &report["calls"]["every__get-resource-reference"]["content"][1]["resource"];
+    assert_eq!(
+        reference["uri"], "demo://resource/dynamic/blob/3",
+        "{report:#}"
+    );
+    assert!(reference["blob"].as_str().is_some_and(|b| !b.is_empty()));
+    let image = &report["calls"]["every__get-tiny-image"]["content"][1];
+    assert_eq!(image["type"], "image", "{report:#}");
+    assert_eq!(image["mimeType"], "image/png");
+    let links = report["calls"]["every__get-resource-links"]["content"]
+        .as_array()
+        .unwrap();
+    assert_eq!(links.len(), 5, "a text and four links: {links:#?}");
+    assert!(links[1..].iter().all(|l| l["type"] == "resource_link"));
+}
+
+#[test]
+fn every_kind_of_block_with_its_meta_passes_through_the_gateway_as_sent() {
+    let direct = toolhost_test_support::content_mcp_server()
+        .iter()
+        .map(|a| format!("'{a}'"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let report = same_through_the_gateway("content", &direct, &[("every_block", "{}")], |v| v);
+    let result = &report["calls"]["content__every_block"];
+    let kinds: Vec<&str> = result["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|b| b["type"].as_str())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "text",
+            "image",
+            "audio",
+            "resource_link",
+            "resource",
+            "resource"
+        ]
+    );
+    assert_eq!(result["_meta"]["example.com/request"], "r-17", "{result:#}");
+    assert_eq!(result["_meta"]["dev.toolhost/plugin"]["name"], "content");
+    assert_eq!(
+        result["structuredContent"],
+        json!({"blocks": 6, "ok": true})
+    );
+}

@@ -345,6 +345,7 @@ async fn a_rust_after_hook_keeps_replaces_and_fails() {
         output: "secret".into(),
         details: Some(json!({"lines": 3})),
         structured: Some(json!({"text": "secret"})),
+        content: Vec::new(),
     };
 
     let keep = HookChain::new(vec![entry(FnHook::after("k", |_, _| AfterDecision::Keep))]);
@@ -362,6 +363,7 @@ async fn a_rust_after_hook_keeps_replaces_and_fails() {
             output: "[redacted]".into(),
             details: Some(details.clone()),
             structured: Some(json!({"text": "secret"})),
+            content: Vec::new(),
         }
     );
     assert_eq!(report.trace[0].decision, TraceDecision::Replace);
@@ -371,6 +373,7 @@ async fn a_rust_after_hook_keeps_replaces_and_fails() {
             output: None,
             details: Some(None),
             structured: Some(Some(json!({"text": "[redacted]"}))),
+            content: None,
         }
     }))]);
     let report = drop_details.run_after(&call("x", &args), outcome()).await;
@@ -380,6 +383,7 @@ async fn a_rust_after_hook_keeps_replaces_and_fails() {
             output: "secret".into(),
             details: None,
             structured: Some(json!({"text": "[redacted]"})),
+            content: Vec::new(),
         }
     );
 
@@ -446,6 +450,7 @@ async fn replacing_only_the_details_of_a_failure_keeps_the_failure() {
             output: None,
             details: Some(Some(json!({}))),
             structured: None,
+            content: None,
         }
     }))]);
     let args = json!({});
@@ -649,6 +654,7 @@ async fn the_report_says_whether_a_hook_put_in_a_structured_result() {
         output: Some("text".into()),
         details: None,
         structured: Some(v),
+        content: None,
     };
     let failed = || HookOutcome::err("tool-failed", "boom");
     assert!(!run(AfterDecision::Keep, HookOutcome::ok("x")).await);
@@ -663,4 +669,106 @@ async fn the_report_says_whether_a_hook_put_in_a_structured_result() {
         "a failure recovered"
     );
     assert!(!run(AfterDecision::fail("no"), HookOutcome::ok("x")).await);
+}
+
+/// A result with text, an image and an embedded text resource, as an MCP
+/// server sends one.
+fn with_content() -> HookOutcome {
+    use toolhost_content::Content;
+    let content = vec![
+        Content::text("token=s3cret"),
+        Content::image("iVBORw0KGgo=", "image/png"),
+        Content::embedded_text("file:///env", "s3cret again"),
+    ];
+    HookOutcome::Ok {
+        output: toolhost_content::text_of(&content),
+        details: None,
+        structured: None,
+        content,
+    }
+}
+
+async fn after(decision: AfterDecision, outcome: HookOutcome) -> toolhost_hooks::AfterReport {
+    let chain = HookChain::new(vec![entry(FnHook::after("h", move |_, _| {
+        Ok(decision.clone())
+    }))]);
+    let args = json!({});
+    chain.run_after(&call("x", &args), outcome).await
+}
+
+#[tokio::test]
+async fn a_hook_that_rewrites_the_output_rewrites_the_contents_text_too() {
+    let report = after(
+        AfterDecision::replace_output("token=[redacted]"),
+        with_content(),
+    )
+    .await;
+    let HookOutcome::Ok {
+        output, content, ..
+    } = report.outcome
+    else {
+        panic!("{:?}", report.outcome)
+    };
+    assert_eq!(output, "token=[redacted]");
+    let kinds: Vec<_> = content
+        .iter()
+        .map(toolhost_content::Content::kind)
+        .collect();
+    assert_eq!(
+        kinds,
+        ["text", "image"],
+        "the embedded text went with the text"
+    );
+    assert_eq!(content[0].as_text(), Some("token=[redacted]"));
+    assert!(
+        !report.content_replaced,
+        "the hook gave no content of its own"
+    );
+}
+
+#[tokio::test]
+async fn content_given_back_unchanged_counts_as_not_replaced() {
+    let HookOutcome::Ok { content, .. } = with_content() else {
+        unreachable!()
+    };
+    let echo = AfterDecision::Replace {
+        output: Some("token=[redacted]".into()),
+        details: None,
+        structured: None,
+        content: Some(content),
+    };
+    let report = after(echo, with_content()).await;
+    let HookOutcome::Ok { content, .. } = &report.outcome else {
+        panic!()
+    };
+    assert_eq!(content[0].as_text(), Some("token=[redacted]"));
+    assert!(
+        !content.iter().any(|c| c.as_text() == Some("s3cret again")),
+        "{content:?}"
+    );
+    assert!(!report.content_replaced);
+}
+
+#[tokio::test]
+async fn new_content_without_an_output_makes_the_output_its_text() {
+    use toolhost_content::Content;
+    let replace = AfterDecision::Replace {
+        output: None,
+        details: None,
+        structured: None,
+        content: Some(vec![
+            Content::text("only this"),
+            Content::image("R0lGODlh", "image/gif"),
+        ]),
+    };
+    let report = after(replace, with_content()).await;
+    let HookOutcome::Ok {
+        output, content, ..
+    } = &report.outcome
+    else {
+        panic!()
+    };
+    assert_eq!(output, "only this");
+    assert_eq!(content[1].kind(), "image");
+    assert!(report.content_replaced);
 }

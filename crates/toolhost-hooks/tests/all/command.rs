@@ -100,6 +100,7 @@ async fn the_command_gets_the_call_as_json_on_stdin_and_in_its_environment() {
         output: "hello".into(),
         details: Some(json!({"n": 1})),
         structured: None,
+        content: Vec::new(),
     };
     assert_eq!(after(&hook, &outcome).await.unwrap(), AfterDecision::Keep);
     let sent: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
@@ -177,6 +178,7 @@ async fn a_command_answers_each_after_decision_in_json() {
             output: Some("y".into()),
             details: Some(Some(json!({"k": 1}))),
             structured: None,
+            content: None,
         }
     );
     assert_eq!(
@@ -190,6 +192,7 @@ async fn a_command_answers_each_after_decision_in_json() {
             output: None,
             details: Some(None),
             structured: Some(Some(json!({"k": 2}))),
+            content: None,
         }
     );
     assert_eq!(

@@ -150,13 +150,15 @@ async fn the_reference_servers_tools_are_listed_with_their_schemas_and_answer() 
         .await
         .unwrap();
     assert!(out.contains("hi"), "{out}");
-    // An image is named for the model and kept whole in the details.
+    // An image is kept as the block it was sent as; the model's text is
+    // the text blocks around it.
     let r = rt
         .call("every__get-tiny-image", json!({}), CallContext::new())
         .await
         .unwrap();
-    assert!(r.output.contains("[image image/png"), "{}", r.output);
-    assert_eq!(r.details.unwrap()["content"][1]["type"], "image");
+    assert!(!r.output.contains("base64"), "{}", r.output);
+    assert_eq!(r.content[1].kind(), "image", "{:?}", r.content);
+    assert_eq!(r.details, None, "the blocks are the content, not details");
 
     let time = status(&rt, "time");
     assert_eq!(time.state, SourceState::Ready);

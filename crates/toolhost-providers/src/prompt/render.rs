@@ -268,7 +268,8 @@ fn history_as_text(profile: PromptProfile, messages: &[Message]) -> Vec<Message>
                 m.tool_call_id.as_deref(),
                 &m.content,
                 m.is_error,
-            )),
+            ))
+            .with_attachments(m.attachments.clone()),
             _ => m.clone(),
         };
         match out.last_mut() {
@@ -280,6 +281,7 @@ fn history_as_text(profile: PromptProfile, messages: &[Message]) -> Vec<Message>
             {
                 last.content.push_str("\n\n");
                 last.content.push_str(&converted.content);
+                last.attachments.extend(converted.attachments);
             }
             _ => out.push(converted),
         }

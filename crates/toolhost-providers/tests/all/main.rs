@@ -4,6 +4,7 @@
 
 mod anthropic;
 mod fuzz_corpus;
+mod images;
 mod openai;
 mod options;
 mod prompt;

@@ -3,7 +3,7 @@
 //!
 //! - `types.rs`: the version-neutral types the rest of the runtime sees
 //!   (`RawToolSpec`, `RawOutcome`, `RawBefore`, …);
-//! - `v0_1.rs`, `v0_2.rs`: one version each — the generated bindings (the
+//! - `v0_1.rs`, `v0_2.rs`, `v0_3.rs`: one version each — the generated bindings (the
 //!   [`version_bindings!`] macro: `bindgen!`, linker, host interface) and
 //!   that version's conversions to and from the neutral types, as plain
 //!   `impl From`; a version with a hook world has a `hook` module too;
@@ -11,13 +11,13 @@
 //!   its exports), and the enums that dispatch each call to them;
 //! - `latest` names the newest version module.
 //!
-//! Adding contract 0.3.0:
-//! 1. copy the current `wit/` to `wit/0.2.0/` (frozen) and point `v0_2.rs`'s
-//!    `path` (and its hook module's) there;
-//! 2. add `v0_3.rs`: `version_bindings! { path: "../../wit", version: (0, 3, 0) }`
+//! Adding contract 0.4.0 (as 0.3.0 was added):
+//! 1. copy the current `wit/plugin.wit` to `wit/0.3.0/` (frozen) and point
+//!    `v0_3.rs`'s `path` (and its hook module's) there;
+//! 2. add `v0_4.rs`: `version_bindings! { path: "../../wit", version: (0, 4, 0) }`
 //!    plus its `impl From` conversions (and a `hook` module if the hook world
 //!    changed);
-//! 3. add `V0_3 => v0_3` first in `contract_versions!` (and in
+//! 3. add `V0_4 => v0_4` first in `contract_versions!` (and in
 //!    `hook_versions!` for a new hook world) in `dispatch.rs`, and point
 //!    `latest` at it.
 
@@ -122,9 +122,10 @@ mod dispatch;
 pub(crate) mod types;
 pub(crate) mod v0_1;
 pub(crate) mod v0_2;
+pub(crate) mod v0_3;
 
 /// The newest contract version's bindings.
-pub(crate) use v0_2 as latest;
+pub(crate) use v0_3 as latest;
 
 pub(crate) use dispatch::{
     ComponentKind, HookPre, Linked, Linkers, PluginInstance, PluginPre, detect_kind, detect_version,

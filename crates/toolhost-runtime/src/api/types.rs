@@ -43,9 +43,14 @@ pub(crate) enum RawOutcome {
         details: Option<String>,
         /// Structured result as JSON text (0.2.0 and later).
         structured: Option<String>,
+        /// Content blocks (0.3.0 and later; empty: `output` alone).
+        content: Vec<toolhost_content::Content>,
     },
     InvalidArguments(String),
     Failed(String),
+    /// The plugin returned a content block the host refuses (a MIME type
+    /// that is not one, `meta` that is not a JSON object, …).
+    InvalidContent(toolhost_content::ContentError),
 }
 
 /// What a hook plugin's `before-execute` decided.
@@ -65,8 +70,13 @@ pub(crate) enum RawAfter {
         output: String,
         details: Option<String>,
         structured: Option<String>,
+        /// The new content blocks; `None` when the hook's contract has
+        /// none (0.2.0) or it gave back the blocks it was given.
+        content: Option<Vec<toolhost_content::Content>>,
     },
     Fail(String),
+    /// The hook replaced the content with a block the host refuses.
+    InvalidContent(toolhost_content::ContentError),
 }
 
 /// Host-side log levels a plugin may use.

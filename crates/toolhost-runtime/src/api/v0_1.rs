@@ -51,6 +51,7 @@ impl From<Result<tool::ToolOutput, tool::ToolError>> for RawOutcome {
                 output: out.output,
                 details: out.details,
                 structured: None,
+                content: Vec::new(),
             },
             Err(tool::ToolError::InvalidArguments(m)) => RawOutcome::InvalidArguments(m),
             Err(tool::ToolError::Failed(m)) => RawOutcome::Failed(m),

@@ -1,11 +1,11 @@
-//! Bindings for `toolhost:plugin@0.2.0` (`wit/`, the current contract):
-//! 0.1.0 plus structured output (`tool-spec.output-schema`,
-//! `tool-output.structured`).
+//! Bindings for `toolhost:plugin@0.2.0` (`wit/0.2.0/`, frozen): 0.1.0 plus
+//! structured output (`tool-spec.output-schema`, `tool-output.structured`);
+//! no content blocks.
 
 use super::types::{Annotations, RawContext, RawOutcome, RawToolSpec};
 
 version_bindings! {
-    path: "../../wit",
+    path: "../../wit/0.2.0",
     version: (0, 2, 0),
 }
 
@@ -51,6 +51,8 @@ impl From<Result<tool::ToolOutput, tool::ToolError>> for RawOutcome {
                 output: out.output,
                 details: out.details,
                 structured: out.structured,
+                // 0.2.0 has no content blocks.
+                content: Vec::new(),
             },
             Err(tool::ToolError::InvalidArguments(m)) => RawOutcome::InvalidArguments(m),
             Err(tool::ToolError::Failed(m)) => RawOutcome::Failed(m),
@@ -67,7 +69,7 @@ pub(crate) mod hook {
 
     wasmtime::component::bindgen!({
         world: "hook-plugin",
-        path: "../../wit",
+        path: "../../wit/0.2.0",
         exports: { default: async },
         with: {
             "toolhost:plugin/types": super::toolhost::plugin::types,
@@ -106,10 +108,13 @@ pub(crate) mod hook {
     impl From<RawOutcome> for Result<hooks::ToolOutput, hooks::ToolError> {
         fn from(outcome: RawOutcome) -> Self {
             match outcome {
+                // A 0.2.0 hook sees no content blocks; what it replaces
+                // leaves them as they are (`RawAfter::Replace`'s `None`).
                 RawOutcome::Ok {
                     output,
                     details,
                     structured,
+                    ..
                 } => Ok(hooks::ToolOutput {
                     output,
                     details,
@@ -117,6 +122,7 @@ pub(crate) mod hook {
                 }),
                 RawOutcome::InvalidArguments(m) => Err(hooks::ToolError::InvalidArguments(m)),
                 RawOutcome::Failed(m) => Err(hooks::ToolError::Failed(m)),
+                RawOutcome::InvalidContent(e) => Err(hooks::ToolError::Failed(e.to_string())),
             }
         }
     }
@@ -129,6 +135,7 @@ pub(crate) mod hook {
                     output: out.output,
                     details: out.details,
                     structured: out.structured,
+                    content: None,
                 },
                 hooks::AfterDecision::Fail(message) => RawAfter::Fail(message),
             }

@@ -64,6 +64,8 @@ pub(crate) async fn execute(
                 output: hit.output,
                 details: hit.details,
                 structured: hit.structured,
+                content: hit.content,
+                meta: hit.meta,
                 tool: call.target.tool.to_owned(),
                 plugin: plugin.name.clone(),
                 plugin_version: plugin.version.clone(),
@@ -80,6 +82,8 @@ pub(crate) async fn execute(
             output: &r.output,
             details: &r.details,
             structured: &r.structured,
+            content: &r.content,
+            meta: &r.meta,
         };
         cache.store(key, generation, kept, ttl);
     }

@@ -55,6 +55,7 @@ pub(crate) async fn conclude(
                     output: std::mem::take(&mut r.output),
                     details: r.details.take(),
                     structured: r.structured.take(),
+                    content: std::mem::take(&mut r.content),
                 };
                 (outcome, Some(r), None)
             }
@@ -68,7 +69,8 @@ pub(crate) async fn conclude(
             }
         };
         let report = hooks.run_after(&hook_call(call, args), outcome).await;
-        let structured_replaced = report.structured_replaced;
+        let (structured_replaced, content_replaced) =
+            (report.structured_replaced, report.content_replaced);
         report_traces(cx, report.trace);
         result = match (report.outcome, kept, error) {
             (
@@ -76,6 +78,7 @@ pub(crate) async fn conclude(
                     output,
                     details,
                     structured,
+                    content,
                 },
                 kept,
                 _,
@@ -84,6 +87,7 @@ pub(crate) async fn conclude(
                     output,
                     details,
                     structured,
+                    content,
                     ..r
                 },
                 // A failure that an after-hook replaced with a result.
@@ -91,6 +95,8 @@ pub(crate) async fn conclude(
                     output,
                     details,
                     structured,
+                    content,
+                    meta: None,
                     tool: tool.to_owned(),
                     plugin: plugin.name.clone(),
                     plugin_version: plugin.version.clone(),
@@ -123,6 +129,18 @@ pub(crate) async fn conclude(
                 message: format!("the result after the after-hooks is refused: {fault}"),
             });
         }
+        // So must content a hook put in: the same limits as the tool's own.
+        if content_replaced
+            && let Ok(r) = &result
+            && let Err(e) =
+                toolhost_content::ContentLimits::within(plugin.sandbox.limits.max_output_bytes)
+                    .check(&r.content)
+        {
+            result = Err(CallError::HookFailed {
+                tool: tool.to_owned(),
+                message: format!("the result after the after-hooks is refused: {e}"),
+            });
+        }
     }
 
     let Ok(r) = &result else {
@@ -152,11 +170,12 @@ pub(crate) async fn conclude(
             ),
         });
     };
+    let shown = shown_for_approval(r);
     let request = ResultApprovalRequest {
         tool,
         plugin: &plugin.name,
         args,
-        output: &r.output,
+        output: &shown,
         details: r.details.as_ref(),
     };
     match approver.approve_result(&request).await {
@@ -180,4 +199,19 @@ pub(crate) async fn conclude(
             })
         }
     }
+}
+
+/// What the person approving `r` is shown of it: its output, then one
+/// line for each content block that is not text (an image, audio, a
+/// resource), so that what else reaches the model and the client is not
+/// hidden from them ([`toolhost_content::stand_in`]: escaped, bounded).
+fn shown_for_approval(r: &ToolResult) -> String {
+    let mut shown = r.output.clone();
+    for block in r.content.iter().filter(|b| b.as_text().is_none()) {
+        if !shown.is_empty() {
+            shown.push('\n');
+        }
+        shown.push_str(&toolhost_content::stand_in(block));
+    }
+    shown
 }

@@ -18,6 +18,7 @@ use crate::pool::Pool;
 use crate::refill;
 use crate::sandbox::{Sandbox, SandboxState};
 use crate::source::{SourceCall, SourceError, SourceOutcome, SourceProgress, ToolSource};
+use toolhost_content::ContentLimits;
 
 /// Runs an admitted call in a fresh sandbox: one made ready before the
 /// call when the plugin keeps them and has one (`ready.rs`), else one set
@@ -129,6 +130,7 @@ async fn run(
             output,
             details,
             structured,
+            content,
         } => {
             let max = limits.max_output_bytes;
             if output.len() > max {
@@ -154,12 +156,23 @@ async fn run(
                 })?),
             };
             let structured = spec.check_structured(structured, max).map_err(fault)?;
-            Ok(result(call, output, details, structured, duration))
+            ContentLimits::within(max)
+                .check(&content)
+                .map_err(|e| fault(SandboxFault::Content(e)))?;
+            let parts = Parts {
+                output,
+                details,
+                structured,
+                content,
+                meta: None,
+            };
+            Ok(result(call, parts, duration))
         }
         RawOutcome::InvalidArguments(message) => {
             Err(tool_error(tool, ToolErrorKind::InvalidArguments, message))
         }
         RawOutcome::Failed(message) => Err(tool_error(tool, ToolErrorKind::Failed, message)),
+        RawOutcome::InvalidContent(e) => Err(fault(SandboxFault::Content(e))),
     }
 }
 
@@ -223,6 +236,8 @@ pub(crate) async fn from_source(
             output,
             details,
             structured,
+            content,
+            meta,
         } => {
             let max = limits.max_output_bytes;
             let too_large = |what: &'static str, size: usize| {
@@ -241,9 +256,23 @@ pub(crate) async fn from_source(
                     return Err(too_large(what, size));
                 }
             }
+            let meta_size = meta.as_ref().map_or(0, toolhost_content::json_len);
+            if meta_size > max {
+                return Err(too_large("_meta", meta_size));
+            }
+            ContentLimits::within(max)
+                .check(&content)
+                .map_err(|e| fault(SandboxFault::Content(e)))?;
             spec.validate_structured(structured.as_ref())
                 .map_err(fault)?;
-            Ok(result(call, output, details, structured, duration))
+            let parts = Parts {
+                output,
+                details,
+                structured,
+                content,
+                meta,
+            };
+            Ok(result(call, parts, duration))
         }
         SourceOutcome::InvalidArguments(message) => {
             Err(tool_error(tool, ToolErrorKind::InvalidArguments, message))
@@ -255,17 +284,29 @@ pub(crate) async fn from_source(
 /// How many progress reports of one call reach the caller.
 const MAX_PROGRESS_REPORTS: usize = 64;
 
-fn result(
-    call: &Call<'_>,
+/// What a call returned, checked.
+struct Parts {
     output: String,
     details: Option<serde_json::Value>,
     structured: Option<serde_json::Value>,
-    duration: std::time::Duration,
-) -> ToolResult {
+    content: Vec<toolhost_content::Content>,
+    meta: Option<toolhost_content::JsonObject>,
+}
+
+fn result(call: &Call<'_>, parts: Parts, duration: std::time::Duration) -> ToolResult {
+    let Parts {
+        output,
+        details,
+        structured,
+        content,
+        meta,
+    } = parts;
     ToolResult {
         output,
         details,
         structured,
+        content,
+        meta,
         tool: call.target.tool.to_owned(),
         plugin: call.target.plugin.name.clone(),
         plugin_version: call.target.plugin.version.clone(),

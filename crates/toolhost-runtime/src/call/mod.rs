@@ -197,6 +197,20 @@ pub struct ToolResult {
     /// when the tool declares one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub structured: Option<Value>,
+    /// The result as content blocks (MCP's `content`: text, images, audio,
+    /// resource links, embedded resources), as the plugin (contract 0.3.0
+    /// or later) or the tool source sent them. Empty: the result is
+    /// `output` alone, one text block. When it is not empty, an MCP client
+    /// receives these blocks, and `output` holds the text a model reads
+    /// (the text of these blocks, for a tool source; what the plugin wrote,
+    /// for a plugin): the agent loop gives the model `output` and, of the
+    /// other blocks, the images and a stand-in line for each of the rest.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub content: Vec<toolhost_content::Content>,
+    /// The result's own `_meta`, from a tool source (an MCP server's
+    /// result, passed on as it was sent); `None` for a plugin's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub meta: Option<toolhost_content::JsonObject>,
     /// The tool's exposed name.
     pub tool: String,
     /// The plugin that ran it.

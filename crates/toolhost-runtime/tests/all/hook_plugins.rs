@@ -343,12 +343,39 @@ async fn a_spinning_hook_plugin_is_stopped_by_its_sandbox_timeout_and_blocks_unl
 }
 
 #[tokio::test]
+async fn a_0_3_hook_plugin_may_put_content_blocks_in_the_result() {
+    let (_dir, rt) = decisions(DECISIONS, |b| b).await;
+    let (result, traces) = calc_traced(&rt, "4+4").await;
+    let result = result.unwrap();
+    assert_eq!(result.output, "eight");
+    let kinds: Vec<_> = result
+        .content
+        .iter()
+        .map(toolhost_runtime::Content::kind)
+        .collect();
+    assert_eq!(kinds, ["text", "image"], "{:?}", result.content);
+    let toolhost_runtime::Content::Image(image) = &result.content[1] else {
+        unreachable!()
+    };
+    assert_eq!(
+        image.data,
+        toolhost_runtime::content::encode(b"\x89PNG\r\n\x1a\n"),
+        "the hook's bytes, as base64"
+    );
+    assert_eq!(traces[1], "hook-decisions:After:replace");
+}
+
+#[tokio::test]
 async fn a_hook_plugin_after_the_call_replaces_fails_and_recovers_a_failure() {
     let (_dir, rt) = decisions(DECISIONS, |b| b).await;
 
     let (result, traces) = calc_traced(&rt, "2+2").await;
     let result = result.unwrap();
     assert_eq!(result.output, "four");
+    assert!(
+        result.content.is_empty(),
+        "the content it was shown (none) given back: not replaced"
+    );
     assert_eq!(
         result.details.as_ref().unwrap()["expression"],
         "2+2",

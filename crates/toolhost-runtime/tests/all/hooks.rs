@@ -306,11 +306,13 @@ async fn structured_content_an_after_hook_replaces_is_checked_against_the_output
                 output: None,
                 details: None,
                 structured: Some(Some(json!({"value": "two"}))),
+                content: None,
             },
             HookOutcome::Ok { .. } => AfterDecision::Replace {
                 output: None,
                 details: None,
                 structured: Some(Some(json!({"value": 40.5}))),
+                content: None,
             },
             HookOutcome::Err { .. } => AfterDecision::Keep,
         }))

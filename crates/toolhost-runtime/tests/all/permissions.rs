@@ -39,6 +39,8 @@ pub(crate) struct Scripted {
     results: Mutex<Vec<ResultApproval>>,
     pub(crate) asked: AtomicUsize,
     pub(crate) reasons: Mutex<Vec<String>>,
+    /// The output each result question showed.
+    shown: Mutex<Vec<String>>,
     /// The scopes each call question offered.
     offered: Mutex<Vec<Vec<Scope>>>,
 }
@@ -74,9 +76,10 @@ impl Approver for Scripted {
     }
     fn approve_result<'a>(
         &'a self,
-        _: &'a ResultApprovalRequest<'a>,
+        req: &'a ResultApprovalRequest<'a>,
     ) -> ApprovalFuture<'a, ResultApproval> {
         self.asked.fetch_add(1, Ordering::SeqCst);
+        self.shown.lock().unwrap().push(req.output.to_owned());
         let answer = self.results.lock().unwrap().remove(0);
         Box::pin(async move { answer })
     }
@@ -498,6 +501,44 @@ async fn a_rejected_result_reaches_the_model_as_a_rejected_status() {
     assert_eq!(
         seen,
         json!({"status": "rejected", "message": "that number looks wrong"})
+    );
+}
+
+#[tokio::test]
+async fn the_person_approving_a_result_is_shown_a_line_for_each_block_that_is_not_text() {
+    let approver = Scripted::results(vec![ResultApproval::Accept]);
+    let rt = builder()
+        .policy(
+            Policy::builder()
+                .approve_results(["bar_chart"])
+                .build()
+                .unwrap(),
+        )
+        .approver(approver.clone())
+        .build()
+        .await
+        .unwrap();
+    let r = rt
+        .call(
+            "bar_chart",
+            json!({"values": [3, 1, 4], "width": 64, "height": 48}),
+            CallContext::new(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.content[1].kind(), "image", "the image still goes on");
+    let shown = approver.shown.lock().unwrap().clone();
+    let [shown] = shown.as_slice() else {
+        panic!("{shown:?}")
+    };
+    let (text, line) = shown.split_once('\n').expect("two lines");
+    assert_eq!(
+        text,
+        "A bar chart of 3 values, from 1 to 4: a 64×48 PNG image."
+    );
+    assert!(
+        line.starts_with("[image image/png, ") && line.ends_with(" bytes]"),
+        "{shown}"
     );
 }
 
