@@ -33,6 +33,8 @@
 //! ```
 
 pub mod export;
+#[cfg(feature = "otlp")]
+mod failures;
 pub mod propagate;
 
 pub use export::{Protocol, Settings, Telemetry, TelemetryError};
