@@ -789,3 +789,35 @@ fn mcp_serves_with_its_stdout_a_file_or_dev_null() {
         }
     }
 }
+
+/// The gateway guide's sandbox (`hide = ["~/.ssh"]`) on a machine whose
+/// home has no `.ssh`: nothing to hide, and the server starts (it was
+/// refused: "sandbox directory …/.ssh does not exist"). Needs bubblewrap
+/// (`cargo xtask test` puts PyPI's on the PATH).
+#[test]
+fn a_sandboxed_server_whose_hidden_directory_does_not_exist_starts() {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let config = work.path().join("gateway.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[mcp-servers]]\nname = \"calc\"\ncommand = [{:?}, \"--plugins\", {:?}, \"mcp\"]\n\
+             sandbox = {{ write = [\".\"], hide = [\"~/.ssh\"], network = false }}\n",
+            env!("CARGO_BIN_EXE_host"),
+            plugins_dir().join("calc.wasm").display().to_string(),
+        ),
+    )
+    .unwrap();
+    let o = host(&root().join("target/test-cache"))
+        .current_dir(work.path())
+        .env("HOME", home.path())
+        .arg("--config")
+        .arg(&config)
+        .args(["call", "calc__calculate", r#"{"expression":"6*7"}"#])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "42\n", "{err}");
+}

