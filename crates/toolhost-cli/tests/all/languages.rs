@@ -684,3 +684,26 @@ mod go {
         assert_ne!(code, 0);
     }
 }
+
+/// The first load of a Python plugin compiles it for many seconds (about
+/// 20 s here): the host says so while it works, then how long it took
+/// (issue 47: it was silent).
+#[test]
+fn the_first_load_of_a_python_plugin_says_it_is_compiling_and_then_how_long_it_took() {
+    let dir = built("plugins-py", "text-stats.wasm");
+    let cache = tempfile::tempdir().unwrap();
+    let out = host(cache.path())
+        .arg("--plugins")
+        .arg(&dir)
+        .arg("tools")
+        .output()
+        .expect("host runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("loading plugins: compiling those not in the compile cache yet"),
+        "{err}"
+    );
+    assert!(err.contains("loading plugins: done in "), "{err}");
+    assert!(err.contains("(1 compiled, 0 from the cache)"), "{err}");
+}
