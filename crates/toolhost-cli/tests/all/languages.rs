@@ -86,6 +86,32 @@ fn a_python_plugin_reads_only_what_it_was_granted() {
     assert_ne!(code, 0);
 }
 
+/// A relative path is relative to the first granted directory, in Python
+/// as in Rust (issue 47: python.md's `read_lines` of `todo.txt` under a
+/// grant of `./notes` found nothing); `..` and the secret beside the grant
+/// stay out of reach.
+#[test]
+fn a_python_plugin_reads_a_path_relative_to_its_first_granted_directory() {
+    let scene = fs_scene();
+    let grant = format!("text-stats={}", scene.granted.display());
+    let (code, r) = call(
+        &["--allow-dir", &grant],
+        "read_lines",
+        r#"{"path": "hello.txt"}"#,
+    );
+    assert_eq!(code, 0, "{r}");
+    assert_eq!(r["output"], "line one\nline two\nline three", "{r}");
+
+    let beside = scene.secret.file_name().unwrap().to_string_lossy();
+    let (code, r) = call(
+        &["--allow-dir", &grant],
+        "read_lines",
+        &format!(r#"{{"path": "../{beside}"}}"#),
+    );
+    assert_ne!(code, 0, "{r}");
+    assert!(!r.to_string().contains("TOP SECRET"), "{r}");
+}
+
 #[test]
 fn a_javascript_plugin_answers_with_text_structured_output_and_typed_errors() {
     let dir = built("plugins-js", "text-case.wasm");
