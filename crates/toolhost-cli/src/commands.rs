@@ -387,6 +387,22 @@ pub fn grant_hint(runtime: &Runtime, tool: &str, e: &CallError) -> Option<String
         p.requested.dirs != toolhost_runtime::DirRequest::None && p.granted.dirs.is_empty();
     let no_hosts = !p.requested.hosts.is_empty() && p.granted.hosts.is_empty();
     let name = &p.name;
+    // Grants given and held back from this code: granting again would not help.
+    match &p.grants {
+        toolhost_runtime::GrantState::Withheld { .. } if no_dirs || no_hosts => {
+            return Some(format!(
+                "{name}'s grants are withheld: this file is not the code they were given to \
+                 (`host trust {name}` accepts it)"
+            ));
+        }
+        toolhost_runtime::GrantState::NotItsFile { file } if no_dirs || no_hosts => {
+            return Some(format!(
+                "grants for {name} go to {name}.wasm only, and this is {}.wasm",
+                printable(file)
+            ));
+        }
+        _ => {}
+    }
     match (no_dirs, no_hosts) {
         (true, _) => Some(format!(
             "{name} asks for directories and has none granted: `--allow-dir {name}=DIR` grants \

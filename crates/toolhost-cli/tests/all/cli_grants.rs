@@ -127,3 +127,40 @@ fn chrono_year() -> String {
     let out = Command::new("date").arg("+%Y").output().unwrap();
     String::from_utf8_lossy(&out.stdout).trim().to_owned()
 }
+
+#[test]
+fn a_call_whose_grants_are_withheld_says_how_to_accept_the_code_not_how_to_grant() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = dir.path().join("plugins");
+    copy_plugin(&plugins_dir(), "fs", &plugins);
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    std::fs::write(data.join("todo.txt"), "milk\n").unwrap();
+    let call = || {
+        host(&shared_cache())
+            .arg("--plugins")
+            .arg(&plugins)
+            .arg("--lock")
+            .arg(dir.path().join("toolhost.lock"))
+            .arg("--allow-dir")
+            .arg(format!("fs={}", data.display()))
+            .args(["call", "read_file", r#"{"path":"todo.txt"}"#])
+            .output()
+            .unwrap()
+    };
+    let o = call();
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Other code under the same name (a custom section appended: another
+    // digest, the same tools).
+    let mut wasm = std::fs::read(plugins.join("fs.wasm")).unwrap();
+    wasm.extend_from_slice(b"\x00\x05\x04test");
+    std::fs::write(plugins.join("fs.wasm"), wasm).unwrap();
+    let o = call();
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(
+        err.contains("hint: fs's grants are withheld") && err.contains("`host trust fs`"),
+        "{err}"
+    );
+    assert!(!err.contains("has none granted"), "{err}");
+}
