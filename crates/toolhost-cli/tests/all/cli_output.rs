@@ -254,6 +254,10 @@ fn publishing_to_a_closed_port_says_the_connection_was_refused() {
     ]));
     assert_eq!(o.status.code(), Some(1));
     let err = stderr(&o);
+    assert!(
+        err.contains("pushing "),
+        "what it does, before the wait: {err}"
+    );
     assert!(err.contains("connection refused"), "{err}");
     assert_no_debug_dump(&err);
 }
