@@ -67,6 +67,7 @@ import dataclasses
 import enum
 import inspect
 import json
+import os
 import re
 import sys
 import traceback
@@ -763,6 +764,19 @@ def call(name: str, args: Any, cx: Optional[Context] = None) -> Output:
         raise Failed(f"{type(e).__name__}: {e}") from None
 
 
+def _start_in_granted_directory() -> None:
+    """Makes a relative path relative to the first directory the host
+    granted, as in a Rust plugin: the interpreter was snapshotted at build
+    time with ``/`` as its working directory, and the host names that
+    directory in ``PWD``. Without a grant there is nothing to change to."""
+    pwd = os.environ.get("PWD")
+    if pwd and os.getcwd() != pwd:
+        try:
+            os.chdir(pwd)
+        except OSError:
+            pass
+
+
 class Tool(_ToolBase):
     """The component's ``tool`` export, built from the registered tools.
     componentize-py looks for it in your app module: import it there."""
@@ -780,6 +794,7 @@ class Tool(_ToolBase):
         ]
 
     def execute(self, context, name, args_json):
+        _start_in_granted_directory()
         cx = Context(context.call_id, context.session_id, context.agent)
         try:
             out = call(name, args_json, cx)

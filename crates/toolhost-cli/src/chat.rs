@@ -1,10 +1,9 @@
 //! Talking to a model: provider selection, one agent turn, and how its
 //! events are shown (streamed text on stdout, one line per tool call on stderr).
 
-use std::io::Write;
 use std::sync::Arc;
 
-use toolhost_agent::provider::select::{NO_PROVIDER_HELP, select_from_env};
+use toolhost_agent::provider::select::{MODEL_SETUP_HELP, NO_PROVIDER_HELP, select_from_env};
 use toolhost_agent::{
     Agent, AgentEvent, AgentOptions, AnswerSource, CancellationToken, Message, Provider, Status,
     ToolChainResult, VarStore,
@@ -101,6 +100,15 @@ pub fn no_model_help() -> &'static str {
     NO_PROVIDER_HELP
 }
 
+/// The message `host run` ends with when no model is configured (it has
+/// no tools-only mode to fall back on).
+pub fn no_model_for_run() -> String {
+    format!(
+        "`host run` needs a language model, and none is configured. {MODEL_SETUP_HELP} \
+         Without a model, `host call TOOL ARGS` runs one tool."
+    )
+}
+
 use toolhost_text::line as one_line;
 
 /// Shows one event: text streams to stdout, tool calls get one line each on stderr.
@@ -170,6 +178,10 @@ pub fn show_event(event: &AgentEvent, stream_text: bool) {
     }
 }
 
+/// How long a turn may go without an event before the host says it is
+/// still waiting (for the model, or for a tool).
+const QUIET_SPELL: std::time::Duration = std::time::Duration::from_secs(15);
+
 /// Runs one turn on `history` + `prompt`, showing events as they come.
 /// Ctrl-C cancels the turn (not the program).
 pub async fn turn(
@@ -187,7 +199,29 @@ pub async fn turn(
     }
     let printer = tokio::spawn(async move {
         let mut held = HeldText::default();
-        while let Some(event) = rx.recv().await {
+        let started = std::time::Instant::now();
+        // The tool running now, if one is: a quiet spell is it, not the model.
+        let mut running: Option<String> = None;
+        loop {
+            let event = match tokio::time::timeout(QUIET_SPELL, rx.recv()).await {
+                Ok(Some(event)) => event,
+                Ok(None) => break,
+                Err(_) => {
+                    let secs = started.elapsed().as_secs();
+                    match &running {
+                        Some(tool) => eprintln!("  … {tool} is still running ({secs} s)"),
+                        None => eprintln!("  … waiting for the model ({secs} s)"),
+                    }
+                    continue;
+                }
+            };
+            match &event {
+                AgentEvent::ToolCallRunning { tool, .. } => running = Some(tool.clone()),
+                AgentEvent::ToolCallCompleted { .. } | AgentEvent::ToolCallError { .. } => {
+                    running = None;
+                }
+                _ => {}
+            }
             match &event {
                 AgentEvent::TextDelta { text, .. } if stream_text => held.push(text),
                 AgentEvent::ReplySetAside { reason, .. } if stream_text => held.set_aside(*reason),
@@ -219,17 +253,19 @@ pub async fn turn(
     // The answer the stream did not show: words held back because they
     // began like protocol text, or the host's answer from the results.
     if stream_text && !result.text.is_empty() {
-        match result.answer_source {
-            AnswerSource::Results => println!(
+        let _ = match result.answer_source {
+            AnswerSource::Results => crate::stdout::outln!(
                 "\n[the model gave no answer in words; from the tool results:]\n{}",
                 crate::shown::on_stdout(&result.text)
             ),
-            AnswerSource::Host => println!("\n[{}]", crate::shown::on_stdout(&result.text)),
-            AnswerSource::Model if hid_last => {
-                print!("{}", crate::shown::on_stdout(&result.text));
+            AnswerSource::Host => {
+                crate::stdout::outln!("\n[{}]", crate::shown::on_stdout(&result.text))
             }
-            AnswerSource::Model => {}
-        }
+            AnswerSource::Model if hid_last => {
+                crate::stdout::out!("{}", crate::shown::on_stdout(&result.text))
+            }
+            AnswerSource::Model => Ok(()),
+        };
     }
     result
 }
@@ -271,7 +307,7 @@ impl HeldText {
     /// as not the answer (a terminal cannot take it back).
     fn set_aside(&mut self, reason: toolhost_agent::SetAside) {
         if self.show == Some(true) {
-            println!();
+            let _ = crate::stdout::outln!();
             eprintln!("  ↺ not the answer: {}", reason.describe());
         }
         self.show = None;
@@ -286,9 +322,10 @@ impl HeldText {
     }
 }
 
+/// Streamed text, on stdout at once. A closed stdout drops it (the run
+/// goes on; its end says how it went).
 fn print_now(text: &str) {
-    print!("{}", crate::shown::on_stdout(text));
-    let _ = std::io::stdout().flush();
+    let _ = crate::stdout::out!("{}", crate::shown::on_stdout(text));
 }
 
 /// The exit code of a `run`: 0 when the model answered, 1 otherwise.

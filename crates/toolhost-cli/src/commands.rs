@@ -1,17 +1,22 @@
-//! The non-interactive commands: `tools`, `plugins`, `call`, `check`.
+//! The non-interactive commands: `tools`, `plugins`, `call`, `check`,
+//! `trust`, `approvals`.
 
 use std::io::Write;
 use std::path::Path;
 
 use serde_json::{Value, json};
+use toolhost_runtime::policy::{Decision, Standing};
 use toolhost_runtime::{
     Annotations, CallContext, CallError, PluginKind, Runtime, ToolInfo, ToolResult,
 };
 
 use crate::exit;
 use crate::shown::printable;
+use crate::stdout::outln;
 
-/// Prints every plugin file that failed to load (and every clash) to stderr.
+/// Prints every plugin file that failed to load (and every clash) to
+/// stderr, once: the runtime's own log of them is off (`lib.rs`), and
+/// what is printed here is not printed again on a reload (`notices.rs`).
 pub fn report_load_problems(runtime: &Runtime) {
     let report = runtime.load_report();
     for f in &report.failures {
@@ -24,6 +29,7 @@ pub fn report_load_problems(runtime: &Runtime) {
     for w in &report.warnings {
         eprintln!("warning: {}", printable(w));
     }
+    crate::notices::shown(&report.warnings);
 }
 
 fn annotation_tags(a: &Annotations) -> String {
@@ -63,16 +69,60 @@ pub fn format_tool(t: &ToolInfo) -> String {
     s
 }
 
-pub fn tools(runtime: &Runtime, json: bool) -> anyhow::Result<u8> {
+/// Where `tool` stands under the policy for `agent` (see
+/// [`Policy::standing`](toolhost_runtime::policy::Policy::standing)).
+pub fn standing(runtime: &Runtime, tool: &ToolInfo, agent: Option<&str>) -> Standing {
+    runtime
+        .policy()
+        .standing(&tool.name, &tool.declared_name, Some(&tool.plugin), agent)
+}
+
+/// The policy's line for a tool in `host tools`, when it says more than
+/// "allowed": denied outright (not offered to the model), asked about, or
+/// decided by its arguments.
+pub fn policy_line(s: &Standing) -> Option<String> {
+    let why = match &s.reason {
+        Some(r) => format!("{}: {}", s.decided_by, printable(r)),
+        None => s.decided_by.to_string(),
+    };
+    let by_args = if s.by_arguments {
+        "; some arguments are decided otherwise (`host explain TOOL ARGS` says how)"
+    } else {
+        ""
+    };
+    match s.decision {
+        _ if !s.offered => Some(format!("denied, and not offered to the model ({why})")),
+        Decision::Deny => Some(format!(
+            "denied unless its arguments match a rule ({why}){by_args}"
+        )),
+        Decision::Ask => Some(format!("asks before each call ({why}){by_args}")),
+        Decision::Allow if s.by_arguments => Some(format!("allowed ({why}){by_args}")),
+        Decision::Allow => None,
+    }
+}
+
+pub fn tools(runtime: &Runtime, agent: Option<&str>, json: bool) -> anyhow::Result<u8> {
     let tools = runtime.tools();
     let mut out = std::io::stdout().lock();
     if json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&tools)?)?;
+        let listed: Vec<Value> = tools
+            .iter()
+            .map(|t| {
+                let mut v = serde_json::to_value(t)?;
+                v["policy"] = serde_json::to_value(standing(runtime, t, agent))?;
+                Ok(v)
+            })
+            .collect::<Result<_, serde_json::Error>>()?;
+        writeln!(out, "{}", serde_json::to_string_pretty(&listed)?)?;
     } else if tools.is_empty() {
         writeln!(out, "no tools loaded")?;
     } else {
         for t in &tools {
-            writeln!(out, "{}", format_tool(t))?;
+            let mut text = format_tool(t);
+            if let Some(line) = policy_line(&standing(runtime, t, agent)) {
+                text.push_str(&format!("    policy: {line}\n"));
+            }
+            writeln!(out, "{text}")?;
         }
         for p in runtime.plugins() {
             if let Some(why) = &p.selection {
@@ -149,73 +199,114 @@ pub fn plugins(runtime: &Runtime, json: bool) -> anyhow::Result<u8> {
 /// loaded under `name`.
 pub fn trust(runtime: &Runtime, name: &str, lock: &std::path::Path) -> anyhow::Result<u8> {
     let digest = runtime.trust(name)?;
-    println!(
+    outln!(
         "{name}: {digest} is trusted (recorded in {}); its grants apply from its next load",
         lock.display()
-    );
+    )?;
     Ok(exit::OK)
 }
 
-/// `host approvals list | revoke ID | clear`, on the saved-approvals file
-/// `path`.
+/// `host approvals list | revoke ID | clear`, on the saved-approvals
+/// stores `stores` (one, beside the lock file of the plugins directory
+/// given; or, when none is given, every store there is: see
+/// [`approval_stores`](crate::settings::approval_stores)).
 pub fn approvals(
-    path: &std::path::Path,
+    stores: &crate::settings::ApprovalStores,
     command: &crate::args::ApprovalsCommand,
 ) -> anyhow::Result<u8> {
     use crate::args::ApprovalsCommand;
     use toolhost_runtime::policy::approvals::Approvals;
-    let store = Approvals::open(path.to_owned());
+    let open = |p: &Path| Approvals::open(p.to_owned());
     match command {
         ApprovalsCommand::List { json } => {
-            let all = store.list()?;
+            let mut all = Vec::new();
+            for path in &stores.paths {
+                all.push((path, open(path).list()?));
+            }
             let mut out = std::io::stdout().lock();
             if *json {
-                writeln!(out, "{}", serde_json::to_string_pretty(&all)?)?;
+                let flat: Vec<_> = all.iter().flat_map(|(_, list)| list).collect();
+                writeln!(out, "{}", serde_json::to_string_pretty(&flat)?)?;
                 return Ok(exit::OK);
             }
-            if all.is_empty() {
-                writeln!(out, "no saved approvals ({})", path.display())?;
+            if all.iter().all(|(_, list)| list.is_empty()) {
+                writeln!(out, "no saved approvals ({})", stores.described())?;
             }
-            for a in &all {
-                let scope = printable(&a.scope.to_string());
-                writeln!(
-                    out,
-                    "{}  {} ({} {})  {scope}",
-                    a.id,
-                    printable(&a.tool),
-                    printable(&a.plugin),
-                    a.digest
-                )?;
-                let expires = a
-                    .expires
-                    .map(|t| format!(", expires at {t} (Unix time)"))
-                    .unwrap_or_default();
-                writeln!(
-                    out,
-                    "    answers {}; by {} at {} (Unix time), from the {} prompt{expires}",
-                    printable(&a.binding()),
-                    printable(&a.who),
-                    a.when,
-                    a.from,
-                )?;
+            for (path, list) in all.iter().filter(|(_, l)| !l.is_empty()) {
+                if stores.every_store {
+                    writeln!(out, "{}:", path.display())?;
+                }
+                for a in list {
+                    let scope = printable(&a.scope.to_string());
+                    writeln!(
+                        out,
+                        "{}  {} ({} {})  {scope}",
+                        a.id,
+                        printable(&a.tool),
+                        printable(&a.plugin),
+                        a.digest
+                    )?;
+                    let expires = a
+                        .expires
+                        .map(|t| format!(", expires {}", local_time(t)))
+                        .unwrap_or_default();
+                    writeln!(
+                        out,
+                        "    answers {}; by {} on {}, from the {} prompt{expires}",
+                        printable(&a.binding()),
+                        printable(&a.who),
+                        local_time(a.when),
+                        a.from,
+                    )?;
+                }
             }
             Ok(exit::OK)
         }
         ApprovalsCommand::Revoke { id } => {
-            if store.revoke(id)? {
-                println!("approval {id} revoked: the next such call is asked again");
-                Ok(exit::OK)
-            } else {
-                eprintln!("no saved approval {id} (see `host approvals list`)");
-                Ok(exit::FAILURE)
+            for path in &stores.paths {
+                if open(path).revoke(id)? {
+                    outln!("approval {id} revoked: the next such call is asked again")?;
+                    return Ok(exit::OK);
+                }
             }
+            eprintln!(
+                "error: no saved approval {} ({}); `host approvals list` shows their ids",
+                printable(id),
+                stores.described()
+            );
+            Ok(exit::FAILURE)
         }
         ApprovalsCommand::Clear => {
-            let n = store.clear()?;
-            println!("{n} saved approval(s) removed");
+            if stores.every_store {
+                anyhow::bail!(
+                    "which plugins directory's approvals? `host --plugins DIR approvals clear` \
+                     (or --lock FILE) clears one directory's; `host approvals list` shows them all"
+                );
+            }
+            let mut n = 0;
+            for path in &stores.paths {
+                n += open(path).clear()?;
+            }
+            outln!("{n} saved approval(s) removed ({})", stores.described())?;
             Ok(exit::OK)
         }
     }
+}
+
+/// A time the approvals store keeps (Unix seconds) as the user's local
+/// time, e.g. `2026-11-27 19:58 +01:00`.
+fn local_time(unix: u64) -> String {
+    i64::try_from(unix)
+        .ok()
+        .and_then(|s| chrono::DateTime::from_timestamp(s, 0))
+        .map_or_else(
+            || format!("{unix} (Unix time)"),
+            |t| {
+                t.with_timezone(&chrono::Local)
+                    .format("%Y-%m-%d %H:%M %:z")
+                    .to_string()
+            },
+        )
 }
 
 /// The JSON shape of a call error (`--json`).
@@ -272,11 +363,57 @@ pub async fn call(
         }
         Err(e) => {
             if json {
-                println!("{}", serde_json::to_string_pretty(&error_json(&e))?);
+                outln!("{}", serde_json::to_string_pretty(&error_json(&e))?)?;
             }
             eprintln!("error: {}", printable(&e.to_string()));
+            if let Some(hint) = grant_hint(runtime, tool, &e) {
+                eprintln!("hint: {hint}");
+            }
             Ok(exit::for_call_error(&e))
         }
+    }
+}
+
+/// What to do when a call failed or was denied and its plugin asks for
+/// directories or hosts it was not granted (the usual cause: no grant, or
+/// a grant to a name with a typo, which `settings::warn_unknown_grants`
+/// warns about).
+pub fn grant_hint(runtime: &Runtime, tool: &str, e: &CallError) -> Option<String> {
+    if !matches!(e, CallError::Tool { .. } | CallError::Denied { .. }) {
+        return None;
+    }
+    let plugin = runtime.tools().into_iter().find(|t| t.name == tool)?.plugin;
+    let p = runtime.plugins().into_iter().find(|p| p.name == plugin)?;
+    let no_dirs =
+        p.requested.dirs != toolhost_runtime::DirRequest::None && p.granted.dirs.is_empty();
+    let no_hosts = !p.requested.hosts.is_empty() && p.granted.hosts.is_empty();
+    let name = &p.name;
+    // Grants given and held back from this code: granting again would not help.
+    match &p.grants {
+        toolhost_runtime::GrantState::Withheld { .. } if no_dirs || no_hosts => {
+            return Some(format!(
+                "{name}'s grants are withheld: this file is not the code they were given to \
+                 (`host trust {name}` accepts it)"
+            ));
+        }
+        toolhost_runtime::GrantState::NotItsFile { file } if no_dirs || no_hosts => {
+            return Some(format!(
+                "grants for {name} go to {name}.wasm only, and this is {}.wasm",
+                printable(file)
+            ));
+        }
+        _ => {}
+    }
+    match (no_dirs, no_hosts) {
+        (true, _) => Some(format!(
+            "{name} asks for directories and has none granted: `--allow-dir {name}=DIR` grants \
+             one (or `[plugins.{name}] dirs` in the config file)"
+        )),
+        (false, true) => Some(format!(
+            "{name} asks for network hosts and has none granted: `--allow-host {name}=HOST` \
+             grants one"
+        )),
+        (false, false) => None,
     }
 }
 
@@ -284,12 +421,12 @@ pub fn check(runtime: &Runtime, file: &Path, json: bool) -> anyhow::Result<u8> {
     let report = runtime.load_report();
     if let Some(f) = report.failures.first() {
         if json {
-            println!(
+            outln!(
                 "{}",
                 serde_json::to_string_pretty(
                     &json!({"ok": false, "file": file, "error": f.error.to_string()})
                 )?
-            );
+            )?;
         }
         eprintln!(
             "error: {}: {}",
@@ -304,14 +441,18 @@ pub fn check(runtime: &Runtime, file: &Path, json: bool) -> anyhow::Result<u8> {
     };
     let tools = runtime.tools();
     if json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&json!({"ok": true, "plugin": p, "tools": tools}))?
-        );
+        )?;
         return Ok(exit::OK);
     }
     let mut out = std::io::stdout().lock();
-    writeln!(out, "ok: {} is a toolhost tool plugin", file.display())?;
+    let kind = match p.kind {
+        PluginKind::Hook => "hook plugin (before and after calls)",
+        PluginKind::Tool | PluginKind::Source => "tool plugin",
+    };
+    writeln!(out, "ok: {} is a toolhost {kind}", file.display())?;
     writeln!(out, "  plugin:    {}@{}", p.name, p.version)?;
     let contract = toolhost_runtime::CONTRACT_VERSION;
     if p.api_version < contract {

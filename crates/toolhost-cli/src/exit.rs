@@ -19,6 +19,10 @@ pub const HOST_ERROR: u8 = 7;
 /// The policy or the user denied the call, a hook blocked or failed it, or
 /// the user rejected its result.
 pub const DENIED: u8 = 8;
+/// The reader of stdout went away (`host tools | head -1`): the command
+/// ends without a word, with the code a shell shows for a command that
+/// `SIGPIPE` ended (128 + 13), as other Unix tools do.
+pub const STDOUT_CLOSED: u8 = 141;
 
 /// The exit code for a call error.
 pub fn for_call_error(e: &CallError) -> u8 {

@@ -10,6 +10,7 @@ use toolhost_oci::{
 };
 
 use crate::args::{Global, RegistryCommand};
+use crate::stdout::outln;
 
 /// What is known of plugin `name` before an install: its lock entry and
 /// the component and manifest now in the plugins directory.
@@ -145,8 +146,10 @@ pub async fn run(global: &Global, command: &RegistryCommand) -> anyhow::Result<u
                 credentials: credentials(),
                 key,
             };
+            // A push to a far registry takes a while: say what is going on.
+            eprintln!("pushing {} to {reference}…", file.display());
             let published = publish(file, &reference, &options).await?;
-            println!(
+            outln!(
                 "published {}{} as {}",
                 published.name,
                 published
@@ -155,11 +158,11 @@ pub async fn run(global: &Global, command: &RegistryCommand) -> anyhow::Result<u
                     .map(|v| format!(" {v}"))
                     .unwrap_or_default(),
                 published.reference
-            );
-            println!("component digest {}", published.digest);
+            )?;
+            outln!("component digest {}", published.digest)?;
             match &published.signer {
-                Some(s) => println!("signed by {s}"),
-                None => println!("unsigned (sign with --key PRIVATE.pem)"),
+                Some(s) => outln!("signed by {s}")?,
+                None => outln!("unsigned (sign with --key PRIVATE.pem)")?,
             }
             Ok(0)
         }
@@ -200,6 +203,7 @@ pub async fn run(global: &Global, command: &RegistryCommand) -> anyhow::Result<u
                 expected_name: expected,
                 ..FetchOptions::default()
             };
+            eprintln!("fetching {reference} and verifying it…");
             let fetched = fetch(&source, &options, &dir).await?;
             let lock = crate::settings::lock_file(global, &file);
             let replacing = check_replace(&dir, &lock, &fetched, *replace)?;
@@ -212,7 +216,7 @@ pub async fn run(global: &Global, command: &RegistryCommand) -> anyhow::Result<u
             };
             let installed = fetched.install(&dir)?;
             toolhost_runtime::record_install(&lock, &record)?;
-            println!(
+            outln!(
                 "installed {}{} into {}",
                 record.name,
                 record
@@ -221,22 +225,22 @@ pub async fn run(global: &Global, command: &RegistryCommand) -> anyhow::Result<u
                     .map(|v| format!(" {v}"))
                     .unwrap_or_default(),
                 installed.wasm.display()
-            );
-            println!("digest {} from {}", record.digest, record.source);
+            )?;
+            outln!("digest {} from {}", record.digest, record.source)?;
             match &record.signer {
-                Some(s) => println!("signed by {s}"),
-                None => println!("not verified by a signature"),
+                Some(s) => outln!("signed by {s}")?,
+                None => outln!("not verified by a signature")?,
             }
-            println!(
+            outln!(
                 "recorded in {}: grants given to `{}` apply to this code",
                 lock.display(),
                 record.name
-            );
+            )?;
             if replacing {
-                println!(
+                outln!(
                     "REPLACED: `{}` was other code before (above); its grants now apply to this one",
                     record.name
-                );
+                )?;
             }
             Ok(0)
         }
@@ -271,8 +275,8 @@ fn keygen(prefix: &Path) -> anyhow::Result<()> {
     file.write_all(key.to_pem()?.as_bytes())?;
     std::fs::write(&public, key.public_key().to_pem()?)
         .with_context(|| format!("writing {}", public.display()))?;
-    println!("private key {} (keep it secret)", private.display());
-    println!("public key  {}", public.display());
-    println!("fingerprint {}", key.public_key().fingerprint());
+    outln!("private key {} (keep it secret)", private.display())?;
+    outln!("public key  {}", public.display())?;
+    outln!("fingerprint {}", key.public_key().fingerprint())?;
     Ok(())
 }

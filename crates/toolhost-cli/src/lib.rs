@@ -9,6 +9,9 @@ mod args;
 mod chat;
 mod commands;
 mod exit;
+mod explain;
+mod failure;
+mod generated;
 mod install;
 mod mcp;
 mod mcp_servers;
@@ -19,13 +22,14 @@ mod repl;
 mod sessions;
 mod settings;
 mod shown;
+mod stdout;
 
 use std::process::ExitCode;
 
-use clap::Parser;
 use tracing_subscriber::EnvFilter;
 
 use args::{Cli, Command};
+use stdout::outln;
 
 /// Log lines to stderr (`-v`, `RUST_LOG`), and OpenTelemetry traces when
 /// the `OTEL_*` variables or the config file's `[telemetry]` name a
@@ -35,18 +39,28 @@ fn init_logging(global: &args::Global) -> Option<toolhost_telemetry::Telemetry> 
     use tracing_subscriber::Layer;
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
+    // Below -vv, the log leaves out what the command says itself (load
+    // problems: `report_load_problems`, `notices.rs`) and other crates'
+    // internals, which print `Debug` dumps (rmcp's worker, wasmtime-wasi-http's
+    // connect errors): each failure reaches the user once, in words.
+    let quiet = "toolhost_runtime::load_problems=off,rmcp=off,wasmtime_wasi_http=off";
     let default = match global.verbose {
-        0 => "warn",
-        1 => "info",
-        2 => "debug",
-        _ => "trace",
+        0 => format!("warn,{quiet}"),
+        1 => format!("info,{quiet}"),
+        2 => "debug".to_owned(),
+        _ => "trace".to_owned(),
     };
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
     let logs = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_target(false)
-        .with_filter(filter);
+        .with_target(false);
+    // Timestamps only for whoever asked for the log (`-v`).
+    let logs = if global.verbose == 0 {
+        logs.without_time().with_filter(filter).boxed()
+    } else {
+        logs.with_filter(filter).boxed()
+    };
     // A config file that does not parse is reported by the command itself.
     let settings = settings::config_file(global)
         .ok()
@@ -59,7 +73,10 @@ fn init_logging(global: &args::Global) -> Option<toolhost_telemetry::Telemetry> 
     }) {
         Ok(t) => t,
         Err(e) => {
-            eprintln!("warning: traces are not exported: {e:#}");
+            eprintln!(
+                "warning: traces are not exported: {}",
+                failure::said_once(&e)
+            );
             None
         }
     };
@@ -72,12 +89,14 @@ fn init_logging(global: &args::Global) -> Option<toolhost_telemetry::Telemetry> 
 
 /// Runs the command line of the process and returns its exit code.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = args::parse();
     let telemetry = init_logging(&cli.global);
     let code = match run(cli) {
         Ok(code) => ExitCode::from(code),
+        // The reader of stdout went away (`host tools | head -1`).
+        Err(e) if stdout::closed(&e) => ExitCode::from(exit::STDOUT_CLOSED),
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", failure::said_once(&e));
             ExitCode::from(exit::FAILURE)
         }
     };
@@ -89,9 +108,14 @@ pub fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> anyhow::Result<u8> {
-    // `host new` writes files and loads nothing.
-    if let Some(Command::New(args)) = &cli.command {
-        return new::run(args);
+    // `host new`, `completions` and `man` load nothing.
+    match &cli.command {
+        Some(Command::New(args)) => return new::run(args),
+        Some(Command::Completions { shell }) => return generated::completions(*shell),
+        Some(Command::Man { command, dir }) => {
+            return generated::man(command.as_deref(), dir.as_deref());
+        }
+        _ => {}
     }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -99,8 +123,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
     // Saved approvals are a file beside the lock file: no plugins needed.
     if let Some(Command::Approvals(command)) = &cli.command {
         let file = settings::config_file(&cli.global)?;
-        let lock = settings::lock_file(&cli.global, &file);
-        return commands::approvals(&settings::approvals_file(&lock), command);
+        return commands::approvals(&settings::approval_stores(&cli.global, &file), command);
     }
     // Registry commands load no plugins.
     if let Some(Command::Registry(command)) = &cli.command {
@@ -134,16 +157,35 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         builder = builder.source(toolhost_runtime::read_var_source());
     }
     let file = settings::config_file(&cli.global)?;
-    let runtime = rt.block_on(builder.build())?;
+    let runtime = {
+        let loading = notices::Loading::start();
+        let runtime = rt.block_on(builder.build())?;
+        loading.done(&runtime);
+        runtime
+    };
     if let Some(agent) = &cli.global.agent {
         settings::check_profile(agent, "--agent", &runtime.policy(), &file)?;
+    }
+    if only.is_none() {
+        settings::warn_unknown_grants(&cli.global, &file, &runtime);
     }
     match cli.command {
         Some(Command::Check { file, json }) => commands::check(&runtime, &file, json),
         Some(Command::Tools { json }) => {
             commands::report_load_problems(&runtime);
-            commands::tools(&runtime, json)
+            commands::tools(&runtime, cli.global.agent.as_deref(), json)
         }
+        Some(Command::Explain { tool, args, json }) => {
+            commands::report_load_problems(&runtime);
+            explain::run(
+                &runtime,
+                &tool,
+                args.as_deref(),
+                cli.global.agent.as_deref(),
+                json,
+            )
+        }
+        Some(Command::Completions { .. } | Command::Man { .. }) => Ok(exit::OK),
         Some(Command::Plugins { json }) => {
             commands::report_load_problems(&runtime);
             commands::plugins(&runtime, json)
@@ -153,8 +195,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         }
         Some(Command::Registry(command)) => rt.block_on(install::run(&cli.global, &command)),
         Some(Command::Approvals(command)) => {
-            let lock = settings::lock_file(&cli.global, &file);
-            commands::approvals(&settings::approvals_file(&lock), &command)
+            commands::approvals(&settings::approval_stores(&cli.global, &file), &command)
         }
         Some(Command::New(args)) => new::run(&args),
         Some(Command::Call {
@@ -175,6 +216,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         }
         Some(Command::Mcp) => {
             commands::report_load_problems(&runtime);
+            notices::print_plugin_events(&rt, &runtime, None);
             rt.block_on(mcp::stdio(&cli.global, &file, runtime))
         }
         Some(Command::Serve {
@@ -216,6 +258,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 console,
             };
             let asks = mcp::asks(asks.as_deref(), &options.listen)?;
+            notices::print_plugin_events(&rt, &runtime, None);
 
             rt.block_on(mcp::http(&cli.global, &file, runtime, options, asks))
         }
@@ -239,7 +282,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             let Some(mut model) =
                 rt.block_on(chat::connect(&cli.global, &file, &runtime, false))?
             else {
-                eprintln!("error: {}", chat::no_model_help());
+                eprintln!("error: {}", chat::no_model_for_run());
                 return Ok(exit::FAILURE);
             };
             let history = match &saved {
@@ -262,9 +305,9 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 }
             }
             if json {
-                println!("{}", serde_json::to_string_pretty(&result)?);
-            } else {
-                println!("{}", shown::on_stdout(result.final_text()));
+                outln!("{}", serde_json::to_string_pretty(&result)?)?;
+            } else if !result.final_text().is_empty() {
+                outln!("{}", shown::on_stdout(result.final_text()))?;
             }
             if let Some(ended) = shown::unfinished(&result) {
                 eprintln!("status: {ended}");

@@ -336,6 +336,157 @@ pub fn approvals_file(lock: &Path) -> PathBuf {
     lock.with_extension("approvals.json")
 }
 
+/// The saved-approvals stores `host approvals` reads.
+#[derive(Debug)]
+pub struct ApprovalStores {
+    /// The files.
+    pub paths: Vec<PathBuf>,
+    /// Whether they are every store found, since no plugins directory (nor
+    /// `--lock`) said which one.
+    pub every_store: bool,
+}
+
+impl ApprovalStores {
+    /// Where they are, for a message.
+    pub fn described(&self) -> String {
+        if self.every_store {
+            let dir = self.paths.first().and_then(|p| p.parent()).map_or_else(
+                || "the state directory".to_owned(),
+                |d| d.display().to_string(),
+            );
+            format!(
+                "in any plugins directory's store under {dir}; `host --plugins DIR approvals …` \
+                 names one"
+            )
+        } else {
+            self.paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    }
+}
+
+/// The stores `host approvals` reads: the one beside the lock file when a
+/// plugins directory or `--lock` says which (as the commands that call
+/// tools use); with neither, every store in the state directory (approvals
+/// are kept per plugins directory, and a listing that read one other file
+/// would say there are none while there are), and a `./toolhost.approvals.json`
+/// left from before the lock file moved.
+pub fn approval_stores(global: &Global, file: &ConfigFile) -> ApprovalStores {
+    if global.lock.is_some() || primary_plugins_dir(global, file).is_some() {
+        return ApprovalStores {
+            paths: vec![approvals_file(&lock_file(global, file))],
+            every_store: false,
+        };
+    }
+    let mut paths = Vec::new();
+    if let Some(dir) = toolhost_runtime::default_lock_file(Path::new("."))
+        .as_deref()
+        .and_then(Path::parent)
+        && let Ok(entries) = std::fs::read_dir(dir)
+    {
+        paths.extend(
+            entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.to_string_lossy().ends_with(".approvals.json")),
+        );
+        paths.sort();
+        if paths.is_empty() {
+            // Named for the messages; nothing is read from it.
+            paths.push(dir.join("*.approvals.json"));
+        }
+    }
+    let old = approvals_file(Path::new("toolhost.lock"));
+    if old.is_file() {
+        paths.push(old);
+    }
+    ApprovalStores {
+        paths,
+        every_store: true,
+    }
+}
+
+/// Warns about each grant or setting (a flag, the config file's or the
+/// policy's `[plugins.NAME]`) for a plugin that is not loaded: `--allow-dir
+/// fss=.` (a typo) would give nothing to anyone, and the call that then
+/// finds no directory would not say why. A plugin whose file failed to
+/// load is reported as such already.
+pub fn warn_unknown_grants(
+    global: &Global,
+    file: &ConfigFile,
+    runtime: &toolhost_runtime::Runtime,
+) {
+    let loaded: Vec<String> = runtime.plugins().into_iter().map(|p| p.name).collect();
+    let failed: Vec<String> = runtime
+        .load_report()
+        .failures
+        .iter()
+        .filter_map(|f| f.path.file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .map(|stem| stem.split('@').next().unwrap_or_default().to_owned())
+        .collect();
+    let mut named: Vec<(String, String)> = Vec::new();
+    for (flag, values) in [
+        ("--allow-dir", &global.allow_dir),
+        ("--allow-host", &global.allow_host),
+        ("--allow-env", &global.allow_env),
+    ] {
+        for v in values {
+            if let Some((plugin, _)) = v.split_once('=') {
+                named.push((plugin.to_owned(), format!("{flag} {v}")));
+            }
+        }
+    }
+    for v in &global.set {
+        if let Some((plugin, _)) = v.split_once('.') {
+            named.push((plugin.to_owned(), format!("--set {v}")));
+        }
+    }
+    let config = global
+        .config
+        .as_deref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    for name in file.plugins.keys() {
+        named.push((name.clone(), format!("[plugins.{name}] in {config}")));
+    }
+    let policy = runtime.policy();
+    if let Some(table) = policy.raw_plugins() {
+        let at = policy
+            .path()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        for name in table.keys() {
+            named.push((name.clone(), format!("[plugins.{name}] in {at}")));
+        }
+    }
+    let mut warned = std::collections::BTreeSet::new();
+    for (plugin, what) in named {
+        if loaded.contains(&plugin) || failed.contains(&plugin) || !warned.insert(what.clone()) {
+            continue;
+        }
+        let closest = loaded
+            .iter()
+            .map(|l| (strsim::jaro_winkler(&plugin, l), l))
+            .filter(|(score, _)| *score > 0.8)
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(_, l)| format!("; did you mean `{l}`?"))
+            .unwrap_or_default();
+        eprintln!(
+            "warning: {}: no plugin named `{}` is loaded, so this goes to no plugin{closest} \
+             (loaded: {})",
+            crate::shown::printable(&what),
+            crate::shown::printable(&plugin),
+            if loaded.is_empty() {
+                "none".to_owned()
+            } else {
+                loaded.join(", ")
+            }
+        );
+    }
+}
+
 /// A runtime builder from the config file and the flags (flags win).
 /// `only` replaces the plugin directories with these files (for `check`).
 pub fn builder(global: &Global, only: Option<&[PathBuf]>) -> anyhow::Result<RuntimeBuilder> {

@@ -142,7 +142,9 @@ pub(crate) fn classify(
                 actual,
             }
         }
-        e => OciError::registry(reference, format!("{what}: {e}")),
+        // The cause in words (`connection refused`), not the client's
+        // "error sending request for url (…)".
+        e => OciError::registry(reference, format!("{what}: {}", toolhost_text::cause(&e))),
     }
 }
 

@@ -160,6 +160,6 @@ pub use error::PolicyError;
 pub use paths::{OpenedArg, PathContext};
 pub use pattern::ArgPattern;
 pub use persist::persist_always_allow;
-pub use policy::{CallRequest, Evaluation, Policy, Source};
+pub use policy::{CallRequest, Evaluation, Policy, Source, Standing};
 pub use rule::{Profile, Rule};
 pub use session::SessionToggles;

@@ -195,6 +195,28 @@ impl fmt::Display for Evaluation {
     }
 }
 
+/// Where a tool stands under a policy, whatever its arguments (see
+/// [`Policy::standing`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Standing {
+    /// Whether the model is offered the tool (it is not when the policy
+    /// denies it outright).
+    pub offered: bool,
+    /// Whether a rule with argument patterns names it: some calls are
+    /// decided otherwise than [`evaluation`](Self::evaluation) says.
+    pub by_arguments: bool,
+    /// What a call gets when no argument rule matches, and why.
+    #[serde(flatten)]
+    pub evaluation: Evaluation,
+}
+
+impl std::ops::Deref for Standing {
+    type Target = Evaluation;
+    fn deref(&self) -> &Evaluation {
+        &self.evaluation
+    }
+}
+
 /// The explanation given for a tool the user switched off.
 const SWITCHED_OFF: &str = "the user switched this tool off for this session";
 
@@ -388,6 +410,60 @@ impl Policy {
             paths: crate::PathContext::default(),
         };
         self.visible_names(names, agent, session)
+    }
+
+    /// Where `tool` stands for `agent`, whatever the session: whether the
+    /// model is offered it ([`visible_as`](Self::visible_as)), what a call
+    /// with no argument rule matching gets and which rule or default says
+    /// so, and whether some rule decides by its arguments. A listing of
+    /// tools shows this; what one call gets is [`evaluate`](Self::evaluate).
+    ///
+    /// ```
+    /// use toolhost_policy::{Decision, Policy, Rule};
+    /// let policy = Policy::builder()
+    ///     .rule(Rule::ask("read_file"))
+    ///     .rule(Rule::deny("read_file").arg_path("path", "/etc/**"))
+    ///     .rule(Rule::deny("http_get"))
+    ///     .build()
+    ///     .unwrap();
+    /// let read = policy.standing("read_file", "read_file", Some("fs"), None);
+    /// assert_eq!(read.decision, Decision::Ask);
+    /// assert!(read.offered && read.by_arguments);
+    /// let get = policy.standing("http_get", "http_get", Some("http"), None);
+    /// assert!(!get.offered);
+    /// ```
+    pub fn standing(
+        &self,
+        tool: &str,
+        declared: &str,
+        plugin: Option<&str>,
+        agent: Option<&str>,
+    ) -> Standing {
+        let names = Names {
+            tool,
+            declared: (declared != tool).then_some(declared),
+            plugin,
+            paths: crate::PathContext::default(),
+        };
+        let none = SessionToggles::default();
+        let offered = self.visible_names(names, agent, &none);
+        let by_arguments = self
+            .profile(agent)
+            .is_some_and(|p| p.rules.reach(names).by_arguments)
+            || self.rules.reach(names).by_arguments;
+        let no_args = Value::Object(serde_json::Map::new());
+        let mut request = CallRequest::new(tool, &no_args).declared(declared);
+        if let Some(plugin) = plugin {
+            request = request.plugin(plugin);
+        }
+        if let Some(agent) = agent {
+            request = request.agent(agent);
+        }
+        Standing {
+            offered,
+            by_arguments,
+            evaluation: self.evaluate(&request, &none),
+        }
     }
 
     fn visible_names(

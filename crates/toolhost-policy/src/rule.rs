@@ -289,6 +289,9 @@ pub(crate) struct Reach {
     pub(crate) always_denied: bool,
     /// An allow or ask rule could match the tool (for some arguments).
     pub(crate) maybe_allowed: bool,
+    /// A rule with argument patterns matches the tool's names: what it
+    /// decides depends on the arguments.
+    pub(crate) by_arguments: bool,
 }
 
 /// An ordered list of compiled rules.
@@ -332,6 +335,9 @@ impl RuleSet {
         for rule in &self.rules {
             if !rule.names_match(names) {
                 continue;
+            }
+            if !rule.args.is_empty() {
+                reach.by_arguments = true;
             }
             if rule.decision == Decision::Deny {
                 if rule.args.is_empty() {

@@ -19,10 +19,11 @@ use tokio_util::sync::CancellationToken;
 use crate::attachments::{self, Given, text_with_lines};
 use crate::exchange::{
     Assembler, Endpoint, WireFormat, completion, exchange, invalid, parse_body, parse_event,
+    stream_error,
 };
 use crate::message::{Message, Role, ToolCall, Usage};
 use crate::options::{f32_json, merge_extra};
-use crate::transport::{RetryPolicy, excerpt};
+use crate::transport::RetryPolicy;
 use crate::{
     BoxFuture, Completion, CompletionRequest, Delta, DeltaSink, FinishReason, Provider,
     ProviderError, ToolChoice,
@@ -455,6 +456,11 @@ impl Accumulator {
         if data.trim().is_empty() {
             return Ok(false);
         }
+        // `event: error`, whatever its data's shape (llama.cpp's has no
+        // `"type": "error"`).
+        if let Some(error) = stream_error(provider, name, data, &self.text) {
+            return Err(error);
+        }
         let ev: WireEvent = parse_event(
             provider,
             format_args!(
@@ -525,16 +531,13 @@ impl Accumulator {
                 return Ok(true);
             }
             WireEvent::Error { error } => {
-                let kind = error.get("type").and_then(Value::as_str).unwrap_or("error");
-                let msg = error
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                return Err(invalid(
-                    provider,
-                    format!("error event: {kind}: {}", excerpt(msg)),
-                    &self.text,
-                ));
+                // An unnamed event with `"type": "error"`.
+                let data = serde_json::json!({ "error": error }).to_string();
+                return Err(
+                    stream_error(provider, "error", &data, &self.text).unwrap_or_else(|| {
+                        invalid(provider, "an error event".to_owned(), &self.text)
+                    }),
+                );
             }
         }
         Ok(false)

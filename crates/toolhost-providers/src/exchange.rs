@@ -266,6 +266,75 @@ pub(crate) fn parse_body<T: DeserializeOwned>(
     })
 }
 
+/// An error the server sent in the middle of a stream, on either wire: an
+/// event named `error` (Anthropic's `event: error`, and llama.cpp's on
+/// both wires), or an event whose data is an error object (`{"error":
+/// {...}}`, or `{"code": 500, "message": ..., "type": "server_error"}`).
+/// `None` for any other event. The error says what the server said, in its
+/// words (so the agent loop can tell a model-output parse failure, which it
+/// recovers from, from the rest), and keeps the text streamed before it.
+pub(crate) fn stream_error(
+    provider: &str,
+    name: &str,
+    data: &str,
+    partial_text: &str,
+) -> Option<ProviderError> {
+    // Cheap on the stream's every other event: only data that mentions an
+    // error is parsed twice.
+    if name != "error" && !data.contains("error") {
+        return None;
+    }
+    let value: Option<Value> = serde_json::from_str(data.trim()).ok();
+    let object = value.as_ref().and_then(Value::as_object);
+    // The error object: `error` when there is one, else the event's own
+    // data when it looks like one (a message, and a code or an error type,
+    // and nothing a normal event has).
+    let inner = object.and_then(|o| o.get("error")).filter(|e| !e.is_null());
+    let looks_like_error = object.is_some_and(|o| {
+        o.contains_key("message")
+            && (o.contains_key("code")
+                || o.get("type")
+                    .and_then(Value::as_str)
+                    .is_some_and(|t| t.ends_with("error")))
+            && !o.contains_key("choices")
+            && !o.contains_key("delta")
+    });
+    let error = match (inner, name == "error" || looks_like_error) {
+        (Some(inner), _) => Some(inner),
+        (None, true) => value.as_ref(),
+        (None, false) => return None,
+    };
+    let field = |key: &str| -> Option<String> {
+        match error?.get(key)? {
+            Value::String(s) => Some(s.clone()),
+            Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        }
+    };
+    let message = match error {
+        Some(Value::String(s)) => s.clone(),
+        _ => field("message").unwrap_or_else(|| data.trim().to_owned()),
+    };
+    let what: Vec<String> = [field("code"), field("type")]
+        .into_iter()
+        .flatten()
+        .filter(|w| w != "error")
+        .collect();
+    let what = if what.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", what.join(" "))
+    };
+    Some(invalid(
+        provider,
+        format!(
+            "the server sent an error in the stream{what}: {}",
+            excerpt(&message)
+        ),
+        partial_text,
+    ))
+}
+
 /// One streamed event's data as JSON; `what` names the event in the error,
 /// which keeps `partial_text`.
 pub(crate) fn parse_event<T: DeserializeOwned>(

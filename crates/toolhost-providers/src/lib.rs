@@ -177,7 +177,7 @@ pub enum ProviderError {
         body: String,
     },
     /// The server could not be reached.
-    #[error("{provider}: cannot connect: {message}")]
+    #[error("{provider}: {message}")]
     Connect {
         /// Provider name.
         provider: String,

@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 use crate::attachments::{self, Given, text_with_lines};
 use crate::exchange::{
     Assembler, Endpoint, WireFormat, completion, exchange, invalid, parse_body, parse_event,
+    stream_error,
 };
 use crate::message::{Message, Role, ToolCall, Usage};
 use crate::options::{f32_json, merge_extra};
@@ -596,6 +597,11 @@ impl Assembler for StreamAccumulator {
         event: &Event,
         on_delta: DeltaSink<'_>,
     ) -> Result<bool, ProviderError> {
+        // An error event (`event: error`, or data that is an error object)
+        // says what the server said.
+        if let Some(error) = stream_error(provider, &event.event, &event.data, &self.text) {
+            return Err(error);
+        }
         self.event(provider, &event.data, on_delta)
     }
 

@@ -39,13 +39,26 @@ pub const OLLAMA_BASE_URL: &str = "http://localhost:11434";
 /// How long the Ollama probe waits.
 pub const OLLAMA_PROBE_TIMEOUT: Duration = Duration::from_millis(300);
 
-/// What to tell the user when no model could be found.
-pub const NO_PROVIDER_HELP: &str = "No language model is configured: running in tools-only mode. \
-To use a model, set OPENAI_API_KEY (and optionally OPENAI_MODEL, OPENAI_BASE_URL for a compatible server), \
-or ANTHROPIC_API_KEY (and optionally ANTHROPIC_MODEL), or start Ollama on localhost:11434 with a model \
-pulled (`ollama pull qwen3:8b`; OLLAMA_MODEL picks one), or configure the provider explicitly \
-(kind = \"openai\" | \"anthropic\" | \"ollama\", model, base-url, api-key-env, \
-protocol = \"native\" | \"json\" | \"xml\").";
+/// The words that say how to configure a model ([`MODEL_SETUP_HELP`]).
+macro_rules! model_setup_help {
+    () => {
+        "To use a model, set OPENAI_API_KEY (and optionally OPENAI_MODEL, OPENAI_BASE_URL for a \
+         compatible server), or ANTHROPIC_API_KEY (and optionally ANTHROPIC_MODEL), or start \
+         Ollama on localhost:11434 with a model pulled (`ollama pull qwen3:8b`; OLLAMA_MODEL \
+         picks one), or configure the provider explicitly (kind = \"openai\" | \"anthropic\" | \
+         \"ollama\", model, base-url, api-key-env, protocol = \"native\" | \"json\" | \"xml\")."
+    };
+}
+
+/// How to configure a model, for a host that needs one and has none.
+pub const MODEL_SETUP_HELP: &str = model_setup_help!();
+
+/// What to tell the user when no model could be found (an interactive
+/// host goes on without one).
+pub const NO_PROVIDER_HELP: &str = concat!(
+    "No language model is configured: running in tools-only mode. ",
+    model_setup_help!()
+);
 
 /// Which wire format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -246,15 +246,26 @@ pub(crate) async fn send(
             }
             Ok(Err(e)) => {
                 let suffix = give_up_suffix(last, attempt, attempts);
+                // What failed (the URL) and why (the cause in words:
+                // `connection refused`), once.
+                let failed = format!(
+                    "{}: {}{suffix}",
+                    e.url()
+                        .map_or_else(|| "the server".to_owned(), ToString::to_string),
+                    toolhost_text::cause(&e)
+                );
                 let error = if e.is_timeout() {
                     ProviderError::Timeout {
                         provider: provider.to_owned(),
-                        message: format!("{}{suffix}", error_chain(&e)),
+                        message: failed,
                     }
                 } else {
                     ProviderError::Connect {
                         provider: provider.to_owned(),
-                        message: format!("{}{suffix}", error_chain(&e)),
+                        message: format!(
+                            "cannot connect to {failed}; is the server running there, and is that its \
+                             address (--base-url, `base-url` in [model])?"
+                        ),
                     }
                 };
                 (error, None)
@@ -272,7 +283,9 @@ pub(crate) async fn send(
             ),
         };
         if last {
-            tracing::warn!(provider, attempt, error = %error, "giving up");
+            // The caller reports the error (the agent loop ends its run
+            // with it): the log has it at info, not a second time on stderr.
+            tracing::info!(provider, attempt, error = %error, "giving up");
             return Err(error);
         }
         let delay = policy.backoff(attempt, retry_after);

@@ -132,6 +132,19 @@ pub struct LoadFailure {
     pub error: LoadError,
 }
 
+/// The log target of the load problems the [`LoadReport`] and the
+/// [`PluginEvent`]s also carry (a file that did not load, a version left
+/// out, grants withheld). They are logged at `warn` under it, so an
+/// embedder that reads neither still sees them; a host that prints the
+/// report and the events itself turns this target off, and each problem
+/// reaches its user once.
+///
+/// ```
+/// let filter = format!("warn,{}=off", toolhost_runtime::LOAD_PROBLEMS_TARGET);
+/// # let _ = filter;
+/// ```
+pub const LOAD_PROBLEMS_TARGET: &str = "toolhost_runtime::load_problems";
+
 /// What happened when the runtime loaded its plugins.
 #[derive(Debug, Clone, Default)]
 pub struct LoadReport {
@@ -218,7 +231,11 @@ impl Sources {
             let entries = match std::fs::read_dir(dir) {
                 Ok(entries) => entries,
                 Err(e) => {
-                    tracing::warn!(dir = %dir.display(), "cannot read plugin directory: {e}");
+                    tracing::warn!(
+                        "cannot read the plugin directory {}: {}",
+                        dir.display(),
+                        toolhost_text::cause(&e)
+                    );
                     continue;
                 }
             };

@@ -12,8 +12,9 @@ pub enum RuntimeError {
     /// thread could not start).
     #[error("cannot configure the WebAssembly engine")]
     Engine(#[source] Box<dyn std::error::Error + Send + Sync>),
-    /// A plugin directory could not be read.
-    #[error("cannot read plugin directory {path}: {source}")]
+    /// A plugin directory (or a single plugin file given in its place)
+    /// could not be read. The cause is the error's `source`.
+    #[error("cannot read the plugin path {path}")]
     PluginDir {
         /// The directory.
         path: PathBuf,
@@ -243,8 +244,12 @@ pub enum CallError {
         /// Every problem, each with its JSON pointer.
         issues: Vec<ArgumentIssue>,
     },
-    /// The tool ran and reported an error.
-    #[error("`{tool}` failed: {message}")]
+    /// The tool ran and reported an error: it rejected its arguments
+    /// (`invalid-arguments`), or it failed.
+    #[error("`{tool}` {}: {message}", match .kind {
+        ToolErrorKind::InvalidArguments => "rejected its arguments",
+        ToolErrorKind::Failed => "failed",
+    })]
     Tool {
         /// The tool.
         tool: String,
@@ -355,6 +360,8 @@ fn not_found_message(name: &str, suggestions: &[String], available: &[String]) -
     let mut msg = format!("no tool named `{name}`");
     if !suggestions.is_empty() {
         msg.push_str(&format!("; did you mean `{}`?", suggestions.join("`, `")));
+    } else if !available.is_empty() {
+        msg.push('.');
     }
     if available.is_empty() {
         msg.push_str(" (no tools are loaded)");

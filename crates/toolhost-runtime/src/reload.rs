@@ -140,7 +140,7 @@ impl Catalog {
         let old = self.swap_registry(registry.clone());
         let swap = swap_started.elapsed();
         for w in &warnings {
-            tracing::warn!("{w}");
+            tracing::warn!(target: crate::LOAD_PROBLEMS_TARGET, "{w}");
         }
         events.extend(changes(&old, &registry));
 
@@ -180,7 +180,9 @@ impl Catalog {
         self.set_report(report);
         for event in &events {
             match event {
-                PluginEvent::Failed { .. } => tracing::warn!("{event}"),
+                PluginEvent::Failed { .. } => {
+                    tracing::warn!(target: crate::LOAD_PROBLEMS_TARGET, "{event}");
+                }
                 _ => tracing::info!("{event}"),
             }
             self.publish(event.clone());

@@ -194,6 +194,37 @@ impl Runtime {
         call::run(&self.inner, tool, args, &cx).await
     }
 
+    /// What a call of `tool` with `args` (JSON text, as a model sends
+    /// them) would meet, and why, without running it: the plugin that
+    /// answers, the arguments' problems, a per-call grant's path, the
+    /// policy's decision and the rule (file and line) that made it, the
+    /// hooks that would run, a saved approval that would answer, and the
+    /// plugin's grants and limits. The same steps a call takes (`call/`),
+    /// stopping before anything acts: no hook runs, no one is asked, no
+    /// sandbox is made. A name nothing answers, or text that is not JSON,
+    /// is the error a call would get.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// let runtime = toolhost_runtime::Runtime::builder().plugin_dir("target/plugins").build().await?;
+    /// let why = runtime.explain_json(
+    ///     "read_file",
+    ///     r#"{"path":"notes.txt"}"#,
+    ///     toolhost_runtime::CallContext::new(),
+    /// )?;
+    /// println!("{}: {}", why.verdict, why.policy);
+    /// # Ok(()) }
+    /// ```
+    pub fn explain_json(
+        &self,
+        tool: &str,
+        args: &str,
+        cx: CallContext,
+    ) -> Result<crate::Explanation, CallError> {
+        let args = call::validate::parse(tool, args)?;
+        call::explain::explain(&self.inner, tool, &args, &cx)
+    }
+
     /// The saved approvals ("allow always" answers): list, revoke, clear.
     pub fn approvals(&self) -> &toolhost_policy::approvals::Approvals {
         self.inner.gate.approvals()

@@ -368,6 +368,19 @@ impl Sandbox {
             wasi.preopened_dir(dir.host.open_path(), &dir.guest, perms)
                 .map_err(|e| format!("cannot open granted directory {}: {e}", dir.host))?;
         }
+        // A relative path is relative to the first granted directory, as
+        // the policy reads it (`path_base`): the guest starts there
+        // (`initial-cwd`), and `PWD` names it for a runtime snapshotted at
+        // build time with `/` as its working directory (componentize-py's
+        // Python, whose helper changes to `PWD` before each call). A
+        // granted `PWD` wins. Nothing new is reachable: it is the path the
+        // guest already sees the directory at.
+        if let Some(first) = spec.dirs.first() {
+            wasi.initial_cwd(&first.guest);
+            if !spec.env.iter().any(|(k, _)| k == "PWD") {
+                wasi.env("PWD", &first.guest);
+            }
+        }
         let state = SandboxState {
             wasi: wasi.build(),
             table: ResourceTable::new(),

@@ -263,14 +263,26 @@ fn provider(
             Protocol::HttpProtobuf => opentelemetry_otlp::Protocol::HttpBinary,
             Protocol::HttpJson => opentelemetry_otlp::Protocol::HttpJson,
         });
-    if let Some(url) = endpoint {
+    if let Some(url) = endpoint.clone() {
         builder = builder.with_endpoint(url);
     }
-    let exporter = builder.build()?;
+    let exporter =
+        crate::failures::Reporting::new(builder.build()?, endpoint_in_use(endpoint.as_deref()));
     Ok(SdkTracerProvider::builder()
         .with_batch_exporter(exporter)
         .with_resource(resource(settings))
         .build())
+}
+
+/// The traces URL the exporter sends to, for messages: the settings',
+/// else the variables' (as the SDK reads them).
+#[cfg(feature = "otlp")]
+fn endpoint_in_use(from_settings: Option<&str>) -> String {
+    from_settings
+        .map(str::to_owned)
+        .or_else(|| env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+        .or_else(|| env("OTEL_EXPORTER_OTLP_ENDPOINT").map(|base| traces_url(&base)))
+        .unwrap_or_else(|| "the OTLP endpoint".to_owned())
 }
 
 #[cfg(not(feature = "otlp"))]

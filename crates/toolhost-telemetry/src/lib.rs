@@ -38,6 +38,8 @@
 //! ```
 
 pub mod export;
+#[cfg(feature = "otlp")]
+mod failures;
 pub mod propagate;
 #[cfg(test)]
 mod testing;

@@ -21,7 +21,9 @@
 //!   counts for its length), then `…`.
 //!
 //! [`line`] makes one line of it (any run of whitespace, newlines included,
-//! becomes one space); [`block`] keeps newlines and tabs.
+//! becomes one space); [`block`] keeps newlines and tabs. [`cause`] says
+//! why something failed, in words, once (the innermost error of a chain;
+//! an I/O error as the words for its kind), for a message a person reads.
 //!
 //! ```
 //! use toolhost_text::{block, line};
@@ -31,6 +33,10 @@
 //! assert_eq!(block("two\nlines", 80), "two\nlines");
 //! assert_eq!(line(&"x".repeat(500), 10), "xxxxxxxxxx…");
 //! ```
+
+mod cause;
+
+pub use cause::cause;
 
 use std::fmt::Write as _;
 

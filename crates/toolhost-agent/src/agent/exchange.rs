@@ -462,7 +462,9 @@ impl Ctx<'_> {
                 }))
             }
             Ok(Err(e)) => {
-                warn!(round, error = %e, "provider request failed");
+                // Recovered from, or the run's status says it (its
+                // `error`): the log has it at info, not on stderr again.
+                info!(round, error = %e, "provider request failed");
                 keep_partial(run);
                 run.overflowed = is_context_overflow(&e);
                 run.unparsable = is_model_output_error(&e);

@@ -111,7 +111,7 @@ pub use result::{ToolCallRecord, ToolChainResult};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tracing::{Instrument, info, warn};
+use tracing::{Instrument, info};
 
 use self::ctx::{Callable, Ctx};
 use self::state::{RunState, State};
@@ -416,7 +416,13 @@ impl Agent {
                 Status::Completed | Status::MaxRounds => {
                     info!(%status, rounds = stats.rounds, calls = stats.tool_calls, "agent run ends");
                 }
-                _ => warn!(%status, error = ?error, rounds = stats.rounds, "agent run ends early"),
+                // The result's status and error say it to the caller.
+                _ => info!(
+                    %status,
+                    error = error.as_deref().unwrap_or_default(),
+                    rounds = stats.rounds,
+                    "agent run ends early"
+                ),
             }
             if let Some(sink) = &self.options.events {
                 sink(AgentEvent::Finish {

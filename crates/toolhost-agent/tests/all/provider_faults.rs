@@ -275,6 +275,90 @@ async fn a_round_the_server_could_not_parse_is_asked_again_and_answers() {
     assert_eq!(server.requests(), 2);
 }
 
+/// What llama.cpp sends on either wire after it streamed some text and a
+/// whole tool call, when it cannot parse what the model wrote: `event:
+/// error` with a 500 body that has no `"type": "error"`.
+fn text_call_then_error_event(wire: Wire) -> Vec<String> {
+    let mut frames = wire.unfinished_text(&["```json"]);
+    match wire {
+        Wire::OpenAi => frames.push(format!(
+            "data: {}\n\n",
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                "function": {"name": "echo", "arguments": "{\"x\":1}"}}]}, "finish_reason": null}]})
+        )),
+        Wire::Anthropic => frames.extend(
+            [
+                json!({"type": "content_block_stop", "index": 0}),
+                json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "call_1", "name": "echo", "input": {}}}),
+                json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "{\"x\":1}"}}),
+                json!({"type": "content_block_stop", "index": 1}),
+            ]
+            .iter()
+            .map(anthropic_frame),
+        ),
+    }
+    frames.push(format!(
+        "event: error\ndata: {}\n\n",
+        json!({"code": 500, "type": "server_error",
+            "message": "The model produced output that does not match the expected peg-native format"})
+    ));
+    frames
+}
+
+#[tokio::test]
+async fn on_both_wires_an_error_event_after_a_tool_call_is_read_and_the_round_asked_again() {
+    for wire in [Wire::Anthropic, Wire::OpenAi] {
+        let server = Server::start(move |n| match n {
+            0 => Reply::Stream {
+                frames: text_call_then_error_event(wire),
+                gap: Duration::ZERO,
+                end: End::Close,
+            },
+            _ => {
+                let mut frames = wire.unfinished_text(&["fourteen"]);
+                frames.extend(wire.finish());
+                Reply::Stream {
+                    frames,
+                    gap: Duration::ZERO,
+                    end: End::Close,
+                }
+            }
+        })
+        .await;
+        let provider = wire.provider(&server, fast_policy(1));
+        let (result, _) = run(&agent(provider, options())).await;
+        assert_eq!(
+            result.status,
+            Status::Completed,
+            "{wire:?}: {:?}",
+            result.error
+        );
+        assert_eq!(result.final_text(), "fourteen", "{wire:?}");
+        assert_eq!(server.requests(), 2, "{wire:?}: asked again once");
+    }
+}
+
+#[tokio::test]
+async fn on_both_wires_a_server_error_event_that_persists_ends_the_run_with_the_servers_words() {
+    for wire in [Wire::Anthropic, Wire::OpenAi] {
+        let server = Server::start(move |_| Reply::Stream {
+            frames: text_call_then_error_event(wire),
+            gap: Duration::ZERO,
+            end: End::Close,
+        })
+        .await;
+        let provider = wire.provider(&server, fast_policy(1));
+        let (result, _) = run(&agent(provider, options())).await;
+        assert_eq!(result.status, Status::Error, "{wire:?}");
+        let error = error_of(&result);
+        assert!(
+            error.contains("does not match the expected peg-native format"),
+            "{wire:?}: the server's words: {error}"
+        );
+        assert!(!error.contains("ended before"), "{wire:?}: {error}");
+    }
+}
+
 #[tokio::test]
 async fn a_server_that_never_parses_the_models_output_ends_the_run_saying_so() {
     let server = Server::start(|_| Reply::Stream {

@@ -44,6 +44,27 @@ fn a_rebuilt_plugin_is_reloaded_in_the_interactive_session_with_a_notice() {
     session.expect("dup");
 }
 
+/// A file broken during a reload is reported once, by the session's
+/// `[plugins]` line (issue 47: a timestamped `WARN` log line said it too).
+#[test]
+fn a_file_broken_during_a_reload_is_reported_once() {
+    let work = tempfile::tempdir().unwrap();
+    copy_plugin(&plugins_dir(), "calc", work.path());
+    let mut cmd = host(&root().join("target/test-cache"));
+    cmd.arg("--plugins").arg(work.path());
+    let session = Session::start(cmd);
+    session.expect("tools loaded");
+    std::fs::write(work.path().join("calc.wasm"), b"garbage").unwrap();
+    let lines = session.drain(Duration::from_secs(4));
+    let said: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains("calc.wasm") && l.contains("did not load"))
+        .collect();
+    assert_eq!(said.len(), 1, "{lines:#?}");
+    assert!(said[0].starts_with("[plugins]"), "{lines:#?}");
+    assert!(!lines.iter().any(|l| l.contains("WARN")), "{lines:#?}");
+}
+
 #[test]
 fn no_watch_leaves_the_loaded_plugins_as_they_are() {
     let work = tempfile::tempdir().unwrap();

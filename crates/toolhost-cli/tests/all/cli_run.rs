@@ -564,3 +564,24 @@ fn a_model_that_does_not_read_images_gets_a_line_instead() {
     );
     assert!(!body.to_string().contains("image_url"), "{body}");
 }
+
+/// A model that takes long to answer: the turn says, on stderr, that it is
+/// still waiting (every 15 s), and the answer comes as usual (issue 47: a
+/// long turn was silent).
+#[test]
+fn a_turn_that_waits_long_for_the_model_says_so() {
+    let server = ModelServer::start_replies(|_, _| Reply::Stream {
+        frames: vec![openai_text("fourteen")],
+        gap: std::time::Duration::from_secs(16),
+        end: toolhost_test_support::fake_model::End::Close,
+    });
+    let (o, r) = run_openai(&server, &[], true);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert_eq!(r["status"], "completed", "{r}");
+    assert_eq!(
+        err.matches("… waiting for the model (").count(),
+        1,
+        "once in 16 s: {err}"
+    );
+}

@@ -6,9 +6,17 @@
 //! elsewhere), with `HOME` set to another temporary directory, `host` on the
 //! `PATH` (a symlink to the binary under test) and the repository's built
 //! example plugins reachable as `target/plugins` (a symlink in the block's
-//! directory; `$TOOLHOST_PLUGINS` holds the same path). No model is
+//! directory; `$TOOLHOST_PLUGINS` holds the same path), and the Python,
+//! JavaScript and Go ones as `target/plugins-py`, `target/plugins-js` and
+//! `target/plugins-go` (`cargo xtask test` builds them). No model is
 //! configured and no API key is passed. A failure names the file, the line of
-//! the block and what it printed.
+//! the block and what it printed. A block that cannot run there (it needs a
+//! model, a registry, a network service) is a plain `sh` block that says
+//! so.
+//!
+//! The book's every mention of a file of this repository (`crates/…`,
+//! `docs/…` in backticks) names one that exists: a file that moves is
+//! found here, not by a reader.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -91,6 +99,12 @@ fn run_block(block: &Block, root: &Path, bin_dir: &Path, cache: &Path) -> Result
     let plugins = plugins_dir();
     std::fs::create_dir(work.path().join("target")).unwrap();
     std::os::unix::fs::symlink(&plugins, work.path().join("target/plugins")).unwrap();
+    for other in ["plugins-py", "plugins-js", "plugins-go"] {
+        let built = plugins.with_file_name(other);
+        if built.is_dir() {
+            std::os::unix::fs::symlink(&built, work.path().join("target").join(other)).unwrap();
+        }
+    }
     let script = home.path().join("block.sh");
     std::fs::write(&script, format!("set -euo pipefail\n{}", block.text)).unwrap();
     let path = std::env::join_paths(std::iter::once(bin_dir.to_path_buf()).chain(
@@ -173,5 +187,57 @@ fn every_runnable_shell_block_in_the_docs_exits_zero() {
         failures.len(),
         blocks.len(),
         failures.join("\n\n")
+    );
+}
+
+/// The repository paths the book names in backticks (`crates/…`, `docs/…`,
+/// `plugins/…`, …), with the file and line that name each.
+fn cited_paths(file: &Path) -> Vec<(String, usize)> {
+    const ROOTS: [&str; 10] = [
+        "crates/",
+        "docs/",
+        "plugins/",
+        "examples/",
+        "sdk/",
+        "wit/",
+        "xtask/",
+        "deploy/",
+        "benches/",
+        "fuzz/",
+    ];
+    let text = std::fs::read_to_string(file).unwrap();
+    let mut cited = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        for (i, quoted) in line.split('`').enumerate() {
+            let is_path = i % 2 == 1
+                && ROOTS.iter().any(|r| quoted.starts_with(r))
+                && quoted
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_./@-".contains(c));
+            if is_path {
+                cited.push((quoted.to_owned(), n + 1));
+            }
+        }
+    }
+    cited
+}
+
+#[test]
+fn every_repository_path_the_book_names_exists() {
+    let root = root().canonicalize().unwrap();
+    let missing: Vec<String> = markdown_files(&root)
+        .iter()
+        .flat_map(|f| {
+            let shown = f.strip_prefix(&root).unwrap_or(f).display().to_string();
+            cited_paths(f)
+                .into_iter()
+                .filter(|(p, _)| !root.join(p).exists())
+                .map(move |(p, line)| format!("{shown}:{line}: {p}"))
+        })
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "the book names files that do not exist (moved?):\n{}",
+        missing.join("\n")
     );
 }

@@ -3,14 +3,18 @@
 
 mod agent_plugins;
 mod cli;
+mod cli_grants;
+mod cli_help;
 mod cli_hostile;
 mod cli_model_options;
+mod cli_output;
 mod cli_policy;
 mod cli_reload;
 mod cli_run;
 mod conformance;
 mod console;
 mod docs;
+mod explain;
 mod interrupted_writes;
 mod languages;
 mod mcp;

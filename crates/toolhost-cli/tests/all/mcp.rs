@@ -886,3 +886,87 @@ fn the_instructions_name_only_the_plugins_whose_tools_the_caller_may_see() {
         "a profile that sees `calculate` alone is told nothing: {sums}"
     );
 }
+
+/// `host mcp` with its stdout a file or `/dev/null` (a script's `> out.txt`,
+/// Python's `subprocess` with a file) and stdin a pipe that stays quiet at
+/// first: it waits for the client, answers into the file, and ends when
+/// stdin closes.
+#[test]
+fn mcp_serves_with_its_stdout_a_file_or_dev_null() {
+    let tmp = tempfile::tempdir().unwrap();
+    for target in ["out.txt", "/dev/null"] {
+        let path = tmp.path().join(target);
+        let out = std::fs::File::create(&path).unwrap();
+        let mut child = host(&root().join("target/test-cache"))
+            .arg("--plugins")
+            .arg(plugins_dir())
+            .arg("mcp")
+            .stdin(Stdio::piped())
+            .stdout(out)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        // Nothing to read yet when the server starts reading.
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        for line in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"redirected","version":"1"}}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+        ] {
+            writeln!(stdin, "{line}").unwrap();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        drop(stdin);
+        let o = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{target}: {err}");
+        assert!(
+            !err.contains("temporarily unavailable") && !err.contains("could not start"),
+            "{target}: {err}"
+        );
+        if target == "out.txt" {
+            let written = std::fs::read_to_string(&path).unwrap();
+            let lines: Vec<Value> = written
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+            assert_eq!(lines.len(), 2, "{written}");
+            assert!(lines[0]["result"]["serverInfo"].is_object(), "{written}");
+            let tools = lines[1]["result"]["tools"].as_array().unwrap();
+            assert!(tools.iter().any(|t| t["name"] == "calculate"), "{written}");
+        }
+    }
+}
+
+/// The gateway guide's sandbox (`hide = ["~/.ssh"]`) on a machine whose
+/// home has no `.ssh`: nothing to hide, and the server starts (it was
+/// refused: "sandbox directory …/.ssh does not exist"). Needs bubblewrap
+/// (`cargo xtask test` puts PyPI's on the PATH).
+#[test]
+fn a_sandboxed_server_whose_hidden_directory_does_not_exist_starts() {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let config = work.path().join("gateway.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[mcp-servers]]\nname = \"calc\"\ncommand = [{:?}, \"--plugins\", {:?}, \"mcp\"]\n\
+             sandbox = {{ write = [\".\"], hide = [\"~/.ssh\"], network = false }}\n",
+            env!("CARGO_BIN_EXE_host"),
+            plugins_dir().join("calc.wasm").display().to_string(),
+        ),
+    )
+    .unwrap();
+    let o = host(&root().join("target/test-cache"))
+        .current_dir(work.path())
+        .env("HOME", home.path())
+        .arg("--config")
+        .arg(&config)
+        .args(["call", "calc__calculate", r#"{"expression":"6*7"}"#])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "42\n", "{err}");
+}

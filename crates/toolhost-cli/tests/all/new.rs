@@ -52,7 +52,7 @@ fn scaffold(lang: &str) -> (tempfile::TempDir, PathBuf) {
 }
 
 /// `host check DIR/demo.wasm` passes, and `host call greet` answers with
-/// text and structured content.
+/// text and structured content, greeting as `--set demo.greeting=…` says.
 fn check_and_call(dir: &Path) {
     let wasm = dir.join("demo.wasm");
     let out = run(host(&cache()).arg("check").arg(&wasm), "host check");
@@ -72,6 +72,20 @@ fn check_and_call(dir: &Path) {
     assert_eq!(r["plugin"], "demo", "{r}");
     assert_eq!(r["output"], "Hello, Ada!", "{r}");
     assert_eq!(r["structured"]["greeting"], "Hello, Ada!", "{r}");
+
+    // The greeting is a config value the host may set (the plugin guide's
+    // `--set NAME.greeting=Bonjour`).
+    let out = run(
+        host(&cache()).arg("--plugins").arg(dir).args([
+            "--set",
+            "demo.greeting=Bonjour",
+            "call",
+            "greet",
+            r#"{"name":"Ada"}"#,
+        ]),
+        "host --set demo.greeting=Bonjour call greet",
+    );
+    assert_eq!(out, "Bonjour, Ada!\n");
 
     // The scaffold's tool tells a blank name apart from a failure.
     let o = host(&cache())
@@ -120,7 +134,7 @@ fn a_new_rust_plugin_builds_passes_host_check_and_answers() {
             .args(["test", "--", "--format", "terse"]),
         "cargo test (the scaffold's own test)",
     );
-    assert!(out.contains("test result: ok. 2 passed"), "{out}");
+    assert!(out.contains("test result: ok. 3 passed"), "{out}");
 }
 
 #[test]
@@ -156,7 +170,7 @@ fn a_new_python_plugin_builds_passes_host_check_and_answers() {
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "python -m unittest: {err}");
-    assert!(err.contains("Ran 2 tests"), "{err}");
+    assert!(err.contains("Ran 3 tests"), "{err}");
 }
 
 #[test]

@@ -266,3 +266,23 @@ fn install_takes_the_name_from_the_reference_and_never_replaces_other_code_unask
             .contains("version = \"2.0.0\"")
     );
 }
+
+/// An install says what it fetches before the wait, on stderr (issue 47: a
+/// pull from a far registry was silent); stdout keeps only the result.
+#[test]
+fn install_says_what_it_fetches_before_it_waits() {
+    let work = tempfile::tempdir().unwrap();
+    let src = work.path().join("src");
+    copy_plugin(&plugins_dir(), "calc", &src);
+    let reference = format!("file://{}", src.join("calc.wasm").display());
+    let o = run(host_in(work.path())
+        .args(["--plugins", "plugins", "install"])
+        .arg(&reference));
+    let out = ok(&o);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!("fetching {reference} and verifying it")),
+        "{err}"
+    );
+    assert!(!out.contains("fetching"), "{out}");
+}

@@ -318,3 +318,27 @@ fn an_unsampled_callers_mcp_call_is_traced_in_a_trace_of_its_own(phoenix: &Phoen
         tree(&spans)
     );
 }
+
+/// A collector nobody runs (a wrong port): the host says once, in words,
+/// that traces are not exported and where it tried, without `-v`; the call
+/// itself is not held up.
+#[test]
+fn an_unreachable_collector_is_said_once() {
+    let o = host_cmd()
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
+        .arg("--plugins")
+        .arg(plugins_dir())
+        .args(["call", "calculate", r#"{"expression":"2*(3+4)"}"#])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "14\n");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(
+        err.matches("traces are not exported").count(),
+        1,
+        "said once: {err}"
+    );
+    assert!(err.contains("http://127.0.0.1:9/v1/traces"), "{err}");
+    assert!(!err.contains("(os error"), "{err}");
+}

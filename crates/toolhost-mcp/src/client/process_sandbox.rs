@@ -61,7 +61,16 @@ pub(crate) fn bwrap_args(
     // leaves dangling (one into `/tmp`); one that cannot be resolved is
     // kept as given, and bubblewrap refuses to start.
     let resolved = |dir: &PathBuf| dir.canonicalize().unwrap_or_else(|_| dir.clone());
-    let mut mounts: Vec<Mount> = sandbox.hide.iter().map(resolved).map(Mount::Hide).collect();
+    // A `hide` that does not exist hides nothing (`~/.ssh` on a machine
+    // without one): bubblewrap could not make its mount point in the
+    // read-only tree, and would refuse to start.
+    let hide: Vec<&PathBuf> = sandbox.hide.iter().filter(|dir| dir.exists()).collect();
+    let mut mounts: Vec<Mount> = hide
+        .iter()
+        .copied()
+        .map(resolved)
+        .map(Mount::Hide)
+        .collect();
     let writable = |path: &Path| {
         sandbox
             .write
@@ -99,7 +108,7 @@ pub(crate) fn bwrap_args(
     }
     // A hidden directory inside a directory mounted (back) is hidden there
     // again: deeper, so after it.
-    let hidden: Vec<PathBuf> = sandbox.hide.iter().map(resolved).collect();
+    let hidden: Vec<PathBuf> = hide.iter().copied().map(resolved).collect();
     let again: Vec<Mount> = mounts
         .iter()
         .filter_map(Mount::bind)
@@ -751,6 +760,23 @@ mod tests {
         assert!(mount(&args2, "--ro-bind", &srv).is_none(), "{args2:?}");
         assert!(mount(&args2, "--bind", &srv).is_some(), "{args2:?}");
         assert!(mount(&args2, "--bind", &real(dir.path())).is_some());
+    }
+
+    #[test]
+    fn a_hidden_directory_that_does_not_exist_is_left_out() {
+        let home = under_tmp();
+        let server_file = file(&home.path().join("server"), "");
+        let config = server(&server_file, &[], Some(Path::new("/")));
+        let missing = home.path().join(".ssh");
+        let sandbox = ProcessSandbox {
+            hide: vec![missing.clone()],
+            ..ProcessSandbox::default()
+        };
+        let args = args(&sandbox, &config);
+        assert!(
+            !args.iter().any(|a| a == &missing.display().to_string()),
+            "no mount point to make for it: {args:?}"
+        );
     }
 
     #[test]

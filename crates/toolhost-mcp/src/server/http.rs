@@ -159,11 +159,15 @@ impl ClientToken {
     /// profile its client's calls run under (`s3cret reviewer`), then
     /// settings: `role=operator` (an operator's token, for the console) and
     /// `ask=client|operator|deny` (who answers its calls' asks). Blank
-    /// lines and lines starting with `#` are skipped.
+    /// lines and lines starting with `#` are skipped, and a `#` after the
+    /// token starts a comment to the end of the line.
     ///
     /// ```
     /// use toolhost_mcp::{Asks, ClientToken, TokenRole};
-    /// let tokens = ClientToken::parse("# team\nabc reviewer ask=operator\nxyz\nop1 role=operator\n").unwrap();
+    /// let tokens = ClientToken::parse(
+    ///     "# team\nabc reviewer ask=operator  # Ada's laptop\nxyz\nop1 role=operator #ops\n",
+    /// )
+    /// .unwrap();
     /// assert_eq!(tokens[0].agent.as_deref(), Some("reviewer"));
     /// assert_eq!(tokens[0].asks, Some(Asks::Operator));
     /// assert_eq!(tokens[1].agent, None);
@@ -181,7 +185,9 @@ impl ClientToken {
                 line: i + 1,
                 problem,
             };
-            let mut words = l.split_whitespace();
+            // A word that starts with `#` starts a comment (the token is
+            // the first word: a line that starts with `#` is one already).
+            let mut words = l.split_whitespace().take_while(|w| !w.starts_with('#'));
             let mut token = ClientToken::caller(words.next().unwrap_or_default(), None);
             for word in words {
                 match word.split_once('=') {

@@ -362,34 +362,20 @@ impl McpServer {
 /// How long the progress reports queued when a call ends may take to go out.
 const PROGRESS_DRAIN: std::time::Duration = std::time::Duration::from_secs(1);
 
-type Reader = Box<dyn tokio::io::AsyncRead + Send + Unpin>;
-type Writer = Box<dyn tokio::io::AsyncWrite + Send + Unpin>;
-
-/// Stdin and stdout for the protocol. When they are pipes (as an MCP
-/// client sets them up), they are read and written without blocking, on the
-/// runtime's own threads; `tokio::io::stdin` would hand every read to a
-/// blocking thread, a thread hop on every message (about 30 µs a round trip
-/// here; `docs/benchmarks-log.md`). Anything else (a terminal, a file) falls back
-/// to tokio's stdio.
-fn stdio() -> (Reader, Writer) {
-    #[cfg(unix)]
-    {
-        use std::os::fd::AsFd;
-        let fifo_in = std::io::stdin()
-            .as_fd()
-            .try_clone_to_owned()
-            .ok()
-            .and_then(|fd| tokio::net::unix::pipe::Receiver::from_owned_fd(fd).ok());
-        let fifo_out = std::io::stdout()
-            .as_fd()
-            .try_clone_to_owned()
-            .ok()
-            .and_then(|fd| tokio::net::unix::pipe::Sender::from_owned_fd(fd).ok());
-        if let (Some(r), Some(w)) = (fifo_in, fifo_out) {
-            return (Box::new(r), Box::new(w));
-        }
-    }
-    (Box::new(tokio::io::stdin()), Box::new(tokio::io::stdout()))
+/// Stdin and stdout for the protocol: rmcp's [`stdio_pipes`](rmcp::transport::stdio_pipes).
+/// When both are pipes (as an MCP client sets them up), they are reopened
+/// through `/proc/self/fd` as descriptions of their own and read and
+/// written without blocking, on the runtime's own threads
+/// (`tokio::io::stdin` would hand every read to a blocking thread, a thread
+/// hop on every message: about 30 µs a round trip here;
+/// `docs/benchmarks-log.md`). Anything else (a terminal, a file, `/dev/null`
+/// as stdout) gets tokio's blocking stdio for both. The process's own
+/// descriptors are never made non-blocking: an earlier version set
+/// `O_NONBLOCK` on stdin's shared description when stdin was a pipe and
+/// stdout a file, and then read it blockingly (`EAGAIN`: `host mcp >
+/// out.txt` quit at once), and the flag leaked to whoever shared the pipe.
+fn stdio() -> (rmcp::transport::StdioReader, rmcp::transport::StdioWriter) {
+    rmcp::transport::stdio_pipes()
 }
 
 fn request_id(context: &RequestContext<RoleServer>) -> String {

@@ -9,5 +9,6 @@ mod openai;
 mod options;
 mod prompt;
 mod select;
+mod stream_errors;
 mod support;
 mod transport;

@@ -218,21 +218,7 @@ fn check_policy(
     rewritten: bool,
 ) -> Result<Option<String>, CallError> {
     let (tool, cx) = (call.target.tool, call.cx);
-    let policy = gate.policy();
-    // A plugin resolves a relative path against its first granted
-    // directory (the guest sees it at the same absolute path): path rules
-    // match that path too, and, for a per-call grant, what was opened.
-    let mut request = CallRequest::new(tool, args)
-        .declared(&call.target.spec().name)
-        .plugin(&call.target.plugin.name)
-        .paths(OpenedPath::context(
-            opened,
-            call.target.plugin.sandbox.path_base(),
-        ));
-    if let Some(agent) = cx.agent.as_deref() {
-        request = request.agent(agent);
-    }
-    let evaluation = gate.with_session(cx.session_id.as_deref(), |s| policy.evaluate(&request, s));
+    let evaluation = evaluate(gate, call, args, opened);
     // Only when traces are taken: the text costs an allocation per call.
     if !call.span.is_disabled() {
         call.span
@@ -266,6 +252,52 @@ fn check_policy(
     }
 }
 
+/// The policy's evaluation of `call` with `args` (and the path they name,
+/// as opened), under the caller's profile and session: what
+/// [`check_policy`] acts on, and what `explain.rs` reports.
+pub(crate) fn evaluate(
+    gate: &Gate,
+    call: &Call<'_>,
+    args: &Value,
+    opened: Option<&OpenedPath>,
+) -> toolhost_policy::Evaluation {
+    let cx = call.cx;
+    let policy = gate.policy();
+    // A plugin resolves a relative path against its first granted
+    // directory (the guest sees it at the same absolute path): path rules
+    // match that path too, and, for a per-call grant, what was opened.
+    let mut request = CallRequest::new(call.target.tool, args)
+        .declared(&call.target.spec().name)
+        .plugin(&call.target.plugin.name)
+        .paths(OpenedPath::context(
+            opened,
+            call.target.plugin.sandbox.path_base(),
+        ));
+    if let Some(agent) = cx.agent.as_deref() {
+        request = request.agent(agent);
+    }
+    gate.with_session(cx.session_id.as_deref(), |s| policy.evaluate(&request, s))
+}
+
+/// The id of a saved approval that answers an ask about `call` with
+/// `args` (for this build of the plugin, this profile and caller, now), if
+/// one does.
+pub(crate) fn saved_approval(
+    gate: &Gate,
+    call: &Call<'_>,
+    args: &Value,
+    opened: Option<&OpenedPath>,
+) -> Option<String> {
+    let lookup = Lookup::new(call.target.tool, &call.target.plugin.digest, args)
+        .paths(OpenedPath::context(
+            opened,
+            call.target.plugin.sandbox.path_base(),
+        ))
+        .profile(call.cx.agent.as_deref())
+        .client(call.cx.client.as_deref());
+    gate.approvals().find(&lookup)
+}
+
 /// Asks the approver about a call; without one, the builder's setting decides.
 #[tracing::instrument(name = "approval", level = "info", skip_all)]
 async fn ask(
@@ -285,14 +317,7 @@ async fn ask(
     // An approval saved earlier for these arguments (or any) of this build
     // of the plugin, under this profile, for this caller, answers without
     // asking anyone.
-    let lookup = Lookup::new(tool, &call.target.plugin.digest, args)
-        .paths(OpenedPath::context(
-            opened,
-            call.target.plugin.sandbox.path_base(),
-        ))
-        .profile(cx.agent.as_deref())
-        .client(cx.client.as_deref());
-    if let Some(id) = gate.approvals().find(&lookup) {
+    if let Some(id) = saved_approval(gate, call, args, opened) {
         cx.step(|| CallStep::Approval {
             of: ApprovalOf::Call,
             answer: ApprovalAnswer::Saved,

@@ -23,6 +23,9 @@
 //! 5. **conclude** (`conclude.rs`): the after-hooks (on failures too), then
 //!    the user's approval of the result when the policy asks for it.
 //!
+//! `explain.rs` takes a call through lookup, validation, the path and the
+//! policy without running it (`Runtime::explain`), with these very steps.
+//!
 //! Before any step, what the caller named (the tool, its call id) is
 //! bounded and made safe once (`named.rs`): only that reaches the call's
 //! span, the live feed, an error or a log.
@@ -36,6 +39,7 @@ pub(crate) mod admit;
 pub(crate) mod cached;
 pub(crate) mod conclude;
 pub(crate) mod execute;
+pub(crate) mod explain;
 pub(crate) mod named;
 pub(crate) mod narrow;
 pub(crate) mod opened;
