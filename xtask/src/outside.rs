@@ -41,6 +41,10 @@ pub const CHROMIUM: &str = "chromium";
 /// The official MCP conformance suite (npm): its server scenarios are run
 /// against `host serve`, its client scenarios against toolhost's client.
 pub const MCP_CONFORMANCE: &str = "@modelcontextprotocol/conformance@0.1.16";
+/// A real, OpenID Certified authorization server (npm), installed beside
+/// the conformance suite (whose Node 22 and MCP TypeScript SDK its test
+/// script uses): `host mcp login` signs in to it, and refreshes its tokens.
+pub const OIDC_PROVIDER: &str = "oidc-provider@9.13.3";
 /// Node 22 as an npm package (the suite needs Node 22's `fs.globSync`; the
 /// machine's Node may be older): the binary of this machine's architecture.
 pub const NODE_22_VERSION: &str = "22.23.3";
@@ -236,6 +240,7 @@ fn conformance_suite(tools: &Path) -> anyhow::Result<(PathBuf, PathBuf)> {
     let packages = [
         MCP_CONFORMANCE.to_owned(),
         format!("{node_package}@{NODE_22_VERSION}"),
+        OIDC_PROVIDER.to_owned(),
     ];
     let marker = dir.join(format!(
         ".installed-{}",
