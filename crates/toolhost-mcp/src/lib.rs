@@ -34,8 +34,10 @@ mod server;
 mod tools;
 
 pub use client::{
-    DEFAULT_CONNECT_TIMEOUT, DEFAULT_ENV, DEFAULT_MAX_MESSAGE_BYTES, HttpEndpoint, McpClientError,
-    McpServerConfig, McpSource, McpTransport, ProcessSandbox, Start, StdioServer,
+    DEFAULT_CONNECT_TIMEOUT, DEFAULT_ENV, DEFAULT_MAX_MESSAGE_BYTES, HttpEndpoint, MAX_SIGN_INS,
+    McpClientError, McpServerConfig, McpSource, McpTransport, OAuthGrant, OAuthSettings,
+    ProcessSandbox, SIGN_IN_TIMEOUT, SignInError, SignInPrompt, SignedIn, Start, StdioServer,
+    sign_in, sign_out, token_file,
 };
 pub use server::elicit::ELICITATION_TIMEOUT;
 pub use server::http::{

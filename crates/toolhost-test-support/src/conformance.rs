@@ -13,6 +13,12 @@ use std::process::Command;
 
 use serde_json::Value;
 
+/// The suite's entry point and the Node 22 that runs it (installed with
+/// the suite, as oidc-provider is).
+pub fn node() -> (PathBuf, PathBuf) {
+    suite()
+}
+
 /// The suite's entry point and the node that runs it.
 fn suite() -> (PathBuf, PathBuf) {
     let tools = || {
@@ -39,8 +45,8 @@ fn suite() -> (PathBuf, PathBuf) {
     (suite, node)
 }
 
-/// A command that runs the suite with `args`, its results written under
-/// `results` (the suite writes `results/<scenario>-<time>/checks.json`).
+/// A command that runs the suite with `args` in `results` (with `-o
+/// results` it writes `results/<scenario>-<time>/checks.json` there).
 pub fn command(results: &std::path::Path, args: &[&str]) -> Command {
     let (suite, node) = suite();
     let mut cmd = Command::new(node);
@@ -108,7 +114,10 @@ pub fn client(client: &str, scenario: &str) -> Outcome {
 
 fn run(scenario: &str, args: &[&str]) -> Outcome {
     let results = tempfile::tempdir().expect("a results directory");
+    // The suite writes `checks.json` only where `-o` says.
     let out = command(results.path(), args)
+        .arg("-o")
+        .arg(results.path())
         .output()
         .expect("the conformance suite starts");
     let mut checks = Vec::new();

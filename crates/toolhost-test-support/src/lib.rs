@@ -17,6 +17,7 @@
 pub mod catalog;
 pub mod conformance;
 pub mod fake_model;
+pub mod oauth_server;
 pub mod otlp;
 pub mod phoenix;
 pub mod registry;

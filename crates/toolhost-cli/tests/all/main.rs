@@ -14,6 +14,7 @@ mod interrupted_writes;
 mod languages;
 mod mcp;
 mod mcp_gateway;
+mod mcp_oauth;
 mod new;
 mod registry;
 mod sessions;
