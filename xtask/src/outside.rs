@@ -41,9 +41,10 @@ pub const CHROMIUM: &str = "chromium";
 /// The official MCP conformance suite (npm): its server scenarios are run
 /// against `host serve`, its client scenarios against toolhost's client.
 pub const MCP_CONFORMANCE: &str = "@modelcontextprotocol/conformance@0.1.16";
-/// A real, OpenID Certified authorization server (npm), installed beside
-/// the conformance suite (whose Node 22 and MCP TypeScript SDK its test
-/// script uses): `host mcp login` signs in to it, and refreshes its tokens.
+/// A real authorization server (npm, OpenID Certified): `host serve` as
+/// an OAuth resource server is tested against its tokens
+/// (`crates/toolhost-test-support/oidc/provider.mjs` runs it, on the Node
+/// 22 below).
 pub const OIDC_PROVIDER: &str = "oidc-provider@9.13.3";
 /// Node 22 as an npm package (the suite needs Node 22's `fs.globSync`; the
 /// machine's Node may be older): the binary of this machine's architecture.
@@ -207,6 +208,7 @@ pub fn install(root: &Path) -> anyhow::Result<Installed> {
         Some(dir)
     };
     let (conformance, node22) = conformance_suite(&dir)?;
+    oidc_provider(&dir)?;
     let componentize_py = venv.join("bin").join("componentize-py");
     let registry = debian_package(DOCKER_REGISTRY, DOCKER_REGISTRY, "the OCI registry tests")?;
     let chromium = debian_package(CHROMIUM, CHROMIUM, "the console's browser test")?;
@@ -240,7 +242,6 @@ fn conformance_suite(tools: &Path) -> anyhow::Result<(PathBuf, PathBuf)> {
     let packages = [
         MCP_CONFORMANCE.to_owned(),
         format!("{node_package}@{NODE_22_VERSION}"),
-        OIDC_PROVIDER.to_owned(),
     ];
     let marker = dir.join(format!(
         ".installed-{}",
@@ -272,6 +273,40 @@ fn conformance_suite(tools: &Path) -> anyhow::Result<(PathBuf, PathBuf)> {
         node.display()
     );
     Ok((suite, node))
+}
+
+/// `oidc-provider` in `tools/oidc/` (apart from the other npm tools, so
+/// that a change of either reinstalls only its own).
+fn oidc_provider(tools: &Path) -> anyhow::Result<()> {
+    let dir = tools.join("oidc");
+    let marker = dir.join(format!(
+        ".installed-{}",
+        OIDC_PROVIDER.replace(['/', '@'], "_")
+    ));
+    if !marker.is_file() {
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir)?;
+        std::fs::write(dir.join("package.json"), "{\"private\": true}\n")?;
+        run(Command::new("npm").current_dir(&dir).args([
+            "install",
+            "--no-audit",
+            "--no-fund",
+            "--loglevel=error",
+            "--engine-strict=false",
+            OIDC_PROVIDER,
+        ]))
+        .context(
+            "installing oidc-provider (the authorization server of the OAuth tests) from npm",
+        )?;
+        std::fs::write(&marker, "")?;
+    }
+    anyhow::ensure!(
+        dir.join("node_modules/oidc-provider/package.json")
+            .is_file(),
+        "npm did not install {OIDC_PROVIDER} into {}",
+        dir.display()
+    );
+    Ok(())
 }
 
 /// Debian's package of the CNCF distribution registry (2.8): the real

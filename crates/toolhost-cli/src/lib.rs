@@ -229,6 +229,8 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 stateless,
                 metrics_public,
                 console,
+                // `host serve`'s `[oauth]` is wired by the server side's branch.
+                oauth: None,
             };
             let asks = mcp::asks(asks.as_deref(), &options.listen)?;
 

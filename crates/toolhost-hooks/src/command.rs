@@ -47,7 +47,9 @@ pub enum Program {
 /// (for a hook configured for the `permission` stage: the call needs
 /// approval, and the object also has `"reasons": [...]`, why); after the call the object
 /// also has `"outcome": {"ok": true, "output": "...", "details": {...} | null, "structured": {...} | null}`
-/// or `"outcome": {"ok": false, "kind": "timeout", "message": "..."}`. The keys
+/// or `"outcome": {"ok": false, "kind": "timeout", "message": "..."}`. A
+/// call from an MCP client also has `"client"`: who called (`token:…` for
+/// a static bearer token, `oauth:SUBJECT` for an OAuth caller). The keys
 /// come in this order and the JSON is compact (serde_json's canonical form),
 /// so simple scripts can match on it with `grep` or `sed`. The same facts are
 /// in the environment: `TOOLHOST_HOOK_EVENT`, `TOOLHOST_HOOK_NAME`,
@@ -480,6 +482,9 @@ struct Payload<'a> {
     call_id: &'a str,
     session_id: Option<&'a str>,
     agent: Option<&'a str>,
+    /// Who is calling (an MCP caller's identity), when a client is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    client: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     outcome: Option<OutcomePayload<'a>>,
     /// At a permission request: why the call is asked about.
@@ -498,6 +503,7 @@ impl<'a> Payload<'a> {
             call_id: call.call_id,
             session_id: call.session_id,
             agent: call.agent,
+            client: call.client,
             reasons: None,
             outcome: outcome.map(|outcome| match outcome {
                 HookOutcome::Ok {

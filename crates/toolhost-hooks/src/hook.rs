@@ -48,6 +48,10 @@ pub struct HookCall<'a> {
     pub session_id: Option<&'a str>,
     /// The agent profile making the call, if any.
     pub agent: Option<&'a str>,
+    /// Who is calling, when a client is (an MCP caller: `token:…` for a
+    /// static bearer token, `oauth:SUBJECT` for an OAuth caller); never a
+    /// secret.
+    pub client: Option<&'a str>,
 }
 
 impl<'a> HookCall<'a> {
@@ -62,6 +66,7 @@ impl<'a> HookCall<'a> {
             call_id: "",
             session_id: None,
             agent: None,
+            client: None,
         }
     }
 
@@ -94,6 +99,12 @@ impl<'a> HookCall<'a> {
     /// Sets the agent profile.
     pub fn agent(mut self, agent: Option<&'a str>) -> Self {
         self.agent = agent;
+        self
+    }
+
+    /// Sets who is calling (see [`HookCall::client`]).
+    pub fn client(mut self, client: Option<&'a str>) -> Self {
+        self.client = client;
         self
     }
 

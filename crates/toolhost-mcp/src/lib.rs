@@ -11,7 +11,8 @@
 //! approval), exactly as the agent loop's and `host call`'s do. How tools
 //! and results map to MCP is in `tools.rs`; the server is in `server/`
 //! (how an `ask` reaches the client's user in `server/elicit.rs`, the HTTP
-//! endpoint in `server/http.rs`), the client of external servers, a tool
+//! endpoint in `server/http.rs`, the OAuth resource server in
+//! `server/oauth/`), the client of external servers, a tool
 //! source, in `client/`.
 //!
 //! ```no_run
@@ -44,6 +45,10 @@ pub use server::http::{
     ClientToken, DEFAULT_MAX_CONCURRENT_REQUESTS, DEFAULT_MAX_REQUEST_BYTES, HttpOptions,
     HttpServer, TokenFileError, TokenRole,
 };
+pub use server::oauth::{
+    CACHE_TTL as OAUTH_CACHE_TTL, Caller, CallerRule, IntrospectionOptions, MAX_LEEWAY_SECONDS,
+    MAX_TOKEN_BYTES, OAuthError, OAuthOptions,
+};
 pub use server::{Asks, McpServer, ServerOptions};
 pub use tools::{CACHED_META_KEY, DETAILS_META_KEY, ERROR_KIND_META_KEY, PLUGIN_META_KEY};
 
@@ -74,8 +79,20 @@ pub enum McpServeError {
         "the console needs an operator's token when tokens are set (a line with role=operator in the token file)"
     )]
     NoOperatorToken,
+    /// OAuth cannot be set up (`HttpOptions::oauth`).
+    #[error(transparent)]
+    OAuth(#[from] OAuthError),
     /// A call's `ask` goes to the operator, and no console is served
     /// where the operator could answer it.
     #[error("ask=operator needs the console (host serve --console), where the operator answers")]
     NoConsole,
+}
+
+/// Selects jsonwebtoken's RustCrypto provider for the process (once): with
+/// both its `rust_crypto` (ours) and `aws_lc_rs` (rmcp's client-credentials
+/// JWT) features on, it picks none by itself and panics at first use.
+pub(crate) fn jwt_crypto() {
+    let _ = jsonwebtoken::crypto::CryptoProvider::install_default(
+        &jsonwebtoken::crypto::rust_crypto::DEFAULT_PROVIDER,
+    );
 }

@@ -13,12 +13,6 @@ use std::process::Command;
 
 use serde_json::Value;
 
-/// The suite's entry point and the Node 22 that runs it (installed with
-/// the suite, as oidc-provider is).
-pub fn node() -> (PathBuf, PathBuf) {
-    suite()
-}
-
 /// The suite's entry point and the node that runs it.
 fn suite() -> (PathBuf, PathBuf) {
     let tools = || {

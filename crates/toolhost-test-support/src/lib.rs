@@ -4,7 +4,8 @@
 //! published): where the built plugins and fixtures are, scratch plugin
 //! directories, a real HTTP server on loopback, the fake model server that
 //! speaks the providers' wire formats, an interactive `host` session, and
-//! the process's resident memory, an in-process OTLP collector.
+//! the process's resident memory, an in-process OTLP collector, a real
+//! authorization server (`oidc`).
 //!
 //! ```no_run
 //! use toolhost_test_support::{copy_plugin, plugins_dir};
@@ -17,7 +18,7 @@
 pub mod catalog;
 pub mod conformance;
 pub mod fake_model;
-pub mod oauth_server;
+pub mod oidc;
 pub mod otlp;
 pub mod phoenix;
 pub mod registry;

@@ -3,8 +3,9 @@
 //! servers and authorization servers, whose consent is automatic) with
 //! `host call` as the client, a "browser" that follows the sign-in page's
 //! redirects, and the suite's scenario context turned into the operator's
-//! `[[mcp-servers]]` entry; and what a person sees when a server wants a
-//! sign-in nobody gave.
+//! `[[mcp-servers]]` entry; `host mcp login` against a real authorization
+//! server (`oidc-provider`) and an upstream that takes its tokens; and what
+//! a person sees when a server wants a sign-in nobody gave.
 
 use std::path::Path;
 
@@ -130,9 +131,74 @@ fn the_conformance_suites_draft_and_client_credentials_scenarios_pass() {
     ]);
 }
 
-/// A person's `host` against a real authorization server: `host`
-/// commands with one `[[mcp-servers]]` entry, the tokens in `dir/oauth`, a
-/// browser that follows the sign-in (with its cookies) when `browser`.
+/// An upstream MCP server that takes only the tokens of a real
+/// authorization server: `oidc-provider` (`support::oidc`) issuing JWT
+/// access tokens lasting `access_ttl` seconds for
+/// `http://127.0.0.1:PORT/mcp`, with refresh tokens, its consent scripted
+/// (alice signs in and grants what is asked); and toolhost's own HTTP MCP
+/// server there as the resource server (the calc plugin; alice may call).
+struct Upstream {
+    idp: oidc::OidcProvider,
+    url: String,
+    _plugins: tempfile::TempDir,
+    _server: tokio::runtime::Runtime,
+}
+
+fn upstream(access_ttl: u32) -> Upstream {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let idp = oidc::OidcProvider::start(serde_json::json!({
+        "resource": url,
+        "scopes": ["tools"],
+        "access_token_ttl": access_ttl,
+        "refresh_tokens": true,
+    }));
+    let plugins = tempfile::tempdir().unwrap();
+    copy_plugin(&plugins_dir(), "calc", plugins.path());
+    let server = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    server.block_on(async {
+        let runtime = toolhost_runtime::Runtime::builder()
+            .plugin_dir(plugins.path())
+            .cache_dir(None)
+            .build()
+            .await
+            .unwrap();
+        let mut options = toolhost_mcp::HttpOptions::local(port);
+        options.oauth = Some(toolhost_mcp::OAuthOptions {
+            issuer: idp.issuer.clone(),
+            scopes: vec!["tools".into()],
+            // Expired is expired: the client must refresh in time.
+            leeway_seconds: 0,
+            groups_claim: "groups".into(),
+            callers: vec![toolhost_mcp::CallerRule {
+                subject: Some("alice".into()),
+                ..toolhost_mcp::CallerRule::default()
+            }],
+            ..toolhost_mcp::OAuthOptions::default()
+        });
+        let mcp = toolhost_mcp::McpServer::new(runtime, toolhost_mcp::ServerOptions::default());
+        let bound = toolhost_mcp::HttpServer::bind(mcp, options).await.unwrap();
+        tokio::spawn(bound.run(std::future::pending()));
+    });
+    Upstream {
+        idp,
+        url,
+        _plugins: plugins,
+        _server: server,
+    }
+}
+
+/// A person's `host` against the upstream at `url`: `host` commands with
+/// one `[[mcp-servers]]` entry, the tokens in `dir/oauth`, a browser that
+/// follows the sign-in (with its cookies) when `browser`.
 fn person(
     dir: &Path,
     url: &str,
@@ -190,11 +256,13 @@ fn kept_tokens(file: &Path) -> (String, String) {
     )
 }
 
+const CALC: &[&str] = &["call", "acme__calculate", r#"{"expression":"2*(3+4)"}"#];
+
 #[test]
 fn login_keeps_a_token_only_the_user_reads_which_is_refreshed_and_logout_forgets() {
-    let server = oauth_server::OAuthServer::start(4);
+    let upstream = upstream(4);
     let dir = tempfile::tempdir().unwrap();
-    let host = person(dir.path(), &server.mcp_url(), true);
+    let host = person(dir.path(), &upstream.url, true);
 
     let login = host(&["mcp", "login", "acme"]);
     assert!(login.status.success(), "{}", text(&login));
@@ -214,23 +282,28 @@ fn login_keeps_a_token_only_the_user_reads_which_is_refreshed_and_logout_forgets
     let (access, refresh) = kept_tokens(&file);
 
     // The token works at once, without a new sign-in.
-    let call = host(&["call", "acme__whoami"]);
+    let call = host(CALC);
     assert!(call.status.success(), "{}", text(&call));
-    assert!(text(&call).contains("hello alice"), "{}", text(&call));
-    assert_eq!(server.grants(), ["authorization_code"]);
+    assert!(text(&call).contains("14"), "{}", text(&call));
+    assert_eq!(upstream.idp.grants(), ["authorization_code"]);
+    let plugins = host(&["plugins"]);
     assert!(
-        host(&["plugins"])
-            .stdout
-            .windows(24)
-            .any(|w| w == b"OAuth: signed in as clie")
+        String::from_utf8_lossy(&plugins.stdout).contains("OAuth: signed in as client"),
+        "{}",
+        text(&plugins)
     );
 
     // Expired: refreshed, not signed in again; no token in the most
     // talkative log.
     std::thread::sleep(std::time::Duration::from_secs(5));
-    let call = host(&["-vvv", "call", "acme__whoami"]);
+    let mut args = vec!["-vvv"];
+    args.extend_from_slice(CALC);
+    let call = host(&args);
     assert!(call.status.success(), "{}", text(&call));
-    assert_eq!(server.grants(), ["authorization_code", "refresh_token"]);
+    assert_eq!(
+        upstream.idp.grants(),
+        ["authorization_code", "refresh_token"]
+    );
     let (new_access, new_refresh) = kept_tokens(&file);
     assert_ne!(new_access, access);
     let log = text(&call);
@@ -246,8 +319,8 @@ fn login_keeps_a_token_only_the_user_reads_which_is_refreshed_and_logout_forgets
     assert!(!file.exists());
 
     // Nobody to ask: the error says what happened and what to run.
-    let quiet = person(dir.path(), &server.mcp_url(), false);
-    let call = quiet(&["call", "acme__whoami"]);
+    let quiet = person(dir.path(), &upstream.url, false);
+    let call = quiet(CALC);
     assert!(!call.status.success(), "{}", text(&call));
     let said = text(&call);
     assert!(

@@ -1,8 +1,9 @@
 //! MCP over Streamable HTTP: the endpoint `/mcp` (rmcp's
-//! `StreamableHttpService`, both protocol revisions), behind a bearer token,
-//! `Host` and `Origin` checks, a request-size bound and a concurrency bound,
-//! with `/healthz`, `/readyz` and `/metrics` (Prometheus, `metrics.rs`)
-//! beside it.
+//! `StreamableHttpService`, both protocol revisions), behind a bearer token
+//! (a static one, or an OAuth access token: `oauth/`), `Host` and `Origin`
+//! checks, a request-size bound and a concurrency bound, with `/healthz`,
+//! `/readyz`, `/metrics` (Prometheus, `metrics.rs`) and, with OAuth, the
+//! protected resource metadata beside it.
 //!
 //! ```no_run
 //! # async fn run(server: toolhost_mcp::McpServer) -> Result<(), toolhost_mcp::McpServeError> {
@@ -29,6 +30,7 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
 use super::identity::{ClientAsks, ClientIdentity, ClientProfile};
+use super::oauth::{self, Checked, OAuthOptions, ResourceServer};
 use super::{Asks, McpServer};
 use crate::McpServeError;
 
@@ -44,9 +46,14 @@ pub struct HttpOptions {
     pub listen: SocketAddr,
     /// The bearer tokens a request to `/mcp` may carry (`Authorization:
     /// Bearer …`), each with the policy profile its client's calls run
-    /// under (`None`: the server's). Empty: no token needed, which only a
-    /// loopback address allows.
+    /// under (`None`: the server's). Empty (and no `oauth`): no token
+    /// needed, which only a loopback address allows.
     pub tokens: Vec<ClientToken>,
+    /// OAuth access tokens from the organization's authorization server,
+    /// taken beside `tokens` ([`OAuthOptions`]): a request whose bearer
+    /// token is none of `tokens` is checked as an access token, and its
+    /// caller's claims choose its profile.
+    pub oauth: Option<OAuthOptions>,
     /// `Host` header values accepted besides loopback names (the names
     /// clients reach this server by, when it is not on loopback).
     pub allowed_hosts: Vec<String>,
@@ -80,6 +87,7 @@ impl HttpOptions {
         HttpOptions {
             listen: SocketAddr::from(([127, 0, 0, 1], port)),
             tokens: Vec::new(),
+            oauth: None,
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
@@ -99,6 +107,7 @@ pub struct HttpServer {
     stop: CancellationToken,
     ready: Arc<AtomicBool>,
     console_token: Option<String>,
+    oauth: Option<(String, String)>,
 }
 
 /// A bearer token: whose it is, and what its holder may do.
@@ -210,9 +219,16 @@ impl ClientToken {
     }
 }
 
+/// Who may call: the static tokens and the OAuth resource server.
+#[derive(Clone)]
+struct Auth {
+    tokens: Arc<[ClientToken]>,
+    oauth: Option<Arc<ResourceServer>>,
+}
+
 #[derive(Clone)]
 struct Gate {
-    tokens: Arc<[ClientToken]>,
+    auth: Auth,
     slots: Arc<tokio::sync::Semaphore>,
 }
 
@@ -223,7 +239,10 @@ impl HttpServer {
         server: McpServer,
         options: HttpOptions,
     ) -> Result<HttpServer, McpServeError> {
-        if !options.listen.ip().is_loopback() && options.tokens.is_empty() {
+        if !options.listen.ip().is_loopback()
+            && options.tokens.is_empty()
+            && options.oauth.is_none()
+        {
             return Err(McpServeError::TokenRequired(options.listen));
         }
         if options.tokens.iter().any(|t| t.token.is_empty()) {
@@ -245,10 +264,32 @@ impl HttpServer {
             || options
                 .tokens
                 .iter()
-                .any(|t| t.asks == Some(Asks::Operator));
+                .any(|t| t.asks == Some(Asks::Operator))
+            || options
+                .oauth
+                .as_ref()
+                .is_some_and(|o| o.callers.iter().any(|c| c.ask == Some(Asks::Operator)));
         if to_operator && (!options.console || server.options.operator_queue.is_none()) {
             return Err(McpServeError::NoConsole);
         }
+        let listener = tokio::net::TcpListener::bind(options.listen)
+            .await
+            .map_err(|e| McpServeError::Bind(options.listen, e.to_string()))?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| McpServeError::Bind(options.listen, e.to_string()))?;
+        // The resource URL tokens must name: the configured one, else (on
+        // loopback) the address bound.
+        let oauth = match &options.oauth {
+            Some(o) => {
+                let local = addr
+                    .ip()
+                    .is_loopback()
+                    .then(|| format!("http://{addr}/mcp"));
+                Some(Arc::new(ResourceServer::new(o, local)?))
+            }
+            None => None,
+        };
         let stop = CancellationToken::new();
         let mut hosts = vec![
             "localhost".to_owned(),
@@ -267,15 +308,19 @@ impl HttpServer {
         let factory = server.clone();
         let mcp: StreamableHttpService<McpServer, LocalSessionManager> =
             StreamableHttpService::new(move || Ok(factory.clone()), Default::default(), config);
-        let gate = Gate {
+        let auth = Auth {
             tokens: options.tokens.clone().into(),
+            oauth: oauth.clone(),
+        };
+        let gate = Gate {
+            auth: auth.clone(),
             slots: Arc::new(tokio::sync::Semaphore::new(
                 options.max_concurrent_requests.max(1),
             )),
         };
         let extras_gate = ExtrasGate {
             hosts: hosts.clone().into(),
-            tokens: gate.tokens.clone(),
+            auth,
             metrics_public: options.metrics_public,
         };
         let metrics = server.metrics().clone();
@@ -295,7 +340,28 @@ impl HttpServer {
         let mcp_routes = axum::Router::new()
             .nest_service("/mcp", mcp)
             .layer(axum::middleware::from_fn_with_state(gate, admit));
-        let extras = axum::Router::new()
+        let mut extras = axum::Router::new();
+        if let Some(oauth) = &oauth {
+            // Public, and for browser clients too (RFC 9728 metadata
+            // says nothing secret).
+            let document = oauth.metadata().document().to_owned();
+            for path in oauth.metadata().paths() {
+                let document = document.clone();
+                extras = extras.route(
+                    path,
+                    axum::routing::get(move || async move {
+                        (
+                            [
+                                (header::CONTENT_TYPE, "application/json"),
+                                (header::ACCESS_CONTROL_ALLOW_ORIGIN, "*"),
+                            ],
+                            document,
+                        )
+                    }),
+                );
+            }
+        }
+        let extras = extras
             .route("/healthz", axum::routing::get(|| async { "ok\n" }))
             .route(
                 "/metrics",
@@ -351,12 +417,6 @@ impl HttpServer {
         };
         #[cfg(not(feature = "console"))]
         let console_token = None;
-        let listener = tokio::net::TcpListener::bind(options.listen)
-            .await
-            .map_err(|e| McpServeError::Bind(options.listen, e.to_string()))?;
-        let addr = listener
-            .local_addr()
-            .map_err(|e| McpServeError::Bind(options.listen, e.to_string()))?;
         Ok(HttpServer {
             listener,
             app,
@@ -364,6 +424,7 @@ impl HttpServer {
             stop,
             ready,
             console_token,
+            oauth: oauth.map(|o| (o.resource().to_owned(), o.issuer().to_owned())),
         })
     }
 
@@ -379,6 +440,12 @@ impl HttpServer {
     /// the server stops.
     pub fn console_token(&self) -> Option<&str> {
         self.console_token.as_deref()
+    }
+
+    /// With OAuth on: the resource URL tokens must name, and the issuer
+    /// whose tokens are taken.
+    pub fn oauth_resource(&self) -> Option<(&str, &str)> {
+        self.oauth.as_ref().map(|(r, i)| (r.as_str(), i.as_str()))
     }
 
     /// Serves until `shutdown` completes, then stops taking requests,
@@ -406,19 +473,21 @@ impl HttpServer {
     }
 }
 
-/// Who may reach `/healthz`, `/readyz` and `/metrics`.
+/// Who may reach `/healthz`, `/readyz`, `/metrics` and the protected
+/// resource metadata.
 #[derive(Clone)]
 struct ExtrasGate {
     /// `Host` values accepted, as for `/mcp`.
     hosts: Arc<[String]>,
-    tokens: Arc<[ClientToken]>,
+    auth: Auth,
     metrics_public: bool,
 }
 
-/// Lets a request to `/healthz`, `/readyz` or `/metrics` in when its `Host`
-/// is one the server answers to (as for `/mcp`: DNS rebinding), and one to
-/// `/metrics` only with a bearer token when tokens are set, unless the
-/// metrics are public.
+/// Lets a request to `/healthz`, `/readyz`, `/metrics` or the metadata in
+/// when its `Host` is one the server answers to (as for `/mcp`: DNS
+/// rebinding), and one to `/metrics` only with a caller's token (static,
+/// or an OAuth caller let in) when tokens are set, unless the metrics are
+/// public.
 async fn admit_extras(State(gate): State<ExtrasGate>, request: Request, next: Next) -> Response {
     let host = request
         .headers()
@@ -437,32 +506,33 @@ async fn admit_extras(State(gate): State<ExtrasGate>, request: Request, next: Ne
         tracing::info!(target: "toolhost::mcp::access", path = request.uri().path(), status = 403, "refused: Host not accepted");
         return (StatusCode::FORBIDDEN, "Host not accepted\n").into_response();
     }
-    if request.uri().path() == "/metrics"
-        && !gate.metrics_public
-        && !gate.tokens.is_empty()
-        && client_of(&gate.tokens, &request).is_none()
-    {
-        tracing::info!(target: "toolhost::mcp::access", path = "/metrics", status = 401, "refused: no valid bearer token");
-        return (
-            StatusCode::UNAUTHORIZED,
-            [(header::WWW_AUTHENTICATE, "Bearer")],
-            "a valid bearer token is required (or serve with --metrics-public)\n",
-        )
-            .into_response();
+    if request.uri().path() == "/metrics" && !gate.metrics_public && gate.auth.required() {
+        let given = bearer(&request).map(str::to_owned);
+        match gate.auth.identify(given.as_deref(), "/metrics").await {
+            Identified::Token(_) | Identified::OAuth(_) => {}
+            Identified::Refused(refusal) => {
+                tracing::info!(target: "toolhost::mcp::access", path = "/metrics", status = refusal.status().as_u16(), "refused: no valid bearer token");
+                return refusal;
+            }
+        }
     }
     next.run(request).await
 }
 
-/// The client whose token `request` carries (`Authorization: Bearer …`).
-fn client_of<'a>(tokens: &'a [ClientToken], request: &Request) -> Option<&'a ClientToken> {
-    let given = request
+/// The bearer token `request` carries (`Authorization: Bearer …`).
+fn bearer(request: &Request) -> Option<&str> {
+    request
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         // The scheme is case-insensitive (RFC 9110, 11.1).
         .and_then(|v| v.split_once(' '))
         .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-        .map(|(_, token)| token.trim())?;
+        .map(|(_, token)| token.trim())
+}
+
+/// The static token `given` is, if any.
+fn client_of<'a>(tokens: &'a [ClientToken], given: &str) -> Option<&'a ClientToken> {
     // Every token is compared, so the time taken does not tell which matched.
     tokens.iter().fold(None, |found, t| {
         if same(given.as_bytes(), t.token.as_bytes()) {
@@ -473,49 +543,149 @@ fn client_of<'a>(tokens: &'a [ClientToken], request: &Request) -> Option<&'a Cli
     })
 }
 
-/// Lets a request to `/mcp` in when it carries a token (when tokens are
-/// set) and a slot is free; marks it with its token's profile.
-async fn admit(State(gate): State<Gate>, mut request: Request, next: Next) -> Response {
-    let started = std::time::Instant::now();
-    let method = request.method().clone();
-    if !gate.tokens.is_empty() {
-        let Some(client) = client_of(&gate.tokens, &request).cloned() else {
-            tracing::info!(target: "toolhost::mcp::access", %method, status = 401, "refused: no valid bearer token");
-            return refusal(
+/// Who a request's bearer token says its sender is.
+enum Identified {
+    /// A static token's holder.
+    Token(ClientToken),
+    /// An OAuth caller, let in.
+    OAuth(oauth::Admitted),
+    /// Nobody this server lets in: the answer to send.
+    Refused(Response),
+}
+
+impl Auth {
+    /// Whether a request needs a token at all.
+    fn required(&self) -> bool {
+        !self.tokens.is_empty() || self.oauth.is_some()
+    }
+
+    /// Reads the request's token: a static one first, else an OAuth
+    /// access token (when OAuth is on). A refusal never quotes the token.
+    async fn identify(&self, given: Option<&str>, path: &str) -> Identified {
+        if let Some(client) = given.and_then(|g| client_of(&self.tokens, g)) {
+            return Identified::Token(client.clone());
+        }
+        let Some(oauth) = &self.oauth else {
+            return Identified::Refused(refusal(
                 StatusCode::UNAUTHORIZED,
                 -32001,
                 "a valid bearer token is required (Authorization: Bearer …)",
-                (header::WWW_AUTHENTICATE, "Bearer"),
-            );
+                (header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer")),
+            ));
         };
-        if client.role == TokenRole::Operator {
-            tracing::info!(target: "toolhost::mcp::access", %method, status = 403, "refused: an operator's token calls no tool");
-            return refusal(
-                StatusCode::FORBIDDEN,
+        let metadata = oauth.metadata();
+        let Some(token) = given.filter(|t| !t.is_empty()) else {
+            return Identified::Refused(refusal(
+                StatusCode::UNAUTHORIZED,
                 -32001,
-                "an operator's token opens the console only; calls need a caller's token",
-                (header::WWW_AUTHENTICATE, "Bearer"),
-            );
+                "a valid bearer token is required (Authorization: Bearer …): an access token \
+                 from the authorization server this server's metadata names",
+                (header::WWW_AUTHENTICATE, metadata.challenge(None)),
+            ));
+        };
+        match oauth.check(token).await {
+            Checked::Admitted(admitted) => Identified::OAuth(admitted),
+            Checked::Invalid(problem) => {
+                tracing::info!(target: "toolhost::mcp::access", path, status = 401, problem = problem.as_str(), "refused: the access token is not valid here");
+                Identified::Refused(refusal(
+                    StatusCode::UNAUTHORIZED,
+                    -32001,
+                    "the access token is not valid for this server",
+                    (
+                        header::WWW_AUTHENTICATE,
+                        metadata.challenge(Some("invalid_token")),
+                    ),
+                ))
+            }
+            Checked::InsufficientScope(caller) => {
+                tracing::info!(target: "toolhost::mcp::access", path, status = 403, client = %caller.identity(), "refused: the access token lacks a scope this server requires");
+                Identified::Refused(refusal(
+                    StatusCode::FORBIDDEN,
+                    -32001,
+                    "the access token lacks a scope this server requires",
+                    (
+                        header::WWW_AUTHENTICATE,
+                        metadata.challenge(Some("insufficient_scope")),
+                    ),
+                ))
+            }
+            Checked::Unmapped(caller) => {
+                tracing::info!(target: "toolhost::mcp::access", path, status = 403, client = %caller.identity(), "refused: no [[oauth.callers]] rule names this caller");
+                Identified::Refused(refusal(
+                    StatusCode::FORBIDDEN,
+                    -32001,
+                    "this server has no profile for the caller the access token names",
+                    (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
+                ))
+            }
+            Checked::Unavailable(e) => {
+                tracing::warn!(target: "toolhost::mcp::access", path, status = 503, "cannot check an access token: {e}");
+                Identified::Refused(refusal(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    -32000,
+                    "the authorization server cannot be reached to check the access token; retry shortly",
+                    (header::RETRY_AFTER, HeaderValue::from_static("5")),
+                ))
+            }
         }
-        if let Some(agent) = &client.agent {
-            request
-                .extensions_mut()
-                .insert(ClientProfile(agent.clone()));
+    }
+}
+
+/// Lets a request to `/mcp` in when it carries a token (when tokens or
+/// OAuth are set) and a slot is free; marks it with its caller's identity,
+/// profile and who answers its asks.
+async fn admit(State(gate): State<Gate>, mut request: Request, next: Next) -> Response {
+    let started = std::time::Instant::now();
+    let method = request.method().clone();
+    if gate.auth.required() {
+        let given = bearer(&request).map(str::to_owned);
+        let path = request.uri().path().to_owned();
+        let (identity, agent, asks) = match gate.auth.identify(given.as_deref(), &path).await {
+            Identified::Refused(refused) => {
+                if refused.status() == StatusCode::UNAUTHORIZED {
+                    tracing::info!(target: "toolhost::mcp::access", %method, status = 401, "refused: no valid bearer token");
+                }
+                return refused;
+            }
+            Identified::Token(client) if client.role == TokenRole::Operator => {
+                tracing::info!(target: "toolhost::mcp::access", %method, status = 403, "refused: an operator's token calls no tool");
+                return refusal(
+                    StatusCode::FORBIDDEN,
+                    -32001,
+                    "an operator's token opens the console only; calls need a caller's token",
+                    (header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer")),
+                );
+            }
+            Identified::Token(client) => (
+                ClientIdentity::of_token(&client.token),
+                client.agent,
+                client.asks,
+            ),
+            Identified::OAuth(admitted) => (
+                ClientIdentity(admitted.caller.identity()),
+                admitted.profile,
+                admitted.asks,
+            ),
+        };
+        if let Some(agent) = agent {
+            request.extensions_mut().insert(ClientProfile(agent));
         }
-        if let Some(asks) = client.asks {
+        if let Some(asks) = asks {
             request.extensions_mut().insert(ClientAsks(asks));
         }
-        request
-            .extensions_mut()
-            .insert(ClientIdentity::of_token(&client.token));
+        request.extensions_mut().insert(identity);
     }
+    let client = request
+        .extensions()
+        .get::<ClientIdentity>()
+        .map(|c| c.0.clone());
     let Ok(_slot) = gate.slots.clone().try_acquire_owned() else {
         tracing::warn!(target: "toolhost::mcp::access", %method, status = 503, "refused: too many requests in flight");
         return refusal(
             StatusCode::SERVICE_UNAVAILABLE,
             -32000,
             "the server is at its limit of concurrent requests; retry shortly",
-            (header::RETRY_AFTER, "1"),
+            (header::RETRY_AFTER, HeaderValue::from_static("1")),
         );
     };
     let response = next.run(request).await;
@@ -523,6 +693,7 @@ async fn admit(State(gate): State<Gate>, mut request: Request, next: Next) -> Re
         target: "toolhost::mcp::access",
         %method,
         status = response.status().as_u16(),
+        client = client.as_deref(),
         micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
         "request"
     );
@@ -534,12 +705,10 @@ fn refusal(
     status: StatusCode,
     code: i32,
     message: &str,
-    (name, value): (http::HeaderName, &'static str),
+    (name, value): (http::HeaderName, HeaderValue),
 ) -> Response {
     let mut response = rpc_error(status, code, message);
-    response
-        .headers_mut()
-        .insert(name, HeaderValue::from_static(value));
+    response.headers_mut().insert(name, value);
     response
 }
 

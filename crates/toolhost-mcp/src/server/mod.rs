@@ -35,6 +35,7 @@ pub(crate) mod elicit;
 pub(crate) mod http;
 mod identity;
 mod metrics;
+pub(crate) mod oauth;
 mod search;
 
 use crate::tools;

@@ -466,6 +466,7 @@ pub(crate) fn hook_call<'a>(call: &'a Call<'a>, args: &'a Value) -> HookCall<'a>
         .call_id(&call.id)
         .session_id(call.cx.session_id.as_deref())
         .agent(call.cx.agent.as_deref())
+        .client(call.cx.client.as_deref())
 }
 
 /// Reports each hook's decision and time to the call's steps.

@@ -5,8 +5,9 @@
 //! convention: `gen_ai.operation.name`, `gen_ai.tool.name`,
 //! `gen_ai.tool.call.id`), with toolhost's own attributes: the plugin, its
 //! version and digest, the policy's decision and the rule that made it,
-//! whether the result came from the cache, and the outcome (`ok` or the
-//! error kind). Its children are the steps, in order: `validate`, `admit`
+//! whether the result came from the cache, the outcome (`ok` or the
+//! error kind), and who called (`toolhost.client`: an MCP caller's
+//! identity, `token:…` or `oauth:SUBJECT`, never a secret). Its children are the steps, in order: `validate`, `admit`
 //! (with `policy`, `hooks.before` and `approval`), `execute` (with `queue`
 //! and `sandbox`, or the MCP server's `tools/call`) and `conclude`.
 //! Argument values and results are never recorded, and the tool's name
@@ -33,6 +34,7 @@ pub(crate) fn call_span(named: &Named<'_>, cx: &CallContext) -> Span {
         gen_ai.tool.name = tool,
         gen_ai.tool.call.id = Empty,
         toolhost.agent = cx.agent.as_deref(),
+        toolhost.client = cx.client.as_deref(),
         toolhost.plugin = Empty,
         toolhost.plugin.version = Empty,
         toolhost.plugin.digest = Empty,

@@ -538,6 +538,7 @@ async fn client_credentials(
     challenge: Option<&str>,
     challenged: Option<String>,
 ) -> Result<AuthorizationManager, SignInError> {
+    crate::jwt_crypto();
     let Some(client_id) = settings.client_id.clone() else {
         return Err(SignInError::Failed(
             "the client-credentials grant needs a client id".into(),
