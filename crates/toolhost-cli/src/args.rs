@@ -114,6 +114,12 @@ pub struct Global {
     #[arg(long = "mcp", value_name = "NAME=COMMAND|URL", global = true, help_heading = GRANTS)]
     pub mcp: Vec<String>,
 
+    /// Where the OAuth tokens of MCP servers are kept (`host mcp login`):
+    /// one file per server, readable by you only. Default: `oauth` in the
+    /// user's data directory (~/.local/share/toolhost/oauth/).
+    #[arg(long, value_name = "DIR", env = "TOOLHOST_OAUTH_DIR", global = true)]
+    pub oauth_dir: Option<PathBuf>,
+
     /// Set a plugin config value: `PLUGIN.KEY=VALUE`. Repeatable.
     #[arg(long = "set", value_name = "PLUGIN.KEY=VALUE", global = true, help_heading = GRANTS)]
     pub set: Vec<String>,
@@ -324,8 +330,12 @@ pub enum Command {
         session: Option<String>,
     },
     /// Serve every tool over MCP on stdin and stdout, for an MCP client that
-    /// starts `host` (Claude Code, Codex, Cursor, goose …).
-    Mcp,
+    /// starts `host` (Claude Code, Codex, Cursor, goose …); `login` and
+    /// `logout` sign in to (and out of) an external MCP server.
+    Mcp {
+        #[command(subcommand)]
+        action: Option<McpAction>,
+    },
     /// Serve every tool over MCP's Streamable HTTP transport at `/mcp`, with
     /// `/healthz` and `/readyz` beside it.
     Serve {
@@ -418,6 +428,24 @@ pub enum Command {
         /// Write host.1 and a page per command (host-call.1 …) into DIR.
         #[arg(long, value_name = "DIR", conflicts_with = "command")]
         dir: Option<PathBuf>,
+    },
+}
+
+/// `host mcp login|logout NAME`.
+#[derive(Debug, Subcommand)]
+pub enum McpAction {
+    /// Sign in to the HTTP MCP server NAME (`--mcp NAME=URL` or the config
+    /// file's `[[mcp-servers]]`) with OAuth: its sign-in page opens in your
+    /// browser (the URL is printed too), and the tokens are kept for every
+    /// later command, refreshed when they expire.
+    Login {
+        /// The server's name.
+        name: String,
+    },
+    /// Forget the OAuth tokens kept for the MCP server NAME.
+    Logout {
+        /// The server's name.
+        name: String,
     },
 }
 

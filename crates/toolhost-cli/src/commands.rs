@@ -148,6 +148,9 @@ pub fn plugins(runtime: &Runtime, json: bool) -> anyhow::Result<u8> {
             if let Some(server) = &source.server {
                 writeln!(out, "    server:    {server}")?;
             }
+            if let Some(sign_in) = &source.sign_in {
+                writeln!(out, "    sign-in:   {}", printable(sign_in))?;
+            }
             writeln!(out, "    tools:     {}", p.tools.join(", "))?;
             // Only these limits apply to a source's calls.
             writeln!(

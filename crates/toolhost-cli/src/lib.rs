@@ -23,6 +23,7 @@ mod sessions;
 mod settings;
 mod shown;
 mod stdout;
+mod sign_in;
 
 use std::process::ExitCode;
 
@@ -129,6 +130,21 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
     if let Some(Command::Registry(command)) = &cli.command {
         return rt.block_on(install::run(&cli.global, command));
     }
+    // Signing in to an MCP server loads nothing else either.
+    if let Some(Command::Mcp {
+        action: Some(action),
+    }) = &cli.command
+    {
+        let servers = settings::mcp_servers(&cli.global)?;
+        return rt.block_on(sign_in::run(&cli.global, servers, action));
+    }
+    // A person may be asked to sign in to an MCP server, except by the
+    // servers, whose callers are elsewhere.
+    let interactive = !matches!(
+        cli.command,
+        Some(Command::Mcp { .. } | Command::Serve { .. })
+    );
+    let sign_in = sign_in::context(&cli.global, interactive);
     let only = match &cli.command {
         Some(Command::Check { file, .. }) => Some(vec![file.clone()]),
         _ => None,
@@ -136,13 +152,16 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
     // MCP servers' clients start (as tasks of `rt`) while the builder is made.
     let mut builder = {
         let _tokio = rt.enter();
-        settings::builder(&cli.global, only.as_deref())?
+        settings::builder(&cli.global, only.as_deref(), &sign_in)?
     };
     // Long-running commands pick up plugins that change while they run.
     if matches!(
         cli.command,
         None | Some(
-            Command::Run { .. } | Command::Chat { .. } | Command::Mcp | Command::Serve { .. }
+            Command::Run { .. }
+                | Command::Chat { .. }
+                | Command::Mcp { .. }
+                | Command::Serve { .. }
         )
     ) && !cli.global.no_watch
     {
@@ -214,7 +233,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
                 json,
             ))
         }
-        Some(Command::Mcp) => {
+        Some(Command::Mcp { .. }) => {
             commands::report_load_problems(&runtime);
             notices::print_plugin_events(&rt, &runtime, None);
             rt.block_on(mcp::stdio(&cli.global, &file, runtime))

@@ -18,6 +18,14 @@
 //! name = "files"
 //! command = ["npx", "@modelcontextprotocol/server-filesystem", "/srv/data"]
 //! sandbox = { write = ["/srv/data"], network = false }
+//!
+//! # OAuth 2.1: every URL server without a bearer token signs in when it
+//! # answers 401 (`host mcp login NAME`); this table is needed only for a
+//! # registered client, fixed scopes or the client-credentials grant.
+//! [[mcp-servers]]
+//! name = "tickets"
+//! url = "https://mcp.example.com/mcp"
+//! oauth = { grant = "client-credentials", client-id = "gateway", client-secret-env = "TICKETS_SECRET" }
 //! ```
 
 use std::collections::BTreeMap;
@@ -28,7 +36,8 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use serde::Deserialize;
 use toolhost_mcp::{
-    HttpEndpoint, McpServerConfig, McpSource, McpTransport, ProcessSandbox, Start, StdioServer,
+    HttpEndpoint, McpServerConfig, McpSource, McpTransport, OAuthGrant, OAuthSettings,
+    ProcessSandbox, SignInPrompt, Start, StdioServer,
 };
 use toolhost_runtime::{LimitOverrides, PluginSettings, RuntimeBuilder};
 
@@ -60,6 +69,9 @@ pub struct ServerEntry {
     bearer_token_file: Option<PathBuf>,
     /// A variable holding an HTTP server's bearer token.
     bearer_token_env: Option<String>,
+    /// How an HTTP server is signed in to with OAuth (defaults apply
+    /// without it).
+    oauth: Option<OAuthEntry>,
     /// What its tool names start with (default `NAME__`).
     prefix: Option<String>,
     /// `eager` (default: start-up waits for it) or `lazy` (in the background).
@@ -75,6 +87,101 @@ pub struct ServerEntry {
     max_concurrent: Option<usize>,
     /// The largest result accepted, in bytes.
     max_result_bytes: Option<usize>,
+}
+
+/// `oauth = { … }`: a registered client, scopes, the grant.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+struct OAuthEntry {
+    /// A client registered with the authorization server beforehand.
+    client_id: Option<String>,
+    /// A variable holding its secret.
+    client_secret_env: Option<String>,
+    /// A file holding its secret.
+    client_secret_file: Option<PathBuf>,
+    /// The https URL of this client's metadata document (CIMD).
+    client_metadata_url: Option<String>,
+    /// The scopes to ask for (default: what the server says).
+    scopes: Option<Vec<String>>,
+    /// `authorization-code` (a person signs in, the default) or
+    /// `client-credentials` (an unattended gateway).
+    #[serde(default)]
+    grant: GrantEntry,
+    /// A PEM private key for the client-credentials grant (`private_key_jwt`).
+    private_key_file: Option<PathBuf>,
+    /// Its algorithm (`ES256` by default).
+    signing_algorithm: Option<String>,
+    /// The loopback port of the sign-in redirect (default: any free port).
+    redirect_port: Option<u16>,
+}
+
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum GrantEntry {
+    #[default]
+    AuthorizationCode,
+    ClientCredentials,
+}
+
+/// Where the CLI keeps OAuth tokens, and whether it may ask a person.
+#[derive(Clone)]
+pub struct SignIn {
+    /// The token directory.
+    pub token_dir: PathBuf,
+    /// Shows the sign-in page (an interactive command), or `None`.
+    pub prompt: Option<SignInPrompt>,
+}
+
+impl OAuthEntry {
+    fn resolve(self, name: &str, sign_in: &SignIn) -> anyhow::Result<OAuthSettings> {
+        let secret = match (&self.client_secret_env, &self.client_secret_file) {
+            (Some(var), None) => Some(std::env::var(var).with_context(|| {
+                format!("MCP server `{name}`: client secret variable {var} is not set")
+            })?),
+            (None, Some(file)) => Some(read_secret(file).with_context(|| {
+                format!("MCP server `{name}`: client secret file {}", file.display())
+            })?),
+            (None, None) => None,
+            (Some(_), Some(_)) => {
+                bail!("MCP server `{name}`: give client-secret-env or client-secret-file, not both")
+            }
+        };
+        let private_key_pem = match &self.private_key_file {
+            Some(file) => Some(read_secret(file).with_context(|| {
+                format!("MCP server `{name}`: private key file {}", file.display())
+            })?),
+            None => None,
+        };
+        let grant = match self.grant {
+            GrantEntry::AuthorizationCode => OAuthGrant::AuthorizationCode,
+            GrantEntry::ClientCredentials => {
+                if self.client_id.is_none() || (secret.is_none() && private_key_pem.is_none()) {
+                    bail!(
+                        "MCP server `{name}`: the client-credentials grant needs client-id and a client secret or private-key-file"
+                    );
+                }
+                OAuthGrant::ClientCredentials
+            }
+        };
+        Ok(OAuthSettings {
+            client_id: self.client_id,
+            client_secret: secret,
+            client_metadata_url: self.client_metadata_url,
+            scopes: self.scopes.unwrap_or_default(),
+            grant,
+            private_key_pem,
+            signing_algorithm: self.signing_algorithm,
+            redirect_port: self.redirect_port,
+            token_dir: Some(sign_in.token_dir.clone()),
+            prompt: sign_in.prompt.clone(),
+            sign_in_command: Some(format!("host mcp login {name}")),
+        })
+    }
+}
+
+/// A secret from a file, without its trailing newline.
+fn read_secret(file: &std::path::Path) -> anyhow::Result<String> {
+    Ok(std::fs::read_to_string(file)?.trim_end().to_owned())
 }
 
 #[derive(Debug, Clone, Copy, Default, Deserialize)]
@@ -121,6 +228,7 @@ impl ServerEntry {
             headers: BTreeMap::new(),
             bearer_token_file: None,
             bearer_token_env: None,
+            oauth: None,
             prefix: None,
             start: StartEntry::Eager,
             connect_timeout_ms: None,
@@ -137,8 +245,13 @@ impl ServerEntry {
         Ok(entry)
     }
 
+    /// Its name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
     /// The client's configuration, and the limits as plugin settings.
-    fn resolve(self) -> anyhow::Result<(McpServerConfig, LimitOverrides)> {
+    pub fn resolve(self, sign_in: &SignIn) -> anyhow::Result<(McpServerConfig, LimitOverrides)> {
         let name = self.name.clone();
         let transport = match (self.command.split_first(), &self.url) {
             (Some((program, args)), None) => McpTransport::Stdio(StdioServer {
@@ -173,10 +286,19 @@ impl ServerEntry {
                         "MCP server `{name}`: give bearer-token-file or bearer-token-env, not both"
                     ),
                 };
+                // A server with a bearer token does not sign in.
+                let oauth = match (&bearer, self.oauth) {
+                    (Some(_), Some(_)) => {
+                        bail!("MCP server `{name}`: give a bearer token or `oauth`, not both")
+                    }
+                    (Some(_), None) => None,
+                    (None, entry) => Some(entry.unwrap_or_default().resolve(&name, sign_in)?),
+                };
                 McpTransport::Http(HttpEndpoint {
                     url: url.clone(),
                     headers: self.headers.into_iter().collect(),
                     bearer,
+                    oauth,
                 })
             }
             (Some(_), Some(_)) => {
@@ -223,13 +345,14 @@ pub fn add(
     mut builder: RuntimeBuilder,
     entries: Vec<ServerEntry>,
     settings: &mut BTreeMap<String, PluginSettings>,
+    sign_in: &SignIn,
 ) -> anyhow::Result<RuntimeBuilder> {
     let mut names = std::collections::BTreeSet::new();
     for entry in entries {
         if !names.insert(entry.name.clone()) {
             bail!("two MCP servers are called `{}`", entry.name);
         }
-        let (config, limits) = entry.resolve()?;
+        let (config, limits) = entry.resolve(sign_in)?;
         let name = config.name.clone();
         let source = McpSource::start(config)?;
         // The server's own keys win over a `[plugins.NAME]` table.
@@ -246,6 +369,73 @@ pub fn add(
 mod tests {
     use super::*;
 
+    fn quiet() -> SignIn {
+        SignIn {
+            token_dir: PathBuf::from("/nonexistent/oauth"),
+            prompt: None,
+        }
+    }
+
+    #[test]
+    fn a_url_server_signs_in_with_oauth_unless_it_has_a_bearer_token() {
+        let plain: ServerEntry = toml::from_str("name = \"d\"\nurl = \"https://h/mcp\"").unwrap();
+        let (config, _) = plain.resolve(&quiet()).unwrap();
+        let McpTransport::Http(h) = &config.transport else {
+            panic!()
+        };
+        let oauth = h.oauth.as_ref().unwrap();
+        assert_eq!(oauth.grant, OAuthGrant::AuthorizationCode);
+        assert_eq!(oauth.sign_in_command.as_deref(), Some("host mcp login d"));
+        assert_eq!(
+            oauth.token_dir.as_deref(),
+            Some(std::path::Path::new("/nonexistent/oauth"))
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let token = dir.path().join("token");
+        std::fs::write(&token, "t\n").unwrap();
+        let bearer: ServerEntry = toml::from_str(&format!(
+            "name = \"d\"\nurl = \"https://h/mcp\"\nbearer-token-file = {:?}",
+            token.display().to_string()
+        ))
+        .unwrap();
+        let (config, _) = bearer.resolve(&quiet()).unwrap();
+        let McpTransport::Http(h) = &config.transport else {
+            panic!()
+        };
+        assert!(h.oauth.is_none());
+        let both: ServerEntry = toml::from_str(&format!(
+            "name = \"d\"\nurl = \"https://h/mcp\"\nbearer-token-file = {:?}\noauth = {{ client-id = \"c\" }}",
+            token.display().to_string()
+        ))
+        .unwrap();
+        assert!(both.resolve(&quiet()).is_err());
+    }
+
+    #[test]
+    fn client_credentials_need_a_client_and_its_secret() {
+        let bare: ServerEntry = toml::from_str(
+            "name = \"d\"\nurl = \"https://h/mcp\"\noauth = { grant = \"client-credentials\" }",
+        )
+        .unwrap();
+        assert!(bare.resolve(&quiet()).is_err());
+        let dir = tempfile::tempdir().unwrap();
+        let secret = dir.path().join("secret");
+        std::fs::write(&secret, "s3cret\n").unwrap();
+        let full: ServerEntry = toml::from_str(&format!(
+            "name = \"d\"\nurl = \"https://h/mcp\"\n[oauth]\ngrant = \"client-credentials\"\nclient-id = \"gw\"\nclient-secret-file = {:?}\nscopes = [\"a\"]",
+            secret.display().to_string()
+        ))
+        .unwrap();
+        let (config, _) = full.resolve(&quiet()).unwrap();
+        let McpTransport::Http(h) = &config.transport else {
+            panic!()
+        };
+        let oauth = h.oauth.as_ref().unwrap();
+        assert_eq!(oauth.grant, OAuthGrant::ClientCredentials);
+        assert_eq!(oauth.client_secret.as_deref(), Some("s3cret"));
+        assert_eq!(oauth.scopes, ["a"]);
+    }
+
     #[test]
     fn a_flag_names_a_command_or_a_url() {
         let e = ServerEntry::from_flag("git=mcp-server-git --repository .").unwrap();
@@ -261,13 +451,13 @@ mod tests {
     fn an_entry_needs_exactly_one_of_command_and_url() {
         let both: ServerEntry =
             toml::from_str("name = \"x\"\ncommand = [\"a\"]\nurl = \"http://h/\"").unwrap();
-        assert!(both.resolve().is_err());
+        assert!(both.resolve(&quiet()).is_err());
         let none: ServerEntry = toml::from_str("name = \"x\"").unwrap();
-        assert!(none.resolve().is_err());
+        assert!(none.resolve(&quiet()).is_err());
         let limits: ServerEntry =
             toml::from_str("name = \"x\"\ncommand = [\"a\"]\ntimeout-ms = 5\nmax-concurrent = 2")
                 .unwrap();
-        let (config, limits) = limits.resolve().unwrap();
+        let (config, limits) = limits.resolve(&quiet()).unwrap();
         assert_eq!(config.name, "x");
         assert_eq!(
             (limits.timeout_ms, limits.max_instances),

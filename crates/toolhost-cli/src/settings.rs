@@ -487,10 +487,31 @@ pub fn warn_unknown_grants(
     }
 }
 
+/// The MCP servers of the config file and of `--mcp`.
+pub fn mcp_servers(global: &Global) -> anyhow::Result<Vec<crate::mcp_servers::ServerEntry>> {
+    mcp_servers_of(&config_file(global)?, global)
+}
+
+fn mcp_servers_of(
+    file: &ConfigFile,
+    global: &Global,
+) -> anyhow::Result<Vec<crate::mcp_servers::ServerEntry>> {
+    let mut servers = file.mcp_servers.clone();
+    for flag in &global.mcp {
+        servers.push(crate::mcp_servers::ServerEntry::from_flag(flag)?);
+    }
+    Ok(servers)
+}
+
 /// A runtime builder from the config file and the flags (flags win).
 /// `only` replaces the plugin directories with these files (for `check`).
-pub fn builder(global: &Global, only: Option<&[PathBuf]>) -> anyhow::Result<RuntimeBuilder> {
+pub fn builder(
+    global: &Global,
+    only: Option<&[PathBuf]>,
+    sign_in: &crate::mcp_servers::SignIn,
+) -> anyhow::Result<RuntimeBuilder> {
     let file = config_file(global)?;
+    let servers = mcp_servers_of(&file, global)?;
     let lock = lock_file(global, &file);
     // Before 2026-11-26 the lock file defaulted to the working directory.
     let old = Path::new("toolhost.lock");
@@ -597,11 +618,7 @@ pub fn builder(global: &Global, only: Option<&[PathBuf]>) -> anyhow::Result<Runt
         builder = builder.plugin_dir(p);
     }
     if only.is_none() {
-        let mut servers = file.mcp_servers;
-        for flag in &global.mcp {
-            servers.push(crate::mcp_servers::ServerEntry::from_flag(flag)?);
-        }
-        builder = crate::mcp_servers::add(builder, servers, &mut settings)?;
+        builder = crate::mcp_servers::add(builder, servers, &mut settings, sign_in)?;
     }
     for (name, s) in settings {
         builder = builder.plugin_settings(name, s);
@@ -657,11 +674,18 @@ mod tests {
         crate::args::Cli::parse_from(all).global
     }
 
+    fn quiet() -> crate::mcp_servers::SignIn {
+        crate::mcp_servers::SignIn {
+            token_dir: PathBuf::from("/nonexistent/oauth"),
+            prompt: None,
+        }
+    }
+
     #[test]
     fn malformed_grant_flags_are_errors() {
-        assert!(builder(&global(&["--allow-dir", "nodir"]), None).is_err());
-        assert!(builder(&global(&["--allow-host", "http=ftp://x"]), None).is_err());
-        assert!(builder(&global(&["--set", "novalue"]), None).is_err());
+        assert!(builder(&global(&["--allow-dir", "nodir"]), None, &quiet()).is_err());
+        assert!(builder(&global(&["--allow-host", "http=ftp://x"]), None, &quiet()).is_err());
+        assert!(builder(&global(&["--set", "novalue"]), None, &quiet()).is_err());
     }
 
     #[test]

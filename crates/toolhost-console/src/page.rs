@@ -266,6 +266,7 @@ fn plugins(plugins: &[PluginInfo]) -> Markup {
                             td {
                                 @if let Some(source) = &p.source {
                                     (source.kind) ": " (source.state)
+                                    @if let Some(sign_in) = &source.sign_in { br; (sign_in) }
                                 } @else { "loaded" }
                             }
                             td { (p.requested) }

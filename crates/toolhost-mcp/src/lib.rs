@@ -35,8 +35,10 @@ mod server;
 mod tools;
 
 pub use client::{
-    DEFAULT_CONNECT_TIMEOUT, DEFAULT_ENV, DEFAULT_MAX_MESSAGE_BYTES, HttpEndpoint, McpClientError,
-    McpServerConfig, McpSource, McpTransport, ProcessSandbox, Start, StdioServer,
+    DEFAULT_CONNECT_TIMEOUT, DEFAULT_ENV, DEFAULT_MAX_MESSAGE_BYTES, HttpEndpoint, MAX_SIGN_INS,
+    McpClientError, McpServerConfig, McpSource, McpTransport, OAuthGrant, OAuthSettings,
+    ProcessSandbox, SIGN_IN_TIMEOUT, SignInError, SignInPrompt, SignedIn, Start, StdioServer,
+    sign_in, sign_out, token_file,
 };
 pub use server::elicit::ELICITATION_TIMEOUT;
 pub use server::http::{
@@ -84,4 +86,13 @@ pub enum McpServeError {
     /// where the operator could answer it.
     #[error("ask=operator needs the console (host serve --console), where the operator answers")]
     NoConsole,
+}
+
+/// Selects jsonwebtoken's RustCrypto provider for the process (once): with
+/// both its `rust_crypto` (ours) and `aws_lc_rs` (rmcp's client-credentials
+/// JWT) features on, it picks none by itself and panics at first use.
+pub(crate) fn jwt_crypto() {
+    let _ = jsonwebtoken::crypto::CryptoProvider::install_default(
+        &jsonwebtoken::crypto::rust_crypto::DEFAULT_PROVIDER,
+    );
 }

@@ -227,7 +227,7 @@ pub enum SandboxFault {
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum CallError {
     /// No tool has this name.
-    #[error("{}", not_found_message(.name, .suggestions, .available))]
+    #[error("{}", not_found_message(.name, .suggestions, .available, .unavailable.as_deref()))]
     NotFound {
         /// The name that was asked for.
         name: String,
@@ -235,6 +235,9 @@ pub enum CallError {
         suggestions: Vec<String>,
         /// Every available tool name.
         available: Vec<String>,
+        /// Why the tool source whose prefix the name has lists no tools
+        /// now (an MCP server that is down, or needs a sign-in).
+        unavailable: Option<String>,
     },
     /// The arguments are not valid JSON or do not match the tool's schema.
     #[error("invalid arguments for `{tool}`: {}", join_issues(.issues))]
@@ -356,8 +359,16 @@ fn join_issues(issues: &[ArgumentIssue]) -> String {
         .join("; ")
 }
 
-fn not_found_message(name: &str, suggestions: &[String], available: &[String]) -> String {
+fn not_found_message(
+    name: &str,
+    suggestions: &[String],
+    available: &[String],
+    unavailable: Option<&str>,
+) -> String {
     let mut msg = format!("no tool named `{name}`");
+    if let Some(why) = unavailable {
+        msg.push_str(&format!(": {why}"));
+    }
     if !suggestions.is_empty() {
         msg.push_str(&format!("; did you mean `{}`?", suggestions.join("`, `")));
     } else if !available.is_empty() {
@@ -418,7 +429,10 @@ impl CallError {
                 name,
                 suggestions,
                 available,
-            } => json!({ "tool": name, "suggestions": suggestions, "available": available }),
+                unavailable,
+            } => {
+                json!({ "tool": name, "suggestions": suggestions, "available": available, "unavailable": unavailable })
+            }
             CallError::InvalidArguments { tool, issues } => {
                 json!({ "tool": tool, "issues": issues })
             }
@@ -461,6 +475,7 @@ mod tests {
             name: "calc".into(),
             suggestions: vec!["calculate".into()],
             available: vec!["calculate".into(), "word_count".into()],
+            unavailable: None,
         };
         let msg = err.to_string();
         assert!(msg.contains("did you mean `calculate`"), "{msg}");

@@ -146,6 +146,22 @@ impl Gate {
         })
     }
 
+    /// Whether the caller may see tool `name` (declared as `declared`) of
+    /// plugin or source `plugin`.
+    pub(crate) fn may_see(
+        &self,
+        name: &str,
+        declared: &str,
+        plugin: &str,
+        agent: Option<&str>,
+        session: Option<&str>,
+    ) -> bool {
+        let policy = self.policy.load();
+        self.with_session(session, |toggles| {
+            policy.visible_as(name, declared, Some(plugin), agent, toggles)
+        })
+    }
+
     /// Runs `f` on the toggles of `session` (an empty set for none).
     pub(crate) fn with_session<T>(
         &self,

@@ -76,6 +76,7 @@ impl ReusedInstance {
                 name: tool.to_owned(),
                 suggestions: Vec::new(),
                 available: self.plugin.tools.iter().map(|t| t.name.clone()).collect(),
+                unavailable: None,
             });
         }
         let admitted = match timed_admit(&inner.gate, &call, args).await {
@@ -143,6 +144,7 @@ impl Runtime {
                     registry.plugins.iter().map(|p| p.name.as_str()),
                 ),
                 available: registry.plugins.iter().map(|p| p.name.clone()).collect(),
+                unavailable: None,
             });
         };
         let slot = self.inner.pool.acquire(p.quota()).await?;

@@ -237,6 +237,10 @@ pub struct SourceStatus {
     /// What it says it is (e.g. an MCP server's name and version).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server: Option<String>,
+    /// How it is signed in to, if it is (e.g. an MCP server's OAuth
+    /// client and scopes; never a token).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sign_in: Option<String>,
 }
 
 impl SourceStatus {
@@ -247,6 +251,7 @@ impl SourceStatus {
             location: location.into(),
             state,
             server: None,
+            sign_in: None,
         }
     }
 }

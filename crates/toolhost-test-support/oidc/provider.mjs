@@ -14,7 +14,10 @@
 // - a scripted consent: an interaction signs in the account named by the
 //   request's `login_hint` (else `subject`) and grants every scope and
 //   resource asked for, with no page shown;
-// - `groups` in access tokens, from the config's `groups` by account.
+// - `groups` in access tokens, from the config's `groups` by account;
+// - with `refresh_tokens: true`, a refresh token for every client allowed
+//   the grant (not only for `offline_access` with `prompt=consent`);
+// - one line `grant TYPE` on stdout per token issued (after `listening`).
 import { readFileSync } from 'node:fs';
 import { generateKeyPairSync } from 'node:crypto';
 import { createServer } from 'node:http';
@@ -34,8 +37,12 @@ const opaque = new Set(config.opaque_clients || []);
 // starts after the provider, on a port not known yet).
 const isResource = (indicator) => indicator === config.resource
   || (config.resource_pattern !== undefined && new RegExp(config.resource_pattern).test(indicator));
+const refresh = config.refresh_tokens
+  ? { issueRefreshToken: async (ctx, client) => client.grantTypeAllowed('refresh_token') }
+  : {};
 
 const provider = new Provider(issuer, {
+  ...refresh,
   clients: config.clients || [],
   ttl: {
     AccessToken: config.access_token_ttl || 300,
@@ -111,6 +118,7 @@ provider.use(async (ctx, next) => {
 });
 
 provider.on('server_error', (ctx, err) => console.error('server_error', err));
+provider.on('grant.success', (ctx) => console.log(`grant ${ctx.oidc.params.grant_type}`));
 
 server.on('request', provider.callback());
 console.log(`listening on ${issuer}`);

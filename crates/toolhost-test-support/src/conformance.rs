@@ -109,6 +109,7 @@ pub fn client(client: &str, scenario: &str) -> Outcome {
 
 fn run(scenario: &str, args: &[&str]) -> Outcome {
     let results = tempfile::tempdir().expect("a results directory");
+    // The suite writes `checks.json` only where `-o` says.
     let out = command(results.path(), args)
         .arg("--output-dir")
         .arg(results.path())

@@ -18,6 +18,9 @@
 //! - `groups`: `{"account or client id": ["group", …]}`, put in the
 //!   access tokens' `groups` claim;
 //! - `access_token_ttl`: seconds (default 300), to test expiry and refresh;
+//! - `refresh_tokens`: `true` to issue refresh tokens to every client that
+//!   may refresh ([`OidcProvider::grants`] lists the tokens issued, by
+//!   grant type);
 //! - `subject`: who signs in when an authorization request carries no
 //!   `login_hint` (default `alice`).
 //!
@@ -41,6 +44,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
@@ -54,6 +58,7 @@ pub struct OidcProvider {
     /// Its issuer identifier (`http://127.0.0.1:PORT`).
     pub issuer: String,
     files: Vec<PathBuf>,
+    grants: Arc<Mutex<Vec<String>>>,
 }
 
 impl Drop for OidcProvider {
@@ -145,8 +150,20 @@ impl OidcProvider {
                 panic!("oidc-provider did not start: {other:?}\n{err}");
             }
         };
-        // Keep draining its output so it never blocks on a full pipe.
-        std::thread::spawn(move || for _ in lines {});
+        // Keep reading its output (so it never blocks on a full pipe),
+        // noting the grants.
+        let grants = Arc::new(Mutex::new(Vec::new()));
+        let noted = grants.clone();
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                if let Some(grant) = line.strip_prefix("grant ") {
+                    noted
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .push(grant.to_owned());
+                }
+            }
+        });
         if let Some(stderr) = child.stderr.take() {
             std::thread::spawn(move || {
                 for line in BufReader::new(stderr).lines().map_while(Result::ok) {
@@ -160,7 +177,17 @@ impl OidcProvider {
             child,
             issuer,
             files: vec![script, config_file],
+            grants,
         }
+    }
+
+    /// The grant type of every token issued so far, in order
+    /// (`authorization_code`, `refresh_token`, `client_credentials`).
+    pub fn grants(&self) -> Vec<String> {
+        self.grants
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// An access token for `resource` with `scope` from the

@@ -19,6 +19,7 @@ mod interrupted_writes;
 mod languages;
 mod mcp;
 mod mcp_gateway;
+mod mcp_oauth;
 mod new;
 mod oauth;
 mod registry;

@@ -82,6 +82,9 @@ pub struct HttpEndpoint {
     pub headers: Vec<(String, String)>,
     /// A bearer token (`Authorization: Bearer …`).
     pub bearer: Option<String>,
+    /// How to sign in when the server answers 401 (OAuth 2.1); `None`:
+    /// never (a 401 is reported as such).
+    pub oauth: Option<super::oauth::OAuthSettings>,
 }
 
 /// When a server is connected.

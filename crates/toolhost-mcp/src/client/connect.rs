@@ -18,6 +18,7 @@ use tokio::io::AsyncReadExt;
 use toolhost_runtime::hooks::GroupKiller;
 
 use super::config::{DEFAULT_ENV, HttpEndpoint, McpServerConfig, McpTransport, StdioServer};
+use super::oauth::{Authorizer, SignInError};
 use toolhost_text::line as printable;
 
 /// An open session: the rmcp service (answering the server with `H`), the
@@ -101,16 +102,36 @@ pub(crate) fn check(config: &McpServerConfig) -> Result<(), String> {
             }
             Ok(())
         }
-        McpTransport::Http(h) => http_config(h).map(|_| ()),
+        McpTransport::Http(h) => {
+            if h.bearer.is_some() && h.oauth.is_some() {
+                return Err("give a bearer token or OAuth, not both".into());
+            }
+            http_config(h).map(|_| ())
+        }
     }
 }
 
-/// Starts the server of `config` (or opens the HTTP session) and
-/// initialises MCP, answering the server with `handler`.
+/// Why a session did not open: a reason, or the `WWW-Authenticate`
+/// challenge of a server that wants a token first.
+pub(crate) enum OpenError {
+    Failed(String),
+    Challenge(String),
+}
+
+impl From<String> for OpenError {
+    fn from(why: String) -> Self {
+        OpenError::Failed(why)
+    }
+}
+
+/// Starts the server of `config` (or opens the HTTP session, through
+/// `oauth`'s client when it signs in) and initialises MCP, answering the
+/// server with `handler`.
 pub(crate) async fn open<H: rmcp::ClientHandler>(
     config: &McpServerConfig,
     handler: H,
-) -> Result<Session<H>, String> {
+    oauth: Option<&Authorizer>,
+) -> Result<Session<H>, OpenError> {
     match &config.transport {
         McpTransport::Stdio(server) => {
             let mut command = command(server)?;
@@ -126,7 +147,9 @@ pub(crate) async fn open<H: rmcp::ClientHandler>(
                 tokio::spawn(read_stderr(pipe, stderr.clone(), config.name.clone()));
             }
             let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
-                return Err("the server's stdin or stdout is not a pipe".into());
+                return Err(OpenError::Failed(
+                    "the server's stdin or stdout is not a pipe".into(),
+                ));
             };
             let transport = AsyncRwTransport::new_client(stdout, stdin)
                 .with_max_line_length(config.max_message_bytes);
@@ -147,30 +170,43 @@ pub(crate) async fn open<H: rmcp::ClientHandler>(
                         }
                         None => format!("initialisation failed: {}", init_failure(&e)),
                     };
-                    Err(with_stderr(why, &stderr))
+                    Err(OpenError::Failed(with_stderr(why, &stderr)))
                 }
             }
         }
         McpTransport::Http(endpoint) => {
             let http = http_config(endpoint)?.max_sse_event_size(config.max_message_bytes);
-            let transport = StreamableHttpClientTransport::from_config(http);
-            let service = rmcp::serve_client(handler, transport)
-                .await
-                .map_err(|e| match e {
-                    rmcp::service::ClientInitializeError::TransportError { error, .. } => {
-                        format!(
-                            "cannot reach {}: {}",
-                            printable(&endpoint.url, 200),
-                            transport_failure(&*error.error)
-                        )
-                    }
-                    other => format!("initialisation failed: {}", init_failure(&other)),
-                })?;
-            Ok(Session {
-                service,
-                process: None,
-                stderr: StderrTail::default(),
-            })
+            let served = match oauth {
+                Some(oauth) => {
+                    let transport =
+                        StreamableHttpClientTransport::with_client(oauth.http_client(), http);
+                    rmcp::serve_client(handler, transport).await
+                }
+                None => {
+                    rmcp::serve_client(handler, StreamableHttpClientTransport::from_config(http))
+                        .await
+                }
+            };
+            match served {
+                Ok(service) => Ok(Session {
+                    service,
+                    process: None,
+                    stderr: StderrTail::default(),
+                }),
+                Err(e) => match e.auth_challenge() {
+                    Some(challenge) => Err(OpenError::Challenge(challenge.to_owned())),
+                    None => Err(OpenError::Failed(match e {
+                        rmcp::service::ClientInitializeError::TransportError { error, .. } => {
+                            format!(
+                                "cannot reach {}: {}",
+                                printable(&endpoint.url, 200),
+                                transport_failure(&*error.error)
+                            )
+                        }
+                        other => format!("initialisation failed: {}", init_failure(&other)),
+                    })),
+                },
+            }
         }
     }
 }
@@ -195,6 +231,48 @@ fn transport_failure(error: &(dyn std::error::Error + Send + Sync + 'static)) ->
         Some(StreamableHttpError::Client(e)) => toolhost_text::cause(e),
         _ => toolhost_text::cause(error),
     }
+}
+
+/// What an HTTP server of `config` answers a client without a token: the
+/// challenge of its 401 (at initialisation, or at `tools/list` for one
+/// that lets anyone initialise), or [`SignInError::NotNeeded`].
+pub(crate) async fn challenge(config: &McpServerConfig) -> Result<String, SignInError> {
+    let McpTransport::Http(endpoint) = &config.transport else {
+        return Err(SignInError::NotNeeded);
+    };
+    let mut plain = endpoint.clone();
+    plain.bearer = None;
+    let http = http_config(&plain)
+        .map_err(SignInError::Failed)?
+        .max_sse_event_size(config.max_message_bytes);
+    let transport = StreamableHttpClientTransport::from_config(http);
+    let asked = tokio::time::timeout(config.connect_timeout, async {
+        match rmcp::serve_client((), transport).await {
+            Err(e) => match e.auth_challenge() {
+                Some(challenge) => Ok(Some(challenge.to_owned())),
+                None => Err(SignInError::Failed(format!(
+                    "cannot reach the server: {}",
+                    init_failure(&e)
+                ))),
+            },
+            Ok(service) => {
+                let listed = service
+                    .peer()
+                    .list_tools(Some(rmcp::model::PaginatedRequestParams::default()))
+                    .await;
+                let _ = service.cancel().await;
+                match listed {
+                    Err(e) => Ok(e.auth_challenge().map(str::to_owned)),
+                    Ok(_) => Ok(None),
+                }
+            }
+        }
+    })
+    .await
+    .map_err(|_| {
+        SignInError::Failed("the server did not answer within `connect-timeout-ms`".into())
+    })??;
+    asked.ok_or(SignInError::NotNeeded)
 }
 
 /// The command that starts a stdio server: its own process group, a clean

@@ -61,13 +61,20 @@ use crate::tools;
 
 mod config;
 mod connect;
+mod oauth;
 mod process_sandbox;
 
 pub use config::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_ENV, DEFAULT_MAX_MESSAGE_BYTES, HttpEndpoint, McpServerConfig,
     McpTransport, ProcessSandbox, Start, StdioServer,
 };
-use connect::Session;
+pub use oauth::{
+    MAX_SIGN_INS, OAuthGrant, OAuthSettings, SIGN_IN_TIMEOUT, SignInError, SignInPrompt, SignedIn,
+    sign_in, sign_out, token_file,
+};
+
+use connect::{OpenError, Session};
+use oauth::{Asked, Authorizer};
 
 /// The most pages of `tools/list` read from one server.
 const MAX_LIST_PAGES: usize = 100;
@@ -129,6 +136,9 @@ pub(crate) struct Shared {
     relist: Notify,
     /// Where each running call's progress goes, by progress token.
     progress: Mutex<HashMap<String, SourceProgress>>,
+    /// The OAuth sign-in state of an HTTP server that has OAuth settings,
+    /// made at the first connection.
+    oauth: tokio::sync::OnceCell<Option<Arc<Authorizer>>>,
 }
 
 impl McpSource {
@@ -151,6 +161,7 @@ impl McpSource {
             changes: watch::channel(0).0,
             relist: Notify::new(),
             progress: Mutex::new(HashMap::new()),
+            oauth: tokio::sync::OnceCell::new(),
         });
         if matches!(shared.config.transport, McpTransport::Http(_)) {
             // HTTPS through rustls with ring; a provider installed before stays.
@@ -186,15 +197,43 @@ impl McpSource {
 
     /// `tools/call` to the server, in the call's client span; its
     /// `_meta.traceparent` (SEP-414) makes the server's spans its children.
+    /// A call the server refuses for want of a token (401) or of scope
+    /// (403) is sent again with a new one, a few times at most.
     async fn send_call(&self, call: SourceCall<'_>) -> Result<SourceOutcome, SourceError> {
-        let peer = self.peer().await?;
+        let mut attempt = 0;
+        loop {
+            let challenge = match self.send_call_once(&call).await {
+                Sent::Answer(answer) => return answer,
+                Sent::Refused(challenge) => challenge,
+            };
+            let Some(oauth) = self
+                .shared
+                .authorizer()
+                .await
+                .map_err(SourceError::Unavailable)?
+            else {
+                return Err(SourceError::Unavailable(not_set_up(&challenge)));
+            };
+            oauth
+                .answer(&challenge, attempt, Asked::Call)
+                .await
+                .map_err(|e| SourceError::Unavailable(e.to_string()))?;
+            attempt += 1;
+        }
+    }
+
+    async fn send_call_once(&self, call: &SourceCall<'_>) -> Sent {
+        let peer = match self.peer().await {
+            Ok(peer) => peer,
+            Err(e) => return Sent::Answer(Err(e)),
+        };
         let arguments = match call.args {
             Value::Object(map) => Some(map.clone()),
             Value::Null => None,
             _ => {
-                return Ok(SourceOutcome::InvalidArguments(
+                return Sent::Answer(Ok(SourceOutcome::InvalidArguments(
                     "MCP tools take an object of arguments".into(),
-                ));
+                )));
             }
         };
         let mut params = CallToolRequestParams::new(call.tool.to_owned());
@@ -211,12 +250,19 @@ impl McpSource {
             params.meta = Some(rmcp::model::RequestMetaObject(meta));
         }
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        let handle = peer
+        let handle = match peer
             .send_request_with_option(request, PeerRequestOptions::no_options())
             .await
-            .map_err(|e| SourceError::Unavailable(format!("cannot send the call: {e}")))?;
+        {
+            Ok(handle) => handle,
+            Err(e) => {
+                return Sent::Answer(Err(SourceError::Unavailable(format!(
+                    "cannot send the call: {e}"
+                ))));
+            }
+        };
         // rmcp gives every request its own progress token.
-        let _progress = call.progress.map(|sink| {
+        let _progress = call.progress.clone().map(|sink| {
             ProgressGuard::register(&self.shared, token_key(&handle.progress_token), sink)
         });
         let mut cancel = CancelOnDrop {
@@ -228,19 +274,22 @@ impl McpSource {
         let result = match response {
             Ok(ServerResult::CallToolResult(result)) => result,
             Ok(_) => {
-                return Err(SourceError::Protocol(
+                return Sent::Answer(Err(SourceError::Protocol(
                     "the answer to tools/call is not a tool result".into(),
-                ));
+                )));
             }
-            Err(ServiceError::McpError(e)) => return Ok(call_refused(e)),
+            Err(ServiceError::McpError(e)) => return Sent::Answer(Ok(call_refused(e))),
+            Err(e) if e.auth_challenge().is_some() => {
+                return Sent::Refused(e.auth_challenge().unwrap_or_default().to_owned());
+            }
             Err(ServiceError::TransportClosed | ServiceError::TransportSend(_)) => {
-                return Err(SourceError::Unavailable(
+                return Sent::Answer(Err(SourceError::Unavailable(
                     "the server went away during the call".into(),
-                ));
+                )));
             }
-            Err(other) => return Err(SourceError::Protocol(other.to_string())),
+            Err(other) => return Sent::Answer(Err(SourceError::Protocol(other.to_string()))),
         };
-        Ok(tools::source_outcome(result))
+        Sent::Answer(Ok(tools::source_outcome(result)))
     }
 
     /// The connection, waiting while it is being made; an error at once
@@ -258,6 +307,26 @@ impl McpSource {
             Link::Starting => Err(SourceError::Unavailable("not connected".into())),
         }
     }
+}
+
+/// How one sending of a call ended.
+enum Sent {
+    /// With an answer (or an error to report).
+    Answer(Result<SourceOutcome, SourceError>),
+    /// Refused for want of a token or scope: the `WWW-Authenticate` challenge.
+    Refused(String),
+}
+
+/// Why a 401 ends a server that has no OAuth settings.
+fn not_set_up(challenge: &str) -> String {
+    let asks = if challenge.trim().is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", printable(challenge, 200))
+    };
+    format!(
+        "the server answered 401: it wants a token{asks}, and neither a bearer token nor OAuth is set for it"
+    )
 }
 
 /// A JSON-RPC error in answer to `tools/call`: invalid parameters are the
@@ -346,8 +415,16 @@ impl ToolSource for McpSource {
             McpTransport::Stdio(_) => "mcp-stdio",
             McpTransport::Http(_) => "mcp-http",
         };
+        // Only once the sign-in state is made (`status` cannot wait).
+        let sign_in = self
+            .shared
+            .oauth
+            .get()
+            .and_then(Option::as_ref)
+            .map(|oauth| oauth.describe());
         SourceStatus {
             server,
+            sign_in,
             ..SourceStatus::new(kind, self.shared.config.location(), state)
         }
     }
@@ -452,6 +529,27 @@ impl Shared {
         }
     }
 
+    /// The OAuth sign-in state, made at its first use; `None` for a server
+    /// without OAuth settings.
+    async fn authorizer(&self) -> Result<Option<Arc<Authorizer>>, String> {
+        let made = self
+            .oauth
+            .get_or_try_init(|| async {
+                let McpTransport::Http(endpoint) = &self.config.transport else {
+                    return Ok(None);
+                };
+                let Some(settings) = &endpoint.oauth else {
+                    return Ok(None);
+                };
+                Authorizer::new(&self.config.name, &endpoint.url, settings)
+                    .await
+                    .map(|a| Some(Arc::new(a)))
+                    .map_err(|e| e.to_string())
+            })
+            .await?;
+        Ok(made.clone())
+    }
+
     pub(crate) fn handler(self: &Arc<Self>) -> Handler {
         Handler {
             shared: Arc::downgrade(self),
@@ -459,41 +557,64 @@ impl Shared {
     }
 }
 
-/// The connection task: connect, list, follow list changes until the
-/// session ends, then again, with backoff after failures.
+/// The connection task: connect (signing in when the server asks for a
+/// token), list, follow list changes until the session ends, then again,
+/// with backoff after failures.
 async fn manage(shared: Arc<Shared>) {
     let name = shared.config.name.clone();
     let mut backoff = BACKOFF.0;
     let mut last_quick_retry: Option<Instant> = None;
+    let mut sign_ins = 0;
     loop {
         if !matches!(*shared.link.borrow(), Link::Starting) {
             shared.set_link(Link::Starting, SourceState::Starting, None);
         }
-        let started = tokio::time::timeout(
-            shared.config.connect_timeout,
-            connect::open(&shared.config, shared.handler()),
-        )
-        .await;
-        let reason = match started {
-            Err(_) => format!(
-                "did not connect within {} ms (`connect-timeout-ms`)",
-                shared.config.connect_timeout.as_millis()
-            ),
-            Ok(Err(reason)) => reason,
-            Ok(Ok(session)) => {
-                let reason = serve(&shared, session).await;
-                // A server that worked and went away is retried at once,
-                // once in a while; one that keeps failing waits longer.
-                let quick = last_quick_retry.is_none_or(|t| t.elapsed() > Duration::from_secs(10));
-                if reason.1 && quick {
-                    last_quick_retry = Some(Instant::now());
-                    backoff = BACKOFF.0;
-                    tracing::warn!(server = %name, "MCP server: {}; reconnecting", reason.0);
-                    continue;
+        let reason = match shared.authorizer().await {
+            Err(why) => why,
+            Ok(oauth) => {
+                let started = tokio::time::timeout(
+                    shared.config.connect_timeout,
+                    connect::open(&shared.config, shared.handler(), oauth.as_deref()),
+                )
+                .await;
+                match started {
+                    Err(_) => format!(
+                        "did not connect within {} ms (`connect-timeout-ms`)",
+                        shared.config.connect_timeout.as_millis()
+                    ),
+                    Ok(Err(OpenError::Failed(reason))) => reason,
+                    Ok(Err(OpenError::Challenge(challenge))) => match &oauth {
+                        // The sign-in's own time does not count as connecting.
+                        Some(oauth) => {
+                            match oauth.answer(&challenge, sign_ins, Asked::Connect).await {
+                                Ok(()) => {
+                                    sign_ins += 1;
+                                    continue;
+                                }
+                                Err(e) => e.to_string(),
+                            }
+                        }
+                        None => not_set_up(&challenge),
+                    },
+                    Ok(Ok(session)) => {
+                        sign_ins = 0;
+                        let reason = serve(&shared, session, oauth.as_deref()).await;
+                        // A server that worked and went away is retried at once,
+                        // once in a while; one that keeps failing waits longer.
+                        let quick =
+                            last_quick_retry.is_none_or(|t| t.elapsed() > Duration::from_secs(10));
+                        if reason.1 && quick {
+                            last_quick_retry = Some(Instant::now());
+                            backoff = BACKOFF.0;
+                            tracing::warn!(server = %name, "MCP server: {}; reconnecting", reason.0);
+                            continue;
+                        }
+                        reason.0
+                    }
                 }
-                reason.0
             }
         };
+        sign_ins = 0;
         tracing::warn!(server = %name, "MCP server: {reason}; retrying in {} ms", backoff.as_millis());
         shared.set_link(
             Link::Down(reason.clone()),
@@ -510,7 +631,11 @@ async fn manage(shared: Arc<Shared>) {
 
 /// Runs one session: lists the tools, marks the link up, re-lists on
 /// every list change, and returns why it ended and whether it had worked.
-async fn serve(shared: &Arc<Shared>, session: Session<Handler>) -> (String, bool) {
+async fn serve(
+    shared: &Arc<Shared>,
+    session: Session<Handler>,
+    oauth: Option<&Authorizer>,
+) -> (String, bool) {
     let Session {
         service,
         process,
@@ -521,14 +646,32 @@ async fn serve(shared: &Arc<Shared>, session: Session<Handler>) -> (String, bool
         .peer_info()
         .and_then(|info| info.server_info.clone())
         .map(|i| format!("{} {}", printable(&i.name, 64), printable(&i.version, 32)));
-    match tokio::time::timeout(shared.config.connect_timeout, list_tools(&peer)).await {
-        Ok(Ok(tools)) => shared.set_tools(tools),
-        Ok(Err(e)) => return (format!("tools/list failed: {e}"), false),
-        Err(_) => {
-            return (
-                "tools/list did not answer within `connect-timeout-ms`".into(),
-                false,
-            );
+    // A server may let anyone initialise and ask for a token from here on.
+    let mut attempt = 0;
+    loop {
+        match tokio::time::timeout(shared.config.connect_timeout, list_tools(&peer)).await {
+            Ok(Ok(tools)) => {
+                shared.set_tools(tools);
+                break;
+            }
+            Ok(Err(e)) => {
+                let Some(challenge) = e.auth_challenge() else {
+                    return (format!("tools/list failed: {e}"), false);
+                };
+                let Some(oauth) = oauth else {
+                    return (not_set_up(challenge), false);
+                };
+                if let Err(e) = oauth.answer(challenge, attempt, Asked::Connect).await {
+                    return (format!("tools/list: {e}"), false);
+                }
+                attempt += 1;
+            }
+            Err(_) => {
+                return (
+                    "tools/list did not answer within `connect-timeout-ms`".into(),
+                    false,
+                );
+            }
         }
     }
     shared.set_link(Link::Up(peer.clone()), SourceState::Ready, server);

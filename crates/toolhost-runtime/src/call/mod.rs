@@ -299,6 +299,7 @@ impl<'a> Call<'a> {
                     &named.tool,
                     available.iter().map(String::as_str),
                 ),
+                unavailable: source_not_up(parts, &named.tool, cx),
                 name: named.tool.into_owned(),
                 available,
             });
@@ -320,6 +321,32 @@ impl<'a> Call<'a> {
         watch::resolved(&call);
         Ok(call)
     }
+}
+
+/// Why `tool` is not there when it has the prefix of a tool source that
+/// is not up (an MCP server down, or waiting for a sign-in), and the
+/// caller may see that source's tools: the state it reports.
+fn source_not_up(parts: &Parts, tool: &str, cx: &CallContext) -> Option<String> {
+    parts.catalog.sources_in_use.iter().find_map(|source| {
+        let prefix = source.prefix();
+        let declared = tool
+            .strip_prefix(prefix.as_str())
+            .filter(|_| !prefix.is_empty())?;
+        let status = source.status();
+        if status.state == crate::source::SourceState::Ready {
+            return None;
+        }
+        parts
+            .gate
+            .may_see(
+                tool,
+                declared,
+                source.name(),
+                cx.agent.as_deref(),
+                cx.session_id.as_deref(),
+            )
+            .then(|| format!("its source `{}` is {}", source.name(), status.state))
+    })
 }
 
 /// A fresh-instance call through every step: lookup, validate and admit,

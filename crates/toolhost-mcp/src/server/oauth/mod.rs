@@ -261,6 +261,7 @@ impl ResourceServer {
         options: &OAuthOptions,
         default_resource: Option<String>,
     ) -> Result<ResourceServer, OAuthError> {
+        crate::jwt_crypto();
         let issuer = fetch::endpoint("issuer", &options.issuer)?;
         let resource = options
             .resource

@@ -1,0 +1,336 @@
+//! The gateway as an OAuth client of upstream HTTP MCP servers: the
+//! official MCP conformance suite's `auth/*` client scenarios (its test
+//! servers and authorization servers, whose consent is automatic) with
+//! `host call` as the client, a "browser" that follows the sign-in page's
+//! redirects, and the suite's scenario context turned into the operator's
+//! `[[mcp-servers]]` entry; `host mcp login` against a real authorization
+//! server (`oidc-provider`) and an upstream that takes its tokens; and what
+//! a person sees when a server wants a sign-in nobody gave.
+
+use std::path::Path;
+
+use crate::support::*;
+
+/// The client command for one scenario run, in `dir`: a script that
+/// writes the config for the server URL the suite appends (its context's
+/// pre-registered client or client credentials become the entry's `oauth`
+/// table), then calls the server's tool through `host`.
+fn client_command(dir: &Path) -> String {
+    let config = r#"
+import json, os, sys
+url = sys.argv[1]
+here = os.path.dirname(os.path.abspath(__file__))
+scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+lines = ["[[mcp-servers]]", 'name = "up"', "url = " + json.dumps(url), "[mcp-servers.oauth]",
+         'client-metadata-url = "https://conformance-test.local/client-metadata.json"']
+def secret(name, value):
+    path = os.path.join(here, name)
+    with open(path, "w") as f:
+        f.write(value)
+    return json.dumps(path)
+if "client_id" in context:
+    lines.append("client-id = " + json.dumps(context["client_id"]))
+if "client_secret" in context:
+    lines.append("client-secret-file = " + secret("secret", context["client_secret"]))
+if "private_key_pem" in context:
+    lines.append("private-key-file = " + secret("key.pem", context["private_key_pem"]))
+    lines.append("signing-algorithm = " + json.dumps(context.get("signing_algorithm", "ES256")))
+if scenario.startswith("auth/client-credentials"):
+    lines.append('grant = "client-credentials"')
+print("\n".join(lines))
+"#;
+    std::fs::write(dir.join("config.py"), config).unwrap();
+    // The person's browser: opens the page and follows its redirects, as
+    // a person who consents would.
+    std::fs::write(
+        dir.join("browser.sh"),
+        "curl -s -o /dev/null -L --max-redirs 5 --max-time 20 \"$1\" &\n",
+    )
+    .unwrap();
+    let d = dir.display();
+    let script = format!(
+        r#"#!/bin/sh
+# toolhost's `host` as the conformance suite's client; $1: the server's URL.
+unset RUST_LOG TOOLHOST_CONFIG TOOLHOST_POLICY
+export TOOLHOST_CACHE_DIR="{d}/cache" TOOLHOST_LOCK="{d}/lock" TOOLHOST_OAUTH_DIR="{d}/oauth"
+export BROWSER="sh {d}/browser.sh"
+python3 "{d}/config.py" "$1" > "{d}/host.toml" || exit 3
+exec "{host}" --config "{d}/host.toml" --no-watch -v call up__test-tool
+"#,
+        host = env!("CARGO_BIN_EXE_host"),
+    );
+    let path = dir.join("client.sh");
+    std::fs::write(&path, script).unwrap();
+    format!("sh {}", path.display())
+}
+
+/// Runs every scenario of `scenarios`, each with a fresh token directory,
+/// and fails listing each one that failed with the suite's messages (a
+/// `WARNING` check counts: it is a SHOULD of the spec left undone).
+fn run_all(scenarios: &[&str]) {
+    let mut failed = Vec::new();
+    for scenario in scenarios {
+        let dir = tempfile::tempdir().unwrap();
+        let outcome = conformance::client(&client_command(dir.path()), scenario);
+        let warnings: Vec<_> = outcome
+            .checks
+            .iter()
+            .filter(|c| c["status"] == "WARNING")
+            .map(|c| format!("  WARNING {}: {}", c["id"], c["description"]))
+            .collect();
+        if !outcome.passed() || !warnings.is_empty() {
+            failed.push(format!("{outcome}\n{}", warnings.join("\n")));
+        } else {
+            eprintln!("passed: {scenario} ({} checks)", outcome.checks.len());
+        }
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n\n"));
+}
+
+/// The scenarios of revisions 2025-06-18 and 2025-11-25.
+#[test]
+fn the_conformance_suites_auth_scenarios_pass_with_host_as_the_client() {
+    run_all(&[
+        "auth/metadata-default",
+        "auth/metadata-var1",
+        "auth/metadata-var2",
+        "auth/metadata-var3",
+        "auth/basic-cimd",
+        "auth/scope-from-www-authenticate",
+        "auth/scope-from-scopes-supported",
+        "auth/scope-omitted-when-undefined",
+        "auth/scope-step-up",
+        "auth/scope-retry-limit",
+        "auth/token-endpoint-auth-basic",
+        "auth/token-endpoint-auth-post",
+        "auth/token-endpoint-auth-none",
+        "auth/pre-registration",
+    ]);
+}
+
+/// The 2025-03-26 back-compat scenarios: no protected resource metadata.
+#[test]
+fn the_conformance_suites_2025_03_26_auth_scenarios_pass() {
+    run_all(&[
+        "auth/2025-03-26-oauth-metadata-backcompat",
+        "auth/2025-03-26-oauth-endpoint-fallback",
+    ]);
+}
+
+/// The draft scenarios, and the client-credentials extension (SEP-1046).
+/// (`auth/cross-app-access-complete-flow`, SEP-990, is not built.)
+#[test]
+fn the_conformance_suites_draft_and_client_credentials_scenarios_pass() {
+    run_all(&[
+        "auth/resource-mismatch",
+        "auth/offline-access-scope",
+        "auth/offline-access-not-supported",
+        "auth/client-credentials-basic",
+        "auth/client-credentials-jwt",
+    ]);
+}
+
+/// An upstream MCP server that takes only the tokens of a real
+/// authorization server: `oidc-provider` (`support::oidc`) issuing JWT
+/// access tokens lasting `access_ttl` seconds for
+/// `http://127.0.0.1:PORT/mcp`, with refresh tokens, its consent scripted
+/// (alice signs in and grants what is asked); and toolhost's own HTTP MCP
+/// server there as the resource server (the calc plugin; alice may call).
+struct Upstream {
+    idp: oidc::OidcProvider,
+    url: String,
+    _plugins: tempfile::TempDir,
+    _server: tokio::runtime::Runtime,
+}
+
+fn upstream(access_ttl: u32) -> Upstream {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let idp = oidc::OidcProvider::start(serde_json::json!({
+        "resource": url,
+        "scopes": ["tools"],
+        "access_token_ttl": access_ttl,
+        "refresh_tokens": true,
+    }));
+    let plugins = tempfile::tempdir().unwrap();
+    copy_plugin(&plugins_dir(), "calc", plugins.path());
+    let server = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    server.block_on(async {
+        let runtime = toolhost_runtime::Runtime::builder()
+            .plugin_dir(plugins.path())
+            .cache_dir(None)
+            .build()
+            .await
+            .unwrap();
+        let mut options = toolhost_mcp::HttpOptions::local(port);
+        options.oauth = Some(toolhost_mcp::OAuthOptions {
+            issuer: idp.issuer.clone(),
+            scopes: vec!["tools".into()],
+            // Expired is expired: the client must refresh in time.
+            leeway_seconds: 0,
+            groups_claim: "groups".into(),
+            callers: vec![toolhost_mcp::CallerRule {
+                subject: Some("alice".into()),
+                ..toolhost_mcp::CallerRule::default()
+            }],
+            ..toolhost_mcp::OAuthOptions::default()
+        });
+        let mcp = toolhost_mcp::McpServer::new(runtime, toolhost_mcp::ServerOptions::default());
+        let bound = toolhost_mcp::HttpServer::bind(mcp, options).await.unwrap();
+        tokio::spawn(bound.run(std::future::pending()));
+    });
+    Upstream {
+        idp,
+        url,
+        _plugins: plugins,
+        _server: server,
+    }
+}
+
+/// A person's `host` against the upstream at `url`: `host` commands with
+/// one `[[mcp-servers]]` entry, the tokens in `dir/oauth`, a browser that
+/// follows the sign-in (with its cookies) when `browser`.
+fn person(
+    dir: &Path,
+    url: &str,
+    browser: bool,
+) -> impl Fn(&[&str]) -> std::process::Output + use<> {
+    std::fs::write(
+        dir.join("host.toml"),
+        format!("[[mcp-servers]]\nname = \"acme\"\nurl = \"{url}\"\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("browser.sh"),
+        format!(
+            "curl -s -o /dev/null -L --max-redirs 10 --max-time 20 -c {jar} -b {jar} \"$1\" &\n",
+            jar = dir.join("cookies").display()
+        ),
+    )
+    .unwrap();
+    let dir = dir.to_path_buf();
+    move |args: &[&str]| {
+        let mut cmd = host(&dir.join("cache"));
+        cmd.arg("--config")
+            .arg(dir.join("host.toml"))
+            .arg("--no-watch")
+            .env("TOOLHOST_OAUTH_DIR", dir.join("oauth"))
+            .env_remove("BROWSER")
+            .args(args);
+        if browser {
+            cmd.env(
+                "BROWSER",
+                format!("sh {}", dir.join("browser.sh").display()),
+            );
+        }
+        cmd.output().unwrap()
+    }
+}
+
+fn text(out: &std::process::Output) -> String {
+    format!(
+        "status {}\nstdout: {}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// The access and refresh tokens kept in the token file.
+fn kept_tokens(file: &Path) -> (String, String) {
+    let kept: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    let token = &kept["credentials"]["token_response"];
+    (
+        token["access_token"].as_str().unwrap().to_owned(),
+        token["refresh_token"].as_str().unwrap().to_owned(),
+    )
+}
+
+const CALC: &[&str] = &["call", "acme__calculate", r#"{"expression":"2*(3+4)"}"#];
+
+#[test]
+fn login_keeps_a_token_only_the_user_reads_which_is_refreshed_and_logout_forgets() {
+    let upstream = upstream(4);
+    let dir = tempfile::tempdir().unwrap();
+    let host = person(dir.path(), &upstream.url, true);
+
+    let login = host(&["mcp", "login", "acme"]);
+    assert!(login.status.success(), "{}", text(&login));
+    assert!(
+        text(&login).contains("Signed in to `acme`"),
+        "{}",
+        text(&login)
+    );
+    let file = dir.path().join("oauth").join("acme.json");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&file), 0o600);
+        assert_eq!(mode(&dir.path().join("oauth")), 0o700);
+    }
+    let (access, refresh) = kept_tokens(&file);
+
+    // The token works at once, without a new sign-in.
+    let call = host(CALC);
+    assert!(call.status.success(), "{}", text(&call));
+    assert!(text(&call).contains("14"), "{}", text(&call));
+    assert_eq!(upstream.idp.grants(), ["authorization_code"]);
+    let plugins = host(&["plugins"]);
+    assert!(
+        String::from_utf8_lossy(&plugins.stdout).contains("OAuth: signed in as client"),
+        "{}",
+        text(&plugins)
+    );
+
+    // Expired: refreshed, not signed in again; no token in the most
+    // talkative log.
+    std::thread::sleep(std::time::Duration::from_secs(5));
+    let mut args = vec!["-vvv"];
+    args.extend_from_slice(CALC);
+    let call = host(&args);
+    assert!(call.status.success(), "{}", text(&call));
+    assert_eq!(
+        upstream.idp.grants(),
+        ["authorization_code", "refresh_token"]
+    );
+    let (new_access, new_refresh) = kept_tokens(&file);
+    assert_ne!(new_access, access);
+    let log = text(&call);
+    for secret in [&access, &refresh, &new_access, &new_refresh] {
+        assert!(
+            !log.contains(secret.as_str()),
+            "a token is in the log:\n{log}"
+        );
+    }
+
+    let logout = host(&["mcp", "logout", "acme"]);
+    assert!(logout.status.success(), "{}", text(&logout));
+    assert!(!file.exists());
+
+    // Nobody to ask: the error says what happened and what to run.
+    let quiet = person(dir.path(), &upstream.url, false);
+    let call = quiet(CALC);
+    assert!(!call.status.success(), "{}", text(&call));
+    let said = text(&call);
+    assert!(
+        said.contains("needs sign-in") && said.contains("host mcp login acme"),
+        "{said}"
+    );
+    for secret in [&access, &refresh, &new_access, &new_refresh] {
+        assert!(
+            !said.contains(secret.as_str()),
+            "a token is in the error:\n{said}"
+        );
+    }
+}
