@@ -75,6 +75,7 @@ pub use cache_settings::{CacheSettings, ToolCacheSettings};
 pub use call::explain::{Explanation, HookMatch, PathGrant, Verdict};
 pub use call::named::{MAX_SHOWN_NAME_CHARS, shown_name};
 pub use call::watch::{CallEvent, CallPhase, StepTiming};
+pub use call::access::Access;
 pub use call::{CallContext, StepSink, ToolResult};
 pub use catalog::{
     DEFAULT_CACHE_GRACE, LOAD_PROBLEMS_TARGET, LoadFailure, LoadReport, PluginEvent,
