@@ -62,6 +62,7 @@ use crate::tools;
 mod config;
 mod connect;
 mod oauth;
+mod offers;
 mod process_sandbox;
 
 pub use config::{
@@ -74,6 +75,7 @@ pub use oauth::{
 };
 
 use connect::{OpenError, Session};
+pub(crate) use offers::Upstream;
 use oauth::{Asked, Authorizer};
 
 /// The most pages of `tools/list` read from one server.
@@ -139,6 +141,8 @@ pub(crate) struct Shared {
     /// The OAuth sign-in state of an HTTP server that has OAuth settings,
     /// made at the first connection.
     oauth: tokio::sync::OnceCell<Option<Arc<Authorizer>>>,
+    /// Its resources, prompts and notifications (`offers.rs`).
+    offers: offers::Offers,
 }
 
 impl McpSource {
@@ -162,6 +166,7 @@ impl McpSource {
             relist: Notify::new(),
             progress: Mutex::new(HashMap::new()),
             oauth: tokio::sync::OnceCell::new(),
+            offers: offers::Offers::default(),
         });
         if matches!(shared.config.transport, McpTransport::Http(_)) {
             // HTTPS through rustls with ring; a provider installed before stays.
@@ -454,17 +459,64 @@ impl ToolSource for McpSource {
         &'a self,
         call: SourceCall<'a>,
     ) -> SourceFuture<'a, Result<SourceOutcome, SourceError>> {
-        Box::pin(self.run_call(call))
+        Box::pin(async move {
+            // A read of a resource or a get of a prompt (`offers.rs`).
+            match self.access(&call).await {
+                Some(answer) => answer,
+                None => self.run_call(call).await,
+            }
+        })
     }
 }
 
-/// Answers the server: list changes and progress.
+/// Answers the server: list changes, progress, and the notifications the
+/// gateway passes on (`offers.rs`).
 #[derive(Clone)]
 pub(crate) struct Handler {
     shared: Weak<Shared>,
 }
 
+impl Handler {
+    fn tell(&self, note: Upstream) -> std::future::Ready<()> {
+        if let Some(shared) = self.shared.upgrade() {
+            shared.offers.tell(note);
+        }
+        std::future::ready(())
+    }
+}
+
 impl ClientHandler for Handler {
+    fn on_resource_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        self.tell(Upstream::ResourcesChanged)
+    }
+
+    fn on_prompt_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        self.tell(Upstream::PromptsChanged)
+    }
+
+    fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        self.tell(Upstream::ResourceUpdated(params.uri))
+    }
+
+    #[allow(deprecated)] // logging (SEP-2577): every revision served here has it
+    fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        self.tell(Upstream::Log(params))
+    }
+
     fn on_tool_list_changed(
         &self,
         _context: NotificationContext<RoleClient>,
