@@ -319,19 +319,19 @@ fn everything_server(tools: &Path) -> anyhow::Result<PathBuf> {
                 "--engine-strict=false",
             ])
             .args(EVERYTHING_SERVER_DEPS))
-        .context(
-            "installing the npm dependencies of the conformance suite's reference server",
-        )?;
+        .context("installing the npm dependencies of the conformance suite's reference server")?;
         std::fs::write(&marker, "")?;
     }
-    let source = crate::root()
-        .join("crates/toolhost-test-support/conformance/everything-server.ts");
+    let source =
+        crate::root().join("crates/toolhost-test-support/conformance/everything-server.ts");
     let server = dir.join("everything-server.ts");
     std::fs::copy(&source, &server)
         .with_context(|| format!("copying {} into {}", source.display(), dir.display()))?;
     anyhow::ensure!(
         dir.join("node_modules/tsx/package.json").is_file()
-            && dir.join("node_modules/@modelcontextprotocol/sdk/package.json").is_file(),
+            && dir
+                .join("node_modules/@modelcontextprotocol/sdk/package.json")
+                .is_file(),
         "npm did not install the reference server's dependencies into {}",
         dir.display()
     );

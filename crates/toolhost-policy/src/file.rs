@@ -711,19 +711,37 @@ dirs = [{ path = ".", access = "read-only" }]
                     [[rules]]\nresource = \"*\"\ndecision = \"allow\"\n";
         let p = Policy::from_toml(text, Path::new("policy.toml")).unwrap();
         let read = |uri: &str| {
-            decide(&p, crate::READ_RESOURCE, Some("docs"), None, json!({"uri": uri}))
+            decide(
+                &p,
+                crate::READ_RESOURCE,
+                Some("docs"),
+                None,
+                json!({"uri": uri}),
+            )
         };
         assert_eq!(read("file:///secret/a/b.pem"), Decision::Deny);
         assert_eq!(read("file:///public/a"), Decision::Allow);
         let get = |name: &str, server: &str| {
-            decide(&p, crate::GET_PROMPT, Some(server), None, json!({"name": name}))
+            decide(
+                &p,
+                crate::GET_PROMPT,
+                Some(server),
+                None,
+                json!({"name": name}),
+            )
         };
         assert_eq!(get("leak_all", "docs"), Decision::Deny);
         assert_eq!(get("leak_all", "other"), Decision::Allow);
         assert_eq!(get("summary", "docs"), Decision::Allow);
         // A resource rule says nothing about tools.
         assert_eq!(
-            decide(&p, "read_file", None, None, json!({"uri": "file:///secret/x"})),
+            decide(
+                &p,
+                "read_file",
+                None,
+                None,
+                json!({"uri": "file:///secret/x"})
+            ),
             Decision::Allow
         );
         let e = err("[[rules]]\nresource = \"a\"\nprompt = \"b\"\ndecision = \"deny\"\n");

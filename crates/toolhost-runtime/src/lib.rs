@@ -72,10 +72,10 @@ pub use api::latest::VERSION as CONTRACT_VERSION;
 pub use api::{Annotations, PACKAGE as CONTRACT_PACKAGE, supported_versions};
 pub use builder::RuntimeBuilder;
 pub use cache_settings::{CacheSettings, ToolCacheSettings};
+pub use call::access::Access;
 pub use call::explain::{Explanation, HookMatch, PathGrant, Verdict};
 pub use call::named::{MAX_SHOWN_NAME_CHARS, shown_name};
 pub use call::watch::{CallEvent, CallPhase, StepTiming};
-pub use call::access::Access;
 pub use call::{CallContext, StepSink, ToolResult};
 pub use catalog::{
     DEFAULT_CACHE_GRACE, LOAD_PROBLEMS_TARGET, LoadFailure, LoadReport, PluginEvent,

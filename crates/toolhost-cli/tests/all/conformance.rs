@@ -108,7 +108,10 @@ fn host_serve_in_front_of_the_reference_server_passes_the_suites_server_scenario
     assert!(
         here.is_empty(),
         "{}",
-        here.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")
+        here.iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("\n")
     );
 }
 
@@ -171,7 +174,9 @@ impl Raw {
     fn request(&mut self, method: &str, params: serde_json::Value) -> serde_json::Value {
         let id = self.next;
         self.next += 1;
-        let (_, body) = self.send(&serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let (_, body) = self.send(
+            &serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+        );
         // The body is JSON or server-sent events (maybe chunked): the
         // message with this id, wherever it starts.
         body.match_indices('{')
@@ -205,16 +210,31 @@ fn a_denied_tool_resource_and_prompt_of_the_reference_server_are_neither_listed_
     };
     let tools = raw.request("tools/list", serde_json::json!({}));
     let tools = names(&tools, "tools", "name");
-    assert!(tools.contains(&"test_image_content".to_owned()), "{tools:?}");
+    assert!(
+        tools.contains(&"test_image_content".to_owned()),
+        "{tools:?}"
+    );
     assert!(!tools.contains(&"test_simple_text".to_owned()), "{tools:?}");
     let resources = raw.request("resources/list", serde_json::json!({}));
     let resources = names(&resources, "resources", "uri");
-    assert!(resources.contains(&"test://static-binary".to_owned()), "{resources:?}");
-    assert!(!resources.contains(&"test://static-text".to_owned()), "{resources:?}");
+    assert!(
+        resources.contains(&"test://static-binary".to_owned()),
+        "{resources:?}"
+    );
+    assert!(
+        !resources.contains(&"test://static-text".to_owned()),
+        "{resources:?}"
+    );
     let prompts = raw.request("prompts/list", serde_json::json!({}));
     let prompts = names(&prompts, "prompts", "name");
-    assert!(prompts.contains(&"test_prompt_with_arguments".to_owned()), "{prompts:?}");
-    assert!(!prompts.contains(&"test_simple_prompt".to_owned()), "{prompts:?}");
+    assert!(
+        prompts.contains(&"test_prompt_with_arguments".to_owned()),
+        "{prompts:?}"
+    );
+    assert!(
+        !prompts.contains(&"test_simple_prompt".to_owned()),
+        "{prompts:?}"
+    );
 
     let call = raw.request(
         "tools/call",
@@ -224,12 +244,30 @@ fn a_denied_tool_resource_and_prompt_of_the_reference_server_are_neither_listed_
         call.get("error").is_some() || call["result"]["isError"] == true,
         "the denied tool is not reached: {call}"
     );
-    let read = raw.request("resources/read", serde_json::json!({"uri": "test://static-text"}));
-    assert_eq!(read["error"]["code"], -32002, "the denied resource is not there: {read}");
-    let subscribe = raw.request("resources/subscribe", serde_json::json!({"uri": "test://static-text"}));
-    assert_eq!(subscribe["error"]["code"], -32002, "nor can it be watched: {subscribe}");
-    let get = raw.request("prompts/get", serde_json::json!({"name": "test_simple_prompt"}));
-    assert_eq!(get["error"]["code"], -32602, "the denied prompt is not there: {get}");
+    let read = raw.request(
+        "resources/read",
+        serde_json::json!({"uri": "test://static-text"}),
+    );
+    assert_eq!(
+        read["error"]["code"], -32002,
+        "the denied resource is not there: {read}"
+    );
+    let subscribe = raw.request(
+        "resources/subscribe",
+        serde_json::json!({"uri": "test://static-text"}),
+    );
+    assert_eq!(
+        subscribe["error"]["code"], -32002,
+        "nor can it be watched: {subscribe}"
+    );
+    let get = raw.request(
+        "prompts/get",
+        serde_json::json!({"name": "test_simple_prompt"}),
+    );
+    assert_eq!(
+        get["error"]["code"], -32602,
+        "the denied prompt is not there: {get}"
+    );
     let complete = raw.request(
         "completion/complete",
         serde_json::json!({"ref": {"type": "ref/prompt", "name": "test_simple_prompt"},
@@ -239,7 +277,11 @@ fn a_denied_tool_resource_and_prompt_of_the_reference_server_are_neither_listed_
 
     // Everything else still passes.
     let url = format!("{}/mcp", served.base);
-    let reaching_the_denied = ["tools-call-simple-text", "resources-read-text", "prompts-get-simple"];
+    let reaching_the_denied = [
+        "tools-call-simple-text",
+        "resources-read-text",
+        "prompts-get-simple",
+    ];
     let unexpected: Vec<String> = failing_scenarios(&url)
         .into_iter()
         .filter(|o| {

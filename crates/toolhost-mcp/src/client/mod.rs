@@ -75,8 +75,8 @@ pub use oauth::{
 };
 
 use connect::{OpenError, Session};
-pub(crate) use offers::Upstream;
 use oauth::{Asked, Authorizer};
+pub(crate) use offers::Upstream;
 
 /// The most pages of `tools/list` read from one server.
 const MAX_LIST_PAGES: usize = 100;

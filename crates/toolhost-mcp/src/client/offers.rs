@@ -42,7 +42,7 @@ use serde_json::Value;
 use tokio::sync::broadcast;
 use toolhost_runtime::{SourceCall, SourceError, SourceOutcome, ToolSource};
 
-use super::{CancelOnDrop, Link, McpSource, MAX_LIST_PAGES};
+use super::{CancelOnDrop, Link, MAX_LIST_PAGES, McpSource};
 use crate::tools;
 
 /// The most resources, templates or prompts read from one server's list.
@@ -98,7 +98,10 @@ fn refused(e: ServiceError) -> ErrorData {
             ErrorData::internal_error("the upstream MCP server went away", None)
         }
         other => ErrorData::internal_error(
-            format!("the upstream MCP server: {}", super::printable(&other.to_string(), 300)),
+            format!(
+                "the upstream MCP server: {}",
+                super::printable(&other.to_string(), 300)
+            ),
             None,
         ),
     }
@@ -190,8 +193,7 @@ impl McpSource {
                 None => break,
             }
         }
-        *self.shared.offers.templates.lock() =
-            all.iter().map(|t| t.uri_template.clone()).collect();
+        *self.shared.offers.templates.lock() = all.iter().map(|t| t.uri_template.clone()).collect();
         Ok(all)
     }
 
@@ -358,7 +360,9 @@ fn read_outcome(r: ReadResourceResult) -> SourceOutcome {
         .map(|c| {
             let block = serde_json::json!({"type": "resource", "resource": c});
             serde_json::from_value(block).unwrap_or_else(|_| {
-                toolhost_content::Content::text("[resource contents of a kind this host does not know]")
+                toolhost_content::Content::text(
+                    "[resource contents of a kind this host does not know]",
+                )
             })
         })
         .collect();
@@ -374,8 +378,7 @@ fn read_outcome(r: ReadResourceResult) -> SourceOutcome {
 /// A prompt's messages' blocks as the content (their text as the output),
 /// the whole result as `structured` (roles, description).
 fn prompt_outcome(r: GetPromptResult) -> Result<SourceOutcome, SourceError> {
-    let structured =
-        serde_json::to_value(&r).map_err(|e| SourceError::Protocol(e.to_string()))?;
+    let structured = serde_json::to_value(&r).map_err(|e| SourceError::Protocol(e.to_string()))?;
     let content: Vec<toolhost_content::Content> = r
         .messages
         .into_iter()

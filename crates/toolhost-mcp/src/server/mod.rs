@@ -304,7 +304,12 @@ impl McpServer {
             .map(|token| progress(context.peer.clone(), token));
         let approver: Arc<dyn toolhost_runtime::Approver> = match &round_trip {
             Some(a) => a.clone(),
-            None => self.approver(&context, asks, &client, progress_sink.as_ref().map(|p| &p.0)),
+            None => self.approver(
+                &context,
+                asks,
+                &client,
+                progress_sink.as_ref().map(|p| &p.0),
+            ),
         };
         let mut cx = CallContext::new()
             .call_id(format!("mcp-{}", request_id(&context)))
@@ -571,7 +576,9 @@ impl rmcp::ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         let span = request_span("resources/subscribe", None, &context);
-        self.subscription(&request.uri, true, &context).instrument(span).await
+        self.subscription(&request.uri, true, &context)
+            .instrument(span)
+            .await
     }
 
     #[allow(deprecated)] // resources/unsubscribe: every revision before 2026-07-28
@@ -581,7 +588,9 @@ impl rmcp::ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         let span = request_span("resources/unsubscribe", None, &context);
-        self.subscription(&request.uri, false, &context).instrument(span).await
+        self.subscription(&request.uri, false, &context)
+            .instrument(span)
+            .await
     }
 
     async fn list_prompts(
@@ -622,13 +631,19 @@ impl rmcp::ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         let span = request_span("logging/setLevel", None, &context);
-        self.log_level(request.level, &context).instrument(span).await;
+        self.log_level(request.level, &context)
+            .instrument(span)
+            .await;
         Ok(())
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         // Upstream servers' notifications, as the client asks (`upstream.rs`).
-        upstream::forward(self.runtime.clone(), self.listeners.clone(), context.peer.clone());
+        upstream::forward(
+            self.runtime.clone(),
+            self.listeners.clone(),
+            context.peer.clone(),
+        );
         // A client with a session (stdio, or HTTP before 2026-07-28): tell
         // it when the tool set changes, for as long as it is connected.
         let mut events = self.runtime.subscribe();

@@ -117,9 +117,7 @@ impl McpServer {
         let mut prompt: GetPromptResult = result
             .structured
             .and_then(|s| serde_json::from_value(s).ok())
-            .ok_or_else(|| {
-                McpError::internal_error("the prompt's result is not a prompt", None)
-            })?;
+            .ok_or_else(|| McpError::internal_error("the prompt's result is not a prompt", None))?;
         if result.content.len() == prompt.messages.len() {
             for (message, block) in prompt.messages.iter_mut().zip(result.content) {
                 if let Some(block) = serde_json::to_value(block)
@@ -146,8 +144,7 @@ impl McpServer {
                 for s in all.iter().filter(|s| offers_resources(s)) {
                     let _ = s.resource_templates().await;
                 }
-                all
-                    .into_iter()
+                all.into_iter()
                     .find(|s| {
                         s.lists_template(&template.uri)
                             && self.runtime.may_access(

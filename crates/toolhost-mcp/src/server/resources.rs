@@ -38,9 +38,7 @@ fn not_found(uri: &str) -> McpError {
 }
 
 fn offers_resources(source: &McpSource) -> bool {
-    source
-        .capabilities()
-        .is_some_and(|c| c.resources.is_some())
+    source.capabilities().is_some_and(|c| c.resources.is_some())
 }
 
 impl McpServer {
@@ -56,12 +54,19 @@ impl McpServer {
     ) -> Result<ListResourcesResult, McpError> {
         let agent = self.agent(context);
         let mut all = Vec::new();
-        for source in sources(&self.runtime).iter().filter(|s| offers_resources(s)) {
+        for source in sources(&self.runtime)
+            .iter()
+            .filter(|s| offers_resources(s))
+        {
             let name = toolhost_runtime::ToolSource::name(source.as_ref());
             match source.resources().await {
                 Ok(listed) => all.extend(listed.into_iter().filter(|r| {
-                    self.runtime
-                        .may_access(name, &Self::resource_access(&r.uri), agent.as_deref(), None)
+                    self.runtime.may_access(
+                        name,
+                        &Self::resource_access(&r.uri),
+                        agent.as_deref(),
+                        None,
+                    )
                 })),
                 Err(e) => tracing::warn!(server = %name, "resources/list failed: {}", e.message),
             }
@@ -75,7 +80,10 @@ impl McpServer {
     ) -> Result<ListResourceTemplatesResult, McpError> {
         let agent = self.agent(context);
         let mut all = Vec::new();
-        for source in sources(&self.runtime).iter().filter(|s| offers_resources(s)) {
+        for source in sources(&self.runtime)
+            .iter()
+            .filter(|s| offers_resources(s))
+        {
             let name = toolhost_runtime::ToolSource::name(source.as_ref());
             match source.resource_templates().await {
                 Ok(listed) => all.extend(listed.into_iter().filter(|t| {

@@ -118,7 +118,12 @@ impl Listeners {
     }
 
     /// Notes the level `peer` wants log messages at.
-    pub(crate) fn set_level(&self, peer: &Peer<RoleServer>, agent: Option<&str>, level: LoggingLevel) {
+    pub(crate) fn set_level(
+        &self,
+        peer: &Peer<RoleServer>,
+        agent: Option<&str>,
+        level: LoggingLevel,
+    ) {
         self.with(peer, agent, |l| {
             l.level = Some(level);
             true
@@ -138,7 +143,9 @@ impl Listeners {
     /// Forgets `peer`'s session.
     fn forget(&self, peer: &Peer<RoleServer>) {
         if let Some(session) = peer.peer_info() {
-            self.all.lock().retain(|l| !Arc::ptr_eq(&l.session, &session));
+            self.all
+                .lock()
+                .retain(|l| !Arc::ptr_eq(&l.session, &session));
         }
     }
 }
@@ -200,7 +207,8 @@ async fn pass_on(
             }
         }
         Upstream::Log(message) => {
-            let Some((Some(level), agent)) = listeners.asked(peer, |l| (l.level.clone(), l.agent.clone()))
+            let Some((Some(level), agent)) =
+                listeners.asked(peer, |l| (l.level, l.agent.clone()))
             else {
                 return Ok(());
             };
@@ -316,15 +324,14 @@ impl super::McpServer {
     ) {
         let agent = self.agent(context);
         self.listeners
-            .set_level(&context.peer, agent.as_deref(), level.clone());
+            .set_level(&context.peer, agent.as_deref(), level);
         let offered = self.runtime.offered_tools(agent.as_deref(), None);
         for source in sources(&self.runtime) {
             let name = toolhost_runtime::ToolSource::name(source.as_ref());
-            let logs = source
-                .capabilities()
-                .is_some_and(|c| c.logging.is_some());
-            if logs && offered.iter().any(|t| t.plugin == name)
-                && let Err(e) = source.set_level(level.clone()).await
+            let logs = source.capabilities().is_some_and(|c| c.logging.is_some());
+            if logs
+                && offered.iter().any(|t| t.plugin == name)
+                && let Err(e) = source.set_level(level).await
             {
                 tracing::warn!(server = %name, "logging/setLevel failed: {}", e.message);
             }

@@ -92,7 +92,11 @@ async fn reads_and_gets_pass_the_policy_and_the_after_hooks_as_calls_of_their_so
         .await
         .unwrap();
     assert_eq!(open.output, "read \"lib://open/a\"");
-    assert!(matches!(&open.content[..], [Content::Resource(_)]), "{:?}", open.content);
+    assert!(
+        matches!(&open.content[..], [Content::Resource(_)]),
+        "{:?}",
+        open.content
+    );
     let secret = rt
         .access("library", &read("lib://secret/keys/a"), CallContext::new())
         .await
