@@ -633,8 +633,7 @@ impl rmcp::ServerHandler for McpServer {
         let span = request_span("logging/setLevel", None, &context);
         self.log_level(request.level, &context)
             .instrument(span)
-            .await;
-        Ok(())
+            .await
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {

@@ -56,7 +56,18 @@ impl McpServer {
     ) -> Result<ListPromptsResult, McpError> {
         let agent = self.agent(context);
         let mut all = Vec::new();
-        for source in sources(&self.runtime).iter().filter(|s| offers_prompts(s)) {
+        let offering: Vec<Arc<McpSource>> = sources(&self.runtime)
+            .into_iter()
+            .filter(|s| offers_prompts(s))
+            .collect();
+        if offering.is_empty() {
+            return Err(McpError::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                "prompts/list",
+                None,
+            ));
+        }
+        for source in &offering {
             match source.prompts().await {
                 Ok(listed) => all.extend(listed.into_iter().filter(|p| {
                     self.runtime.may_access(

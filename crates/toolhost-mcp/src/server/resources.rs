@@ -41,6 +41,26 @@ fn offers_resources(source: &McpSource) -> bool {
     source.capabilities().is_some_and(|c| c.resources.is_some())
 }
 
+/// The servers that offer resources; none: the method is not there (the
+/// capability is not declared either).
+fn offering(
+    runtime: &toolhost_runtime::Runtime,
+    method: &'static str,
+) -> Result<Vec<Arc<McpSource>>, McpError> {
+    let offering: Vec<Arc<McpSource>> = sources(runtime)
+        .into_iter()
+        .filter(|s| offers_resources(s))
+        .collect();
+    if offering.is_empty() {
+        return Err(McpError::new(
+            rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+            method,
+            None,
+        ));
+    }
+    Ok(offering)
+}
+
 impl McpServer {
     fn resource_access(uri: &str) -> Access {
         Access::Resource {
@@ -54,10 +74,7 @@ impl McpServer {
     ) -> Result<ListResourcesResult, McpError> {
         let agent = self.agent(context);
         let mut all = Vec::new();
-        for source in sources(&self.runtime)
-            .iter()
-            .filter(|s| offers_resources(s))
-        {
+        for source in offering(&self.runtime, "resources/list")? {
             let name = toolhost_runtime::ToolSource::name(source.as_ref());
             match source.resources().await {
                 Ok(listed) => all.extend(listed.into_iter().filter(|r| {
@@ -80,10 +97,7 @@ impl McpServer {
     ) -> Result<ListResourceTemplatesResult, McpError> {
         let agent = self.agent(context);
         let mut all = Vec::new();
-        for source in sources(&self.runtime)
-            .iter()
-            .filter(|s| offers_resources(s))
-        {
+        for source in offering(&self.runtime, "resources/templates/list")? {
             let name = toolhost_runtime::ToolSource::name(source.as_ref());
             match source.resource_templates().await {
                 Ok(listed) => all.extend(listed.into_iter().filter(|t| {
@@ -108,10 +122,7 @@ impl McpServer {
         uri: &str,
         context: &RequestContext<RoleServer>,
     ) -> Result<Arc<McpSource>, McpError> {
-        let offering: Vec<Arc<McpSource>> = sources(&self.runtime)
-            .into_iter()
-            .filter(|s| offers_resources(s))
-            .collect();
+        let offering = offering(&self.runtime, "resources/read")?;
         let mut found = offering.iter().find(|s| s.may_hold(uri)).cloned();
         if found.is_none() && offering.len() > 1 {
             // Lists read since may hold it now.

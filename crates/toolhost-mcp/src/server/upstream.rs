@@ -207,8 +207,7 @@ async fn pass_on(
             }
         }
         Upstream::Log(message) => {
-            let Some((Some(level), agent)) =
-                listeners.asked(peer, |l| (l.level, l.agent.clone()))
+            let Some((Some(level), agent)) = listeners.asked(peer, |l| (l.level, l.agent.clone()))
             else {
                 return Ok(());
             };
@@ -321,20 +320,31 @@ impl super::McpServer {
         &self,
         level: LoggingLevel,
         context: &rmcp::service::RequestContext<RoleServer>,
-    ) {
+    ) -> Result<(), rmcp::ErrorData> {
+        let logging: Vec<Arc<McpSource>> = sources(&self.runtime)
+            .into_iter()
+            .filter(|s| s.capabilities().is_some_and(|c| c.logging.is_some()))
+            .collect();
+        if logging.is_empty() {
+            // Not declared either: nobody upstream logs.
+            return Err(rmcp::ErrorData::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                "logging/setLevel",
+                None,
+            ));
+        }
         let agent = self.agent(context);
         self.listeners
             .set_level(&context.peer, agent.as_deref(), level);
         let offered = self.runtime.offered_tools(agent.as_deref(), None);
-        for source in sources(&self.runtime) {
+        for source in logging {
             let name = toolhost_runtime::ToolSource::name(source.as_ref());
-            let logs = source.capabilities().is_some_and(|c| c.logging.is_some());
-            if logs
-                && offered.iter().any(|t| t.plugin == name)
+            if offered.iter().any(|t| t.plugin == name)
                 && let Err(e) = source.set_level(level).await
             {
                 tracing::warn!(server = %name, "logging/setLevel failed: {}", e.message);
             }
         }
+        Ok(())
     }
 }
