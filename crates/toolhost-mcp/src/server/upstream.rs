@@ -10,8 +10,9 @@
 //!   that URI (a subscription is only taken for a resource the client may
 //!   read);
 //! - `notifications/message` to the clients that set a level with
-//!   `logging/setLevel`, at or above it, from the servers whose tools the
-//!   client's profile sees. An upstream server has one session for all of
+//!   `logging/setLevel`, at or above it, from the servers the client's
+//!   profile may use (one of their tools, or some of their resources or
+//!   prompts). An upstream server has one session for all of
 //!   the gateway's clients, so its log is the server's, not one caller's:
 //!   a client hears it only by asking, and only from servers it may use.
 //!
@@ -211,17 +212,40 @@ async fn pass_on(
             else {
                 return Ok(());
             };
-            let sees_source = runtime
-                .offered_tools(agent.as_deref(), None)
-                .iter()
-                .any(|t| t.plugin == toolhost_runtime::ToolSource::name(source));
-            if rank(&message.level) >= rank(&level) && sees_source {
+            if rank(&message.level) >= rank(&level)
+                && may_use(
+                    runtime,
+                    toolhost_runtime::ToolSource::name(source),
+                    agent.as_deref(),
+                )
+            {
                 peer.notify_logging_message(message).await
             } else {
                 Ok(())
             }
         }
     }
+}
+
+/// Whether a caller under `agent` may use the server `name` at all: it is
+/// offered one of its tools, or not denied all of its resources or all of
+/// its prompts (a read of any URI, a get of any name).
+fn may_use(runtime: &Runtime, name: &str, agent: Option<&str>) -> bool {
+    use toolhost_runtime::Access;
+    runtime
+        .offered_tools(agent, None)
+        .iter()
+        .any(|t| t.plugin == name)
+        || runtime.may_access(name, &Access::Resource { uri: String::new() }, agent, None)
+        || runtime.may_access(
+            name,
+            &Access::Prompt {
+                name: String::new(),
+                arguments: serde_json::Map::new(),
+            },
+            agent,
+            None,
+        )
 }
 
 /// A level's severity, lowest first (RFC 5424's order, as MCP's).
@@ -314,7 +338,7 @@ pub(crate) fn offered(runtime: &Runtime, capabilities: &mut rmcp::model::ServerC
 
 impl super::McpServer {
     /// `logging/setLevel`: notes the client's level, and asks each
-    /// upstream server whose tools its profile sees to log at it.
+    /// upstream server its profile may use to log at it.
     #[allow(deprecated)] // logging (SEP-2577): every revision served here has it
     pub(super) async fn log_level(
         &self,
@@ -336,10 +360,9 @@ impl super::McpServer {
         let agent = self.agent(context);
         self.listeners
             .set_level(&context.peer, agent.as_deref(), level);
-        let offered = self.runtime.offered_tools(agent.as_deref(), None);
         for source in logging {
             let name = toolhost_runtime::ToolSource::name(source.as_ref());
-            if offered.iter().any(|t| t.plugin == name)
+            if may_use(&self.runtime, name, agent.as_deref())
                 && let Err(e) = source.set_level(level).await
             {
                 tracing::warn!(server = %name, "logging/setLevel failed: {}", e.message);

@@ -1,8 +1,10 @@
 //! toolhost-mcp's end-to-end tests (one binary): the MCP client against the
 //! reference servers installed by `cargo xtask test` and a misbehaving one
 //! (`client.rs`), the process sandbox around the servers (`sandbox.rs`),
-//! and the HTTP server as an OAuth resource server (`oauth.rs`).
+//! the HTTP server as an OAuth resource server (`oauth.rs`), and what an
+//! upstream server offers besides tools passed on by the gateway (`offers.rs`).
 
 mod client;
 mod oauth;
+mod offers;
 mod sandbox;
