@@ -296,7 +296,15 @@ impl super::McpServer {
         let name = toolhost_runtime::ToolSource::name(source);
         tokio::select! {
             r = self.runtime.access(name, access, cx) => r.map_err(|e| {
-                rmcp::ErrorData::internal_error(e.to_string(), None)
+                // The caller's to fix (-32602), or the read's failure.
+                let message = toolhost_text::line(&e.to_string(), 1000);
+                match e.kind() {
+                    toolhost_runtime::ErrorKind::InvalidArguments
+                    | toolhost_runtime::ErrorKind::ToolInvalidArguments => {
+                        rmcp::ErrorData::invalid_params(message, None)
+                    }
+                    _ => rmcp::ErrorData::internal_error(message, None),
+                }
             }),
             () = context.ct.cancelled() => Err(rmcp::ErrorData::internal_error(
                 "the client cancelled the request",
