@@ -698,20 +698,19 @@ async fn serve(
         .peer_info()
         .and_then(|info| info.server_info.clone())
         .map(|i| format!("{} {}", printable(&i.name, 64), printable(&i.version, 32)));
-    // A server that offers no tools (only resources or prompts) is not asked for them.
-    let offers_tools = service
-        .peer_info()
-        .is_none_or(|info| info.capabilities.tools.is_some());
     // A server may let anyone initialise and ask for a token from here on.
     let mut attempt = 0;
     loop {
-        if !offers_tools {
-            shared.set_tools(Vec::new());
-            break;
-        }
         match tokio::time::timeout(shared.config.connect_timeout, list_tools(&peer)).await {
             Ok(Ok(tools)) => {
                 shared.set_tools(tools);
+                break;
+            }
+            // A server that offers no tools (only resources or prompts).
+            Ok(Err(ServiceError::McpError(e)))
+                if e.code == rmcp::model::ErrorCode::METHOD_NOT_FOUND =>
+            {
+                shared.set_tools(Vec::new());
                 break;
             }
             Ok(Err(e)) => {
