@@ -40,6 +40,10 @@ pub use client::{
     ProcessSandbox, SIGN_IN_TIMEOUT, SignInError, SignInPrompt, SignedIn, Start, StdioServer,
     sign_in, sign_out, token_file,
 };
+pub use client::{
+    ANSWER_TIMEOUT, DEFAULT_MAX_SAMPLING_TOKENS, DEFAULT_REQUESTS_PER_MINUTE, MAX_FORWARDED_BYTES,
+    ServerRequests,
+};
 pub use server::elicit::ELICITATION_TIMEOUT;
 pub use server::http::{
     ClientToken, DEFAULT_MAX_CONCURRENT_REQUESTS, DEFAULT_MAX_REQUEST_BYTES, HttpOptions,
