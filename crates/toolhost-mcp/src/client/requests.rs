@@ -3,8 +3,9 @@
 //! `elicitation/create` (a question for the user).
 //!
 //! Each request is tied to the call it came with (the HTTP stream of that
-//! call's `tools/call`; over stdio, the one call in flight), and goes to
-//! whoever stands behind that call:
+//! call's `tools/call`; over stdio, or on the server's own stream, the one
+//! call in flight: with several, it is refused), and goes to whoever
+//! stands behind that call:
 //!
 //! - a call that came in over MCP (`host serve`, `host mcp`): to the
 //!   downstream client, on that call's stream, when it declared the
@@ -166,19 +167,16 @@ impl InFlight {
                             return Ok(asker.clone());
                         }
                     }
-                    Some(InboundStreamOrigin::Unassociated) => {
-                        return Err("it was not sent with a call (it came on the \
-                                    server's own stream), so nobody is there to answer it"
-                            .to_owned());
-                    }
-                    // A transport that cannot tell (stdio): the one call in flight.
-                    None => {
+                    // A transport that cannot tell (stdio), or a server that
+                    // sent it on its own stream (the spec's SHOULD, which
+                    // servers in use do not all follow): the one call in flight.
+                    Some(InboundStreamOrigin::Unassociated) | None => {
                         let mut all = calls.values();
                         match (all.next(), all.next()) {
                             (Some(asker), None) => return Ok(asker.clone()),
                             (Some(_), Some(_)) => {
                                 return Err("several calls to this server are in flight and \
-                                            stdio does not say which one it belongs to"
+                                            the request does not say which one it belongs to"
                                     .to_owned());
                             }
                             _ => {}

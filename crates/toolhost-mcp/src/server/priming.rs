@@ -10,8 +10,9 @@
 //!
 //! A request's revision is its `MCP-Protocol-Version` header (2025-06-18
 //! on, every request after `initialize` carries it); without one, the
-//! revision an `initialize` asks for (its body is read, within the request
-//! bound), else 2025-03-26, as the transport says a server should assume.
+//! revision an `initialize` asks for (its body is read when its
+//! `Content-Length` is within the request bound), else 2025-03-26, as the
+//! transport says a server should assume.
 
 use axum::body::Body;
 use axum::extract::Request;
@@ -56,7 +57,15 @@ async fn primed(request: Request, max_body: usize) -> (bool, Request) {
     {
         return (version >= PRIMED.as_str(), request);
     }
-    if request.method() != http::Method::POST {
+    // Only a POST's body says more, read when its length is known and
+    // within the bound (anything else is rmcp's to refuse, and counts as
+    // older: a priming event left out harms no client).
+    let length = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if request.method() != http::Method::POST || length.is_none_or(|l| l > max_body) {
         return (false, request);
     }
     let (parts, body) = request.into_parts();
