@@ -81,7 +81,12 @@ pub fn fields(schema: &Value) -> Option<Vec<Field>> {
         let choices: Vec<String> = choosing
             .get("enum")
             .and_then(Value::as_array)
-            .map(|e| e.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+            .map(|e| {
+                e.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
             .or_else(|| consts("oneOf"))
             .or_else(|| consts("anyOf"))
             .unwrap_or_default();
@@ -204,7 +209,11 @@ pub fn value(field: &Field, answer: &str) -> Result<Option<Value>, String> {
         }
         _ => Value::String(answer.to_owned()),
     };
-    if !field.choices.is_empty() && !value.as_str().is_some_and(|v| field.choices.iter().any(|c| c == v)) {
+    if !field.choices.is_empty()
+        && !value
+            .as_str()
+            .is_some_and(|v| field.choices.iter().any(|c| c == v))
+    {
         return Err("not one of the choices".to_owned());
     }
     Ok(Some(value))
@@ -253,7 +262,10 @@ mod tests {
             json!({"name": "John Doe", "age": 30, "score": 95.5, "status": "active", "verified": true})
         );
         let email = fields.iter().find(|f| f.name == "email").unwrap();
-        assert!(value(email, " ").is_err(), "a required field without a default");
+        assert!(
+            value(email, " ").is_err(),
+            "a required field without a default"
+        );
     }
 
     #[test]
@@ -265,12 +277,18 @@ mod tests {
         assert_eq!(value(&field("score"), "1.5").unwrap(), Some(json!(1.5)));
         assert_eq!(value(&field("verified"), "n").unwrap(), Some(json!(false)));
         assert!(value(&field("status"), "gone").is_err());
-        assert_eq!(value(&field("status"), "inactive").unwrap(), Some(json!("inactive")));
+        assert_eq!(
+            value(&field("status"), "inactive").unwrap(),
+            Some(json!("inactive"))
+        );
         let many = json!({"properties": {"fish": {"type": "array", "default": ["tuna"],
             "items": {"anyOf": [{"const": "tuna"}, {"const": "trout"}]}}}});
-        let fish = fields(&many).unwrap().remove(0);
+        let fish = super::fields(&many).unwrap().remove(0);
         assert_eq!(value(&fish, "").unwrap(), Some(json!(["tuna"])));
-        assert_eq!(value(&fish, "trout, tuna").unwrap(), Some(json!(["trout", "tuna"])));
+        assert_eq!(
+            value(&fish, "trout, tuna").unwrap(),
+            Some(json!(["trout", "tuna"]))
+        );
         assert!(value(&fish, "shark").is_err());
         let q = question(&field("name"));
         assert!(q.contains("[John Doe]") && q.contains("User name"), "{q}");
@@ -278,7 +296,8 @@ mod tests {
 
     #[test]
     fn a_question_escapes_what_the_server_wrote() {
-        let schema = json!({"properties": {"a\u{1b}[2J": {"type": "string", "default": "x\u{9b}y"}}});
+        let schema =
+            json!({"properties": {"a\u{1b}[2J": {"type": "string", "default": "x\u{9b}y"}}});
         let q = question(&fields(&schema).unwrap()[0]);
         assert!(!q.contains('\u{1b}') && !q.contains('\u{9b}'), "{q:?}");
     }

@@ -106,7 +106,11 @@ fn sessions_before_2025_11_25_get_no_sse_priming_event_and_later_ones_do() {
         let listed = session.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
         let called = session.call(3, "calculate", r#"{"expression":"1+1"}"#);
         let primed = version >= "2025-11-25";
-        for (what, body) in [("initialize", &init), ("tools/list", &listed), ("tools/call", &called)] {
+        for (what, body) in [
+            ("initialize", &init),
+            ("tools/list", &listed),
+            ("tools/call", &called),
+        ] {
             assert!(body.contains("\"jsonrpc\""), "{version} {what}: {body}");
             assert_eq!(
                 body.contains("retry:"),
@@ -137,7 +141,10 @@ fn a_failed_call_is_a_protocol_error_or_a_result_as_the_sessions_revision_says()
             unknown.contains("\"error\"") && unknown.contains("-32602"),
             "{version}: {unknown}"
         );
-        assert!(unknown.contains("did you mean `calculate`"), "{version}: {unknown}");
+        assert!(
+            unknown.contains("did you mean `calculate`"),
+            "{version}: {unknown}"
+        );
         // Invalid arguments: a JSON-RPC error before 2025-11-25, a tool
         // execution error (`isError`) from it on.
         let invalid = session.call(3, "calculate", r#"{"expr":"1"}"#);

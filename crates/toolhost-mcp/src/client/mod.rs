@@ -69,13 +69,13 @@ pub use config::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_ENV, DEFAULT_MAX_MESSAGE_BYTES, HttpEndpoint, McpServerConfig,
     McpTransport, ProcessSandbox, Start, StdioServer,
 };
-pub use requests::{
-    ANSWER_TIMEOUT, DEFAULT_MAX_SAMPLING_TOKENS, DEFAULT_REQUESTS_PER_MINUTE, MAX_FORWARDED_BYTES,
-    ServerRequests,
-};
 pub use oauth::{
     MAX_SIGN_INS, OAuthGrant, OAuthSettings, SIGN_IN_TIMEOUT, SignInError, SignInPrompt, SignedIn,
     sign_in, sign_out, token_file,
+};
+pub use requests::{
+    ANSWER_TIMEOUT, DEFAULT_MAX_SAMPLING_TOKENS, DEFAULT_REQUESTS_PER_MINUTE, MAX_FORWARDED_BYTES,
+    ServerRequests,
 };
 
 use connect::{OpenError, Session};
@@ -520,7 +520,10 @@ impl ClientHandler for Handler {
         std::future::ready(())
     }
 
-    #[expect(deprecated, reason = "sampling is deprecated by SEP-2577, and still served")]
+    #[expect(
+        deprecated,
+        reason = "sampling is deprecated by SEP-2577, and still served"
+    )]
     fn create_message(
         &self,
         params: rmcp::model::CreateMessageRequestParams,

@@ -27,7 +27,10 @@
 //! audit target (`toolhost::audit`): the server, the call, the decision
 //! and the outcome, never what was asked or answered.
 
-#![expect(deprecated, reason = "sampling is deprecated by SEP-2577, and still served")]
+#![expect(
+    deprecated,
+    reason = "sampling is deprecated by SEP-2577, and still served"
+)]
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;

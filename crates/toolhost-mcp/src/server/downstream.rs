@@ -10,7 +10,10 @@
 //! the client side (`client/requests.rs`) finds it there and decides,
 //! under the operator's settings for that server, whether to send.
 
-#![expect(deprecated, reason = "sampling is deprecated by SEP-2577, and still served")]
+#![expect(
+    deprecated,
+    reason = "sampling is deprecated by SEP-2577, and still served"
+)]
 
 use std::time::Duration;
 
@@ -78,7 +81,9 @@ impl Downstream {
         timeout: Duration,
     ) -> Result<CreateMessageResult, ServiceError> {
         let mut request = CreateMessageRequest::new(params);
-        request.extensions.insert(OriginatingRequestId(self.request.clone()));
+        request
+            .extensions
+            .insert(OriginatingRequestId(self.request.clone()));
         match self
             .send(ServerRequest::CreateMessageRequest(request), timeout)
             .await?
@@ -96,7 +101,9 @@ impl Downstream {
         timeout: Duration,
     ) -> Result<ElicitResult, ServiceError> {
         let mut request = ElicitRequest::new(params);
-        request.extensions.insert(OriginatingRequestId(self.request.clone()));
+        request
+            .extensions
+            .insert(OriginatingRequestId(self.request.clone()));
         match self
             .send(ServerRequest::ElicitRequest(request), timeout)
             .await?

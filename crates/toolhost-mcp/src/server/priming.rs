@@ -15,10 +15,10 @@
 //! transport says a server should assume.
 
 use axum::body::Body;
+use axum::body::Bytes;
 use axum::extract::Request;
 use axum::middleware::Next;
 use axum::response::Response;
-use axum::body::Bytes;
 use futures::StreamExt;
 use http::header;
 use rmcp::model::ProtocolVersion;
@@ -104,7 +104,10 @@ fn is_priming(event: &[u8]) -> bool {
 /// Where the first event of `buffer` ends (the index after its blank
 /// line), if it is all there.
 fn first_event_end(buffer: &[u8]) -> Option<(usize, usize)> {
-    let lf = buffer.windows(2).position(|w| w == b"\n\n").map(|i| (i, i + 2));
+    let lf = buffer
+        .windows(2)
+        .position(|w| w == b"\n\n")
+        .map(|i| (i, i + 2));
     let crlf = buffer
         .windows(4)
         .position(|w| w == b"\r\n\r\n")
@@ -172,8 +175,10 @@ mod tests {
     }
 
     fn chunked(parts: &[&'static str]) -> Body {
-        let chunks: Vec<Result<Bytes, std::io::Error>> =
-            parts.iter().map(|p| Ok(Bytes::from_static(p.as_bytes()))).collect();
+        let chunks: Vec<Result<Bytes, std::io::Error>> = parts
+            .iter()
+            .map(|p| Ok(Bytes::from_static(p.as_bytes())))
+            .collect();
         Body::from_stream(futures::stream::iter(chunks))
     }
 

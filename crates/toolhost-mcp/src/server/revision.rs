@@ -79,10 +79,18 @@ mod tests {
 
     #[test]
     fn an_unknown_tool_is_a_protocol_error_in_every_revision() {
-        for v in ProtocolVersion::KNOWN_VERSIONS.iter().map(Some).chain([None]) {
+        for v in ProtocolVersion::KNOWN_VERSIONS
+            .iter()
+            .map(Some)
+            .chain([None])
+        {
             let e = protocol_error(&unknown(), v).expect("a JSON-RPC error");
             assert_eq!(e.code, rmcp::model::ErrorCode::INVALID_PARAMS, "{v:?}");
-            assert!(e.message.contains("did you mean `calculate`"), "{}", e.message);
+            assert!(
+                e.message.contains("did you mean `calculate`"),
+                "{}",
+                e.message
+            );
         }
     }
 
@@ -96,7 +104,10 @@ mod tests {
             let e = protocol_error(&invalid(), Some(&v)).expect("a JSON-RPC error");
             assert_eq!(e.code, rmcp::model::ErrorCode::INVALID_PARAMS);
         }
-        assert!(protocol_error(&invalid(), None).is_some(), "unknown: 2025-03-26");
+        assert!(
+            protocol_error(&invalid(), None).is_some(),
+            "unknown: 2025-03-26"
+        );
         for v in [ProtocolVersion::V_2025_11_25, ProtocolVersion::V_2026_07_28] {
             assert!(protocol_error(&invalid(), Some(&v)).is_none(), "{v}");
         }

@@ -4,15 +4,19 @@
 //! MCP server over it, and an MCP client of our own downstream (rmcp, over
 //! an in-process pipe) that answers them and records what it was asked.
 
-#![expect(deprecated, reason = "sampling is deprecated by SEP-2577, and still served")]
+#![expect(
+    deprecated,
+    reason = "sampling is deprecated by SEP-2577, and still served"
+)]
 
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, CreateMessageRequestParams,
-    CreateMessageResult, ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability,
-    FormElicitationCapability, Implementation, SamplingCapability, SamplingMessage,
+    CreateMessageResult, ElicitRequestParams, ElicitResult, ElicitationAction,
+    ElicitationCapability, FormElicitationCapability, Implementation, SamplingCapability,
+    SamplingMessage,
 };
 use rmcp::service::{RequestContext, RoleClient, RunningService};
 use rmcp::{ClientHandler, ErrorData, ServiceExt};
@@ -147,7 +151,7 @@ async fn an_upstream_sampling_request_reaches_the_calling_client_with_its_tokens
     )
     .await;
     assert!(out.contains("the downstream model says hello"), "{out}");
-    let sampled = client.sampled.lock();
+    let sampled = client.sampled.lock().clone();
     assert_eq!(sampled.len(), 1);
     assert_eq!(sampled[0].max_tokens, 64, "cut to max-sampling-tokens");
     let _ = running.cancel().await;
@@ -174,7 +178,11 @@ async fn sampling_under_ask_waits_for_the_client_users_yes_and_a_no_refuses_it()
         assert_eq!(asked.len(), 1, "{asked:?}");
         assert!(asked[0].contains("asks to use your model"), "{asked:?}");
         assert_eq!(client.sampled.lock().len(), usize::from(approve), "{out}");
-        assert_eq!(out.contains("the downstream model says hello"), approve, "{out}");
+        assert_eq!(
+            out.contains("the downstream model says hello"),
+            approve,
+            "{out}"
+        );
         let _ = running.cancel().await;
     }
 }
@@ -190,7 +198,9 @@ async fn sampling_is_refused_when_denied_or_when_the_client_cannot_sample() {
         let running = connect(runtime, client.clone()).await;
         // Denied: the tool is not even offered (sampling is not declared upstream).
         let tools = running.peer().list_all_tools().await.unwrap();
-        let offered = tools.iter().any(|t| t.name == "up__trigger-sampling-request");
+        let offered = tools
+            .iter()
+            .any(|t| t.name == "up__trigger-sampling-request");
         assert_eq!(offered, decision != Decision::Deny);
         if offered {
             let out = call(
