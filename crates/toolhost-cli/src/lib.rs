@@ -11,6 +11,7 @@ mod commands;
 mod exit;
 mod explain;
 mod failure;
+mod form;
 mod generated;
 mod install;
 mod mcp;

@@ -94,7 +94,7 @@ pub use lockfile::{
 pub use manifest::{Capabilities, DirRequest, Manifest, ToolManifest};
 pub use permission::{
     ApprovalAnswer, ApprovalFuture, ApprovalOf, Approver, CallApproval, CallApprovalRequest,
-    CallStep, ResultApproval, ResultApprovalRequest,
+    CallStep, FormAnswer, FormRequest, ResultApproval, ResultApprovalRequest,
 };
 pub use plugin::{DESCRIBE_TIMEOUT, MAX_DESCRIBE_BYTES, MAX_TOOLS, is_valid_tool_name};
 #[cfg(feature = "agent")]

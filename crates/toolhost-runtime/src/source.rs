@@ -174,6 +174,10 @@ pub struct SourceCall<'a> {
     /// What the caller attached to the call
     /// ([`CallContext::extension`](crate::CallContext::extension)).
     pub extensions: &'a http::Extensions,
+    /// Who answers this call's questions (the call's approver, else the
+    /// runtime's): where a question the source's server asks the user
+    /// during the call goes ([`Approver::answer_form`](crate::Approver::answer_form)).
+    pub approver: Option<std::sync::Arc<dyn crate::Approver>>,
 }
 
 /// What a call returned.

@@ -64,6 +64,7 @@ mod connect;
 mod oauth;
 mod offers;
 mod process_sandbox;
+mod requests;
 
 pub use config::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_ENV, DEFAULT_MAX_MESSAGE_BYTES, HttpEndpoint, McpServerConfig,
@@ -72,6 +73,10 @@ pub use config::{
 pub use oauth::{
     MAX_SIGN_INS, OAuthGrant, OAuthSettings, SIGN_IN_TIMEOUT, SignInError, SignInPrompt, SignedIn,
     sign_in, sign_out, token_file,
+};
+pub use requests::{
+    ANSWER_TIMEOUT, DEFAULT_MAX_SAMPLING_TOKENS, DEFAULT_REQUESTS_PER_MINUTE, MAX_FORWARDED_BYTES,
+    ServerRequests,
 };
 
 use connect::{OpenError, Session};
@@ -143,6 +148,9 @@ pub(crate) struct Shared {
     oauth: tokio::sync::OnceCell<Option<Arc<Authorizer>>>,
     /// Its resources, prompts and notifications (`offers.rs`).
     offers: offers::Offers,
+    /// The calls in flight, for the requests the server sends back
+    /// during them (`requests.rs`).
+    requests: requests::InFlight,
 }
 
 impl McpSource {
@@ -167,6 +175,7 @@ impl McpSource {
             progress: Mutex::new(HashMap::new()),
             oauth: tokio::sync::OnceCell::new(),
             offers: offers::Offers::default(),
+            requests: requests::InFlight::default(),
         });
         if matches!(shared.config.transport, McpTransport::Http(_)) {
             // HTTPS through rustls with ring; a provider installed before stays.
@@ -270,6 +279,20 @@ impl McpSource {
         let _progress = call.progress.clone().map(|sink| {
             ProgressGuard::register(&self.shared, token_key(&handle.progress_token), sink)
         });
+        // Where the server's requests during this call go (`requests.rs`).
+        let _asker = requests::InFlight::register(
+            &self.shared,
+            handle.id.clone(),
+            requests::Asker {
+                tool: call.tool.to_owned(),
+                call_id: call.call_id.to_owned(),
+                downstream: call
+                    .extensions
+                    .get::<crate::server::downstream::Downstream>()
+                    .cloned(),
+                approver: call.approver.clone(),
+            },
+        );
         let mut cancel = CancelOnDrop {
             peer: Some(peer),
             id: handle.id.clone(),
@@ -549,9 +572,58 @@ impl ClientHandler for Handler {
         std::future::ready(())
     }
 
+    #[expect(
+        deprecated,
+        reason = "sampling is deprecated by SEP-2577, and still served"
+    )]
+    fn create_message(
+        &self,
+        params: rmcp::model::CreateMessageRequestParams,
+        context: rmcp::service::RequestContext<RoleClient>,
+    ) -> impl Future<Output = Result<rmcp::model::CreateMessageResult, ErrorData>> + Send + '_ {
+        let shared = self.shared.upgrade();
+        async move {
+            match shared {
+                Some(shared) => requests::sample(shared, params, context).await,
+                None => Err(ErrorData::internal_error("the client stopped", None)),
+            }
+        }
+    }
+
+    fn create_elicitation(
+        &self,
+        params: rmcp::model::ElicitRequestParams,
+        context: rmcp::service::RequestContext<RoleClient>,
+    ) -> impl Future<Output = Result<rmcp::model::ElicitResult, ErrorData>> + Send + '_ {
+        let shared = self.shared.upgrade();
+        async move {
+            match shared {
+                Some(shared) => requests::elicit(shared, params, context).await,
+                None => Ok(rmcp::model::ElicitResult::new(
+                    rmcp::model::ElicitationAction::Decline,
+                )),
+            }
+        }
+    }
+
+    /// Declares form elicitation and sampling, unless the operator turned
+    /// them off for this server (`requests.rs`).
     fn get_info(&self) -> ClientConfig {
+        let mut capabilities = ClientCapabilities::default();
+        if let Some(shared) = self.shared.upgrade() {
+            let settings = &shared.config.requests;
+            if settings.elicitation != toolhost_runtime::policy::Decision::Deny {
+                capabilities.elicitation = Some(
+                    rmcp::model::ElicitationCapability::new()
+                        .with_form(rmcp::model::FormElicitationCapability::new()),
+                );
+            }
+            if settings.sampling != toolhost_runtime::policy::Decision::Deny {
+                capabilities.sampling = Some(rmcp::model::SamplingCapability::default());
+            }
+        }
         ClientConfig::new(
-            ClientCapabilities::default(),
+            capabilities,
             Implementation::new("toolhost", env!("CARGO_PKG_VERSION")),
         )
     }

@@ -31,6 +31,7 @@ use serde_json::Value;
 use toolhost_runtime::{CallContext, PluginEvent, Runtime};
 use tracing::Instrument;
 
+pub(crate) mod downstream;
 pub(crate) mod elicit;
 pub(crate) mod http;
 mod identity;
@@ -38,6 +39,8 @@ mod metrics;
 pub(crate) mod oauth;
 mod prompts;
 mod resources;
+mod priming;
+mod revision;
 mod search;
 mod upstream;
 
@@ -263,7 +266,7 @@ impl McpServer {
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> CallToolResponse {
+    ) -> Result<CallToolResponse, McpError> {
         let mut recorded = self.metrics.call();
         let args = Value::Object(request.arguments.clone().unwrap_or_default());
         if let Some(search) = &self.search
@@ -274,7 +277,7 @@ impl McpServer {
                 .offered_tools(self.agent(&context).as_deref(), None);
             if search.serves(&offered) {
                 recorded.outcome("ok");
-                return search.answer(&offered, &args).into();
+                return Ok(search.answer(&offered, &args).into());
             }
         }
         let modern = context
@@ -314,7 +317,8 @@ impl McpServer {
         let mut cx = CallContext::new()
             .call_id(format!("mcp-{}", request_id(&context)))
             .approver(approver)
-            .client(client);
+            .client(client)
+            .extension(downstream::Downstream::of(&context));
         if let Some(agent) = agent {
             cx = cx.agent(agent);
         }
@@ -344,7 +348,7 @@ impl McpServer {
             .is_some_and(|c| c.elicitation.is_some());
         if let (Some(_), Some(Err(_)), false) = (&asked, &outcome, can_answer) {
             recorded.outcome("permission-denied");
-            return tools::error_result(
+            return Ok(tools::error_result(
                 &format!(
                     "permission denied for `{}`: the user's approval is needed and this MCP \
                      client cannot be asked (it did not declare form elicitation)",
@@ -352,13 +356,13 @@ impl McpServer {
                 ),
                 "permission-denied",
             )
-            .into();
+            .into());
         }
         if let (Some(question), Some(Err(_))) = (asked, &outcome) {
             match self.round_trips.ask(&request.name, &args, &question) {
                 Ok(input) => {
                     recorded.outcome("input-required");
-                    return CallToolResponse::InputRequired(input);
+                    return Ok(CallToolResponse::InputRequired(input));
                 }
                 Err(e) => tracing::warn!("cannot build the input_required result: {e}"),
             }
@@ -370,6 +374,12 @@ impl McpServer {
             }
             Some(Err(e)) => {
                 recorded.outcome(metrics::kind_label(&e.kind()));
+                // A protocol error where the session's revision says so.
+                if let Some(error) =
+                    revision::protocol_error(&e, context.protocol_version().as_ref())
+                {
+                    return Err(error);
+                }
                 tools::failure(&e)
             }
             // Dropping the call stopped its sandbox; the client is no longer
@@ -379,7 +389,7 @@ impl McpServer {
                 tools::error_result("the client cancelled the call", "aborted")
             }
         };
-        result.into()
+        Ok(result.into())
     }
 }
 
@@ -538,7 +548,7 @@ impl rmcp::ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let span = request_span("tools/call", Some(&request.name), &context);
-        Ok(self.call(request, context).instrument(span).await)
+        self.call(request, context).instrument(span).await
     }
 
     async fn list_resources(

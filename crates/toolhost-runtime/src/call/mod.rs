@@ -488,7 +488,9 @@ async fn steps(
         &admitted.args,
         &admitted.args_text,
         async || match call.target.plugin.source() {
-            Some(source) => execute::from_source(source.as_ref(), &call, &admitted.args).await,
+            Some(source) => {
+                execute::from_source(source.as_ref(), &parts.gate, &call, &admitted.args).await
+            }
             None => execute::fresh(&parts.pool, &call, &admitted).await,
         },
     )
