@@ -515,7 +515,7 @@ pub struct File {
 /// of replicas that share a [`Store`].
 #[derive(Debug)]
 pub struct Approvals {
-    store: Option<Box<dyn Store>>,
+    store: Option<std::sync::Arc<dyn Store>>,
     /// How long a new approval lasts at most (seconds), if bounded.
     lasting: Option<u64>,
     /// The most approvals one caller may hold.
@@ -541,11 +541,11 @@ impl Approvals {
     /// The store in `path` (a missing file is an empty store). Its lock
     /// file is `path` with `.lock` added.
     pub fn open(path: PathBuf) -> Approvals {
-        Approvals::with_store(Box::new(disk::Disk::new(path)))
+        Approvals::with_store(std::sync::Arc::new(disk::Disk::new(path)))
     }
 
     /// The store `store` keeps (e.g. a database that replicas share).
-    pub fn with_store(store: Box<dyn Store>) -> Approvals {
+    pub fn with_store(store: std::sync::Arc<dyn Store>) -> Approvals {
         Approvals {
             store: Some(store),
             lasting: None,

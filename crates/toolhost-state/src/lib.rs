@@ -25,7 +25,7 @@
 //! use toolhost_state::PostgresApprovals;
 //!
 //! let store = PostgresApprovals::connect("host=db.internal user=toolhost dbname=toolhost", "main")?;
-//! let approvals = Approvals::with_store(Box::new(store));
+//! let approvals = Approvals::with_store(std::sync::Arc::new(store));
 //! println!("{} saved approvals", approvals.list()?.len());
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```

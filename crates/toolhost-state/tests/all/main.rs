@@ -23,7 +23,7 @@ fn replica(db: &Postgres, name: &str) -> Approvals {
         );
         std::thread::sleep(Duration::from_millis(10));
     }
-    Approvals::with_store(Box::new(store))
+    Approvals::with_store(std::sync::Arc::new(store))
 }
 
 fn approval(tool: &str, args: serde_json::Value) -> NewApproval {
@@ -143,7 +143,7 @@ fn the_description_names_the_database_and_never_the_password() {
     let described = store.describe();
     assert_eq!(described, "store `main` of postgresql://127.0.0.1:9/gate");
     // Nothing listens on port 9: the reason says so, without the password.
-    let approvals = Approvals::with_store(Box::new(store));
+    let approvals = Approvals::with_store(std::sync::Arc::new(store));
     let err = approvals.list().unwrap_err().to_string();
     assert!(!err.contains("s3cret"), "{err}");
     assert!(
