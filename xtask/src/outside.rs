@@ -228,6 +228,7 @@ pub fn install(root: &Path) -> anyhow::Result<Installed> {
     let componentize_py = venv.join("bin").join("componentize-py");
     let registry = debian_package(DOCKER_REGISTRY, DOCKER_REGISTRY, "the OCI registry tests")?;
     let chromium = debian_package(CHROMIUM, CHROMIUM, "the console's browser test")?;
+    postgres_server()?;
     let phoenix = phoenix
         .join()
         .map_err(|_| anyhow::anyhow!("installing Phoenix panicked"))??;
@@ -375,6 +376,32 @@ fn oidc_provider(tools: &Path) -> anyhow::Result<()> {
 /// Debian's package of the CNCF distribution registry (2.8): the real
 /// registry `host publish` and `host install` are tested against.
 pub const DOCKER_REGISTRY: &str = "docker-registry";
+
+/// PostgreSQL's server (Debian's `postgresql`, under
+/// `/usr/lib/postgresql/N/bin`), for the tests of saved approvals that
+/// replicas share (`toolhost_test_support::postgres` starts it): installed
+/// with apt-get when missing.
+fn postgres_server() -> anyhow::Result<()> {
+    let found = || {
+        std::fs::read_dir("/usr/lib/postgresql")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| e.path().join("bin").join("postgres").is_file())
+    };
+    if !found() {
+        debian_package(
+            "pg_ctlcluster",
+            "postgresql",
+            "the tests of saved approvals shared through PostgreSQL",
+        )?;
+    }
+    anyhow::ensure!(
+        found(),
+        "Debian's postgresql package is installed, but no /usr/lib/postgresql/N/bin/postgres is there"
+    );
+    Ok(())
+}
 
 /// The binary `binary` of Debian's package `package`, installed with
 /// apt-get when missing (`apt-get update` first only when the install

@@ -26,6 +26,7 @@ mod new;
 mod oauth;
 mod registry;
 mod sessions;
+mod shared_state;
 mod telemetry;
 mod tool_search;
 
