@@ -52,7 +52,10 @@ fn host_approvals_lists_and_revokes_the_approvals_in_the_shared_database() {
     assert_eq!(listed[0]["tool"], "read_file");
     let o = run(&["approvals", "revoke", &id]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(replica.list().unwrap().is_empty(), "revoked in the database");
+    assert!(
+        replica.list().unwrap().is_empty(),
+        "revoked in the database"
+    );
     let o = run(&["approvals", "list"]);
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(

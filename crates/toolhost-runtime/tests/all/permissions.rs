@@ -905,7 +905,10 @@ async fn an_allow_always_given_on_one_replica_answers_on_another_and_a_revocatio
         }
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
-    assert!(ran, "the approval given on one replica never answered on the other");
+    assert!(
+        ran,
+        "the approval given on one replica never answered on the other"
+    );
     let id = other.approvals().list().unwrap()[0].id.clone();
     assert!(other.approvals().revoke(&id).unwrap());
     let mut held = false;
@@ -916,6 +919,9 @@ async fn an_allow_always_given_on_one_replica_answers_on_another_and_a_revocatio
         }
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
-    assert!(held, "a revocation on one replica did not hold on the other");
+    assert!(
+        held,
+        "a revocation on one replica did not hold on the other"
+    );
     assert_eq!(approver.asked.load(Ordering::SeqCst), 2, "asked again");
 }
