@@ -117,6 +117,7 @@ impl Installed {
             .env("TOOLHOST_TEST_CONFORMANCE", &self.conformance)
             .env("TOOLHOST_TEST_CONFORMANCE_NEXT", &self.conformance_next)
             .env("TOOLHOST_TEST_SUPERGATEWAY", &self.supergateway)
+            .env("TOOLHOST_TEST_BASE_IMAGE", BASE_IMAGE)
             .env("TOOLHOST_TEST_NODE22", &self.node22)
             .env("TOOLHOST_TEST_EVERYTHING_SERVER", &self.everything)
             .env("TOOLHOST_TEST_NODE_DIR", &self.node_dir);
@@ -249,6 +250,7 @@ pub fn install(root: &Path) -> anyhow::Result<Installed> {
     let registry = debian_package(DOCKER_REGISTRY, DOCKER_REGISTRY, "the OCI registry tests")?;
     let chromium = debian_package(CHROMIUM, CHROMIUM, "the console's browser test")?;
     postgres_server()?;
+    container_base(&dir)?;
     let phoenix = phoenix
         .join()
         .map_err(|_| anyhow::anyhow!("installing Phoenix panicked"))??;
@@ -268,6 +270,90 @@ pub fn install(root: &Path) -> anyhow::Result<Installed> {
         node22,
         everything,
     })
+}
+
+/// The base image the container test builds the `Dockerfile` on: Debian
+/// bookworm made with debootstrap from Debian's packages and imported into
+/// podman, so no image registry is needed; made once per machine.
+pub const BASE_IMAGE: &str = "localhost/toolhost-base:bookworm";
+
+/// Debian's podman (with runc, the runtime this sandbox allows) and the
+/// base image [`BASE_IMAGE`], made with debootstrap from the mirror apt
+/// uses (`TOOLHOST_DEBIAN_MIRROR` overrides it) when podman has none.
+fn container_base(tools: &Path) -> anyhow::Result<()> {
+    let why = "the container image's test";
+    let podman = debian_package("podman", "podman", why)?;
+    debian_package("runc", "runc", why)?;
+    let exists = || {
+        Command::new(&podman)
+            .args([
+                "--cgroup-manager",
+                "cgroupfs",
+                "image",
+                "exists",
+                BASE_IMAGE,
+            ])
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if exists() {
+        return Ok(());
+    }
+    let debootstrap = debian_package("debootstrap", "debootstrap", why)?;
+    let root = tools.join("base-image");
+    let _ = std::fs::remove_dir_all(&root);
+    run(Command::new(&debootstrap)
+        .args(["--variant=minbase", "--include=ca-certificates", "bookworm"])
+        .arg(&root)
+        .arg(debian_mirror()))
+    .context("making the base image with debootstrap (needs root and Debian's mirror)")?;
+    let mut tar = Command::new("tar")
+        .arg("-C")
+        .arg(&root)
+        .args(["-c", "."])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .context("tar")?;
+    let stream = tar.stdout.take().context("tar's output")?;
+    run(Command::new(&podman)
+        .args(["--cgroup-manager", "cgroupfs", "import", "-", BASE_IMAGE])
+        .stdin(stream))
+    .context("importing the base image into podman")?;
+    anyhow::ensure!(tar.wait()?.success(), "tar of the base image failed");
+    let _ = std::fs::remove_dir_all(&root);
+    anyhow::ensure!(exists(), "podman has no {BASE_IMAGE} after importing it");
+    Ok(())
+}
+
+/// The Debian mirror apt uses here (its first `URIs:` or `deb` line for
+/// Debian itself), else deb.debian.org.
+fn debian_mirror() -> String {
+    if let Ok(mirror) = std::env::var("TOOLHOST_DEBIAN_MIRROR") {
+        return mirror;
+    }
+    let sources = [
+        "/etc/apt/sources.list.d/debian.sources",
+        "/etc/apt/sources.list",
+    ];
+    sources
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(f).ok())
+        .flat_map(|text| {
+            text.lines()
+                .filter_map(|l| {
+                    let l = l.trim();
+                    l.strip_prefix("URIs:")
+                        .or_else(|| {
+                            l.strip_prefix("deb ")
+                                .map(|r| r.trim_start_matches("[trusted=yes] "))
+                        })
+                        .and_then(|r| r.split_whitespace().next())
+                        .map(str::to_owned)
+                })
+                .collect::<Vec<_>>()
+        })
+        .find(|uri| uri.trim_end_matches('/').ends_with("/debian"))
+        .unwrap_or_else(|| "http://deb.debian.org/debian".to_owned())
 }
 
 /// What [`conformance_suite`] installed.

@@ -17,6 +17,7 @@
 
 pub mod catalog;
 pub mod conformance;
+pub mod container;
 pub mod fake_model;
 pub mod oidc;
 pub mod otlp;

@@ -13,6 +13,7 @@ mod cli_reload;
 mod cli_run;
 mod conformance;
 mod console;
+mod container;
 mod docs;
 mod explain;
 mod interrupted_writes;
