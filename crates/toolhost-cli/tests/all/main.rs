@@ -27,6 +27,7 @@ mod mcp_revisions;
 mod new;
 mod oauth;
 mod registry;
+mod replicas;
 mod sessions;
 mod shared_state;
 mod telemetry;
