@@ -250,7 +250,11 @@ pub fn install(root: &Path) -> anyhow::Result<Installed> {
     let registry = debian_package(DOCKER_REGISTRY, DOCKER_REGISTRY, "the OCI registry tests")?;
     let chromium = debian_package(CHROMIUM, CHROMIUM, "the console's browser test")?;
     postgres_server()?;
-    debian_package("haproxy", "haproxy", "the test of replicas behind a load balancer")?;
+    debian_package(
+        "haproxy",
+        "haproxy",
+        "the test of replicas behind a load balancer",
+    )?;
     container_base(&dir)?;
     let phoenix = phoenix
         .join()

@@ -129,8 +129,13 @@ impl std::fmt::Display for Outcome {
 
 /// Runs one server scenario against the MCP endpoint `url`.
 pub fn server(url: &str, scenario: &str) -> Outcome {
+    server_of(Release::Stable, url, scenario)
+}
+
+/// [`server`] with the suite's `release`.
+pub fn server_of(release: Release, url: &str, scenario: &str) -> Outcome {
     run(
-        Release::Stable,
+        release,
         scenario,
         &["server", "--url", url, "--scenario", scenario],
     )
@@ -243,6 +248,18 @@ pub struct Listening {
     /// Its port.
     pub port: u16,
 }
+
+/// Server scenarios of the suite's next release that 0.1.16 has not:
+/// revision 2026-07-28's caching hints, HTTP headers and resource errors,
+/// and the session lifecycle of every revision. (Its `server-stateless`
+/// scenario needs 2026-07-28's input-required results in place of
+/// requests to the client, which toolhost does not send yet.)
+pub const NEXT_SERVER_SCENARIOS: [&str; 4] = [
+    "server-session-lifecycle",
+    "caching",
+    "http-header-validation",
+    "sep-2164-resource-not-found",
+];
 
 /// The suite's reference "everything" server, running.
 pub type Everything = Listening;
