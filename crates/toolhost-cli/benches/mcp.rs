@@ -512,10 +512,7 @@ fn image_figures() {
         running.ready_after.as_secs_f64() * 1e6
     };
     let process = || {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
+        let port = toolhost_test_support::free_port();
         let started = Instant::now();
         let mut child = Command::new(env!("CARGO_BIN_EXE_host"))
             .arg("--plugins")

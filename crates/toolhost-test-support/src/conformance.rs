@@ -25,6 +25,8 @@ use std::process::{Child, Command, Stdio};
 
 use serde_json::Value;
 
+use crate::free_port;
+
 /// Which release of the suite runs a scenario.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Release {
@@ -269,14 +271,6 @@ impl Drop for Listening {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// A free port, given back just before a server takes it.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind(("127.0.0.1", 0))
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
 }
 
 /// Runs `command`, which serves MCP on `port`, and waits until its stdout

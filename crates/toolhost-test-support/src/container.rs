@@ -149,10 +149,7 @@ impl Image {
     /// port 8080 published on a free loopback port, and waits until
     /// `/healthz` answers.
     pub fn run(&self, args: &[&str]) -> Running {
-        let port = std::net::TcpListener::bind(("127.0.0.1", 0))
-            .and_then(|l| l.local_addr())
-            .expect("a free port")
-            .port();
+        let port = crate::free_port();
         let started = Instant::now();
         let out = checked(
             podman()

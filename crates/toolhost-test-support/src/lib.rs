@@ -100,6 +100,15 @@ pub fn plugins_dir() -> PathBuf {
     built("plugins", "calc.wasm")
 }
 
+/// A free loopback port, given back just before a server the test starts
+/// takes it.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free loopback port")
+        .port()
+}
+
 /// `target/fixtures`: the fixture plugins.
 pub fn fixtures_dir() -> PathBuf {
     built("fixtures", "hostile.wasm")

@@ -26,13 +26,6 @@ const CALL_WAIT: Duration = Duration::from_secs(20);
 /// saved approval lets it run.
 const POLICY: &str = "default = \"allow\"\n\n[[rules]]\ntool = \"calculate\"\ndecision = \"ask\"\n";
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind(("127.0.0.1", 0))
-        .and_then(|l| l.local_addr())
-        .unwrap()
-        .port()
-}
-
 /// One replica: `host serve` on a port of its own, its log in `dir`.
 struct Replica {
     port: u16,
