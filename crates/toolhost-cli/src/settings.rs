@@ -203,6 +203,10 @@ pub struct TelemetryConfig {
     /// they may hold arguments, results or secrets).
     #[serde(default)]
     pub plugin_output: bool,
+    /// Export each call's steps (validate, admit, policy, execute, queue,
+    /// sandbox, conclude) as child spans (off: a call is one span).
+    #[serde(default)]
+    pub steps: bool,
     /// What an MCP caller's `traceparent` does: `link` (the default: a
     /// link, the call's trace is the host's own) or `parent` (join the
     /// caller's trace, for callers the operator trusts).
@@ -223,6 +227,7 @@ impl TelemetryConfig {
                 .context("[telemetry] protocol")?,
             service_name: self.service_name.clone(),
             plugin_output: self.plugin_output,
+            steps: self.steps,
             caller_trace: self
                 .caller_trace
                 .as_deref()
