@@ -22,6 +22,11 @@
 //! The approvals queue it shows and answers is the runtime's
 //! ([`toolhost_runtime::operator`]): what sends an `ask` there (the MCP
 //! server) needs the queue, not this page.
+//! When replicas share the queue (a
+//! [`QueueStore`](toolhost_runtime::operator::QueueStore) such as
+//! `toolhost_state::PostgresQueue`), the page lists the asks of every
+//! replica, marks those held elsewhere or gone, and says so when the
+//! shared queue cannot be reached.
 //!
 //! Server-rendered HTML with a little plain JavaScript (`assets/`), served
 //! from the binary: no build step, nothing fetched from elsewhere, and a

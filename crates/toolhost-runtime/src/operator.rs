@@ -406,21 +406,29 @@ impl OperatorQueue {
         self.changed();
         tracing::info!(id, "a call waits for the operator's approval");
         // Shown to the other replicas: a shared queue that is full denies
-        // it; one out of reach leaves it waiting here, answerable here.
+        // it; one out of reach leaves it waiting here, answerable here. An
+        // answer given here meanwhile is not kept waiting on the store.
         let held = self
             .inner
             .waiting
             .lock()
             .get(&id)
             .map(|w| w.pending.clone());
-        if let Some(pending) = held {
-            match tokio::time::timeout_at(until, self.inner.store.hold(&pending)).await {
-                Ok(Ok(())) => {}
-                Ok(Err(full @ StoreError::Full(_))) => return Answer::Deny(full.to_string()),
-                Ok(Err(e)) => tracing::warn!(id, "the ask waits on this replica only: {e}"),
-                Err(_) => {}
+        let answer = async move {
+            tokio::pin!(answer);
+            if let Some(pending) = held {
+                tokio::select! {
+                    biased;
+                    answered = &mut answer => return answered,
+                    shown = self.inner.store.hold(&pending) => match shown {
+                        Ok(()) => {}
+                        Err(full @ StoreError::Full(_)) => return Ok(Answer::Deny(full.to_string())),
+                        Err(e) => tracing::warn!(id, "the ask waits on this replica only: {e}"),
+                    },
+                }
             }
-        }
+            answer.await
+        };
         match tokio::time::timeout_at(until, answer).await {
             Ok(Ok(answer)) => answer,
             Ok(Err(_)) => Answer::Deny("the operator's queue was closed".to_owned()),
@@ -821,6 +829,119 @@ mod tests {
         );
         queue.answer(pending.id, Answer::Allow).await.unwrap();
         assert_eq!(waiting.await.unwrap(), Answer::Allow);
+    }
+
+    /// A store that shares with nobody but records what it is told, and
+    /// lists one ask from "elsewhere".
+    #[derive(Debug, Default)]
+    struct Recording {
+        inbox: Mutex<Option<Inbox>>,
+        held: Mutex<Vec<u64>>,
+        released: Mutex<Vec<u64>>,
+        answered: Mutex<Vec<(u64, Answer)>>,
+        full: bool,
+    }
+
+    impl QueueStore for Recording {
+        fn describe(&self) -> String {
+            "a recording".into()
+        }
+        fn first_id(&self) -> u64 {
+            7 << 32
+        }
+        fn attach(&self, inbox: Inbox) {
+            *self.inbox.lock() = Some(inbox);
+        }
+        fn hold<'a>(&'a self, ask: &'a Pending) -> StoreFuture<'a, Result<(), StoreError>> {
+            Box::pin(async move {
+                if self.full {
+                    return Err(StoreError::Full(1));
+                }
+                self.held.lock().push(ask.id);
+                Ok(())
+            })
+        }
+        fn release(&self, id: u64) {
+            self.released.lock().push(id);
+        }
+        fn elsewhere(&self) -> Vec<Pending> {
+            vec![Pending {
+                id: 3 << 32,
+                place: Place::Gone,
+                question: Question::call("far", "p", &serde_json::json!({})),
+                asked_at_ms: 0,
+                deadline_ms: 0,
+            }]
+        }
+        fn answer<'a>(
+            &'a self,
+            id: u64,
+            answer: &'a Answer,
+        ) -> StoreFuture<'a, Result<(), QueueError>> {
+            Box::pin(async move {
+                self.answered.lock().push((id, answer.clone()));
+                Ok(())
+            })
+        }
+        fn trouble(&self) -> Option<String> {
+            None
+        }
+    }
+
+    #[tokio::test]
+    async fn a_shared_store_is_told_of_each_ask_lists_the_others_and_delivers_their_answers() {
+        let store = Arc::new(Recording::default());
+        let queue = OperatorQueue::with_store(QueueSettings::default(), store.clone());
+        let waiting = tokio::spawn({
+            let queue = queue.clone();
+            async move {
+                queue
+                    .ask(Question::call("a", "p", &serde_json::json!({})))
+                    .await
+            }
+        });
+        until_pending(&queue, 2).await;
+        let pending = queue.pending();
+        assert_eq!(
+            pending[0].place,
+            Place::Gone,
+            "oldest first, from elsewhere"
+        );
+        let here = pending[1].id;
+        assert_eq!(here, 7 << 32, "numbered from the store's range");
+        while store.held.lock().is_empty() {
+            tokio::task::yield_now().await;
+        }
+        // An answer to an ask held elsewhere goes to the store.
+        queue.answer(3 << 32, Answer::Allow).await.unwrap();
+        assert_eq!(store.answered.lock()[0], (3 << 32, Answer::Allow));
+        // An answer given elsewhere arrives through the inbox, with the
+        // same checks, and takes the ask back from the store.
+        let inbox = store.inbox.lock().clone().unwrap();
+        inbox.answer(here, Answer::Deny("no".into())).unwrap();
+        assert_eq!(waiting.await.unwrap(), Answer::Deny("no".into()));
+        assert_eq!(*store.released.lock(), [here]);
+        assert_eq!(
+            inbox.answer(here, Answer::Allow),
+            Err(QueueError::NotWaiting(here))
+        );
+    }
+
+    #[tokio::test]
+    async fn a_full_shared_store_denies_at_once() {
+        let store = Arc::new(Recording {
+            full: true,
+            ..Recording::default()
+        });
+        let queue = OperatorQueue::with_store(QueueSettings::default(), store);
+        let answer = queue
+            .ask(Question::call("a", "p", &serde_json::json!({})))
+            .await;
+        assert!(
+            matches!(&answer, Answer::Deny(why) if why.contains("across the replicas")),
+            "{answer:?}"
+        );
+        assert_eq!(queue.pending().len(), 1, "only the one from elsewhere");
     }
 
     #[test]

@@ -9,8 +9,8 @@
 //! of its own), the replica that holds it, the question as JSON (bounded:
 //! [`MAX_ASK_BYTES`]), a lease, and the answer once given.
 //!
-//! - Holding an ask is a transaction that counts the store's asks under
-//!   an advisory lock (at most [`PostgresQueue::capacity`], else the ask
+//! - Holding an ask is a transaction that counts the store's live asks
+//!   (gone ones do not count) under an advisory lock (at most [`PostgresQueue::capacity`], else the ask
 //!   is denied as when a queue is full), inserts the row and notifies.
 //! - The holder renews its asks' lease every [`POLL`]; an ask whose lease
 //!   ran out ([`LEASE`]: its replica stopped, or lost the database) is
@@ -637,7 +637,8 @@ impl Thread {
         .await?;
         let others: i64 = tx
             .query_one(
-                "SELECT count(*) FROM toolhost_asks WHERE store = $1 AND id <> $2",
+                "SELECT count(*) FROM toolhost_asks
+                  WHERE store = $1 AND id <> $2 AND lease_until > now()",
                 &[&self.store, &sql_id(id)],
             )
             .await?
@@ -684,17 +685,22 @@ impl Thread {
         let tx = client.transaction().await?;
         let row = tx
             .query_opt(
-                "SELECT question::text, lease_until > now(), answer IS NOT NULL
+                "SELECT question::text, lease_until > now(), answer IS NOT NULL, holder = $3
                    FROM toolhost_asks WHERE store = $1 AND id = $2 FOR UPDATE",
-                &[&self.store, &sql_id(id)],
+                &[&self.store, &sql_id(id), &sql_id(self.replica)],
             )
             .await?;
         let Some(row) = row else {
             return Ok(Err(QueueError::NotWaiting(id)));
         };
-        let (question, alive, answered): (String, bool, bool) =
-            (row.try_get(0)?, row.try_get(1)?, row.try_get(2)?);
-        if answered {
+        let (question, alive, answered, mine): (String, bool, bool, bool) = (
+            row.try_get(0)?,
+            row.try_get(1)?,
+            row.try_get(2)?,
+            row.try_get(3)?,
+        );
+        // (Held here but no longer waiting here: its call ended.)
+        if answered || mine {
             return Ok(Err(QueueError::NotWaiting(id)));
         }
         if !alive {
