@@ -216,3 +216,42 @@ async fn the_shared_queue_holds_at_most_its_capacity_across_replicas() {
         assert_eq!(task.await.unwrap(), Answer::Allow);
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_whose_notification_is_lost_releases_the_call_at_the_next_poll() {
+    let db = Postgres::start();
+    let a = replica(&db);
+    let waiting = ask(&a, "write_file");
+    let (client, connection) = tokio_postgres::connect(&db.url(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let id = loop {
+        let row = client
+            .query_opt("SELECT id FROM toolhost_asks WHERE store = 'main'", &[])
+            .await
+            .unwrap();
+        if let Some(row) = row {
+            break row.get::<_, i64>(0);
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    // Another replica's answer, committed without its NOTIFY.
+    let answered = Instant::now();
+    client
+        .execute(
+            "UPDATE toolhost_asks SET answer = '\"allow\"'::jsonb WHERE id = $1",
+            &[&id],
+        )
+        .await
+        .unwrap();
+    let answer = tokio::time::timeout(Duration::from_secs(5), waiting)
+        .await
+        .expect("the poll took the answer")
+        .unwrap();
+    assert_eq!(answer, Answer::Allow);
+    let took = answered.elapsed();
+    // One poll (1 s), with room for a loaded machine.
+    assert!(took < 3 * toolhost_state::POLL, "{took:?}");
+    eprintln!("an answer without its notification released the call after {took:?}");
+}
