@@ -255,3 +255,30 @@ async fn an_answer_whose_notification_is_lost_releases_the_call_at_the_next_poll
     assert!(took < 3 * toolhost_state::POLL, "{took:?}");
     eprintln!("an answer without its notification released the call after {took:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_database_does_not_hold_up_an_answer_given_on_the_holding_replica() {
+    let db = Postgres::start();
+    let a = replica(&db);
+    // The connection stays open, nothing answers (a network partition).
+    db.freeze();
+    let waiting = ask(&a, "write_file");
+    assert!(within(|| !a.pending().is_empty()).await.is_some());
+    let answered = Instant::now();
+    a.answer(a.pending()[0].id, Answer::Allow).await.unwrap();
+    let answer = tokio::time::timeout(Duration::from_secs(2), waiting).await;
+    let took = answered.elapsed();
+    let noticed = within(|| a.trouble().is_some()).await;
+    db.thaw();
+    assert_eq!(
+        answer.expect("answered here at once").unwrap(),
+        Answer::Allow
+    );
+    assert!(noticed.is_some(), "a silent database went unnoticed");
+    eprintln!("answered here after {took:?} with the database silent");
+    assert!(
+        within(|| a.trouble().is_none()).await.is_some(),
+        "never came back: {}",
+        db.log()
+    );
+}
