@@ -1,9 +1,11 @@
-//! Three `host serve --stateless` replicas behind HAProxy (Debian's), with
-//! the approvals in one PostgreSQL (Debian's): calls from several clients
-//! while one replica is killed and started again. Every call gets its
-//! result or an error the client sees, an approval saved before lives on in
-//! the replica started again, and a revocation made with `host approvals`
-//! holds on every replica within the bound deployment.md states.
+//! Three `host serve --stateless --console` replicas behind HAProxy
+//! (Debian's), with the approvals and the operator's queue in one
+//! PostgreSQL (Debian's): calls from several clients while one replica is
+//! killed and started again. Every call gets its result or an error the
+//! client sees, an approval saved before lives on in the replica started
+//! again, a revocation made with `host approvals` holds on every replica
+//! within the bound deployment.md states, and an ask held by one replica
+//! is answered on another's console.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -17,14 +19,21 @@ use toolhost_policy::approvals::{Answers, Approvals, NewApproval, Scope};
 use toolhost_state::PostgresApprovals;
 use toolhost_test_support::postgres::Postgres;
 
+use crate::console::{request, sign_in};
+use crate::shared_state::{console_queue_until, listed_at};
 use crate::support::*;
 
 /// How long a call may take before the client counts it lost.
 const CALL_WAIT: Duration = Duration::from_secs(20);
 
 /// `calculate` is asked, and asks are refused (`--asks deny`): only a
-/// saved approval lets it run.
+/// saved approval lets it run, but for the caller whose asks go to the
+/// operator.
 const POLICY: &str = "default = \"allow\"\n\n[[rules]]\ntool = \"calculate\"\ndecision = \"ask\"\n";
+
+/// The load's clients, a caller whose asks go to the operator, and the
+/// operator.
+const TOKENS: &str = "load-secret\ncaller-secret ask=operator\nop-secret role=operator\n";
 
 /// One replica: `host serve` on a port of its own, its log in `dir`.
 struct Replica {
@@ -51,6 +60,7 @@ impl Replica {
         )
         .unwrap();
         std::fs::write(self.dir.join("policy.toml"), POLICY).unwrap();
+        std::fs::write(self.dir.join("tokens"), TOKENS).unwrap();
         let log = std::fs::File::create(self.dir.join(format!("serve-{}.log", self.port))).unwrap();
         let child = host(&self.dir)
             .env("TOOLHOST_STATE_URL", db.url())
@@ -60,7 +70,16 @@ impl Replica {
             .arg(self.dir.join("toolhost.toml"))
             .arg("--policy")
             .arg(self.dir.join("policy.toml"))
-            .args(["--no-watch", "serve", "--stateless", "--asks", "deny"])
+            .args([
+                "--no-watch",
+                "serve",
+                "--stateless",
+                "--asks",
+                "deny",
+                "--console",
+            ])
+            .arg("--token-file")
+            .arg(self.dir.join("tokens"))
             .args(["--listen", &format!("127.0.0.1:{}", self.port)])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -173,6 +192,11 @@ enum Outcome {
 
 /// `calculate` of `{n}+0` on `port`, as an MCP client over plain HTTP.
 fn call(port: u16, n: u64) -> Outcome {
+    call_as(port, n, "load-secret")
+}
+
+/// [`call`] with the bearer token `token`.
+fn call_as(port: u16, n: u64, token: &str) -> Outcome {
     let body = format!(
         r#"{{"jsonrpc":"2.0","id":{n},"method":"tools/call","params":{{"name":"calculate","arguments":{{"expression":"{n}+0"}}}}}}"#
     );
@@ -184,7 +208,8 @@ fn call(port: u16, n: u64) -> Outcome {
     let request = format!(
         "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\
          Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
-         MCP-Protocol-Version: 2025-06-18\r\nContent-Length: {}\r\n\r\n{body}",
+         MCP-Protocol-Version: 2025-06-18\r\nAuthorization: Bearer {token}\r\n\
+         Content-Length: {}\r\n\r\n{body}",
         body.len()
     );
     if let Err(e) = stream.write_all(request.as_bytes()) {
@@ -385,5 +410,57 @@ fn three_replicas_behind_haproxy_lose_no_call_or_approval_when_one_dies_and_a_re
     }
     eprintln!(
         "the revocation held on the three replicas after {held:?} (from the start of `host approvals revoke`)"
+    );
+
+    // A call whose asks go to the operator, through HAProxy: it waits on
+    // the replica that took it, shows on every console, and is answered on
+    // another replica's.
+    let waiting = {
+        let port = balancer.port;
+        std::thread::spawn(move || call_as(port, 11, "caller-secret"))
+    };
+    let base = |r: &Replica| format!("http://127.0.0.1:{}", r.port);
+    let sessions: Vec<(String, String)> = replicas.iter().map(|r| sign_in(&base(r))).collect();
+    let asked = Instant::now();
+    let (holder, id) = loop {
+        let held = replicas.iter().enumerate().find_map(|(i, r)| {
+            let (_, _, queue) = request(
+                &base(r),
+                "GET",
+                "/console/part/queue",
+                &[("Cookie", &sessions[i].0)],
+                "",
+            );
+            listed_at(&queue, "here").map(|id| (i, id))
+        });
+        if let Some(found) = held {
+            break found;
+        }
+        assert!(
+            asked.elapsed() < Duration::from_secs(30),
+            "the ask is held nowhere"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let other = (holder + 1) % replicas.len();
+    let (listed, after) = console_queue_until(&base(&replicas[other]), &sessions[other].0, |q| {
+        listed_at(q, "elsewhere")
+    });
+    assert_eq!(listed, id, "the same ask on the other console");
+    let (status, _, body) = request(
+        &base(&replicas[other]),
+        "POST",
+        &format!("/console/queue/{id}"),
+        &[
+            ("Cookie", &sessions[other].0),
+            ("X-CSRF-Token", &sessions[other].1),
+        ],
+        "allow",
+    );
+    assert_eq!(status, 204, "{body}");
+    assert_eq!(waiting.join().unwrap(), Outcome::Result);
+    eprintln!(
+        "an ask held by replica {holder} was listed on replica {other}'s console after {after:?} \
+         and answered there"
     );
 }

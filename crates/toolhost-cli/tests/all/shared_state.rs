@@ -85,7 +85,7 @@ fn a_state_table_whose_variable_is_unset_is_an_error_that_names_it() {
 
 /// The part of B's console that lists the queue, until `find` finds what
 /// it waits for in it (at most 30 s).
-fn console_queue_until(
+pub(crate) fn console_queue_until(
     base: &str,
     session: &str,
     find: impl Fn(&str) -> Option<String>,
@@ -112,7 +112,7 @@ fn console_queue_until(
 }
 
 /// The id of the first ask the queue's part lists at `place`.
-fn listed_at(queue: &str, place: &str) -> Option<String> {
+pub(crate) fn listed_at(queue: &str, place: &str) -> Option<String> {
     queue
         .split("<article class=\"pending\" ")
         .skip(1)
