@@ -50,6 +50,10 @@ fn server(
             state.queue()?,
         )),
     };
+    let failures = match (console, &file.state) {
+        (true, Some(state)) => Some(state.failures()?),
+        _ => None,
+    };
     Ok(McpServer::new(
         runtime,
         ServerOptions {
@@ -57,6 +61,7 @@ fn server(
             state_key,
             asks,
             operator_queue,
+            failures,
             // MCP clients may search on their own: the full list unless
             // search is on outright.
             tool_search: Some(crate::settings::tool_search(global, file))

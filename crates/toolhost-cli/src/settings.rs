@@ -180,6 +180,16 @@ impl StateConfig {
         Ok(std::sync::Arc::new(queue))
     }
 
+    /// The console's recent failures, shared (connecting in the
+    /// background): every replica's console lists the others' too.
+    pub fn failures(
+        &self,
+    ) -> anyhow::Result<std::sync::Arc<dyn toolhost_runtime::failures::FailureLog>> {
+        let failures = toolhost_state::PostgresFailures::connect(&self.url()?, self.store())
+            .map_err(|e| anyhow::anyhow!("[state]: {e}"))?;
+        Ok(std::sync::Arc::new(failures))
+    }
+
     fn store(&self) -> &str {
         self.store.as_deref().unwrap_or("default")
     }

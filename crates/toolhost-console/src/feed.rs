@@ -16,6 +16,8 @@ use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::TryRecvError;
 use toolhost_runtime::{CallEvent, CallPhase, Runtime};
 
+use toolhost_runtime::failures::{Failure, FailureLog};
+
 /// How often the feed is read: the most a call waits to be shown.
 pub(crate) const TICK: Duration = Duration::from_millis(100);
 
@@ -57,39 +59,63 @@ pub(crate) const KEPT_CALLS: usize = 100;
 /// Failed calls kept.
 pub(crate) const KEPT_FAILURES: usize = 50;
 
-/// The calls of late (see the module docs).
+/// The calls of late (see the module docs), and the failures other
+/// replicas shared when a [`FailureLog`] is given.
 #[derive(Default)]
 pub(crate) struct Recent {
     calls: Mutex<VecDeque<Arc<CallEvent>>>,
-    failures: Mutex<VecDeque<Arc<CallEvent>>>,
+    failures: Mutex<VecDeque<Failure>>,
+    shared: Option<Arc<dyn FailureLog>>,
 }
 
 impl Recent {
-    /// The calls and the failures kept, oldest first.
-    pub(crate) fn snapshot(&self) -> (Vec<Arc<CallEvent>>, Vec<Arc<CallEvent>>) {
-        (
-            self.calls.lock().iter().cloned().collect(),
-            self.failures.lock().iter().cloned().collect(),
-        )
+    pub(crate) fn new(shared: Option<Arc<dyn FailureLog>>) -> Recent {
+        Recent {
+            shared,
+            ..Recent::default()
+        }
+    }
+
+    /// The calls kept, oldest first.
+    pub(crate) fn calls(&self) -> Vec<Arc<CallEvent>> {
+        self.calls.lock().iter().cloned().collect()
+    }
+
+    /// This replica's failures and the others' (with a shared log), the
+    /// last [`KEPT_FAILURES`] by time, oldest first; and why the others'
+    /// cannot be read, if so.
+    pub(crate) fn failures(&self) -> (Vec<Failure>, Option<String>) {
+        let mut all: Vec<Failure> = self.failures.lock().iter().cloned().collect();
+        let trouble = self.shared.as_ref().and_then(|log| {
+            all.extend(log.elsewhere());
+            log.trouble()
+        });
+        all.sort_by_key(|f| f.at_ms);
+        let extra = all.len().saturating_sub(KEPT_FAILURES);
+        all.drain(..extra);
+        (all, trouble)
     }
 
     fn keep(&self, event: Arc<CallEvent>) {
-        let CallPhase::Finished { outcome, .. } = &event.phase else {
+        if !matches!(event.phase, CallPhase::Finished { .. }) {
             return;
-        };
-        if outcome != "ok" {
-            push(&self.failures, event.clone(), KEPT_FAILURES);
+        }
+        if let Some(failure) = Failure::of(&event) {
+            if let Some(log) = &self.shared {
+                log.record(failure.clone());
+            }
+            push(&self.failures, failure, KEPT_FAILURES);
         }
         push(&self.calls, event, KEPT_CALLS);
     }
 }
 
-fn push(list: &Mutex<VecDeque<Arc<CallEvent>>>, event: Arc<CallEvent>, most: usize) {
+fn push<T>(list: &Mutex<VecDeque<T>>, item: T, most: usize) {
     let mut list = list.lock();
     if list.len() >= most {
         list.pop_front();
     }
-    list.push_back(event);
+    list.push_back(item);
 }
 
 /// Keeps `runtime`'s finished calls in `recent` until the console is gone.

@@ -78,6 +78,9 @@ pub struct ConsoleOptions {
     /// The queue the `ask`s sent to the operator wait in (`None`: no ask
     /// goes to the operator; the page says so).
     pub queue: Option<OperatorQueue>,
+    /// Where replicas share their recent failures (`None`: this replica's
+    /// only).
+    pub failures: Option<Arc<dyn toolhost_runtime::failures::FailureLog>>,
 }
 
 /// The console (see the crate docs). Cheap to clone.
@@ -97,7 +100,7 @@ impl Console {
     /// A console for `runtime`. Starts following its calls (inside a tokio
     /// runtime), so the page shows the calls made since.
     pub fn new(runtime: Runtime, options: ConsoleOptions) -> Console {
-        let recent = Arc::new(Recent::default());
+        let recent = Arc::new(Recent::new(options.failures));
         feed::follow(&runtime, &recent);
         Console {
             inner: Arc::new(Inner {
@@ -198,7 +201,8 @@ async fn index(
         .map(OperatorQueue::pending)
         .unwrap_or_default();
     let trouble = inner.queue.as_ref().and_then(OperatorQueue::trouble);
-    let (calls, failures) = inner.recent.snapshot();
+    let calls = inner.recent.calls();
+    let (failures, failures_trouble) = inner.recent.failures();
     html(
         StatusCode::OK,
         page::console(&page::View {
@@ -209,6 +213,7 @@ async fn index(
             queue_trouble: trouble.as_deref(),
             calls: &calls,
             failures: &failures,
+            failures_trouble: failures_trouble.as_deref(),
         }),
     )
 }
@@ -281,8 +286,11 @@ async fn part(State(console): State<Console>, _: Session, Path(name): Path<Strin
                 .as_deref(),
         ),
         "saved" => page::saved(&inner.runtime),
-        "calls" => page::calls(&inner.recent.snapshot().0),
-        "failures" => page::failures(&inner.recent.snapshot().1),
+        "calls" => page::calls(&inner.recent.calls()),
+        "failures" => {
+            let (failures, trouble) = inner.recent.failures();
+            page::failures(&failures, trouble.as_deref())
+        }
         _ => return (StatusCode::NOT_FOUND, "no such part\n").into_response(),
     };
     html(StatusCode::OK, markup)

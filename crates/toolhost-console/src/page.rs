@@ -34,7 +34,7 @@ pub(crate) fn console(view: &View<'_>) -> Markup {
                 main {
                     (queue(view.queue, view.queue_on, view.queue_trouble))
                     (calls(view.calls))
-                    (failures(view.failures))
+                    (failures(view.failures, view.failures_trouble))
                     (tools(view.runtime))
                     (plugins(&view.runtime.plugins()))
                     (saved(view.runtime))
@@ -55,7 +55,8 @@ pub(crate) struct View<'a> {
     /// Why the shared queue cannot be reached, when it cannot.
     pub(crate) queue_trouble: Option<&'a str>,
     pub(crate) calls: &'a [std::sync::Arc<CallEvent>],
-    pub(crate) failures: &'a [std::sync::Arc<CallEvent>],
+    pub(crate) failures: &'a [toolhost_runtime::failures::Failure],
+    pub(crate) failures_trouble: Option<&'a str>,
 }
 
 /// The sign-in page.
@@ -226,20 +227,26 @@ fn call_row(c: &CallEvent) -> Markup {
     }
 }
 
-/// Failed calls of late.
-pub(crate) fn failures(recent: &[std::sync::Arc<CallEvent>]) -> Markup {
+/// Failed calls of late, this replica's and (shared) the others'; `trouble`
+/// says why the others' cannot be read.
+pub(crate) fn failures(
+    recent: &[toolhost_runtime::failures::Failure],
+    trouble: Option<&str>,
+) -> Markup {
     html! {
         section #failures {
             h2 { "Recent failures" }
+            @if let Some(why) = trouble {
+                p.trouble { "The other replicas' failures cannot be read: " (why) ". Only this replica's are shown." }
+            }
             @if recent.is_empty() { p.muted { "None since the server started." } }
             ul {
-                @for c in recent.iter().rev() {
-                    @if let CallPhase::Finished { outcome, rule, .. } = &c.phase {
-                        li {
-                            span.time data-ms=(c.at_ms) { (c.at_ms) } " "
-                            code { (c.tool) } ": " strong { (outcome) }
-                            @if let Some(rule) = rule { span.muted { " (" (rule) ")" } }
-                        }
+                @for f in recent.iter().rev() {
+                    li data-replica=(f.replica.as_deref().unwrap_or("here")) {
+                        span.time data-ms=(f.at_ms) { (f.at_ms) } " "
+                        code { (f.tool) } ": " strong { (f.outcome) }
+                        @if let Some(rule) = &f.rule { span.muted { " (" (rule) ")" } }
+                        @if let Some(replica) = &f.replica { span.muted { " on replica " (replica) } }
                     }
                 }
             }

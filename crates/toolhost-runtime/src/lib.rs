@@ -36,6 +36,7 @@ mod catalog;
 mod compile_cache;
 mod engine;
 mod error;
+pub mod failures;
 mod floor;
 mod gate;
 mod grants;

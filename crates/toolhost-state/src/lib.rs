@@ -38,8 +38,10 @@
 
 pub mod approvals;
 pub mod database;
+pub mod failures;
 pub mod queue;
 
 pub use approvals::PostgresApprovals;
 pub use database::{DatabaseError, POLL};
+pub use failures::PostgresFailures;
 pub use queue::PostgresQueue;

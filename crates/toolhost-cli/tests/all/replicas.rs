@@ -463,4 +463,45 @@ fn three_replicas_behind_haproxy_lose_no_call_or_approval_when_one_dies_and_a_re
         "an ask held by replica {holder} was listed on replica {other}'s console after {after:?} \
          and answered there"
     );
+
+    // A call that fails on one replica is listed on another's console,
+    // with the replica it failed on.
+    let body = r#"{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"calculate","arguments":{"expr":"1"}}}"#;
+    request(
+        &base(&replicas[0]),
+        "POST",
+        "/mcp",
+        &[
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+            ("Authorization", "Bearer load-secret"),
+        ],
+        body,
+    );
+    let failed = Instant::now();
+    loop {
+        let (_, _, part) = request(
+            &base(&replicas[1]),
+            "GET",
+            "/console/part/failures",
+            &[("Cookie", &sessions[1].0)],
+            "",
+        );
+        let elsewhere = part
+            .split("<li data-replica=\"")
+            .skip(1)
+            .any(|li| !li.starts_with("here\"") && li.contains("invalid-arguments"));
+        if elsewhere {
+            break;
+        }
+        assert!(
+            failed.elapsed() < Duration::from_secs(10),
+            "replica 0's failure never listed on replica 1: {part}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    eprintln!(
+        "a failure on replica 0 was listed on replica 1's console after {:?}",
+        failed.elapsed()
+    );
 }

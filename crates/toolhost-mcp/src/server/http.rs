@@ -417,6 +417,7 @@ impl HttpServer {
                     operator_tokens: operators,
                     allowed_origins: options.allowed_origins.clone(),
                     queue: server.options.operator_queue.clone(),
+                    failures: server.options.failures.clone(),
                 },
             );
             let token = console.sign_in_token().map(str::to_owned);

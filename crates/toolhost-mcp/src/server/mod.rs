@@ -76,6 +76,9 @@ pub struct ServerOptions {
     /// call (`None`: such a call is denied, saying no operator answers).
     /// The console (`HttpOptions::console`) shows and answers it.
     pub operator_queue: Option<toolhost_runtime::operator::OperatorQueue>,
+    /// Where replicas share the console's recent failures (`None`: each
+    /// console lists its own replica's).
+    pub failures: Option<std::sync::Arc<dyn toolhost_runtime::failures::FailureLog>>,
     /// Tool search for clients without their own: `tools/list` lists the
     /// pinned tools and `search_tools` (see `search.rs`). `None` (the
     /// default): every tool the profile allows is listed.
