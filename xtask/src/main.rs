@@ -215,6 +215,9 @@ fn plugins(root: &Path) -> anyhow::Result<()> {
             root.join("plugins").join("fixtures"),
             target_dir.join("fixtures"),
         ),
+        // The program runner of code mode, apart from the examples (tests
+        // that list the examples' tools do not see it).
+        (root.join("plugins").join("code"), target_dir.join("code")),
     ] {
         std::fs::create_dir_all(&dest)?;
         for (dir, name) in plugin_crates(&src)? {

@@ -22,8 +22,8 @@ mod repl;
 mod sessions;
 mod settings;
 mod shown;
-mod stdout;
 mod sign_in;
+mod stdout;
 
 use std::process::ExitCode;
 

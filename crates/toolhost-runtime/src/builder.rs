@@ -407,6 +407,7 @@ impl RuntimeBuilder {
                 gate,
                 pool,
                 ResultCache::new(self.result_cache.clone()),
+                weak.clone(),
             )
         });
         if let Some(e) = hook_error {

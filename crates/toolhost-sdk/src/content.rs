@@ -206,10 +206,7 @@ impl Content {
     /// Its text, for a text block or an embedded text resource.
     pub fn as_text(&self) -> Option<&str> {
         match &self.body {
-            Body::Text(t)
-            | Body::Resource {
-                text: Some(t), ..
-            } => Some(t),
+            Body::Text(t) | Body::Resource { text: Some(t), .. } => Some(t),
             _ => None,
         }
     }

@@ -243,7 +243,9 @@ mod tests {
         };
         let (redacted, found) = redact_output(result).unwrap();
         assert_eq!(redacted.output, "see the file");
-        assert!(matches!(&redacted.content[0].content, Content::Text(t) if t == "key [REDACTED:openai-key]"));
+        assert!(
+            matches!(&redacted.content[0].content, Content::Text(t) if t == "key [REDACTED:openai-key]")
+        );
         assert!(
             matches!(&redacted.content[1].content, Content::Image(m) if m.data == [0x89, b'P', b'N', b'G'])
         );
