@@ -8,8 +8,13 @@
 //!
 //! ```sh
 //! cargo xtask plugins
-//! cargo run --release -p toolhost-runtime --example code_start -- 200
+//! cargo run --release -p toolhost-runtime --example code_start -- 200 [DIR]
 //! ```
+//!
+//! With `DIR`, a directory holding `run-code-js.wasm` (a componentize-js
+//! plugin whose tool `run_code_js` runs `new Function(code)()`; how it was
+//! built is in `docs/benchmarks-log.md`), its fresh call is timed the same
+//! way, for the choice of engine.
 
 use std::time::{Duration, Instant};
 
@@ -23,14 +28,17 @@ async fn main() -> anyhow::Result<()> {
         .map(|a| a.parse())
         .transpose()?
         .unwrap_or(200);
+    let js_dir = std::env::args().nth(2);
     let mut code = PluginSettings::default();
     code.call_tools = vec!["calculate".into()];
-    let runtime = Runtime::builder()
+    let mut builder = Runtime::builder()
         .plugin_dir("target/plugins")
         .plugin_dir("target/code")
-        .plugin_settings("run-code", code)
-        .build()
-        .await?;
+        .plugin_settings("run-code", code);
+    if let Some(dir) = &js_dir {
+        builder = builder.plugin_dir(dir);
+    }
+    let runtime = builder.build().await?;
     for failure in &runtime.load_report().failures {
         eprintln!("not loaded: {}: {}", failure.path.display(), failure.error);
     }
@@ -50,6 +58,14 @@ async fn main() -> anyhow::Result<()> {
         "bare: run_code, tiny program",
         time(n, async || runner.call("run_code", &tiny).await.map(drop)).await?,
     );
+    if let Some(js) = runtime.bare_wasmtime("run-code-js") {
+        let tiny =
+            json!({ "code": "const { a, b } = { a: 20, b: 22 }; return a + b;" }).to_string();
+        report(
+            "bare: componentize-js, tiny program",
+            time(n, async || js.call("run_code_js", &tiny).await.map(drop)).await?,
+        );
+    }
     report(
         "bare: calc",
         time(n, async || {

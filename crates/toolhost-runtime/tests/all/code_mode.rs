@@ -330,3 +330,33 @@ async fn many_programs_at_once_do_not_deadlock_a_small_pool() {
         assert_eq!(r.unwrap(), ((i + 1) * 3).to_string());
     }
 }
+
+#[tokio::test]
+async fn an_error_names_the_programs_line_and_the_call_that_failed() {
+    let scene = fs_scene();
+    let rt = granted(builder(), &scene, &["*"]).build().await.unwrap();
+    let err = run(
+        &rt,
+        "const a = 1;\nconst b = null;\nreturn b.x + a;",
+        CallContext::new(),
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("line 3"), "{err}");
+    let err = run(&rt, "const a = 1;\nconst = ;", CallContext::new())
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("line 2"), "{err}");
+    let err = run(
+        &rt,
+        "const x = 1;\nconst y = await tools.calculate({ expression: '1/' });\nreturn y;",
+        CallContext::new(),
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("tools.calculate: invalid-arguments"), "{err}");
+    assert!(err.contains("line 2"), "{err}");
+}

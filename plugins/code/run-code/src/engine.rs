@@ -7,11 +7,15 @@
 //! line where the engine knows it, and the tool call that failed.
 
 use std::cell::RefCell;
+use std::path::Path;
 
 use boa_engine::{
     Context as JsContext, JsResult, JsString, JsValue, NativeFunction, Source, js_string,
 };
 use serde_json::{Value, json};
+
+/// The name the program goes by in the engine's stack traces.
+const PROGRAM: &str = "program.js";
 
 /// Bytes of printed text kept per run.
 pub const MAX_PRINTED: usize = 64 * 1024;
@@ -113,12 +117,12 @@ fn run_in_fresh_context(code: &str) -> Result<Option<Value>, String> {
     let mut context = JsContext::default();
     register(&mut context).map_err(|e| format!("the engine did not start: {e}"))?;
     context
-        .eval(Source::from_bytes(PRELUDE))
+        .eval(Source::from_bytes(PRELUDE).with_path(Path::new("prelude.js")))
         .map_err(|e| format!("the engine did not start: {e}"))?;
     let program = format!(
         "(async () => {{{code}\n}})().then((v) => __toolhost_done(v === undefined ? undefined : JSON.stringify(v)), (e) => __toolhost_fail(e instanceof Error ? `${{e.name}}: ${{e.message}}${{e.stack ? \"\\n\" + e.stack : \"\"}}` : `uncaught: ${{JSON.stringify(e) ?? String(e)}}`));"
     );
-    if let Err(e) = context.eval(Source::from_bytes(&program)) {
+    if let Err(e) = context.eval(Source::from_bytes(&program).with_path(Path::new(PROGRAM))) {
         return Err(describe_error(&e.to_string()));
     }
     if let Err(e) = context.run_jobs() {
@@ -141,19 +145,12 @@ fn describe_error(text: &str) -> String {
     }
 }
 
-/// The first `line N` or `:N:M` position in an engine message.
+/// The program's line in an engine message: from the first stack entry in
+/// the program (innermost first: `at name (program.js:LINE:COL)`; the
+/// others are the prelude's and the engine's own), else from a syntax
+/// error's `line N`.
 fn program_line(text: &str) -> Option<usize> {
-    if let Some(at) = text.find("line ") {
-        let digits: String = text[at + 5..]
-            .chars()
-            .take_while(char::is_ascii_digit)
-            .collect();
-        if let Ok(n) = digits.parse() {
-            return Some(n);
-        }
-    }
-    // Stack entries: `at name (file:LINE:COL)`.
-    for entry in text.lines().skip(1) {
+    for entry in text.lines().skip(1).filter(|l| l.contains(PROGRAM)) {
         let entry = entry.trim().trim_end_matches(')');
         let mut parts = entry.rsplitn(3, ':');
         let (_col, line) = (parts.next(), parts.next());
@@ -161,7 +158,13 @@ fn program_line(text: &str) -> Option<usize> {
             return Some(n);
         }
     }
-    None
+    let first = text.lines().next().unwrap_or(text);
+    let at = first.find("line ")?;
+    let digits: String = first[at + 5..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
 }
 
 fn register(context: &mut JsContext) -> JsResult<()> {
@@ -290,7 +293,9 @@ mod tests {
     fn a_position_in_a_message_or_a_stack_is_the_line() {
         assert_eq!(program_line("SyntaxError: x at line 3, col 4"), Some(3));
         assert_eq!(
-            program_line("TypeError: x\n    at <anonymous> (main.js:7:12)"),
+            program_line(
+                "Error: x\n    at call (prelude.js:12:5)\n    at <anonymous> (program.js:7:12)"
+            ),
             Some(7)
         );
         assert_eq!(program_line("TypeError: x"), None);
