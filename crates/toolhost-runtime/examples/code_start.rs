@@ -29,8 +29,10 @@ async fn main() -> anyhow::Result<()> {
         .transpose()?
         .unwrap_or(200);
     let js_dir = std::env::args().nth(2);
-    let mut code = PluginSettings::default();
-    code.call_tools = vec!["calculate".into()];
+    let code = PluginSettings {
+        call_tools: vec!["calculate".into()],
+        ..PluginSettings::default()
+    };
     let mut builder = Runtime::builder()
         .plugin_dir("target/plugins")
         .plugin_dir("target/code")
@@ -42,7 +44,7 @@ async fn main() -> anyhow::Result<()> {
     for failure in &runtime.load_report().failures {
         eprintln!("not loaded: {}: {}", failure.path.display(), failure.error);
     }
-    let size = |path: &str| std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    let size = |path: &str| std::fs::metadata(path).map_or(0, |m| m.len());
     println!(
         "component size: run-code {} KB, calc {} KB",
         size("target/code/run-code.wasm") / 1000,
@@ -127,9 +129,10 @@ async fn time(n: usize, f: impl AsyncFn() -> Result<(), String>) -> anyhow::Resu
 }
 
 fn report(what: &str, times: Vec<Duration>) {
-    let at = |q: f64| {
-        let i = ((times.len() as f64 - 1.0) * q).round() as usize;
-        times.get(i).map_or(0, |d| d.as_micros())
+    // The `percent`th percentile (nearest rank below).
+    let at = |percent: usize| {
+        let i = times.len().saturating_sub(1) * percent / 100;
+        times.get(i).map_or(0, Duration::as_micros)
     };
-    println!("{what}: p50 {} µs, p90 {} µs", at(0.5), at(0.9));
+    println!("{what}: p50 {} µs, p90 {} µs", at(50), at(90));
 }

@@ -16,7 +16,11 @@ include!("since_v0_3.rs");
 /// the plugin call tools, refused otherwise.
 impl toolhost::plugin::tools::Host for crate::sandbox::SandboxState {
     async fn list_tools(&mut self) -> Vec<wit::ToolSpec> {
-        let tools = self.caller.as_ref().map(|c| c.tools()).unwrap_or_default();
+        let tools = self
+            .caller
+            .as_ref()
+            .map(crate::call::nested::Caller::tools)
+            .unwrap_or_default();
         tools.iter().map(spec_to_wit).collect()
     }
 
@@ -74,7 +78,7 @@ fn spec_to_wit(tool: &crate::registry::ToolInfo) -> wit::ToolSpec {
             destructive: a.destructive,
             open_world: a.open_world,
         },
-        output_schema: tool.output_schema.as_ref().map(|s| s.to_string()),
+        output_schema: tool.output_schema.as_ref().map(ToString::to_string),
     }
 }
 

@@ -27,8 +27,10 @@ fn builder() -> RuntimeBuilder {
 fn granted(builder: RuntimeBuilder, scene: &FsScene, call_tools: &[&str]) -> RuntimeBuilder {
     let mut fs = PluginSettings::default();
     fs.dirs.push(DirGrant::read_only(&scene.granted));
-    let mut code = PluginSettings::default();
-    code.call_tools = call_tools.iter().map(|g| (*g).to_owned()).collect();
+    let code = PluginSettings {
+        call_tools: call_tools.iter().map(|g| (*g).to_owned()).collect(),
+        ..PluginSettings::default()
+    };
     builder
         .plugin_settings("fs", fs)
         .plugin_settings("run-code", code)
@@ -181,11 +183,13 @@ async fn a_program_cannot_call_the_program_tool_nor_what_its_grant_leaves_out() 
 #[tokio::test]
 async fn the_calls_of_a_program_stop_at_their_bounds() {
     let scene = fs_scene();
-    let mut code = PluginSettings::default();
-    code.call_tools = vec!["*".into()];
-    code.call_bounds = CallBounds {
-        max_calls: 2,
-        ..CallBounds::default()
+    let code = PluginSettings {
+        call_tools: vec!["*".into()],
+        call_bounds: CallBounds {
+            max_calls: 2,
+            ..CallBounds::default()
+        },
+        ..PluginSettings::default()
     };
     let rt = granted(builder(), &scene, &["*"])
         .plugin_settings("run-code", code)
@@ -211,11 +215,13 @@ async fn the_calls_of_a_program_stop_at_their_bounds() {
     assert!(third.contains("max-calls"), "{third}");
 
     // The total size of results.
-    let mut code = PluginSettings::default();
-    code.call_tools = vec!["*".into()];
-    code.call_bounds = CallBounds {
-        max_result_bytes: 10,
-        ..CallBounds::default()
+    let code = PluginSettings {
+        call_tools: vec!["*".into()],
+        call_bounds: CallBounds {
+            max_result_bytes: 10,
+            ..CallBounds::default()
+        },
+        ..PluginSettings::default()
     };
     let rt = granted(builder(), &scene, &["*"])
         .plugin_settings("run-code", code)
