@@ -336,3 +336,47 @@ fn json_len<T: Serialize>(value: &T) -> u64 {
     let _ = serde_json::to_writer(&mut counter, value);
     counter.0
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_grant_is_read_from_the_plugins_settings_and_matches_its_globs() {
+        let settings: PluginSettings = toml::from_str(
+            "call-tools = [\"fs_*\", \"calculate\"]\n[call-bounds]\nmax-calls = 3\n",
+        )
+        .unwrap();
+        let grant = CallGrant::from_settings(&settings).unwrap().unwrap();
+        assert!(grant.allows("fs_read") && grant.allows("calculate"));
+        assert!(!grant.allows("run_code") && !grant.allows("calculated"));
+        assert_eq!(grant.bounds.max_calls, 3);
+        assert_eq!(grant.bounds.max_time_ms, CallBounds::default().max_time_ms);
+        assert!(
+            CallGrant::from_settings(&PluginSettings::default())
+                .unwrap()
+                .is_none(),
+            "no grant by default"
+        );
+        let bad: PluginSettings = toml::from_str("call-tools = [\"[\"]").unwrap();
+        assert!(CallGrant::from_settings(&bad).is_err());
+        assert!(toml::from_str::<PluginSettings>("[call-bounds]\nmax-callz = 3").is_err());
+    }
+
+    #[test]
+    fn a_results_weight_counts_its_output_structured_result_and_content() {
+        let result = ToolResult {
+            output: "12345".into(),
+            details: Some(serde_json::json!({"ignored": "details are not counted"})),
+            structured: Some(serde_json::json!({"a": 1})),
+            content: Vec::new(),
+            meta: None,
+            tool: "t".into(),
+            plugin: "p".into(),
+            plugin_version: semver::Version::new(0, 1, 0),
+            duration: Duration::ZERO,
+            cached: false,
+        };
+        assert_eq!(result_bytes(&result), 5 + r#"{"a":1}"#.len() as u64);
+    }
+}

@@ -366,3 +366,89 @@ async fn an_error_names_the_programs_line_and_the_call_that_failed() {
     assert!(err.contains("tools.calculate: invalid-arguments"), "{err}");
     assert!(err.contains("line 2"), "{err}");
 }
+
+/// Every `execute_tool` span made, in order.
+#[derive(Clone, Default)]
+struct ToolSpans(Arc<std::sync::Mutex<Vec<ToolSpan>>>);
+
+/// An `execute_tool` span: its tool, and the tools of the `execute_tool`
+/// spans above it, innermost first.
+#[derive(Debug, PartialEq)]
+struct ToolSpan {
+    tool: String,
+    above: Vec<String>,
+}
+
+struct ToolName(String);
+
+impl<S> tracing_subscriber::Layer<S> for ToolSpans
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    fn on_new_span(
+        &self,
+        attrs: &tracing::span::Attributes<'_>,
+        id: &tracing::span::Id,
+        cx: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        struct Tool(Option<String>);
+        impl tracing::field::Visit for Tool {
+            fn record_debug(&mut self, _: &tracing::field::Field, _: &dyn std::fmt::Debug) {}
+            fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+                if field.name() == "gen_ai.tool.name" {
+                    self.0 = Some(value.to_owned());
+                }
+            }
+        }
+        if attrs.metadata().name() != "execute_tool" {
+            return;
+        }
+        let mut tool = Tool(None);
+        attrs.record(&mut tool);
+        let (Some(tool), Some(span)) = (tool.0, cx.span(id)) else {
+            return;
+        };
+        let above = span
+            .scope()
+            .skip(1)
+            .filter_map(|s| s.extensions().get::<ToolName>().map(|t| t.0.clone()))
+            .collect();
+        span.extensions_mut().insert(ToolName(tool.clone()));
+        self.0.lock().unwrap().push(ToolSpan { tool, above });
+    }
+}
+
+#[tokio::test]
+async fn a_programs_calls_are_traced_as_children_of_its_call() {
+    use tracing_subscriber::layer::SubscriberExt;
+    // As in `watch.rs`: with a second dispatcher, tracing asks every one.
+    let _second = tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default());
+    let spans = ToolSpans::default();
+    let _guard =
+        tracing::subscriber::set_default(tracing_subscriber::registry().with(spans.clone()));
+    let scene = fs_scene();
+    let rt = granted(builder(), &scene, &["*"]).build().await.unwrap();
+    let out = run(
+        &rt,
+        "const a = await tools.calculate({ expression: '1+1' });\n\
+         const b = await tools.calculate({ expression: '2+2' });\n\
+         return a.value + b.value;",
+        CallContext::new(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(out, "6");
+    let spans = spans.0.lock().unwrap();
+    let span = |tool: &str, above: &[&str]| ToolSpan {
+        tool: tool.to_owned(),
+        above: above.iter().map(|t| (*t).to_owned()).collect(),
+    };
+    assert_eq!(
+        *spans,
+        vec![
+            span("run_code", &[]),
+            span("calculate", &["run_code"]),
+            span("calculate", &["run_code"]),
+        ]
+    );
+}

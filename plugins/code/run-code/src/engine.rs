@@ -216,7 +216,7 @@ fn print(_: &JsValue, args: &[JsValue], context: &mut JsContext) -> JsResult<JsV
     let line = arg_string(args, 0, context)?;
     RUN.with_borrow_mut(|s| {
         let room = MAX_PRINTED.saturating_sub(s.printed.len());
-        if line.len() + 1 <= room {
+        if line.len() < room {
             if !s.printed.is_empty() {
                 s.printed.push('\n');
             }
