@@ -100,12 +100,13 @@ impl CallGrant {
         self.globs.iter().any(|g| g.is_match(tool))
     }
 
+    /// Its globs as written.
+    pub(crate) fn patterns(&self) -> Vec<String> {
+        self.globs.iter().map(|g| g.as_str().to_owned()).collect()
+    }
+
     fn globs(&self) -> String {
-        self.globs
-            .iter()
-            .map(NameGlob::as_str)
-            .collect::<Vec<_>>()
-            .join(", ")
+        self.patterns().join(", ")
     }
 }
 

@@ -165,6 +165,12 @@ async fn a_program_cannot_call_the_program_tool_nor_what_its_grant_leaves_out() 
     assert!(kinds[0].contains("calls tools itself"), "{kinds:?}");
     assert!(kinds[1].starts_with("not-granted: "), "{kinds:?}");
     assert!(kinds[1].contains("calculate, run_code"), "{kinds:?}");
+    let runner = rt
+        .plugins()
+        .into_iter()
+        .find(|p| p.name == "run-code")
+        .unwrap();
+    assert_eq!(runner.granted.call_tools, ["calculate", "run_code"]);
 
     // Without a grant, no call at all.
     let rt = builder().build().await.unwrap();
