@@ -46,6 +46,17 @@ pub const MCP_CONFORMANCE: &str = "@modelcontextprotocol/conformance@0.1.16";
 /// (`crates/toolhost-test-support/oidc/provider.mjs` runs it, on the Node
 /// 22 below).
 pub const OIDC_PROVIDER: &str = "oidc-provider@9.13.3";
+/// The npm dependencies of the conformance suite's reference "everything"
+/// server (`crates/toolhost-test-support/conformance/everything-server.ts`,
+/// vendored from the suite's tag v0.1.16), at the versions of that tag's
+/// `package-lock.json`; it runs on the Node 22 below, through `tsx`.
+pub const EVERYTHING_SERVER_DEPS: [&str; 5] = [
+    "@modelcontextprotocol/sdk@1.27.1",
+    "express@5.2.1",
+    "cors@2.8.6",
+    "zod@4.3.6",
+    "tsx@4.21.0",
+];
 /// Node 22 as an npm package (the suite needs Node 22's `fs.globSync`; the
 /// machine's Node may be older): the binary of this machine's architecture.
 pub const NODE_22_VERSION: &str = "22.23.3";
@@ -76,6 +87,9 @@ pub struct Installed {
     pub conformance: PathBuf,
     /// The Node 22 that runs it.
     pub node22: PathBuf,
+    /// The suite's reference "everything" server, beside its
+    /// `node_modules` (run by `toolhost_test_support::conformance::everything`).
+    pub everything: PathBuf,
 }
 
 impl Installed {
@@ -89,6 +103,7 @@ impl Installed {
             .env("TOOLHOST_TEST_CHROMIUM", &self.chromium)
             .env("TOOLHOST_TEST_CONFORMANCE", &self.conformance)
             .env("TOOLHOST_TEST_NODE22", &self.node22)
+            .env("TOOLHOST_TEST_EVERYTHING_SERVER", &self.everything)
             .env("TOOLHOST_TEST_NODE_DIR", &self.node_dir);
         if let Some(dir) = &self.bwrap_dir {
             let path = std::env::var_os("PATH").unwrap_or_default();
@@ -209,9 +224,11 @@ pub fn install(root: &Path) -> anyhow::Result<Installed> {
     };
     let (conformance, node22) = conformance_suite(&dir)?;
     oidc_provider(&dir)?;
+    let everything = everything_server(&dir)?;
     let componentize_py = venv.join("bin").join("componentize-py");
     let registry = debian_package(DOCKER_REGISTRY, DOCKER_REGISTRY, "the OCI registry tests")?;
     let chromium = debian_package(CHROMIUM, CHROMIUM, "the console's browser test")?;
+    postgres_server()?;
     let phoenix = phoenix
         .join()
         .map_err(|_| anyhow::anyhow!("installing Phoenix panicked"))??;
@@ -227,6 +244,7 @@ pub fn install(root: &Path) -> anyhow::Result<Installed> {
         chromium,
         conformance,
         node22,
+        everything,
     })
 }
 
@@ -275,6 +293,52 @@ fn conformance_suite(tools: &Path) -> anyhow::Result<(PathBuf, PathBuf)> {
     Ok((suite, node))
 }
 
+/// The conformance suite's reference "everything" server in
+/// `tools/everything/`: its npm dependencies ([`EVERYTHING_SERVER_DEPS`])
+/// and the vendored source copied beside them (ESM imports resolve from
+/// the file's own directory). Returns the copied file.
+fn everything_server(tools: &Path) -> anyhow::Result<PathBuf> {
+    let dir = tools.join("everything");
+    let marker = dir.join(format!(
+        ".installed-{}",
+        EVERYTHING_SERVER_DEPS.join("+").replace(['/', '@'], "_")
+    ));
+    if !marker.is_file() {
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir)?;
+        std::fs::write(
+            dir.join("package.json"),
+            "{\"private\": true, \"type\": \"module\"}\n",
+        )?;
+        run(Command::new("npm")
+            .current_dir(&dir)
+            .args([
+                "install",
+                "--no-audit",
+                "--no-fund",
+                "--loglevel=error",
+                "--engine-strict=false",
+            ])
+            .args(EVERYTHING_SERVER_DEPS))
+        .context("installing the npm dependencies of the conformance suite's reference server")?;
+        std::fs::write(&marker, "")?;
+    }
+    let source =
+        crate::root().join("crates/toolhost-test-support/conformance/everything-server.ts");
+    let server = dir.join("everything-server.ts");
+    std::fs::copy(&source, &server)
+        .with_context(|| format!("copying {} into {}", source.display(), dir.display()))?;
+    anyhow::ensure!(
+        dir.join("node_modules/tsx/package.json").is_file()
+            && dir
+                .join("node_modules/@modelcontextprotocol/sdk/package.json")
+                .is_file(),
+        "npm did not install the reference server's dependencies into {}",
+        dir.display()
+    );
+    Ok(server)
+}
+
 /// `oidc-provider` in `tools/oidc/` (apart from the other npm tools, so
 /// that a change of either reinstalls only its own).
 fn oidc_provider(tools: &Path) -> anyhow::Result<()> {
@@ -312,6 +376,32 @@ fn oidc_provider(tools: &Path) -> anyhow::Result<()> {
 /// Debian's package of the CNCF distribution registry (2.8): the real
 /// registry `host publish` and `host install` are tested against.
 pub const DOCKER_REGISTRY: &str = "docker-registry";
+
+/// PostgreSQL's server (Debian's `postgresql`, under
+/// `/usr/lib/postgresql/N/bin`), for the tests of saved approvals that
+/// replicas share (`toolhost_test_support::postgres` starts it): installed
+/// with apt-get when missing.
+fn postgres_server() -> anyhow::Result<()> {
+    let found = || {
+        std::fs::read_dir("/usr/lib/postgresql")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| e.path().join("bin").join("postgres").is_file())
+    };
+    if !found() {
+        debian_package(
+            "pg_ctlcluster",
+            "postgresql",
+            "the tests of saved approvals shared through PostgreSQL",
+        )?;
+    }
+    anyhow::ensure!(
+        found(),
+        "Debian's postgresql package is installed, but no /usr/lib/postgresql/N/bin/postgres is there"
+    );
+    Ok(())
+}
 
 /// The binary `binary` of Debian's package `package`, installed with
 /// apt-get when missing (`apt-get update` first only when the install

@@ -26,8 +26,8 @@ use crate::shown::{self, printable};
 
 use toolhost_runtime::policy::approvals::Scope;
 use toolhost_runtime::{
-    ApprovalFuture, Approver, CallApproval, CallApprovalRequest, ResultApproval,
-    ResultApprovalRequest, ShownArguments,
+    ApprovalFuture, Approver, CallApproval, CallApprovalRequest, FormAnswer, FormRequest,
+    ResultApproval, ResultApprovalRequest, ShownArguments,
 };
 
 /// Asks on the terminal (stderr + stdin), one question at a time.
@@ -290,6 +290,64 @@ impl Approver for PromptApprover {
                 printable(&shown)
             ));
             parse_result_answer(self.answer().await.as_deref())
+        })
+    }
+
+    /// The form an MCP server asks during a call (`form.rs`): yes, no or
+    /// cancel, then each field, an empty answer taking its default. No
+    /// answer (stdin closed, or not a terminal) declines.
+    fn answer_form<'a>(&'a self, req: &'a FormRequest<'a>) -> ApprovalFuture<'a, FormAnswer> {
+        Box::pin(async move {
+            use crate::form;
+            let _turn = self.one_at_a_time.lock().await;
+            let Some(fields) = form::fields(req.schema) else {
+                ask(&format!(
+                    "\n? the MCP server `{}` asked a question that is not a form of plain fields: declined\n",
+                    printable(req.plugin)
+                ));
+                return FormAnswer::Decline;
+            };
+            ask(&format!(
+                "\n? the MCP server `{}` (during `{}`) asks: {}\n  fill it in? [y]es / [n]o (decline) / [c]ancel: ",
+                printable(req.plugin),
+                printable(req.tool),
+                printable(req.message)
+            ));
+            match self
+                .answer()
+                .await
+                .map(|a| a.trim().to_ascii_lowercase())
+                .as_deref()
+            {
+                Some("y" | "yes") => {}
+                Some("c" | "cancel") => return FormAnswer::Cancel,
+                _ => return FormAnswer::Decline,
+            }
+            let mut values = Vec::new();
+            for field in &fields {
+                let mut tries = 0;
+                loop {
+                    ask(&form::question(field));
+                    let Some(line) = self.answer().await else {
+                        return FormAnswer::Cancel;
+                    };
+                    match form::value(field, &line) {
+                        Ok(value) => {
+                            values.push((field.name.clone(), value));
+                            break;
+                        }
+                        Err(why) => {
+                            tries += 1;
+                            if tries >= form::MAX_TRIES {
+                                ask("  (no answer that fits: cancelled)\n");
+                                return FormAnswer::Cancel;
+                            }
+                            ask(&format!("  ({why})\n"));
+                        }
+                    }
+                }
+            }
+            FormAnswer::Accept(form::content(values))
         })
     }
 }

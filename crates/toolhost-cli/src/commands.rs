@@ -219,12 +219,20 @@ pub fn approvals(
 ) -> anyhow::Result<u8> {
     use crate::args::ApprovalsCommand;
     use toolhost_runtime::policy::approvals::Approvals;
-    let open = |p: &Path| Approvals::open(p.to_owned());
+    // The database replicas share (`[state]`), else the files.
+    let opened: Vec<(String, Approvals)> = match &stores.shared {
+        Some(store) => vec![(store.describe(), Approvals::with_store(store.clone()))],
+        None => stores
+            .paths
+            .iter()
+            .map(|p| (p.display().to_string(), Approvals::open(p.to_owned())))
+            .collect(),
+    };
     match command {
         ApprovalsCommand::List { json } => {
             let mut all = Vec::new();
-            for path in &stores.paths {
-                all.push((path, open(path).list()?));
+            for (path, store) in &opened {
+                all.push((path, store.list()?));
             }
             let mut out = std::io::stdout().lock();
             if *json {
@@ -237,7 +245,7 @@ pub fn approvals(
             }
             for (path, list) in all.iter().filter(|(_, l)| !l.is_empty()) {
                 if stores.every_store {
-                    writeln!(out, "{}:", path.display())?;
+                    writeln!(out, "{path}:")?;
                 }
                 for a in list {
                     let scope = printable(&a.scope.to_string());
@@ -266,8 +274,8 @@ pub fn approvals(
             Ok(exit::OK)
         }
         ApprovalsCommand::Revoke { id } => {
-            for path in &stores.paths {
-                if open(path).revoke(id)? {
+            for (_, store) in &opened {
+                if store.revoke(id)? {
                     outln!("approval {id} revoked: the next such call is asked again")?;
                     return Ok(exit::OK);
                 }
@@ -287,8 +295,8 @@ pub fn approvals(
                 );
             }
             let mut n = 0;
-            for path in &stores.paths {
-                n += open(path).clear()?;
+            for (_, store) in &opened {
+                n += store.clear()?;
             }
             outln!("{n} saved approval(s) removed ({})", stores.described())?;
             Ok(exit::OK)

@@ -11,6 +11,7 @@ mod commands;
 mod exit;
 mod explain;
 mod failure;
+mod form;
 mod generated;
 mod install;
 mod mcp;
@@ -124,7 +125,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
     // Saved approvals are a file beside the lock file: no plugins needed.
     if let Some(Command::Approvals(command)) = &cli.command {
         let file = settings::config_file(&cli.global)?;
-        return commands::approvals(&settings::approval_stores(&cli.global, &file), command);
+        return commands::approvals(&settings::approval_stores(&cli.global, &file)?, command);
     }
     // Registry commands load no plugins.
     if let Some(Command::Registry(command)) = &cli.command {
@@ -214,7 +215,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         }
         Some(Command::Registry(command)) => rt.block_on(install::run(&cli.global, &command)),
         Some(Command::Approvals(command)) => {
-            commands::approvals(&settings::approval_stores(&cli.global, &file), &command)
+            commands::approvals(&settings::approval_stores(&cli.global, &file)?, &command)
         }
         Some(Command::New(args)) => new::run(&args),
         Some(Command::Call {

@@ -87,6 +87,19 @@ pub struct ServerEntry {
     max_concurrent: Option<usize>,
     /// The largest result accepted, in bytes.
     max_result_bytes: Option<usize>,
+    /// Its `sampling/createMessage` requests during a call: `allow`
+    /// (forwarded to the calling MCP client), `ask` (its user says yes
+    /// first; the default) or `deny`.
+    sampling: Option<toolhost_runtime::policy::Decision>,
+    /// Its `elicitation/create` requests during a call: `allow` (the
+    /// default: to the calling client's user, or the person at the
+    /// terminal), `ask` or `deny`.
+    elicitation: Option<toolhost_runtime::policy::Decision>,
+    /// A sampling request's `maxTokens` is cut to this (default 4096).
+    max_sampling_tokens: Option<u32>,
+    /// The most sampling and elicitation requests taken from it in a
+    /// minute (default 20).
+    requests_per_minute: Option<u32>,
 }
 
 /// `oauth = { … }`: a registered client, scopes, the grant.
@@ -236,6 +249,10 @@ impl ServerEntry {
             timeout_ms: None,
             max_concurrent: None,
             max_result_bytes: None,
+            sampling: None,
+            elicitation: None,
+            max_sampling_tokens: None,
+            requests_per_minute: None,
         };
         if target.starts_with("http://") || target.starts_with("https://") {
             entry.url = Some(target.to_owned());
@@ -320,6 +337,19 @@ impl ServerEntry {
         }
         if let Some(bytes) = self.max_message_bytes {
             config.max_message_bytes = bytes;
+        }
+        let requests = &mut config.requests;
+        if let Some(decision) = self.sampling {
+            requests.sampling = decision;
+        }
+        if let Some(decision) = self.elicitation {
+            requests.elicitation = decision;
+        }
+        if let Some(tokens) = self.max_sampling_tokens {
+            requests.max_sampling_tokens = tokens;
+        }
+        if let Some(n) = self.requests_per_minute {
+            requests.per_minute = n;
         }
         let limits = LimitOverrides {
             timeout_ms: self.timeout_ms,

@@ -58,6 +58,8 @@ use crate::args::Global;
 /// [[oauth.callers]]
 /// group = "sre"
 /// profile = "ops"
+/// [state]                                 # replicas: approvals in PostgreSQL
+/// postgres-env = "TOOLHOST_STATE_URL"
 /// ```
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
@@ -127,6 +129,60 @@ pub struct ConfigFile {
     /// server, beside the static tokens (`[oauth]`, docs/guide/oauth.md).
     #[serde(default)]
     pub oauth: Option<toolhost_mcp::OAuthOptions>,
+    /// Where what replicas of one gate share is kept (`[state]`): saved
+    /// approvals in PostgreSQL instead of the file beside the lock file.
+    #[serde(default)]
+    pub state: Option<StateConfig>,
+}
+
+/// The `[state]` table: the database that replicas share.
+///
+/// ```toml
+/// [state]
+/// postgres-env = "TOOLHOST_STATE_URL"   # or postgres = "postgresql://toolhost@db/toolhost"
+/// store = "prod"                        # default "default": one gate's approvals
+/// ```
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct StateConfig {
+    /// The connection string (`postgresql://…` or `key=value` pairs).
+    /// One with a password belongs in `postgres-env`.
+    #[serde(default)]
+    pub postgres: Option<String>,
+    /// The environment variable that holds the connection string.
+    #[serde(default)]
+    pub postgres_env: Option<String>,
+    /// The store's name: replicas of one gate share one; another gate in
+    /// the same database takes another.
+    #[serde(default)]
+    pub store: Option<String>,
+}
+
+impl StateConfig {
+    /// The saved-approvals store it names (connecting in the background).
+    pub fn approvals(
+        &self,
+    ) -> anyhow::Result<std::sync::Arc<dyn toolhost_runtime::policy::approvals::Store>> {
+        let url = match (&self.postgres, &self.postgres_env) {
+            (Some(url), None) => url.clone(),
+            (None, Some(var)) => std::env::var(var).map_err(|_| {
+                anyhow::anyhow!(
+                    "[state] postgres-env = \"{var}\", but {var} is not set (or not UTF-8)"
+                )
+            })?,
+            (Some(_), Some(_)) => {
+                anyhow::bail!("[state] takes `postgres` or `postgres-env`, not both")
+            }
+            (None, None) => anyhow::bail!(
+                "[state] needs `postgres-env = \"VAR\"` (or `postgres = \"URL\"`): the \
+                 database that replicas share"
+            ),
+        };
+        let store = self.store.as_deref().unwrap_or("default");
+        let approvals = toolhost_state::PostgresApprovals::connect(&url, store)
+            .map_err(|e| anyhow::anyhow!("[state]: {e}"))?;
+        Ok(std::sync::Arc::new(approvals))
+    }
 }
 
 /// The `[telemetry]` table: where OpenTelemetry traces go when the
@@ -341,6 +397,9 @@ pub fn approvals_file(lock: &Path) -> PathBuf {
 pub struct ApprovalStores {
     /// The files.
     pub paths: Vec<PathBuf>,
+    /// The database that replicas share (`[state]`), which then holds them
+    /// all instead of the files.
+    pub shared: Option<std::sync::Arc<dyn toolhost_runtime::policy::approvals::Store>>,
     /// Whether they are every store found, since no plugins directory (nor
     /// `--lock`) said which one.
     pub every_store: bool,
@@ -349,6 +408,9 @@ pub struct ApprovalStores {
 impl ApprovalStores {
     /// Where they are, for a message.
     pub fn described(&self) -> String {
+        if let Some(store) = &self.shared {
+            return store.describe();
+        }
         if self.every_store {
             let dir = self.paths.first().and_then(|p| p.parent()).map_or_else(
                 || "the state directory".to_owned(),
@@ -374,12 +436,20 @@ impl ApprovalStores {
 /// are kept per plugins directory, and a listing that read one other file
 /// would say there are none while there are), and a `./toolhost.approvals.json`
 /// left from before the lock file moved.
-pub fn approval_stores(global: &Global, file: &ConfigFile) -> ApprovalStores {
-    if global.lock.is_some() || primary_plugins_dir(global, file).is_some() {
-        return ApprovalStores {
-            paths: vec![approvals_file(&lock_file(global, file))],
+pub fn approval_stores(global: &Global, file: &ConfigFile) -> anyhow::Result<ApprovalStores> {
+    if let Some(state) = &file.state {
+        return Ok(ApprovalStores {
+            paths: Vec::new(),
+            shared: Some(state.approvals()?),
             every_store: false,
-        };
+        });
+    }
+    if global.lock.is_some() || primary_plugins_dir(global, file).is_some() {
+        return Ok(ApprovalStores {
+            paths: vec![approvals_file(&lock_file(global, file))],
+            shared: None,
+            every_store: false,
+        });
     }
     let mut paths = Vec::new();
     if let Some(dir) = toolhost_runtime::default_lock_file(Path::new("."))
@@ -402,10 +472,11 @@ pub fn approval_stores(global: &Global, file: &ConfigFile) -> ApprovalStores {
     if old.is_file() {
         paths.push(old);
     }
-    ApprovalStores {
+    Ok(ApprovalStores {
         paths,
+        shared: None,
         every_store: true,
-    }
+    })
 }
 
 /// Warns about each grant or setting (a flag, the config file's or the
@@ -597,6 +668,9 @@ pub fn builder(
         .approvals_last(global.approvals_last)
         .lock_file(lock)
         .accept_new_digests(global.dev);
+    if let Some(state) = &file.state {
+        builder = builder.approvals_store(state.approvals()?);
+    }
     if global.no_result_cache {
         builder = builder.result_cache(toolhost_runtime::CacheOptions::disabled());
     }

@@ -35,6 +35,10 @@ mod server;
 mod tools;
 
 pub use client::{
+    ANSWER_TIMEOUT, DEFAULT_MAX_SAMPLING_TOKENS, DEFAULT_REQUESTS_PER_MINUTE, MAX_FORWARDED_BYTES,
+    ServerRequests,
+};
+pub use client::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_ENV, DEFAULT_MAX_MESSAGE_BYTES, HttpEndpoint, MAX_SIGN_INS,
     McpClientError, McpServerConfig, McpSource, McpTransport, OAuthGrant, OAuthSettings,
     ProcessSandbox, SIGN_IN_TIMEOUT, SignInError, SignInPrompt, SignedIn, Start, StdioServer,

@@ -157,7 +157,7 @@ fn mcp_block(block: Content) -> ContentBlock {
 }
 
 /// An rmcp block as ours: the same MCP JSON (through its text, as above).
-fn our_block(block: ContentBlock) -> Content {
+pub(crate) fn our_block(block: ContentBlock) -> Content {
     serde_json::to_string(&block)
         .and_then(|text| serde_json::from_str(&text))
         .unwrap_or_else(|_| Content::text("[content of a kind this host does not know]"))

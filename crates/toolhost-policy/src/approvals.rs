@@ -15,7 +15,8 @@
 //! The store is a JSON file shared by every process that opens it: changed
 //! under a lock, written atomically, read again only when another process
 //! changed it, bounded in size and in approvals per caller
-//! (`approvals/disk.rs`).
+//! (`approvals/disk.rs`). Replicas of one gate share a database instead,
+//! behind the same [`Store`] trait (`approvals/store.rs`).
 //!
 //! ```
 //! use serde_json::json;
@@ -61,6 +62,9 @@ use toolhost_patterns::HostPattern;
 use crate::PathContext;
 
 mod disk;
+mod store;
+
+pub use store::{Change, Stamp, Store};
 
 /// What a saved approval covers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -470,6 +474,15 @@ pub enum ApprovalsError {
         /// The quota.
         max: usize,
     },
+    /// The store (a database that replicas share) cannot be reached, or
+    /// refused the change.
+    #[error("saved approvals in {store}: {message}")]
+    Unavailable {
+        /// Which store ([`Store::describe`]).
+        store: String,
+        /// Why, in words.
+        message: String,
+    },
     /// The scope is over [`MAX_ARGUMENT_BYTES`]: such an approval is for
     /// this call only.
     #[error("a scope over {MAX_ARGUMENT_BYTES} bytes is not saved")]
@@ -489,17 +502,20 @@ pub const MAX_ARGUMENT_BYTES: usize = 64 << 10;
 /// lock before it gives up ([`ApprovalsError::Busy`]).
 pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
+/// The saved approvals as a file holds them (and a database's document).
 #[derive(Debug, Default, Serialize, Deserialize)]
-struct File {
+pub struct File {
+    /// Every approval, oldest first.
     #[serde(default)]
-    approvals: Vec<SavedApproval>,
+    pub approvals: Vec<SavedApproval>,
 }
 
 /// The saved approvals of one host (a file next to its lock file), shared
-/// by every process that opens the same file (see `approvals/disk.rs`).
+/// by every process that opens the same file (see `approvals/disk.rs`), or
+/// of replicas that share a [`Store`].
 #[derive(Debug)]
 pub struct Approvals {
-    disk: Option<disk::Disk>,
+    store: Option<std::sync::Arc<dyn Store>>,
     /// How long a new approval lasts at most (seconds), if bounded.
     lasting: Option<u64>,
     /// The most approvals one caller may hold.
@@ -511,7 +527,7 @@ pub struct Approvals {
 #[derive(Debug, Default)]
 struct Cache {
     entries: Vec<SavedApproval>,
-    stamp: Option<disk::Stamp>,
+    stamp: Option<Stamp>,
 }
 
 /// Seconds since the Unix epoch, now.
@@ -525,8 +541,13 @@ impl Approvals {
     /// The store in `path` (a missing file is an empty store). Its lock
     /// file is `path` with `.lock` added.
     pub fn open(path: PathBuf) -> Approvals {
+        Approvals::with_store(std::sync::Arc::new(disk::Disk::new(path)))
+    }
+
+    /// The store `store` keeps (e.g. a database that replicas share).
+    pub fn with_store(store: std::sync::Arc<dyn Store>) -> Approvals {
         Approvals {
-            disk: Some(disk::Disk::new(path)),
+            store: Some(store),
             lasting: None,
             per_caller: DEFAULT_PER_CALLER,
             cache: Mutex::new(Cache::default()),
@@ -536,7 +557,7 @@ impl Approvals {
     /// A store that lives in memory only (an embedder without a file).
     pub fn in_memory() -> Approvals {
         Approvals {
-            disk: None,
+            store: None,
             lasting: None,
             per_caller: DEFAULT_PER_CALLER,
             cache: Mutex::new(Cache::default()),
@@ -583,7 +604,14 @@ impl Approvals {
 
     /// Where the store is kept, if on disk.
     pub fn path(&self) -> Option<&Path> {
-        self.disk.as_ref().map(disk::Disk::path)
+        self.store.as_deref().and_then(Store::path)
+    }
+
+    /// Where the store is kept, for messages (`in memory` when nowhere).
+    pub fn describe(&self) -> String {
+        self.store
+            .as_deref()
+            .map_or_else(|| "memory".to_owned(), Store::describe)
     }
 
     /// Every saved approval, oldest first.
@@ -637,7 +665,7 @@ impl Approvals {
             }
             if entries.iter().filter(|a| a.answers == new.answers).count() >= per_caller {
                 return Err(ApprovalsError::Quota {
-                    answers: new.answers,
+                    answers: new.answers.clone(),
                     max: per_caller,
                 });
             }
@@ -650,14 +678,14 @@ impl Approvals {
             let id = next.to_string();
             entries.push(SavedApproval {
                 id: id.clone(),
-                tool: new.tool,
-                plugin: new.plugin,
-                digest: new.digest,
-                scope: new.scope,
-                profile: new.profile,
-                answers: new.answers,
-                who: new.who,
-                from: new.from,
+                tool: new.tool.clone(),
+                plugin: new.plugin.clone(),
+                digest: new.digest.clone(),
+                scope: new.scope.clone(),
+                profile: new.profile.clone(),
+                answers: new.answers.clone(),
+                who: new.who.clone(),
+                from: new.from.clone(),
                 when,
                 expires,
             });
@@ -686,19 +714,27 @@ impl Approvals {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Applies `f` to the entries, read fresh under the file's lock, and
-    /// writes them back when `f` changed them.
+    /// Applies `f` to the entries, read fresh under the store's lock (or
+    /// in its transaction), and writes them back when `f` changed them.
+    /// `f` may run more than once (see [`Store::change`]).
     fn change<T>(
         &self,
-        f: impl FnOnce(&mut Vec<SavedApproval>) -> Result<T, ApprovalsError>,
+        mut f: impl FnMut(&mut Vec<SavedApproval>) -> Result<T, ApprovalsError>,
     ) -> Result<T, ApprovalsError> {
         let mut cache = self.lock();
-        match &self.disk {
-            Some(disk) => {
-                let (out, entries, stamp) = disk.change(f)?;
+        match &self.store {
+            Some(store) => {
+                let mut out = None;
+                let (entries, stamp) = store.change(&mut |entries| {
+                    out = Some(f(entries)?);
+                    Ok(())
+                })?;
                 cache.entries = entries;
                 cache.stamp = Some(stamp);
-                Ok(out)
+                out.ok_or_else(|| ApprovalsError::Unavailable {
+                    store: store.describe(),
+                    message: "the store kept no change".to_owned(),
+                })
             }
             None => f(&mut cache.entries),
         }
@@ -706,13 +742,13 @@ impl Approvals {
 
     /// Reads the file again when it changed since it was last read.
     fn refresh(&self, cache: &mut Cache) -> Result<(), ApprovalsError> {
-        let Some(disk) = &self.disk else {
+        let Some(store) = &self.store else {
             return Ok(());
         };
-        if cache.stamp.is_some_and(|seen| disk.unchanged_since(&seen)) {
+        if cache.stamp.is_some_and(|seen| store.unchanged_since(&seen)) {
             return Ok(());
         }
-        let (entries, stamp) = disk.read()?;
+        let (entries, stamp) = store.read()?;
         cache.entries = entries;
         cache.stamp = Some(stamp);
         Ok(())

@@ -44,6 +44,10 @@ struct RawProfile {
 #[serde(deny_unknown_fields)]
 struct RawRule {
     tool: Option<Spanned<String>>,
+    /// A glob on a resource's URI, in place of `tool` (`access.rs`).
+    resource: Option<Spanned<String>>,
+    /// A glob on a prompt's name, in place of `tool` (`access.rs`).
+    prompt: Option<Spanned<String>>,
     /// `server` reads better for a tool source such as an MCP server.
     #[serde(alias = "server")]
     plugin: Option<Spanned<String>>,
@@ -210,11 +214,31 @@ fn rules(
     for r in raw {
         let whole = r.span();
         let r = r.into_inner();
+        // A resource or a prompt is judged as a call of an unlisted tool
+        // with its URI or name as an argument (`access.rs`).
+        let access = match (r.resource, r.prompt) {
+            (Some(_), Some(_)) => {
+                return Err(file.error_at(
+                    whole.clone(),
+                    "a rule names a resource or a prompt, not both".into(),
+                ));
+            }
+            (Some(uri), None) => Some((crate::READ_RESOURCE, crate::URI_ARG, uri)),
+            (None, Some(name)) => Some((crate::GET_PROMPT, crate::NAME_ARG, name)),
+            (None, None) => None,
+        };
+        if let (Some((_, _, named)), Some(_)) = (&access, &r.tool) {
+            return Err(file.error_at(
+                named.span(),
+                "a rule names a tool, a resource or a prompt, only one of them".into(),
+            ));
+        }
         // A rule on a plugin (or server) alone covers all its tools.
-        let tool = match (r.tool, &r.plugin) {
-            (Some(tool), _) => tool,
-            (None, Some(p)) => Spanned::new(p.span(), "*".to_owned()),
-            (None, None) => {
+        let tool = match (&access, r.tool, &r.plugin) {
+            (Some((tool, _, named)), _, _) => Spanned::new(named.span(), (*tool).to_owned()),
+            (None, Some(tool), _) => tool,
+            (None, None, Some(p)) => Spanned::new(p.span(), "*".to_owned()),
+            (None, None, None) => {
                 return Err(file.error_at(
                     whole.clone(),
                     "rule without `tool` or `plugin`/`server` (a glob on the tool name, \
@@ -242,6 +266,10 @@ fn rules(
         }
         if let Some(reason) = r.reason {
             rule = rule.reason(reason);
+        }
+        if let Some((_, key, named)) = access {
+            s.args.push(named.span());
+            rule = rule.arg(key, ArgPattern::Glob(named.into_inner()));
         }
         for (key, pattern) in r.args {
             s.args.push(pattern.span());
@@ -633,7 +661,7 @@ dirs = [{ path = ".", access = "read-only" }]
     fn unknown_key_is_located() {
         assert_eq!(
             err("default = \"allow\"\n\n[[rules]]\ntool = \"x\"\ndecison = \"deny\"\n"),
-            "policy.toml:5:1: unknown field `decison`, expected one of `tool`, `plugin`, `server`, `decision`, `reason`, `args`"
+            "policy.toml:5:1: unknown field `decison`, expected one of `tool`, `resource`, `prompt`, `plugin`, `server`, `decision`, `reason`, `args`"
         );
         let e = err("[profiles.r]\nrule = []\n");
         assert!(
@@ -674,6 +702,52 @@ dirs = [{ path = ".", access = "read-only" }]
         assert_eq!(at("git__log", "git"), Decision::Deny);
         assert_eq!(at("git__status", "time"), Decision::Allow);
         assert!(!p.visible("git__log", Some("git"), None, &SessionToggles::new()));
+    }
+
+    #[test]
+    fn resource_and_prompt_rules_decide_reads_and_gets_and_deny_wins() {
+        let text = "[[rules]]\nresource = \"file:///secret/*\"\ndecision = \"deny\"\n\
+                    [[rules]]\nprompt = \"leak_*\"\nserver = \"docs\"\ndecision = \"deny\"\n\
+                    [[rules]]\nresource = \"*\"\ndecision = \"allow\"\n";
+        let p = Policy::from_toml(text, Path::new("policy.toml")).unwrap();
+        let read = |uri: &str| {
+            decide(
+                &p,
+                crate::READ_RESOURCE,
+                Some("docs"),
+                None,
+                json!({"uri": uri}),
+            )
+        };
+        assert_eq!(read("file:///secret/a/b.pem"), Decision::Deny);
+        assert_eq!(read("file:///public/a"), Decision::Allow);
+        let get = |name: &str, server: &str| {
+            decide(
+                &p,
+                crate::GET_PROMPT,
+                Some(server),
+                None,
+                json!({"name": name}),
+            )
+        };
+        assert_eq!(get("leak_all", "docs"), Decision::Deny);
+        assert_eq!(get("leak_all", "other"), Decision::Allow);
+        assert_eq!(get("summary", "docs"), Decision::Allow);
+        // A resource rule says nothing about tools.
+        assert_eq!(
+            decide(
+                &p,
+                "read_file",
+                None,
+                None,
+                json!({"uri": "file:///secret/x"})
+            ),
+            Decision::Allow
+        );
+        let e = err("[[rules]]\nresource = \"a\"\nprompt = \"b\"\ndecision = \"deny\"\n");
+        assert!(e.contains("not both"), "{e}");
+        let e = err("[[rules]]\ntool = \"a\"\nprompt = \"b\"\ndecision = \"deny\"\n");
+        assert!(e.contains("only one of them"), "{e}");
     }
 
     #[test]

@@ -99,6 +99,10 @@
 //!   agent's profile cannot override), or the applicable default is deny and no allow or
 //!   ask rule could match the tool's name. A tool with argument-dependent rules stays
 //!   visible.
+//! - **Resources and prompts.** A rule with `resource = "GLOB"` (on a resource's URI) or
+//!   `prompt = "GLOB"` (on a prompt's name) in place of `tool` decides the reads of an MCP
+//!   server's resources and the gets of its prompts, which are judged as calls of
+//!   [`READ_RESOURCE`] and [`GET_PROMPT`] (see those); deny wins as for tools.
 //!
 //! # Example
 //!
@@ -142,6 +146,7 @@
 
 #![warn(missing_docs)]
 
+mod access;
 pub mod approvals;
 mod compile;
 mod decision;
@@ -154,6 +159,7 @@ mod policy;
 mod rule;
 mod session;
 
+pub use access::{GET_PROMPT, NAME_ARG, READ_RESOURCE, URI_ARG};
 pub use compile::PolicyBuilder;
 pub use decision::{AskRoute, Decision, UnknownAskRoute, UnknownDecision};
 pub use error::PolicyError;

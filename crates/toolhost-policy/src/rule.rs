@@ -58,6 +58,32 @@ impl Rule {
         Self::new(Decision::Deny, tool)
     }
 
+    /// A rule giving `decision` for the reads of resources whose URI matches
+    /// the glob `uri` (`*` crosses `/`): a rule on [`READ_RESOURCE`](crate::READ_RESOURCE)
+    /// with that glob on its `uri` argument (`resource = "..."` in a file).
+    ///
+    /// ```
+    /// use toolhost_policy::{Decision, Rule};
+    /// let rule = Rule::resource(Decision::Deny, "file:///secret/*").plugin("files");
+    /// assert_eq!(rule.tool(), toolhost_policy::READ_RESOURCE);
+    /// ```
+    pub fn resource(decision: Decision, uri: impl Into<String>) -> Self {
+        Self::new(decision, crate::READ_RESOURCE).arg_glob(crate::URI_ARG, uri)
+    }
+
+    /// A rule giving `decision` for the gets of prompts whose name matches
+    /// the glob `name`: a rule on [`GET_PROMPT`](crate::GET_PROMPT) with
+    /// that glob on its `name` argument (`prompt = "..."` in a file).
+    ///
+    /// ```
+    /// use toolhost_policy::{Decision, Rule};
+    /// let rule = Rule::prompt(Decision::Deny, "secret_*");
+    /// assert_eq!(rule.tool(), toolhost_policy::GET_PROMPT);
+    /// ```
+    pub fn prompt(decision: Decision, name: impl Into<String>) -> Self {
+        Self::new(decision, crate::GET_PROMPT).arg_glob(crate::NAME_ARG, name)
+    }
+
     /// Also require the providing plugin's name to match this glob.
     pub fn plugin(mut self, glob: impl Into<String>) -> Self {
         self.plugin = Some(glob.into());

@@ -70,6 +70,7 @@ pub struct RuntimeBuilder {
     approver: Option<Arc<dyn Approver>>,
     allow_asks_without_approver: bool,
     approvals_file: Option<PathBuf>,
+    approvals_store: Option<std::sync::Arc<dyn toolhost_policy::approvals::Store>>,
     approvals_last: Option<std::time::Duration>,
     approvals_per_caller: Option<usize>,
     hooks: Vec<HookEntry>,
@@ -110,6 +111,7 @@ impl Default for RuntimeBuilder {
             approver: None,
             allow_asks_without_approver: false,
             approvals_file: None,
+            approvals_store: None,
             approvals_last: None,
             approvals_per_caller: None,
             hooks: Vec::new(),
@@ -237,6 +239,17 @@ impl RuntimeBuilder {
     /// Without a file they last as long as the runtime.
     pub fn approvals_file(mut self, path: Option<PathBuf>) -> Self {
         self.approvals_file = path;
+        self
+    }
+    /// Keep saved approvals in `store` instead of a file: a database that
+    /// replicas of one gate share (`toolhost-state`'s PostgreSQL store), so
+    /// an approval saved or revoked on one holds on all of them. It wins
+    /// over [`approvals_file`](Self::approvals_file).
+    pub fn approvals_store(
+        mut self,
+        store: std::sync::Arc<dyn toolhost_policy::approvals::Store>,
+    ) -> Self {
+        self.approvals_store = Some(store);
         self
     }
     /// How long a saved approval lasts at most (none: until revoked). An
@@ -392,9 +405,10 @@ impl RuntimeBuilder {
                 std::mem::take(&mut hooks),
                 self.approver,
                 self.allow_asks_without_approver,
-                match self.approvals_file {
-                    Some(path) => toolhost_policy::approvals::Approvals::open(path),
-                    None => toolhost_policy::approvals::Approvals::in_memory(),
+                match (self.approvals_store, self.approvals_file) {
+                    (Some(store), _) => toolhost_policy::approvals::Approvals::with_store(store),
+                    (None, Some(path)) => toolhost_policy::approvals::Approvals::open(path),
+                    (None, None) => toolhost_policy::approvals::Approvals::in_memory(),
                 }
                 .lasting(self.approvals_last)
                 .per_caller(

@@ -72,6 +72,7 @@ pub use api::latest::VERSION as CONTRACT_VERSION;
 pub use api::{Annotations, PACKAGE as CONTRACT_PACKAGE, supported_versions};
 pub use builder::RuntimeBuilder;
 pub use cache_settings::{CacheSettings, ToolCacheSettings};
+pub use call::access::Access;
 pub use call::explain::{Explanation, HookMatch, PathGrant, Verdict};
 pub use call::named::{MAX_SHOWN_NAME_CHARS, shown_name};
 pub use call::nested::CallBounds;
@@ -94,7 +95,7 @@ pub use lockfile::{
 pub use manifest::{Capabilities, DirRequest, Manifest, ToolManifest};
 pub use permission::{
     ApprovalAnswer, ApprovalFuture, ApprovalOf, Approver, CallApproval, CallApprovalRequest,
-    CallStep, ResultApproval, ResultApprovalRequest,
+    CallStep, FormAnswer, FormRequest, ResultApproval, ResultApprovalRequest,
 };
 pub use plugin::{DESCRIBE_TIMEOUT, MAX_DESCRIBE_BYTES, MAX_TOOLS, is_valid_tool_name};
 #[cfg(feature = "agent")]

@@ -158,6 +158,43 @@ pub trait Approver: Send + Sync {
         &'a self,
         request: &'a ResultApprovalRequest<'a>,
     ) -> ApprovalFuture<'a, ResultApproval>;
+
+    /// A question the tool's own server asks the user during the call (an
+    /// MCP server's `elicitation/create`, form mode): the answer fills the
+    /// form. Declined by default: an approver that cannot show a form
+    /// answers nothing in the user's name.
+    fn answer_form<'a>(&'a self, request: &'a FormRequest<'a>) -> ApprovalFuture<'a, FormAnswer> {
+        let _ = request;
+        Box::pin(async { FormAnswer::Decline })
+    }
+}
+
+/// A form a tool's server asks the user to fill in during a call (MCP
+/// elicitation, form mode), for [`Approver::answer_form`].
+#[derive(Debug, Clone)]
+pub struct FormRequest<'a> {
+    /// The tool being called, by its exposed name.
+    pub tool: &'a str,
+    /// The plugin (tool source) whose server asks.
+    pub plugin: &'a str,
+    /// What the server says it wants, as it wrote it (escape it before
+    /// showing it).
+    pub message: &'a str,
+    /// The form: a JSON Schema object of flat properties (string, number,
+    /// integer, boolean, enums), each with an optional `default`, and its
+    /// `required` list.
+    pub schema: &'a Value,
+}
+
+/// The user's answer to a [`FormRequest`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum FormAnswer {
+    /// The form, filled in (fields left empty take their defaults).
+    Accept(serde_json::Map<String, Value>),
+    /// The user said no.
+    Decline,
+    /// The user dismissed the question without answering.
+    Cancel,
 }
 
 /// One step of the permission layer or the hooks on a call, reported to

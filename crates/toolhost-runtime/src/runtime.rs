@@ -194,6 +194,67 @@ impl Runtime {
         call::run(&self.inner, tool, args, &cx).await
     }
 
+    /// Reads a resource or gets a prompt of the tool source `source` (an
+    /// MCP server's `resources/read` or `prompts/get`), through the same
+    /// steps as a call (`call/access.rs`): the policy judges it as a call
+    /// of [`READ_RESOURCE`](toolhost_policy::READ_RESOURCE) or
+    /// [`GET_PROMPT`](toolhost_policy::GET_PROMPT) from that source (its
+    /// `resource = "..."` and `prompt = "..."` rules), the hooks see it,
+    /// it runs under the source's limits, and it is on the call's span and
+    /// the live feed. The result's `content` holds what the source read
+    /// (for a resource, one embedded resource block per content) and its
+    /// `structured` what else the source returned.
+    ///
+    /// ```no_run
+    /// # async fn demo(runtime: toolhost_runtime::Runtime) -> Result<(), Box<dyn std::error::Error>> {
+    /// use toolhost_runtime::{Access, CallContext};
+    /// let read = Access::Resource { uri: "test://static-text".into() };
+    /// let result = runtime.access("everything", &read, CallContext::new()).await?;
+    /// println!("{}", result.output);
+    /// # Ok(()) }
+    /// ```
+    pub async fn access(
+        &self,
+        source: &str,
+        access: &call::access::Access,
+        cx: CallContext,
+    ) -> Result<ToolResult, CallError> {
+        call::run_access(&self.inner, source, access, &cx).await
+    }
+
+    /// Whether `agent` in `session` may make `access` to the tool source
+    /// `source`: whether the policy would not deny it. What a caller may
+    /// not read is not listed to it either (an MCP server's
+    /// `resources/list`, `prompts/list`).
+    pub fn may_access(
+        &self,
+        source: &str,
+        access: &call::access::Access,
+        agent: Option<&str>,
+        session: Option<&str>,
+    ) -> bool {
+        let policy = self.inner.gate.policy();
+        let args = access.args();
+        let tool = access.tool();
+        let mut request = toolhost_policy::CallRequest::new(tool, &args)
+            .declared(tool)
+            .plugin(source);
+        if let Some(agent) = agent {
+            request = request.agent(agent);
+        }
+        self.inner.gate.with_session(session, |toggles| {
+            policy.evaluate(&request, toggles).decision != toolhost_policy::Decision::Deny
+        })
+    }
+
+    /// The tool sources in use (MCP servers, built-ins, an embedder's), in
+    /// the order they were given: an MCP server serves their resources and
+    /// prompts (`toolhost-mcp` finds its own among them by type, since a
+    /// [`ToolSource`](crate::ToolSource) is [`Any`](std::any::Any)).
+    pub fn sources(&self) -> Vec<Arc<dyn crate::ToolSource>> {
+        self.inner.catalog.sources_in_use.clone()
+    }
+
     /// What a call of `tool` with `args` (JSON text, as a model sends
     /// them) would meet, and why, without running it: the plugin that
     /// answers, the arguments' problems, a per-call grant's path, the

@@ -65,7 +65,7 @@ pub type SourceProgress = Arc<dyn Fn(&str, Option<f32>) + Send + Sync>;
 /// assert_eq!(runtime.tools()[0].name, "echo__say");
 /// # Ok(()) }
 /// ```
-pub trait ToolSource: Send + Sync + 'static {
+pub trait ToolSource: std::any::Any + Send + Sync + 'static {
     /// Its name: the plugin name its tools are listed under. It must match
     /// `^[a-zA-Z0-9_-]{1,64}$`.
     fn name(&self) -> &str;
@@ -112,7 +112,13 @@ pub trait ToolSource: Send + Sync + 'static {
     }
 
     /// Runs one call. The runtime bounds it by the source's `timeout-ms`;
-    /// dropping the future must cancel the call.
+    /// dropping the future must cancel the call. Besides its listed tools,
+    /// a source that offers resources or prompts receives their reads
+    /// here ([`Runtime::access`](crate::Runtime::access)), as calls of
+    /// [`READ_RESOURCE`](toolhost_policy::READ_RESOURCE) (`{"uri"}`) and
+    /// [`GET_PROMPT`](toolhost_policy::GET_PROMPT) (`{"name",
+    /// "arguments"}`, the name as listed, with the prefix); one that offers
+    /// none answers them with an error.
     fn call<'a>(
         &'a self,
         call: SourceCall<'a>,
@@ -168,6 +174,10 @@ pub struct SourceCall<'a> {
     /// What the caller attached to the call
     /// ([`CallContext::extension`](crate::CallContext::extension)).
     pub extensions: &'a http::Extensions,
+    /// Who answers this call's questions (the call's approver, else the
+    /// runtime's): where a question the source's server asks the user
+    /// during the call goes ([`Approver::answer_form`](crate::Approver::answer_form)).
+    pub approver: Option<std::sync::Arc<dyn crate::Approver>>,
 }
 
 /// What a call returned.

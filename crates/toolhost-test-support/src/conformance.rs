@@ -7,9 +7,21 @@
 //! let outcome = toolhost_test_support::conformance::server("http://127.0.0.1:8080/mcp", "ping");
 //! assert!(outcome.passed(), "{outcome}");
 //! ```
+//!
+//! The suite's reference "everything" server (`conformance/everything-server.ts`,
+//! vendored from the suite's tag v0.1.16, its npm dependencies installed by
+//! xtask under `target/tools/everything/`, `TOOLHOST_TEST_EVERYTHING_SERVER`)
+//! runs with [`everything`], on a free port:
+//!
+//! ```no_run
+//! let reference = toolhost_test_support::conformance::everything();
+//! let outcome = toolhost_test_support::conformance::server(&reference.url, "resources-list");
+//! assert!(outcome.passed(), "{outcome}");
+//! ```
 
+use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
 
 use serde_json::Value;
 
@@ -151,4 +163,135 @@ fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
         }
     }
     files
+}
+
+/// The server scenarios of the suite's version (`node dist/index.js list
+/// --server`, 0.1.16), in its order.
+pub const SERVER_SCENARIOS: [&str; 32] = [
+    "server-initialize",
+    "logging-set-level",
+    "ping",
+    "completion-complete",
+    "tools-list",
+    "tools-call-simple-text",
+    "tools-call-image",
+    "tools-call-audio",
+    "tools-call-embedded-resource",
+    "tools-call-mixed-content",
+    "tools-call-with-logging",
+    "tools-call-error",
+    "tools-call-with-progress",
+    "tools-call-sampling",
+    "tools-call-elicitation",
+    "json-schema-2020-12",
+    "elicitation-sep1034-defaults",
+    "server-sse-polling",
+    "server-sse-multiple-streams",
+    "elicitation-sep1330-enums",
+    "resources-list",
+    "resources-read-text",
+    "resources-read-binary",
+    "resources-templates-read",
+    "resources-subscribe",
+    "resources-unsubscribe",
+    "prompts-list",
+    "prompts-get-simple",
+    "prompts-get-with-args",
+    "prompts-get-embedded-resource",
+    "prompts-get-with-image",
+    "dns-rebinding-protection",
+];
+
+/// The suite's reference "everything" server, running; stopped when dropped.
+pub struct Everything {
+    child: Child,
+    /// Its MCP endpoint (`http://localhost:PORT/mcp`).
+    pub url: String,
+    /// Its port.
+    pub port: u16,
+}
+
+impl Drop for Everything {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts the suite's reference "everything" server on a free port, on the
+/// Node 22 the suite runs on (through `tsx`), and waits until it listens.
+/// Fails the test, saying how to install it, when it or its Node is
+/// missing.
+pub fn everything() -> Everything {
+    let (_, node) = suite();
+    let server = std::env::var_os("TOOLHOST_TEST_EVERYTHING_SERVER").map_or_else(
+        || {
+            crate::root()
+                .join("target")
+                .join("tools")
+                .join("everything")
+                .join("everything-server.ts")
+        },
+        PathBuf::from,
+    );
+    let dir = server
+        .parent()
+        .expect("the reference server's directory")
+        .to_owned();
+    assert!(
+        server.is_file() && dir.join("node_modules/tsx/package.json").is_file(),
+        "the conformance suite's reference server ({}) or its npm dependencies are missing: run \
+         the tests with `cargo xtask test`, which installs them",
+        server.display()
+    );
+    // A free port, given back just before the server takes it.
+    let port = std::net::TcpListener::bind(("127.0.0.1", 0))
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let mut child = Command::new(node)
+        .current_dir(&dir)
+        .args(["--import", "tsx"])
+        .arg(&server)
+        .env("PORT", port.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("node runs the reference server");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().expect("stdout");
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if line.contains("running on") {
+                let _ = tx.send(());
+            }
+        }
+    });
+    let stderr = child.stderr.take().expect("stderr");
+    let errors = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let noted = errors.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Ok(mut e) = noted.lock()
+                && e.len() < 16_384
+            {
+                e.push_str(&line);
+                e.push('\n');
+            }
+        }
+    });
+    if rx.recv_timeout(std::time::Duration::from_secs(60)).is_err() {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!(
+            "the reference server did not start within 60 s:\n{}",
+            errors.lock().map(|e| e.clone()).unwrap_or_default()
+        );
+    }
+    Everything {
+        child,
+        url: format!("http://localhost:{port}/mcp"),
+        port,
+    }
 }

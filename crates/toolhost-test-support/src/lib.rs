@@ -21,6 +21,7 @@ pub mod fake_model;
 pub mod oidc;
 pub mod otlp;
 pub mod phoenix;
+pub mod postgres;
 pub mod registry;
 
 pub use fake_model::{ModelServer, Reply};

@@ -18,12 +18,15 @@ mod explain;
 mod interrupted_writes;
 mod languages;
 mod mcp;
+mod mcp_elicitation;
 mod mcp_gateway;
 mod mcp_oauth;
+mod mcp_revisions;
 mod new;
 mod oauth;
 mod registry;
 mod sessions;
+mod shared_state;
 mod telemetry;
 mod tool_search;
 

@@ -93,7 +93,9 @@ const DENY_HTTP: &str = "default = \"allow\"\n[[rules]]\ntool = \"http_get\"\nde
 
 /// What every transport and revision must show: the tools one to one, a
 /// denied tool not listed, results, structured content, details in `_meta`,
-/// and every failure an `isError` result with the agent loop's message.
+/// an unknown tool a JSON-RPC error (as every revision says), and every
+/// other failure an `isError` result with the agent loop's message (invalid
+/// arguments too: 2025-11-25 and 2026-07-28 call them tool execution errors).
 fn assert_basics(report: &Value, version: &str) {
     assert_eq!(report["version"], version, "{report}");
     let tools = &report["tools"];
@@ -118,7 +120,6 @@ fn assert_basics(report: &Value, version: &str) {
             "invalid-arguments",
             "\"expression\" is a required property",
         ),
-        ("unknown", "not-found", "did you mean `calculate`"),
         ("denied", "permission-denied", "no network here"),
         ("panic", "sandbox-fault", "plugin panicked: boom"),
     ] {
@@ -127,6 +128,11 @@ fn assert_basics(report: &Value, version: &str) {
         assert_eq!(r["meta"]["dev.toolhost/error-kind"], kind, "{call}: {r}");
         assert!(r["text"].as_str().unwrap().contains(says), "{call}: {r}");
     }
+    let unknown = calls["unknown"]["exception"].as_str().unwrap_or_default();
+    assert!(
+        unknown.contains("did you mean `calculate`"),
+        "an unknown tool is a protocol error: {calls}"
+    );
 }
 
 #[test]

@@ -115,6 +115,9 @@ pub struct McpServerConfig {
     pub connect_timeout: Duration,
     /// The largest message accepted from it, in bytes.
     pub max_message_bytes: usize,
+    /// What it may ask of the client side during a call (sampling,
+    /// elicitation), and the bounds on it.
+    pub requests: super::requests::ServerRequests,
 }
 
 /// The default [`McpServerConfig::connect_timeout`].
@@ -153,6 +156,7 @@ impl McpServerConfig {
             start: Start::Eager,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+            requests: super::requests::ServerRequests::default(),
         }
     }
 

@@ -62,7 +62,9 @@ use crate::tools;
 mod config;
 mod connect;
 mod oauth;
+mod offers;
 mod process_sandbox;
+mod requests;
 
 pub use config::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_ENV, DEFAULT_MAX_MESSAGE_BYTES, HttpEndpoint, McpServerConfig,
@@ -72,9 +74,14 @@ pub use oauth::{
     MAX_SIGN_INS, OAuthGrant, OAuthSettings, SIGN_IN_TIMEOUT, SignInError, SignInPrompt, SignedIn,
     sign_in, sign_out, token_file,
 };
+pub use requests::{
+    ANSWER_TIMEOUT, DEFAULT_MAX_SAMPLING_TOKENS, DEFAULT_REQUESTS_PER_MINUTE, MAX_FORWARDED_BYTES,
+    ServerRequests,
+};
 
 use connect::{OpenError, Session};
 use oauth::{Asked, Authorizer};
+pub(crate) use offers::Upstream;
 
 /// The most pages of `tools/list` read from one server.
 const MAX_LIST_PAGES: usize = 100;
@@ -139,6 +146,11 @@ pub(crate) struct Shared {
     /// The OAuth sign-in state of an HTTP server that has OAuth settings,
     /// made at the first connection.
     oauth: tokio::sync::OnceCell<Option<Arc<Authorizer>>>,
+    /// Its resources, prompts and notifications (`offers.rs`).
+    offers: offers::Offers,
+    /// The calls in flight, for the requests the server sends back
+    /// during them (`requests.rs`).
+    requests: requests::InFlight,
 }
 
 impl McpSource {
@@ -162,6 +174,8 @@ impl McpSource {
             relist: Notify::new(),
             progress: Mutex::new(HashMap::new()),
             oauth: tokio::sync::OnceCell::new(),
+            offers: offers::Offers::default(),
+            requests: requests::InFlight::default(),
         });
         if matches!(shared.config.transport, McpTransport::Http(_)) {
             // HTTPS through rustls with ring; a provider installed before stays.
@@ -265,6 +279,20 @@ impl McpSource {
         let _progress = call.progress.clone().map(|sink| {
             ProgressGuard::register(&self.shared, token_key(&handle.progress_token), sink)
         });
+        // Where the server's requests during this call go (`requests.rs`).
+        let _asker = requests::InFlight::register(
+            &self.shared,
+            handle.id.clone(),
+            requests::Asker {
+                tool: call.tool.to_owned(),
+                call_id: call.call_id.to_owned(),
+                downstream: call
+                    .extensions
+                    .get::<crate::server::downstream::Downstream>()
+                    .cloned(),
+                approver: call.approver.clone(),
+            },
+        );
         let mut cancel = CancelOnDrop {
             peer: Some(peer),
             id: handle.id.clone(),
@@ -454,17 +482,64 @@ impl ToolSource for McpSource {
         &'a self,
         call: SourceCall<'a>,
     ) -> SourceFuture<'a, Result<SourceOutcome, SourceError>> {
-        Box::pin(self.run_call(call))
+        Box::pin(async move {
+            // A read of a resource or a get of a prompt (`offers.rs`).
+            match self.access(&call).await {
+                Some(answer) => answer,
+                None => self.run_call(call).await,
+            }
+        })
     }
 }
 
-/// Answers the server: list changes and progress.
+/// Answers the server: list changes, progress, and the notifications the
+/// gateway passes on (`offers.rs`).
 #[derive(Clone)]
 pub(crate) struct Handler {
     shared: Weak<Shared>,
 }
 
+impl Handler {
+    fn tell(&self, note: Upstream) -> std::future::Ready<()> {
+        if let Some(shared) = self.shared.upgrade() {
+            shared.offers.tell(note);
+        }
+        std::future::ready(())
+    }
+}
+
 impl ClientHandler for Handler {
+    fn on_resource_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        self.tell(Upstream::ResourcesChanged)
+    }
+
+    fn on_prompt_list_changed(
+        &self,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        self.tell(Upstream::PromptsChanged)
+    }
+
+    fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        self.tell(Upstream::ResourceUpdated(params.uri))
+    }
+
+    #[allow(deprecated)] // logging (SEP-2577): every revision served here has it
+    fn on_logging_message(
+        &self,
+        params: rmcp::model::LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) -> impl Future<Output = ()> + Send + '_ {
+        self.tell(Upstream::Log(params))
+    }
+
     fn on_tool_list_changed(
         &self,
         _context: NotificationContext<RoleClient>,
@@ -497,9 +572,58 @@ impl ClientHandler for Handler {
         std::future::ready(())
     }
 
+    #[expect(
+        deprecated,
+        reason = "sampling is deprecated by SEP-2577, and still served"
+    )]
+    fn create_message(
+        &self,
+        params: rmcp::model::CreateMessageRequestParams,
+        context: rmcp::service::RequestContext<RoleClient>,
+    ) -> impl Future<Output = Result<rmcp::model::CreateMessageResult, ErrorData>> + Send + '_ {
+        let shared = self.shared.upgrade();
+        async move {
+            match shared {
+                Some(shared) => requests::sample(shared, params, context).await,
+                None => Err(ErrorData::internal_error("the client stopped", None)),
+            }
+        }
+    }
+
+    fn create_elicitation(
+        &self,
+        params: rmcp::model::ElicitRequestParams,
+        context: rmcp::service::RequestContext<RoleClient>,
+    ) -> impl Future<Output = Result<rmcp::model::ElicitResult, ErrorData>> + Send + '_ {
+        let shared = self.shared.upgrade();
+        async move {
+            match shared {
+                Some(shared) => requests::elicit(shared, params, context).await,
+                None => Ok(rmcp::model::ElicitResult::new(
+                    rmcp::model::ElicitationAction::Decline,
+                )),
+            }
+        }
+    }
+
+    /// Declares form elicitation and sampling, unless the operator turned
+    /// them off for this server (`requests.rs`).
     fn get_info(&self) -> ClientConfig {
+        let mut capabilities = ClientCapabilities::default();
+        if let Some(shared) = self.shared.upgrade() {
+            let settings = &shared.config.requests;
+            if settings.elicitation != toolhost_runtime::policy::Decision::Deny {
+                capabilities.elicitation = Some(
+                    rmcp::model::ElicitationCapability::new()
+                        .with_form(rmcp::model::FormElicitationCapability::new()),
+                );
+            }
+            if settings.sampling != toolhost_runtime::policy::Decision::Deny {
+                capabilities.sampling = Some(rmcp::model::SamplingCapability::default());
+            }
+        }
         ClientConfig::new(
-            ClientCapabilities::default(),
+            capabilities,
             Implementation::new("toolhost", env!("CARGO_PKG_VERSION")),
         )
     }
@@ -652,6 +776,13 @@ async fn serve(
         match tokio::time::timeout(shared.config.connect_timeout, list_tools(&peer)).await {
             Ok(Ok(tools)) => {
                 shared.set_tools(tools);
+                break;
+            }
+            // A server that offers no tools (only resources or prompts).
+            Ok(Err(ServiceError::McpError(e)))
+                if e.code == rmcp::model::ErrorCode::METHOD_NOT_FOUND =>
+            {
+                shared.set_tools(Vec::new());
                 break;
             }
             Ok(Err(e)) => {

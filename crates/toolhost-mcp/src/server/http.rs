@@ -345,8 +345,13 @@ impl HttpServer {
         });
         let ready = Arc::new(AtomicBool::new(true));
         let ready_flag = ready.clone();
+        let max_body = options.max_request_bytes;
         let mcp_routes = axum::Router::new()
             .nest_service("/mcp", mcp)
+            // Inside `admit`: only an admitted request's body is read.
+            .layer(axum::middleware::from_fn(move |request, next| {
+                super::priming::by_revision(max_body, request, next)
+            }))
             .layer(axum::middleware::from_fn_with_state(gate, admit));
         let mut extras = axum::Router::new();
         if let Some(oauth) = &oauth {

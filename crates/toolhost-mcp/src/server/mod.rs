@@ -31,12 +31,18 @@ use serde_json::Value;
 use toolhost_runtime::{CallContext, PluginEvent, Runtime};
 use tracing::Instrument;
 
+pub(crate) mod downstream;
 pub(crate) mod elicit;
 pub(crate) mod http;
 mod identity;
 mod metrics;
 pub(crate) mod oauth;
+mod priming;
+mod prompts;
+mod resources;
+mod revision;
 mod search;
+mod upstream;
 
 use crate::tools;
 use elicit::{ElicitingApprover, RoundTripApprover, RoundTrips};
@@ -127,6 +133,8 @@ pub struct McpServer {
     metrics: Arc<Metrics>,
     round_trips: Arc<RoundTrips>,
     search: Option<Arc<Search>>,
+    /// What each client asked to hear from upstream servers (`upstream.rs`).
+    listeners: Arc<upstream::Listeners>,
 }
 
 impl McpServer {
@@ -141,6 +149,7 @@ impl McpServer {
                 .map(|s| Arc::new(Search::new(s))),
             options: Arc::new(options),
             metrics: Arc::new(Metrics::new()),
+            listeners: Arc::default(),
         }
     }
 
@@ -221,11 +230,43 @@ impl McpServer {
         }
     }
 
+    /// Who answers the `ask`s of a request: the client (elicitation), the
+    /// operator's queue (the caller hears that it waits through `waits`,
+    /// its progress reports, when it listens), or nobody.
+    fn approver(
+        &self,
+        context: &RequestContext<RoleServer>,
+        asks: Asks,
+        client: &str,
+        waits: Option<&tokio::sync::mpsc::Sender<(String, Option<f32>)>>,
+    ) -> Arc<dyn toolhost_runtime::Approver> {
+        match asks {
+            Asks::Client => Arc::new(ElicitingApprover {
+                peer: context.peer.clone(),
+            }),
+            Asks::Operator => match &self.options.operator_queue {
+                Some(queue) => {
+                    let mut approver = queue.approver().client(Some(client.to_owned()));
+                    if let Some(tx) = waits {
+                        let tx = tx.clone();
+                        approver = approver.on_wait(move |note| {
+                            // Full: this reminder is dropped, the next one goes.
+                            let _ = tx.try_send((note.to_owned(), None));
+                        });
+                    }
+                    Arc::new(approver)
+                }
+                None => Arc::new(elicit::NobodyAnswers(elicit::NO_OPERATOR)),
+            },
+            Asks::Deny => Arc::new(elicit::NobodyAnswers(elicit::NOBODY_ANSWERS)),
+        }
+    }
+
     async fn call(
         &self,
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
-    ) -> CallToolResponse {
+    ) -> Result<CallToolResponse, McpError> {
         let mut recorded = self.metrics.call();
         let args = Value::Object(request.arguments.clone().unwrap_or_default());
         if let Some(search) = &self.search
@@ -236,7 +277,7 @@ impl McpServer {
                 .offered_tools(self.agent(&context).as_deref(), None);
             if search.serves(&offered) {
                 recorded.outcome("ok");
-                return search.answer(&offered, &args).into();
+                return Ok(search.answer(&offered, &args).into());
             }
         }
         let modern = context
@@ -264,33 +305,20 @@ impl McpServer {
             .meta
             .get_progress_token()
             .map(|token| progress(context.peer.clone(), token));
-        let approver: Arc<dyn toolhost_runtime::Approver> = match (&round_trip, asks) {
-            (Some(a), _) => a.clone(),
-            (None, Asks::Client) => Arc::new(ElicitingApprover {
-                peer: context.peer.clone(),
-            }),
-            (None, Asks::Operator) => match &self.options.operator_queue {
-                // The caller hears that it waits, through its progress
-                // token when it sent one.
-                Some(queue) => {
-                    let mut approver = queue.approver().client(Some(client.clone()));
-                    if let Some((tx, _)) = &progress_sink {
-                        let tx = tx.clone();
-                        approver = approver.on_wait(move |note| {
-                            // Full: this reminder is dropped, the next one goes.
-                            let _ = tx.try_send((note.to_owned(), None));
-                        });
-                    }
-                    Arc::new(approver)
-                }
-                None => Arc::new(elicit::NobodyAnswers(elicit::NO_OPERATOR)),
-            },
-            (None, Asks::Deny) => Arc::new(elicit::NobodyAnswers(elicit::NOBODY_ANSWERS)),
+        let approver: Arc<dyn toolhost_runtime::Approver> = match &round_trip {
+            Some(a) => a.clone(),
+            None => self.approver(
+                &context,
+                asks,
+                &client,
+                progress_sink.as_ref().map(|p| &p.0),
+            ),
         };
         let mut cx = CallContext::new()
             .call_id(format!("mcp-{}", request_id(&context)))
             .approver(approver)
-            .client(client);
+            .client(client)
+            .extension(downstream::Downstream::of(&context));
         if let Some(agent) = agent {
             cx = cx.agent(agent);
         }
@@ -320,7 +348,7 @@ impl McpServer {
             .is_some_and(|c| c.elicitation.is_some());
         if let (Some(_), Some(Err(_)), false) = (&asked, &outcome, can_answer) {
             recorded.outcome("permission-denied");
-            return tools::error_result(
+            return Ok(tools::error_result(
                 &format!(
                     "permission denied for `{}`: the user's approval is needed and this MCP \
                      client cannot be asked (it did not declare form elicitation)",
@@ -328,13 +356,13 @@ impl McpServer {
                 ),
                 "permission-denied",
             )
-            .into();
+            .into());
         }
         if let (Some(question), Some(Err(_))) = (asked, &outcome) {
             match self.round_trips.ask(&request.name, &args, &question) {
                 Ok(input) => {
                     recorded.outcome("input-required");
-                    return CallToolResponse::InputRequired(input);
+                    return Ok(CallToolResponse::InputRequired(input));
                 }
                 Err(e) => tracing::warn!("cannot build the input_required result: {e}"),
             }
@@ -346,6 +374,12 @@ impl McpServer {
             }
             Some(Err(e)) => {
                 recorded.outcome(metrics::kind_label(&e.kind()));
+                // A protocol error where the session's revision says so.
+                if let Some(error) =
+                    revision::protocol_error(&e, context.protocol_version().as_ref())
+                {
+                    return Err(error);
+                }
                 tools::failure(&e)
             }
             // Dropping the call stopped its sandbox; the client is no longer
@@ -355,7 +389,7 @@ impl McpServer {
                 tools::error_result("the client cancelled the call", "aborted")
             }
         };
-        result.into()
+        Ok(result.into())
     }
 }
 
@@ -461,10 +495,12 @@ impl rmcp::ServerHandler for McpServer {
     /// Without instructions: they depend on the caller's profile, and go
     /// out with `initialize` and `server/discover` (`instructed`).
     fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder()
+        let mut capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_tool_list_changed()
             .build();
+        // Upstream MCP servers: what they offer besides tools (`upstream.rs`).
+        upstream::offered(&self.runtime, &mut capabilities);
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
     }
@@ -512,10 +548,111 @@ impl rmcp::ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let span = request_span("tools/call", Some(&request.name), &context);
-        Ok(self.call(request, context).instrument(span).await)
+        self.call(request, context).instrument(span).await
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, McpError> {
+        let span = request_span("resources/list", None, &context);
+        self.resources(&context).instrument(span).await
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourceTemplatesResult, McpError> {
+        let span = request_span("resources/templates/list", None, &context);
+        self.resource_templates(&context).instrument(span).await
+    }
+
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
+        let span = request_span("resources/read", None, &context);
+        let read = self.read(&request.uri, &context).instrument(span).await?;
+        Ok(read.into())
+    }
+
+    #[allow(deprecated)] // resources/subscribe: every revision before 2026-07-28
+    async fn subscribe(
+        &self,
+        request: rmcp::model::SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let span = request_span("resources/subscribe", None, &context);
+        self.subscription(&request.uri, true, &context)
+            .instrument(span)
+            .await
+    }
+
+    #[allow(deprecated)] // resources/unsubscribe: every revision before 2026-07-28
+    async fn unsubscribe(
+        &self,
+        request: rmcp::model::UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let span = request_span("resources/unsubscribe", None, &context);
+        self.subscription(&request.uri, false, &context)
+            .instrument(span)
+            .await
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, McpError> {
+        let span = request_span("prompts/list", None, &context);
+        self.prompts(&context).instrument(span).await
+    }
+
+    async fn get_prompt(
+        &self,
+        request: rmcp::model::GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, McpError> {
+        let span = request_span("prompts/get", None, &context);
+        let prompt = self
+            .prompt(&request.name, request.arguments, &context)
+            .instrument(span)
+            .await?;
+        Ok(prompt.into())
+    }
+
+    async fn complete(
+        &self,
+        request: rmcp::model::CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::CompleteResult, McpError> {
+        let span = request_span("completion/complete", None, &context);
+        self.complete_for(request, &context).instrument(span).await
+    }
+
+    #[allow(deprecated)] // logging (SEP-2577): every revision served here has it
+    async fn set_level(
+        &self,
+        request: rmcp::model::SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let span = request_span("logging/setLevel", None, &context);
+        self.log_level(request.level, &context)
+            .instrument(span)
+            .await
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        // Upstream servers' notifications, as the client asks (`upstream.rs`).
+        upstream::forward(
+            self.runtime.clone(),
+            self.listeners.clone(),
+            context.peer.clone(),
+        );
         // A client with a session (stdio, or HTTP before 2026-07-28): tell
         // it when the tool set changes, for as long as it is connected.
         let mut events = self.runtime.subscribe();

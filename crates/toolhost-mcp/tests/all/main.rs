@@ -1,8 +1,13 @@
 //! toolhost-mcp's end-to-end tests (one binary): the MCP client against the
 //! reference servers installed by `cargo xtask test` and a misbehaving one
 //! (`client.rs`), the process sandbox around the servers (`sandbox.rs`),
-//! and the HTTP server as an OAuth resource server (`oauth.rs`).
+//! the HTTP server as an OAuth resource server (`oauth.rs`), what an
+//! upstream server offers besides tools passed on by the gateway
+//! (`offers.rs`), and an upstream server's sampling and elicitation
+//! reaching the calling client (`requests.rs`).
 
 mod client;
 mod oauth;
+mod offers;
+mod requests;
 mod sandbox;

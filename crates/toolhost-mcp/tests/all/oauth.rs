@@ -27,6 +27,11 @@ struct Signer {
 
 impl Signer {
     fn new(kid: &str) -> Signer {
+        // The process's JWT provider, as the server selects it: a test that
+        // makes its key before any server exists would find none.
+        let _ = jsonwebtoken::crypto::CryptoProvider::install_default(
+            &jsonwebtoken::crypto::rust_crypto::DEFAULT_PROVIDER,
+        );
         let private = rsa::RsaPrivateKey::new(&mut rsa::rand_core::OsRng, 2048).unwrap();
         let pem = private.to_pkcs8_pem(LineEnding::LF).unwrap();
         let encoding = EncodingKey::from_rsa_pem(pem.as_bytes()).unwrap();

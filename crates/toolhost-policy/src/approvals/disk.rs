@@ -24,6 +24,7 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use super::store::{Change, Kind, Store};
 use super::{
     ApprovalsError, File as Contents, LOCK_WAIT, MAX_APPROVALS, MAX_FILE_BYTES, SavedApproval,
 };
@@ -79,10 +80,6 @@ impl Disk {
         }
     }
 
-    pub(super) fn path(&self) -> &Path {
-        &self.path
-    }
-
     fn io(&self, path: &Path) -> impl Fn(std::io::Error) -> ApprovalsError {
         let path = path.to_path_buf();
         move |source| ApprovalsError::Io {
@@ -92,7 +89,7 @@ impl Disk {
     }
 
     /// Whether the file is as it was when `seen` was taken.
-    pub(super) fn unchanged_since(&self, seen: &Stamp) -> bool {
+    fn unchanged(&self, seen: &Stamp) -> bool {
         let file = std::fs::metadata(&self.path).ok().map(|m| Identity::of(&m));
         file == seen.file && self.generation() == seen.generation
     }
@@ -110,7 +107,7 @@ impl Disk {
     /// taken first and the identity from the file that was read, so a
     /// change meanwhile leaves a stamp that no longer matches: read again
     /// next time, never missed.
-    pub(super) fn read(&self) -> Result<(Vec<SavedApproval>, Stamp), ApprovalsError> {
+    fn read_stamped(&self) -> Result<(Vec<SavedApproval>, Stamp), ApprovalsError> {
         let generation = self.generation();
         let (entries, file) = self.read_entries()?;
         Ok((entries, Stamp { generation, file }))
@@ -148,18 +145,15 @@ impl Disk {
 
     /// Applies `f` to the entries as the file holds them now, under the
     /// lock, and writes them back (and raises the generation) when `f`
-    /// changed them. Returns `f`'s answer, the entries, and their stamp.
-    pub(super) fn change<T>(
-        &self,
-        f: impl FnOnce(&mut Vec<SavedApproval>) -> Result<T, ApprovalsError>,
-    ) -> Result<(T, Vec<SavedApproval>, Stamp), ApprovalsError> {
+    /// changed them. Returns the entries and their stamp.
+    fn change_locked(&self, f: Change<'_>) -> Result<(Vec<SavedApproval>, Stamp), ApprovalsError> {
         let mut lock = self.lock()?;
         let generation = read_generation(&mut lock);
         let (mut entries, file) = self.read_entries()?;
         let before = entries.clone();
-        let out = f(&mut entries)?;
+        f(&mut entries)?;
         if entries == before {
-            return Ok((out, entries, Stamp { generation, file }));
+            return Ok((entries, Stamp { generation, file }));
         }
         self.write(&entries)?;
         let next = generation.unwrap_or(0).wrapping_add(1);
@@ -167,7 +161,6 @@ impl Disk {
         let file = std::fs::metadata(&self.path).ok().map(|m| Identity::of(&m));
         // The lock is released when `lock` is closed.
         Ok((
-            out,
             entries,
             Stamp {
                 generation: Some(next),
@@ -233,6 +226,33 @@ impl Disk {
     }
 }
 
+impl Store for Disk {
+    fn describe(&self) -> String {
+        self.path.display().to_string()
+    }
+
+    fn path(&self) -> Option<&Path> {
+        Some(&self.path)
+    }
+
+    fn unchanged_since(&self, seen: &super::Stamp) -> bool {
+        match seen.0 {
+            Kind::Disk(stamp) => self.unchanged(&stamp),
+            Kind::Version(_) => false,
+        }
+    }
+
+    fn read(&self) -> Result<(Vec<SavedApproval>, super::Stamp), ApprovalsError> {
+        let (entries, stamp) = self.read_stamped()?;
+        Ok((entries, super::Stamp(Kind::Disk(stamp))))
+    }
+
+    fn change(&self, f: Change<'_>) -> Result<(Vec<SavedApproval>, super::Stamp), ApprovalsError> {
+        let (entries, stamp) = self.change_locked(f)?;
+        Ok((entries, super::Stamp(Kind::Disk(stamp))))
+    }
+}
+
 fn read_generation(lock: &mut File) -> Option<u64> {
     let mut text = [0u8; GENERATION_DIGITS];
     lock.seek(SeekFrom::Start(0)).ok()?;
@@ -254,8 +274,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let disk = Disk::new(dir.path().join("a.json"));
         std::fs::write(&disk.lock_path, format!("{:020}", 7)).unwrap();
-        let ((), _, stamp) = disk
-            .change(|entries| {
+        let (_, stamp) = disk
+            .change(&mut |entries| {
                 entries.clear();
                 Ok(())
             })

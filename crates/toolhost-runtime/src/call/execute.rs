@@ -199,6 +199,7 @@ async fn run(
 /// of what it returned as a plugin's.
 pub(crate) async fn from_source(
     source: &dyn ToolSource,
+    gate: &crate::gate::Gate,
     call: &Call<'_>,
     args: &serde_json::Value,
 ) -> Result<ToolResult, CallError> {
@@ -228,6 +229,7 @@ pub(crate) async fn from_source(
         progress,
         max_output_bytes: limits.max_output_bytes,
         extensions: &cx.extensions,
+        approver: cx.approver_or(gate).cloned(),
     };
     let outcome = tokio::time::timeout(limits.timeout, async {
         let _permit = plugin

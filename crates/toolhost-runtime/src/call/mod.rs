@@ -26,6 +26,9 @@
 //! A plugin that the operator lets call tools (contract 0.4.0) calls them
 //! through these very steps, as its caller (`nested.rs`).
 //!
+//! A read of a tool source's resource or a get of its prompt (`access.rs`)
+//! takes the same steps; only its lookup differs.
+//!
 //! `explain.rs` takes a call through lookup, validation, the path and the
 //! policy without running it (`Runtime::explain`), with these very steps.
 //!
@@ -38,6 +41,7 @@
 //! [`Runtime::watch_calls`](crate::Runtime::watch_calls)), the call's
 //! start, each step's time and the outcome go there.
 
+pub(crate) mod access;
 pub(crate) mod admit;
 pub(crate) mod cached;
 pub(crate) mod conclude;
@@ -254,13 +258,28 @@ pub(crate) struct Target<'a> {
     pub plugin: Arc<Plugin>,
     /// The tool's index in `plugin.tools`.
     pub index: usize,
+    /// For an access (`access.rs`): the unlisted tool it is aimed at,
+    /// instead of `plugin.tools[index]`.
+    pub access: Option<&'static Tool>,
 }
 
 impl Target<'_> {
     /// The tool's loaded spec (schemas and validators).
     pub(crate) fn spec(&self) -> &Tool {
-        &self.plugin.tools[self.index]
+        match self.access {
+            Some(tool) => tool,
+            None => &self.plugin.tools[self.index],
+        }
     }
+}
+
+/// How a call finds what answers it (step 1).
+#[derive(Clone, Copy)]
+pub(crate) enum Lookup<'a> {
+    /// A tool by the name it is listed under.
+    Tool,
+    /// An access to the tool source of this name (`access.rs`).
+    Access(&'a str, &'static Tool),
 }
 
 /// One call on its way through the steps.
@@ -316,6 +335,7 @@ impl<'a> Call<'a> {
                 tool,
                 plugin: plugin.clone(),
                 index: *index,
+                access: None,
             },
             cx,
             id: named.id,
@@ -324,6 +344,49 @@ impl<'a> Call<'a> {
             span: tracing::Span::current(),
             watch,
             parts: parts.me.clone(),
+        };
+        trace::resolved(&call);
+        watch::resolved(&call);
+        Ok(call)
+    }
+
+    /// Step 1 of an access (`access.rs`): the tool source named `source`,
+    /// when it is loaded and the caller may see it; not-found otherwise
+    /// (naming no source the caller cannot see).
+    pub(crate) fn resolve_access(
+        parts: &Parts,
+        source: &str,
+        spec: &'static Tool,
+        named: Named<'_>,
+        cx: &'a CallContext,
+        watch: Option<&'a watch::Recorder>,
+    ) -> Result<Self, CallError> {
+        let registry = parts.catalog.registry();
+        let plugin = registry
+            .plugins
+            .iter()
+            .find(|p| p.name == source && p.source().is_some())
+            .cloned();
+        let Some(plugin) = plugin else {
+            return Err(CallError::NotFound {
+                name: format!("{}:{}", crate::shown_name(source), named.tool),
+                suggestions: Vec::new(),
+                available: Vec::new(),
+                unavailable: None,
+            });
+        };
+        let call = Call {
+            target: Target {
+                tool: &spec.name,
+                plugin,
+                index: 0,
+                access: Some(spec),
+            },
+            cx,
+            id: named.id,
+            hops: std::sync::OnceLock::new(),
+            span: tracing::Span::current(),
+            watch,
         };
         trace::resolved(&call);
         watch::resolved(&call);
@@ -367,10 +430,39 @@ pub(crate) async fn run(
     args: Value,
     cx: &CallContext,
 ) -> Result<ToolResult, CallError> {
+    run_looked_up(parts, tool, Lookup::Tool, args, cx).await
+}
+
+/// An access to tool source `source` (`access.rs`) through every step,
+/// as [`run`].
+pub(crate) async fn run_access(
+    parts: &Parts,
+    source: &str,
+    access: &access::Access,
+    cx: &CallContext,
+) -> Result<ToolResult, CallError> {
+    let spec = access::tool_of(access);
+    run_looked_up(
+        parts,
+        &spec.name,
+        Lookup::Access(source, spec),
+        access.args(),
+        cx,
+    )
+    .await
+}
+
+async fn run_looked_up(
+    parts: &Parts,
+    tool: &str,
+    lookup: Lookup<'_>,
+    args: Value,
+    cx: &CallContext,
+) -> Result<ToolResult, CallError> {
     let named = Named::of(tool, cx, |given| parts.call_id(given));
     let span = trace::call_span(&named, cx);
     let recorder = watch::start(&parts.feed, &named, cx);
-    let result = steps(parts, tool, named, args, cx, recorder.as_ref())
+    let result = steps(parts, tool, lookup, named, args, cx, recorder.as_ref())
         .instrument(span.clone())
         .await;
     trace::finished(&span, &result);
@@ -381,12 +473,18 @@ pub(crate) async fn run(
 async fn steps(
     parts: &Parts,
     tool: &str,
+    lookup: Lookup<'_>,
     named: Named<'_>,
     args: Value,
     cx: &CallContext,
     recorder: Option<&watch::Recorder>,
 ) -> Result<ToolResult, CallError> {
-    let call = Call::resolve(parts, tool, named, cx, recorder)?;
+    let call = match lookup {
+        Lookup::Tool => Call::resolve(parts, tool, named, cx, recorder)?,
+        Lookup::Access(source, spec) => {
+            Call::resolve_access(parts, source, spec, named, cx, recorder)?
+        }
+    };
     let admitted = match timed_admit(&parts.gate, &call, args).await {
         Ok(admitted) => admitted,
         Err(refused) => return timed_refusal(&parts.gate, &call, refused).await,
@@ -398,7 +496,9 @@ async fn steps(
         &admitted.args,
         &admitted.args_text,
         async || match call.target.plugin.source() {
-            Some(source) => execute::from_source(source.as_ref(), &call, &admitted.args).await,
+            Some(source) => {
+                execute::from_source(source.as_ref(), &parts.gate, &call, &admitted.args).await
+            }
             None => execute::fresh(&parts.pool, &call, &admitted).await,
         },
     )

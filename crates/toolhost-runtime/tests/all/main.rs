@@ -13,6 +13,7 @@ mod permissions;
 mod result_cache;
 mod runtime;
 mod soak;
+mod source_access;
 mod source_content;
 mod trust;
 mod watch;

@@ -865,3 +865,63 @@ async fn a_path_that_is_neither_file_nor_directory_is_refused_before_anyone_is_a
     assert_eq!(err.kind(), ErrorKind::PermissionDenied, "{err}");
     assert!(err.to_string().contains("neither a regular file"), "{err}");
 }
+
+/// Two runtimes whose saved approvals are one PostgreSQL store, as two
+/// replicas of one gate behind a load balancer.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_allow_always_given_on_one_replica_answers_on_another_and_a_revocation_on_either_holds_on_both()
+ {
+    let db = toolhost_test_support::postgres::Postgres::start();
+    let replica = |approver: Option<Arc<Scripted>>| {
+        let store = toolhost_state::PostgresApprovals::connect(&db.url(), "gate").unwrap();
+        let mut b = builder()
+            .policy(ask_calculate())
+            .approvals_store(Arc::new(store));
+        if let Some(a) = approver {
+            b = b.approver(a);
+        }
+        b.build()
+    };
+    let approver = Scripted::calls(vec![
+        CallApproval::AllowAlways,
+        CallApproval::Deny { message: None },
+    ]);
+    let one = replica(Some(approver.clone())).await.unwrap();
+    // The other has nobody to ask: what is not approved is denied.
+    let other = replica(None).await.unwrap();
+    assert_eq!(
+        calc(&other, "1+1").await.unwrap_err().kind(),
+        ErrorKind::PermissionDenied
+    );
+    assert_eq!(calc(&one, "1+1").await.unwrap(), "2");
+    assert_eq!(approver.asked.load(Ordering::SeqCst), 1);
+    // The other replica reads the new approval at its next lookup after
+    // the database's notification (milliseconds; the poll is the bound).
+    let mut ran = false;
+    for _ in 0..200 {
+        if calc(&other, "1+1").await.is_ok() {
+            ran = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(
+        ran,
+        "the approval given on one replica never answered on the other"
+    );
+    let id = other.approvals().list().unwrap()[0].id.clone();
+    assert!(other.approvals().revoke(&id).unwrap());
+    let mut held = false;
+    for _ in 0..200 {
+        if calc(&one, "1+1").await.is_err() {
+            held = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(
+        held,
+        "a revocation on one replica did not hold on the other"
+    );
+    assert_eq!(approver.asked.load(Ordering::SeqCst), 2, "asked again");
+}

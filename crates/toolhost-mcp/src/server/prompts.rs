@@ -1,0 +1,189 @@
+//! Prompts of the upstream MCP servers, served to the gateway's clients
+//! (`prompts/list`, `prompts/get`), and `completion/complete` for their
+//! prompts and resource templates.
+//!
+//! A prompt is named as the server's tools are (its prefix, `NAME__`, or
+//! none); a client is listed only the prompts its profile may get
+//! ([`Runtime::may_access`](toolhost_runtime::Runtime::may_access):
+//! `prompt = "..."` rules on the name as listed), and a get goes through
+//! the runtime's steps as a call of `prompts/get` from that server
+//! ([`Runtime::access`](toolhost_runtime::Runtime::access)): policy,
+//! hooks, approval, limits, the after-hooks and the audit. A prompt it may
+//! not get is, for it, not there (-32602, as for an unknown name), and
+//! so is completion for it. Completion for a resource template is
+//! answered when the caller may read the template.
+
+use std::sync::Arc;
+
+use rmcp::ErrorData as McpError;
+use rmcp::model::{
+    CompleteRequestParams, CompleteResult, GetPromptResult, ListPromptsResult, Reference,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use serde_json::{Map, Value};
+use toolhost_runtime::{Access, ToolSource};
+
+use super::McpServer;
+use super::upstream::sources;
+use crate::client::McpSource;
+
+fn not_found(name: &str) -> McpError {
+    McpError::invalid_params(
+        format!("Prompt {} not found", toolhost_text::line(name, 200)),
+        None,
+    )
+}
+
+fn offers_resources(source: &McpSource) -> bool {
+    source.capabilities().is_some_and(|c| c.resources.is_some())
+}
+
+fn offers_prompts(source: &McpSource) -> bool {
+    source.capabilities().is_some_and(|c| c.prompts.is_some())
+}
+
+fn prompt_access(name: &str, arguments: Map<String, Value>) -> Access {
+    Access::Prompt {
+        name: name.to_owned(),
+        arguments,
+    }
+}
+
+impl McpServer {
+    pub(super) async fn prompts(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        let agent = self.agent(context);
+        let mut all = Vec::new();
+        let offering: Vec<Arc<McpSource>> = sources(&self.runtime)
+            .into_iter()
+            .filter(|s| offers_prompts(s))
+            .collect();
+        if offering.is_empty() {
+            return Err(McpError::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                "prompts/list",
+                None,
+            ));
+        }
+        for source in &offering {
+            match source.prompts().await {
+                Ok(listed) => all.extend(listed.into_iter().filter(|p| {
+                    self.runtime.may_access(
+                        source.name(),
+                        &prompt_access(&p.name, Map::new()),
+                        agent.as_deref(),
+                        None,
+                    )
+                })),
+                Err(e) => {
+                    tracing::warn!(server = %source.name(), "prompts/list failed: {}", e.message);
+                }
+            }
+        }
+        Ok(ListPromptsResult::with_all_items(all))
+    }
+
+    /// The server whose prompt `name` is (the longest prefix that fits),
+    /// when the caller may get it.
+    fn prompt_source(
+        &self,
+        name: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Arc<McpSource>, McpError> {
+        let source = sources(&self.runtime)
+            .into_iter()
+            .filter(|s| offers_prompts(s) && s.declared_prompt(name).is_some())
+            .max_by_key(|s| s.prefix().len())
+            .ok_or_else(|| not_found(name))?;
+        let agent = self.agent(context);
+        if !self.runtime.may_access(
+            source.name(),
+            &prompt_access(name, Map::new()),
+            agent.as_deref(),
+            None,
+        ) {
+            return Err(not_found(name));
+        }
+        Ok(source)
+    }
+
+    pub(super) async fn prompt(
+        &self,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<GetPromptResult, McpError> {
+        let source = self.prompt_source(name, context)?;
+        let result = self
+            .run_access(
+                &source,
+                &prompt_access(name, arguments.unwrap_or_default()),
+                context,
+            )
+            .await?;
+        // The result as the server sent it (or as an after-hook made it),
+        // each message's block as the hooks left it.
+        let mut prompt: GetPromptResult = result
+            .structured
+            .and_then(|s| serde_json::from_value(s).ok())
+            .ok_or_else(|| McpError::internal_error("the prompt's result is not a prompt", None))?;
+        if result.content.len() == prompt.messages.len() {
+            for (message, block) in prompt.messages.iter_mut().zip(result.content) {
+                if let Some(block) = serde_json::to_value(block)
+                    .ok()
+                    .and_then(|b| serde_json::from_value(b).ok())
+                {
+                    message.content = block;
+                }
+            }
+        }
+        Ok(prompt)
+    }
+
+    pub(super) async fn complete_for(
+        &self,
+        params: CompleteRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        let source = match &params.r#ref {
+            Reference::Prompt(prompt) => self.prompt_source(&prompt.name, context)?,
+            Reference::Resource(template) => {
+                let agent = self.agent(context);
+                let all = sources(&self.runtime);
+                for s in all.iter().filter(|s| offers_resources(s)) {
+                    let _ = s.resource_templates().await;
+                }
+                all.into_iter()
+                    .find(|s| {
+                        s.lists_template(&template.uri)
+                            && self.runtime.may_access(
+                                s.name(),
+                                &Access::Resource {
+                                    uri: template.uri.clone(),
+                                },
+                                agent.as_deref(),
+                                None,
+                            )
+                    })
+                    .ok_or_else(|| {
+                        McpError::invalid_params(
+                            format!(
+                                "Resource template {} not found",
+                                toolhost_text::line(&template.uri, 200)
+                            ),
+                            None,
+                        )
+                    })?
+            }
+            _ => {
+                return Err(McpError::invalid_params(
+                    "completion for this kind of reference is not offered",
+                    None,
+                ));
+            }
+        };
+        source.complete(params).await
+    }
+}
