@@ -387,6 +387,7 @@ impl<'a> Call<'a> {
             hops: std::sync::OnceLock::new(),
             span: tracing::Span::current(),
             watch,
+            parts: parts.me.clone(),
         };
         trace::resolved(&call);
         watch::resolved(&call);
