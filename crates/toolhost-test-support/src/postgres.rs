@@ -91,8 +91,7 @@ impl Postgres {
             .expect("a temporary directory");
         // Whether we are root: the owner of a directory we just made.
         let root = std::fs::metadata(dir.path())
-            .map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
-            .unwrap_or(false);
+            .is_ok_and(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0);
         let as_postgres = root.then(postgres_user);
         if as_postgres.is_some() {
             let status = Command::new("chown")

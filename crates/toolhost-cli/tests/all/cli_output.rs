@@ -151,7 +151,7 @@ fn an_unknown_tool_is_a_sentence_then_the_list() {
     assert_eq!(o.status.code(), Some(3));
     let err = stderr(&o);
     assert!(
-        err.contains("no tool named `no_such_tool`. Available tools: calculate"),
+        err.contains("no tool named `no_such_tool`. Available tools: bar_chart, calculate"),
         "{err}"
     );
 }

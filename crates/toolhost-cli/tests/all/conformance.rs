@@ -46,7 +46,8 @@ fn gateway(dir: &std::path::Path, policy: &str) -> (crate::mcp::Served, conforma
     std::fs::write(
         &config,
         format!(
-            "[[mcp-servers]]\nname = \"everything\"\nurl = \"{}\"\nprefix = \"\"\n",
+            "[[mcp-servers]]\nname = \"everything\"\nurl = \"{}\"\nprefix = \"\"\n\
+             sampling = \"allow\"\n",
             reference.url
         ),
     )
@@ -72,43 +73,41 @@ fn gateway(dir: &std::path::Path, policy: &str) -> (crate::mcp::Served, conforma
     (served, reference)
 }
 
-/// Runs every server scenario of the suite against `url`; the outcomes
-/// that failed.
+/// Runs every server scenario of the suite against `url` but [`OPEN`];
+/// the outcomes that failed.
 fn failing_scenarios(url: &str) -> Vec<conformance::Outcome> {
     conformance::SERVER_SCENARIOS
         .iter()
+        .filter(|scenario| !OPEN.contains(scenario))
         .map(|scenario| conformance::server(url, scenario))
         .filter(|outcome| !outcome.passed())
         .collect()
 }
 
-/// The scenarios that need what another branch builds (issue 45 items 4
-/// sampling and elicitation forwarded from upstream servers); they are
-/// reported, not required, here.
-const ELSEWHERE: [&str; 4] = [
-    "tools-call-sampling",
-    "tools-call-elicitation",
-    "elicitation-sep1034-defaults",
-    "elicitation-sep1330-enums",
-];
+/// Scenarios not yet passing in this run, with why (issue 45 stays open
+/// for them): `elicitation-sep1330-enums` passes against a fresh `host
+/// serve`, but after the other scenarios in the same server the
+/// elicitation is not forwarded to the suite's client. One cause was
+/// found and mended (`server/downstream.rs` sends from a task of its own,
+/// so rmcp no longer stamps the request with the upstream request's id and
+/// it rides its call's stream); the failure after the other scenarios
+/// remains (suspect: a call left in flight by an earlier scenario, so the
+/// request is "one of several" and refused).
+const OPEN: [&str; 1] = ["elicitation-sep1330-enums"];
 
 #[test]
 fn host_serve_in_front_of_the_reference_server_passes_the_suites_server_scenarios() {
     let dir = tempfile::tempdir().unwrap();
     let (served, _reference) = gateway(dir.path(), "default = \"allow\"\n");
     let url = format!("{}/mcp", served.base);
+    // Every one, sampling and elicitation included (the client the suite
+    // runs can sample: `sampling = "allow"` passes its requests on).
     let failed = failing_scenarios(&url);
-    let (elsewhere, here): (Vec<_>, Vec<_>) = failed
-        .iter()
-        .partition(|o| ELSEWHERE.contains(&o.scenario.as_str()));
-    eprintln!(
-        "scenarios left to other work: {:?}",
-        elsewhere.iter().map(|o| &o.scenario).collect::<Vec<_>>()
-    );
     assert!(
-        here.is_empty(),
+        failed.is_empty(),
         "{}",
-        here.iter()
+        failed
+            .iter()
             .map(ToString::to_string)
             .collect::<Vec<_>>()
             .join("\n")
@@ -284,10 +283,7 @@ fn a_denied_tool_resource_and_prompt_of_the_reference_server_are_neither_listed_
     ];
     let unexpected: Vec<String> = failing_scenarios(&url)
         .into_iter()
-        .filter(|o| {
-            !ELSEWHERE.contains(&o.scenario.as_str())
-                && !reaching_the_denied.contains(&o.scenario.as_str())
-        })
+        .filter(|o| !reaching_the_denied.contains(&o.scenario.as_str()))
         .map(|o| o.to_string())
         .collect();
     assert!(unexpected.is_empty(), "{}", unexpected.join("\n"));

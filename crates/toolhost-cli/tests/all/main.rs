@@ -18,6 +18,7 @@ mod explain;
 mod interrupted_writes;
 mod languages;
 mod mcp;
+mod mcp_client_scenarios;
 mod mcp_elicitation;
 mod mcp_gateway;
 mod mcp_oauth;

@@ -113,15 +113,36 @@ impl Downstream {
         }
     }
 
+    /// Sends `request` from a task of its own: rmcp stamps a request sent
+    /// while a handler runs with the request that handler answers (a
+    /// task-local, which does not cross `tokio::spawn`), and here that is
+    /// the upstream server's request, of another session; sent from the
+    /// handler's task, the request lost its call's stream and went to the
+    /// standalone one, which a client may not have open. The task is
+    /// aborted when the caller stops waiting.
     async fn send(
         &self,
         request: ServerRequest,
         timeout: Duration,
     ) -> Result<ClientResult, ServiceError> {
-        self.peer
-            .send_request_with_option(request, PeerRequestOptions::with_timeout(timeout))
-            .await?
-            .await_response()
-            .await
+        struct AbortOnDrop(tokio::task::AbortHandle);
+        impl Drop for AbortOnDrop {
+            fn drop(&mut self) {
+                self.0.abort();
+            }
+        }
+        let peer = self.peer.clone();
+        let task = tokio::spawn(async move {
+            peer.send_request_with_option(request, PeerRequestOptions::with_timeout(timeout))
+                .await?
+                .await_response()
+                .await
+        });
+        let _abort = AbortOnDrop(task.abort_handle());
+        task.await.unwrap_or_else(|e| {
+            Err(ServiceError::Cancelled {
+                reason: Some(e.to_string()),
+            })
+        })
     }
 }

@@ -73,14 +73,22 @@ async fn primed(request: Request, max_body: usize) -> (bool, Request) {
         // Too large (or broken): rmcp refuses it the same way.
         return (false, Request::from_parts(parts, Body::empty()));
     };
-    let asked = serde_json::from_slice::<serde_json::Value>(&bytes)
+    // Only the two fields it needs: the rest of the message (a call's
+    // arguments) is skipped, not built into a `Value`.
+    #[derive(serde::Deserialize)]
+    struct Message {
+        method: Option<String>,
+        params: Option<Params>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Params {
+        #[serde(rename = "protocolVersion")]
+        protocol_version: Option<String>,
+    }
+    let asked = serde_json::from_slice::<Message>(&bytes)
         .ok()
-        .filter(|m| m.get("method").and_then(|m| m.as_str()) == Some("initialize"))
-        .and_then(|m| {
-            m.pointer("/params/protocolVersion")
-                .and_then(|v| v.as_str())
-                .map(str::to_owned)
-        });
+        .filter(|m| m.method.as_deref() == Some("initialize"))
+        .and_then(|m| m.params?.protocol_version);
     let primed = asked.is_some_and(|v| v.as_str() >= PRIMED.as_str());
     (primed, Request::from_parts(parts, Body::from(bytes)))
 }

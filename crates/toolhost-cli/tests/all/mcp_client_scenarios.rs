@@ -1,0 +1,45 @@
+//! toolhost as an MCP client, checked by the official conformance suite's
+//! client scenarios: `host` connects to the suite's test server (its URL
+//! appended to the command) as an `[[mcp-servers]]` entry, and lists or
+//! calls its tools. The sign-in scenarios (`auth/*`) are in
+//! `mcp_oauth.rs`, elicitation in `mcp_elicitation.rs`.
+//!
+//! The suite's `initialize` scenario is not here: 0.1.16 expects a client
+//! to offer 2025-11-25, and toolhost's client offers the newest revision
+//! it speaks, 2026-07-28, as the spec asks (the scenario's only failed
+//! check is that version).
+
+use std::path::Path;
+
+use crate::support::*;
+
+/// The client command for the suite, in `dir`: `host ARGS` with the
+/// server whose URL the suite appends configured as `up`.
+fn client_command(dir: &Path, args: &str) -> String {
+    let d = dir.display();
+    let script = format!(
+        r#"#!/bin/sh
+# toolhost's `host` as the conformance suite's client; $1: the server's URL.
+unset RUST_LOG TOOLHOST_CONFIG TOOLHOST_POLICY
+export TOOLHOST_CACHE_DIR="{d}/cache" TOOLHOST_LOCK="{d}/lock" TOOLHOST_OAUTH_DIR="{d}/oauth"
+printf '[[mcp-servers]]\nname = "up"\nurl = "%s"\n' "$1" > "{d}/host.toml"
+exec "{host}" --config "{d}/host.toml" --no-watch {args}
+"#,
+        host = env!("CARGO_BIN_EXE_host"),
+    );
+    let path = dir.join("client.sh");
+    std::fs::write(&path, script).unwrap();
+    format!("sh {}", path.display())
+}
+
+#[test]
+fn host_as_a_client_passes_the_suites_tools_call_and_sse_retry_scenarios() {
+    for (scenario, args) in [
+        ("tools_call", r#"call up__add_numbers '{"a": 2, "b": 3}'"#),
+        ("sse-retry", "call up__test_reconnection '{}'"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let outcome = conformance::client(&client_command(dir.path(), args), scenario);
+        assert!(outcome.passed(), "{scenario}: {outcome}");
+    }
+}
