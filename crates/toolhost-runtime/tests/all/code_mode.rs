@@ -343,6 +343,36 @@ async fn many_programs_at_once_do_not_deadlock_a_small_pool() {
     }
 }
 
+/// What the runner's own unit tests prove natively (they are left out of
+/// `cargo xtask test`, whose native build of the engine costs minutes),
+/// proved here through the wasm the host runs.
+#[tokio::test]
+async fn a_program_in_modern_javascript_prints_then_returns() {
+    let scene = fs_scene();
+    let rt = granted(builder(), &scene, &["*"]).build().await.unwrap();
+    let out = run(
+        &rt,
+        "const { a, b: [x, ...rest] } = { a: 1, b: [2, 3, 4] };\n\
+         const f = async (n) => n * 2;\n\
+         const doubled = await Promise.all(rest.map(f));\n\
+         class P { #n = 5; get n() { return this.#n; } }\n\
+         const m = new Map([[`k${a}`, new P().n]]);\n\
+         console.log('one', 2, { three: 3 });\n\
+         return { a, x, doubled, m: m.get('k1'), text: JSON.stringify({ ok: true }) };",
+        CallContext::new(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        out,
+        "one 2 {\"three\":3}\n{\"a\":1,\"x\":2,\"doubled\":[6,8],\"m\":5,\"text\":\"{\\\"ok\\\":true}\"}"
+    );
+    let out = run(&rt, "console.log('only printed');", CallContext::new())
+        .await
+        .unwrap();
+    assert_eq!(out, "only printed");
+}
+
 #[tokio::test]
 async fn an_error_names_the_programs_line_and_the_call_that_failed() {
     let scene = fs_scene();

@@ -244,7 +244,7 @@ fn tool_json(tool: &toolhost_sdk::tools::ToolInfo) -> Value {
     json!({
         "name": tool.name,
         "description": tool.description,
-        "declaration": crate::declarations::function(tool).trim(),
+        "declaration": code_declarations::function(tool).trim(),
     })
 }
 

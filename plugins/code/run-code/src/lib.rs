@@ -13,7 +13,6 @@
 //! whoever called `run_code` (contract 0.4.0's `tools` import; the operator
 //! grants it with `call-tools = [...]`).
 
-mod declarations;
 mod engine;
 
 use toolhost_sdk::prelude::*;
@@ -69,7 +68,7 @@ fn code_api(_cx: &Context, args: CodeApi) -> Result<Output, ToolError> {
         Some(q) if !q.is_empty() => toolhost_sdk::tools::search(q, 20),
         _ => toolhost_sdk::tools::list(),
     };
-    Ok(Output::new(declarations::declarations(&tools)))
+    Ok(Output::new(code_declarations::declarations(&tools)))
 }
 
 toolhost_sdk::plugin! {

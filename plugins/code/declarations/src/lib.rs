@@ -15,6 +15,24 @@ pub const MAX_ENUM: usize = 20;
 
 /// The declarations of `tools`: one `declare namespace tools` block with a
 /// doc-commented function per tool.
+///
+/// ```
+/// use serde_json::json;
+/// use toolhost_sdk::tools::ToolInfo;
+///
+/// let add = ToolInfo {
+///     name: "add".into(),
+///     description: "Adds two numbers.".into(),
+///     input_schema: json!({"type": "object", "required": ["a", "b"],
+///         "properties": {"a": {"type": "number"}, "b": {"type": "number"}}}),
+///     output_schema: None,
+///     read_only: true,
+/// };
+/// let text = code_declarations::declarations(&[add]);
+/// assert!(text.starts_with("declare namespace tools {"));
+/// assert!(text.contains("function add(args: {"));
+/// assert!(text.contains("}): Promise<string>;"));
+/// ```
 pub fn declarations(tools: &[ToolInfo]) -> String {
     let mut out = String::from("declare namespace tools {\n");
     for tool in tools {
