@@ -52,6 +52,9 @@ use crate::args::Global;
 /// temperature = 1.1
 /// [[request-hooks]]
 /// command = ["./hooks/params.sh"]
+/// [code]                                  # code mode (docs/guide/code-mode.md)
+/// mode = "on"
+/// runner = "target/code"
 /// [oauth]                                 # host serve: OAuth access tokens
 /// issuer = "https://login.example.com"
 /// resource = "https://tools.example.com/mcp"
@@ -133,6 +136,9 @@ pub struct ConfigFile {
     /// approvals in PostgreSQL instead of the file beside the lock file.
     #[serde(default)]
     pub state: Option<StateConfig>,
+    /// Code mode (`[code]`; `--code-mode` wins over its `mode`).
+    #[serde(default)]
+    pub code: crate::code_mode::CodeConfig,
 }
 
 /// The `[state]` table: the database that replicas share.
@@ -688,6 +694,11 @@ pub fn builder(
             .cloned()
             .collect(),
     };
+    let mut paths = paths;
+    if only.is_none() {
+        let mode = file.code.mode(global.code_mode);
+        file.code.wire(mode, &mut paths, &mut settings);
+    }
     for p in paths {
         builder = builder.plugin_dir(p);
     }
