@@ -1,8 +1,9 @@
 //! Code mode from the command line (`--code-mode on`, `[code]` in the
 //! config file): the program runner (`target/code/`, built by `cargo xtask
-//! plugins`) loaded beside the example plugins and granted the tools;
-//! `host call run_code` and an MCP client of `host mcp` (the MCP Python
-//! SDK) run a program whose calls pass the gate.
+//! plugins`) loaded beside the example plugins and granted the tools. The
+//! agent loop (`host run` against the fake model server), `host call run_code`
+//! and MCP clients (the MCP Python SDK) of `host mcp` and `host serve` run a
+//! program whose calls pass the gate.
 
 use std::process::Output;
 
@@ -173,4 +174,95 @@ fn an_mcp_client_runs_a_program_that_calls_two_plugins_through_host_mcp() {
 
 fn toml_string(path: &std::path::Path) -> String {
     toml::Value::String(path.display().to_string()).to_string()
+}
+
+#[test]
+fn the_agent_loop_offers_the_program_tools_and_the_model_runs_one_program() {
+    let program = json!({ "code": PROGRAM }).to_string();
+    let server = ModelServer::start(move |n, _| match n {
+        0 => openai_tool_call("c1", "run_code", &program),
+        _ => openai_text("42, and three words."),
+    });
+    let base = format!("http://127.0.0.1:{}/v1", server.port);
+    let o = host(&root().join("target/test-cache"))
+        .env("TEST_MODEL_KEY", "test-key")
+        .arg("--plugins")
+        .arg(plugins_dir())
+        .arg("--plugins")
+        .arg(runner_dir())
+        .args([
+            "--code-mode",
+            "on",
+            "--provider",
+            "openai",
+            "--base-url",
+            &base,
+            "--api-key-env",
+            "TEST_MODEL_KEY",
+            "--model",
+            "test-model",
+            "run",
+            "What is 6*7, and how many words are in 'one two three'?",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let bodies = server.bodies();
+    assert_eq!(bodies.len(), 2, "{bodies:#?}");
+    let offered: Vec<&str> = bodies[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert!(
+        offered.contains(&"run_code") && offered.contains(&"code_api"),
+        "{offered:?}"
+    );
+    let result = bodies[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "tool")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    assert!(result.contains(ANSWER), "{result}");
+}
+
+#[test]
+fn an_mcp_client_of_host_serve_runs_a_program() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = plugins_dir().display().to_string();
+    let runner = runner_dir().display().to_string();
+    let served = crate::mcp::serve(&crate::mcp::host_args(
+        dir.path(),
+        &[
+            "--plugins",
+            &plugins,
+            "--plugins",
+            &runner,
+            "--code-mode",
+            "on",
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+        ],
+    ));
+    let url = format!("{}/mcp", served.base);
+    let report = crate::mcp::client(
+        "gateway",
+        &[
+            "--url",
+            &url,
+            "--call",
+            "run_code",
+            &json!({ "code": PROGRAM }).to_string(),
+        ],
+        &[],
+    );
+    let ran = &report["calls"]["run_code"];
+    assert_eq!(ran["is_error"], false, "{ran}");
+    assert_eq!(ran["text"], ANSWER, "{ran}");
 }
