@@ -685,7 +685,7 @@ pub fn builder(
     } else if let Some(dir) = global.cache_dir.clone().or(file.cache_dir) {
         builder = builder.cache_dir(Some(dir));
     }
-    let paths: Vec<PathBuf> = match only {
+    let mut paths: Vec<PathBuf> = match only {
         Some(files) => files.to_vec(),
         None => file
             .plugins_dirs
@@ -694,7 +694,6 @@ pub fn builder(
             .cloned()
             .collect(),
     };
-    let mut paths = paths;
     if only.is_none() {
         let mode = file.code.mode(global.code_mode);
         file.code.wire(mode, &mut paths, &mut settings);

@@ -78,6 +78,9 @@ toolhost_sdk::plugin! {
     ]
 }
 
+// Run by hand (`cargo test -p toolhost-plugin-run-code` in `plugins/`), not
+// by `cargo xtask test`: a native build of Boa costs minutes there, and the
+// runtime's `code_mode` tests prove the same through the built wasm.
 #[cfg(test)]
 mod tests {
     use super::*;
