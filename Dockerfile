@@ -1,16 +1,31 @@
 # toolhost as an MCP server over Streamable HTTP.
 #
-#   docker build -t toolhost .
-#   docker run -p 8080:8080 -e TOOLHOST_TOKEN=change-me \
+#   podman build -t toolhost .            (or docker build)
+#   podman run -p 8080:8080 -e TOOLHOST_TOKEN=change-me --read-only \
 #       -v "$PWD/my-plugins:/plugins:ro" -v toolhost-cache:/cache toolhost
 #
 # The image carries the example plugins in /plugins; mount your own
 # directory over it. /cache holds compiled plugins (keyed by content and
 # engine), so a restart or a second replica sharing the volume does not
-# recompile. Nothing here was built on the machine the project is developed
-# on (it has no Docker engine); see deploy/README.md.
+# recompile. It runs as uid 10001 and writes nothing outside /cache, so the
+# root file system can be read-only.
+#
+# Two ways to fill it:
+# - the default target compiles toolhost from this checkout in a Rust
+#   image (`BUILDER`);
+# - `--target prebuilt` copies what `cargo xtask image` put in
+#   `target/image/` (the `host` binary and the plugins), built on a
+#   machine with the same C library as `BASE`. The tests build the image
+#   this way, from a base image made with debootstrap from Debian's
+#   packages when no registry is reachable (docs/guide/deployment.md).
+#
+# `BASE` is the runtime's base image: Debian bookworm or anything with its
+# C library.
 
-FROM rust:1.95-bookworm AS build
+ARG BASE=debian:bookworm-slim
+ARG BUILDER=rust:1.95-bookworm
+
+FROM ${BUILDER} AS build
 WORKDIR /src
 COPY . .
 RUN rustup target add wasm32-wasip2 \
@@ -21,15 +36,16 @@ RUN rustup target add wasm32-wasip2 \
  && cp target/plugins/*.wasm /out/plugins/ \
  && (cp target/plugins/*.toml /out/plugins/ 2>/dev/null || true)
 
-FROM debian:bookworm-slim
-RUN apt-get update \
- && apt-get install -y --no-install-recommends ca-certificates \
- && rm -rf /var/lib/apt/lists/* \
+FROM ${BASE} AS runtime
+# CA certificates for plugins' HTTPS; a debootstrap base has them already.
+RUN if [ ! -s /etc/ssl/certs/ca-certificates.crt ]; then \
+      apt-get update \
+      && apt-get install -y --no-install-recommends ca-certificates \
+      && rm -rf /var/lib/apt/lists/*; \
+    fi \
  && useradd --system --uid 10001 --home-dir /nonexistent --shell /usr/sbin/nologin toolhost \
  && mkdir -p /cache /plugins \
  && chown toolhost /cache
-COPY --from=build /out/host /usr/local/bin/host
-COPY --from=build /out/plugins/ /plugins/
 USER 10001
 VOLUME ["/cache"]
 EXPOSE 8080
@@ -37,3 +53,11 @@ ENV TOOLHOST_CACHE_DIR=/cache \
     TOOLHOST_LOCK=/cache/toolhost.lock
 # A non-loopback address needs a token: set TOOLHOST_TOKEN.
 ENTRYPOINT ["host", "--plugins", "/plugins", "serve", "--listen", "0.0.0.0:8080", "--token-env", "TOOLHOST_TOKEN", "--stateless"]
+
+FROM runtime AS prebuilt
+COPY target/image/host /usr/local/bin/host
+COPY target/image/plugins/ /plugins/
+
+FROM runtime AS image
+COPY --from=build /out/host /usr/local/bin/host
+COPY --from=build /out/plugins/ /plugins/

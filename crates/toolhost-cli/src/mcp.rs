@@ -40,14 +40,23 @@ fn server(
         Ok(key) => Some(key.into_bytes()),
         Err(_) => None,
     };
+    // With the console, any `ask` sent to the operator waits there: in
+    // this process, or with `[state]` in the database replicas share.
+    let operator_queue = match (console, &file.state) {
+        (false, _) => None,
+        (true, None) => Some(OperatorQueue::new(QueueSettings::default())),
+        (true, Some(state)) => Some(OperatorQueue::with_store(
+            QueueSettings::default(),
+            state.queue()?,
+        )),
+    };
     Ok(McpServer::new(
         runtime,
         ServerOptions {
             agent: global.agent.clone(),
             state_key,
             asks,
-            // With the console, any `ask` sent to the operator waits there.
-            operator_queue: console.then(|| OperatorQueue::new(QueueSettings::default())),
+            operator_queue,
             // MCP clients may search on their own: the full list unless
             // search is on outright.
             tool_search: Some(crate::settings::tool_search(global, file))

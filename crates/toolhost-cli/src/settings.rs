@@ -61,7 +61,7 @@ use crate::args::Global;
 /// [[oauth.callers]]
 /// group = "sre"
 /// profile = "ops"
-/// [state]                                 # replicas: approvals in PostgreSQL
+/// [state]                                 # replicas: approvals and asks in PostgreSQL
 /// postgres-env = "TOOLHOST_STATE_URL"
 /// ```
 #[derive(Debug, Default, Deserialize)]
@@ -133,7 +133,8 @@ pub struct ConfigFile {
     #[serde(default)]
     pub oauth: Option<toolhost_mcp::OAuthOptions>,
     /// Where what replicas of one gate share is kept (`[state]`): saved
-    /// approvals in PostgreSQL instead of the file beside the lock file.
+    /// approvals in PostgreSQL instead of the file beside the lock file,
+    /// and the operator's queue of asks (with `--console`).
     #[serde(default)]
     pub state: Option<StateConfig>,
     /// Code mode (`[code]`; `--code-mode` wins over its `mode`).
@@ -158,8 +159,9 @@ pub struct StateConfig {
     /// The environment variable that holds the connection string.
     #[serde(default)]
     pub postgres_env: Option<String>,
-    /// The store's name: replicas of one gate share one; another gate in
-    /// the same database takes another.
+    /// The store's name: replicas of one gate share one (its approvals
+    /// and its operator's queue); another gate in the same database takes
+    /// another.
     #[serde(default)]
     pub store: Option<String>,
 }
@@ -169,7 +171,27 @@ impl StateConfig {
     pub fn approvals(
         &self,
     ) -> anyhow::Result<std::sync::Arc<dyn toolhost_runtime::policy::approvals::Store>> {
-        let url = match (&self.postgres, &self.postgres_env) {
+        let approvals = toolhost_state::PostgresApprovals::connect(&self.url()?, self.store())
+            .map_err(|e| anyhow::anyhow!("[state]: {e}"))?;
+        Ok(std::sync::Arc::new(approvals))
+    }
+
+    /// The operator's queue it names (connecting in the background):
+    /// every replica's console lists and answers the asks of all.
+    pub fn queue(
+        &self,
+    ) -> anyhow::Result<std::sync::Arc<dyn toolhost_runtime::operator::QueueStore>> {
+        let queue = toolhost_state::PostgresQueue::connect(&self.url()?, self.store())
+            .map_err(|e| anyhow::anyhow!("[state]: {e}"))?;
+        Ok(std::sync::Arc::new(queue))
+    }
+
+    fn store(&self) -> &str {
+        self.store.as_deref().unwrap_or("default")
+    }
+
+    fn url(&self) -> anyhow::Result<String> {
+        Ok(match (&self.postgres, &self.postgres_env) {
             (Some(url), None) => url.clone(),
             (None, Some(var)) => std::env::var(var).map_err(|_| {
                 anyhow::anyhow!(
@@ -183,11 +205,7 @@ impl StateConfig {
                 "[state] needs `postgres-env = \"VAR\"` (or `postgres = \"URL\"`): the \
                  database that replicas share"
             ),
-        };
-        let store = self.store.as_deref().unwrap_or("default");
-        let approvals = toolhost_state::PostgresApprovals::connect(&url, store)
-            .map_err(|e| anyhow::anyhow!("[state]: {e}"))?;
-        Ok(std::sync::Arc::new(approvals))
+        })
     }
 }
 
@@ -209,6 +227,10 @@ pub struct TelemetryConfig {
     /// they may hold arguments, results or secrets).
     #[serde(default)]
     pub plugin_output: bool,
+    /// Export each call's steps (validate, admit, policy, execute, queue,
+    /// sandbox, conclude) as child spans (off: a call is one span).
+    #[serde(default)]
+    pub steps: bool,
     /// What an MCP caller's `traceparent` does: `link` (the default: a
     /// link, the call's trace is the host's own) or `parent` (join the
     /// caller's trace, for callers the operator trusts).
@@ -229,6 +251,7 @@ impl TelemetryConfig {
                 .context("[telemetry] protocol")?,
             service_name: self.service_name.clone(),
             plugin_output: self.plugin_output,
+            steps: self.steps,
             caller_trace: self
                 .caller_trace
                 .as_deref()

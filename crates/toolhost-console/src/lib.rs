@@ -22,6 +22,11 @@
 //! The approvals queue it shows and answers is the runtime's
 //! ([`toolhost_runtime::operator`]): what sends an `ask` there (the MCP
 //! server) needs the queue, not this page.
+//! When replicas share the queue (a
+//! [`QueueStore`](toolhost_runtime::operator::QueueStore) such as
+//! `toolhost_state::PostgresQueue`), the page lists the asks of every
+//! replica, marks those held elsewhere or gone, and says so when the
+//! shared queue cannot be reached.
 //!
 //! Server-rendered HTML with a little plain JavaScript (`assets/`), served
 //! from the binary: no build step, nothing fetched from elsewhere, and a
@@ -52,7 +57,7 @@ use axum_extra::extract::cookie::CookieJar;
 use futures::Stream;
 use tokio::sync::broadcast;
 use toolhost_runtime::Runtime;
-use toolhost_runtime::operator::{Answer, OperatorQueue};
+use toolhost_runtime::operator::{Answer, OperatorQueue, QueueError};
 
 mod auth;
 mod feed;
@@ -192,6 +197,7 @@ async fn index(
         .as_ref()
         .map(OperatorQueue::pending)
         .unwrap_or_default();
+    let trouble = inner.queue.as_ref().and_then(OperatorQueue::trouble);
     let (calls, failures) = inner.recent.snapshot();
     html(
         StatusCode::OK,
@@ -200,6 +206,7 @@ async fn index(
             csrf: &session.csrf,
             queue: &pending,
             queue_on: inner.queue.is_some(),
+            queue_trouble: trouble.as_deref(),
             calls: &calls,
             failures: &failures,
         }),
@@ -267,6 +274,11 @@ async fn part(State(console): State<Console>, _: Session, Path(name): Path<Strin
                 .map(OperatorQueue::pending)
                 .unwrap_or_default(),
             inner.queue.is_some(),
+            inner
+                .queue
+                .as_ref()
+                .and_then(OperatorQueue::trouble)
+                .as_deref(),
         ),
         "saved" => page::saved(&inner.runtime),
         "calls" => page::calls(&inner.recent.snapshot().0),
@@ -295,8 +307,12 @@ async fn answer(
         )
             .into_response();
     };
-    match queue.answer(id, answer) {
+    match queue.answer(id, answer).await {
         Ok(()) => StatusCode::NO_CONTENT.into_response(),
+        Err(e @ QueueError::Gone(_)) => (StatusCode::GONE, format!("{e}\n")).into_response(),
+        Err(e @ QueueError::Unreachable(..)) => {
+            (StatusCode::SERVICE_UNAVAILABLE, format!("{e}\n")).into_response()
+        }
         Err(e) => (StatusCode::CONFLICT, format!("{e}\n")).into_response(),
     }
 }

@@ -7,7 +7,7 @@ use maud::{DOCTYPE, Markup, html};
 use toolhost_runtime::policy::approvals::{SavedApproval, Scope};
 use toolhost_runtime::{CallEvent, CallPhase, PluginInfo, Runtime};
 
-use toolhost_runtime::operator::{Asked, Pending};
+use toolhost_runtime::operator::{Asked, Pending, Place};
 
 /// Longest policy file shown.
 const MAX_POLICY_BYTES: u64 = 64 * 1024;
@@ -32,7 +32,7 @@ pub(crate) fn console(view: &View<'_>) -> Markup {
                     button #sign-out type="button" data-post="/console/logout" data-then="reload" { "Sign out" }
                 }
                 main {
-                    (queue(view.queue, view.queue_on))
+                    (queue(view.queue, view.queue_on, view.queue_trouble))
                     (calls(view.calls))
                     (failures(view.failures))
                     (tools(view.runtime))
@@ -52,6 +52,8 @@ pub(crate) struct View<'a> {
     pub(crate) queue: &'a [Pending],
     /// Whether any `ask` goes to the operator here.
     pub(crate) queue_on: bool,
+    /// Why the shared queue cannot be reached, when it cannot.
+    pub(crate) queue_trouble: Option<&'a str>,
     pub(crate) calls: &'a [std::sync::Arc<CallEvent>],
     pub(crate) failures: &'a [std::sync::Arc<CallEvent>],
 }
@@ -84,18 +86,23 @@ pub(crate) fn sign_in(failed: bool) -> Markup {
     }
 }
 
-/// The approvals queue.
-pub(crate) fn queue(pending: &[Pending], on: bool) -> Markup {
+/// The approvals queue: the calls waiting here and, when replicas share
+/// the queue, on the others (answered from here all the same), and those
+/// whose replica is gone (shown, not answerable).
+pub(crate) fn queue(pending: &[Pending], on: bool, trouble: Option<&str>) -> Markup {
     html! {
         section #queue {
             h2 { "Approvals waiting" span.count { (pending.len()) } }
+            @if let Some(why) = trouble {
+                p.trouble { "The shared queue cannot be reached (" (toolhost_text::line(why, 300)) "): only the calls waiting on this replica are shown, and they can be answered here only." }
+            }
             @if !on {
                 p.muted { "No ask goes to the operator here (ask = \"operator\" on a token, or host serve --asks operator)." }
             } @else if pending.is_empty() {
                 p.muted.empty { "Nothing waits for an approval." }
             }
             @for p in pending {
-                article.pending data-id=(p.id) {
+                article.pending data-id=(p.id) data-place=(place_name(p.place)) {
                     h3 {
                         @match p.question.asked {
                             Asked::Call => { "May " code { (p.question.tool) } " run?" }
@@ -134,7 +141,13 @@ pub(crate) fn queue(pending: &[Pending], on: bool) -> Markup {
                             dt { "why" } dd { (r) }
                         }
                         dt { "denied at" } dd.time data-ms=(p.deadline_ms) { (p.deadline_ms) }
+                        @match p.place {
+                            Place::Here => {}
+                            Place::Elsewhere => { dt { "held" } dd { "by another replica (an answer here reaches it)" } }
+                            Place::Gone => { dt { "held" } dd.gone { "by a replica that is gone (stopped, or cut off from the database): it cannot be answered" } }
+                        }
                     }
+                    @if p.place != Place::Gone {
                     div.actions {
                         button.allow type="button" data-post={ "/console/queue/" (p.id) } data-body="allow" data-then="queue" { "Allow once" }
                         @if p.question.offers_always() {
@@ -147,12 +160,21 @@ pub(crate) fn queue(pending: &[Pending], on: bool) -> Markup {
                         }
                         button.deny type="button" data-post={ "/console/queue/" (p.id) } data-body="deny" data-then="queue" { "Deny" }
                     }
+                    }
                     @if p.question.asked == Asked::Call && !p.question.offers_always() {
                         p.muted.no-always { "Some arguments are too long to show whole, so these arguments cannot be allowed always (nobody would have seen what that approves)." }
                     }
                 }
             }
         }
+    }
+}
+
+fn place_name(place: Place) -> &'static str {
+    match place {
+        Place::Here => "here",
+        Place::Elsewhere => "elsewhere",
+        Place::Gone => "gone",
     }
 }
 

@@ -95,6 +95,58 @@ fn main() {
         );
         load(path, CacheOptions::default(), ready)
     };
+    // `calculate` asked by policy and answered by a saved approval, from
+    // the file of one machine and from the PostgreSQL replicas share.
+    let postgres = toolhost_test_support::postgres::Postgres::start();
+    let approved = |store: toolhost_policy::approvals::Approvals,
+                    build: &dyn Fn(
+        toolhost_runtime::RuntimeBuilder,
+    ) -> toolhost_runtime::RuntimeBuilder| {
+        use sha2::Digest as _;
+        let wasm = std::fs::read(built("plugins", "calc.wasm")).unwrap();
+        store
+            .save(toolhost_policy::approvals::NewApproval {
+                tool: "calculate".into(),
+                plugin: "calc".into(),
+                digest: format!("sha256:{}", hex::encode(sha2::Sha256::digest(&wasm))),
+                scope: toolhost_policy::approvals::Scope::AnyArguments,
+                profile: None,
+                answers: toolhost_policy::approvals::Answers::User,
+                who: "bench".into(),
+                from: "bench".into(),
+                expires: None,
+            })
+            .unwrap();
+        let policy = toolhost_policy::Policy::from_toml(
+            "[[rules]]\ntool = \"calculate\"\ndecision = \"ask\"\n",
+            std::path::Path::new("gate.toml"),
+        )
+        .unwrap();
+        rt.block_on(async {
+            build(
+                Runtime::builder()
+                    .policy(policy)
+                    .plugin_dir(built("plugins", "calc.wasm"))
+                    .cache_dir(Some(cache.clone())),
+            )
+            .build()
+            .await
+            .unwrap()
+        })
+    };
+    let approvals_dir = tempfile::tempdir().unwrap();
+    let approvals_file = approvals_dir.path().join("approvals.json");
+    let from_file = approved(
+        toolhost_policy::approvals::Approvals::open(approvals_file.clone()),
+        &|b| b.approvals_file(Some(approvals_file.clone())),
+    );
+    let shared = std::sync::Arc::new(
+        toolhost_state::PostgresApprovals::connect(&postgres.url(), "gate").unwrap(),
+    );
+    let from_postgres = approved(
+        toolhost_policy::approvals::Approvals::with_store(shared.clone()),
+        &|b| b.approvals_store(shared.clone()),
+    );
     let python = foreign("plugins-py", "text-stats.wasm", true);
     let python_unready = foreign("plugins-py", "text-stats.wasm", false);
     let js = foreign("plugins-js", "text-case.wasm", true);
@@ -283,6 +335,14 @@ fn main() {
     variants.insert(
         "fresh_instance",
         Box::new(|n| fresh(&runtime, "calculate", &distinct, n)),
+    );
+    variants.insert(
+        "approved_from_file",
+        Box::new(|n| fresh(&from_file, "calculate", &distinct, n)),
+    );
+    variants.insert(
+        "approved_from_postgres",
+        Box::new(|n| fresh(&from_postgres, "calculate", &distinct, n)),
     );
     // The same calls while the console's live feed is watched: a receiver
     // drained by a task, so every call's events are made, sent and
@@ -528,6 +588,18 @@ fn main() {
             "narrowed_over_whole_and_link",
             "fs_read_narrowed",
             &["fs_read_whole_grant", "fs_link_floor"],
+        ),
+        // What a saved approval's lookup costs a call asked by policy, and
+        // what the PostgreSQL that replicas share costs over a file.
+        (
+            "approved_over_fresh",
+            "approved_from_file",
+            &["fresh_instance"],
+        ),
+        (
+            "shared_over_file_approval",
+            "approved_from_postgres",
+            &["approved_from_file"],
         ),
         // What the result cache costs a call that misses.
         (

@@ -6,6 +6,12 @@
 //! what routes an `ask` here (the MCP server, the CLI) needs the queue
 //! and not the web page; the console only shows and answers it.
 //!
+//! Where the queue is kept is a [`QueueStore`]: this process's memory by
+//! default ([`MemoryQueue`]), or a database that replicas share
+//! (`toolhost_state::PostgresQueue`), where an ask held on any replica is
+//! listed on every replica's console ([`Place`]) and answered from any of
+//! them. The call itself always waits in the process that holds it.
+//!
 //! Bounded: at most [`QueueSettings::capacity`] calls wait at once; one
 //! more is denied at once, saying the queue is full. A call whose caller
 //! gives up (an MCP client cancels, a connection drops) leaves the queue.
@@ -27,7 +33,7 @@
 //! // The console shows the question; the operator allows it.
 //! while queue.pending().is_empty() { tokio::task::yield_now().await; }
 //! let id = queue.pending()[0].id;
-//! queue.answer(id, Answer::Allow).unwrap();
+//! queue.answer(id, Answer::Allow).await.unwrap();
 //! assert_eq!(waiting.await.unwrap(), Answer::Allow);
 //! # }
 //! ```
@@ -38,7 +44,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use parking_lot::Mutex;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::{broadcast, oneshot};
 use toolhost_policy::approvals::Scope;
@@ -48,6 +54,10 @@ use crate::permission::{
     ResultApprovalRequest,
 };
 use crate::shown_args::ShownArguments;
+
+mod store;
+
+pub use store::{Inbox, MAX_ASK_BYTES, MemoryQueue, QueueStore, StoreError, StoreFuture};
 
 /// Longest output text kept with a question.
 const SHOWN_CHARS: usize = 2000;
@@ -76,7 +86,7 @@ impl Default for QueueSettings {
 }
 
 /// What is asked: may this call run, or may this result go back.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Asked {
     /// May the call run.
@@ -86,7 +96,7 @@ pub enum Asked {
 }
 
 /// One question for the operator.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Question {
     /// A call or a result.
     pub asked: Asked,
@@ -110,7 +120,7 @@ pub struct Question {
     /// The narrower scopes an approval may be saved for (this directory,
     /// this host), as the runtime offered them; [`Answer::AllowWithin`]
     /// names one by its place here.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scopes: Vec<Scope>,
 }
 
@@ -153,6 +163,24 @@ impl Question {
         self.asked == Asked::Call && self.arguments.complete()
     }
 
+    /// The same question bounded and made safe again, as it is when
+    /// made: for a question read back from elsewhere (a shared queue's
+    /// database), which is outside input.
+    #[must_use]
+    pub fn bounded(self) -> Question {
+        Question {
+            asked: self.asked,
+            tool: toolhost_text::line(&self.tool, 200),
+            plugin: toolhost_text::line(&self.plugin, 200),
+            arguments: self.arguments.bounded(),
+            output: self.output.map(|o| toolhost_text::line(&o, SHOWN_CHARS)),
+            reasons: bounded_reasons(&self.reasons),
+            agent: self.agent.map(|a| toolhost_text::line(&a, 200)),
+            client: self.client.map(|c| toolhost_text::line(&c, 200)),
+            scopes: self.scopes.into_iter().take(MAX_SCOPES).collect(),
+        }
+    }
+
     /// The same question, from `client`.
     #[must_use]
     pub fn from_client(mut self, client: Option<&str>) -> Question {
@@ -169,8 +197,10 @@ fn bounded_reasons(reasons: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// The operator's answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The operator's answer (kept as JSON by a shared queue:
+/// `"allow"`, `{"allow-within": 0}`, `{"deny": "why"}`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Answer {
     /// Run it (or return the result) this once.
     Allow,
@@ -200,11 +230,30 @@ impl Answer {
     }
 }
 
+/// Where a waiting question is held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Place {
+    /// In this process: its call waits here.
+    #[default]
+    Here,
+    /// On another replica sharing the queue, which renews its hold: an
+    /// answer given here reaches it.
+    Elsewhere,
+    /// On a replica that stopped renewing its hold (it stopped, or lost
+    /// the database): it cannot be answered from here.
+    Gone,
+}
+
 /// A question waiting in the queue, as the console lists it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Pending {
-    /// Its number in this process (the console's buttons name it).
+    /// Its number, the same on every replica (the console's buttons name
+    /// it).
     pub id: u64,
+    /// Where it is held (not kept: each replica sees it from its side).
+    #[serde(skip)]
+    pub place: Place,
     /// What is asked.
     #[serde(flatten)]
     pub question: Question,
@@ -228,6 +277,16 @@ pub enum QueueError {
         "question {0} does not offer \"allow these arguments always\" (an argument too long to show whole, or a result); it still waits"
     )]
     AlwaysNotOffered(u64),
+    /// The question is held by a replica that stopped renewing its hold
+    /// (it stopped, or lost the database): nothing would reach its call.
+    #[error(
+        "question {0} is held by a replica that is gone (stopped, or cut off from the database); its call cannot be answered from here"
+    )]
+    Gone(u64),
+    /// The question is not held here, and the shared queue that would
+    /// reach its replica cannot be reached.
+    #[error("question {0} is not held by this replica, and the shared queue is not reachable: {1}")]
+    Unreachable(u64, String),
 }
 
 struct Waiting {
@@ -240,6 +299,7 @@ struct Inner {
     waiting: Mutex<BTreeMap<u64, Waiting>>,
     next: AtomicU64,
     changed: broadcast::Sender<()>,
+    store: Arc<dyn QueueStore>,
 }
 
 /// The approvals queue (see the module docs). Cheap to clone; every clone
@@ -266,25 +326,41 @@ struct Leave<'a> {
 impl Drop for Leave<'_> {
     fn drop(&mut self) {
         if self.queue.inner.waiting.lock().remove(&self.id).is_some() {
+            self.queue.inner.store.release(self.id);
             self.queue.changed();
         }
     }
 }
 
 impl OperatorQueue {
-    /// An empty queue.
+    /// An empty queue in this process only ([`MemoryQueue`]).
     pub fn new(settings: QueueSettings) -> OperatorQueue {
-        OperatorQueue {
-            inner: Arc::new(Inner {
-                settings: QueueSettings {
-                    capacity: settings.capacity.max(1),
-                    timeout: settings.timeout,
-                },
-                waiting: Mutex::new(BTreeMap::new()),
-                next: AtomicU64::new(1),
-                changed: broadcast::channel(64).0,
-            }),
-        }
+        OperatorQueue::with_store(settings, Arc::new(MemoryQueue))
+    }
+
+    /// An empty queue kept in `store` (e.g. a database that replicas
+    /// share). A store serves one queue.
+    pub fn with_store(settings: QueueSettings, store: Arc<dyn QueueStore>) -> OperatorQueue {
+        let inner = Arc::new(Inner {
+            settings: QueueSettings {
+                capacity: settings.capacity.max(1),
+                timeout: settings.timeout,
+            },
+            waiting: Mutex::new(BTreeMap::new()),
+            next: AtomicU64::new(store.first_id()),
+            changed: broadcast::channel(64).0,
+            store,
+        });
+        inner.store.attach(Inbox {
+            queue: Arc::downgrade(&inner),
+        });
+        OperatorQueue { inner }
+    }
+
+    /// Why the shared queue cannot be reached now, if it cannot: then
+    /// this replica lists only its own asks, and answers them here only.
+    pub fn trouble(&self) -> Option<String> {
+        self.inner.store.trouble()
     }
 
     /// How long a question waits before it is denied.
@@ -299,6 +375,7 @@ impl OperatorQueue {
         let (reply, answer) = oneshot::channel();
         let now = unix_ms();
         let timeout = self.inner.settings.timeout;
+        let until = tokio::time::Instant::now() + timeout;
         let id = {
             let mut waiting = self.inner.waiting.lock();
             if waiting.len() >= self.inner.settings.capacity {
@@ -315,6 +392,7 @@ impl OperatorQueue {
                 Waiting {
                     pending: Pending {
                         id,
+                        place: Place::Here,
                         question,
                         asked_at_ms: now,
                         deadline_ms: deadline,
@@ -327,7 +405,31 @@ impl OperatorQueue {
         let _leave = Leave { queue: self, id };
         self.changed();
         tracing::info!(id, "a call waits for the operator's approval");
-        match tokio::time::timeout(timeout, answer).await {
+        // Shown to the other replicas: a shared queue that is full denies
+        // it; one out of reach leaves it waiting here, answerable here. An
+        // answer given here meanwhile is not kept waiting on the store.
+        let held = self
+            .inner
+            .waiting
+            .lock()
+            .get(&id)
+            .map(|w| w.pending.clone());
+        let answer = async move {
+            tokio::pin!(answer);
+            if let Some(pending) = held {
+                tokio::select! {
+                    biased;
+                    answered = &mut answer => return answered,
+                    shown = self.inner.store.hold(&pending) => match shown {
+                        Ok(()) => {}
+                        Err(full @ StoreError::Full(_)) => return Ok(Answer::Deny(full.to_string())),
+                        Err(e) => tracing::warn!(id, "the ask waits on this replica only: {e}"),
+                    },
+                }
+            }
+            answer.await
+        };
+        match tokio::time::timeout_at(until, answer).await {
             Ok(Ok(answer)) => answer,
             Ok(Err(_)) => Answer::Deny("the operator's queue was closed".to_owned()),
             Err(_) => Answer::Deny(format!(
@@ -337,37 +439,44 @@ impl OperatorQueue {
         }
     }
 
-    /// The questions waiting, oldest first.
+    /// The questions waiting, here and (with a shared store) on the other
+    /// replicas, oldest first.
     pub fn pending(&self) -> Vec<Pending> {
-        self.inner
+        let mut all: Vec<Pending> = self
+            .inner
             .waiting
             .lock()
             .values()
             .map(|w| w.pending.clone())
-            .collect()
+            .collect();
+        let here: std::collections::BTreeSet<u64> = all.iter().map(|p| p.id).collect();
+        all.extend(
+            self.inner
+                .store
+                .elsewhere()
+                .into_iter()
+                .filter(|p| !here.contains(&p.id)),
+        );
+        all.sort_by_key(|p| (p.asked_at_ms, p.id));
+        all
     }
 
-    /// Answers question `id`. "Allow always" is refused for a question
-    /// that does not [offer it](Question::offers_always).
-    pub fn answer(&self, id: u64, answer: Answer) -> Result<(), QueueError> {
-        let waiting = {
-            let mut waiting = self.inner.waiting.lock();
-            let question = &waiting
-                .get(&id)
-                .ok_or(QueueError::NotWaiting(id))?
-                .pending
-                .question;
-            if answer == Answer::AllowAlways && !question.offers_always() {
-                return Err(QueueError::AlwaysNotOffered(id));
+    /// Answers question `id`, held here or (with a shared store) on
+    /// another replica. "Allow always" is refused for a question that
+    /// does not [offer it](Question::offers_always).
+    pub async fn answer(&self, id: u64, answer: Answer) -> Result<(), QueueError> {
+        match deliver(&self.inner, id, answer.clone()) {
+            Err(QueueError::NotWaiting(_)) => {
+                self.inner.store.answer(id, &answer).await?;
+                tracing::info!(
+                    id,
+                    ?answer,
+                    "the operator answered a call held by another replica"
+                );
+                Ok(())
             }
-            waiting.remove(&id).ok_or(QueueError::NotWaiting(id))?
-        };
-        self.changed();
-        tracing::info!(id, ?answer, "the operator answered");
-        waiting
-            .reply
-            .send(answer)
-            .map_err(|_| QueueError::NotWaiting(id))
+            done => done,
+        }
     }
 
     /// A signal each time a question is added or leaves (for the
@@ -500,6 +609,30 @@ impl Approver for QueueApprover {
     }
 }
 
+/// Gives `answer` to question `id` held here, and takes it out of the
+/// queue (and the store).
+fn deliver(inner: &Inner, id: u64, answer: Answer) -> Result<(), QueueError> {
+    let waiting = {
+        let mut waiting = inner.waiting.lock();
+        let question = &waiting
+            .get(&id)
+            .ok_or(QueueError::NotWaiting(id))?
+            .pending
+            .question;
+        if answer == Answer::AllowAlways && !question.offers_always() {
+            return Err(QueueError::AlwaysNotOffered(id));
+        }
+        waiting.remove(&id).ok_or(QueueError::NotWaiting(id))?
+    };
+    inner.store.release(id);
+    let _ = inner.changed.send(());
+    tracing::info!(id, ?answer, "the operator answered");
+    waiting
+        .reply
+        .send(answer)
+        .map_err(|_| QueueError::NotWaiting(id))
+}
+
 fn unix_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -549,10 +682,10 @@ mod tests {
             .await;
         assert!(matches!(second, Answer::Deny(why) if why.contains("full")));
         let id = queue.pending()[0].id;
-        queue.answer(id, Answer::AllowAlways).unwrap();
+        queue.answer(id, Answer::AllowAlways).await.unwrap();
         assert_eq!(first.await.unwrap(), Answer::AllowAlways);
         assert_eq!(
-            queue.answer(id, Answer::Allow),
+            queue.answer(id, Answer::Allow).await,
             Err(QueueError::NotWaiting(id))
         );
     }
@@ -607,7 +740,10 @@ mod tests {
         until_pending(&queue, 1).await;
         let pending = queue.pending();
         assert_eq!(pending[0].question.client.as_deref(), Some("token:abcd"));
-        queue.answer(pending[0].id, Answer::AllowAlways).unwrap();
+        queue
+            .answer(pending[0].id, Answer::AllowAlways)
+            .await
+            .unwrap();
         assert_eq!(waiting.await.unwrap(), CallApproval::AllowAlways);
         assert!(told.load(Ordering::Relaxed) >= 1);
     }
@@ -644,6 +780,7 @@ mod tests {
             assert_eq!(pending[0].question.scopes, offered);
             queue
                 .answer(pending[0].id, Answer::AllowWithin(place))
+                .await
                 .unwrap();
             assert_eq!(waiting.await.unwrap(), expected);
         }
@@ -687,11 +824,124 @@ mod tests {
             "the path is shown whole"
         );
         assert_eq!(
-            queue.answer(pending.id, Answer::AllowAlways),
+            queue.answer(pending.id, Answer::AllowAlways).await,
             Err(QueueError::AlwaysNotOffered(pending.id))
         );
-        queue.answer(pending.id, Answer::Allow).unwrap();
+        queue.answer(pending.id, Answer::Allow).await.unwrap();
         assert_eq!(waiting.await.unwrap(), Answer::Allow);
+    }
+
+    /// A store that shares with nobody but records what it is told, and
+    /// lists one ask from "elsewhere".
+    #[derive(Debug, Default)]
+    struct Recording {
+        inbox: Mutex<Option<Inbox>>,
+        held: Mutex<Vec<u64>>,
+        released: Mutex<Vec<u64>>,
+        answered: Mutex<Vec<(u64, Answer)>>,
+        full: bool,
+    }
+
+    impl QueueStore for Recording {
+        fn describe(&self) -> String {
+            "a recording".into()
+        }
+        fn first_id(&self) -> u64 {
+            7 << 32
+        }
+        fn attach(&self, inbox: Inbox) {
+            *self.inbox.lock() = Some(inbox);
+        }
+        fn hold<'a>(&'a self, ask: &'a Pending) -> StoreFuture<'a, Result<(), StoreError>> {
+            Box::pin(async move {
+                if self.full {
+                    return Err(StoreError::Full(1));
+                }
+                self.held.lock().push(ask.id);
+                Ok(())
+            })
+        }
+        fn release(&self, id: u64) {
+            self.released.lock().push(id);
+        }
+        fn elsewhere(&self) -> Vec<Pending> {
+            vec![Pending {
+                id: 3 << 32,
+                place: Place::Gone,
+                question: Question::call("far", "p", &serde_json::json!({})),
+                asked_at_ms: 0,
+                deadline_ms: 0,
+            }]
+        }
+        fn answer<'a>(
+            &'a self,
+            id: u64,
+            answer: &'a Answer,
+        ) -> StoreFuture<'a, Result<(), QueueError>> {
+            Box::pin(async move {
+                self.answered.lock().push((id, answer.clone()));
+                Ok(())
+            })
+        }
+        fn trouble(&self) -> Option<String> {
+            None
+        }
+    }
+
+    #[tokio::test]
+    async fn a_shared_store_is_told_of_each_ask_lists_the_others_and_delivers_their_answers() {
+        let store = Arc::new(Recording::default());
+        let queue = OperatorQueue::with_store(QueueSettings::default(), store.clone());
+        let waiting = tokio::spawn({
+            let queue = queue.clone();
+            async move {
+                queue
+                    .ask(Question::call("a", "p", &serde_json::json!({})))
+                    .await
+            }
+        });
+        until_pending(&queue, 2).await;
+        let pending = queue.pending();
+        assert_eq!(
+            pending[0].place,
+            Place::Gone,
+            "oldest first, from elsewhere"
+        );
+        let here = pending[1].id;
+        assert_eq!(here, 7 << 32, "numbered from the store's range");
+        while store.held.lock().is_empty() {
+            tokio::task::yield_now().await;
+        }
+        // An answer to an ask held elsewhere goes to the store.
+        queue.answer(3 << 32, Answer::Allow).await.unwrap();
+        assert_eq!(store.answered.lock()[0], (3 << 32, Answer::Allow));
+        // An answer given elsewhere arrives through the inbox, with the
+        // same checks, and takes the ask back from the store.
+        let inbox = store.inbox.lock().clone().unwrap();
+        inbox.answer(here, Answer::Deny("no".into())).unwrap();
+        assert_eq!(waiting.await.unwrap(), Answer::Deny("no".into()));
+        assert_eq!(*store.released.lock(), [here]);
+        assert_eq!(
+            inbox.answer(here, Answer::Allow),
+            Err(QueueError::NotWaiting(here))
+        );
+    }
+
+    #[tokio::test]
+    async fn a_full_shared_store_denies_at_once() {
+        let store = Arc::new(Recording {
+            full: true,
+            ..Recording::default()
+        });
+        let queue = OperatorQueue::with_store(QueueSettings::default(), store);
+        let answer = queue
+            .ask(Question::call("a", "p", &serde_json::json!({})))
+            .await;
+        assert!(
+            matches!(&answer, Answer::Deny(why) if why.contains("across the replicas")),
+            "{answer:?}"
+        );
+        assert_eq!(queue.pending().len(), 1, "only the one from elsewhere");
     }
 
     #[test]

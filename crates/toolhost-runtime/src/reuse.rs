@@ -86,7 +86,7 @@ impl ReusedInstance {
         let executing = watch::begin(&call, "execute");
         let result = self
             .execute(&call, &admitted.args_text)
-            .instrument(tracing::info_span!("execute"))
+            .instrument(tracing::debug_span!("execute"))
             .await;
         // Not answered from the result cache (the instance's state is the
         // point of keeping it), but a write still clears what reads cached.
@@ -120,7 +120,10 @@ impl ReusedInstance {
             }
         };
         let result = execute::on_instance(&mut sandbox, &instance, call, args)
-            .instrument(tracing::info_span!("sandbox", toolhost.instance = "reused"))
+            .instrument(tracing::debug_span!(
+                "sandbox",
+                toolhost.instance = "reused"
+            ))
             .await;
         if !matches!(result, Err(CallError::Sandbox { .. })) {
             self.instance = Some((sandbox, instance));

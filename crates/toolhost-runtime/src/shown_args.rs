@@ -26,7 +26,7 @@
 //! assert!(!shown.complete(), "so no `always` for these arguments");
 //! ```
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Most arguments listed; the rest are counted ([`ShownArguments::more`]).
@@ -37,17 +37,17 @@ pub const MAX_SHOWN_VALUE_CHARS: usize = 2000;
 const MAX_SHOWN_KEY_CHARS: usize = 200;
 
 /// A call's arguments, as shown to a person (see the module docs).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ShownArguments {
     /// The arguments, in the order of their names.
     pub items: Vec<ShownArgument>,
     /// How many more arguments there are than listed.
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub more: usize,
 }
 
 /// One argument, as shown.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ShownArgument {
     /// Its name (empty when the arguments are not an object: then the one
     /// item is all of them).
@@ -92,6 +92,27 @@ impl ShownArguments {
     /// to allow these arguments always.
     pub fn complete(&self) -> bool {
         self.more == 0 && self.items.iter().all(|a| a.cut_from.is_none())
+    }
+
+    /// The same arguments bounded and made safe again, as [`ShownArguments::of`]
+    /// makes them: for arguments read back from elsewhere (a shared
+    /// queue's database), which are outside input.
+    #[must_use]
+    pub fn bounded(self) -> ShownArguments {
+        ShownArguments {
+            items: self
+                .items
+                .into_iter()
+                .take(MAX_SHOWN_ARGUMENTS)
+                .map(|a| ShownArgument {
+                    name: toolhost_text::line(&a.name, MAX_SHOWN_KEY_CHARS),
+                    // (A value cut here ends in `…` already.)
+                    value: toolhost_text::block(&a.value, MAX_SHOWN_VALUE_CHARS + 1),
+                    cut_from: a.cut_from,
+                })
+                .collect(),
+            more: self.more,
+        }
     }
 
     /// One line per argument (`name: value`, with a note on a cut value),

@@ -219,7 +219,7 @@ fn wait<T>(
 }
 
 /// `host:port/dbname` of a configuration, for messages.
-fn describe(config: &tokio_postgres::Config) -> String {
+pub(crate) fn describe(config: &tokio_postgres::Config) -> String {
     let host = config.get_hosts().first().map_or_else(
         || "localhost".to_owned(),
         |h| match h {
@@ -523,7 +523,7 @@ fn document(row: &tokio_postgres::Row) -> Result<Document, DatabaseError> {
 
 /// An error of the driver in words, with its source (`connection
 /// refused`, the server's message), never the connection string.
-fn cause(e: &tokio_postgres::Error) -> String {
+pub(crate) fn cause(e: &tokio_postgres::Error) -> String {
     match e.as_db_error() {
         Some(db) => format!("{}: {}", db.severity(), db.message()),
         None => match std::error::Error::source(e) {

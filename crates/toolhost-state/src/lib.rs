@@ -1,4 +1,5 @@
-//! What replicas of one toolhost gate must agree on, kept in PostgreSQL.
+//! What replicas of one toolhost gate must agree on, kept in PostgreSQL:
+//! saved approvals and the operator's queue.
 //!
 //! One machine keeps its saved approvals in a file beside its lock file
 //! (`toolhost_policy::approvals`, the default). Replicas behind a load
@@ -10,6 +11,11 @@
 //!
 //! - [`database`]: the connection, on a thread of its own: it reconnects,
 //!   listens and answers the store's requests in order.
+//! - [`queue`]: [`PostgresQueue`], the operator's queue of asks as a
+//!   [`QueueStore`](toolhost_runtime::operator::QueueStore): an ask held
+//!   by any replica is listed on every replica's console and answered
+//!   from any of them; the holder renews a lease, so an ask whose replica
+//!   died shows as gone.
 //! - [`approvals`]: [`PostgresApprovals`], a
 //!   [`Store`](toolhost_policy::approvals::Store) over it: one row per
 //!   store name, changed by compare-and-set on its version, in one
@@ -32,6 +38,8 @@
 
 pub mod approvals;
 pub mod database;
+pub mod queue;
 
 pub use approvals::PostgresApprovals;
 pub use database::{DatabaseError, POLL};
+pub use queue::PostgresQueue;

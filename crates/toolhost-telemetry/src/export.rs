@@ -77,6 +77,13 @@ pub struct Settings {
     /// secrets, and leaves the host only when the operator says so
     /// (`[telemetry] plugin-output = true`).
     pub plugin_output: bool,
+    /// Export the steps of every call (`validate`, `admit`, `policy`,
+    /// `execute`, `queue`, `sandbox`, `conclude`: toolhost's spans from
+    /// `debug`) as children of its `execute_tool` span. Off by default: a
+    /// call is one span (with its hooks, approvals and upstream requests
+    /// when it has them), since the steps cost more than the call itself
+    /// (`[telemetry] steps = true`).
+    pub steps: bool,
     /// What a caller's `traceparent` does (an MCP request's
     /// `_meta.traceparent`): [`CallerTrace::Link`] by default.
     pub caller_trace: crate::propagate::CallerTrace,
@@ -118,6 +125,7 @@ const SHUTDOWN_WAIT: Duration = Duration::from_secs(3);
 pub struct Telemetry {
     provider: SdkTracerProvider,
     plugin_output: bool,
+    steps: bool,
 }
 
 fn env(name: &str) -> Option<String> {
@@ -154,18 +162,20 @@ impl Telemetry {
         Ok(Some(Telemetry {
             provider,
             plugin_output: settings.plugin_output,
+            steps: settings.steps,
         }))
     }
 
-    /// The layer that turns toolhost's spans (info and above; other
-    /// crates' from warn) into OpenTelemetry spans for this exporter, with
+    /// The layer that turns toolhost's spans (info and above, debug too
+    /// with [`Settings::steps`]; other crates' from warn) into
+    /// OpenTelemetry spans for this exporter, with
     /// their attributes and nothing else: no event becomes a span event
     /// but plugin output, when [`Settings::plugin_output`] names it.
     pub fn layer<S>(&self) -> impl Layer<S> + use<S>
     where
         S: Subscriber + for<'a> LookupSpan<'a>,
     {
-        layer_of(&self.provider, self.plugin_output)
+        layer_of(&self.provider, self.plugin_output, self.steps)
     }
 
     /// Sends what is queued and stops the exporter (waiting at most 3 s for
@@ -181,6 +191,7 @@ impl Telemetry {
 pub(crate) fn layer_of<S>(
     provider: &SdkTracerProvider,
     plugin_output: bool,
+    steps: bool,
 ) -> impl Layer<S> + use<S>
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
@@ -197,17 +208,23 @@ where
         .with_tracked_inactivity(false)
         .with_target(false)
         .with_context_activation(false)
-        .with_filter(exported(plugin_output))
+        .with_filter(exported(plugin_output, steps))
 }
 
-/// What is exported: toolhost's spans from info up, others' from warn;
-/// no event, but plugin output from info up when `plugin_output` says so.
-fn exported<S>(plugin_output: bool) -> Box<dyn Filter<S> + Send + Sync + 'static>
+/// What is exported: toolhost's spans from info up (from debug with
+/// `steps`), others' from warn; no event, but plugin output from info up
+/// when `plugin_output` says so.
+fn exported<S>(plugin_output: bool, steps: bool) -> Box<dyn Filter<S> + Send + Sync + 'static>
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
+    let toolhost = if steps {
+        LevelFilter::DEBUG
+    } else {
+        LevelFilter::INFO
+    };
     let spans = Targets::new()
-        .with_target("toolhost", LevelFilter::INFO)
+        .with_target("toolhost", toolhost)
         .with_default(LevelFilter::WARN)
         .and(filter_fn(|meta: &Metadata<'_>| meta.is_span()));
     if !plugin_output {
@@ -331,9 +348,14 @@ mod tests {
 
     /// The spans `emit` makes under the export layer, ended.
     fn exported_by(plugin_output: bool, emit: impl FnOnce()) -> Vec<SpanData> {
+        exported_with(plugin_output, false, emit)
+    }
+
+    fn exported_with(plugin_output: bool, steps: bool, emit: impl FnOnce()) -> Vec<SpanData> {
         use tracing_subscriber::layer::SubscriberExt;
         let (provider, kept) = crate::testing::provider();
-        let subscriber = tracing_subscriber::registry().with(layer_of(&provider, plugin_output));
+        let subscriber =
+            tracing_subscriber::registry().with(layer_of(&provider, plugin_output, steps));
         tracing::subscriber::with_default(subscriber, emit);
         kept.spans()
     }
@@ -349,6 +371,20 @@ mod tests {
         let _quiet = tracing::debug_span!(target: "toolhost_runtime::call", "detail").entered();
         let _other = tracing::info_span!(target: "hyper::client", "connect").entered();
         let _loud = tracing::warn_span!(target: "rmcp::service", "trouble").entered();
+    }
+
+    #[test]
+    fn the_steps_leave_only_when_asked() {
+        let names = |steps| {
+            let mut n: Vec<String> = exported_with(false, steps, emit_a_call)
+                .iter()
+                .map(|s| s.name.to_string())
+                .collect();
+            n.sort_unstable();
+            n
+        };
+        assert_eq!(names(false), ["execute_tool", "trouble"]);
+        assert_eq!(names(true), ["detail", "execute_tool", "trouble"]);
     }
 
     #[test]

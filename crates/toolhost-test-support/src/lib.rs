@@ -17,6 +17,7 @@
 
 pub mod catalog;
 pub mod conformance;
+pub mod container;
 pub mod fake_model;
 pub mod oidc;
 pub mod otlp;
@@ -97,6 +98,15 @@ pub fn host_command(bin: &str, cache: &Path) -> std::process::Command {
 /// `target/plugins`: the example plugins.
 pub fn plugins_dir() -> PathBuf {
     built("plugins", "calc.wasm")
+}
+
+/// A free loopback port, given back just before a server the test starts
+/// takes it.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free loopback port")
+        .port()
 }
 
 /// `target/fixtures`: the fixture plugins.

@@ -5,12 +5,14 @@
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+
+use crate::free_port;
 
 /// A Phoenix server on loopback ports of its own, stopped when dropped.
 pub struct Phoenix {
@@ -18,13 +20,6 @@ pub struct Phoenix {
     pub port: u16,
     child: Child,
     _dir: tempfile::TempDir,
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free loopback port")
-        .port()
 }
 
 /// A GET on 127.0.0.1:`port`: the status and the body.

@@ -19,6 +19,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::free_port;
+
 /// A PostgreSQL server of the tests'.
 pub struct Postgres {
     dir: tempfile::TempDir,
@@ -72,13 +74,6 @@ fn postgres_user() -> (u32, u32) {
             "PostgreSQL refuses to run as root, and there is no `postgres` user to run it as \
              (Debian's `postgresql` package makes one)",
         )
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
 }
 
 impl Postgres {

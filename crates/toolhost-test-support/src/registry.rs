@@ -3,7 +3,7 @@
 //! with `TOOLHOST_TEST_REGISTRY`. A missing binary fails the test.
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -44,11 +44,7 @@ impl Registry {
         let binary = registry_binary();
         let dir = tempfile::tempdir().unwrap();
         let storage = dir.path().join("storage");
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = crate::free_port();
         let address = format!("127.0.0.1:{port}");
         let config = dir.path().join("config.yml");
         std::fs::write(

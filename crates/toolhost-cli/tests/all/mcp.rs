@@ -471,9 +471,9 @@ fn http(
     (status, body)
 }
 
-const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
+pub(crate) const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}"#;
 
-fn mcp_headers(token: Option<&str>) -> Vec<(&'static str, String)> {
+pub(crate) fn mcp_headers(token: Option<&str>) -> Vec<(&'static str, String)> {
     let mut h = vec![
         ("Content-Type", "application/json".to_owned()),
         ("Accept", "application/json, text/event-stream".to_owned()),
@@ -500,7 +500,7 @@ fn raw_get_with_host(base: &str, path: &str, host: &str) -> u16 {
         .unwrap_or(0)
 }
 
-fn post(base: &str, headers: &[(&'static str, String)], body: &str) -> (u16, String) {
+pub(crate) fn post(base: &str, headers: &[(&'static str, String)], body: &str) -> (u16, String) {
     let h: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
     http(base, "POST", "/mcp", &h, body)
 }

@@ -4,10 +4,11 @@
 //! calls its tools. The sign-in scenarios (`auth/*`) are in
 //! `mcp_oauth.rs`, elicitation in `mcp_elicitation.rs`.
 //!
-//! The suite's `initialize` scenario is not here: 0.1.16 expects a client
-//! to offer 2025-11-25, and toolhost's client offers the newest revision
-//! it speaks, 2026-07-28, as the spec asks (the scenario's only failed
-//! check is that version).
+//! The suite's `initialize` scenario runs with its next release
+//! (0.2.0-alpha.12): 0.1.16 expects a client to offer 2025-11-25, and
+//! toolhost's client offers the newest revision it speaks, 2026-07-28, as
+//! the spec asks (with 0.1.16 that version was the scenario's only failed
+//! check).
 
 use std::path::Path;
 
@@ -42,4 +43,15 @@ fn host_as_a_client_passes_the_suites_tools_call_and_sse_retry_scenarios() {
         let outcome = conformance::client(&client_command(dir.path(), args), scenario);
         assert!(outcome.passed(), "{scenario}: {outcome}");
     }
+}
+
+#[test]
+fn host_as_a_client_passes_the_next_suites_initialize_scenario() {
+    let dir = tempfile::tempdir().unwrap();
+    let outcome = conformance::client_of(
+        conformance::Release::Next,
+        &client_command(dir.path(), "tools"),
+        "initialize",
+    );
+    assert!(outcome.passed(), "{outcome}");
 }

@@ -1,5 +1,6 @@
-//! `[state]`: saved approvals in a PostgreSQL database that replicas share
-//! (a real server, Debian's, through `toolhost_test_support::postgres`).
+//! `[state]`: saved approvals and the operator's queue in a PostgreSQL
+//! database that replicas share (a real server, Debian's, through
+//! `toolhost_test_support::postgres`).
 
 use std::sync::Arc;
 
@@ -7,7 +8,9 @@ use toolhost_policy::approvals::{Answers, Approvals, NewApproval, Scope};
 use toolhost_state::PostgresApprovals;
 use toolhost_test_support::postgres::Postgres;
 
-use crate::support::host;
+use crate::console::{request, sign_in};
+use crate::mcp::{host_args, serve};
+use crate::support::{host, plugins_dir};
 
 #[test]
 fn host_approvals_lists_and_revokes_the_approvals_in_the_shared_database() {
@@ -78,4 +81,148 @@ fn a_state_table_whose_variable_is_unset_is_an_error_that_names_it() {
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("NO_SUCH_VAR_HERE is not set"), "{err}");
+}
+
+/// The part of B's console that lists the queue, until `find` finds what
+/// it waits for in it (at most 30 s).
+fn console_queue_until(
+    base: &str,
+    session: &str,
+    find: impl Fn(&str) -> Option<String>,
+) -> (String, std::time::Duration) {
+    let started = std::time::Instant::now();
+    loop {
+        let (status, _, queue) = request(
+            base,
+            "GET",
+            "/console/part/queue",
+            &[("Cookie", session)],
+            "",
+        );
+        assert_eq!(status, 200, "{queue}");
+        if let Some(found) = find(&queue) {
+            return (found, started.elapsed());
+        }
+        assert!(
+            started.elapsed().as_secs() < 30,
+            "not on the console: {queue}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// The id of the first ask the queue's part lists at `place`.
+fn listed_at(queue: &str, place: &str) -> Option<String> {
+    queue
+        .split("<article class=\"pending\" ")
+        .skip(1)
+        .find_map(|a| {
+            let id = a.split("data-id=\"").nth(1)?.split('"').next()?;
+            a.contains(&format!("data-place=\"{place}\""))
+                .then(|| id.to_owned())
+        })
+}
+
+#[test]
+fn two_replicas_share_the_operators_queue_an_ask_on_one_is_answered_on_the_others_console() {
+    let db = Postgres::start();
+    let shared = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let path = shared.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    };
+    let policy = write(
+        "policy.toml",
+        "default = \"allow\"\n[[rules]]\ntool = \"calculate\"\ndecision = \"ask\"\n",
+    );
+    let tokens = write(
+        "tokens",
+        "caller-secret ask=operator\nop-secret role=operator\n",
+    );
+    let config = write(
+        "toolhost.toml",
+        &format!("[state]\npostgres = \"{}\"\nstore = \"gate\"\n", db.url()),
+    );
+    let plugins = plugins_dir().display().to_string();
+    let replica = |lock_dir: &std::path::Path| {
+        serve(&host_args(
+            lock_dir,
+            &[
+                "--config",
+                &config,
+                "--plugins",
+                &plugins,
+                "--policy",
+                &policy,
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--token-file",
+                &tokens,
+                "--console",
+                "--stateless",
+            ],
+        ))
+    };
+    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let a = replica(dir_a.path());
+    let b = replica(dir_b.path());
+    let (session, csrf) = sign_in(&b.base);
+    // A caller's call through A waits for the operator.
+    let call = |base: String| {
+        std::thread::spawn(move || {
+            let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"calculate","arguments":{"expression":"2*(3+4)"}}}"#;
+            request(
+                &base,
+                "POST",
+                "/mcp",
+                &[
+                    ("Content-Type", "application/json"),
+                    ("Accept", "application/json, text/event-stream"),
+                    ("Authorization", "Bearer caller-secret"),
+                ],
+                body,
+            )
+        })
+    };
+    let waiting = call(a.base.clone());
+    // B's console lists it, held elsewhere; B's operator allows it.
+    let (id, listed) = console_queue_until(&b.base, &session, |q| listed_at(q, "elsewhere"));
+    let answered = std::time::Instant::now();
+    let (status, _, body) = request(
+        &b.base,
+        "POST",
+        &format!("/console/queue/{id}"),
+        &[("Cookie", &session), ("X-CSRF-Token", &csrf)],
+        "allow",
+    );
+    assert_eq!(status, 204, "{body}");
+    let (status, _, result) = waiting.join().unwrap();
+    let released = answered.elapsed();
+    assert_eq!(status, 200, "{result}");
+    assert!(
+        result.contains(r#""text":"14""#) && !result.contains(r#""isError":true"#),
+        "{result}"
+    );
+    eprintln!(
+        "listed on B's console after {listed:?}; B's answer released A's call after {released:?}"
+    );
+
+    // A dies with a call waiting: B shows it gone, and refuses to answer it.
+    let _orphan = call(a.base.clone());
+    let (id, _) = console_queue_until(&b.base, &session, |q| listed_at(q, "elsewhere"));
+    drop(a);
+    let (gone, after) = console_queue_until(&b.base, &session, |q| listed_at(q, "gone"));
+    assert_eq!(gone, id);
+    eprintln!("shown gone on B's console {after:?} after A was killed");
+    let (status, _, body) = request(
+        &b.base,
+        "POST",
+        &format!("/console/queue/{id}"),
+        &[("Cookie", &session), ("X-CSRF-Token", &csrf)],
+        "allow",
+    );
+    assert_eq!(status, 410, "{body}");
+    assert!(body.contains("gone"), "{body}");
 }

@@ -11,7 +11,10 @@ use axum::body::Body;
 use http::{Request, StatusCode, header};
 use serde_json::json;
 use toolhost_console::{Console, ConsoleOptions};
-use toolhost_runtime::operator::{OperatorQueue, QueueSettings};
+use toolhost_runtime::operator::{
+    Answer, Inbox, OperatorQueue, Pending, Place, Question, QueueError, QueueSettings, QueueStore,
+    StoreError, StoreFuture,
+};
 use toolhost_runtime::policy::{Policy, Rule};
 use toolhost_runtime::{CallContext, Runtime};
 use tower::ServiceExt;
@@ -255,4 +258,125 @@ async fn a_question_shows_every_argument_and_cut_arguments_cannot_be_allowed_alw
     let (status, _, _) = send(&app, post(&path, &session, &csrf, "allow-always")).await;
     assert_eq!(status, StatusCode::NO_CONTENT);
     assert_eq!(waiting.await.unwrap().unwrap().output, "42");
+}
+
+/// A shared queue seen from one replica: one ask held by another replica,
+/// one whose replica is gone, and the database out of reach or not.
+#[derive(Debug, Default)]
+struct Replicas {
+    lost: std::sync::atomic::AtomicBool,
+}
+
+impl QueueStore for Replicas {
+    fn describe(&self) -> String {
+        "two replicas".into()
+    }
+    fn attach(&self, _: Inbox) {}
+    fn hold<'a>(&'a self, _: &'a Pending) -> StoreFuture<'a, Result<(), StoreError>> {
+        Box::pin(async { Ok(()) })
+    }
+    fn release(&self, _: u64) {}
+    fn elsewhere(&self) -> Vec<Pending> {
+        [
+            (1 << 32, Place::Elsewhere, "far"),
+            (2 << 32, Place::Gone, "dead"),
+        ]
+        .into_iter()
+        .map(|(id, place, tool)| Pending {
+            id,
+            place,
+            question: Question::call(tool, "p", &json!({"path": "a.txt"})),
+            asked_at_ms: 0,
+            deadline_ms: 0,
+        })
+        .collect()
+    }
+    fn answer<'a>(&'a self, id: u64, _: &'a Answer) -> StoreFuture<'a, Result<(), QueueError>> {
+        Box::pin(async move {
+            Err(if id == 2 << 32 {
+                QueueError::Gone(id)
+            } else {
+                QueueError::Unreachable(id, "the database is not reachable: down".into())
+            })
+        })
+    }
+    fn trouble(&self) -> Option<String> {
+        self.lost
+            .load(std::sync::atomic::Ordering::Relaxed)
+            .then(|| "the database is not reachable: connection refused".into())
+    }
+}
+
+#[tokio::test]
+async fn a_shared_queue_lists_the_asks_held_elsewhere_shows_gone_ones_unanswerable_and_says_when_it_is_lost()
+ {
+    let store = Arc::new(Replicas::default());
+    let queue = OperatorQueue::with_store(QueueSettings::default(), store.clone());
+    let runtime = Runtime::builder()
+        .plugin_dir(plugins_dir())
+        .cache_dir(Some(root().join("target/test-cache")))
+        .build()
+        .await
+        .unwrap();
+    let console = Console::new(
+        runtime,
+        ConsoleOptions {
+            queue: Some(queue),
+            ..ConsoleOptions::default()
+        },
+    );
+    let app = console.router();
+    let (session, csrf) = sign_in(&app, &console).await;
+    let (_, _, part) = send(&app, get("/console/part/queue", Some(&session))).await;
+    let articles: Vec<&str> = part.split("<article").skip(1).collect();
+    assert_eq!(articles.len(), 2, "{part}");
+    assert!(
+        articles[0].contains("data-place=\"elsewhere\"")
+            && articles[0].contains("by another replica")
+            && articles[0].contains("data-body=\"allow\""),
+        "{}",
+        articles[0]
+    );
+    assert!(
+        articles[1].contains("data-place=\"gone\"")
+            && articles[1].contains("cannot be answered")
+            && !articles[1].contains("data-post"),
+        "no buttons: {}",
+        articles[1]
+    );
+    assert!(!part.contains("cannot be reached"), "{part}");
+    // Posted anyway: gone (410); out of reach (503), each saying why.
+    let (status, _, body) = send(
+        &app,
+        post(
+            &format!("/console/queue/{}", 2u64 << 32),
+            &session,
+            &csrf,
+            "allow",
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::GONE, "{body}");
+    assert!(body.contains("is gone"), "{body}");
+    let (status, _, body) = send(
+        &app,
+        post(
+            &format!("/console/queue/{}", 1u64 << 32),
+            &session,
+            &csrf,
+            "allow",
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert!(body.contains("not reachable"), "{body}");
+    // The database lost: the page says so.
+    store.lost.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (_, _, part) = send(&app, get("/console/part/queue", Some(&session))).await;
+    assert!(
+        part.contains(
+            "The shared queue cannot be reached (the database is not reachable: connection refused)"
+        ) && part.contains("answered here only"),
+        "{part}"
+    );
 }

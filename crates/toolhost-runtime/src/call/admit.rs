@@ -50,7 +50,7 @@ pub(crate) async fn validate_and_admit(
     // Arguments over `max-args-bytes` never reach a hook, not even as a
     // refusal: the after-hooks see the error (which gives the size), and
     // `null` for the arguments.
-    let checked = tracing::info_span!("validate").in_scope(|| {
+    let checked = tracing::debug_span!("validate").in_scope(|| {
         let text = validate::sized(&call.target, &args).map_err(|e| (e, true))?;
         validate::schema(&call.target, &args, text).map_err(|e| (e, false))
     });
@@ -66,7 +66,7 @@ pub(crate) async fn validate_and_admit(
 
 /// Asks the policy, runs the before-hooks and, when asked to, the user.
 /// `args` were validated already; `args_text` is their JSON text.
-#[tracing::instrument(name = "admit", level = "info", skip_all)]
+#[tracing::instrument(name = "admit", level = "debug", skip_all)]
 pub(crate) async fn admit(
     gate: &Gate,
     call: &Call<'_>,
@@ -209,7 +209,7 @@ fn hop_check(gate: &Gate, call: &Call<'_>, args: &Value) -> Option<crate::http::
 /// the reason to ask the user when it asks. `rewritten` says the arguments
 /// are a before-hook's rewrite (checked again, so a hook cannot carry a
 /// call past a rule).
-#[tracing::instrument(name = "policy", level = "info", skip_all)]
+#[tracing::instrument(name = "policy", level = "debug", skip_all)]
 fn check_policy(
     gate: &Gate,
     call: &Call<'_>,

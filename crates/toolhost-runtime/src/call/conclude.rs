@@ -17,7 +17,7 @@ use crate::permission::{
 /// A call refused before it ran: the after-hooks see it (so an audit hook
 /// logs every attempt, `examples/hooks/audit.sh`), with the refusal as the
 /// outcome, but cannot change it: the refusal stands, whatever they answer.
-#[tracing::instrument(name = "conclude", level = "info", skip_all)]
+#[tracing::instrument(name = "conclude", level = "debug", skip_all)]
 pub(crate) async fn refused(
     gate: &Gate,
     call: &Call<'_>,
@@ -36,7 +36,7 @@ pub(crate) async fn refused(
 
 /// Runs the after-hooks on the call's result (a failure included), then
 /// the user's approval of the result when the policy asks for it.
-#[tracing::instrument(name = "conclude", level = "info", skip_all)]
+#[tracing::instrument(name = "conclude", level = "debug", skip_all)]
 pub(crate) async fn conclude(
     gate: &Gate,
     call: &Call<'_>,

@@ -51,7 +51,7 @@ pub(crate) async fn fresh(
         && let Some(mut ready) = plugin.ready.take()
     {
         let result = on_instance(&mut ready.sandbox, &ready.instance, call, args)
-            .instrument(tracing::info_span!("sandbox", toolhost.instance = "ready"))
+            .instrument(tracing::debug_span!("sandbox", toolhost.instance = "ready"))
             .await;
         refill::after_call(pool, plugin, Some(ready));
         return result;
@@ -59,7 +59,7 @@ pub(crate) async fn fresh(
     let result = {
         let _slot = pool
             .acquire(plugin.quota())
-            .instrument(tracing::info_span!("queue"))
+            .instrument(tracing::debug_span!("queue"))
             .await?;
         let spec = narrowed.as_ref().map_or(&plugin.sandbox, |n| &n.spec);
         let mut sandbox = pool.sandbox(spec).map_err(|message| CallError::Host {
@@ -76,7 +76,7 @@ pub(crate) async fn fresh(
                 instance.execute(store, raw_cx, name, args).await
             },
         )
-        .instrument(tracing::info_span!("sandbox", toolhost.instance = "fresh"))
+        .instrument(tracing::debug_span!("sandbox", toolhost.instance = "fresh"))
         .await
     };
     if plugin.ready.enabled() {
@@ -235,7 +235,7 @@ pub(crate) async fn from_source(
         let _permit = plugin
             .instances
             .acquire()
-            .instrument(tracing::info_span!("queue"))
+            .instrument(tracing::debug_span!("queue"))
             .await
             .map_err(|e| SourceError::Unavailable(e.to_string()))?;
         source.call(request).await

@@ -503,7 +503,7 @@ async fn steps(
             None => execute::fresh(&parts.pool, &call, &admitted).await,
         },
     )
-    .instrument(tracing::info_span!("execute"))
+    .instrument(tracing::debug_span!("execute"))
     .await;
     watch::executed(&call, executing, &result);
     timed_conclude(&parts.gate, &call, &admitted.args, result).await

@@ -9,7 +9,11 @@
 //! error kind), and who called (`toolhost.client`: an MCP caller's
 //! identity, `token:…` or `oauth:SUBJECT`, never a secret). Its children are the steps, in order: `validate`, `admit`
 //! (with `policy`, `hooks.before` and `approval`), `execute` (with `queue`
-//! and `sandbox`, or the MCP server's `tools/call`) and `conclude`.
+//! and `sandbox`, or the MCP server's `tools/call`) and `conclude`. The
+//! steps are `debug` spans, exported only when the operator asks
+//! (`[telemetry] steps`): each costs about as much as the call's own work.
+//! `hooks.before`, `approval` and an upstream `tools/call` stay `info`:
+//! they happen only on some calls and are where such a call's time goes.
 //! Argument values and results are never recorded, and the tool's name
 //! and the call's id are the caller's as `named.rs` bounds them: what a
 //! caller sends cannot make a span long.

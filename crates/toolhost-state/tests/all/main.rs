@@ -174,3 +174,5 @@ fn a_database_that_stops_answering_is_not_trusted_after_two_polls() {
         db.log()
     );
 }
+
+mod queue;
