@@ -13,8 +13,10 @@
 //! - the calls of one call of the plugin share bounds of their own
 //!   ([`CallBounds`]: a number of calls, a total time, a total of result
 //!   bytes), past which each is refused with `limit`;
-//! - each is a child of the plugin's call in the traces (its span is the
-//!   plugin call's sandbox span) and has its own call id, the outer one
+//! - each is a child of the plugin's call in the traces (its parent is the
+//!   plugin call's `sandbox` step, a debug span: exported with
+//!   `[telemetry] steps = true`, else the exported parent is the plugin
+//!   call's `execute_tool` span) and has its own call id, the outer one
 //!   with `.N` added;
 //! - the pool cannot deadlock: a plugin that may call tools takes one of
 //!   the pool's *caller* permits besides its slot (half the pool, `pool.rs`),
