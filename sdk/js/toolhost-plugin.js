@@ -16,7 +16,7 @@
 //   });
 //
 // `export const tool` is the component's `tool` export (wit/plugin.wit,
-// toolhost:plugin@0.3.0). What the helper gives, as the Rust SDK does:
+// toolhost:plugin@0.4.0). What the helper gives, as the Rust SDK does:
 //
 // - `input`: the arguments' JSON Schema, built with the `s` helpers
 //   (`s.string`, `s.integer`, `s.number`, `s.boolean`, `s.array`,
@@ -42,7 +42,7 @@
 // The helper also checks every call's arguments against the schema (the
 // host has done so already; this is the second line).
 
-import * as host from "toolhost:plugin/host@0.3.0";
+import * as host from "toolhost:plugin/host@0.4.0";
 
 const NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 const LEVELS = ["trace", "debug", "info", "warn", "error"];

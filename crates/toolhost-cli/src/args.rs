@@ -218,6 +218,14 @@ pub struct Global {
     #[arg(long, value_name = "auto|on|off", global = true, help_heading = MODEL)]
     pub tool_search: Option<toolhost_search::ToolSearchMode>,
 
+    /// Code mode: `on` loads the program runner (`run-code`, from the config
+    /// file's `[code] runner` or a plugins directory) and lets it call every
+    /// tool, so a model can write one program that calls the tools; each
+    /// call from the program passes the whole gate as the caller's own.
+    /// Wins over the config file's `[code] mode` (default off).
+    #[arg(long, value_name = "on|off", global = true, help_heading = GRANTS)]
+    pub code_mode: Option<crate::code_mode::CodeMode>,
+
     /// Most tool rounds per turn; then the model is asked for a final answer.
     #[arg(long, value_name = "N", global = true, help_heading = MODEL)]
     pub max_rounds: Option<u32>,

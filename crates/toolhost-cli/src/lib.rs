@@ -7,6 +7,7 @@
 mod approve;
 mod args;
 mod chat;
+mod code_mode;
 mod commands;
 mod exit;
 mod explain;
@@ -188,6 +189,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
     }
     if only.is_none() {
         settings::warn_unknown_grants(&cli.global, &file, &runtime);
+        code_mode::check_loaded(&runtime, file.code.mode(cli.global.code_mode))?;
     }
     match cli.command {
         Some(Command::Check { file, json }) => commands::check(&runtime, &file, json),

@@ -52,6 +52,9 @@ use crate::args::Global;
 /// temperature = 1.1
 /// [[request-hooks]]
 /// command = ["./hooks/params.sh"]
+/// [code]                                  # code mode (docs/guide/code-mode.md)
+/// mode = "on"
+/// runner = "target/code"
 /// [oauth]                                 # host serve: OAuth access tokens
 /// issuer = "https://login.example.com"
 /// resource = "https://tools.example.com/mcp"
@@ -134,6 +137,9 @@ pub struct ConfigFile {
     /// and the operator's queue of asks (with `--console`).
     #[serde(default)]
     pub state: Option<StateConfig>,
+    /// Code mode (`[code]`; `--code-mode` wins over its `mode`).
+    #[serde(default)]
+    pub code: crate::code_mode::CodeConfig,
 }
 
 /// The `[state]` table: the database that replicas share.
@@ -712,7 +718,7 @@ pub fn builder(
     } else if let Some(dir) = global.cache_dir.clone().or(file.cache_dir) {
         builder = builder.cache_dir(Some(dir));
     }
-    let paths: Vec<PathBuf> = match only {
+    let mut paths: Vec<PathBuf> = match only {
         Some(files) => files.to_vec(),
         None => file
             .plugins_dirs
@@ -721,6 +727,10 @@ pub fn builder(
             .cloned()
             .collect(),
     };
+    if only.is_none() {
+        let mode = file.code.mode(global.code_mode);
+        file.code.wire(mode, &mut paths, &mut settings);
+    }
     for p in paths {
         builder = builder.plugin_dir(p);
     }

@@ -421,6 +421,7 @@ impl RuntimeBuilder {
                 gate,
                 pool,
                 ResultCache::new(self.result_cache.clone()),
+                weak.clone(),
             )
         });
         if let Some(e) = hook_error {

@@ -37,6 +37,20 @@ pub struct PluginSettings {
     /// Configuration values (they win over the manifest's defaults).
     #[serde(default)]
     pub config: BTreeMap<String, String>,
+    /// The tools the plugin may call through the host (contract 0.4.0's
+    /// `tools` import), as globs on their names (`call-tools = ["fs_*"]`):
+    /// none by default. Each call goes through the whole gate as a call of
+    /// whoever called the plugin (`call/nested.rs`).
+    #[serde(default, rename = "call-tools", skip_serializing_if = "Vec::is_empty")]
+    pub call_tools: Vec<String>,
+    /// Bounds of the calls one call of the plugin makes
+    /// (`[plugins.NAME.call-bounds]`; see [`CallBounds`](crate::CallBounds)).
+    #[serde(
+        default,
+        rename = "call-bounds",
+        skip_serializing_if = "crate::call::nested::CallBounds::is_default"
+    )]
+    pub call_bounds: crate::call::nested::CallBounds,
     /// Caching of its results: opt-outs and TTLs, per plugin and per tool
     /// (`[plugins.NAME.cache]`; see [`CacheSettings`](crate::CacheSettings)).
     #[serde(

@@ -76,6 +76,7 @@ pub use cache_settings::{CacheSettings, ToolCacheSettings};
 pub use call::access::Access;
 pub use call::explain::{Explanation, HookMatch, PathGrant, Verdict};
 pub use call::named::{MAX_SHOWN_NAME_CHARS, shown_name};
+pub use call::nested::CallBounds;
 pub use call::watch::{CallEvent, CallPhase, StepTiming};
 pub use call::{CallContext, StepSink, ToolResult};
 pub use catalog::{

@@ -30,6 +30,9 @@ pub(crate) struct Parts {
     calls: AtomicU64,
     /// Watches the plugin directories, when asked to; stops when dropped.
     watcher: Mutex<Option<Watcher>>,
+    /// The `Arc` these parts live in, for the calls plugins make to other
+    /// tools (`call/nested.rs`), which outlive no call.
+    pub(crate) me: std::sync::Weak<Parts>,
 }
 
 impl Parts {
@@ -38,6 +41,7 @@ impl Parts {
         gate: Gate,
         pool: Pool,
         results: ResultCache,
+        me: std::sync::Weak<Parts>,
     ) -> Parts {
         Parts {
             catalog,
@@ -47,6 +51,7 @@ impl Parts {
             feed: Feed::new(),
             calls: AtomicU64::new(0),
             watcher: Mutex::new(None),
+            me,
         }
     }
 

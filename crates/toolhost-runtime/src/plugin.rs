@@ -322,8 +322,10 @@ impl Loader {
 
         let empty = PluginSettings::default();
         let settings = self.settings.get(&name).unwrap_or(&empty);
-        let has_grants =
-            !(settings.dirs.is_empty() && settings.hosts.is_empty() && settings.env.is_empty());
+        let has_grants = !(settings.dirs.is_empty()
+            && settings.hosts.is_empty()
+            && settings.env.is_empty()
+            && settings.call_tools.is_empty());
         let grants = if has_grants && !is_named_for(&stem, &name) {
             // Grants follow the file the user named, not the name a
             // manifest claims (`weather.wasm` saying `name = "fs"`).
@@ -339,6 +341,7 @@ impl Loader {
                 dirs: Vec::new(),
                 hosts: Vec::new(),
                 env: Vec::new(),
+                call_tools: Vec::new(),
                 ..settings.clone()
             };
             &withheld
@@ -571,6 +574,9 @@ fn resolve_sandbox(
         only_host: None,
         env,
         config,
+        call_tools: crate::call::nested::CallGrant::from_settings(settings)
+            .map_err(|e| LoadError::Grant(e.to_string()))?
+            .map(Arc::new),
     })
 }
 

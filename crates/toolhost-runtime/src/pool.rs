@@ -6,6 +6,11 @@
 //! semaphores; the calls waiting for either share one queue bound
 //! (`max-queued-calls`), past which a call is answered [`CallError::Busy`]
 //! at once instead of waiting.
+//!
+//! A plugin that may call tools (`call/nested.rs`) also takes one of the
+//! pool's *caller* permits, half its slots: its calls wait for slots while
+//! it holds one, and the tools they run cannot call tools, so half the
+//! pool is always left to them and callers cannot deadlock the pool.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -27,6 +32,9 @@ pub(crate) struct Pool {
     /// Slots that ready instances (`ready.rs`) may hold at once, all
     /// plugins together: an eighth of the pool, so calls always keep most.
     ready_budget: Arc<Semaphore>,
+    /// One permit per plugin call that may call tools at once: half the
+    /// slots (at least one), so that the calls they make find the rest.
+    callers: Arc<Semaphore>,
     /// Calls waiting for a permit right now.
     queued: Arc<AtomicUsize>,
     max_queued: usize,
@@ -57,6 +65,7 @@ impl Pool {
             engine,
             slots: Arc::new(Semaphore::new(pool_size as usize)),
             ready_budget: Arc::new(Semaphore::new(pool_size as usize / 8)),
+            callers: Arc::new(Semaphore::new((pool_size as usize / 2).max(1))),
             queued: Arc::new(AtomicUsize::new(0)),
             max_queued,
             max_wasm_stack,
@@ -90,6 +99,13 @@ impl Pool {
             _instance: instance,
             _pool: pool,
         })
+    }
+
+    /// Waits until another call of a plugin that may call tools may run
+    /// (half the pool's slots; see the module's doc), or answers `Busy`
+    /// when too many calls wait already. Taken before the call's slot.
+    pub(crate) async fn caller(&self) -> Result<OwnedSemaphorePermit, CallError> {
+        self.wait_for(&self.callers, None).await
     }
 
     /// A slot for a ready instance of `plugin` (`ready.rs`), only when one

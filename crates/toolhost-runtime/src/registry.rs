@@ -110,6 +110,9 @@ pub struct Granted {
     pub hosts: Vec<String>,
     /// Environment variable names.
     pub env: Vec<String>,
+    /// Globs on the tools it may call (`call-tools`, contract 0.4.0).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub call_tools: Vec<String>,
 }
 
 /// Tool names reserved for the host's built-in tools (`read_var`, the agent
@@ -320,6 +323,12 @@ impl Registry {
                         .collect(),
                     hosts: p.sandbox.hosts.iter().map(ToString::to_string).collect(),
                     env: p.sandbox.env.iter().map(|(k, _)| k.clone()).collect(),
+                    call_tools: p
+                        .sandbox
+                        .call_tools
+                        .as_ref()
+                        .map(|g| g.patterns())
+                        .unwrap_or_default(),
                 },
                 digest: p.digest.clone(),
                 grants: p.grants.clone(),

@@ -115,6 +115,9 @@ pub(crate) struct SandboxSpec {
     pub only_host: Option<HostPattern>,
     pub env: Vec<(String, String)>,
     pub config: BTreeMap<String, String>,
+    /// The tools it may call and the bounds of those calls, when the
+    /// operator lets it call any (`call/nested.rs`).
+    pub call_tools: Option<Arc<crate::call::nested::CallGrant>>,
 }
 
 /// A directory the guest sees: what it is on the host, where the guest
@@ -187,6 +190,10 @@ pub(crate) struct SandboxState {
     deadline: Instant,
     stdout: CapturedOutput,
     stderr: CapturedOutput,
+    /// The calls this call of the plugin may make to other tools, when it
+    /// may make any (`call/nested.rs`); set by `call/execute.rs` for the
+    /// call only.
+    pub(crate) caller: Option<crate::call::nested::Caller>,
 }
 
 impl WasiView for SandboxState {
@@ -284,6 +291,7 @@ pub(crate) fn bare_store(engine: &Engine, spec: Arc<SandboxSpec>) -> Store<Sandb
         deadline: Instant::now(),
         stdout: CapturedOutput::default(),
         stderr: CapturedOutput::default(),
+        caller: None,
         spec,
     };
     let mut store = Store::new(engine, state);
@@ -401,6 +409,7 @@ impl Sandbox {
             deadline: deadline_after(Instant::now(), spec.limits.timeout),
             stdout,
             stderr,
+            caller: None,
         };
         let mut store = Store::new(engine, state);
         store.limiter(|s| &mut s.limiter);

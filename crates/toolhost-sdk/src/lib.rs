@@ -189,6 +189,7 @@ mod context;
 mod output;
 mod plugin;
 mod schema;
+pub mod tools;
 
 pub use content::{Audience, Content};
 pub use context::{Context, LogLevel, config, config_keys, log, progress};
@@ -203,7 +204,7 @@ pub use serde;
 pub use serde_json;
 
 /// The version of the `toolhost:plugin` WIT package this SDK builds against.
-pub const WIT_VERSION: &str = "0.3.0";
+pub const WIT_VERSION: &str = "0.4.0";
 
 /// Everything a plugin usually needs: `use toolhost_sdk::prelude::*;`.
 ///

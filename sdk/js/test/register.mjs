@@ -1,5 +1,5 @@
 // Lets plain node load toolhost-plugin.js for unit tests: the host's
-// interface (`toolhost:plugin/host@0.3.0`, provided by the component) is
+// interface (`toolhost:plugin/host@0.4.0`, provided by the component) is
 // replaced by test/host-stub.mjs. Use: node --import ./test/register.mjs --test test/
 import { register } from "node:module";
 

@@ -111,18 +111,22 @@ fn check_describes_a_good_plugin_and_explains_a_bad_one() {
     let out = stdout(&o);
     assert!(out.contains("fs@0.1.0"), "{out}");
     assert!(
-        out.contains("contract:  toolhost:plugin@0.3.0 (the newest)"),
+        out.contains("contract:  toolhost:plugin@0.4.0 (the newest)"),
         "{out}"
     );
     // A plugin built against an older contract is named as such, and runs.
-    for (fixture, version) in [("legacy-v0-1", "0.1.0"), ("legacy-v0-2", "0.2.0")] {
+    for (fixture, version) in [
+        ("legacy-v0-1", "0.1.0"),
+        ("legacy-v0-2", "0.2.0"),
+        ("legacy-v0-3", "0.3.0"),
+    ] {
         let o = run(host(&shared_cache())
             .arg("check")
             .arg(fixtures_dir().join(format!("{fixture}.wasm"))));
         assert!(o.status.success(), "{}", stderr(&o));
         assert!(
             stdout(&o).contains(&format!(
-                "contract:  toolhost:plugin@{version} (an older one, run as it is; the newest is 0.3.0)"
+                "contract:  toolhost:plugin@{version} (an older one, run as it is; the newest is 0.4.0)"
             )),
             "{}",
             stdout(&o)

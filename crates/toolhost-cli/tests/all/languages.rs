@@ -207,7 +207,7 @@ mod helpers {
             let out = text(&o.stdout);
             assert!(o.status.success(), "{out}{}", text(&o.stderr));
             assert!(out.contains(about), "{out}");
-            assert!(out.contains("toolhost:plugin@0.3.0"), "{out}");
+            assert!(out.contains("toolhost:plugin@0.4.0"), "{out}");
             assert!(out.contains("[read-only, idempotent]"), "{out}");
             for bit in schema_bits {
                 assert!(out.contains(bit), "{bit} in {out}");
@@ -625,7 +625,7 @@ mod go {
             String::from_utf8_lossy(&o.stderr)
         );
         assert!(out.contains("file-digest@0.1.0"), "{out}");
-        assert!(out.contains("toolhost:plugin@0.3.0"), "{out}");
+        assert!(out.contains("toolhost:plugin@0.4.0"), "{out}");
         assert!(
             out.contains("sha256") && out.contains("head_lines") && out.contains("dirs=read-only"),
             "{out}"

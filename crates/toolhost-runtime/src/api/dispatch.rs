@@ -7,7 +7,7 @@ use wasmtime::Engine;
 use wasmtime::component::{Component, Linker};
 
 use super::types::{RawAfter, RawBefore, RawContext, RawOutcome, RawToolSpec};
-use super::{v0_1, v0_2, v0_3};
+use super::{v0_1, v0_2, v0_3, v0_4};
 use crate::error::LoadError;
 use crate::sandbox::SandboxState;
 
@@ -116,6 +116,7 @@ macro_rules! contract_versions {
 }
 
 contract_versions! {
+    V0_4 => v0_4,
     V0_3 => v0_3,
     V0_2 => v0_2,
     V0_1 => v0_1,
@@ -205,6 +206,7 @@ macro_rules! hook_versions {
 }
 
 hook_versions! {
+    V0_4 => v0_4,
     V0_3 => v0_3,
     V0_2 => v0_2,
 }
@@ -320,7 +322,10 @@ mod tests {
     #[test]
     fn each_supported_version_is_served_by_its_own_bindings() {
         let supported = supported_versions();
-        assert_eq!(supported, vec![v("0.3.0"), v("0.2.0"), v("0.1.0")]);
+        assert_eq!(
+            supported,
+            vec![v("0.4.0"), v("0.3.0"), v("0.2.0"), v("0.1.0")]
+        );
         assert_eq!(
             supported[0],
             crate::api::latest::VERSION,

@@ -3,7 +3,8 @@
 //!
 //! - `types.rs`: the version-neutral types the rest of the runtime sees
 //!   (`RawToolSpec`, `RawOutcome`, `RawBefore`, …);
-//! - `v0_1.rs`, `v0_2.rs`, `v0_3.rs`: one version each — the generated bindings (the
+//! - `v0_1.rs` … `v0_4.rs`: one version each (0.3.0 and 0.4.0 share their
+//!   conversions, `since_v0_3.rs`, as their types are the same) — the generated bindings (the
 //!   [`version_bindings!`] macro: `bindgen!`, linker, host interface) and
 //!   that version's conversions to and from the neutral types, as plain
 //!   `impl From`; a version with a hook world has a `hook` module too;
@@ -11,15 +12,14 @@
 //!   its exports), and the enums that dispatch each call to them;
 //! - `latest` names the newest version module.
 //!
-//! Adding contract 0.4.0 (as 0.3.0 was added):
-//! 1. copy the current `wit/plugin.wit` to `wit/0.3.0/` (frozen) and point
-//!    `v0_3.rs`'s `path` (and its hook module's) there;
-//! 2. add `v0_4.rs`: `version_bindings! { path: "../../wit", version: (0, 4, 0) }`
-//!    plus its `impl From` conversions (and a `hook` module if the hook world
-//!    changed);
-//! 3. add `V0_4 => v0_4` first in `contract_versions!` (and in
-//!    `hook_versions!` for a new hook world) in `dispatch.rs`, and point
-//!    `latest` at it.
+//! Adding contract 0.5.0 (as 0.4.0 was added):
+//! 1. copy the current `wit/plugin.wit` to `wit/0.4.0/` (frozen) and point
+//!    `v0_4.rs`'s `path` (and its hook module's) there;
+//! 2. add `v0_5.rs`: `version_bindings! { path: "../../wit", version: (0, 5, 0) }`
+//!    plus its `impl From` conversions (or an `include!` of the previous
+//!    version's when the types did not change) and a `hook` module;
+//! 3. add `V0_5 => v0_5` first in `contract_versions!` and in
+//!    `hook_versions!` in `dispatch.rs`, and point `latest` at it.
 
 use wasmtime::Engine;
 use wasmtime::component::Linker;
@@ -29,11 +29,13 @@ use crate::sandbox::SandboxState;
 macro_rules! version_bindings {
     (
         path: $path:tt,
-        version: ($major:expr, $minor:expr, $patch:expr) $(,)?
+        version: ($major:expr, $minor:expr, $patch:expr)
+        $(, imports: $imports:tt)? $(,)?
     ) => {
         wasmtime::component::bindgen!({
             world: "tool-plugin",
             path: $path,
+            $(imports: $imports,)?
             exports: { default: async },
         });
 
@@ -123,9 +125,10 @@ pub(crate) mod types;
 pub(crate) mod v0_1;
 pub(crate) mod v0_2;
 pub(crate) mod v0_3;
+pub(crate) mod v0_4;
 
 /// The newest contract version's bindings.
-pub(crate) use v0_3 as latest;
+pub(crate) use v0_4 as latest;
 
 pub(crate) use dispatch::{
     ComponentKind, HookPre, Linked, Linkers, PluginInstance, PluginPre, detect_kind, detect_version,

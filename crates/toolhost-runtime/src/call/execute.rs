@@ -31,6 +31,16 @@ pub(crate) async fn fresh(
 ) -> Result<ToolResult, CallError> {
     let plugin = &call.target.plugin;
     let args = admitted.args_text.as_str();
+    // A plugin that may call tools holds a caller permit while it runs
+    // (`pool.rs`: the calls it makes must find free slots).
+    let _caller = match plugin.sandbox.call_tools {
+        Some(_) => Some(
+            pool.caller()
+                .instrument(tracing::info_span!("queue"))
+                .await?,
+        ),
+        None => None,
+    };
     let narrowed = narrow::narrow(
         call,
         &admitted.args,
@@ -113,9 +123,16 @@ async fn run(
         session_id: cx.session_id.as_deref(),
         agent: cx.agent.as_deref(),
     };
+    // The calls it may make to other tools, for this call only.
+    sandbox.store.data_mut().caller = plugin
+        .sandbox
+        .call_tools
+        .as_ref()
+        .map(|grant| crate::call::nested::Caller::new(call, grant.clone()));
     let outcome = sandbox
         .call(async |store| guest(store, raw_cx, &spec.name, args).await)
         .await;
+    sandbox.store.data_mut().caller = None;
     let duration = started.elapsed();
     let fault = |fault: SandboxFault| CallError::Sandbox {
         tool: call.target.tool.to_owned(),

@@ -23,6 +23,9 @@
 //! 5. **conclude** (`conclude.rs`): the after-hooks (on failures too), then
 //!    the user's approval of the result when the policy asks for it.
 //!
+//! A plugin that the operator lets call tools (contract 0.4.0) calls them
+//! through these very steps, as its caller (`nested.rs`).
+//!
 //! A read of a tool source's resource or a get of its prompt (`access.rs`)
 //! takes the same steps; only its lookup differs.
 //!
@@ -46,6 +49,7 @@ pub(crate) mod execute;
 pub(crate) mod explain;
 pub(crate) mod named;
 pub(crate) mod narrow;
+pub(crate) mod nested;
 pub(crate) mod opened;
 pub(crate) mod trace;
 pub(crate) mod validate;
@@ -79,7 +83,7 @@ pub struct CallContext {
     /// Who is calling, for the result cache and saved approvals (`client`).
     pub(crate) client: Option<String>,
     pub(crate) progress: Option<ProgressSink>,
-    steps: Option<StepSink>,
+    pub(crate) steps: Option<StepSink>,
     /// Asks about this call instead of the runtime's approver.
     pub(crate) approver: Option<Arc<dyn crate::permission::Approver>>,
     /// What the caller attached for the tool source that serves the call.
@@ -292,6 +296,9 @@ pub(crate) struct Call<'a> {
     /// The call's recorder for the live feed (`watch.rs`), where the steps
     /// report their times; `None` when nobody watches.
     pub watch: Option<&'a watch::Recorder>,
+    /// The runtime, for the calls a plugin that may call tools makes
+    /// (`nested.rs`).
+    pub parts: std::sync::Weak<Parts>,
 }
 
 impl<'a> Call<'a> {
@@ -336,6 +343,7 @@ impl<'a> Call<'a> {
             // Lookup runs inside the call's span (`trace::call_span`).
             span: tracing::Span::current(),
             watch,
+            parts: parts.me.clone(),
         };
         trace::resolved(&call);
         watch::resolved(&call);
@@ -379,6 +387,7 @@ impl<'a> Call<'a> {
             hops: std::sync::OnceLock::new(),
             span: tracing::Span::current(),
             watch,
+            parts: parts.me.clone(),
         };
         trace::resolved(&call);
         watch::resolved(&call);

@@ -1,5 +1,5 @@
 //! Contract versions through the runtime's public API: plugins built against
-//! `toolhost:plugin@0.1.0`, `@0.2.0` and `@0.3.0` in one runtime, 0.2.0's
+//! `toolhost:plugin@0.1.0`, `@0.2.0`, `@0.3.0` and `@0.4.0` in one runtime, 0.2.0's
 //! structured output and its checks, 0.3.0's content blocks and their
 //! bounds, and a version the host does not support. Uses the plugins built
 //! by `cargo xtask plugins`.
@@ -15,7 +15,7 @@ fn v(s: &str) -> semver::Version {
     semver::Version::parse(s).unwrap()
 }
 
-/// A runtime with `calc` (0.3.0, built with the SDK) and the fixtures named.
+/// A runtime with `calc` (0.4.0, built with the SDK) and the fixtures named.
 async fn with_calc_and(fixtures: &[&str]) -> Runtime {
     let tmp = tempfile::tempdir().unwrap();
     copy_plugin(&plugins_dir(), "calc", tmp.path());
@@ -37,8 +37,8 @@ async fn call(rt: &Runtime, tool: &str, args: Value) -> Result<ToolResult, CallE
 }
 
 #[tokio::test]
-async fn plugins_built_against_0_1_0_2_and_0_3_run_side_by_side() {
-    let rt = with_calc_and(&["legacy-v0-1", "legacy-v0-2"]).await;
+async fn plugins_built_against_0_1_0_2_0_3_and_0_4_run_side_by_side() {
+    let rt = with_calc_and(&["legacy-v0-1", "legacy-v0-2", "legacy-v0-3"]).await;
     assert!(
         rt.load_report().failures.is_empty(),
         "{:?}",
@@ -53,7 +53,8 @@ async fn plugins_built_against_0_1_0_2_and_0_3_run_side_by_side() {
     };
     assert_eq!(api("legacy-v0-1"), v("0.1.0"));
     assert_eq!(api("legacy-v0-2"), v("0.2.0"));
-    assert_eq!(api("calc"), v("0.3.0"));
+    assert_eq!(api("legacy-v0-3"), v("0.3.0"));
+    assert_eq!(api("calc"), v("0.4.0"));
 
     let legacy = call(&rt, "legacy_echo", json!({"text": "still here"}))
         .await
@@ -70,6 +71,15 @@ async fn plugins_built_against_0_1_0_2_and_0_3_run_side_by_side() {
     assert_eq!(measured.output, "5 characters");
     assert_eq!(measured.structured, Some(json!({"chars": 5})));
     assert!(measured.content.is_empty(), "0.2.0 has no content blocks");
+    let blocks = call(&rt, "legacy3_measure", json!({"text": "héllo"}))
+        .await
+        .unwrap();
+    assert_eq!(blocks.structured, Some(json!({"chars": 5})));
+    assert_eq!(
+        serde_json::to_value(&blocks.content).unwrap(),
+        json!([{"type": "text", "text": "5 characters"}]),
+        "0.3.0's content blocks"
+    );
     let calc = call(&rt, "calculate", json!({"expression": "6*7"})).await;
     assert_eq!(calc.unwrap().output, "42");
 
@@ -141,7 +151,7 @@ async fn structured_output_that_breaks_its_schema_or_is_not_json_is_refused() {
 async fn an_unsupported_version_is_refused_naming_it_and_every_supported_one() {
     assert_eq!(
         supported_versions(),
-        vec![v("0.3.0"), v("0.2.0"), v("0.1.0")]
+        vec![v("0.4.0"), v("0.3.0"), v("0.2.0"), v("0.1.0")]
     );
     let rt = with_calc_and(&["future-abi", "legacy-v0-1"]).await;
     let report = rt.load_report();
@@ -155,6 +165,7 @@ async fn an_unsupported_version_is_refused_naming_it_and_every_supported_one() {
             assert!(supported.contains("toolhost:plugin@0.1.0"), "{supported}");
             assert!(supported.contains("toolhost:plugin@0.2.0"), "{supported}");
             assert!(supported.contains("toolhost:plugin@0.3.0"), "{supported}");
+            assert!(supported.contains("toolhost:plugin@0.4.0"), "{supported}");
         }
         other => panic!("{other:?}"),
     }

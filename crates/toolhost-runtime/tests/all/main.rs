@@ -1,6 +1,7 @@
 //! The runtime's end-to-end tests, one binary with a module per concern
 //! (the built plugins come from `cargo xtask plugins`).
 
+mod code_mode;
 mod contract_versions;
 mod fuzz_corpus_calls;
 mod hook_plugins;

@@ -1,0 +1,268 @@
+//! Code mode from the command line (`--code-mode on`, `[code]` in the
+//! config file): the program runner (`target/code/`, built by `cargo xtask
+//! plugins`) loaded beside the example plugins and granted the tools. The
+//! agent loop (`host run` against the fake model server), `host call run_code`
+//! and MCP clients (the MCP Python SDK) of `host mcp` and `host serve` run a
+//! program whose calls pass the gate.
+
+use std::process::Output;
+
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+fn runner_dir() -> std::path::PathBuf {
+    root().join("target/code")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// A program that calls two plugins (`calc` and `text`).
+const PROGRAM: &str = "const { value } = await tools.calculate({ expression: '6*7' });\n\
+     const words = await tools.word_count({ text: 'one two three' });\n\
+     return `${value} and ${words}`;";
+
+/// What [`PROGRAM`] returns.
+const ANSWER: &str = "42 and 3 words, 1 line, 13 characters";
+
+#[test]
+fn host_call_runs_a_program_only_with_code_mode_on_and_under_the_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = json!({ "code": PROGRAM }).to_string();
+    let call = |extra: &[&str]| {
+        host(&root().join("target/test-cache"))
+            .arg("--plugins")
+            .arg(plugins_dir())
+            .arg("--plugins")
+            .arg(runner_dir())
+            .args(extra)
+            .args(["call", "run_code", &args])
+            .output()
+            .expect("host runs")
+    };
+    let on = call(&["--code-mode", "on"]);
+    assert!(on.status.success(), "{}", stderr(&on));
+    assert_eq!(stdout(&on), format!("{ANSWER}\n"));
+
+    // Off (the default): the runner is a plugin like any other, granted nothing.
+    let off = call(&[]);
+    assert!(!off.status.success(), "{}", stdout(&off));
+    assert!(
+        stderr(&off).contains("tools.calculate: not-granted"),
+        "{}",
+        stderr(&off)
+    );
+
+    // On, the program's calls are the caller's: the policy's deny holds.
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        "[[rules]]\ntool = \"word_count\"\ndecision = \"deny\"\nreason = \"no counting here\"\n",
+    )
+    .unwrap();
+    let denied = call(&["--code-mode", "on", "--policy", policy.to_str().unwrap()]);
+    assert!(!denied.status.success(), "{}", stdout(&denied));
+    let err = stderr(&denied);
+    assert!(err.contains("tools.word_count: denied"), "{err}");
+    assert!(err.contains("no counting here"), "{err}");
+    assert!(err.contains("line 2"), "the program's line: {err}");
+}
+
+#[test]
+fn the_config_file_turns_code_mode_on_and_names_the_runner() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("host.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[code]\nmode = \"on\"\nrunner = {}\n",
+            toml_string(&runner_dir())
+        ),
+    )
+    .unwrap();
+    let o = host(&root().join("target/test-cache"))
+        .arg("--plugins")
+        .arg(plugins_dir())
+        .arg("--config")
+        .arg(&config)
+        .args([
+            "call",
+            "run_code",
+            &json!({ "code": "return (await tools.calculate({ expression: '1+1' })).value;" })
+                .to_string(),
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "2\n");
+}
+
+#[test]
+fn code_mode_on_without_the_runner_says_where_to_get_it() {
+    let o = host(&root().join("target/test-cache"))
+        .arg("--plugins")
+        .arg(plugins_dir())
+        .args(["--code-mode", "on", "tools"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success(), "{}", stdout(&o));
+    let err = stderr(&o);
+    assert!(err.contains("code mode is on"), "{err}");
+    assert!(err.contains("[code] runner"), "{err}");
+}
+
+#[test]
+fn an_mcp_client_runs_a_program_that_calls_two_plugins_through_host_mcp() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = plugins_dir().display().to_string();
+    let runner = runner_dir().display().to_string();
+    let host = crate::mcp::host_args(
+        dir.path(),
+        &[
+            "--plugins",
+            &plugins,
+            "--plugins",
+            &runner,
+            "--code-mode",
+            "on",
+            "mcp",
+        ],
+    );
+    let report = crate::mcp::client(
+        "gateway",
+        &[
+            "--call",
+            "code_api",
+            "{}",
+            "--call",
+            "run_code",
+            &json!({ "code": PROGRAM }).to_string(),
+        ],
+        &host,
+    );
+    let tools: Vec<&str> = report["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        tools.contains(&"run_code") && tools.contains(&"code_api"),
+        "{tools:?}"
+    );
+    let api = &report["calls"]["code_api"];
+    assert_eq!(api["is_error"], false, "{api}");
+    let declarations = api["text"].as_str().unwrap();
+    assert!(
+        declarations.contains("function calculate(args: {"),
+        "{declarations}"
+    );
+    assert!(
+        !declarations.contains("function run_code"),
+        "{declarations}"
+    );
+    let ran = &report["calls"]["run_code"];
+    assert_eq!(ran["is_error"], false, "{ran}");
+    assert_eq!(ran["text"], ANSWER, "{ran}");
+}
+
+fn toml_string(path: &std::path::Path) -> String {
+    toml::Value::String(path.display().to_string()).to_string()
+}
+
+#[test]
+fn the_agent_loop_offers_the_program_tools_and_the_model_runs_one_program() {
+    let program = json!({ "code": PROGRAM }).to_string();
+    let server = ModelServer::start(move |n, _| match n {
+        0 => openai_tool_call("c1", "run_code", &program),
+        _ => openai_text("42, and three words."),
+    });
+    let base = format!("http://127.0.0.1:{}/v1", server.port);
+    let o = host(&root().join("target/test-cache"))
+        .env("TEST_MODEL_KEY", "test-key")
+        .arg("--plugins")
+        .arg(plugins_dir())
+        .arg("--plugins")
+        .arg(runner_dir())
+        .args([
+            "--code-mode",
+            "on",
+            "--provider",
+            "openai",
+            "--base-url",
+            &base,
+            "--api-key-env",
+            "TEST_MODEL_KEY",
+            "--model",
+            "test-model",
+            "run",
+            "What is 6*7, and how many words are in 'one two three'?",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let bodies = server.bodies();
+    assert_eq!(bodies.len(), 2, "{bodies:#?}");
+    let offered: Vec<&str> = bodies[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert!(
+        offered.contains(&"run_code") && offered.contains(&"code_api"),
+        "{offered:?}"
+    );
+    let result = bodies[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "tool")
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    assert!(result.contains(ANSWER), "{result}");
+}
+
+#[test]
+fn an_mcp_client_of_host_serve_runs_a_program() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = plugins_dir().display().to_string();
+    let runner = runner_dir().display().to_string();
+    let served = crate::mcp::serve(&crate::mcp::host_args(
+        dir.path(),
+        &[
+            "--plugins",
+            &plugins,
+            "--plugins",
+            &runner,
+            "--code-mode",
+            "on",
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+        ],
+    ));
+    let url = format!("{}/mcp", served.base);
+    let report = crate::mcp::client(
+        "gateway",
+        &[
+            "--url",
+            &url,
+            "--call",
+            "run_code",
+            &json!({ "code": PROGRAM }).to_string(),
+        ],
+        &[],
+    );
+    let ran = &report["calls"]["run_code"];
+    assert_eq!(ran["is_error"], false, "{ran}");
+    assert_eq!(ran["text"], ANSWER, "{ran}");
+}
