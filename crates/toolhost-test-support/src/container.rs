@@ -80,6 +80,32 @@ pub fn base_image() -> String {
     base
 }
 
+/// Whether this machine runs containers at all: a container of the base
+/// image that runs `true`. `Err` says why not (a kernel or sandbox that
+/// refuses podman's namespaces), for a test to print and stop at; a missing
+/// podman or base image is not such a machine, and fails the test.
+pub fn runs_containers() -> Result<(), String> {
+    let base = base_image();
+    let out = podman()
+        .args(["run", "--rm", "--network", "none"])
+        .args(sandbox_flags())
+        .arg(&base)
+        .arg("true")
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("podman does not run ({e}); `cargo xtask test` installs Debian's podman")
+        });
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr)
+            .trim()
+            .chars()
+            .take(600)
+            .collect())
+    }
+}
+
 /// An image built from the repository's `Dockerfile` (target `prebuilt`);
 /// removed when dropped.
 pub struct Image {
