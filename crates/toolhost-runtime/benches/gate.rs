@@ -150,6 +150,30 @@ fn main() {
     let python = foreign("plugins-py", "text-stats.wasm", true);
     let python_unready = foreign("plugins-py", "text-stats.wasm", false);
     let js = foreign("plugins-js", "text-case.wasm", true);
+    // Code mode: the program runner (`target/code`, Boa) beside calc,
+    // granted to call it.
+    let code = {
+        let runner = toolhost_test_support::root().join("target/code");
+        assert!(
+            runner.join("run-code.wasm").is_file(),
+            "{} is missing: build it with `cargo xtask plugins`",
+            runner.display()
+        );
+        let grant = toolhost_runtime::PluginSettings {
+            call_tools: vec!["calculate".into()],
+            ..toolhost_runtime::PluginSettings::default()
+        };
+        rt.block_on(async {
+            Runtime::builder()
+                .plugin_dir(built("plugins", "calc.wasm"))
+                .plugin_dir(runner)
+                .plugin_settings("run-code", grant)
+                .cache_dir(Some(cache.clone()))
+                .build()
+                .await
+                .unwrap()
+        })
+    };
 
     // Per-call grants: `fs` as shipped (its manifest names `read_file`'s
     // path argument, so each call gets a scratch directory and a link to
@@ -335,6 +359,20 @@ fn main() {
     variants.insert(
         "fresh_instance",
         Box::new(|n| fresh(&runtime, "calculate", &distinct, n)),
+    );
+    // A program that makes the one call `fresh_instance` makes.
+    variants.insert(
+        "program_one_call",
+        Box::new(|n| {
+            let program = || {
+                counter.set(counter.get() + 1);
+                json!({ "code": format!(
+                    "return await tools.calculate({{ expression: '{}*0+2*(3+4)' }});",
+                    counter.get()
+                ) })
+            };
+            fresh(&code, "run_code", &program, n)
+        }),
     );
     variants.insert(
         "approved_from_file",
@@ -619,6 +657,18 @@ fn main() {
             &["fresh_instance"],
         ),
         ("js_over_rust", "js_fresh_instance", &["fresh_instance"]),
+        // A program's one call against the same call made directly, and
+        // against a fresh call of the JavaScript example plugin.
+        (
+            "program_over_direct_call",
+            "program_one_call",
+            &["fresh_instance"],
+        ),
+        (
+            "program_over_js_call",
+            "program_one_call",
+            &["js_fresh_instance"],
+        ),
         // With pauses between calls, where ready instances serve.
         ("python_over_rust_paced", "python_paced", &["rust_paced"]),
         // A tool search against offering every definition, and a call.
