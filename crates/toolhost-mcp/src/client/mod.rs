@@ -299,6 +299,9 @@ impl McpSource {
         };
         let response = handle.await_response().await;
         cancel.peer = None;
+        if _progress.is_some() {
+            settle_notifications().await;
+        }
         let result = match response {
             Ok(ServerResult::CallToolResult(result)) => result,
             Ok(_) => {
@@ -402,6 +405,20 @@ impl Drop for CancelOnDrop {
 }
 
 /// Takes a call's progress token out of the table when the call ends.
+/// Lets the notifications that came before a response be handled before
+/// the call's progress sink goes. rmcp handles each notification in a task
+/// of its own, spawned before it delivers the response that followed, so a
+/// server's last progress (`100/100`, then the result) could otherwise find
+/// the sink gone and never reach the caller ahead of the result. Only calls
+/// whose caller asked for progress wait: a few yields and one tick of the
+/// timer, time in which an idle worker takes the spawned tasks.
+async fn settle_notifications() {
+    for _ in 0..4 {
+        tokio::task::yield_now().await;
+    }
+    tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+}
+
 struct ProgressGuard {
     shared: Weak<Shared>,
     token: String,
