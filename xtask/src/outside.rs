@@ -103,6 +103,9 @@ pub struct Installed {
     pub supergateway: PathBuf,
     /// `kubernetes-validate`.
     pub kube_validate: PathBuf,
+    /// Whether this machine runs containers: `yes`, or `no: ` and podman's
+    /// reason (the container test skips with that line, and only then).
+    pub containers: String,
     /// The Node 22 that runs it.
     pub node22: PathBuf,
     /// The suite's reference "everything" server, beside its
@@ -124,6 +127,7 @@ impl Installed {
             .env("TOOLHOST_TEST_SUPERGATEWAY", &self.supergateway)
             .env("TOOLHOST_TEST_BASE_IMAGE", BASE_IMAGE)
             .env("TOOLHOST_TEST_KUBE_VALIDATE", &self.kube_validate)
+            .env("TOOLHOST_TEST_CONTAINERS", &self.containers)
             .env("TOOLHOST_TEST_NODE22", &self.node22)
             .env("TOOLHOST_TEST_EVERYTHING_SERVER", &self.everything)
             .env("TOOLHOST_TEST_NODE_DIR", &self.node_dir);
@@ -268,6 +272,7 @@ pub fn install(root: &Path) -> anyhow::Result<Installed> {
         "the test of replicas behind a load balancer",
     )?;
     container_base(&dir)?;
+    let containers = containers_run();
     let phoenix = phoenix
         .join()
         .map_err(|_| anyhow::anyhow!("installing Phoenix panicked"))??;
@@ -285,6 +290,7 @@ pub fn install(root: &Path) -> anyhow::Result<Installed> {
         conformance_next,
         supergateway,
         kube_validate: kube,
+        containers,
         node22,
         everything,
     })
@@ -341,6 +347,38 @@ fn container_base(tools: &Path) -> anyhow::Result<()> {
     let _ = std::fs::remove_dir_all(&root);
     anyhow::ensure!(exists(), "podman has no {BASE_IMAGE} after importing it");
     Ok(())
+}
+
+/// Whether podman runs a container of the base image here, with limits
+/// any machine allows (not the tests' own flags, so a mistake in those
+/// fails the test instead of skipping it): `yes`, or `no: ` and why.
+fn containers_run() -> String {
+    let out = Command::new("podman")
+        .args([
+            "--cgroup-manager",
+            "cgroupfs",
+            "run",
+            "--rm",
+            "--network",
+            "none",
+        ])
+        .args(["--runtime", "runc", "--ulimit", "nofile=1024:1024"])
+        .args(["--ulimit", "nproc=1024:1024", BASE_IMAGE, "true"])
+        .output();
+    match out {
+        Ok(o) if o.status.success() => "yes".to_owned(),
+        Ok(o) => format!(
+            "no: {}",
+            String::from_utf8_lossy(&o.stderr)
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+                .chars()
+                .take(400)
+                .collect::<String>()
+        ),
+        Err(e) => format!("no: podman does not start: {e}"),
+    }
 }
 
 /// The Debian mirror apt uses here (its first `URIs:` or `deb` line for

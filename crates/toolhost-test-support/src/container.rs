@@ -80,29 +80,21 @@ pub fn base_image() -> String {
     base
 }
 
-/// Whether this machine runs containers at all: a container of the base
-/// image that runs `true`. `Err` says why not (a kernel or sandbox that
-/// refuses podman's namespaces), for a test to print and stop at; a missing
-/// podman or base image is not such a machine, and fails the test.
+/// Whether this machine runs containers at all, as `cargo xtask test`
+/// found when it ran a container of the base image with limits any machine
+/// allows (`TOOLHOST_TEST_CONTAINERS`: `yes`, or `no: ` and podman's
+/// reason). `Err` is that reason, for a test to print and stop at. Unset
+/// (a test run by hand) counts as `yes`: a test that then fails says why.
+/// A missing podman or base image is not such a machine, and fails the
+/// test; so does a failure of the tests' own flags on a machine that runs
+/// containers.
 pub fn runs_containers() -> Result<(), String> {
-    let base = base_image();
-    let out = podman()
-        .args(["run", "--rm", "--network", "none"])
-        .args(sandbox_flags())
-        .arg(&base)
-        .arg("true")
-        .output()
-        .unwrap_or_else(|e| {
-            panic!("podman does not run ({e}); `cargo xtask test` installs Debian's podman")
-        });
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(String::from_utf8_lossy(&out.stderr)
-            .trim()
-            .chars()
-            .take(600)
-            .collect())
+    match std::env::var("TOOLHOST_TEST_CONTAINERS") {
+        Ok(said) => match said.strip_prefix("no:") {
+            Some(why) => Err(why.trim().to_owned()),
+            None => Ok(()),
+        },
+        Err(_) => Ok(()),
     }
 }
 

@@ -15,7 +15,7 @@ fn the_image_runs_as_no_root_on_a_read_only_root_and_serves_a_plugin_over_mcp() 
     if let Err(why) = toolhost_test_support::container::runs_containers() {
         eprintln!(
             "SKIPPED the_image_runs_as_no_root_on_a_read_only_root_and_serves_a_plugin_over_mcp: \
-             this machine cannot run containers (podman run of the base image failed: {why})"
+             this machine cannot run containers (cargo xtask test ran one of the base image: {why})"
         );
         return;
     }
