@@ -299,8 +299,8 @@ impl McpSource {
         };
         let response = handle.await_response().await;
         cancel.peer = None;
-        if _progress.is_some() {
-            settle_notifications().await;
+        if let Some(progress) = &_progress {
+            settle_notifications(progress.heard()).await;
         }
         let result = match response {
             Ok(ServerResult::CallToolResult(result)) => result,
@@ -410,27 +410,45 @@ impl Drop for CancelOnDrop {
 /// of its own, spawned before it delivers the response that followed, so a
 /// server's last progress (`100/100`, then the result) could otherwise find
 /// the sink gone and never reach the caller ahead of the result. Only calls
-/// whose caller asked for progress wait: a few yields and one tick of the
-/// timer, time in which an idle worker takes the spawned tasks.
-async fn settle_notifications() {
+/// whose caller asked for progress wait: a few yields, and, when the server
+/// has sent progress during the call (so its last may be racing the result),
+/// one tick of the timer, time in which an idle worker takes the spawned
+/// tasks. A server that sends no progress costs its callers no timer.
+async fn settle_notifications(heard: bool) {
     for _ in 0..4 {
         tokio::task::yield_now().await;
     }
-    tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+    if heard {
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+    }
 }
 
 struct ProgressGuard {
     shared: Weak<Shared>,
     token: String,
+    /// Whether the server has sent progress for this call.
+    heard: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl ProgressGuard {
     fn register(shared: &Arc<Shared>, token: String, sink: SourceProgress) -> Self {
+        let heard = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let noted = Arc::clone(&heard);
+        let sink: SourceProgress = Arc::new(move |message: &str, fraction: Option<f32>| {
+            noted.store(true, std::sync::atomic::Ordering::Relaxed);
+            sink(message, fraction);
+        });
         shared.progress.lock().insert(token.clone(), sink);
         ProgressGuard {
             shared: Arc::downgrade(shared),
             token,
+            heard,
         }
+    }
+
+    /// Whether the server has sent progress for this call so far.
+    fn heard(&self) -> bool {
+        self.heard.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
