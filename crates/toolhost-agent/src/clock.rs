@@ -42,13 +42,33 @@ impl Clock for SystemClock {
 
 /// The local calendar date of `t` (the `TZ` variable, else the system's
 /// zone), labelled with its UTC offset.
+///
+/// The text is kept for the minute `t` falls in: the system prompt asks
+/// for it before every run, and reading the zone (`TZ`, `/etc/localtime`)
+/// costs more than the rest of a run's set-up. A zone changed while the
+/// process runs shows within a minute.
 pub fn local_date(t: SystemTime) -> String {
+    static LAST: std::sync::Mutex<Option<(i64, String)>> = std::sync::Mutex::new(None);
+    let minute = match t.duration_since(UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_secs() / 60).unwrap_or(i64::MAX),
+        Err(e) => -i64::try_from(e.duration().as_secs() / 60).unwrap_or(i64::MAX) - 1,
+    };
+    if let Ok(last) = LAST.lock()
+        && let Some((at, text)) = last.as_ref()
+        && *at == minute
+    {
+        return text.clone();
+    }
     let local: chrono::DateTime<chrono::Local> = t.into();
-    format!(
+    let text = format!(
         "{} (local time, UTC{})",
         local.format("%Y-%m-%d"),
         local.format("%:z")
-    )
+    );
+    if let Ok(mut last) = LAST.lock() {
+        *last = Some((minute, text.clone()));
+    }
+    text
 }
 
 /// A clock stopped at one instant.

@@ -142,10 +142,17 @@ pub fn known_window(model: &str) -> Option<u32> {
         ("gemma3", 131_072),
         ("phi-4", 16_384),
     ];
-    let model = model.to_ascii_lowercase();
+    // ASCII case-insensitive, without a lower-cased copy (asked before
+    // every request).
+    let model = model.as_bytes();
+    let contains = |pattern: &str| {
+        model
+            .windows(pattern.len())
+            .any(|w| w.eq_ignore_ascii_case(pattern.as_bytes()))
+    };
     KNOWN
         .iter()
-        .filter(|(pattern, _)| model.contains(pattern))
+        .filter(|(pattern, _)| contains(pattern))
         .max_by_key(|(pattern, _)| pattern.len())
         .map(|&(_, tokens)| tokens)
 }
@@ -255,11 +262,7 @@ pub fn request_chars<'a>(
     tools: &[ToolSpec],
     messages: impl IntoIterator<Item = &'a Message>,
 ) -> usize {
-    let tools = tools.iter().fold(0usize, |sum, t| {
-        sum.saturating_add(t.name.len())
-            .saturating_add(t.description.len())
-            .saturating_add(json_chars(&t.input_schema))
-    });
+    let tools = crate::tool_search::definitions_bytes(tools);
     messages
         .into_iter()
         .fold(system.len().saturating_add(tools), |sum, m| {
@@ -268,17 +271,18 @@ pub fn request_chars<'a>(
 }
 
 /// About the length of `value` as JSON text, without writing it.
-fn json_chars(value: &serde_json::Value) -> usize {
+pub(crate) fn json_chars(value: &serde_json::Value) -> usize {
     use serde_json::Value;
     match value {
         Value::Null | Value::Bool(_) => 5,
         Value::Number(_) => 8,
-        Value::String(s) => s.len() + 2,
-        Value::Array(a) => a
-            .iter()
-            .fold(2, |sum, v| sum.saturating_add(json_chars(v) + 1)),
+        Value::String(s) => s.len().saturating_add(2),
+        Value::Array(a) => a.iter().fold(2, |sum, v| {
+            sum.saturating_add(json_chars(v)).saturating_add(1)
+        }),
         Value::Object(o) => o.iter().fold(2, |sum, (k, v)| {
-            sum.saturating_add(k.len() + 4)
+            sum.saturating_add(k.len())
+                .saturating_add(4)
                 .saturating_add(json_chars(v))
         }),
     }

@@ -34,16 +34,15 @@ use toolhost_search::{SearchArgs, ToolIndex, ToolText};
 
 use crate::tools::ToolSpec;
 
-/// About how many bytes `tools`' definitions take in a request.
+/// About how many bytes `tools`' definitions take in a request (the
+/// schemas' JSON estimated from their values, not written: this is asked
+/// before every request).
 pub fn definitions_bytes(tools: &[ToolSpec]) -> usize {
-    tools
-        .iter()
-        .map(|t| {
-            t.name.len()
-                + t.description.len()
-                + serde_json::to_string(&*t.input_schema).map_or(0, |s| s.len())
-        })
-        .sum()
+    tools.iter().fold(0, |sum, t| {
+        sum.saturating_add(t.name.len())
+            .saturating_add(t.description.len())
+            .saturating_add(crate::context::json_chars(&t.input_schema))
+    })
 }
 
 /// The spec of `search_tools`, for a catalog of `total` tools.

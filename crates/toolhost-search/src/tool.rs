@@ -96,17 +96,34 @@ impl Default for ToolSearch {
 
 impl ToolSearch {
     /// Whether a model is offered `search_tools` instead of a catalog of
-    /// `tools` tools whose definitions take `bytes`, when its context window
-    /// is `window` tokens (if known).
-    pub fn applies(&self, tools: usize, bytes: usize, window: Option<u32>) -> bool {
+    /// `tools` tools whose definitions take `bytes()` bytes, when its
+    /// context window is `window` tokens (if known). `bytes` is asked only
+    /// when the count alone does not decide (the agent loop asks before
+    /// every request).
+    ///
+    /// ```
+    /// use toolhost_search::ToolSearch;
+    /// let search = ToolSearch::default(); // auto: past 32 tools or 24 KiB
+    /// assert!(search.applies(33, || unreachable!(), None));
+    /// assert!(!search.applies(7, || 4_500, None));
+    /// ```
+    pub fn applies(
+        &self,
+        tools: usize,
+        bytes: impl FnOnce() -> usize,
+        window: Option<u32>,
+    ) -> bool {
         match self.mode {
             ToolSearchMode::On => true,
             ToolSearchMode::Off => false,
             // A token is about four bytes: bytes over the window in tokens
             // is a quarter of the window.
             ToolSearchMode::Auto => {
-                tools > self.max_tools
-                    || bytes > self.max_bytes
+                if tools > self.max_tools {
+                    return true;
+                }
+                let bytes = bytes();
+                bytes > self.max_bytes
                     || window.is_some_and(|w| bytes > usize::try_from(w).unwrap_or(usize::MAX))
             }
         }
@@ -208,25 +225,25 @@ mod tests {
     #[test]
     fn auto_keeps_a_small_catalog_and_searches_a_large_one() {
         let s = ToolSearch::default();
-        assert!(!s.applies(7, 4_500, None));
-        assert!(!s.applies(7, 4_500, Some(8192)));
-        assert!(s.applies(33, 100, None));
-        assert!(s.applies(1, 30_000, None), "over max_bytes");
-        assert!(!s.applies(1, 5_000, None));
+        assert!(!s.applies(7, || 4_500, None));
+        assert!(!s.applies(7, || 4_500, Some(8192)));
+        assert!(s.applies(33, || 100, None));
+        assert!(s.applies(1, || 30_000, None), "over max_bytes");
+        assert!(!s.applies(1, || 5_000, None));
         assert!(
-            s.applies(1, 5_000, Some(4096)),
+            s.applies(1, || 5_000, Some(4096)),
             "a quarter of a small window"
         );
         let on = ToolSearch {
             mode: ToolSearchMode::On,
             ..ToolSearch::default()
         };
-        assert!(on.applies(1, 1, None));
+        assert!(on.applies(1, || 1, None));
         let off = ToolSearch {
             mode: ToolSearchMode::Off,
             ..ToolSearch::default()
         };
-        assert!(!off.applies(1000, 1 << 20, Some(1024)));
+        assert!(!off.applies(1000, || 1 << 20, Some(1024)));
     }
 
     #[test]

@@ -131,9 +131,10 @@ pub(crate) fn not_words(text: &str, system: &str, question: &str) -> Option<SetA
     None
 }
 
-/// The calls in a reply that is only a call written as text
-/// ([`SetAside::CallAsText`]), when every call names a tool the round offered
-/// (`known`): the reply's remaining text and the calls, with generated ids.
+/// The calls in a reply that is only a call written as text (`verdict`,
+/// what [`not_words`] said of it, is [`SetAside::CallAsText`]), when every
+/// call names a tool the round offered (`known`): the reply's remaining
+/// text and the calls, with generated ids.
 ///
 /// A model whose server misses its calls (llama.cpp with a chat template
 /// that expects other tags than the model writes) sends them as text; they
@@ -143,12 +144,11 @@ pub(crate) fn not_words(text: &str, system: &str, question: &str) -> Option<SetA
 /// reply that is not words).
 pub(crate) fn calls_written_as_text(
     text: &str,
-    system: &str,
-    question: &str,
+    verdict: Option<SetAside>,
     known: impl Fn(&str) -> bool,
 ) -> Option<(String, Vec<ToolCall>)> {
     use crate::provider::prompt::{PromptProfile, parse_tool_calls};
-    if not_words(text, system, question) != Some(SetAside::CallAsText) {
+    if verdict != Some(SetAside::CallAsText) {
         return None;
     }
     [PromptProfile::Json, PromptProfile::Xml]
@@ -159,13 +159,12 @@ pub(crate) fn calls_written_as_text(
 
 /// The user's last message in `messages` (`""` when there is none): what
 /// an answer must not merely repeat.
-pub(crate) fn question(messages: &[crate::message::Message]) -> String {
+pub(crate) fn question(messages: &[crate::message::Message]) -> &str {
     messages
         .iter()
         .rev()
         .find(|m| m.role == crate::message::Role::User)
-        .map(|m| m.content.clone())
-        .unwrap_or_default()
+        .map_or("", |m| m.content.as_str())
 }
 
 /// Whether `text` repeats `question`: the same letters and digits, or as
@@ -173,20 +172,33 @@ pub(crate) fn question(messages: &[crate::message::Message]) -> String {
 /// echoing the question with a word changed). A reply that starts with the
 /// question and then answers it is longer, or parts from it sooner.
 fn echoes_the_question(text: &str, question: &str) -> bool {
-    let norm = |s: &str| -> Vec<char> {
+    // The letters and digits, lowercased, walked without copying either
+    // text (this runs on every reply without calls), and no further than
+    // the lengths can still allow an echo: at least half of the question
+    // in common (so the question is at most twice the reply) and the
+    // reply at most 1.3 times the question.
+    fn norm(s: &str) -> impl Iterator<Item = char> + '_ {
         s.chars()
             .filter(|c| c.is_alphanumeric())
             .flat_map(char::to_lowercase)
-            .collect()
-    };
-    let (t, q) = (norm(text), norm(question));
-    if q.len() < 12 {
+    }
+    // A question's normalised length is at most its bytes' count.
+    let cap = question.len().saturating_mul(13) / 10;
+    let t = norm(text).take(cap.saturating_add(1)).count();
+    if t > cap {
         return false;
     }
-    let common = t.iter().zip(&q).take_while(|(a, b)| a == b).count();
-    t == q
-        || (t.len().saturating_mul(10) <= q.len().saturating_mul(13)
-            && common.saturating_mul(2) >= q.len())
+    let q = norm(question)
+        .take(t.saturating_mul(2).saturating_add(1))
+        .count();
+    if q < 12 || q > t.saturating_mul(2) || t.saturating_mul(10) > q.saturating_mul(13) {
+        return false;
+    }
+    let common = norm(text)
+        .zip(norm(question))
+        .take_while(|(a, b)| a == b)
+        .count();
+    (t == q && common == q) || common.saturating_mul(2) >= q
 }
 
 /// Whether a prompt protocol's parser (json or xml) finds a call in `text`.
@@ -793,5 +805,52 @@ pub(in crate::agent) mod tests {
             no_answer(Status::Completed, false, &[]),
             "The model gave no answer."
         );
+    }
+
+    #[test]
+    fn the_echo_check_walks_no_further_than_it_must_and_says_what_the_full_comparison_says() {
+        // The comparison of whole normalised texts it replaced (2026-11-28).
+        fn reference(text: &str, question: &str) -> bool {
+            let norm = |s: &str| -> Vec<char> {
+                s.chars()
+                    .filter(|c| c.is_alphanumeric())
+                    .flat_map(char::to_lowercase)
+                    .collect()
+            };
+            let (t, q) = (norm(text), norm(question));
+            if q.len() < 12 {
+                return false;
+            }
+            let common = t.iter().zip(&q).take_while(|(a, b)| a == b).count();
+            t == q || (t.len() * 10 <= q.len() * 13 && common * 2 >= q.len())
+        }
+        let question = "What is the capital of France, and its population?";
+        let texts = [
+            "",
+            "done",
+            question,
+            "what is the capital of france and its population",
+            "What is the capital of Germany, and its population?",
+            "What is the capital",
+            "What is the capital of France?",
+            "What is the capital of France, and its population? Paris, about two million people.",
+            "Paris.",
+            "WHAT IS THE CAPITAL OF FRANCE, AND ITS POPULATION!!",
+            "İstanbul is not the capital of France, and its population is larger.",
+        ];
+        for text in texts {
+            for q in [question, "short one", "What is 6*7?", "İİİİİİİİİİİİİİ"] {
+                assert_eq!(
+                    echoes_the_question(text, q),
+                    reference(text, q),
+                    "{text:?} against {q:?}"
+                );
+            }
+        }
+        assert!(echoes_the_question(
+            "what is the capital of france and its population",
+            question
+        ));
+        assert!(!echoes_the_question("Paris.", question));
     }
 }

@@ -165,7 +165,7 @@ impl Ctx<'_> {
         // An executor's own `search_tools` wins, as its `read_var` does.
         let shadows_search = tools.iter().any(|t| t.name == SEARCH_TOOLS);
         let window = self.opts.context.window_for(&self.opts.model);
-        if shadows_search || !search.applies(tools.len(), definitions_bytes(&tools), window) {
+        if shadows_search || !search.applies(tools.len(), || definitions_bytes(&tools), window) {
             return Offer {
                 callable: tools.clone(),
                 offered: tools,

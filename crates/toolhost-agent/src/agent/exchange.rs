@@ -129,22 +129,21 @@ impl Ctx<'_> {
             usage,
         } = completion;
         // The user's question, for telling words from protocol text in a
-        // reply without calls (read once per round).
-        let question = if message.tool_calls.is_empty() {
-            super::answer::question(&run.messages)
+        // reply without calls, and what that says of the reply (both read
+        // once per round).
+        let question = super::answer::question(&run.messages);
+        let verdict = if message.tool_calls.is_empty() {
+            super::answer::not_words(&message.content, &self.system, question)
         } else {
-            String::new()
+            None
         };
         if message.tool_calls.is_empty() {
             // A call the server did not see, written as text: taken as the
             // call it is (`answer.rs`).
             let known = |name: &str| tools.iter().chain(&offer.callable).any(|t| t.name == name);
-            if let Some((rest, found)) = super::answer::calls_written_as_text(
-                &message.content,
-                &self.system,
-                &question,
-                known,
-            ) {
+            if let Some((rest, found)) =
+                super::answer::calls_written_as_text(&message.content, verdict, known)
+            {
                 info!(
                     round,
                     calls = found.len(),
@@ -165,7 +164,7 @@ impl Ctx<'_> {
             && run.history.is_empty()
             && run.named_asks == 0
             && round < self.opts.max_rounds
-            && let named = super::named_tool::named_tools(&question, tools)
+            && let named = super::named_tool::named_tools(question, tools)
             && !named.is_empty()
         {
             info!(
@@ -202,9 +201,9 @@ impl Ctx<'_> {
             }
             // A call written as text, or a copy of the host's text, is no
             // answer: ask once more without tools (`answer.rs`).
-            if let Some(why) = super::answer::not_words(&run.text, &self.system, &question)
-                .filter(|w| *w != crate::events::SetAside::Empty)
-            {
+            // `verdict` is of this reply's text (a reply whose calls were
+            // taken from its text has calls and does not come here).
+            if let Some(why) = verdict.filter(|w| *w != crate::events::SetAside::Empty) {
                 info!(
                     round,
                     reply = why.describe(),

@@ -144,7 +144,7 @@ impl Ctx<'_> {
         let mut completion = completion;
         // A small model may copy the note into its answer (or answer only that).
         completion.message.content = without_note(&completion.message.content);
-        let question = super::answer::question(&run.messages);
+        let question = super::answer::question(&run.messages).to_owned();
         if let Some(why) = not_words(&completion.message.content, &self.system, &question) {
             info!(
                 round,

@@ -205,7 +205,7 @@ impl Agent {
         if withheld.is_empty() {
             return Vec::new();
         }
-        named_tool::withheld_named(&answer::question(messages), &withheld)
+        named_tool::withheld_named(answer::question(messages), &withheld)
     }
 
     fn system_prompt_with(&self, messages: &[Message], withheld: &[String]) -> String {
@@ -370,7 +370,7 @@ impl Agent {
         let cut_short = run.answer_source == result::AnswerSource::Model
             && matches!(status, Status::Timeout | Status::MaxRounds)
             && !run.text.trim().is_empty()
-            && answer::not_words(&run.text, &state.system, &answer::question(&run.messages))
+            && answer::not_words(&run.text, &state.system, answer::question(&run.messages))
                 .is_some();
         if cut_short {
             info!(%status, "the reply was cut short while not words; answering for the model");

@@ -80,7 +80,14 @@ fn read_only(tools: &[ToolSpec]) -> impl Iterator<Item = &str> {
 /// The read-only `tools` that `text` (from [`scanned`]) names.
 fn by_name<'t>(text: &str, tools: &'t [ToolSpec]) -> Vec<&'t str> {
     read_only(tools)
-        .filter(|name| mentioned(text, &name.to_ascii_lowercase()))
+        .filter(|name| {
+            // Most names are lower-case already: copied only when not.
+            if name.bytes().any(|b| b.is_ascii_uppercase()) {
+                mentioned(text, &name.to_ascii_lowercase())
+            } else {
+                mentioned(text, name)
+            }
+        })
         .collect()
 }
 
@@ -169,13 +176,19 @@ fn asks_for(text: &str, at: usize, len: usize, name: &str) -> bool {
     {
         return false;
     }
-    let words_before: Vec<&str> = before
-        .split(|c: char| !(is_name_char(c) || c == '\''))
-        .filter(|w| !w.is_empty())
-        .collect();
-    let recent = &words_before[words_before.len().saturating_sub(NEGATION_REACH)..];
+    // The last words before the mention, nearest first (only these are
+    // looked at, however long the text before them).
+    let mut recent: [&str; NEGATION_REACH] = [""; NEGATION_REACH];
+    for (slot, word) in recent.iter_mut().zip(
+        before
+            .rsplit(|c: char| !(is_name_char(c) || c == '\''))
+            .filter(|w| !w.is_empty()),
+    ) {
+        *slot = word;
+    }
+    let recent = recent.iter().filter(|w| !w.is_empty());
     if recent
-        .iter()
+        .clone()
         .any(|w| NEGATIONS.contains(w) || w.ends_with("n't"))
     {
         return false;
@@ -189,10 +202,8 @@ fn asks_for(text: &str, at: usize, len: usize, name: &str) -> bool {
         .find(|w| !w.is_empty())
         .unwrap_or("");
     let previous = recent
-        .iter()
-        .rev()
-        .find(|w| !DETERMINERS.contains(w))
         .copied()
+        .find(|w| !DETERMINERS.contains(w))
         .unwrap_or("");
     quoted
         || unusual

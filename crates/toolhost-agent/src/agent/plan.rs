@@ -322,7 +322,7 @@ fn repeated(run: &mut RunState, tool: &str, action: Action, tools: &[ToolSpec]) 
     };
     let next = if run.named_asks < MAX_NAMED_ASKS && run.named_tools.is_empty() {
         let question = super::answer::question(&run.messages);
-        named_not_called(&question, tools, &run.history)
+        named_not_called(question, tools, &run.history)
     } else {
         Vec::new()
     };
