@@ -1,0 +1,100 @@
+//! Calls one tool in a loop for a while, for a profiler: the process loads
+//! one plugin directory (nothing else the gate benchmark sets up), waits a
+//! second, then calls for `SECONDS`, each call with distinct arguments (so
+//! the result cache never answers), and prints the time per call.
+//!
+//! ```sh
+//! cargo build --release -p toolhost-runtime --example call_loop
+//! perf record -g -D 1500 -- target/release/examples/call_loop \
+//!     target/plugins calculate expression 5 [--bare|--traced]
+//! ```
+//!
+//! The argument `ARG` is a string argument of the tool: each call sends
+//! `{"ARG": "N*0+2*(3+4)"}` for the calculator, and `{"ARG": "one two N"}`
+//! for any other tool. `--bare` calls through
+//! [`Runtime::bare_wasmtime`] (store, instantiate, one `execute`, drop:
+//! the floor `fresh_over_bare` divides by); `--traced` exports traces to a
+//! local OTLP collector, as the gate's `fresh_instance_traced` does.
+//! `KEEP_RESIDENT_MIB=N` sets [`EngineSettings::memory_keep_resident`]
+//! (default 4 MiB), for trying the pooling allocator's reset.
+//!
+//! [`EngineSettings::memory_keep_resident`]: toolhost_runtime::EngineSettings::memory_keep_resident
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use toolhost_runtime::{CallContext, Runtime};
+
+#[tokio::main(worker_threads = 2)]
+async fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let [_, dir, tool, arg, seconds, rest @ ..] = args.as_slice() else {
+        anyhow::bail!("usage: call_loop DIR TOOL ARG SECONDS [--bare|--traced]");
+    };
+    let seconds: u64 = seconds.parse()?;
+    let bare = rest.iter().any(|a| a == "--bare");
+    let traced = rest.iter().any(|a| a == "--traced");
+    let mut engine = toolhost_runtime::EngineSettings::default();
+    if let Ok(mib) = std::env::var("KEEP_RESIDENT_MIB") {
+        engine.memory_keep_resident = mib.parse::<usize>()? << 20;
+    }
+    let runtime = Runtime::builder()
+        .engine_settings(engine)
+        .plugin_dir(dir)
+        .build()
+        .await?;
+    for failure in &runtime.load_report().failures {
+        eprintln!("not loaded: {}: {}", failure.path.display(), failure.error);
+    }
+    let value = |i: u64| {
+        if tool == "calculate" {
+            format!("{i}*0+2*(3+4)")
+        } else {
+            format!("one two {i}")
+        }
+    };
+    let collector = traced.then(toolhost_test_support::otlp::Collector::start);
+    let _guard = match &collector {
+        Some(collector) => {
+            let telemetry = toolhost_telemetry::Telemetry::start(&toolhost_telemetry::Settings {
+                endpoint: Some(collector.url()),
+                ..Default::default()
+            })?
+            .ok_or_else(|| anyhow::anyhow!("no exporter"))?;
+            use tracing_subscriber::layer::SubscriberExt;
+            let dispatch =
+                tracing::Dispatch::new(tracing_subscriber::registry().with(telemetry.layer()));
+            Some((tracing::dispatcher::set_default(&dispatch), telemetry))
+        }
+        None => None,
+    };
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let end = Instant::now() + Duration::from_secs(seconds);
+    let t0 = Instant::now();
+    let mut n = 0u64;
+    if bare {
+        let plugin = runtime
+            .tools()
+            .iter()
+            .find(|t| t.name == *tool)
+            .map(|t| t.plugin.clone())
+            .ok_or_else(|| anyhow::anyhow!("no tool {tool}"))?;
+        let floor = runtime
+            .bare_wasmtime(&plugin)
+            .ok_or_else(|| anyhow::anyhow!("no plugin {plugin}"))?;
+        while Instant::now() < end {
+            n += 1;
+            let args = json!({ arg.as_str(): value(n) }).to_string();
+            floor.call(tool, &args).await.map_err(anyhow::Error::msg)?;
+        }
+    } else {
+        while Instant::now() < end {
+            n += 1;
+            let args = json!({ arg.as_str(): value(n) });
+            runtime.call(tool, args, CallContext::new()).await?;
+        }
+    }
+    let per_call = t0.elapsed().as_secs_f64() * 1e6 / n as f64;
+    println!("{n} calls, {per_call:.2} µs per call");
+    Ok(())
+}
