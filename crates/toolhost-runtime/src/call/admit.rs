@@ -219,12 +219,7 @@ fn check_policy(
 ) -> Result<Option<String>, CallError> {
     let (tool, cx) = (call.target.tool, call.cx);
     let evaluation = evaluate(gate, call, args, opened);
-    // Only when traces are taken: the text costs an allocation per call.
-    if !call.span.is_disabled() {
-        call.span
-            .record("toolhost.decision", evaluation.decision.to_string())
-            .record("toolhost.rule", evaluation.decided_by.to_string());
-    }
+    crate::call::trace::decided(&call.span, &evaluation.decision, &evaluation.decided_by);
     watch::decided(call, &evaluation);
     cx.step(|| CallStep::Permission {
         decision: evaluation.decision,

@@ -50,28 +50,50 @@ pub(crate) fn call_span(named: &Named<'_>, cx: &CallContext) -> Span {
     )
 }
 
-/// Records what lookup found on the call's span.
+/// Records what lookup found on the call's span (one record for the four
+/// fields: each record costs the exporter's layer a lookup of the span).
 pub(crate) fn resolved(call: &Call<'_>) {
     let (span, plugin) = (&call.span, &call.target.plugin);
-    span.record("gen_ai.tool.call.id", call.id.as_str());
-    span.record("toolhost.plugin", plugin.name.as_str());
-    span.record("toolhost.plugin.version", plugin.version_text.as_str());
-    span.record("toolhost.plugin.digest", plugin.digest.as_str());
+    if span.is_disabled() {
+        return;
+    }
+    tracing::record_all!(
+        span,
+        gen_ai.tool.call.id = call.id.as_str(),
+        toolhost.plugin = plugin.name.as_str(),
+        toolhost.plugin.version = plugin.version_text.as_str(),
+        toolhost.plugin.digest = plugin.digest.as_str(),
+    );
+}
+
+/// Records the policy's decision and the rule that made it on the call's
+/// span.
+pub(crate) fn decided(span: &Span, decision: &dyn std::fmt::Display, rule: &dyn std::fmt::Display) {
+    if span.is_disabled() {
+        return;
+    }
+    tracing::record_all!(span, toolhost.decision = %decision, toolhost.rule = %rule);
 }
 
 /// Records the outcome on the call's span (`ok`, or the error kind, which
 /// marks the span as failed).
 pub(crate) fn finished(span: &Span, result: &Result<ToolResult, CallError>) {
+    if span.is_disabled() {
+        return;
+    }
     match result {
         Ok(r) => {
-            span.record("toolhost.outcome", "ok");
-            span.record("toolhost.cached", r.cached);
+            tracing::record_all!(span, toolhost.outcome = "ok", toolhost.cached = r.cached);
         }
         Err(e) => {
             let kind = e.kind();
-            span.record("toolhost.outcome", kind.as_str());
-            span.record("otel.status_code", "ERROR");
-            span.record("error.type", kind.as_str());
+            let kind = kind.as_str();
+            tracing::record_all!(
+                span,
+                toolhost.outcome = kind,
+                otel.status_code = "ERROR",
+                error.type = kind,
+            );
         }
     }
 }
