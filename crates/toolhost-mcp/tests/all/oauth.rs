@@ -7,7 +7,7 @@
 //! CLI's tests, `oauth.rs`.)
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use base64::Engine;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
@@ -61,11 +61,13 @@ impl Signer {
 }
 
 /// The issuer this test plays: its metadata and its key set (which a test
-/// may change, as a rotation does), counting the fetches of the set.
+/// may change, as a rotation does), counting the fetches of the set; while
+/// `down` is set its key set answers 500.
 struct Issuer {
     url: String,
     keys: Arc<Mutex<Vec<Value>>>,
     fetches: Arc<AtomicUsize>,
+    down: Arc<AtomicBool>,
 }
 
 async fn issuer(keys: Vec<Value>) -> Issuer {
@@ -79,7 +81,8 @@ async fn issuer(keys: Vec<Value>) -> Issuer {
         "authorization_endpoint": format!("{url}/auth"),
         "token_endpoint": format!("{url}/token"),
     });
-    let (served, counted) = (keys.clone(), fetches.clone());
+    let down = Arc::new(AtomicBool::new(false));
+    let (served, counted, failing) = (keys.clone(), fetches.clone(), down.clone());
     let app = axum::Router::new()
         .route(
             "/.well-known/oauth-authorization-server",
@@ -90,11 +93,23 @@ async fn issuer(keys: Vec<Value>) -> Issuer {
             axum::routing::get(move || {
                 counted.fetch_add(1, Ordering::SeqCst);
                 let keys = served.lock().clone();
-                async move { axum::Json(json!({ "keys": keys })) }
+                let down = failing.load(Ordering::SeqCst);
+                async move {
+                    if down {
+                        Err(axum::http::StatusCode::INTERNAL_SERVER_ERROR)
+                    } else {
+                        Ok(axum::Json(json!({ "keys": keys })))
+                    }
+                }
             }),
         );
     tokio::spawn(async move { axum::serve(listener, app).await });
-    Issuer { url, keys, fetches }
+    Issuer {
+        url,
+        keys,
+        fetches,
+        down,
+    }
 }
 
 /// `host serve`'s HTTP endpoint for the calc plugin, taking the tokens of
@@ -387,4 +402,36 @@ async fn a_rotated_key_is_fetched_once_and_made_up_kids_do_not_hammer_the_issuer
         assert_eq!(status, 401);
     }
     assert_eq!(idp.fetches.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn an_issuer_that_cannot_be_reached_gives_503_and_no_tool_runs_then_its_keys_serve_through_an_outage()
+ {
+    let signer = Signer::new("k1");
+    let idp = issuer(vec![signer.jwk.clone()]).await;
+    idp.down.store(true, Ordering::SeqCst);
+    let (base, runtime) = serve(&idp.url, |_| {}).await;
+    let mut calls = runtime.watch_calls();
+    let token = signer.sign("k1", &claims(&idp.url, &base));
+    let (status, _, body) = call(&base, Some(&token)).await;
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains("cannot be reached"), "{body}");
+    // At once again: refused from the failure remembered, the issuer not
+    // asked again (a client retrying cannot make the server hammer it).
+    let (status, _, _) = call(&base, Some(&token)).await;
+    assert_eq!(status, 503);
+    assert_eq!(idp.fetches.load(Ordering::SeqCst), 1);
+    assert!(calls.try_recv().is_err(), "no tool ran");
+    // Up again: after the wait the first failure is remembered for (5 s),
+    // the same token calls.
+    idp.down.store(false, Ordering::SeqCst);
+    tokio::time::sleep(std::time::Duration::from_millis(5_200)).await;
+    let (status, _, body) = call(&base, Some(&token)).await;
+    assert_eq!(status, 200, "{body}");
+    // Down again: a new token is checked with the keys fetched before.
+    idp.down.store(true, Ordering::SeqCst);
+    let mut other = claims(&idp.url, &base);
+    other["jti"] = json!("another");
+    let (status, _, body) = call(&base, Some(&signer.sign("k1", &other))).await;
+    assert_eq!(status, 200, "{body}");
 }
