@@ -6,7 +6,7 @@
 //! ```sh
 //! cargo build --release -p toolhost-runtime --example call_loop
 //! perf record -g -D 1500 -- target/release/examples/call_loop \
-//!     target/plugins calculate expression 5 [--bare|--traced]
+//!     target/plugins calculate expression 5 [--bare|--traced] [--cache-off]
 //! ```
 //!
 //! The argument `ARG` is a string argument of the tool: each call sends
@@ -15,7 +15,8 @@
 //! [`Runtime::bare_wasmtime`] (store, instantiate, one `execute`, drop:
 //! the floor `fresh_over_bare` divides by); `--traced` exports traces to a
 //! local OTLP collector, as the gate's `fresh_instance_traced` does.
-//! `KEEP_RESIDENT_MIB=N` sets [`EngineSettings::memory_keep_resident`]
+//! `--cache-off` turns the result cache off (it is on by default, and a
+//! call with distinct arguments misses it). `KEEP_RESIDENT_MIB=N` sets [`EngineSettings::memory_keep_resident`]
 //! (default 4 MiB), for trying the pooling allocator's reset.
 //!
 //! [`EngineSettings::memory_keep_resident`]: toolhost_runtime::EngineSettings::memory_keep_resident
@@ -29,17 +30,23 @@ use toolhost_runtime::{CallContext, Runtime};
 async fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let [_, dir, tool, arg, seconds, rest @ ..] = args.as_slice() else {
-        anyhow::bail!("usage: call_loop DIR TOOL ARG SECONDS [--bare|--traced]");
+        anyhow::bail!("usage: call_loop DIR TOOL ARG SECONDS [--bare|--traced] [--cache-off]");
     };
     let seconds: u64 = seconds.parse()?;
     let bare = rest.iter().any(|a| a == "--bare");
     let traced = rest.iter().any(|a| a == "--traced");
+    let cache = if rest.iter().any(|a| a == "--cache-off") {
+        toolhost_runtime::CacheOptions::disabled()
+    } else {
+        toolhost_runtime::CacheOptions::default()
+    };
     let mut engine = toolhost_runtime::EngineSettings::default();
     if let Ok(mib) = std::env::var("KEEP_RESIDENT_MIB") {
         engine.memory_keep_resident = mib.parse::<usize>()? << 20;
     }
     let runtime = Runtime::builder()
         .engine_settings(engine)
+        .result_cache(cache)
         .plugin_dir(dir)
         .build()
         .await?;
