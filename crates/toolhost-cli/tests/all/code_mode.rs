@@ -434,3 +434,106 @@ tools/call run_code
         );
     }
 }
+
+/// `host run` against the fake model with `extra` flags: the names of the
+/// tools offered in the first request.
+fn offered_in_a_run(extra: &[&str]) -> (Vec<String>, Output) {
+    let server = ModelServer::start(|_, _| openai_text("Nothing to do."));
+    let base = format!("http://127.0.0.1:{}/v1", server.port);
+    let o = host(&root().join("target/test-cache"))
+        .env("TEST_MODEL_KEY", "test-key")
+        .arg("--plugins")
+        .arg(plugins_dir())
+        .args(extra)
+        .args([
+            "--provider",
+            "openai",
+            "--base-url",
+            &base,
+            "--api-key-env",
+            "TEST_MODEL_KEY",
+            "--model",
+            "test-model",
+            "run",
+            "Hello.",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let bodies = server.bodies();
+    let offered = bodies[0]["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    (offered, o)
+}
+
+#[test]
+fn code_mode_auto_is_on_with_the_runner_and_starts_without_it() {
+    let runner = runner_dir().display().to_string();
+    let with_runner = ["--plugins", runner.as_str(), "--code-mode", "auto"];
+
+    // With the runner: its programs may call the tools (as with `on`)...
+    let o = host(&root().join("target/test-cache"))
+        .arg("--plugins")
+        .arg(plugins_dir())
+        .args(with_runner)
+        .args(["call", "run_code", &json!({ "code": PROGRAM }).to_string()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), format!("{ANSWER}\n"));
+
+    // ...and the agent loop offers the program tools when the catalog is
+    // past the tool search budget (here `max-tools = 3`), pinned so that
+    // tool search does not hide them; within it, as without code mode.
+    let (small, _) = offered_in_a_run(&with_runner);
+    assert!(small.iter().any(|n| n == "calculate"), "{small:?}");
+    assert!(
+        !small.iter().any(|n| n == "run_code" || n == "code_api"),
+        "a small catalog: {small:?}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("host.toml");
+    std::fs::write(&config, "[tool-search]\nmax-tools = 3\n").unwrap();
+    let config = config.display().to_string();
+    let mut large_args = with_runner.to_vec();
+    large_args.extend(["--config", config.as_str()]);
+    let (large, _) = offered_in_a_run(&large_args);
+    assert!(
+        large.iter().any(|n| n == "run_code") && large.iter().any(|n| n == "code_api"),
+        "{large:?}"
+    );
+    assert!(
+        large.iter().any(|n| n == "search_tools") && !large.iter().any(|n| n == "calculate"),
+        "tool search hides the rest: {large:?}"
+    );
+
+    // Without the runner: it starts, offers no program tools, and says why
+    // once at info level (`-v`).
+    let o = host(&root().join("target/test-cache"))
+        .arg("--plugins")
+        .arg(plugins_dir())
+        .args(["--code-mode", "auto", "tools"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stdout(&o).contains("run_code"), "{}", stdout(&o));
+    assert!(stderr(&o).is_empty(), "silent without -v: {}", stderr(&o));
+    let (none, o) = offered_in_a_run(&["--code-mode", "auto", "--config", &config, "-v"]);
+    assert!(
+        !none.iter().any(|n| n == "run_code" || n == "code_api"),
+        "{none:?}"
+    );
+    let said = stderr(&o);
+    assert_eq!(
+        said.matches("code mode (auto) is off").count(),
+        1,
+        "said once: {said}"
+    );
+}
