@@ -74,6 +74,38 @@ fn host_call_runs_a_program_only_with_code_mode_on_and_under_the_policy() {
     assert!(err.contains("line 2"), "the program's line: {err}");
 }
 
+/// The details of a program's result (for UIs, logs and `host run
+/// --json`, which the eval reads) list the calls it made, in order, and
+/// whether each gave a result.
+#[test]
+fn a_programs_details_list_the_calls_it_made() {
+    let code = "const { value } = await tools.calculate({ expression: '6*7' });\n\
+                try { await tools.no_such_tool({}); } catch (e) {}\n\
+                return value;";
+    let o = host(&root().join("target/test-cache"))
+        .arg("--plugins")
+        .arg(plugins_dir())
+        .arg("--plugins")
+        .arg(runner_dir())
+        .args(["--code-mode", "on", "call", "--details", "run_code"])
+        .arg(json!({ "code": code }).to_string())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let (answer, details) = out.split_once('\n').unwrap();
+    assert_eq!(answer, "42");
+    let details: Value = serde_json::from_str(details).unwrap();
+    assert_eq!(
+        details,
+        json!({
+            "returned": 42,
+            "calls": 2,
+            "called": [{"tool": "calculate", "ok": true}, {"tool": "no_such_tool", "ok": false}]
+        })
+    );
+}
+
 #[test]
 fn the_config_file_turns_code_mode_on_and_names_the_runner() {
     let dir = tempfile::tempdir().unwrap();
