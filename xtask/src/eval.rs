@@ -5,7 +5,8 @@
 //! ```sh
 //! cargo xtask eval --local [--local-model qwen2.5-1.5b|qwen2.5-0.5b|gemma3-270m] [--provider openai|anthropic] [--protocols native,json,xml] \
 //!     [--only ID,ID…] [--max-rounds N] [--timeout SECS] [--constrain auto|on|off] [--host PATH] \
-//!     [--catalog full|needed] [--tool-search auto|on|off] [--markdown docs/eval.md --label TEXT]
+//!     [--catalog full|needed] [--tool-search auto|on|off] [--code-mode on|off|auto] \
+//!     [--markdown docs/eval.md --label TEXT]
 //! cargo xtask eval --base-url http://127.0.0.1:8080/v1 --model NAME [--api-key-env VAR] …
 //! ```
 //!
@@ -19,7 +20,15 @@
 //! read the run's JSON: the final answer and the history of calls. The
 //! table per protocol: task success, runs that ended with a non-empty
 //! answer and a status, tool-call validity (calls that were neither refused
-//! by the schema nor unknown), mean rounds, tokens, median time.
+//! by the schema nor unknown), mean model requests (rounds), mean input
+//! tokens, tokens, median time; per task, whether it succeeded, its model
+//! requests and input tokens.
+//!
+//! `--code-mode on` loads the program runner (`target/code/`) and passes
+//! `--code-mode on` to the host: the model may write one `run_code`
+//! program instead of many calls; a tool the program called successfully
+//! counts as a call of that tool for the checks (the runner lists them in
+//! its result's details, `called`).
 //!
 //! A task with `catalog = "TOOL"` also gets an MCP server (`cat`, the MCP
 //! Python SDK's, from `cargo xtask test`'s tools) offering 300 look-alike
@@ -85,6 +94,15 @@ struct Tasks {
     task: Vec<Task>,
 }
 
+/// One task's cell of the report: success, model requests, input tokens,
+/// and whether the model ran a program (`run_code`).
+struct Cell {
+    ok: bool,
+    requests: u64,
+    input_tokens: u64,
+    program: bool,
+}
+
 /// What one run of one task came to.
 struct Outcome {
     ok: bool,
@@ -99,6 +117,8 @@ struct Outcome {
     compacted: bool,
     calls: usize,
     valid_calls: usize,
+    /// `run_code` calls among them (code mode).
+    programs: usize,
     rounds: u64,
     tokens: (u64, u64),
     secs: f64,
@@ -130,6 +150,9 @@ struct Options {
     tool_search: Option<String>,
     /// A Python with the MCP SDK and where `bwrap` is, for catalog tasks.
     catalog_tools: Option<(PathBuf, Option<PathBuf>)>,
+    /// `--code-mode` for the host (unset: its default, off); with `on` or
+    /// `auto`, the runner in `target/code/` is loaded.
+    code_mode: Option<String>,
 }
 
 fn options(args: &[String]) -> anyhow::Result<Options> {
@@ -198,6 +221,11 @@ fn options(args: &[String]) -> anyhow::Result<Options> {
         },
         tool_search: value("--tool-search"),
         catalog_tools: None,
+        code_mode: match value("--code-mode").as_deref() {
+            None => None,
+            Some(mode @ ("on" | "off" | "auto")) => Some(mode.to_owned()),
+            Some(other) => bail!("--code-mode is on, off or auto, not `{other}`"),
+        },
     })
 }
 
@@ -244,7 +272,7 @@ pub fn eval(root: &Path, args: &[String]) -> anyhow::Result<()> {
         }
     };
     let mut tables = Vec::new();
-    let mut matrix: BTreeMap<String, Vec<(String, bool)>> = BTreeMap::new();
+    let mut matrix: BTreeMap<String, Vec<(String, Cell)>> = BTreeMap::new();
     for protocol in &opts.protocols {
         let mut outcomes = Vec::new();
         for task in &tasks {
@@ -256,10 +284,15 @@ pub fn eval(root: &Path, args: &[String]) -> anyhow::Result<()> {
                 outcome.secs,
                 outcome.why.join("; ")
             );
-            matrix
-                .entry(task.id.clone())
-                .or_default()
-                .push((protocol.clone(), outcome.ok));
+            matrix.entry(task.id.clone()).or_default().push((
+                protocol.clone(),
+                Cell {
+                    ok: outcome.ok,
+                    requests: outcome.rounds,
+                    input_tokens: outcome.tokens.0,
+                    program: outcome.programs > 0,
+                },
+            ));
             outcomes.push(outcome);
         }
         tables.push((protocol.clone(), summary(&outcomes)));
@@ -373,6 +406,12 @@ fn run_task(
     if let Some(mode) = &opts.tool_search {
         cmd.args(["--tool-search", mode]);
     }
+    if let Some(mode) = &opts.code_mode {
+        if mode != "off" {
+            cmd.arg("--plugins").arg(root.join("target/code"));
+        }
+        cmd.args(["--code-mode", mode]);
+    }
     if let Some(window) = opts.context_window {
         cmd.arg("--context-window").arg(window.to_string());
     }
@@ -403,6 +442,7 @@ fn run_task(
                 compacted: false,
                 calls: 0,
                 valid_calls: 0,
+                programs: 0,
                 rounds: 0,
                 tokens: (0, 0),
                 secs,
@@ -428,8 +468,35 @@ fn generated(rule: &str) -> anyhow::Result<String> {
                 })
                 .collect())
         }
+        ["server-log", total] => Ok(server_log(total.parse()?)),
         _ => bail!("unknown files-generated rule `{rule}`"),
     }
+}
+
+/// A server log of `total` lines: INFO lines, ERROR lines with the codes
+/// E1042 (twice), E2210 and E3301, and a WARN line with E9999 (not an error).
+fn server_log(total: usize) -> String {
+    let special = |i: usize| match i {
+        97 => Some("ERROR db: connection reset (E1042)"),
+        233 => Some("ERROR auth: token signature invalid (E2210)"),
+        300 => Some("WARN cache: near capacity (E9999)"),
+        410 => Some("ERROR db: connection reset (E1042)"),
+        521 => Some("ERROR disk: write failed, volume full (E3301)"),
+        _ => None,
+    };
+    (1..=total)
+        .map(|i| {
+            let minute = i / 60;
+            let second = i % 60;
+            match special(i) {
+                Some(text) => format!("2026-11-28 10:{minute:02}:{second:02} {text}\n"),
+                None => format!(
+                    "2026-11-28 10:{minute:02}:{second:02} INFO http: GET /items/{i} 200 in {} ms\n",
+                    3 + i % 17
+                ),
+            }
+        })
+        .collect()
 }
 
 /// Waits for `child` at most `timeout`, then kills it; returns its stdout and stderr.
@@ -500,10 +567,19 @@ fn check(task: &Task, result: &Value, secs: f64) -> Outcome {
         }
     }
     let history = result["history"].as_array().cloned().unwrap_or_default();
+    // A program's successful calls (code mode) follow its own entry.
     let succeeded: Vec<&str> = history
         .iter()
         .filter(|c| c["is_error"] != Value::Bool(true))
-        .filter_map(|c| c["tool"].as_str())
+        .flat_map(|c| {
+            let called = c["details"]["called"].as_array().map(Vec::as_slice);
+            let inner = called
+                .unwrap_or_default()
+                .iter()
+                .filter(|x| x["ok"] == Value::Bool(true))
+                .filter_map(|x| x["tool"].as_str());
+            c["tool"].as_str().into_iter().chain(inner)
+        })
         .collect();
     let invalid = history
         .iter()
@@ -552,6 +628,7 @@ fn check(task: &Task, result: &Value, secs: f64) -> Outcome {
         compacted: result["stats"]["compactions"].as_u64().unwrap_or(0) > 0,
         calls: history.len(),
         valid_calls: history.len() - invalid,
+        programs: history.iter().filter(|c| c["tool"] == "run_code").count(),
         rounds: result["stats"]["rounds"].as_u64().unwrap_or(0),
         tokens: (
             result["usage"]["input_tokens"].as_u64().unwrap_or(0),
@@ -602,6 +679,8 @@ struct Summary {
     calls: usize,
     valid: usize,
     rounds: f64,
+    /// Mean input tokens per task.
+    input_tokens: f64,
     tokens: (u64, u64),
     median_secs: f64,
 }
@@ -612,7 +691,10 @@ fn summary(outcomes: &[Outcome]) -> Summary {
     let n = outcomes.len().max(1);
     #[allow(clippy::cast_precision_loss)]
     let rounds = outcomes.iter().map(|o| o.rounds).sum::<u64>() as f64 / n as f64;
+    #[allow(clippy::cast_precision_loss)]
+    let input_tokens = outcomes.iter().map(|o| o.tokens.0).sum::<u64>() as f64 / n as f64;
     Summary {
+        input_tokens,
         tasks: outcomes.len(),
         ok: outcomes.iter().filter(|o| o.ok).count(),
         answered: outcomes.iter().filter(|o| o.answered).count(),
@@ -659,10 +741,10 @@ fn render(
     opts: &Options,
     tasks: &[Task],
     tables: &[(String, Summary)],
-    matrix: &BTreeMap<String, Vec<(String, bool)>>,
+    matrix: &BTreeMap<String, Vec<(String, Cell)>>,
 ) -> String {
     let mut s = format!(
-        "### {} ({})\n\nprovider `{}`, base URL `{}`, max rounds {}{}{}{}{}\n\n",
+        "### {} ({})\n\nprovider `{}`, base URL `{}`, max rounds {}{}{}{}{}{}\n\n",
         opts.model,
         opts.label.as_deref().unwrap_or("local model"),
         opts.provider,
@@ -676,17 +758,21 @@ fn render(
             .map(|w| format!(", context window {w}"))
             .unwrap_or_default(),
         catalog_note(opts, tasks),
+        opts.code_mode
+            .as_ref()
+            .map(|m| format!(", code mode {m}"))
+            .unwrap_or_default(),
         if opts.only.is_empty() {
             String::new()
         } else {
             format!(", tasks {}", opts.only.join(","))
         }
     );
-    s.push_str("| protocol | task success | answered with a status | ended in words | ended `completed` | compacted | valid tool calls | mean rounds | tokens in / out | median time |\n");
-    s.push_str("|---|---|---|---|---|---|---|---|---|---|\n");
+    s.push_str("| protocol | task success | answered with a status | ended in words | ended `completed` | compacted | valid tool calls | mean model requests | mean input tokens | tokens in / out | median time |\n");
+    s.push_str("|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (protocol, t) in tables {
         s.push_str(&format!(
-            "| {protocol} | {} | {} | {} | {} | {} | {} | {:.1} | {} / {} | {:.1} s |\n",
+            "| {protocol} | {} | {} | {} | {} | {} | {} | {:.1} | {:.0} | {} / {} | {:.1} s |\n",
             percent(t.ok, t.tasks),
             percent(t.answered, t.tasks),
             percent(t.words, t.tasks),
@@ -694,6 +780,7 @@ fn render(
             percent(t.compacted, t.tasks),
             percent(t.valid, t.calls),
             t.rounds,
+            t.input_tokens,
             t.tokens.0,
             t.tokens.1,
             t.median_secs
@@ -710,8 +797,14 @@ fn render(
     s.push('\n');
     for task in tasks {
         s.push_str(&format!("| {} | {} |", task.id, task.kind));
-        for (_, ok) in matrix.get(&task.id).map(Vec::as_slice).unwrap_or_default() {
-            s.push_str(if *ok { " ✓ |" } else { " ✗ |" });
+        for (_, cell) in matrix.get(&task.id).map(Vec::as_slice).unwrap_or_default() {
+            s.push_str(&format!(
+                " {} {} req, {} in{} |",
+                if cell.ok { "✓" } else { "✗" },
+                cell.requests,
+                cell.input_tokens,
+                if cell.program { ", program" } else { "" }
+            ));
         }
         s.push('\n');
     }
@@ -760,6 +853,45 @@ mod tests {
         let empty = serde_json::json!({"status": "doom-loop", "text": "", "history": []});
         let o = check(&task, &empty, 1.0);
         assert!(!o.ok && !o.answered && !o.words);
+    }
+
+    #[test]
+    fn a_programs_successful_calls_count_as_calls_in_its_order() {
+        let task: Task = toml::from_str(
+            "id = \"t\"\nkind = \"k\"\nprompt = \"p\"\ncalls = [\"list_dir\", \"read_file\", \"word_count\"]\n",
+        )
+        .unwrap();
+        let program = |called: Value, is_error: bool| {
+            serde_json::json!({
+                "status": "completed", "text": "15 words",
+                "history": [{"tool": "list_dir", "is_error": false},
+                            {"tool": "run_code", "is_error": is_error,
+                             "details": {"returned": 15, "calls": 2, "called": called}}],
+                "stats": {"rounds": 3}, "usage": {"input_tokens": 900, "output_tokens": 40}
+            })
+        };
+        let both = serde_json::json!([{"tool": "read_file", "ok": true}, {"tool": "word_count", "ok": true}]);
+        let o = check(&task, &program(both.clone(), false), 1.0);
+        assert!(o.ok, "{:?}", o.why);
+        assert_eq!((o.programs, o.rounds, o.tokens.0), (1, 3, 900));
+        let failed = serde_json::json!([{"tool": "read_file", "ok": true}, {"tool": "word_count", "ok": false}]);
+        assert!(
+            !check(&task, &program(failed, false), 1.0).ok,
+            "a failed call is no call"
+        );
+        assert!(
+            !check(&task, &program(both, true), 1.0).ok,
+            "nor is a failed program's"
+        );
+    }
+
+    #[test]
+    fn a_server_log_has_its_error_lines_where_the_task_says() {
+        let log = generated("server-log:600").unwrap();
+        assert_eq!(log.lines().count(), 600);
+        let errors: Vec<&str> = log.lines().filter(|l| l.contains(" ERROR ")).collect();
+        assert_eq!(errors.len(), 4, "{errors:?}");
+        assert!(log.contains("WARN cache: near capacity (E9999)"));
     }
 
     #[test]

@@ -222,8 +222,10 @@ pub struct Global {
     /// file's `[code] runner` or a plugins directory) and lets it call every
     /// tool, so a model can write one program that calls the tools; each
     /// call from the program passes the whole gate as the caller's own.
+    /// `auto`: on when the runner is there (never an error when it is not);
+    /// the agent loop offers the program tools past the tool search budget.
     /// Wins over the config file's `[code] mode` (default off).
-    #[arg(long, value_name = "on|off", global = true, help_heading = GRANTS)]
+    #[arg(long, value_name = "auto|on|off", global = true, help_heading = GRANTS)]
     pub code_mode: Option<crate::code_mode::CodeMode>,
 
     /// Most tool rounds per turn; then the model is asked for a final answer.

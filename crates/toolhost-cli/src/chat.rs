@@ -11,6 +11,7 @@ use toolhost_agent::{
 use toolhost_runtime::Runtime;
 
 use crate::args::Global;
+use crate::code_mode::{self, CodeMode};
 use crate::settings::{self, ConfigFile};
 
 /// This process's session id: the tools a user switches off (`/disable`)
@@ -25,11 +26,13 @@ pub struct Model {
 }
 
 /// Selects the provider (flags, then config file, then the environment) and
-/// builds the agent over `runtime`. `None`: no model is configured.
+/// builds the agent over `runtime`, with code mode `code` (as
+/// `code_mode::check_loaded` left it). `None`: no model is configured.
 pub async fn connect(
     global: &Global,
     file: &ConfigFile,
     runtime: &Runtime,
+    code: CodeMode,
     interactive: bool,
 ) -> anyhow::Result<Option<Model>> {
     let config = settings::provider_config(global, file)?;
@@ -87,6 +90,9 @@ pub async fn connect(
     options = options.tool_search(settings::tool_search(global, file));
     // Model options in layers, the system prompt, request hooks.
     let options = crate::model_options::apply(global, file, options)?;
+    // Code mode's program tools: pinned, and with `auto` offered only past
+    // the tool search budget (once the model and its window are known).
+    let options = code_mode::agent_options(code, options);
     // Plugins' usage rules come from the runtime at each run
     // (`ToolExecutor::usage_rules`), so hot-loaded plugins bring theirs.
     Ok(Some(Model {

@@ -187,10 +187,13 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
     if let Some(agent) = &cli.global.agent {
         settings::check_profile(agent, "--agent", &runtime.policy(), &file)?;
     }
-    if only.is_none() {
+    // What code mode came to: `auto` is off without the runner.
+    let code = if only.is_none() {
         settings::warn_unknown_grants(&cli.global, &file, &runtime);
-        code_mode::check_loaded(&runtime, file.code.mode(cli.global.code_mode))?;
-    }
+        code_mode::check_loaded(&runtime, file.code.mode(cli.global.code_mode))?
+    } else {
+        code_mode::CodeMode::Off
+    };
     match cli.command {
         Some(Command::Check { file, json }) => commands::check(&runtime, &file, json),
         Some(Command::Tools { json }) => {
@@ -302,7 +305,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             };
             notices::print_plugin_events(&rt, &runtime, None);
             let Some(mut model) =
-                rt.block_on(chat::connect(&cli.global, &file, &runtime, false))?
+                rt.block_on(chat::connect(&cli.global, &file, &runtime, code, false))?
             else {
                 eprintln!("error: {}", chat::no_model_for_run());
                 return Ok(exit::FAILURE);
@@ -338,13 +341,13 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         }
         Some(Command::Chat { session }) => {
             commands::report_load_problems(&runtime);
-            let model = rt.block_on(chat::connect(&cli.global, &file, &runtime, true))?;
+            let model = rt.block_on(chat::connect(&cli.global, &file, &runtime, code, true))?;
             let store = sessions::Store::from_flag(cli.global.sessions_dir.as_deref());
             repl::run(&rt, &runtime, model, store, session.as_deref())
         }
         None => {
             commands::report_load_problems(&runtime);
-            let model = rt.block_on(chat::connect(&cli.global, &file, &runtime, true))?;
+            let model = rt.block_on(chat::connect(&cli.global, &file, &runtime, code, true))?;
             let store = sessions::Store::from_flag(cli.global.sessions_dir.as_deref());
             repl::run(&rt, &runtime, model, store, None)
         }

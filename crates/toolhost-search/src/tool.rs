@@ -116,17 +116,38 @@ impl ToolSearch {
         match self.mode {
             ToolSearchMode::On => true,
             ToolSearchMode::Off => false,
-            // A token is about four bytes: bytes over the window in tokens
-            // is a quarter of the window.
-            ToolSearchMode::Auto => {
-                if tools > self.max_tools {
-                    return true;
-                }
-                let bytes = bytes();
-                bytes > self.max_bytes
-                    || window.is_some_and(|w| bytes > usize::try_from(w).unwrap_or(usize::MAX))
-            }
+            ToolSearchMode::Auto => self.over_budget(tools, bytes, window),
         }
+    }
+
+    /// Whether a catalog of `tools` tools whose definitions take `bytes()`
+    /// bytes is past the budget `auto` searches beyond, whatever the mode:
+    /// more than [`max_tools`](Self::max_tools) tools, more than
+    /// [`max_bytes`](Self::max_bytes), or more than a quarter of a context
+    /// window of `window` tokens (code mode's `auto` uses the same budget).
+    /// `bytes` is asked only when the count does not decide.
+    ///
+    /// ```
+    /// use toolhost_search::{ToolSearch, ToolSearchMode};
+    /// let off = ToolSearch { mode: ToolSearchMode::Off, ..ToolSearch::default() };
+    /// assert!(off.over_budget(300, || 90_000, None) && !off.applies(300, || 90_000, None));
+    /// assert!(!off.over_budget(12, || 6_000, None));
+    /// assert!(off.over_budget(12, || 6_000, Some(4_096)), "a quarter of a small window");
+    /// ```
+    pub fn over_budget(
+        &self,
+        tools: usize,
+        bytes: impl FnOnce() -> usize,
+        window: Option<u32>,
+    ) -> bool {
+        if tools > self.max_tools {
+            return true;
+        }
+        // A token is about four bytes: bytes over the window in tokens is
+        // a quarter of the window.
+        let bytes = bytes();
+        bytes > self.max_bytes
+            || window.is_some_and(|w| bytes > usize::try_from(w).unwrap_or(usize::MAX))
     }
 
     /// Whether `name` is always offered.

@@ -74,6 +74,38 @@ fn host_call_runs_a_program_only_with_code_mode_on_and_under_the_policy() {
     assert!(err.contains("line 2"), "the program's line: {err}");
 }
 
+/// The details of a program's result (for UIs, logs and `host run
+/// --json`, which the eval reads) list the calls it made, in order, and
+/// whether each gave a result.
+#[test]
+fn a_programs_details_list_the_calls_it_made() {
+    let code = "const { value } = await tools.calculate({ expression: '6*7' });\n\
+                try { await tools.no_such_tool({}); } catch (e) {}\n\
+                return value;";
+    let o = host(&root().join("target/test-cache"))
+        .arg("--plugins")
+        .arg(plugins_dir())
+        .arg("--plugins")
+        .arg(runner_dir())
+        .args(["--code-mode", "on", "call", "--details", "run_code"])
+        .arg(json!({ "code": code }).to_string())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let (answer, details) = out.split_once('\n').unwrap();
+    assert_eq!(answer, "42");
+    let details: Value = serde_json::from_str(details).unwrap();
+    assert_eq!(
+        details,
+        json!({
+            "returned": 42,
+            "calls": 2,
+            "called": [{"tool": "calculate", "ok": true}, {"tool": "no_such_tool", "ok": false}]
+        })
+    );
+}
+
 #[test]
 fn the_config_file_turns_code_mode_on_and_names_the_runner() {
     let dir = tempfile::tempdir().unwrap();
@@ -265,4 +297,275 @@ fn an_mcp_client_of_host_serve_runs_a_program() {
     let ran = &report["calls"]["run_code"];
     assert_eq!(ran["is_error"], false, "{ran}");
     assert_eq!(ran["text"], ANSWER, "{ran}");
+}
+
+/// A program that calls an upstream MCP server's tool (`mcp-server-time`
+/// behind the gateway) first, then two plugins, then an upstream tool the
+/// policy denies, catching the denial.
+const GATEWAY_PROGRAM: &str = "const now = await tools.time__get_current_time({ timezone: 'UTC' });\n\
+     const { value } = await tools.calculate({ expression: '6*7' });\n\
+     const words = await tools.word_count({ text: 'one two three' });\n\
+     let denied = 'not denied';\n\
+     try {\n\
+       await tools.time__convert_time({ source_timezone: 'UTC', time: '12:00', target_timezone: 'UTC' });\n\
+     } catch (e) {\n\
+       denied = `${e.kind}: ${e.message}`;\n\
+     }\n\
+     return { timezone: now.timezone, value, words, denied };";
+
+/// The end-to-end case of issue #48: an MCP client (the Python SDK) runs a
+/// program through `host serve` (code mode on, `mcp-server-time` behind
+/// it as `time`); the program's calls of the upstream tool and of two
+/// plugins pass the gate (the policy's deny of an upstream tool holds
+/// inside the program, with its reason), and the trace exported to a real
+/// backend (Arize Phoenix) shows the MCP request, `execute_tool run_code`
+/// under it, and each call of the program under that, with the call ids
+/// `ID.1`, `ID.2`, ...
+#[test]
+fn an_mcp_clients_program_calls_an_upstream_server_under_the_policy_and_the_trace_shows_it() {
+    let phoenix = Phoenix::start();
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        "[[rules]]\ntool = \"time__convert_time\"\ndecision = \"deny\"\n\
+         reason = \"no time conversions for programs\"\n",
+    )
+    .unwrap();
+    let plugins = plugins_dir().display().to_string();
+    let runner = runner_dir().display().to_string();
+    let upstream = format!("time={}", outside_tool("py/bin/mcp-server-time").display());
+    let served = crate::mcp::serve_with_env(
+        &crate::mcp::host_args(
+            dir.path(),
+            &[
+                "--plugins",
+                &plugins,
+                "--plugins",
+                &runner,
+                "--code-mode",
+                "on",
+                "--mcp",
+                &upstream,
+                "--policy",
+                &policy.display().to_string(),
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+            ],
+        ),
+        &[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", phoenix.endpoint()),
+            (
+                "OTEL_RESOURCE_ATTRIBUTES",
+                "openinference.project.name=program".to_owned(),
+            ),
+            ("OTEL_BSP_SCHEDULE_DELAY", "100".to_owned()),
+        ],
+    );
+    let url = format!("{}/mcp", served.base);
+    let report = crate::mcp::client(
+        "gateway",
+        &[
+            "--url",
+            &url,
+            "--call",
+            "run_code",
+            &json!({ "code": GATEWAY_PROGRAM }).to_string(),
+        ],
+        &[],
+    );
+    let tools = report["tools"].as_array().unwrap();
+    assert!(
+        tools.contains(&json!("time__get_current_time")) && tools.contains(&json!("run_code")),
+        "{tools:?}"
+    );
+    assert!(
+        !tools.contains(&json!("time__convert_time")),
+        "denied, so not listed: {tools:?}"
+    );
+    let ran = &report["calls"]["run_code"];
+    assert_eq!(ran["is_error"], false, "{ran}");
+    let result: Value = serde_json::from_str(ran["text"].as_str().unwrap()).unwrap();
+    assert_eq!(result["timezone"], "UTC", "{result}");
+    assert_eq!(result["value"], 42, "{result}");
+    assert_eq!(
+        result["words"], "3 words, 1 line, 13 characters",
+        "{result}"
+    );
+    let denied = result["denied"].as_str().unwrap();
+    assert!(denied.starts_with("denied: "), "{denied}");
+    assert!(
+        denied.contains("no time conversions for programs"),
+        "the policy's reason: {denied}"
+    );
+
+    // The request's span, the program's call under it, and each of the
+    // program's calls under that; the upstream call's own `tools/call`
+    // (the gateway's client) under the upstream tool's call. By default a
+    // call is one span: no step of the program's call (its `queue` for the
+    // caller permit was exported until this test) shows.
+    let all = phoenix.spans("program", 8);
+    drop(served);
+    let trace = all
+        .iter()
+        .find(|s| s.name == "tools/call run_code")
+        .map(|s| s.trace_id.clone())
+        .unwrap_or_default();
+    let spans: Vec<_> = all.into_iter().filter(|s| s.trace_id == trace).collect();
+    let shape = toolhost_test_support::phoenix::tree(&spans);
+    assert_eq!(
+        shape,
+        "\
+tools/call run_code
+  execute_tool run_code
+    execute_tool time__get_current_time
+      tools/call get_current_time
+    execute_tool calculate
+    execute_tool word_count
+    execute_tool time__convert_time
+"
+    );
+    let named = |name: &str| {
+        spans
+            .iter()
+            .find(|s| s.name == name)
+            .unwrap_or_else(|| panic!("no span `{name}` in\n{shape}"))
+    };
+    let request = named("tools/call run_code");
+    let program = named("execute_tool run_code");
+    assert_eq!(
+        program.parent_id.as_deref(),
+        Some(request.span_id.as_str()),
+        "{shape}"
+    );
+    let id = program.attr("gen_ai.tool.call.id");
+    assert!(!id.is_empty(), "{:?}", program.attributes);
+    for (n, tool, outcome) in [
+        (1, "time__get_current_time", "ok"),
+        (2, "calculate", "ok"),
+        (3, "word_count", "ok"),
+        (4, "time__convert_time", "permission-denied"),
+    ] {
+        let call = named(&format!("execute_tool {tool}"));
+        assert_eq!(
+            call.parent_id.as_deref(),
+            Some(program.span_id.as_str()),
+            "{tool} under the program:\n{shape}"
+        );
+        assert_eq!(
+            call.attr("gen_ai.tool.call.id"),
+            format!("{id}.{n}"),
+            "{tool}"
+        );
+        assert_eq!(
+            call.attr("toolhost.outcome"),
+            outcome,
+            "{tool}: {:?}",
+            call.attributes
+        );
+    }
+}
+
+/// `host run` against the fake model with `extra` flags: the names of the
+/// tools offered in the first request.
+fn offered_in_a_run(extra: &[&str]) -> (Vec<String>, Output) {
+    let server = ModelServer::start(|_, _| openai_text("Nothing to do."));
+    let base = format!("http://127.0.0.1:{}/v1", server.port);
+    let o = host(&root().join("target/test-cache"))
+        .env("TEST_MODEL_KEY", "test-key")
+        .arg("--plugins")
+        .arg(plugins_dir())
+        .args(extra)
+        .args([
+            "--provider",
+            "openai",
+            "--base-url",
+            &base,
+            "--api-key-env",
+            "TEST_MODEL_KEY",
+            "--model",
+            "test-model",
+            "run",
+            "Hello.",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let bodies = server.bodies();
+    let offered = bodies[0]["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    (offered, o)
+}
+
+#[test]
+fn code_mode_auto_is_on_with_the_runner_and_starts_without_it() {
+    let runner = runner_dir().display().to_string();
+    let with_runner = ["--plugins", runner.as_str(), "--code-mode", "auto"];
+
+    // With the runner: its programs may call the tools (as with `on`)...
+    let o = host(&root().join("target/test-cache"))
+        .arg("--plugins")
+        .arg(plugins_dir())
+        .args(with_runner)
+        .args(["call", "run_code", &json!({ "code": PROGRAM }).to_string()])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stdout(&o), format!("{ANSWER}\n"));
+
+    // ...and the agent loop offers the program tools when the catalog is
+    // past the tool search budget (here `max-tools = 3`), pinned so that
+    // tool search does not hide them; within it, as without code mode.
+    let (small, _) = offered_in_a_run(&with_runner);
+    assert!(small.iter().any(|n| n == "calculate"), "{small:?}");
+    assert!(
+        !small.iter().any(|n| n == "run_code" || n == "code_api"),
+        "a small catalog: {small:?}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("host.toml");
+    std::fs::write(&config, "[tool-search]\nmax-tools = 3\n").unwrap();
+    let config = config.display().to_string();
+    let mut large_args = with_runner.to_vec();
+    large_args.extend(["--config", config.as_str()]);
+    let (large, _) = offered_in_a_run(&large_args);
+    assert!(
+        large.iter().any(|n| n == "run_code") && large.iter().any(|n| n == "code_api"),
+        "{large:?}"
+    );
+    assert!(
+        large.iter().any(|n| n == "search_tools") && !large.iter().any(|n| n == "calculate"),
+        "tool search hides the rest: {large:?}"
+    );
+
+    // Without the runner: it starts, offers no program tools, and says why
+    // once at info level (`-v`).
+    let o = host(&root().join("target/test-cache"))
+        .arg("--plugins")
+        .arg(plugins_dir())
+        .args(["--code-mode", "auto", "tools"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stdout(&o).contains("run_code"), "{}", stdout(&o));
+    assert!(stderr(&o).is_empty(), "silent without -v: {}", stderr(&o));
+    let (none, o) = offered_in_a_run(&["--code-mode", "auto", "--config", &config, "-v"]);
+    assert!(
+        !none.iter().any(|n| n == "run_code" || n == "code_api"),
+        "{none:?}"
+    );
+    let said = stderr(&o);
+    assert_eq!(
+        said.matches("code mode (auto) is off").count(),
+        1,
+        "said once: {said}"
+    );
 }

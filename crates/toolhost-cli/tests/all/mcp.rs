@@ -410,8 +410,15 @@ fn serve_with_tokens(dir: &Path, policy: &str, tokens: &str) -> Served {
 }
 
 pub(crate) fn serve(args: &[String]) -> Served {
+    serve_with_env(args, &[])
+}
+
+/// [`serve`] with environment variables of its own (`OTEL_*` for a test
+/// that reads its traces).
+pub(crate) fn serve_with_env(args: &[String], env: &[(&str, String)]) -> Served {
     let mut child = Command::new(&args[0])
         .args(&args[1..])
+        .envs(env.iter().map(|(k, v)| (k, v.as_str())))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

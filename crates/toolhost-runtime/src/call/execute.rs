@@ -32,11 +32,13 @@ pub(crate) async fn fresh(
     let plugin = &call.target.plugin;
     let args = admitted.args_text.as_str();
     // A plugin that may call tools holds a caller permit while it runs
-    // (`pool.rs`: the calls it makes must find free slots).
+    // (`pool.rs`: the calls it makes must find free slots). Waiting for it
+    // is a step like the slot's `queue` below: a debug span, exported only
+    // with `[telemetry] steps`.
     let _caller = match plugin.sandbox.call_tools {
         Some(_) => Some(
             pool.caller()
-                .instrument(tracing::info_span!("queue"))
+                .instrument(tracing::debug_span!("queue"))
                 .await?,
         ),
         None => None,

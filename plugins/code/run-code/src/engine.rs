@@ -65,7 +65,21 @@ struct State {
     printed: String,
     dropped: usize,
     calls: usize,
+    called: Vec<Called>,
     settled: Option<Result<Option<Value>, String>>,
+}
+
+/// The most calls a run lists in [`Run::called`] (the host's
+/// `call-bounds.max-calls` is 64 by default; later calls are counted only).
+const MAX_LISTED: usize = 256;
+
+/// One call a program made, for the result's details.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Called {
+    /// The tool's name as the program wrote it.
+    pub tool: String,
+    /// Whether the call gave a result (not an error).
+    pub ok: bool,
 }
 
 /// What a run gave.
@@ -74,6 +88,8 @@ pub struct Run {
     pub printed: String,
     /// How many tools it called.
     pub calls: usize,
+    /// Which, in order (the first [`MAX_LISTED`]).
+    pub called: Vec<Called>,
     /// What it returned (`None`: `undefined`), or why it failed.
     pub outcome: Result<Option<Value>, String>,
 }
@@ -93,6 +109,7 @@ pub fn run(code: &str) -> Run {
     Run {
         printed,
         calls: state.calls,
+        called: state.called,
         outcome,
     }
 }
@@ -233,7 +250,17 @@ fn call(_: &JsValue, args: &[JsValue], context: &mut JsContext) -> JsResult<JsVa
     let json_args = arg_string(args, 1, context)?;
     RUN.with_borrow_mut(|s| s.calls += 1);
     let args: Value = serde_json::from_str(&json_args).unwrap_or(Value::Null);
-    let answer = match toolhost_sdk::tools::call(&name, &args) {
+    let result = toolhost_sdk::tools::call(&name, &args);
+    let ok = result.is_ok();
+    RUN.with_borrow_mut(|s| {
+        if s.called.len() < MAX_LISTED {
+            s.called.push(Called {
+                tool: name.clone(),
+                ok,
+            });
+        }
+    });
+    let answer = match result {
         Ok(out) => json!({ "value": out.structured.unwrap_or(Value::String(out.output)) }),
         Err(e) => json!({ "error": { "kind": e.kind(), "message": e.message() } }),
     };

@@ -48,7 +48,9 @@ fn run_code(_cx: &Context, args: RunCode) -> Result<Output, ToolError> {
             let text = engine::answer_text(&run.printed, value.as_ref());
             let mut out = Output::new(text);
             if let Some(value) = value {
-                out = out.with_details(json!({ "returned": value, "calls": run.calls }));
+                out = out.with_details(
+                    json!({ "returned": value, "calls": run.calls, "called": run.called }),
+                );
             }
             Ok(out)
         }
