@@ -37,8 +37,8 @@ use crate::tools::ToolSpec;
 /// About how many bytes `tools`' definitions take in a request (the
 /// schemas' JSON estimated from their values, not written: this is asked
 /// before every request).
-pub fn definitions_bytes(tools: &[ToolSpec]) -> usize {
-    tools.iter().fold(0, |sum, t| {
+pub fn definitions_bytes<'a>(tools: impl IntoIterator<Item = &'a ToolSpec>) -> usize {
+    tools.into_iter().fold(0, |sum, t| {
         sum.saturating_add(t.name.len())
             .saturating_add(t.description.len())
             .saturating_add(crate::context::json_chars(&t.input_schema))

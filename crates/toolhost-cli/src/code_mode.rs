@@ -24,7 +24,6 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 use toolhost_agent::AgentOptions;
-use toolhost_agent::tools::ToolSpec;
 use toolhost_runtime::{PluginSettings, Runtime};
 use toolhost_search::ToolSearch;
 
@@ -141,15 +140,21 @@ fn is_program_tool(name: &str) -> bool {
 
 /// Whether, with `--code-mode auto`, the agent loop offers the program
 /// tools beside `tools` (the other tools the caller may see, whose
-/// definitions take `bytes`): when they are past the tool search budget
+/// definitions take `bytes()`, asked only when the count does not decide):
+/// when they are past the tool search budget
 /// (`[tool-search] max-tools`, default 32, or `max-bytes` of definitions,
 /// default 24 KiB, or a quarter of the model's context window `window`),
 /// whatever tool search's own mode. A smaller catalog is offered as
 /// without code mode: the model reads every tool there, and a program
 /// costs a sandbox start (about 49 direct calls) to save rounds a small
 /// catalog seldom needs.
-fn program_tools_pay(budget: &ToolSearch, tools: usize, bytes: usize, window: Option<u32>) -> bool {
-    budget.over_budget(tools, || bytes, window)
+fn program_tools_pay(
+    budget: &ToolSearch,
+    tools: usize,
+    bytes: impl FnOnce() -> usize,
+    window: Option<u32>,
+) -> bool {
+    budget.over_budget(tools, bytes, window)
 }
 
 /// The agent loop's side of code mode `mode` (as [`check_loaded`] left it):
@@ -168,28 +173,27 @@ pub fn agent_options(mode: CodeMode, mut options: AgentOptions) -> AgentOptions 
     }
     if mode == CodeMode::Auto {
         let budget = options.tool_search.clone();
-        let window = options.context.window_for(&options.model);
+        // The window as it is at each request (a window learned from a
+        // server's refusal counts from then on).
+        let (context, model) = (options.context.clone(), options.model.clone());
         let inner = options.tool_filter.clone();
         options = options.tool_filter(move |tools| {
             let tools = match &inner {
                 Some(filter) => filter(tools),
                 None => tools.to_vec(),
             };
-            let others: Vec<ToolSpec> = tools
-                .iter()
-                .filter(|t| !is_program_tool(&t.name))
-                .cloned()
-                .collect();
-            let bytes = toolhost_agent::tool_search::definitions_bytes(&others);
-            if program_tools_pay(&budget, others.len(), bytes, window) {
+            // Asked before every request: the other tools are counted and
+            // measured in place, copied only when the program tools go.
+            let others = || tools.iter().filter(|t| !is_program_tool(&t.name));
+            let bytes = || toolhost_agent::tool_search::definitions_bytes(others());
+            if program_tools_pay(&budget, others().count(), bytes, context.window_for(&model)) {
                 tools
             } else {
                 tracing::debug!(
-                    tools = others.len(),
-                    bytes,
+                    tools = others().count(),
                     "code mode (auto): the catalog is within the budget, no program tools"
                 );
-                others
+                others().cloned().collect()
             }
         });
     }
@@ -199,6 +203,7 @@ pub fn agent_options(mode: CodeMode, mut options: AgentOptions) -> AgentOptions 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use toolhost_agent::tools::ToolSpec;
 
     #[test]
     fn on_loads_the_runner_and_grants_it_every_tool_unless_told_which() {
