@@ -81,6 +81,7 @@ fn host_call_runs_a_program_only_with_code_mode_on_and_under_the_policy() {
 fn a_programs_details_list_the_calls_it_made() {
     let code = "const { value } = await tools.calculate({ expression: '6*7' });\n\
                 try { await tools.no_such_tool({}); } catch (e) {}\n\
+                try { await tools['é'.repeat(5000)]({}); } catch (e) {}\n\
                 return value;";
     let o = host(&root().join("target/test-cache"))
         .arg("--plugins")
@@ -100,8 +101,14 @@ fn a_programs_details_list_the_calls_it_made() {
         details,
         json!({
             "returned": 42,
-            "calls": 2,
-            "called": [{"tool": "calculate", "ok": true}, {"tool": "no_such_tool", "ok": false}]
+            "calls": 3,
+            "called": [
+                {"tool": "calculate", "ok": true},
+                {"tool": "no_such_tool", "ok": false},
+                // A name is the program's to write: listed cut to 128
+                // bytes, on a character's boundary.
+                {"tool": "é".repeat(64), "ok": false},
+            ]
         })
     );
 }

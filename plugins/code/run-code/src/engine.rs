@@ -73,10 +73,15 @@ struct State {
 /// `call-bounds.max-calls` is 64 by default; later calls are counted only).
 const MAX_LISTED: usize = 256;
 
+/// The longest tool name a run lists (a name is the program's to write;
+/// the host's own names are far shorter).
+const MAX_LISTED_NAME: usize = 128;
+
 /// One call a program made, for the result's details.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Called {
-    /// The tool's name as the program wrote it.
+    /// The tool's name as the program wrote it (its first
+    /// [`MAX_LISTED_NAME`] bytes).
     pub tool: String,
     /// Whether the call gave a result (not an error).
     pub ok: bool,
@@ -254,8 +259,12 @@ fn call(_: &JsValue, args: &[JsValue], context: &mut JsContext) -> JsResult<JsVa
     let ok = result.is_ok();
     RUN.with_borrow_mut(|s| {
         if s.called.len() < MAX_LISTED {
+            let mut end = name.len().min(MAX_LISTED_NAME);
+            while !name.is_char_boundary(end) {
+                end -= 1;
+            }
             s.called.push(Called {
-                tool: name.clone(),
+                tool: name[..end].to_owned(),
                 ok,
             });
         }
