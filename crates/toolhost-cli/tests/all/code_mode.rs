@@ -222,51 +222,19 @@ fn the_agent_loop_offers_the_program_tools_and_the_model_runs_one_program() {
         0 => openai_tool_call("c1", "run_code", &program),
         _ => openai_text("42, and three words."),
     });
-    let base = format!("http://127.0.0.1:{}/v1", server.port);
-    let o = host(&root().join("target/test-cache"))
-        .env("TEST_MODEL_KEY", "test-key")
-        .arg("--plugins")
-        .arg(plugins_dir())
-        .arg("--plugins")
-        .arg(runner_dir())
-        .args([
-            "--code-mode",
-            "on",
-            "--provider",
-            "openai",
-            "--base-url",
-            &base,
-            "--api-key-env",
-            "TEST_MODEL_KEY",
-            "--model",
-            "test-model",
-            "run",
-            "What is 6*7, and how many words are in 'one two three'?",
-        ])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
+    let runner = runner_dir().display().to_string();
+    let (offered, _) = run_against(
+        &server,
+        &["--plugins", runner.as_str(), "--code-mode", "on"],
+        "What is 6*7, and how many words are in 'one two three'?",
+    );
     let bodies = server.bodies();
     assert_eq!(bodies.len(), 2, "{bodies:#?}");
-    let offered: Vec<&str> = bodies[0]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|t| t["function"]["name"].as_str())
-        .collect();
     assert!(
-        offered.contains(&"run_code") && offered.contains(&"code_api"),
+        offered.iter().any(|t| t == "run_code") && offered.iter().any(|t| t == "code_api"),
         "{offered:?}"
     );
-    let result = bodies[1]["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .rev()
-        .find(|m| m["role"] == "tool")
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or_default()
-        .to_owned();
+    let result = crate::tool_search::last_tool_result(&bodies[1]);
     assert!(result.contains(ANSWER), "{result}");
 }
 
@@ -474,10 +442,10 @@ tools/call run_code
     }
 }
 
-/// `host run` against the fake model with `extra` flags: the names of the
-/// tools offered in the first request.
-fn offered_in_a_run(extra: &[&str]) -> (Vec<String>, Output) {
-    let server = ModelServer::start(|_, _| openai_text("Nothing to do."));
+/// `host run` of `prompt` against the fake model `server` with the example
+/// plugins and `extra` flags: the names of the tools offered in the first
+/// request, and the output (the run succeeded).
+fn run_against(server: &ModelServer, extra: &[&str], prompt: &str) -> (Vec<String>, Output) {
     let base = format!("http://127.0.0.1:{}/v1", server.port);
     let o = host(&root().join("target/test-cache"))
         .env("TEST_MODEL_KEY", "test-key")
@@ -494,22 +462,20 @@ fn offered_in_a_run(extra: &[&str]) -> (Vec<String>, Output) {
             "--model",
             "test-model",
             "run",
-            "Hello.",
+            prompt,
         ])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", stderr(&o));
-    let bodies = server.bodies();
-    let offered = bodies[0]["tools"]
-        .as_array()
-        .map(|tools| {
-            tools
-                .iter()
-                .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default();
+    let offered = crate::tool_search::tool_names(&server.bodies()[0]);
     (offered, o)
+}
+
+/// `host run` against a fake model that answers at once, with `extra`
+/// flags: the names of the tools offered in the first request.
+fn offered_in_a_run(extra: &[&str]) -> (Vec<String>, Output) {
+    let server = ModelServer::start(|_, _| openai_text("Nothing to do."));
+    run_against(&server, extra, "Hello.")
 }
 
 #[test]

@@ -60,7 +60,8 @@ fn run_against(dir: &Path, server: &ModelServer, extra: &[&str]) -> Output {
     host_in(dir, &args)
 }
 
-fn tool_names(body: &Value) -> Vec<String> {
+/// The names of the tools a request body (OpenAI's wire) offers.
+pub(crate) fn tool_names(body: &Value) -> Vec<String> {
     body["tools"]
         .as_array()
         .map(|tools| {
@@ -73,7 +74,7 @@ fn tool_names(body: &Value) -> Vec<String> {
 }
 
 /// The text of the request's last tool message.
-fn last_tool_result(body: &Value) -> String {
+pub(crate) fn last_tool_result(body: &Value) -> String {
     body["messages"]
         .as_array()
         .unwrap()
