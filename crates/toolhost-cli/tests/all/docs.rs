@@ -8,7 +8,8 @@
 //! example plugins reachable as `target/plugins` (a symlink in the block's
 //! directory; `$TOOLHOST_PLUGINS` holds the same path), and the Python,
 //! JavaScript and Go ones as `target/plugins-py`, `target/plugins-js` and
-//! `target/plugins-go` (`cargo xtask test` builds them). No model is
+//! `target/plugins-go` (`cargo xtask test` builds them), and code mode's
+//! program runner as `target/code`. No model is
 //! configured and no API key is passed. A failure names the file, the line of
 //! the block and what it printed. A block that cannot run there (it needs a
 //! model, a registry, a network service) is a plain `sh` block that says
@@ -99,7 +100,7 @@ fn run_block(block: &Block, root: &Path, bin_dir: &Path, cache: &Path) -> Result
     let plugins = plugins_dir();
     std::fs::create_dir(work.path().join("target")).unwrap();
     std::os::unix::fs::symlink(&plugins, work.path().join("target/plugins")).unwrap();
-    for other in ["plugins-py", "plugins-js", "plugins-go"] {
+    for other in ["plugins-py", "plugins-js", "plugins-go", "code"] {
         let built = plugins.with_file_name(other);
         if built.is_dir() {
             std::os::unix::fs::symlink(&built, work.path().join("target").join(other)).unwrap();
