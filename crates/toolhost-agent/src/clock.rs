@@ -120,6 +120,17 @@ mod tests {
     }
 
     #[test]
+    fn the_local_date_kept_for_a_minute_is_never_another_minutes() {
+        let at = |s: u64| local_date(UNIX_EPOCH + Duration::from_secs(s));
+        let (a, b) = (1_700_000_000, 1_700_000_000 + 10 * 86_400);
+        let first = at(a);
+        assert_eq!(at(a + 1), first, "the same minute");
+        assert_ne!(at(b), first, "ten days on, from the kept text");
+        assert_eq!(at(a), first, "and back");
+        assert!(at(b).starts_with("2023-11-2"), "{}", at(b));
+    }
+
+    #[test]
     fn dates() {
         let at = |s: u64| utc_date(UNIX_EPOCH + Duration::from_secs(s));
         assert_eq!(at(0), "1970-01-01");
