@@ -56,7 +56,7 @@ fn main() {
         let authority = args.get(i + 1).expect("--load HOST:PORT");
         let seconds = u64::try_from(flag("--seconds", 3)).unwrap_or(3);
         for connections in [1, 8, 64] {
-            let (rate, lat) = http_load(authority, connections, seconds);
+            let (rate, lat) = http_load(authority, connections, seconds, None);
             println!(
                 "{connections:>3} conn {rate:>9.0} calls/s  p50 {:>6.0} µs  p99 {:>6.0} µs",
                 lat.p50(),
@@ -170,7 +170,7 @@ fn main() {
     for _ in 0..runs {
         let (echo, served) = http_servers(&me);
         for connections in [1, 8, 64] {
-            let (rate, lat) = http_load(&echo.authority, connections, seconds);
+            let (rate, lat) = http_load(&echo.authority, connections, seconds, None);
             println!(
                 "{:<34} {:>11.0} {:>9.0} {:>9.0}",
                 format!("echo floor, {connections} conn"),
@@ -178,7 +178,7 @@ fn main() {
                 lat.p50(),
                 lat.p99()
             );
-            let (rate, lat) = http_load(&served.authority, connections, seconds);
+            let (rate, lat) = http_load(&served.authority, connections, seconds, None);
             println!(
                 "{:<34} {:>11.0} {:>9.0} {:>9.0}",
                 format!("host serve, {connections} conn"),
@@ -412,6 +412,14 @@ fn gate(rounds: usize, slower: &[String]) {
         }
     }
     let (echo, served) = http_servers(&me);
+    let gateway = Served::start(&mut host(&[
+        "--mcp",
+        &floor_flag,
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--stateless",
+    ]));
     let mut figures: std::collections::BTreeMap<&str, Vec<f64>> = Default::default();
     let mut ratios: std::collections::BTreeMap<&str, Vec<f64>> = Default::default();
     for round in 0..rounds {
@@ -434,12 +442,14 @@ fn gate(rounds: usize, slower: &[String]) {
             p50.insert(*name, v);
             figures.entry(*name).or_default().push(v);
         }
-        let (mut echo_rate, _) = http_load(&echo.authority, 8, 1);
-        let (mut host_rate, _) = http_load(&served.authority, 8, 1);
+        let (mut echo_rate, _) = http_load(&echo.authority, 8, 1, None);
+        let (mut host_rate, _) = http_load(&served.authority, 8, 1, None);
+        let (mut gateway_rate, _) = http_load(&gateway.authority, 8, 1, Some("floor__echo"));
         // Slower on purpose: the same calls in half as long again.
         for (name, rate) in [
             ("http_echo_8_connections", &mut echo_rate),
             ("http_host_8_connections", &mut host_rate),
+            ("http_gateway_8_connections", &mut gateway_rate),
         ] {
             if slowed(name) {
                 spend_half(Duration::from_secs(1));
@@ -454,6 +464,10 @@ fn gate(rounds: usize, slower: &[String]) {
             .entry("http_host_8_connections")
             .or_default()
             .push(1e6 / host_rate);
+        figures
+            .entry("http_gateway_8_connections")
+            .or_default()
+            .push(1e6 / gateway_rate);
         ratios
             .entry("mcp_stdio_over_echo")
             .or_default()
@@ -466,6 +480,13 @@ fn gate(rounds: usize, slower: &[String]) {
             .entry("http_echo_over_host_8_connections")
             .or_default()
             .push(echo_rate / host_rate);
+        // The gateway under load: an external server's call through
+        // `host serve --mcp` (one stdio upstream shared by 8 connections)
+        // against the host's own plugin call at the same load.
+        ratios
+            .entry("gateway_over_host_8_connections")
+            .or_default()
+            .push(host_rate / gateway_rate);
     }
     for (name, v) in figures {
         println!("FIGURE {name} {:.3}", median(v.into_iter()));
@@ -473,6 +494,7 @@ fn gate(rounds: usize, slower: &[String]) {
     let sides = |name: &str| match name {
         "mcp_stdio_over_echo" => "mcp_stdio_host mcp_echo_floor",
         "gateway_over_direct" => "mcp_gateway mcp_echo_floor",
+        "gateway_over_host_8_connections" => "http_gateway_8_connections http_host_8_connections",
         _ => "http_host_8_connections http_echo_8_connections",
     };
     for (name, v) in ratios {
@@ -691,8 +713,15 @@ impl Drop for Served {
 const CALL: &str = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"calculate","arguments":{"expression":"2*(3+4)"}}}"#;
 
 /// `connections` keep-alive connections, each posting one call after
-/// another for `seconds`: calls/s and latencies.
-fn http_load(authority: &str, connections: usize, seconds: u64) -> (f64, Latencies) {
+/// another for `seconds`: calls/s and latencies. The calls are
+/// `calculate`'s, or with `tool` (the echo floor's tool through a
+/// gateway) that tool's with an argument that differs on every call.
+fn http_load(
+    authority: &str,
+    connections: usize,
+    seconds: u64,
+    tool: Option<&'static str>,
+) -> (f64, Latencies) {
     let stop = Arc::new(AtomicBool::new(false));
     let started = Instant::now();
     let workers: Vec<_> = (0..connections)
@@ -707,7 +736,12 @@ fn http_load(authority: &str, connections: usize, seconds: u64) -> (f64, Latenci
                 while !stop.load(Ordering::Relaxed) {
                     // Other arguments on every call (the result cache is on).
                     n += 1;
-                    let call = CALL.replace("2*(3+4)", &format!("{n}*0+2*(3+4)"));
+                    let call = match tool {
+                        None => CALL.replace("2*(3+4)", &format!("{n}*0+2*(3+4)")),
+                        Some(tool) => json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                            "params": {"name": tool, "arguments": {"n": n}}})
+                        .to_string(),
+                    };
                     let request = format!(
                         "POST /mcp HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\n\
                          Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2025-11-25\r\n\

@@ -6,7 +6,7 @@
 //! ```sh
 //! cargo build --release -p toolhost-runtime --example call_loop
 //! perf record -g -D 1500 -- target/release/examples/call_loop \
-//!     target/plugins calculate expression 5 [--bare|--traced] [--cache-off]
+//!     target/plugins calculate expression 5 [--bare|--traced] [--cache-off] [--callers N]
 //! ```
 //!
 //! The argument `ARG` is a string argument of the tool: each call sends
@@ -15,7 +15,8 @@
 //! [`Runtime::bare_wasmtime`] (store, instantiate, one `execute`, drop:
 //! the floor `fresh_over_bare` divides by); `--traced` exports traces to a
 //! local OTLP collector, as the gate's `fresh_instance_traced` does.
-//! `--cache-off` turns the result cache off (it is on by default, and a
+//! `--callers N` makes the calls from N tasks at once (the time per call is
+//! then 1 / throughput). `--cache-off` turns the result cache off (it is on by default, and a
 //! call with distinct arguments misses it). `KEEP_RESIDENT_MIB=N` sets [`EngineSettings::memory_keep_resident`]
 //! (default 4 MiB), for trying the pooling allocator's reset.
 //!
@@ -30,11 +31,18 @@ use toolhost_runtime::{CallContext, Runtime};
 async fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let [_, dir, tool, arg, seconds, rest @ ..] = args.as_slice() else {
-        anyhow::bail!("usage: call_loop DIR TOOL ARG SECONDS [--bare|--traced] [--cache-off]");
+        anyhow::bail!(
+            "usage: call_loop DIR TOOL ARG SECONDS [--bare|--traced] [--cache-off] [--callers N]"
+        );
     };
     let seconds: u64 = seconds.parse()?;
     let bare = rest.iter().any(|a| a == "--bare");
     let traced = rest.iter().any(|a| a == "--traced");
+    let callers: u64 = rest
+        .iter()
+        .position(|a| a == "--callers")
+        .and_then(|i| rest.get(i + 1))
+        .map_or(Ok(1), |v| v.parse())?;
     let cache = if rest.iter().any(|a| a == "--cache-off") {
         toolhost_runtime::CacheOptions::disabled()
     } else {
@@ -53,8 +61,9 @@ async fn main() -> anyhow::Result<()> {
     for failure in &runtime.load_report().failures {
         eprintln!("not loaded: {}: {}", failure.path.display(), failure.error);
     }
-    let value = |i: u64| {
-        if tool == "calculate" {
+    let is_calc = tool == "calculate";
+    let value = move |i: u64| {
+        if is_calc {
             format!("{i}*0+2*(3+4)")
         } else {
             format!("one two {i}")
@@ -94,6 +103,38 @@ async fn main() -> anyhow::Result<()> {
             let args = json!({ arg.as_str(): value(n) }).to_string();
             floor.call(tool, &args).await.map_err(anyhow::Error::msg)?;
         }
+    } else if callers > 1 {
+        let mut tasks = Vec::new();
+        for k in 0..callers {
+            let (runtime, tool, arg) = (runtime.clone(), tool.clone(), arg.clone());
+            let value = value.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut i = k;
+                let mut times = Vec::new();
+                while Instant::now() < end {
+                    i += callers;
+                    let args = json!({ arg.as_str(): value(i) });
+                    let t = Instant::now();
+                    runtime.call(&tool, args, CallContext::new()).await?;
+                    times.push(t.elapsed().as_secs_f64() * 1e6);
+                }
+                anyhow::Ok(times)
+            }));
+        }
+        let mut times = Vec::new();
+        for task in tasks {
+            times.extend(task.await??);
+        }
+        n = times.len() as u64;
+        times.sort_by(f64::total_cmp);
+        let at = |q: f64| times[((times.len() as f64 * q) as usize).min(times.len() - 1)];
+        println!(
+            "latency µs: p50 {:.1}, p99 {:.1}, p99.9 {:.1}, max {:.1}",
+            at(0.5),
+            at(0.99),
+            at(0.999),
+            at(1.0)
+        );
     } else {
         while Instant::now() < end {
             n += 1;

@@ -119,12 +119,15 @@ impl ReusedInstance {
                 (sandbox, instance)
             }
         };
+        let started = std::time::Instant::now();
         let result = execute::on_instance(&mut sandbox, &instance, call, args)
             .instrument(tracing::debug_span!(
                 "sandbox",
                 toolhost.instance = "reused"
             ))
             .await;
+        // Other tasks on this worker get their turn (`fair_share.rs`).
+        crate::call::fair_share::after(started.elapsed()).await;
         if !matches!(result, Err(CallError::Sandbox { .. })) {
             self.instance = Some((sandbox, instance));
         }

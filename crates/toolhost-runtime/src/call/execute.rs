@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
 use tracing::Instrument;
 
 use wasmtime::Store;
@@ -49,21 +50,43 @@ pub(crate) async fn fresh(
         admitted.opened.as_ref(),
         pool.scratches(),
     )?;
-    if narrowed.is_none()
+    let started = Instant::now();
+    let result = if narrowed.is_none()
         && let Some(mut ready) = plugin.ready.take()
     {
         let result = on_instance(&mut ready.sandbox, &ready.instance, call, args)
             .instrument(tracing::debug_span!("sandbox", toolhost.instance = "ready"))
             .await;
         refill::after_call(pool, plugin, Some(ready));
-        return result;
-    }
-    let result = {
+        result
+    } else {
+        let result = fresh_instance(pool, call, narrowed.as_ref(), args).await;
+        if plugin.ready.enabled() {
+            refill::after_call(pool, plugin, None);
+        }
+        result
+    };
+    // The instance and its slot are back in the pool: the tasks queued on
+    // this worker get their turn (`fair_share.rs`).
+    super::fair_share::after(started.elapsed()).await;
+    result
+}
+
+/// Runs `call` in a fresh instance, in a slot of `pool` (under the
+/// narrowed grant when the call has one).
+async fn fresh_instance(
+    pool: &Pool,
+    call: &Call<'_>,
+    narrowed: Option<&narrow::Narrowed>,
+    args: &str,
+) -> Result<ToolResult, CallError> {
+    let plugin = &call.target.plugin;
+    {
         let _slot = pool
             .acquire(plugin.quota())
             .instrument(tracing::debug_span!("queue"))
             .await?;
-        let spec = narrowed.as_ref().map_or(&plugin.sandbox, |n| &n.spec);
+        let spec = narrowed.map_or(&plugin.sandbox, |n| &n.spec);
         let mut sandbox = pool.sandbox(spec).map_err(|message| CallError::Host {
             tool: call.target.tool.to_owned(),
             message,
@@ -80,11 +103,7 @@ pub(crate) async fn fresh(
         )
         .instrument(tracing::debug_span!("sandbox", toolhost.instance = "fresh"))
         .await
-    };
-    if plugin.ready.enabled() {
-        refill::after_call(pool, plugin, None);
     }
-    result
 }
 
 /// Runs `call` on `instance`, kept across calls (see `reuse.rs`).

@@ -17,7 +17,8 @@
 //!    opened path, for a per-call grant: `narrow.rs`) — or, for a tool
 //!    from a tool source (`source.rs`, an MCP server), the source's call
 //!    under the same time and size limits — and the checks of what it
-//!    returned (sizes, JSON, output schema). A read-only, idempotent tool's
+//!    returned (sizes, JSON, output schema); a guest's time counts toward
+//!    its task's turn on the worker (`fair_share.rs`). A read-only, idempotent tool's
 //!    result may come from the result cache instead (`cached.rs` over
 //!    `result_cache.rs`): only this step is skipped;
 //! 5. **conclude** (`conclude.rs`): the after-hooks (on failures too), then
@@ -47,6 +48,7 @@ pub(crate) mod cached;
 pub(crate) mod conclude;
 pub(crate) mod execute;
 pub(crate) mod explain;
+pub(crate) mod fair_share;
 pub(crate) mod named;
 pub(crate) mod narrow;
 pub(crate) mod nested;
