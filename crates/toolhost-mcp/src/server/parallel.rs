@@ -178,7 +178,7 @@ mod tests {
                     f.run(
                         async move {
                             let _flag = flag;
-                            std::future::pending::<()>().await
+                            std::future::pending::<()>().await;
                         },
                         &c,
                     )
