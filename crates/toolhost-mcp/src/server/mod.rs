@@ -344,8 +344,10 @@ impl McpServer {
             } else {
                 std::mem::take(&mut args)
             };
-            // Under this request's span, on whichever thread it runs.
-            async move { runtime.call(&name, args, cx).await }.in_current_span()
+            // Under this request's span, on whichever thread it runs; boxed,
+            // so the futures around it (rmcp's handler task, moved into its
+            // task cell) stay small: the call's own is large.
+            Box::pin(async move { runtime.call(&name, args, cx).await }.in_current_span())
         };
         let outcome = self.in_flight.run(call, &context.ct).await;
         if let Some(mut f) = forwarder {
