@@ -110,6 +110,21 @@ pub fn main() -> ExitCode {
     code
 }
 
+/// The Tokio runtime a command runs on. `host mcp` serves one client over
+/// stdio, mostly one call at a time: one worker, so reading a request,
+/// running its call and writing the answer never hop between threads (a
+/// call that overlaps another gets a thread of its own:
+/// `toolhost-mcp`'s `server/parallel.rs`), polling for I/O every few tasks
+/// so a long call on that worker does not hold up the next request.
+/// Everything else gets a worker per core.
+fn runtime_for(command: Option<&Command>) -> std::io::Result<tokio::runtime::Runtime> {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if matches!(command, Some(Command::Mcp { action: None })) {
+        builder.worker_threads(1).event_interval(4);
+    }
+    builder.enable_all().build()
+}
+
 fn run(cli: Cli) -> anyhow::Result<u8> {
     // `host new`, `completions` and `man` load nothing.
     match &cli.command {
@@ -120,9 +135,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         }
         _ => {}
     }
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    let rt = runtime_for(cli.command.as_ref())?;
     // Saved approvals are a file beside the lock file: no plugins needed.
     if let Some(Command::Approvals(command)) = &cli.command {
         let file = settings::config_file(&cli.global)?;

@@ -983,3 +983,103 @@ fn a_sandboxed_server_whose_hidden_directory_does_not_exist_starts() {
     assert!(o.status.success(), "{err}");
     assert_eq!(String::from_utf8_lossy(&o.stdout), "42\n", "{err}");
 }
+
+/// CPU seconds each thread of process `pid` has used, by thread id.
+#[cfg(target_os = "linux")]
+fn cpu_by_thread(pid: u32) -> std::collections::HashMap<String, f64> {
+    let mut used = std::collections::HashMap::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let task = task.unwrap();
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
+            continue; // the thread ended
+        };
+        // After the command's name in parentheses: state, then utime and
+        // stime are the 12th and 13th fields, in clock ticks (100 a second).
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .unwrap()
+            .1
+            .split_whitespace()
+            .collect();
+        let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
+        used.insert(
+            task.file_name().to_string_lossy().into_owned(),
+            ticks / 100.0,
+        );
+    }
+    used
+}
+
+/// `host mcp` runs a lone call on the thread that reads its requests (no
+/// hop between threads), but calls at once still run in parallel: two
+/// calls that spin until their timeout each keep a thread of the server
+/// busy, where one thread running both would use one core between them.
+#[cfg(target_os = "linux")]
+#[test]
+fn two_calls_at_once_over_stdio_each_run_on_a_thread_of_their_own() {
+    let dir = plugins_with_hostile();
+    let config = write(
+        dir.path(),
+        "config.toml",
+        "[plugins.hostile]\nlimits = { timeout-ms = 2000 }\n",
+    );
+    let plugins = dir.path().display().to_string();
+    let args = host_args(
+        dir.path(),
+        &["--plugins", &plugins, "--config", &config, "mcp"],
+    );
+    let mut child = Command::new(&args[0])
+        .args(&args[1..])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut answers = |ids: &[u64]| {
+        let mut left: Vec<u64> = ids.to_vec();
+        let mut line = String::new();
+        while !left.is_empty() {
+            line.clear();
+            assert!(stdout.read_line(&mut line).unwrap() > 0, "host mcp ended");
+            let v: Value = serde_json::from_str(&line).unwrap();
+            left.retain(|id| v["id"] != *id);
+        }
+    };
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-11-25","capabilities":{{}},"clientInfo":{{"name":"t","version":"1"}}}}}}"#
+    )
+    .unwrap();
+    answers(&[1]);
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","method":"notifications/initialized"}}"#
+    )
+    .unwrap();
+    let before = cpu_by_thread(child.id());
+    for id in [2, 3] {
+        writeln!(
+            stdin,
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"spin","arguments":{{}}}}}}"#
+        )
+        .unwrap();
+    }
+    answers(&[2, 3]);
+    let after = cpu_by_thread(child.id());
+    drop(stdin);
+    let _ = child.wait();
+    let mut used: Vec<f64> = after
+        .iter()
+        .map(|(tid, t)| t - before.get(tid).copied().unwrap_or(0.0))
+        .collect();
+    used.sort_by(|a, b| b.total_cmp(a));
+    // The second busiest thread did about as much as the busiest (on a
+    // busy machine both get less, alike); one thread running both calls
+    // leaves it next to nothing.
+    assert!(
+        used.len() >= 2 && used[1] >= 0.1 && used[1] >= used[0] / 3.0,
+        "CPU seconds by thread, busiest first: {used:?}"
+    );
+}

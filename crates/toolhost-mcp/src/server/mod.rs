@@ -37,6 +37,7 @@ pub(crate) mod http;
 mod identity;
 mod metrics;
 pub(crate) mod oauth;
+mod parallel;
 mod priming;
 mod prompts;
 mod resources;
@@ -138,6 +139,8 @@ pub struct McpServer {
     search: Option<Arc<Search>>,
     /// What each client asked to hear from upstream servers (`upstream.rs`).
     listeners: Arc<upstream::Listeners>,
+    /// Its calls in flight, and where the next one runs (`parallel.rs`).
+    in_flight: parallel::InFlight,
 }
 
 impl McpServer {
@@ -153,6 +156,7 @@ impl McpServer {
             options: Arc::new(options),
             metrics: Arc::new(Metrics::new()),
             listeners: Arc::default(),
+            in_flight: parallel::InFlight::default(),
         }
     }
 
@@ -267,11 +271,11 @@ impl McpServer {
 
     async fn call(
         &self,
-        request: CallToolRequestParams,
+        mut request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let mut recorded = self.metrics.call();
-        let args = Value::Object(request.arguments.clone().unwrap_or_default());
+        let mut args = Value::Object(request.arguments.take().unwrap_or_default());
         if let Some(search) = &self.search
             && request.name == toolhost_search::SEARCH_TOOLS
         {
@@ -332,10 +336,20 @@ impl McpServer {
             });
             forwarder
         });
-        let outcome = tokio::select! {
-            r = self.runtime.call(&request.name, args.clone(), cx) => Some(r),
-            () = context.ct.cancelled() => None,
+        let call = {
+            let (runtime, name) = (self.runtime.clone(), request.name.clone());
+            // The arguments are kept only for a 2026-07-28 question.
+            let args = if round_trip.is_some() {
+                args.clone()
+            } else {
+                std::mem::take(&mut args)
+            };
+            // Under this request's span, on whichever thread it runs; boxed,
+            // so the futures around it (rmcp's handler task, moved into its
+            // task cell) stay small: the call's own is large.
+            Box::pin(async move { runtime.call(&name, args, cx).await }.in_current_span())
         };
+        let outcome = self.in_flight.run(call, &context.ct).await;
         if let Some(mut f) = forwarder {
             // The call is over and its progress sink dropped: the reports
             // still queued go out before the result (within a bound, for a
