@@ -107,7 +107,6 @@ async fn main() -> anyhow::Result<()> {
         let mut tasks = Vec::new();
         for k in 0..callers {
             let (runtime, tool, arg) = (runtime.clone(), tool.clone(), arg.clone());
-            let value = value.clone();
             tasks.push(tokio::spawn(async move {
                 let mut i = k;
                 let mut times = Vec::new();
@@ -127,6 +126,7 @@ async fn main() -> anyhow::Result<()> {
         }
         n = times.len() as u64;
         times.sort_by(f64::total_cmp);
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         let at = |q: f64| times[((times.len() as f64 * q) as usize).min(times.len() - 1)];
         println!(
             "latency µs: p50 {:.1}, p99 {:.1}, p99.9 {:.1}, max {:.1}",

@@ -177,14 +177,13 @@ impl Runtime {
     /// the hooks, runs it in a fresh sandbox under its limits, checks what it
     /// returned, and runs the after-hooks. The steps are in `call/`.
     ///
-    /// A call whose guest computes and returns without waiting completes
-    /// within one poll; a guest that computes longer yields to the executor
-    /// at every epoch tick ([`EPOCH_TICK`](crate::EPOCH_TICK), 1 ms). A task
-    /// that makes calls back to back without awaiting anything in between
-    /// therefore keeps its worker thread for up to a tick of calls at a
-    /// time, and tasks behind it wait; await between calls (as a server
-    /// reading its next request does) or spread callers over tasks that do
-    /// (see `docs/benchmarks-log.md`, "Calls under load").
+    /// A guest that computes longer than a moment yields to the executor at
+    /// every epoch tick ([`EPOCH_TICK`](crate::EPOCH_TICK), 1 ms), and
+    /// every sandboxed call spends tokio's cooperative budget by the time
+    /// its guest ran (one unit per µs, `call/fair_share.rs`): a task that
+    /// makes calls back to back without awaiting anything in between gives
+    /// its worker back after about 128 µs of calls, so the tasks behind it
+    /// get their turn (see `docs/benchmarks-log.md`, "Calls under load").
     pub async fn call(
         &self,
         tool: &str,
