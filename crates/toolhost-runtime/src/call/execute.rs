@@ -81,29 +81,27 @@ async fn fresh_instance(
     args: &str,
 ) -> Result<ToolResult, CallError> {
     let plugin = &call.target.plugin;
-    {
-        let _slot = pool
-            .acquire(plugin.quota())
-            .instrument(tracing::debug_span!("queue"))
-            .await?;
-        let spec = narrowed.map_or(&plugin.sandbox, |n| &n.spec);
-        let mut sandbox = pool.sandbox(spec).map_err(|message| CallError::Host {
-            tool: call.target.tool.to_owned(),
-            message,
-        })?;
-        let pre = &plugin.pre;
-        run(
-            &mut sandbox,
-            call,
-            args,
-            async |store, raw_cx, name, args| {
-                let instance = pre.instantiate(&mut *store).await?;
-                instance.execute(store, raw_cx, name, args).await
-            },
-        )
-        .instrument(tracing::debug_span!("sandbox", toolhost.instance = "fresh"))
-        .await
-    }
+    let _slot = pool
+        .acquire(plugin.quota())
+        .instrument(tracing::debug_span!("queue"))
+        .await?;
+    let spec = narrowed.map_or(&plugin.sandbox, |n| &n.spec);
+    let mut sandbox = pool.sandbox(spec).map_err(|message| CallError::Host {
+        tool: call.target.tool.to_owned(),
+        message,
+    })?;
+    let pre = &plugin.pre;
+    run(
+        &mut sandbox,
+        call,
+        args,
+        async |store, raw_cx, name, args| {
+            let instance = pre.instantiate(&mut *store).await?;
+            instance.execute(store, raw_cx, name, args).await
+        },
+    )
+    .instrument(tracing::debug_span!("sandbox", toolhost.instance = "fresh"))
+    .await
 }
 
 /// Runs `call` on `instance`, kept across calls (see `reuse.rs`).

@@ -7,11 +7,12 @@
 //! callers on 2 cores, where one call takes 20 µs (the gate's
 //! `p999_at_8_callers_over_p50_at_one`; 1.4 ms with this).
 //!
-//! After each guest call, [`after`] spends budget in proportion to the
-//! time the guest ran, one unit per microsecond (tokio's whole budget,
-//! 128 units, then stands for about 128 µs of work): a task yields once
-//! it has run that long, so the others queued on its worker get their
-//! turn. A single caller pays a yield per ~128 µs of calls; a long call
+//! After each sandboxed call, once its instance and slot are back in the
+//! pool, [`after`] spends budget in proportion to the time the call's
+//! execute step took (a wait for a slot included), one unit per
+//! microsecond (tokio's whole budget, 128 units, then stands for about
+//! 128 µs of work): a task yields once it has run that long, so the
+//! others queued on its worker get their turn. A single caller pays a yield per ~128 µs of calls; a long call
 //! (a Python plugin's ~1 ms) yields after every call.
 
 use std::time::Duration;
