@@ -71,7 +71,13 @@ impl InFlight {
                 }
             })
         });
-        thread.await.ok().flatten()
+        match thread.await {
+            Ok(outcome) => outcome,
+            // A call that panicked panics here, as it would have on the
+            // serving task: never reported as a cancelled call.
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(_) => None,
+        }
     }
 }
 
@@ -97,13 +103,18 @@ mod tests {
             .unwrap()
     }
 
-    #[test]
-    fn on_one_worker_an_overlapping_call_runs_on_a_thread_of_its_own() {
-        let rt = tokio::runtime::Builder::new_multi_thread()
+    /// A runtime of one worker, as `host mcp` serves on.
+    fn one_worker() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
             .build()
-            .unwrap();
+            .unwrap()
+    }
+
+    #[test]
+    fn on_one_worker_an_overlapping_call_runs_on_a_thread_of_its_own() {
+        let rt = one_worker();
         let in_flight = InFlight::default();
         let gate = Arc::new(tokio::sync::Barrier::new(2));
         let (first, second) = rt.block_on(async {
@@ -123,11 +134,7 @@ mod tests {
 
     #[test]
     fn a_lone_call_runs_on_the_task_that_serves_it() {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
+        let rt = one_worker();
         let in_flight = InFlight::default();
         let (serving, called) = rt.block_on(async {
             tokio::spawn(async move {
@@ -149,11 +156,7 @@ mod tests {
 
     #[test]
     fn a_cancelled_call_on_its_own_thread_is_dropped() {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
+        let rt = one_worker();
         let in_flight = InFlight::default();
         let dropped = Arc::new(std::sync::atomic::AtomicBool::new(false));
         rt.block_on(async {
@@ -192,5 +195,38 @@ mod tests {
             assert_eq!(hold.await.unwrap(), None);
         });
         assert!(dropped.load(Ordering::Acquire), "the call was not dropped");
+    }
+
+    /// A call that panics on a thread of its own is a panic where it was
+    /// awaited, as on the serving task, never a call the client cancelled.
+    #[test]
+    fn a_panic_on_its_own_thread_is_not_reported_as_a_cancelled_call() {
+        let rt = one_worker();
+        let in_flight = InFlight::default();
+        rt.block_on(async {
+            let first = CancellationToken::new();
+            let hold = tokio::spawn({
+                let (f, first) = (in_flight.clone(), first.clone());
+                async move { f.run(std::future::pending::<()>(), &first).await }
+            });
+            tokio::task::yield_now().await;
+            let second = tokio::spawn({
+                let f = in_flight.clone();
+                async move {
+                    f.run(
+                        async { panic!("the call failed") },
+                        &CancellationToken::new(),
+                    )
+                    .await
+                }
+            });
+            let joined: Result<Option<()>, _> = second.await;
+            assert!(
+                joined.as_ref().is_err_and(tokio::task::JoinError::is_panic),
+                "{joined:?}"
+            );
+            first.cancel();
+            assert_eq!(hold.await.unwrap(), None);
+        });
     }
 }
