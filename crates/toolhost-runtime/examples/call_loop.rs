@@ -16,7 +16,10 @@
 //! the floor `fresh_over_bare` divides by); `--traced` exports traces to a
 //! local OTLP collector, as the gate's `fresh_instance_traced` does.
 //! `--callers N` makes the calls from N tasks at once (the time per call is
-//! then 1 / throughput). `--cache-off` turns the result cache off (it is on by default, and a
+//! then 1 / throughput). With one caller it also prints the loop thread's
+//! CPU time per call (from `/proc/thread-self/schedstat`): unlike the wall
+//! time, it leaves out the time the thread waited for a core, so it says
+//! more on a machine others are using. `--cache-off` turns the result cache off (it is on by default, and a
 //! call with distinct arguments misses it). `KEEP_RESIDENT_MIB=N` sets [`EngineSettings::memory_keep_resident`]
 //! (default 4 MiB), for trying the pooling allocator's reset.
 //!
@@ -87,6 +90,7 @@ async fn main() -> anyhow::Result<()> {
     tokio::time::sleep(Duration::from_secs(1)).await;
     let end = Instant::now() + Duration::from_secs(seconds);
     let t0 = Instant::now();
+    let cpu0 = thread_cpu_ns();
     let mut n = 0u64;
     if bare {
         let plugin = runtime
@@ -143,6 +147,19 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     let per_call = t0.elapsed().as_secs_f64() * 1e6 / n as f64;
-    println!("{n} calls, {per_call:.2} µs per call");
+    let cpu = match (cpu0, thread_cpu_ns()) {
+        (Some(a), Some(b)) if callers == 1 => {
+            format!(", {:.2} µs of CPU", (b - a) as f64 / 1e3 / n as f64)
+        }
+        _ => String::new(),
+    };
+    println!("{n} calls, {per_call:.2} µs per call{cpu}");
     Ok(())
+}
+
+/// The time this thread has run on a core, in nanoseconds (Linux's
+/// `schedstat`; `None` elsewhere).
+fn thread_cpu_ns() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    text.split_whitespace().next()?.parse().ok()
 }
