@@ -155,7 +155,14 @@ fn hop_check(gate: &Gate, call: &Call<'_>, args: &Value) -> Option<crate::http::
         return None;
     };
     let web_host = |v: &Value| {
-        let uri: http::Uri = v.as_str()?.parse().ok()?;
+        let text = v.as_str()?;
+        // Only text that begins `http://` or `https://` (in any case) parses
+        // as an `http(s)` URI (`http`'s own scheme rule): any other string
+        // argument, most of them, is passed over without a parse.
+        if !is_web_url(text) {
+            return None;
+        }
+        let uri: http::Uri = text.parse().ok()?;
         matches!(uri.scheme_str(), Some("http" | "https"))
             .then(|| uri.host().map(str::to_ascii_lowercase))
             .flatten()
@@ -203,6 +210,18 @@ fn hop_check(gate: &Gate, call: &Call<'_>, args: &Value) -> Option<crate::http::
             }),
         }
     }))
+}
+
+/// Whether `text` begins with an `http://` or `https://` scheme, in any
+/// case: the only strings whose [`http::Uri`] has the scheme `http` or
+/// `https` (the crate matches these two prefixes case-insensitively, and
+/// names any other scheme as written).
+fn is_web_url(text: &str) -> bool {
+    let starts = |prefix: &str| {
+        text.get(..prefix.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(prefix))
+    };
+    starts("http://") || starts("https://")
 }
 
 /// The policy's decision on `call` with `args`: an error when it denies,
@@ -496,5 +515,50 @@ pub(crate) fn report_traces(cx: &CallContext, traces: Vec<HookTrace>) {
             tracing::warn!(hook = %trace.hook, "hook failed: {}", trace.decision);
         }
         cx.step(|| CallStep::Hook(trace));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_web_url;
+
+    /// The cheap test before the parse passes every string whose URI has
+    /// an `http` or `https` scheme, and no other: skipping the parse for
+    /// the rest changes no call's hop check.
+    #[test]
+    fn only_strings_that_parse_as_http_urls_are_parsed() {
+        let web = |text: &str| {
+            text.parse::<http::Uri>()
+                .is_ok_and(|u| matches!(u.scheme_str(), Some("http" | "https")))
+        };
+        for text in [
+            "http://example.com/a",
+            "https://example.com",
+            "HTTP://EXAMPLE.COM",
+            "HtTpS://example.com:8443/x?y",
+            "http://",
+            "https://",
+            "ftp://example.com",
+            "httpx://example.com",
+            "http:/example.com",
+            "http:example.com",
+            "example.com",
+            "/etc/passwd",
+            "2*(3+4)",
+            "",
+            "h",
+            "ht\u{e9}p://x",
+            "https\u{e9}://x",
+            " http://example.com",
+        ] {
+            if web(text) {
+                assert!(is_web_url(text), "{text:?} is an http(s) URL");
+            }
+            if !is_web_url(text) {
+                assert!(!web(text), "{text:?} skipped but an http(s) URL");
+            }
+        }
+        assert!(!is_web_url("2*(3+4)"));
+        assert!(is_web_url("HTTPS://example.com"));
     }
 }
