@@ -160,6 +160,11 @@ impl Tool {
                     .into(),
             });
         };
+        // The common case first: a result that matches skips the
+        // error-collecting path.
+        if validator.is_valid(value) {
+            return Ok(());
+        }
         if let Some(error) = validator.iter_errors(value).next() {
             return Err(SandboxFault::StructuredMismatch {
                 path: error.instance_path().to_string(),
