@@ -30,19 +30,24 @@ pub(crate) fn arguments(target: &Target<'_>, args: &Value) -> Result<String, Cal
 /// The arguments' JSON text, when it is within `max-args-bytes`.
 pub(crate) fn sized(target: &Target<'_>, args: &Value) -> Result<String, CallError> {
     let limits = &target.plugin.sandbox.limits;
-    let text = args.to_string();
+    let invalid = |message| CallError::InvalidArguments {
+        tool: target.tool.to_owned(),
+        issues: vec![ArgumentIssue {
+            path: String::new(),
+            message,
+        }],
+    };
+    // Written straight into a byte buffer: `Value`'s `Display` (what
+    // `to_string` takes) writes the same text through a formatter, piece
+    // by piece. A `Value` always serializes; the error is never seen.
+    let text = serde_json::to_string(args)
+        .map_err(|e| invalid(format!("arguments cannot be written as JSON: {e}")))?;
     if text.len() > limits.max_args_bytes {
-        return Err(CallError::InvalidArguments {
-            tool: target.tool.to_owned(),
-            issues: vec![ArgumentIssue {
-                path: String::new(),
-                message: format!(
-                    "arguments are {} bytes, over the limit of {} bytes (`max-args-bytes`)",
-                    text.len(),
-                    limits.max_args_bytes
-                ),
-            }],
-        });
+        return Err(invalid(format!(
+            "arguments are {} bytes, over the limit of {} bytes (`max-args-bytes`)",
+            text.len(),
+            limits.max_args_bytes
+        )));
     }
     Ok(text)
 }
