@@ -22,8 +22,13 @@
 //! more on a machine others are using. `--cache-off` turns the result cache off (it is on by default, and a
 //! call with distinct arguments misses it). `KEEP_RESIDENT_MIB=N` sets [`EngineSettings::memory_keep_resident`]
 //! (default 4 MiB), for trying the pooling allocator's reset.
+//! `POOL_SIZE=N` sets [`EngineSettings::pool_size`] (default 128): a small
+//! pool reserves little address space, so the loop runs under valgrind
+//! (`valgrind --tool=cachegrind --cache-sim=no` counts the instructions
+//! of a call exactly, whatever else the machine is doing).
 //!
 //! [`EngineSettings::memory_keep_resident`]: toolhost_runtime::EngineSettings::memory_keep_resident
+//! [`EngineSettings::pool_size`]: toolhost_runtime::EngineSettings::pool_size
 
 use std::time::{Duration, Instant};
 
@@ -54,6 +59,9 @@ async fn main() -> anyhow::Result<()> {
     let mut engine = toolhost_runtime::EngineSettings::default();
     if let Ok(mib) = std::env::var("KEEP_RESIDENT_MIB") {
         engine.memory_keep_resident = mib.parse::<usize>()? << 20;
+    }
+    if let Ok(n) = std::env::var("POOL_SIZE") {
+        engine.pool_size = n.parse()?;
     }
     let runtime = Runtime::builder()
         .engine_settings(engine)
