@@ -299,8 +299,8 @@ pub(crate) struct Call<'a> {
     /// report their times; `None` when nobody watches.
     pub watch: Option<&'a watch::Recorder>,
     /// The runtime, for the calls a plugin that may call tools makes
-    /// (`nested.rs`).
-    pub parts: std::sync::Weak<Parts>,
+    /// (`nested.rs`, which takes a weak handle on it only then).
+    pub parts: &'a Parts,
 }
 
 impl<'a> Call<'a> {
@@ -308,7 +308,7 @@ impl<'a> Call<'a> {
     /// `named` is what the caller named, as the host keeps it (the call's
     /// id is its).
     pub(crate) fn resolve(
-        parts: &Parts,
+        parts: &'a Parts,
         tool: &'a str,
         named: Named<'_>,
         cx: &'a CallContext,
@@ -345,7 +345,7 @@ impl<'a> Call<'a> {
             // Lookup runs inside the call's span (`trace::call_span`).
             span: tracing::Span::current(),
             watch,
-            parts: parts.me.clone(),
+            parts,
         };
         trace::resolved(&call);
         watch::resolved(&call);
@@ -356,7 +356,7 @@ impl<'a> Call<'a> {
     /// when it is loaded and the caller may see it; not-found otherwise
     /// (naming no source the caller cannot see).
     pub(crate) fn resolve_access(
-        parts: &Parts,
+        parts: &'a Parts,
         source: &str,
         spec: &'static Tool,
         named: Named<'_>,
@@ -389,7 +389,7 @@ impl<'a> Call<'a> {
             hops: std::sync::OnceLock::new(),
             span: tracing::Span::current(),
             watch,
-            parts: parts.me.clone(),
+            parts,
         };
         trace::resolved(&call);
         watch::resolved(&call);

@@ -178,7 +178,7 @@ impl Caller {
         // those of the calls inside it (they have spans and the feed).
         cx.steps = None;
         Caller {
-            parts: call.parts.clone(),
+            parts: call.parts.me.clone(),
             cx,
             outer_id: call.id.clone(),
             plugin: call.target.plugin.name.clone(),
