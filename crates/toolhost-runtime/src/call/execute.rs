@@ -160,7 +160,8 @@ async fn run(
     };
     let outcome = outcome.map_err(fault)?;
     tracing::debug!(tool = call.target.tool, plugin = %plugin.id(), call_id = %call.id, us = u64::try_from(duration.as_micros()).unwrap_or(u64::MAX), "call finished");
-    let tool = call.target.tool.to_owned();
+    // The tool's name for an error (a result names it in `result`).
+    let tool = || call.target.tool.to_owned();
     match outcome {
         RawOutcome::Ok {
             output,
@@ -205,9 +206,9 @@ async fn run(
             Ok(result(call, parts, duration))
         }
         RawOutcome::InvalidArguments(message) => {
-            Err(tool_error(tool, ToolErrorKind::InvalidArguments, message))
+            Err(tool_error(tool(), ToolErrorKind::InvalidArguments, message))
         }
-        RawOutcome::Failed(message) => Err(tool_error(tool, ToolErrorKind::Failed, message)),
+        RawOutcome::Failed(message) => Err(tool_error(tool(), ToolErrorKind::Failed, message)),
         RawOutcome::InvalidContent(e) => Err(fault(SandboxFault::Content(e))),
     }
 }
