@@ -484,11 +484,11 @@ impl Sandbox {
     /// Writes what the plugin printed to the host's log, and reports dropped lines.
     fn flush_logs(&mut self) {
         let state = self.store.data_mut();
-        for (stream, pipe) in [
-            ("stdout", state.stdout.clone()),
-            ("stderr", state.stderr.clone()),
-        ] {
-            let (bytes, dropped_bytes) = pipe.take();
+        let taken = [
+            ("stdout", state.stdout.take()),
+            ("stderr", state.stderr.take()),
+        ];
+        for (stream, (bytes, dropped_bytes)) in taken {
             for line in String::from_utf8_lossy(&bytes).lines() {
                 if line.trim().is_empty() {
                     continue;
