@@ -15,6 +15,9 @@
 //! [`Runtime::bare_wasmtime`] (store, instantiate, one `execute`, drop:
 //! the floor `fresh_over_bare` divides by); `--traced` exports traces to a
 //! local OTLP collector, as the gate's `fresh_instance_traced` does.
+//! With one caller it also prints the CPU time per call of the calling
+//! thread and of the whole process (exporter and collector included),
+//! steadier than the time per call on a busy machine.
 //! `--callers N` makes the calls from N tasks at once (the time per call is
 //! then 1 / throughput). `--cache-off` turns the result cache off (it is on by default, and a
 //! call with distinct arguments misses it). `KEEP_RESIDENT_MIB=N` sets [`EngineSettings::memory_keep_resident`]
@@ -86,6 +89,7 @@ async fn main() -> anyhow::Result<()> {
     };
     tokio::time::sleep(Duration::from_secs(1)).await;
     let end = Instant::now() + Duration::from_secs(seconds);
+    let cpu0 = (cpu_seconds("thread-self"), cpu_seconds("self"));
     let t0 = Instant::now();
     let mut n = 0u64;
     if bare {
@@ -143,6 +147,28 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     let per_call = t0.elapsed().as_secs_f64() * 1e6 / n as f64;
-    println!("{n} calls, {per_call:.2} µs per call");
+    let cpu = |now: f64, then: f64| (now - then) * 1e6 / n as f64;
+    println!(
+        "{n} calls, {per_call:.2} µs per call (CPU per call: {:.2} µs on the calling thread, {:.2} µs in the process)",
+        cpu(cpu_seconds("thread-self"), cpu0.0),
+        cpu(cpu_seconds("self"), cpu0.1),
+    );
     Ok(())
+}
+
+/// User and system CPU time of `/proc/WHO/stat` (`self` or `thread-self`),
+/// in seconds (the kernel counts in ticks of 10 ms, enough over seconds
+/// of calls); 0 where /proc is not.
+fn cpu_seconds(who: &str) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{who}/stat")).unwrap_or_default();
+    // The fields after the command's closing parenthesis; utime and stime
+    // are the 14th and 15th of the line.
+    let rest = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let ticks: f64 = rest
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|t| t.parse::<f64>().ok())
+        .sum();
+    ticks / 100.0
 }
