@@ -185,6 +185,9 @@ impl Queue {
     }
 }
 
+/// The most a thread's scratch buffer keeps between spans.
+const SCRATCH_KEPT: usize = 64 << 10;
+
 thread_local! {
     /// The calling thread's scratch buffer for one span's bytes.
     static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
@@ -225,7 +228,12 @@ impl SpanProcessor for Encoding {
                     }
                 }
             }
-            self.queue.push(&scratch)
+            let full = self.queue.push(&scratch);
+            if scratch.capacity() > SCRATCH_KEPT {
+                // One unusually large span does not keep its buffer.
+                *scratch = Vec::new();
+            }
+            full
         });
         if full && !self.queue.woken.swap(true, Ordering::Relaxed) {
             // A full channel means a wake is already waiting.
