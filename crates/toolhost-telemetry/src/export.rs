@@ -4,10 +4,13 @@
 //! or `OTEL_EXPORTER_OTLP_ENDPOINT` (the variables win), else
 //! [`Settings::endpoint`] (a config file's `[telemetry] endpoint`).
 //! `OTEL_SDK_DISABLED=true` or `OTEL_TRACES_EXPORTER=none` turn it off.
-//! The SDK reads the other standard variables itself: `OTEL_SERVICE_NAME`
-//! and `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_TRACES_SAMPLER(_ARG)`,
-//! `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_EXPORTER_OTLP_TIMEOUT`, and the batch
-//! queue's `OTEL_BSP_*`.
+//! The SDK reads `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES` and
+//! `OTEL_TRACES_SAMPLER(_ARG)`; toolhost's exporter reads
+//! `OTEL_EXPORTER_OTLP_(TRACES_)HEADERS` and `…_TIMEOUT` (`send.rs`)
+//! and the queue's `OTEL_BSP_MAX_QUEUE_SIZE`, `…_MAX_EXPORT_BATCH_SIZE` and
+//! `…_SCHEDULE_DELAY` (`queue.rs`). Each span is encoded where it
+//! ends and only its bytes wait for the exporter's thread: see
+//! `queue.rs` for why.
 //!
 //! What leaves the host is spans and their attributes, nothing else
 //! ([`Telemetry::layer`]): no log line, warning or plugin output becomes a
@@ -105,10 +108,18 @@ pub enum TelemetryError {
     /// A protocol name OTLP does not define.
     #[error("unknown OTLP protocol `{0}` (http/protobuf or http/json)")]
     UnknownProtocol(String),
-    /// The exporter refused its configuration (e.g. a malformed endpoint).
+    /// The endpoint is not a URL.
     #[cfg(feature = "otlp")]
-    #[error("the OTLP exporter could not start")]
-    Exporter(#[from] opentelemetry_otlp::ExporterBuildError),
+    #[error("the OTLP endpoint is not a URL: {0}")]
+    Endpoint(String),
+    /// No endpoint after all (the variable was emptied meanwhile).
+    #[cfg(feature = "otlp")]
+    #[error("no OTLP endpoint is named")]
+    NoEndpoint,
+    /// The exporter's thread could not start.
+    #[cfg(feature = "otlp")]
+    #[error("the OTLP exporter's thread could not start")]
+    Thread(#[source] std::io::Error),
     /// Built without the `otlp` feature, yet an endpoint was named.
     #[cfg(not(feature = "otlp"))]
     #[error("this build has no OTLP exporter (the `otlp` feature)")]
@@ -270,36 +281,27 @@ fn provider(
     endpoint: Option<String>,
     settings: &Settings,
 ) -> Result<SdkTracerProvider, TelemetryError> {
-    use opentelemetry_otlp::WithExportConfig;
+    use std::sync::Arc;
     // An https collector needs a TLS provider; another crate may have
     // installed one already.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let mut builder = opentelemetry_otlp::SpanExporter::builder()
-        .with_http()
-        .with_protocol(match protocol {
-            Protocol::HttpProtobuf => opentelemetry_otlp::Protocol::HttpBinary,
-            Protocol::HttpJson => opentelemetry_otlp::Protocol::HttpJson,
-        });
-    if let Some(url) = endpoint.clone() {
-        builder = builder.with_endpoint(url);
-    }
-    let exporter =
-        crate::failures::Reporting::new(builder.build()?, endpoint_in_use(endpoint.as_deref()));
-    Ok(SdkTracerProvider::builder()
-        .with_batch_exporter(exporter)
-        .with_resource(resource(settings))
-        .build())
-}
-
-/// The traces URL the exporter sends to, for messages: the settings',
-/// else the variables' (as the SDK reads them).
-#[cfg(feature = "otlp")]
-fn endpoint_in_use(from_settings: Option<&str>) -> String {
-    from_settings
-        .map(str::to_owned)
+    let url = endpoint
         .or_else(|| env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
         .or_else(|| env("OTEL_EXPORTER_OTLP_ENDPOINT").map(|base| traces_url(&base)))
-        .unwrap_or_else(|| "the OTLP endpoint".to_owned())
+        .ok_or(TelemetryError::NoEndpoint)?;
+    let url = url
+        .parse::<reqwest::Url>()
+        .map_err(|e| TelemetryError::Endpoint(e.to_string()))?;
+    let queue = Arc::new(crate::queue::Queue::new(
+        protocol,
+        crate::queue::Limits::from_vars(env),
+    ));
+    let target = crate::send::Target::new(url.into(), protocol, env);
+    let wake = crate::send::start(queue.clone(), target).map_err(TelemetryError::Thread)?;
+    Ok(SdkTracerProvider::builder()
+        .with_span_processor(crate::queue::Encoding::new(queue, wake))
+        .with_resource(resource(settings))
+        .build())
 }
 
 #[cfg(not(feature = "otlp"))]

@@ -1,73 +1,64 @@
-//! A collector that cannot be reached, said once. The OpenTelemetry SDK
-//! drops a batch it could not send without a word (its own log is off in
-//! this build), so a wrong endpoint or a collector that is down left a user
-//! with no traces and no reason, even with `-v`. [`Reporting`] wraps the
-//! OTLP exporter: the first failure is logged at `warn` with the endpoint
-//! and the cause, and nothing more until an export works again (logged at
-//! `info`), so a dead collector costs one line, not one per batch.
+//! A collector that cannot be reached, said once. A batch that could not
+//! be sent is dropped (the queue must stay bounded), so a wrong endpoint or
+//! a collector that is down would leave a user with no traces and no
+//! reason, even with `-v`. [`Failures`] tells the first failure at `warn`
+//! with the endpoint and the cause, and nothing more until an export works
+//! again (told at `info`), so a dead collector costs one line, not one per
+//! batch. Spans dropped because the queue was full are told the same way.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
-
-use opentelemetry_sdk::Resource;
-use opentelemetry_sdk::error::OTelSdkResult;
-use opentelemetry_sdk::trace::{SpanData, SpanExporter};
-
-/// An exporter whose failures are logged once per failing spell.
+/// What the exporter's thread has told about its failures.
 #[derive(Debug)]
-pub(crate) struct Reporting<E> {
-    inner: E,
+pub(crate) struct Failures {
     /// Where the traces go, for the message.
     endpoint: String,
     /// Whether the last export failed.
-    failing: AtomicBool,
+    failing: bool,
+    /// Whether the queue was full at the last look.
+    dropping: bool,
 }
 
-impl<E> Reporting<E> {
-    pub(crate) fn new(inner: E, endpoint: String) -> Self {
-        Reporting {
-            inner,
+impl Failures {
+    pub(crate) fn new(endpoint: String) -> Self {
+        Failures {
             endpoint,
-            failing: AtomicBool::new(false),
+            failing: false,
+            dropping: false,
         }
     }
-}
 
-impl<E: SpanExporter> SpanExporter for Reporting<E> {
-    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
-        let spans = batch.len();
-        let result = self.inner.export(batch).await;
-        match &result {
+    /// After a request of `spans` spans: its outcome.
+    pub(crate) fn sent(&mut self, spans: usize, outcome: Result<(), String>) {
+        match outcome {
             Ok(()) => {
-                if self.failing.swap(false, Ordering::Relaxed) {
+                if std::mem::replace(&mut self.failing, false) {
                     tracing::info!(endpoint = %self.endpoint, "traces are exported again");
                 }
             }
             Err(e) => {
-                if !self.failing.swap(true, Ordering::Relaxed) {
+                if !std::mem::replace(&mut self.failing, true) {
                     tracing::warn!(
                         "traces are not exported: the collector at {} did not take {spans} \
                          spans ({}); check OTEL_EXPORTER_OTLP_ENDPOINT or [telemetry] endpoint \
                          (said once until an export works again)",
                         self.endpoint,
-                        in_words(&e.to_string())
+                        in_words(&e)
                     );
                 }
             }
         }
-        result
     }
 
-    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
-        self.inner.shutdown_with_timeout(timeout)
-    }
-
-    fn force_flush(&self) -> OTelSdkResult {
-        self.inner.force_flush()
-    }
-
-    fn set_resource(&mut self, resource: &Resource) {
-        self.inner.set_resource(resource);
+    /// After taking the queue: how many spans it dropped since the last take.
+    pub(crate) fn dropped(&mut self, dropped: u64) {
+        let dropping = dropped > 0;
+        if dropping && !self.dropping {
+            tracing::warn!(
+                "{dropped} spans were dropped: more ended than the collector at {} took in \
+                 time (OTEL_BSP_MAX_QUEUE_SIZE; said once until the queue has room again)",
+                self.endpoint
+            );
+        }
+        self.dropping = dropping;
     }
 }
 

@@ -9,9 +9,10 @@
 //!
 //! - [`export`]: the OTLP/HTTP exporter, on only when the standard variables
 //!   (`OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) or
-//!   the embedder's [`Settings`] name an endpoint. Spans leave through a
-//!   bounded batch queue on the exporter's own thread: a slow or dead
-//!   collector drops spans, never delays a call.
+//!   the embedder's [`Settings`] name an endpoint. Each span is encoded
+//!   into OTLP bytes on the thread that ends it and leaves through a
+//!   bounded queue on the exporter's own thread: a slow or dead collector
+//!   drops spans, never delays a call.
 //! - [`propagate`]: W3C trace context. An MCP request's
 //!   `_meta.traceparent` is linked from the spans of the call it starts, or
 //!   parents them when the operator trusts its callers
@@ -37,10 +38,16 @@
 //! }
 //! ```
 
+#[cfg(feature = "otlp")]
+mod encode;
 pub mod export;
 #[cfg(feature = "otlp")]
 mod failures;
 pub mod propagate;
+#[cfg(feature = "otlp")]
+mod queue;
+#[cfg(feature = "otlp")]
+mod send;
 #[cfg(test)]
 mod testing;
 

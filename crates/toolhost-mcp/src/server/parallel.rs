@@ -9,7 +9,10 @@
 //! runs on the serving task only while it is the server's only call in
 //! flight; a call that starts while another runs gets a thread of its own
 //! (Tokio's blocking pool, driving the call with [`Handle::block_on`]), so
-//! calls that need CPU still run in parallel, one core each.
+//! calls that need CPU still run in parallel, one core each. At most one
+//! such thread per core is taken (more would only share the same cores);
+//! a call that overlaps more runs on the serving task, where the guest's
+//! epoch yields let it share the worker.
 //!
 //! A guest yields to the executor at every epoch tick (`toolhost-runtime`'s
 //! sandbox), so a long call running on the one worker does not keep its
@@ -28,10 +31,23 @@ use tokio::runtime::Handle;
 use tokio_util::sync::CancellationToken;
 
 /// The calls of one server in flight, shared by its clones.
-#[derive(Debug, Default, Clone)]
-pub(crate) struct InFlight(Arc<AtomicUsize>);
+#[derive(Debug, Clone)]
+pub(crate) struct InFlight {
+    /// Calls in flight.
+    calls: Arc<AtomicUsize>,
+    /// Calls running on a thread of their own.
+    threads: Arc<AtomicUsize>,
+    /// The most calls on threads of their own at once (the cores).
+    max_threads: usize,
+}
 
-/// One call counted in flight until dropped.
+impl Default for InFlight {
+    fn default() -> Self {
+        InFlight::with_threads(std::thread::available_parallelism().map_or(1, usize::from))
+    }
+}
+
+/// One call counted until dropped.
 struct Counted<'a>(&'a AtomicUsize);
 
 impl Drop for Counted<'_> {
@@ -41,6 +57,22 @@ impl Drop for Counted<'_> {
 }
 
 impl InFlight {
+    /// At most `max_threads` calls on threads of their own at once.
+    pub(crate) fn with_threads(max_threads: usize) -> Self {
+        InFlight {
+            calls: Arc::default(),
+            threads: Arc::default(),
+            max_threads,
+        }
+    }
+
+    /// Takes one of the threads for overlapping calls, if one is free.
+    fn take_thread(&self) -> Option<Counted<'_>> {
+        let taken = self.threads.fetch_add(1, Ordering::AcqRel);
+        let counted = Counted(&self.threads);
+        (taken < self.max_threads).then_some(counted)
+    }
+
     /// Runs `call` (see the module docs for where) until it ends, or until
     /// `cancelled` is (`None`: the call was dropped, which stops its
     /// sandbox).
@@ -49,15 +81,20 @@ impl InFlight {
         call: impl Future<Output = T> + Send + 'static,
         cancelled: &CancellationToken,
     ) -> Option<T> {
-        let others = self.0.fetch_add(1, Ordering::AcqRel);
-        let _counted = Counted(&self.0);
+        let others = self.calls.fetch_add(1, Ordering::AcqRel);
+        let _counted = Counted(&self.calls);
         let handle = Handle::current();
-        if others == 0 || handle.metrics().num_workers() > 1 {
+        let thread = if others == 0 || handle.metrics().num_workers() > 1 {
+            None
+        } else {
+            self.take_thread()
+        };
+        let Some(_thread) = thread else {
             return tokio::select! {
                 r = call => Some(r),
                 () = cancelled.cancelled() => None,
             };
-        }
+        };
         // Another call is running on the runtime's one worker: this one
         // gets a thread of its own. It stops when the request is
         // cancelled or this future is dropped.
@@ -129,7 +166,40 @@ mod tests {
             (a.await.unwrap(), b.await.unwrap())
         });
         assert_ne!(first, second, "the two calls ran on one thread");
-        assert_eq!(in_flight.0.load(Ordering::Acquire), 0);
+        assert_eq!(in_flight.calls.load(Ordering::Acquire), 0);
+        assert_eq!(in_flight.threads.load(Ordering::Acquire), 0);
+    }
+
+    #[test]
+    fn overlapping_calls_beyond_the_cores_run_on_the_serving_worker() {
+        let rt = one_worker();
+        // One thread for overlapping calls (as on a machine of one core).
+        let in_flight = InFlight::with_threads(1);
+        let gate = Arc::new(tokio::sync::Barrier::new(3));
+        let worker = rt.block_on(async {
+            tokio::spawn(async { std::thread::current().id() })
+                .await
+                .unwrap()
+        });
+        let threads = rt.block_on(async {
+            let calls: Vec<_> = (0..3)
+                .map(|_| {
+                    let (f, g) = (in_flight.clone(), gate.clone());
+                    tokio::spawn(async move { thread_of_call(&f, g).await })
+                })
+                .collect();
+            let mut threads = Vec::new();
+            for call in calls {
+                threads.push(call.await.unwrap());
+            }
+            threads
+        });
+        let on_worker = threads.iter().filter(|t| **t == worker).count();
+        assert_eq!(
+            on_worker, 2,
+            "the first call and the one beyond the bound: {threads:?}"
+        );
+        assert_eq!(in_flight.threads.load(Ordering::Acquire), 0);
     }
 
     #[test]
