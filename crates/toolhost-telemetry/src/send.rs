@@ -99,6 +99,22 @@ fn headers(text: &str) -> HeaderMap {
     map
 }
 
+/// `url` as messages show it: without a user name or password the
+/// operator may have put in it (`https://user:key@collector/…`).
+fn shown(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut url) => {
+            if !url.username().is_empty() || url.password().is_some() {
+                // Only a URL that cannot be a base refuses these.
+                let _ = url.set_username("");
+                let _ = url.set_password(None);
+            }
+            url.into()
+        }
+        Err(_) => "the OTLP endpoint".to_owned(),
+    }
+}
+
 /// Starts the exporter's thread for `queue`; the sender wakes it.
 pub(crate) fn start(queue: Arc<Queue>, target: Target) -> std::io::Result<SyncSender<Wake>> {
     let (wake, woken) = std::sync::mpsc::sync_channel(WAKES);
@@ -139,7 +155,7 @@ fn run(queue: &Queue, target: &Target, woken: &Receiver<Wake>) {
         Protocol::HttpProtobuf => "application/x-protobuf",
         Protocol::HttpJson => "application/json",
     });
-    let mut failures = Failures::new(target.url.clone());
+    let mut failures = Failures::new(shown(&target.url));
     let (mut spare, mut body) = (Vec::new(), Vec::new());
     loop {
         let (answer, stop) = match woken.recv_timeout(queue.limits().delay) {
@@ -159,7 +175,11 @@ fn run(queue: &Queue, target: &Target, woken: &Receiver<Wake>) {
                 .body(std::mem::take(&mut body))
                 .send()
                 .and_then(reqwest::blocking::Response::error_for_status);
-            failures.sent(queued.spans, sent.map(drop).map_err(|e| e.to_string()));
+            // The error without its URL: the endpoint is said once, shown.
+            failures.sent(
+                queued.spans,
+                sent.map(drop).map_err(|e| e.without_url().to_string()),
+            );
         }
         spare = queued.bytes;
         if let Some(answer) = answer {
@@ -174,6 +194,16 @@ fn run(queue: &Queue, target: &Target, woken: &Receiver<Wake>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_endpoint_shown_in_messages_has_no_credentials() {
+        assert_eq!(
+            shown("https://user:s3cret@collector.example:4318/v1/traces"),
+            "https://collector.example:4318/v1/traces"
+        );
+        assert_eq!(shown("http://h:4318/v1/traces"), "http://h:4318/v1/traces");
+        assert!(!shown("not a url s3cret").contains("s3cret"));
+    }
 
     #[test]
     fn headers_are_comma_separated_pairs_with_url_decoded_values() {

@@ -342,12 +342,17 @@ fn an_unsampled_callers_mcp_call_is_traced_in_a_trace_of_its_own(phoenix: &Phoen
 }
 
 /// A collector nobody runs (a wrong port): the host says once, in words,
-/// that traces are not exported and where it tried, without `-v`; the call
+/// that traces are not exported and where it tried, without `-v`, and
+/// without the credentials the endpoint or the headers hold; the call
 /// itself is not held up.
 #[test]
 fn an_unreachable_collector_is_said_once() {
     let o = host_cmd()
-        .env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
+        .env(
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            "http://user:s3cret@127.0.0.1:9",
+        )
+        .env("OTEL_EXPORTER_OTLP_HEADERS", "api-key=k3y")
         .arg("--plugins")
         .arg(plugins_dir())
         .args(["call", "calculate", r#"{"expression":"2*(3+4)"}"#])
@@ -362,5 +367,6 @@ fn an_unreachable_collector_is_said_once() {
         "said once: {err}"
     );
     assert!(err.contains("http://127.0.0.1:9/v1/traces"), "{err}");
+    assert!(!err.contains("s3cret") && !err.contains("k3y"), "{err}");
     assert!(!err.contains("(os error"), "{err}");
 }
