@@ -45,6 +45,9 @@ use crate::send::Wake;
 /// records, so this only guards against a span made far larger than that.
 pub(crate) const MAX_QUEUED_BYTES: usize = 32 << 20;
 
+/// The shortest wait between two sends the variables may ask for.
+pub(crate) const MIN_DELAY: Duration = Duration::from_millis(10);
+
 /// The queue's bounds and when to wake the exporter, from the
 /// `OTEL_BSP_*` variables (the SDK's defaults when unset or malformed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,7 +73,10 @@ impl Limits {
             .filter(|&n| n > 0)
             .unwrap_or(512)
             .min(max_queued);
-        let delay = Duration::from_millis(number("OTEL_BSP_SCHEDULE_DELAY").unwrap_or(5000));
+        // At least MIN_DELAY: a delay of 0 would have the exporter's
+        // thread wake without pause, a core spent on nothing.
+        let delay =
+            Duration::from_millis(number("OTEL_BSP_SCHEDULE_DELAY").unwrap_or(5000)).max(MIN_DELAY);
         Limits {
             max_queued,
             batch,
@@ -147,8 +153,7 @@ impl Queue {
 
     /// The request body for `queued`'s spans: one `ExportTraceServiceRequest`
     /// with one resource and one scope, in the queue's protocol.
-    pub(crate) fn body(&self, queued: &Queued, out: &mut Vec<u8>) {
-        out.clear();
+    pub(crate) fn body(&self, queued: &Queued) -> Vec<u8> {
         let frame = self
             .frame
             .lock()
@@ -156,8 +161,8 @@ impl Queue {
             .clone();
         let scope = self.scope.get().map_or(&[][..], Vec::as_slice);
         match self.protocol {
-            Protocol::HttpProtobuf => protobuf_body(&frame, scope, &queued.bytes, out),
-            Protocol::HttpJson => json_body(&frame, scope, &queued.bytes, out),
+            Protocol::HttpProtobuf => protobuf_body(&frame, scope, &queued.bytes),
+            Protocol::HttpJson => json_body(&frame, scope, &queued.bytes),
         }
     }
 
@@ -307,36 +312,40 @@ fn field_header(tag: u32, len: usize, out: &mut Vec<u8>) {
     prost::encoding::encode_varint(len as u64, out);
 }
 
+/// The bytes a length-delimited field of `len` bytes takes (all tags here
+/// are below 16: one byte).
+fn field_len(len: usize) -> usize {
+    1 + prost::encoding::encoded_len_varint(len as u64) + len
+}
+
 /// The protobuf `ExportTraceServiceRequest` around `spans` (each already a
-/// `ScopeSpans.spans` field).
-fn protobuf_body(frame: &Frame, scope: &[u8], spans: &[u8], out: &mut Vec<u8>) {
-    let mut scope_spans = Vec::with_capacity(spans.len() + scope.len() + 16);
-    field(SCOPE_SPANS_SCOPE, scope, &mut scope_spans);
-    scope_spans.extend_from_slice(spans);
-    let mut resource_spans = Vec::with_capacity(scope_spans.len() + frame.resource.len() + 32);
-    field(
-        RESOURCE_SPANS_RESOURCE,
-        &frame.resource,
-        &mut resource_spans,
-    );
-    field(
-        RESOURCE_SPANS_SCOPE_SPANS,
-        &scope_spans,
-        &mut resource_spans,
-    );
-    if !frame.resource_schema.is_empty() {
-        field(
-            RESOURCE_SPANS_SCHEMA_URL,
-            frame.resource_schema.as_bytes(),
-            &mut resource_spans,
-        );
+/// `ScopeSpans.spans` field), written once: the lengths are computed first.
+fn protobuf_body(frame: &Frame, scope: &[u8], spans: &[u8]) -> Vec<u8> {
+    let scope_spans = field_len(scope.len()) + spans.len();
+    let schema = &frame.resource_schema;
+    let resource_spans = field_len(frame.resource.len())
+        + field_len(scope_spans)
+        + if schema.is_empty() {
+            0
+        } else {
+            field_len(schema.len())
+        };
+    let mut out = Vec::with_capacity(field_len(resource_spans));
+    field_header(REQUEST_RESOURCE_SPANS, resource_spans, &mut out);
+    field(RESOURCE_SPANS_RESOURCE, &frame.resource, &mut out);
+    field_header(RESOURCE_SPANS_SCOPE_SPANS, scope_spans, &mut out);
+    field(SCOPE_SPANS_SCOPE, scope, &mut out);
+    out.extend_from_slice(spans);
+    if !schema.is_empty() {
+        field(RESOURCE_SPANS_SCHEMA_URL, schema.as_bytes(), &mut out);
     }
-    field(REQUEST_RESOURCE_SPANS, &resource_spans, out);
+    out
 }
 
 /// The JSON `ExportTraceServiceRequest` around `spans` (span objects,
 /// comma-separated).
-fn json_body(frame: &Frame, scope: &[u8], spans: &[u8], out: &mut Vec<u8>) {
+fn json_body(frame: &Frame, scope: &[u8], spans: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(spans.len() + frame.resource.len() + scope.len() + 64);
     let or_empty = |b: &[u8]| {
         if b.is_empty() {
             b"{}".to_vec()
@@ -349,13 +358,14 @@ fn json_body(frame: &Frame, scope: &[u8], spans: &[u8], out: &mut Vec<u8>) {
     if !frame.resource_schema.is_empty() {
         out.extend_from_slice(b",\"schemaUrl\":");
         // A string serializes without fail.
-        let _ = serde_json::to_writer(&mut *out, &frame.resource_schema);
+        let _ = serde_json::to_writer(&mut out, &frame.resource_schema);
     }
     out.extend_from_slice(b",\"scopeSpans\":[{\"scope\":");
     out.extend_from_slice(&or_empty(scope));
     out.extend_from_slice(b",\"spans\":[");
     out.extend_from_slice(spans);
     out.extend_from_slice(b"]}]}]}");
+    out
 }
 
 #[cfg(test)]
@@ -378,7 +388,12 @@ mod tests {
         let (wake, _woken) = std::sync::mpsc::sync_channel(WAKES_IN_TESTS);
         let provider = SdkTracerProvider::builder()
             .with_span_processor(Encoding::new(queue.clone(), wake))
-            .with_resource(Resource::builder().with_service_name("svc").build())
+            .with_resource(
+                Resource::builder()
+                    .with_service_name("svc")
+                    .with_schema_url([], "https://opentelemetry.io/schemas/1.36.0")
+                    .build(),
+            )
             .build();
         (provider, queue)
     }
@@ -394,8 +409,7 @@ mod tests {
 
     fn request(queue: &Queue) -> ExportTraceServiceRequest {
         let queued = queue.take(Vec::new());
-        let mut body = Vec::new();
-        queue.body(&queued, &mut body);
+        let body = queue.body(&queued);
         match queue.protocol {
             Protocol::HttpProtobuf => {
                 ExportTraceServiceRequest::decode(body.as_slice()).expect("a protobuf request")
@@ -435,7 +449,12 @@ mod tests {
     fn queued_spans_make_one_protobuf_request_with_the_resource_and_scope() {
         let (provider, queue) = queued(Protocol::HttpProtobuf, 16);
         end_spans(&provider, &["one", "two", "three"]);
-        let (names, scopes, service) = names_and_service(&request(&queue));
+        let request = request(&queue);
+        assert_eq!(
+            request.resource_spans[0].schema_url,
+            "https://opentelemetry.io/schemas/1.36.0"
+        );
+        let (names, scopes, service) = names_and_service(&request);
         assert_eq!(names, ["one", "two", "three"]);
         assert_eq!(scopes, ["toolhost"]);
         assert!(service.contains("svc"), "{service}");
@@ -487,5 +506,9 @@ mod tests {
         );
         let junk = Limits::from_vars(|_| Some("-1e99".to_owned()));
         assert_eq!(junk, none);
+        // No delay of 0: the exporter's thread would spin.
+        let zero =
+            Limits::from_vars(|name| (name == "OTEL_BSP_SCHEDULE_DELAY").then(|| "0".to_owned()));
+        assert_eq!(zero.delay, MIN_DELAY);
     }
 }

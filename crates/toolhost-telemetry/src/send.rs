@@ -156,7 +156,7 @@ fn run(queue: &Queue, target: &Target, woken: &Receiver<Wake>) {
         Protocol::HttpJson => "application/json",
     });
     let mut failures = Failures::new(shown(&target.url));
-    let (mut spare, mut body) = (Vec::new(), Vec::new());
+    let mut spare = Vec::new();
     loop {
         let (answer, stop) = match woken.recv_timeout(queue.limits().delay) {
             Ok(Wake::Batch) | Err(RecvTimeoutError::Timeout) => (None, false),
@@ -167,12 +167,11 @@ fn run(queue: &Queue, target: &Target, woken: &Receiver<Wake>) {
         let queued = queue.take(spare);
         failures.dropped(queued.dropped);
         if queued.spans > 0 {
-            queue.body(&queued, &mut body);
             let sent = client
                 .post(&target.url)
                 .headers(target.headers.clone())
                 .header(CONTENT_TYPE, content_type.clone())
-                .body(std::mem::take(&mut body))
+                .body(queue.body(&queued))
                 .send()
                 .and_then(reqwest::blocking::Response::error_for_status);
             // The error without its URL: the endpoint is said once, shown.
