@@ -4,13 +4,14 @@
 //! or `OTEL_EXPORTER_OTLP_ENDPOINT` (the variables win), else
 //! [`Settings::endpoint`] (a config file's `[telemetry] endpoint`).
 //! `OTEL_SDK_DISABLED=true` or `OTEL_TRACES_EXPORTER=none` turn it off.
-//! The SDK reads `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES` and
-//! `OTEL_TRACES_SAMPLER(_ARG)`; toolhost's exporter reads
+//! The SDK's resource reads `OTEL_SERVICE_NAME` and
+//! `OTEL_RESOURCE_ATTRIBUTES`; toolhost's own layer (`layer.rs`) reads
+//! `OTEL_TRACES_SAMPLER(_ARG)` (`sampler.rs`), its exporter
 //! `OTEL_EXPORTER_OTLP_(TRACES_)HEADERS` and `…_TIMEOUT` (`send.rs`)
 //! and the queue's `OTEL_BSP_MAX_QUEUE_SIZE`, `…_MAX_EXPORT_BATCH_SIZE` and
-//! `…_SCHEDULE_DELAY` (`queue.rs`). Each span is encoded where it
-//! ends and only its bytes wait for the exporter's thread: see
-//! `queue.rs` for why.
+//! `…_SCHEDULE_DELAY` (`queue.rs`). Each span is written as OTLP as its
+//! fields are recorded and queued as bytes where it ends: see `layer.rs`
+//! and `queue.rs` for why.
 //!
 //! What leaves the host is spans and their attributes, nothing else
 //! ([`Telemetry::layer`]): no log line, warning or plugin output becomes a
@@ -28,10 +29,7 @@
 //! # }
 //! ```
 
-use std::time::Duration;
 
-use opentelemetry::trace::TracerProvider as _;
-use opentelemetry_sdk::trace::SdkTracerProvider;
 use tracing::level_filters::LevelFilter;
 use tracing::{Metadata, Subscriber};
 use tracing_subscriber::Layer;
@@ -127,16 +125,28 @@ pub enum TelemetryError {
 }
 
 /// How long [`Telemetry::shutdown`] waits for the last spans to leave.
-const SHUTDOWN_WAIT: Duration = Duration::from_secs(3);
+#[cfg(feature = "otlp")]
+const SHUTDOWN_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// A running exporter: put [`layer`](Self::layer) in the subscriber, and
 /// call [`shutdown`](Self::shutdown) before the process ends so the last
 /// batch is sent.
 #[derive(Debug)]
 pub struct Telemetry {
-    provider: SdkTracerProvider,
+    #[cfg(feature = "otlp")]
+    exporter: Exporter,
     plugin_output: bool,
     steps: bool,
+}
+
+/// Where the layer's spans go: the queue, the exporter's thread's wake,
+/// and the sampler.
+#[cfg(feature = "otlp")]
+#[derive(Debug, Clone)]
+pub(crate) struct Exporter {
+    pub(crate) queue: std::sync::Arc<crate::queue::Queue>,
+    pub(crate) wake: std::sync::mpsc::SyncSender<crate::send::Wake>,
+    pub(crate) sampler: crate::sampler::Sampler,
 }
 
 fn env(name: &str) -> Option<String> {
@@ -167,14 +177,23 @@ impl Telemetry {
         let endpoint = (!from_env)
             .then(|| settings.endpoint.as_deref().map(traces_url))
             .flatten();
-        let provider = provider(protocol, endpoint, settings)?;
-        crate::propagate::set_caller_trace(settings.caller_trace);
-        tracing::info!(?protocol, "OpenTelemetry traces are exported");
-        Ok(Some(Telemetry {
-            provider,
-            plugin_output: settings.plugin_output,
-            steps: settings.steps,
-        }))
+        #[cfg(feature = "otlp")]
+        let exporter = exporter(protocol, endpoint, settings)?;
+        #[cfg(not(feature = "otlp"))]
+        {
+            let _ = (protocol, endpoint);
+            return Err(TelemetryError::NotBuilt);
+        }
+        #[cfg(feature = "otlp")]
+        {
+            crate::propagate::set_caller_trace(settings.caller_trace);
+            tracing::info!(?protocol, "OpenTelemetry traces are exported");
+            Ok(Some(Telemetry {
+                exporter,
+                plugin_output: settings.plugin_output,
+                steps: settings.steps,
+            }))
+        }
     }
 
     /// The layer that turns toolhost's spans (info and above, debug too
@@ -186,46 +205,53 @@ impl Telemetry {
     where
         S: Subscriber + for<'a> LookupSpan<'a>,
     {
-        layer_of(&self.provider, self.plugin_output, self.steps)
+        #[cfg(feature = "otlp")]
+        let layer = layer_of(&self.exporter, self.plugin_output, self.steps);
+        #[cfg(not(feature = "otlp"))]
+        let layer = tracing_subscriber::layer::Identity::new()
+            .with_filter(exported(self.plugin_output, self.steps));
+        layer
     }
 
     /// Sends what is queued and stops the exporter (waiting at most 3 s for
     /// a slow collector).
     pub fn shutdown(self) {
-        if let Err(e) = self.provider.shutdown_with_timeout(SHUTDOWN_WAIT) {
+        #[cfg(feature = "otlp")]
+        if let Err(e) = crate::send::ask(
+            &self.exporter.wake,
+            crate::send::Wake::Shutdown,
+            SHUTDOWN_WAIT,
+        ) {
             tracing::warn!(error = %e, "the last spans may not have been exported");
         }
     }
 }
 
-/// The layer of [`Telemetry::layer`], for `provider`.
+/// The layer of [`Telemetry::layer`], for `exporter`.
+#[cfg(feature = "otlp")]
 pub(crate) fn layer_of<S>(
-    provider: &SdkTracerProvider,
+    exporter: &Exporter,
     plugin_output: bool,
     steps: bool,
 ) -> impl Layer<S> + use<S>
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
-    tracing_opentelemetry::layer()
-        .with_tracer(provider.tracer("toolhost"))
-        // What costs on every span or every poll and says nothing a
-        // reader of a tool call's trace needs: source locations (three
-        // strings per span), thread names, busy/idle timings (two clock
-        // reads per poll), and the OpenTelemetry context made current on
-        // every enter (propagation reads the span's own context).
-        .with_location(false)
-        .with_threads(false)
-        .with_tracked_inactivity(false)
-        .with_target(false)
-        .with_context_activation(false)
-        .with_filter(exported(plugin_output, steps))
+    crate::layer::SpanLayer::new(
+        exporter.queue.clone(),
+        exporter.wake.clone(),
+        exporter.sampler,
+    )
+    .with_filter(exported(plugin_output, steps))
 }
 
 /// What is exported: toolhost's spans from info up (from debug with
 /// `steps`), others' from warn; no event, but plugin output from info up
 /// when `plugin_output` says so.
-fn exported<S>(plugin_output: bool, steps: bool) -> Box<dyn Filter<S> + Send + Sync + 'static>
+pub(crate) fn exported<S>(
+    plugin_output: bool,
+    steps: bool,
+) -> Box<dyn Filter<S> + Send + Sync + 'static>
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
@@ -276,11 +302,11 @@ fn resource(settings: &Settings) -> opentelemetry_sdk::Resource {
 }
 
 #[cfg(feature = "otlp")]
-fn provider(
+fn exporter(
     protocol: Protocol,
     endpoint: Option<String>,
     settings: &Settings,
-) -> Result<SdkTracerProvider, TelemetryError> {
+) -> Result<Exporter, TelemetryError> {
     use std::sync::Arc;
     // An https collector needs a TLS provider; another crate may have
     // installed one already.
@@ -295,27 +321,21 @@ fn provider(
     let queue = Arc::new(crate::queue::Queue::new(
         protocol,
         crate::queue::Limits::from_vars(env),
+        &resource(settings),
     ));
     let target = crate::send::Target::new(url.into(), protocol, env);
     let wake = crate::send::start(queue.clone(), target).map_err(TelemetryError::Thread)?;
-    Ok(SdkTracerProvider::builder()
-        .with_span_processor(crate::queue::Encoding::new(queue, wake))
-        .with_resource(resource(settings))
-        .build())
-}
-
-#[cfg(not(feature = "otlp"))]
-fn provider(
-    _: Protocol,
-    _: Option<String>,
-    _: &Settings,
-) -> Result<SdkTracerProvider, TelemetryError> {
-    Err(TelemetryError::NotBuilt)
+    Ok(Exporter {
+        queue,
+        wake,
+        sampler: crate::sampler::Sampler::from_vars(env),
+    })
 }
 
 #[cfg(test)]
 mod tests {
-    use opentelemetry_sdk::trace::SpanData;
+    #[cfg(feature = "otlp")]
+    use opentelemetry_proto::tonic::trace::v1::Span as SpanProto;
 
     use super::*;
 
@@ -349,15 +369,17 @@ mod tests {
     }
 
     /// The spans `emit` makes under the export layer, ended.
-    fn exported_by(plugin_output: bool, emit: impl FnOnce()) -> Vec<SpanData> {
+    #[cfg(feature = "otlp")]
+    fn exported_by(plugin_output: bool, emit: impl FnOnce()) -> Vec<SpanProto> {
         exported_with(plugin_output, false, emit)
     }
 
-    fn exported_with(plugin_output: bool, steps: bool, emit: impl FnOnce()) -> Vec<SpanData> {
+    #[cfg(feature = "otlp")]
+    fn exported_with(plugin_output: bool, steps: bool, emit: impl FnOnce()) -> Vec<SpanProto> {
         use tracing_subscriber::layer::SubscriberExt;
-        let (provider, kept) = crate::testing::provider();
+        let (exporter, kept) = crate::testing::exporter(Default::default());
         let subscriber =
-            tracing_subscriber::registry().with(layer_of(&provider, plugin_output, steps));
+            tracing_subscriber::registry().with(layer_of(&exporter, plugin_output, steps));
         tracing::subscriber::with_default(subscriber, emit);
         kept.spans()
     }
@@ -375,12 +397,13 @@ mod tests {
         let _loud = tracing::warn_span!(target: "rmcp::service", "trouble").entered();
     }
 
+    #[cfg(feature = "otlp")]
     #[test]
     fn the_steps_leave_only_when_asked() {
         let names = |steps| {
             let mut n: Vec<String> = exported_with(false, steps, emit_a_call)
                 .iter()
-                .map(|s| s.name.to_string())
+                .map(|s| s.name.clone())
                 .collect();
             n.sort_unstable();
             n
@@ -389,10 +412,11 @@ mod tests {
         assert_eq!(names(true), ["detail", "execute_tool", "trouble"]);
     }
 
+    #[cfg(feature = "otlp")]
     #[test]
     fn spans_and_their_attributes_leave_and_no_event_does() {
         let spans = exported_by(false, emit_a_call);
-        let mut names: Vec<&str> = spans.iter().map(|s| s.name.as_ref()).collect();
+        let mut names: Vec<&str> = spans.iter().map(|s| s.name.as_str()).collect();
         names.sort_unstable();
         // toolhost's from info, other crates' from warn.
         assert_eq!(names, ["execute_tool", "trouble"]);
@@ -400,7 +424,7 @@ mod tests {
         assert!(
             call.attributes
                 .iter()
-                .any(|kv| kv.key.as_str() == "gen_ai.tool.name"),
+                .any(|kv| kv.key == "gen_ai.tool.name"),
             "{:?}",
             call.attributes
         );
@@ -409,11 +433,12 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "otlp")]
     #[test]
     fn plugin_output_leaves_only_when_the_operator_names_it() {
         let spans = exported_by(true, emit_a_call);
         let call = spans.iter().find(|s| s.name == "execute_tool").unwrap();
-        let events: Vec<&str> = call.events.iter().map(|e| e.name.as_ref()).collect();
+        let events: Vec<&str> = call.events.iter().map(|e| e.name.as_str()).collect();
         assert_eq!(
             events,
             ["log line 0", "stdout line 0"],

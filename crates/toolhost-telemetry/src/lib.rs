@@ -7,12 +7,15 @@
 //! never record argument values or results. This crate turns those spans
 //! into OpenTelemetry traces:
 //!
-//! - [`export`]: the OTLP/HTTP exporter, on only when the standard variables
-//!   (`OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) or
-//!   the embedder's [`Settings`] name an endpoint. Each span is encoded
-//!   into OTLP bytes on the thread that ends it and leaves through a
-//!   bounded queue on the exporter's own thread: a slow or dead collector
-//!   drops spans, never delays a call.
+//! - [`export`]: the OTLP/HTTP exporter and its `tracing` layer, on only
+//!   when the standard variables (`OTEL_EXPORTER_OTLP_ENDPOINT`,
+//!   `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) or the embedder's [`Settings`]
+//!   name an endpoint. The layer is toolhost's own (not
+//!   `tracing-opentelemetry` and the SDK's spans): each span's fields are
+//!   written as OTLP as they are recorded, the span is encoded on the
+//!   thread that ends it and leaves through a bounded queue on the
+//!   exporter's own thread: a slow or dead collector drops spans, never
+//!   delays a call.
 //! - [`propagate`]: W3C trace context. An MCP request's
 //!   `_meta.traceparent` is linked from the spans of the call it starts, or
 //!   parents them when the operator trusts its callers
@@ -38,17 +41,24 @@
 //! }
 //! ```
 
+mod context;
 #[cfg(feature = "otlp")]
 mod encode;
 pub mod export;
 #[cfg(feature = "otlp")]
 mod failures;
+#[cfg(feature = "otlp")]
+mod layer;
 pub mod propagate;
 #[cfg(feature = "otlp")]
 mod queue;
 #[cfg(feature = "otlp")]
+mod record;
+#[cfg(feature = "otlp")]
+mod sampler;
+#[cfg(feature = "otlp")]
 mod send;
-#[cfg(test)]
+#[cfg(all(test, feature = "otlp"))]
 mod testing;
 
 pub use export::{PLUGIN_OUTPUT_TARGET, Protocol, Settings, Telemetry, TelemetryError};

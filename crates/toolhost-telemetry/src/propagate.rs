@@ -1,8 +1,11 @@
 //! W3C trace context (`traceparent`, `tracestate`) in and out of the
 //! current `tracing` span.
 //!
-//! Without an OpenTelemetry layer in the subscriber, [`traceparent`] is
-//! `None` and [`adopt`] does nothing: nothing is sent or parsed.
+//! The context is the one toolhost's export layer keeps
+//! ([`crate::Telemetry::layer`]), or, in a subscriber without it, an
+//! embedder's own `tracing-opentelemetry` layer's. Without either,
+//! [`traceparent`] is `None` and [`adopt`] does nothing: nothing is sent
+//! or parsed.
 //!
 //! A caller's context is outside input at a trust boundary. By default
 //! ([`CallerTrace::Link`], as OpenTelemetry advises for untrusted callers)
@@ -36,6 +39,8 @@ use opentelemetry::trace::TraceContextExt;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use tracing::Span;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+use crate::context::{Access, SpanContext};
 
 /// The W3C header and `_meta` key of the parent span.
 pub const TRACEPARENT: &str = "traceparent";
@@ -105,10 +110,26 @@ pub fn traceparent() -> Option<String> {
 /// The current span's W3C headers (`traceparent`, and `tracestate` when
 /// there is one); empty without an OpenTelemetry span.
 pub fn headers() -> HashMap<String, String> {
-    let cx = Span::current().context();
+    let current = Span::current();
+    let ours = current.with_subscriber(|(id, dispatch)| {
+        Access::of(dispatch).map(|access| (access.context)(dispatch, id))
+    });
     let mut carrier = HashMap::new();
-    if cx.span().span_context().is_valid() {
-        TraceContextPropagator::new().inject_context(&cx, &mut carrier);
+    match ours.flatten() {
+        Some(Some(cx)) => {
+            carrier.insert(TRACEPARENT.to_owned(), cx.traceparent());
+            if !cx.state.is_empty() {
+                carrier.insert(TRACESTATE.to_owned(), cx.state);
+            }
+        }
+        // Toolhost's layer, and no span of it here.
+        Some(None) => {}
+        None => {
+            let cx = current.context();
+            if cx.span().span_context().is_valid() {
+                TraceContextPropagator::new().inject_context(&cx, &mut carrier);
+            }
+        }
     }
     carrier
 }
@@ -135,6 +156,23 @@ fn adopt_as(mode: CallerTrace, span: &Span, traceparent: Option<&str>, tracestat
         tracing::debug!("an invalid traceparent was ignored");
         return;
     }
+    let caller = {
+        let span_ref = cx.span();
+        let remote = span_ref.span_context();
+        SpanContext {
+            trace_id: u128::from_be_bytes(remote.trace_id().to_bytes()),
+            span_id: u64::from_be_bytes(remote.span_id().to_bytes()),
+            sampled: remote.is_sampled(),
+            state: remote.trace_state().header(),
+        }
+    };
+    let ours = span.with_subscriber(|(id, dispatch)| {
+        Access::of(dispatch).map(|access| (access.adopt)(dispatch, id, caller, mode))
+    });
+    if ours.flatten().is_some() {
+        return;
+    }
+    // An embedder's `tracing-opentelemetry` layer.
     match mode {
         CallerTrace::Link => span.add_link(cx.span().span_context().clone()),
         CallerTrace::Parent => {
@@ -155,41 +193,76 @@ mod tests {
 
     const PARENT: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
 
-    fn with_otel(f: impl FnOnce()) {
+    /// `f` under toolhost's export layer.
+    #[cfg(feature = "otlp")]
+    fn with_ours(f: impl FnOnce()) {
+        let (exporter, _kept) = crate::testing::exporter(Default::default());
+        let layer = crate::export::layer_of(&exporter, false, true);
+        let subscriber = tracing_subscriber::registry().with(layer);
+        tracing::subscriber::with_default(subscriber, f);
+    }
+
+    /// `f` under an embedder's own `tracing-opentelemetry` layer.
+    fn with_theirs(f: impl FnOnce()) {
         let provider = SdkTracerProvider::builder().build();
         let layer = tracing_opentelemetry::layer().with_tracer(provider.tracer("test"));
         let subscriber = tracing_subscriber::registry().with(layer);
         tracing::subscriber::with_default(subscriber, f);
     }
 
+    fn joins_and_carries_on() {
+        let span = tracing::info_span!(target: "toolhost::mcp", "tools/call");
+        adopt_as(CallerTrace::Parent, &span, Some(PARENT), Some("vendor=1"));
+        let _in = span.enter();
+        let child = tracing::info_span!(target: "toolhost::mcp", "execute_tool");
+        let _in_child = child.enter();
+        let sent = headers();
+        let out = &sent[TRACEPARENT];
+        assert!(
+            out.starts_with("00-0af7651916cd43dd8448eb211c80319c-") && out.ends_with("-01"),
+            "same trace: {out}"
+        );
+        assert!(!out.contains("b7ad6b7169203331"), "a new span id: {out}");
+        assert_eq!(sent[TRACESTATE], "vendor=1");
+    }
+
+    #[cfg(feature = "otlp")]
     #[test]
     fn a_trusted_callers_traceparent_parents_the_span_and_goes_on_to_the_next_request() {
-        with_otel(|| {
-            let span = tracing::info_span!("tools/call");
-            adopt_as(CallerTrace::Parent, &span, Some(PARENT), Some("vendor=1"));
-            let _in = span.enter();
-            let child = tracing::info_span!("execute_tool");
-            let _in_child = child.enter();
-            let sent = headers();
-            let out = &sent[TRACEPARENT];
-            assert!(
-                out.starts_with("00-0af7651916cd43dd8448eb211c80319c-"),
-                "same trace: {out}"
-            );
-            assert!(!out.contains("b7ad6b7169203331"), "a new span id: {out}");
-            assert_eq!(sent[TRACESTATE], "vendor=1");
-        });
+        with_ours(joins_and_carries_on);
     }
 
     #[test]
+    fn an_embedders_tracing_opentelemetry_layer_still_joins_and_carries_the_trace() {
+        with_theirs(joins_and_carries_on);
+    }
+
+    #[cfg(feature = "otlp")]
+    #[test]
+    fn a_span_the_layer_leaves_out_carries_its_nearest_recorded_ancestors_context() {
+        let (exporter, _kept) = crate::testing::exporter(Default::default());
+        // Steps (debug) are not exported here.
+        let layer = crate::export::layer_of(&exporter, false, false);
+        let subscriber = tracing_subscriber::registry().with(layer);
+        tracing::subscriber::with_default(subscriber, || {
+            let call = tracing::info_span!(target: "toolhost::call", "execute_tool");
+            let _in = call.enter();
+            let outer = traceparent().expect("the call's context");
+            let _step = tracing::debug_span!(target: "toolhost::call", "execute").entered();
+            assert_eq!(traceparent().as_deref(), Some(outer.as_str()));
+        });
+    }
+
+    #[cfg(feature = "otlp")]
+    #[test]
     fn a_malformed_or_huge_traceparent_starts_a_new_trace() {
-        with_otel(|| {
+        with_ours(|| {
             for bad in [
                 "garbage".to_owned(),
                 "00-00000000000000000000000000000000-b7ad6b7169203331-01".to_owned(),
                 format!("{PARENT}{}", "x".repeat(10_000)),
             ] {
-                let span = tracing::info_span!("tools/call");
+                let span = tracing::info_span!(target: "toolhost::mcp", "tools/call");
                 adopt(&span, Some(&bad), Some(&"s".repeat(100_000)));
                 let _in = span.enter();
                 let out = traceparent().expect("a span of its own");
@@ -208,19 +281,31 @@ mod tests {
     }
 
     /// The spans `emit` makes (with `mode`) that are sampled and ended.
-    fn sampled(mode: CallerTrace, traceparent: &str) -> Vec<opentelemetry_sdk::trace::SpanData> {
-        let (provider, kept) = crate::testing::provider();
-        let layer = tracing_opentelemetry::layer().with_tracer(provider.tracer("test"));
+    #[cfg(feature = "otlp")]
+    fn sampled(
+        mode: CallerTrace,
+        traceparent: &str,
+    ) -> Vec<opentelemetry_proto::tonic::trace::v1::Span> {
+        let (exporter, kept) = crate::testing::exporter(Default::default());
+        let layer = crate::export::layer_of(&exporter, false, false);
         let subscriber = tracing_subscriber::registry().with(layer);
         tracing::subscriber::with_default(subscriber, || {
-            let span = tracing::info_span!("tools/call");
+            let span = tracing::info_span!(target: "toolhost::mcp", "tools/call");
             adopt_as(mode, &span, Some(traceparent), None);
             let _in = span.enter();
-            let _child = tracing::info_span!("execute_tool").entered();
+            let _child = tracing::info_span!(target: "toolhost::call", "execute_tool").entered();
         });
         kept.spans()
     }
 
+    fn hex(bytes: &[u8]) -> String {
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// OTLP's `SpanFlags`: the parent (or linked span) is remote.
+    const IS_REMOTE: u32 = 0x200;
+
+    #[cfg(feature = "otlp")]
     #[test]
     fn a_callers_unsampled_traceparent_neither_hides_its_call_nor_picks_its_trace() {
         assert_eq!(caller_trace(), CallerTrace::Link, "the default");
@@ -228,33 +313,30 @@ mod tests {
         let spans = sampled(CallerTrace::Link, &unsampled);
         assert_eq!(spans.len(), 2, "the operator's sampler decided: {spans:?}");
         let served = spans.iter().find(|s| s.name == "tools/call").unwrap();
-        let trace = served.span_context.trace_id().to_string();
+        let trace = hex(&served.trace_id);
         assert_ne!(
             trace, "0af7651916cd43dd8448eb211c80319c",
             "a trace of its own"
         );
-        assert!(!served.parent_span_is_remote);
+        assert!(served.parent_span_id.is_empty(), "a root");
+        assert_eq!(served.flags & IS_REMOTE, 0);
         // The caller's span is kept as a link.
-        let link = &served.links.links[0].span_context;
-        assert_eq!(
-            link.trace_id().to_string(),
-            "0af7651916cd43dd8448eb211c80319c"
-        );
-        assert_eq!(link.span_id().to_string(), "b7ad6b7169203331");
-        assert!(!link.is_sampled());
+        let link = &served.links[0];
+        assert_eq!(hex(&link.trace_id), "0af7651916cd43dd8448eb211c80319c");
+        assert_eq!(hex(&link.span_id), "b7ad6b7169203331");
+        assert_eq!(link.flags & 0x01, 0, "not sampled");
+        assert_ne!(link.flags & IS_REMOTE, 0);
         let child = spans.iter().find(|s| s.name == "execute_tool").unwrap();
-        assert_eq!(
-            child.span_context.trace_id(),
-            served.span_context.trace_id()
-        );
+        assert_eq!(child.trace_id, served.trace_id);
+        assert_eq!(child.parent_span_id, served.span_id);
 
         // Joined on purpose, a parent-based sampler follows the caller.
         assert!(sampled(CallerTrace::Parent, &unsampled).is_empty());
         let joined = sampled(CallerTrace::Parent, PARENT);
-        assert_eq!(
-            joined[0].span_context.trace_id().to_string(),
-            "0af7651916cd43dd8448eb211c80319c"
-        );
+        let served = joined.iter().find(|s| s.name == "tools/call").unwrap();
+        assert_eq!(hex(&served.trace_id), "0af7651916cd43dd8448eb211c80319c");
+        assert_eq!(hex(&served.parent_span_id), "b7ad6b7169203331");
+        assert_ne!(served.flags & IS_REMOTE, 0, "a remote parent");
     }
 
     #[test]

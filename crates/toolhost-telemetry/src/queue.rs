@@ -1,17 +1,16 @@
 //! The export queue: each span is encoded into OTLP bytes on the thread that
-//! ends it, and only those bytes wait for the exporter's thread.
+//! ends it (`layer.rs`), and only those bytes wait for the exporter's thread.
 //!
-//! The SDK's batch processor hands every ended span to its exporter thread
-//! as a `SpanData`: a name, a vector of attributes, strings, each its own
-//! allocation, made on one core and read and freed on the other. On a
-//! traced call of about 20 µs that hand-over cost more than everything
-//! else the traces add (2–3 µs a call, measured with a processor that
-//! dropped spans at once against one that handed them to another thread
-//! unencoded; docs/benchmarks-log.md, "traces"). Here [`Encoding::on_end`]
-//! turns the span into its OTLP message (protobuf, written by
-//! [`crate::encode`] without allocating, or JSON) at once, in a scratch
-//! buffer of the calling thread, and appends the bytes to the queue: the `SpanData` is freed where it was made, and what crosses to
-//! the exporter is one growing buffer.
+//! The SDK's batch processor handed every ended span to its exporter
+//! thread as a `SpanData`: a name, a vector of attributes, strings, each
+//! its own allocation, made on one core and read and freed on the other.
+//! On a traced call of about 20 µs that hand-over cost more than
+//! everything else the traces added (docs/benchmarks-log.md, "traces").
+//! Here [`Queue::push_span`] writes the span's OTLP message at once, in a
+//! scratch buffer of the calling thread (protobuf; for `http/json` the
+//! protobuf is read back into the official types and written as JSON),
+//! and appends the bytes to the queue: what crosses to the exporter is
+//! one growing buffer.
 //!
 //! The queue is bounded as the SDK's is (`OTEL_BSP_MAX_QUEUE_SIZE`
 //! spans, 2,048 by default, and [`MAX_QUEUED_BYTES`]): a span that finds
@@ -24,17 +23,14 @@
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::SyncSender;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-use opentelemetry::Context;
 use opentelemetry_proto::tonic::common::v1::InstrumentationScope;
 use opentelemetry_proto::tonic::resource::v1::Resource as ResourceProto;
 use opentelemetry_proto::tonic::trace::v1::Span as SpanProto;
 use opentelemetry_proto::transform::common::tonic::ResourceAttributesWithSchema;
 use opentelemetry_sdk::Resource;
-use opentelemetry_sdk::error::OTelSdkResult;
-use opentelemetry_sdk::trace::{Span, SpanData, SpanProcessor};
 use prost::Message;
 
 use crate::export::Protocol;
@@ -47,6 +43,9 @@ pub(crate) const MAX_QUEUED_BYTES: usize = 32 << 20;
 
 /// The shortest wait between two sends the variables may ask for.
 pub(crate) const MIN_DELAY: Duration = Duration::from_millis(10);
+
+/// The instrumentation scope of every span: the layer's.
+pub(crate) const SCOPE: &str = "toolhost";
 
 /// The queue's bounds and when to wake the exporter, from the
 /// `OTEL_BSP_*` variables (the SDK's defaults when unset or malformed).
@@ -98,35 +97,57 @@ pub(crate) struct Queued {
     pub(crate) dropped: u64,
 }
 
-/// The resource every body carries, encoded once.
+/// The resource and scope every body carries, encoded once.
 #[derive(Debug, Clone, Default)]
 struct Frame {
     resource: Vec<u8>,
     resource_schema: String,
+    scope: Vec<u8>,
 }
 
-/// The queue the processor fills and the exporter's thread empties.
+/// The queue the layer fills and the exporter's thread empties.
 #[derive(Debug)]
 pub(crate) struct Queue {
     protocol: Protocol,
     limits: Limits,
     queued: Mutex<Queued>,
-    frame: Mutex<Frame>,
-    /// The scope every body carries, encoded from the first span's.
-    scope: OnceLock<Vec<u8>>,
+    frame: Frame,
     /// Whether the exporter was woken for a full batch and has not yet
     /// taken it (so a burst wakes it once).
     woken: AtomicBool,
 }
 
 impl Queue {
-    pub(crate) fn new(protocol: Protocol, limits: Limits) -> Queue {
+    /// An empty queue whose requests carry `resource`.
+    pub(crate) fn new(protocol: Protocol, limits: Limits, resource: &Resource) -> Queue {
+        let attributes = ResourceAttributesWithSchema::from(resource);
+        let resource = ResourceProto {
+            attributes: attributes.attributes.0,
+            dropped_attributes_count: 0,
+            entity_refs: vec![],
+        };
+        let scope = InstrumentationScope {
+            name: SCOPE.to_owned(),
+            ..Default::default()
+        };
+        let json = |v: Result<Vec<u8>, serde_json::Error>| v.unwrap_or_else(|_| b"{}".to_vec());
+        let (resource, scope) = match protocol {
+            Protocol::HttpProtobuf => (resource.encode_to_vec(), scope.encode_to_vec()),
+            Protocol::HttpJson => (
+                json(serde_json::to_vec(&resource)),
+                json(serde_json::to_vec(&scope)),
+            ),
+        };
+        let frame = Frame {
+            resource,
+            resource_schema: attributes.schema_url.unwrap_or_default(),
+            scope,
+        };
         Queue {
             protocol,
             limits,
             queued: Mutex::new(Queued::default()),
-            frame: Mutex::new(Frame::default()),
-            scope: OnceLock::new(),
+            frame,
             woken: AtomicBool::new(false),
         }
     }
@@ -154,16 +175,59 @@ impl Queue {
     /// The request body for `queued`'s spans: one `ExportTraceServiceRequest`
     /// with one resource and one scope, in the queue's protocol.
     pub(crate) fn body(&self, queued: &Queued) -> Vec<u8> {
-        let frame = self
-            .frame
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
-        let scope = self.scope.get().map_or(&[][..], Vec::as_slice);
         match self.protocol {
-            Protocol::HttpProtobuf => protobuf_body(&frame, scope, &queued.bytes),
-            Protocol::HttpJson => json_body(&frame, scope, &queued.bytes),
+            Protocol::HttpProtobuf => protobuf_body(&self.frame, &queued.bytes),
+            Protocol::HttpJson => json_body(&self.frame, &queued.bytes),
         }
+    }
+
+    /// Queues one span, which `write` writes as the body of a protobuf
+    /// `Span` message; `true` when the exporter should be woken for a
+    /// full batch ([`Queue::wake`]).
+    pub(crate) fn push_span(&self, write: impl FnOnce(&mut Vec<u8>)) -> bool {
+        SCRATCH.with(|scratch| {
+            let Ok(mut scratch) = scratch.try_borrow_mut() else {
+                // Only a span ended from inside another's encoding finds
+                // the buffer taken: it is dropped and counted.
+                self.dropped_one();
+                return false;
+            };
+            scratch.clear();
+            write(&mut scratch);
+            let full = match self.protocol {
+                Protocol::HttpProtobuf => self.push(&scratch),
+                Protocol::HttpJson => {
+                    let json = SpanProto::decode(scratch.as_slice())
+                        .ok()
+                        .and_then(|span| serde_json::to_vec(&span).ok());
+                    match json {
+                        Some(json) => self.push(&json),
+                        None => {
+                            self.dropped_one();
+                            false
+                        }
+                    }
+                }
+            };
+            if scratch.capacity() > SCRATCH_KEPT {
+                // One unusually large span does not keep its buffer.
+                *scratch = Vec::new();
+            }
+            full
+        })
+    }
+
+    /// Wakes the exporter for a full batch, once per batch.
+    pub(crate) fn wake(&self, wake: &SyncSender<Wake>) {
+        if !self.woken.swap(true, Ordering::Relaxed) {
+            // A full channel means a wake is already waiting.
+            let _ = wake.try_send(Wake::Batch);
+        }
+    }
+
+    fn dropped_one(&self) {
+        let mut queued = self.queued.lock().unwrap_or_else(PoisonError::into_inner);
+        queued.dropped = queued.dropped.saturating_add(1);
     }
 
     /// Appends one encoded span (protobuf: a `Span` message's body; JSON:
@@ -198,99 +262,6 @@ thread_local! {
     static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
 
-/// The span processor: encodes each sampled span as it ends and queues
-/// the bytes ([module doc](self)).
-#[derive(Debug)]
-pub(crate) struct Encoding {
-    queue: Arc<Queue>,
-    wake: SyncSender<Wake>,
-}
-
-impl Encoding {
-    pub(crate) fn new(queue: Arc<Queue>, wake: SyncSender<Wake>) -> Encoding {
-        Encoding { queue, wake }
-    }
-}
-
-impl SpanProcessor for Encoding {
-    fn on_start(&self, _span: &mut Span, _cx: &Context) {}
-
-    fn on_end(&self, span: SpanData) {
-        if !span.span_context.is_sampled() {
-            return;
-        }
-        self.set_scope_once(&span);
-        let full = SCRATCH.with(|scratch| {
-            let Ok(mut scratch) = scratch.try_borrow_mut() else {
-                return false;
-            };
-            scratch.clear();
-            match self.queue.protocol {
-                Protocol::HttpProtobuf => crate::encode::span(&span, &mut scratch),
-                Protocol::HttpJson => {
-                    if serde_json::to_writer(&mut *scratch, &SpanProto::from(span)).is_err() {
-                        return false;
-                    }
-                }
-            }
-            let full = self.queue.push(&scratch);
-            if scratch.capacity() > SCRATCH_KEPT {
-                // One unusually large span does not keep its buffer.
-                *scratch = Vec::new();
-            }
-            full
-        });
-        if full && !self.queue.woken.swap(true, Ordering::Relaxed) {
-            // A full channel means a wake is already waiting.
-            let _ = self.wake.try_send(Wake::Batch);
-        }
-    }
-
-    fn force_flush(&self) -> OTelSdkResult {
-        crate::send::ask(&self.wake, Wake::Flush, FLUSH_WAIT)
-    }
-
-    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
-        crate::send::ask(&self.wake, Wake::Shutdown, timeout)
-    }
-
-    fn set_resource(&mut self, resource: &Resource) {
-        let attributes = ResourceAttributesWithSchema::from(resource);
-        let proto = ResourceProto {
-            attributes: attributes.attributes.0,
-            dropped_attributes_count: 0,
-            entity_refs: vec![],
-        };
-        let mut frame = self
-            .queue
-            .frame
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        frame.resource = match self.queue.protocol {
-            Protocol::HttpProtobuf => proto.encode_to_vec(),
-            Protocol::HttpJson => serde_json::to_vec(&proto).unwrap_or_else(|_| b"{}".to_vec()),
-        };
-        frame.resource_schema = attributes.schema_url.unwrap_or_default();
-    }
-}
-
-/// How long [`Encoding::force_flush`] waits for the exporter.
-const FLUSH_WAIT: Duration = Duration::from_secs(5);
-
-impl Encoding {
-    /// Encodes the scope of the first span: every span comes from the one
-    /// tracer `Telemetry` makes (`toolhost`).
-    fn set_scope_once(&self, span: &SpanData) {
-        self.queue.scope.get_or_init(|| {
-            let scope = InstrumentationScope::from((&span.instrumentation_scope, None));
-            match self.queue.protocol {
-                Protocol::HttpProtobuf => scope.encode_to_vec(),
-                Protocol::HttpJson => serde_json::to_vec(&scope).unwrap_or_else(|_| b"{}".to_vec()),
-            }
-        });
-    }
-}
-
 /// Field numbers of OTLP's trace messages (opentelemetry/proto/trace/v1,
 /// collector/trace/v1).
 const REQUEST_RESOURCE_SPANS: u32 = 1;
@@ -320,7 +291,8 @@ fn field_len(len: usize) -> usize {
 
 /// The protobuf `ExportTraceServiceRequest` around `spans` (each already a
 /// `ScopeSpans.spans` field), written once: the lengths are computed first.
-fn protobuf_body(frame: &Frame, scope: &[u8], spans: &[u8]) -> Vec<u8> {
+fn protobuf_body(frame: &Frame, spans: &[u8]) -> Vec<u8> {
+    let scope = frame.scope.as_slice();
     let scope_spans = field_len(scope.len()) + spans.len();
     let schema = &frame.resource_schema;
     let resource_spans = field_len(frame.resource.len())
@@ -344,7 +316,8 @@ fn protobuf_body(frame: &Frame, scope: &[u8], spans: &[u8]) -> Vec<u8> {
 
 /// The JSON `ExportTraceServiceRequest` around `spans` (span objects,
 /// comma-separated).
-fn json_body(frame: &Frame, scope: &[u8], spans: &[u8]) -> Vec<u8> {
+fn json_body(frame: &Frame, spans: &[u8]) -> Vec<u8> {
+    let scope = frame.scope.as_slice();
     let mut out = Vec::with_capacity(spans.len() + frame.resource.len() + scope.len() + 64);
     let or_empty = |b: &[u8]| {
         if b.is_empty() {
@@ -370,41 +343,25 @@ fn json_body(frame: &Frame, scope: &[u8], spans: &[u8]) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
-    use opentelemetry::trace::{Tracer as _, TracerProvider as _};
     use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
-    use opentelemetry_sdk::trace::SdkTracerProvider;
+    use tracing_subscriber::layer::SubscriberExt;
 
     use super::*;
+    use crate::testing::{Kept, exporter_of};
 
-    /// A provider whose spans go to a queue of `protocol` (no exporter
-    /// thread: the test takes the queue itself), and the queue.
-    fn queued(protocol: Protocol, max_queued: usize) -> (SdkTracerProvider, Arc<Queue>) {
-        let limits = Limits {
-            max_queued,
-            batch: 2,
-            delay: Duration::from_secs(3600),
-        };
-        let queue = Arc::new(Queue::new(protocol, limits));
-        let (wake, _woken) = std::sync::mpsc::sync_channel(WAKES_IN_TESTS);
-        let provider = SdkTracerProvider::builder()
-            .with_span_processor(Encoding::new(queue.clone(), wake))
-            .with_resource(
-                Resource::builder()
-                    .with_service_name("svc")
-                    .with_schema_url([], "https://opentelemetry.io/schemas/1.36.0")
-                    .build(),
-            )
-            .build();
-        (provider, queue)
-    }
-
-    const WAKES_IN_TESTS: usize = 4;
-
-    fn end_spans(provider: &SdkTracerProvider, names: &[&'static str]) {
-        let tracer = provider.tracer("toolhost");
-        for name in names {
-            tracer.in_span(*name, |_| {});
-        }
+    /// Spans named `names`, ended one after the other under the export
+    /// layer with a queue of `protocol` holding at most `max_queued`.
+    fn ended(protocol: Protocol, max_queued: usize, names: &[&str]) -> Kept {
+        let (exporter, kept) = exporter_of(protocol, max_queued, Default::default());
+        let layer = crate::export::layer_of(&exporter, false, false);
+        let subscriber = tracing_subscriber::registry().with(layer);
+        tracing::subscriber::with_default(subscriber, || {
+            for name in names {
+                let _span =
+                    tracing::info_span!(target: "toolhost", "span", otel.name = *name).entered();
+            }
+        });
+        kept
     }
 
     fn request(queue: &Queue) -> ExportTraceServiceRequest {
@@ -447,9 +404,8 @@ mod tests {
 
     #[test]
     fn queued_spans_make_one_protobuf_request_with_the_resource_and_scope() {
-        let (provider, queue) = queued(Protocol::HttpProtobuf, 16);
-        end_spans(&provider, &["one", "two", "three"]);
-        let request = request(&queue);
+        let kept = ended(Protocol::HttpProtobuf, 16, &["one", "two", "three"]);
+        let request = request(&kept.queue);
         assert_eq!(
             request.resource_spans[0].schema_url,
             "https://opentelemetry.io/schemas/1.36.0"
@@ -459,28 +415,34 @@ mod tests {
         assert_eq!(scopes, ["toolhost"]);
         assert!(service.contains("svc"), "{service}");
         // Taken: the next request is empty.
-        assert_eq!(queue.take(Vec::new()).spans, 0);
+        assert_eq!(kept.queue.take(Vec::new()).spans, 0);
     }
 
     #[test]
     fn queued_spans_make_one_json_request_the_official_types_read() {
-        let (provider, queue) = queued(Protocol::HttpJson, 16);
-        end_spans(&provider, &["one", "two"]);
-        let (names, scopes, service) = names_and_service(&request(&queue));
+        let kept = ended(Protocol::HttpJson, 16, &["one", "two"]);
+        let request = request(&kept.queue);
+        let (names, scopes, service) = names_and_service(&request);
         assert_eq!(names, ["one", "two"]);
         assert_eq!(scopes, ["toolhost"]);
         assert!(service.contains("svc"), "{service}");
+        let span = &request.resource_spans[0].scope_spans[0].spans[0];
+        assert_eq!(span.trace_id.len(), 16, "ids survive JSON's hex: {span:?}");
+        assert!(span.end_time_unix_nano >= span.start_time_unix_nano);
     }
 
     #[test]
     fn a_full_queue_drops_and_counts_instead_of_waiting() {
-        let (provider, queue) = queued(Protocol::HttpProtobuf, 2);
-        end_spans(&provider, &["kept", "kept too", "dropped", "dropped too"]);
-        let queued = queue.take(Vec::new());
+        let kept = ended(
+            Protocol::HttpProtobuf,
+            2,
+            &["kept", "kept too", "dropped", "dropped too"],
+        );
+        let queued = kept.queue.take(Vec::new());
         assert_eq!((queued.spans, queued.dropped), (2, 2));
         // Room again once taken.
-        end_spans(&provider, &["after"]);
-        assert_eq!(queue.take(Vec::new()).spans, 1);
+        kept.queue.push_span(|_| {});
+        assert_eq!(kept.queue.take(Vec::new()).spans, 1);
     }
 
     #[test]

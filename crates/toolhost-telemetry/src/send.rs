@@ -2,7 +2,7 @@
 //! collector over OTLP/HTTP.
 //!
 //! It wakes when a batch is full, every `OTEL_BSP_SCHEDULE_DELAY`, and
-//! when asked to flush or stop; each time it sends everything queued as
+//! when asked to stop; each time it sends everything queued as
 //! one request. It reads the exporter's standard variables itself:
 //! `OTEL_EXPORTER_OTLP_(TRACES_)HEADERS` (`key=value,…`, values
 //! URL-decoded) and `OTEL_EXPORTER_OTLP_(TRACES_)TIMEOUT` (milliseconds,
@@ -26,8 +26,6 @@ use crate::queue::Queue;
 pub(crate) enum Wake {
     /// A batch is full: send it.
     Batch,
-    /// Send what is queued, then answer.
-    Flush(Sender<()>),
     /// Send what is queued, answer, and stop.
     Shutdown(Sender<()>),
 }
@@ -160,7 +158,6 @@ fn run(queue: &Queue, target: &Target, woken: &Receiver<Wake>) {
     loop {
         let (answer, stop) = match woken.recv_timeout(queue.limits().delay) {
             Ok(Wake::Batch) | Err(RecvTimeoutError::Timeout) => (None, false),
-            Ok(Wake::Flush(answer)) => (Some(answer), false),
             Ok(Wake::Shutdown(answer)) => (Some(answer), true),
             Err(RecvTimeoutError::Disconnected) => (None, true),
         };

@@ -1,45 +1,69 @@
-//! For this crate's tests: a tracer provider that keeps every span it
-//! ends, in memory.
+//! For this crate's tests: toolhost's export layer over a queue the test
+//! reads, and the spans it queued, decoded with the official types.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
-use opentelemetry::Context;
-use opentelemetry_sdk::error::OTelSdkResult;
-use opentelemetry_sdk::trace::{SdkTracerProvider, Span, SpanData, SpanProcessor};
+use opentelemetry_proto::tonic::trace::v1::{ScopeSpans, Span as SpanProto};
+use opentelemetry_sdk::Resource;
+use prost::Message;
 
-/// The spans a [`provider`] ended.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Kept(Arc<Mutex<Vec<SpanData>>>);
+use crate::export::{Exporter, Protocol};
+use crate::queue::{Limits, Queue};
+use crate::sampler::Sampler;
+use crate::send::Wake;
+
+/// The spans an [`exporter`]'s layer queued.
+#[derive(Debug)]
+pub(crate) struct Kept {
+    pub(crate) queue: Arc<Queue>,
+    _woken: Receiver<Wake>,
+}
 
 impl Kept {
-    pub(crate) fn spans(&self) -> Vec<SpanData> {
-        self.0.lock().unwrap().clone()
+    /// The spans queued since the last call (the sampled ones), in the
+    /// order they ended.
+    pub(crate) fn spans(&self) -> Vec<SpanProto> {
+        let queued = self.queue.take(Vec::new());
+        ScopeSpans::decode(queued.bytes.as_slice())
+            .expect("the queue holds ScopeSpans.spans fields")
+            .spans
     }
 }
 
-impl SpanProcessor for Kept {
-    fn on_start(&self, _span: &mut Span, _cx: &Context) {}
-
-    fn on_end(&self, span: SpanData) {
-        self.0.lock().unwrap().push(span);
-    }
-
-    fn force_flush(&self) -> OTelSdkResult {
-        Ok(())
-    }
-
-    fn shutdown_with_timeout(&self, _timeout: Duration) -> OTelSdkResult {
-        Ok(())
-    }
+/// An exporter with `sampler` whose spans stay in the [`Kept`] (protobuf,
+/// room for 1,000 spans, no exporter thread).
+pub(crate) fn exporter(sampler: Sampler) -> (Exporter, Kept) {
+    exporter_of(Protocol::HttpProtobuf, 1000, sampler)
 }
 
-/// A provider with the SDK's default sampler (`parentbased_always_on`)
-/// that keeps the spans it ends (the sampled ones) in the [`Kept`].
-pub(crate) fn provider() -> (SdkTracerProvider, Kept) {
-    let kept = Kept::default();
-    let provider = SdkTracerProvider::builder()
-        .with_span_processor(kept.clone())
+/// The same, in `protocol`, with room for `max_queued` spans.
+pub(crate) fn exporter_of(
+    protocol: Protocol,
+    max_queued: usize,
+    sampler: Sampler,
+) -> (Exporter, Kept) {
+    let limits = Limits {
+        max_queued,
+        batch: 2,
+        delay: Duration::from_secs(3600),
+    };
+    let resource = Resource::builder()
+        .with_service_name("svc")
+        .with_schema_url([], "https://opentelemetry.io/schemas/1.36.0")
         .build();
-    (provider, kept)
+    let queue = Arc::new(Queue::new(protocol, limits, &resource));
+    let (wake, woken) = std::sync::mpsc::sync_channel(4);
+    (
+        Exporter {
+            queue: queue.clone(),
+            wake,
+            sampler,
+        },
+        Kept {
+            queue,
+            _woken: woken,
+        },
+    )
 }
