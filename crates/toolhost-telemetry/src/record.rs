@@ -34,7 +34,10 @@ pub(crate) const MAX_ATTRIBUTES: u32 = 128;
 pub(crate) const MAX_EVENTS: u32 = 128;
 pub(crate) const MAX_LINKS: u32 = 128;
 
-/// OTLP's `Span.attributes`, `Span.events` and `Event.attributes` fields.
+/// Room for a call span's attributes (about 600 bytes) without growing.
+const ATTRIBUTES_CAPACITY: usize = 1024;
+
+/// OTLP's `Span.attributes` and `Event.attributes` fields.
 const SPAN_ATTRIBUTES: u32 = 9;
 const EVENT_ATTRIBUTES: u32 = 3;
 
@@ -93,7 +96,7 @@ impl Recording {
             status_code: 0,
             status_message: String::new(),
             start,
-            attributes: Vec::new(),
+            attributes: Vec::with_capacity(ATTRIBUTES_CAPACITY),
             attribute_count: 0,
             dropped_attributes: 0,
             events: Vec::new(),
