@@ -29,7 +29,6 @@
 //! # }
 //! ```
 
-
 use tracing::level_filters::LevelFilter;
 use tracing::{Metadata, Subscriber};
 use tracing_subscriber::Layer;
