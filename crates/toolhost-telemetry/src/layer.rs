@@ -177,10 +177,11 @@ where
         parent_span_id: parent.as_ref().map_or(0, |p| p.span_id),
         parent_remote,
     };
-    if let Some(recording) = span.extensions_mut().get_mut::<Recording>() {
-        recording.fixed = Some(fixed.clone());
-    }
-    Some(fixed)
+    let mut extensions = span.extensions_mut();
+    let recording = extensions.get_mut::<Recording>()?;
+    // Another thread may have fixed them meanwhile (two children ending
+    // at once): the first ids stay, so every child names the same parent.
+    Some(recording.fixed.get_or_insert(fixed).clone())
 }
 
 /// A random id that is not zero (zero is W3C's invalid id).
@@ -220,16 +221,26 @@ where
     let Some(span) = subscriber.span(id) else {
         return false;
     };
-    let mut extensions = span.extensions_mut();
-    let Some(recording) = extensions.get_mut::<Recording>() else {
-        return false;
-    };
-    match mode {
-        CallerTrace::Link => recording.link(&caller),
-        CallerTrace::Parent if recording.fixed.is_none() => recording.remote_parent = Some(caller),
-        CallerTrace::Parent => {
-            tracing::debug!("the remote parent came after the span's ids were fixed");
+    let late = {
+        let mut extensions = span.extensions_mut();
+        let Some(recording) = extensions.get_mut::<Recording>() else {
+            return false;
+        };
+        match mode {
+            CallerTrace::Link => {
+                recording.link(&caller);
+                false
+            }
+            CallerTrace::Parent if recording.fixed.is_none() => {
+                recording.remote_parent = Some(caller);
+                false
+            }
+            CallerTrace::Parent => true,
         }
+    };
+    // Said with the span's extensions let go: another layer may read them.
+    if late {
+        tracing::debug!("the remote parent came after the span's ids were fixed");
     }
     true
 }
@@ -433,6 +444,42 @@ mod tests {
             .unwrap();
         let server = spans.iter().find(|s| s.name == "tools/call").unwrap();
         assert_ne!(call.trace_id, server.trace_id, "two roots, two traces");
+    }
+
+    #[test]
+    fn children_ending_at_once_on_many_threads_all_name_their_parents_one_id() {
+        let (exporter, kept) = crate::testing::exporter(Sampler::default());
+        let layer = crate::export::layer_of(&exporter, false, false);
+        let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(layer));
+        for _ in 0..50 {
+            tracing::dispatcher::with_default(&dispatch, || {
+                let parent = tracing::info_span!(target: "toolhost", "parent");
+                let start = Arc::new(std::sync::Barrier::new(4));
+                let threads: Vec<_> = (0..4)
+                    .map(|_| {
+                        let (parent, start, dispatch) = (parent.clone(), start.clone(), dispatch.clone());
+                        std::thread::spawn(move || {
+                            tracing::dispatcher::with_default(&dispatch, || {
+                                let child = tracing::info_span!(target: "toolhost", parent: &parent, "child");
+                                start.wait();
+                                drop(child);
+                            });
+                        })
+                    })
+                    .collect();
+                for t in threads {
+                    t.join().unwrap();
+                }
+            });
+            let spans = kept.spans();
+            let parent = spans.iter().find(|s| s.name == "parent").unwrap();
+            let children: Vec<_> = spans.iter().filter(|s| s.name == "child").collect();
+            assert_eq!(children.len(), 4);
+            for child in children {
+                assert_eq!(child.parent_span_id, parent.span_id);
+                assert_eq!(child.trace_id, parent.trace_id);
+            }
+        }
     }
 
     #[test]
