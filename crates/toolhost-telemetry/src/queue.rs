@@ -17,8 +17,8 @@
 //! it full is dropped and counted, never waited for. Once
 //! `OTEL_BSP_MAX_EXPORT_BATCH_SIZE` spans (512) are queued the exporter is
 //! woken; otherwise it sends what is queued every `OTEL_BSP_SCHEDULE_DELAY`
-//! (5 s). [`Queue::body`] wraps the queued spans into one
-//! `ExportTraceServiceRequest` with the resource and scope.
+//! (5 s). [`Queue::bodies`] wraps the queued spans into
+//! `ExportTraceServiceRequest`s with the resource and scope, a batch each.
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -93,6 +93,9 @@ pub(crate) struct Queued {
     pub(crate) bytes: Vec<u8>,
     /// How many spans `bytes` holds.
     pub(crate) spans: usize,
+    /// Where each span starts in `bytes` (JSON: its object, after the
+    /// comma), so that a request carries at most a batch of them.
+    pub(crate) starts: Vec<usize>,
     /// Spans dropped because the queue was full, since the last take.
     pub(crate) dropped: u64,
 }
@@ -156,29 +159,54 @@ impl Queue {
         self.limits
     }
 
-    /// Takes what is queued, leaving `spare` (emptied) in its place so the
-    /// buffers are reused.
-    pub(crate) fn take(&self, mut spare: Vec<u8>) -> Queued {
-        spare.clear();
+    /// Takes what is queued, leaving `spare`'s buffers (emptied) in its
+    /// place so they are reused.
+    pub(crate) fn take(&self, spare: Queued) -> Queued {
+        let (mut bytes, mut starts) = (spare.bytes, spare.starts);
+        bytes.clear();
+        starts.clear();
         self.woken.store(false, Ordering::Relaxed);
         let mut queued = self.queued.lock().unwrap_or_else(PoisonError::into_inner);
         std::mem::replace(
             &mut *queued,
             Queued {
-                bytes: spare,
+                bytes,
                 spans: 0,
+                starts,
                 dropped: 0,
             },
         )
     }
 
-    /// The request body for `queued`'s spans: one `ExportTraceServiceRequest`
-    /// with one resource and one scope, in the queue's protocol.
-    pub(crate) fn body(&self, queued: &Queued) -> Vec<u8> {
-        match self.protocol {
-            Protocol::HttpProtobuf => protobuf_body(&self.frame, &queued.bytes),
-            Protocol::HttpJson => json_body(&self.frame, &queued.bytes),
-        }
+    /// The request bodies for `queued`'s spans, each with how many spans
+    /// it carries: one `ExportTraceServiceRequest` (one resource, one
+    /// scope, in the queue's protocol) per `OTEL_BSP_MAX_EXPORT_BATCH_SIZE`
+    /// spans, as the SDK sent them.
+    pub(crate) fn bodies<'q>(
+        &'q self,
+        queued: &'q Queued,
+    ) -> impl Iterator<Item = (usize, Vec<u8>)> + 'q {
+        let batch = self.limits.batch.max(1);
+        (0..queued.starts.len()).step_by(batch).map(move |first| {
+            let after = first.saturating_add(batch).min(queued.starts.len());
+            let start = queued.starts[first];
+            let end = queued
+                .starts
+                .get(after)
+                .map_or(queued.bytes.len(), |&next| {
+                    match self.protocol {
+                        Protocol::HttpProtobuf => next,
+                        // Without the comma that leads the next object.
+                        Protocol::HttpJson => next.saturating_sub(1),
+                    }
+                });
+            let spans = &queued.bytes[start..end];
+            let body = match self.protocol {
+                Protocol::HttpProtobuf => protobuf_body(&self.frame, spans),
+                Protocol::HttpJson => json_body(&self.frame, spans),
+            };
+            (after - first, body)
+        })
     }
 
     /// Queues one span, which `write` writes as the body of a protobuf
@@ -243,10 +271,17 @@ impl Queue {
         }
         match self.protocol {
             Protocol::HttpProtobuf => {
+                let start = queued.bytes.len();
+                queued.starts.push(start);
                 field_header(SCOPE_SPANS_SPANS, encoded.len(), &mut queued.bytes);
             }
-            Protocol::HttpJson if queued.spans > 0 => queued.bytes.push(b','),
-            Protocol::HttpJson => {}
+            Protocol::HttpJson => {
+                if queued.spans > 0 {
+                    queued.bytes.push(b',');
+                }
+                let start = queued.bytes.len();
+                queued.starts.push(start);
+            }
         }
         queued.bytes.extend_from_slice(encoded);
         queued.spans += 1;
@@ -364,15 +399,21 @@ mod tests {
         kept
     }
 
-    fn request(queue: &Queue) -> ExportTraceServiceRequest {
-        let queued = queue.take(Vec::new());
-        let body = queue.body(&queued);
-        match queue.protocol {
-            Protocol::HttpProtobuf => {
-                ExportTraceServiceRequest::decode(body.as_slice()).expect("a protobuf request")
-            }
-            Protocol::HttpJson => serde_json::from_slice(&body).expect("a JSON request"),
-        }
+    /// The requests the queued spans make, each with the count it says
+    /// it carries.
+    fn requests(queue: &Queue) -> Vec<(usize, ExportTraceServiceRequest)> {
+        let queued = queue.take(Queued::default());
+        queue
+            .bodies(&queued)
+            .map(|(spans, body)| {
+                let request = match queue.protocol {
+                    Protocol::HttpProtobuf => ExportTraceServiceRequest::decode(body.as_slice())
+                        .expect("a protobuf request"),
+                    Protocol::HttpJson => serde_json::from_slice(&body).expect("a JSON request"),
+                };
+                (spans, request)
+            })
+            .collect()
     }
 
     fn names_and_service(
@@ -402,31 +443,47 @@ mod tests {
         (names, scopes, service)
     }
 
-    #[test]
-    fn queued_spans_make_one_protobuf_request_with_the_resource_and_scope() {
-        let kept = ended(Protocol::HttpProtobuf, 16, &["one", "two", "three"]);
-        let request = request(&kept.queue);
-        assert_eq!(
-            request.resource_spans[0].schema_url,
-            "https://opentelemetry.io/schemas/1.36.0"
-        );
-        let (names, scopes, service) = names_and_service(&request);
-        assert_eq!(names, ["one", "two", "three"]);
-        assert_eq!(scopes, ["toolhost"]);
-        assert!(service.contains("svc"), "{service}");
-        // Taken: the next request is empty.
-        assert_eq!(kept.queue.take(Vec::new()).spans, 0);
+    /// The names each request carries (the batch is 2 spans here), after
+    /// checking each has the resource and scope and says its count.
+    fn names_by_request(kept: &Kept) -> Vec<Vec<String>> {
+        requests(&kept.queue)
+            .iter()
+            .map(|(spans, request)| {
+                assert_eq!(
+                    request.resource_spans[0].schema_url,
+                    "https://opentelemetry.io/schemas/1.36.0"
+                );
+                let (names, scopes, service) = names_and_service(request);
+                assert_eq!(scopes, ["toolhost"]);
+                assert!(service.contains("svc"), "{service}");
+                assert_eq!(*spans, names.len());
+                names
+            })
+            .collect()
     }
 
     #[test]
-    fn queued_spans_make_one_json_request_the_official_types_read() {
-        let kept = ended(Protocol::HttpJson, 16, &["one", "two"]);
-        let request = request(&kept.queue);
-        let (names, scopes, service) = names_and_service(&request);
-        assert_eq!(names, ["one", "two"]);
-        assert_eq!(scopes, ["toolhost"]);
-        assert!(service.contains("svc"), "{service}");
-        let span = &request.resource_spans[0].scope_spans[0].spans[0];
+    fn queued_spans_make_protobuf_requests_of_a_batch_each_with_the_resource_and_scope() {
+        let kept = ended(Protocol::HttpProtobuf, 16, &["one", "two", "three"]);
+        assert_eq!(names_by_request(&kept), [vec!["one", "two"], vec!["three"]]);
+        // Taken: the next take is empty.
+        assert_eq!(kept.queue.take(Queued::default()).spans, 0);
+    }
+
+    #[test]
+    fn queued_spans_make_json_requests_of_a_batch_each_the_official_types_read() {
+        let kept = ended(
+            Protocol::HttpJson,
+            16,
+            &["one", "two", "three", "four", "five"],
+        );
+        assert_eq!(
+            names_by_request(&kept),
+            [vec!["one", "two"], vec!["three", "four"], vec!["five"]]
+        );
+        let kept = ended(Protocol::HttpJson, 16, &["one"]);
+        let requests = requests(&kept.queue);
+        let span = &requests[0].1.resource_spans[0].scope_spans[0].spans[0];
         assert_eq!(span.trace_id.len(), 16, "ids survive JSON's hex: {span:?}");
         assert!(span.end_time_unix_nano >= span.start_time_unix_nano);
     }
@@ -438,11 +495,11 @@ mod tests {
             2,
             &["kept", "kept too", "dropped", "dropped too"],
         );
-        let queued = kept.queue.take(Vec::new());
+        let queued = kept.queue.take(Queued::default());
         assert_eq!((queued.spans, queued.dropped), (2, 2));
         // Room again once taken.
         kept.queue.push_span(|_| {});
-        assert_eq!(kept.queue.take(Vec::new()).spans, 1);
+        assert_eq!(kept.queue.take(queued).spans, 1);
     }
 
     #[test]

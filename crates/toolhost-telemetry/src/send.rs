@@ -2,8 +2,8 @@
 //! collector over OTLP/HTTP.
 //!
 //! It wakes when a batch is full, every `OTEL_BSP_SCHEDULE_DELAY`, and
-//! when asked to stop; each time it sends everything queued as
-//! one request. It reads the exporter's standard variables itself:
+//! when asked to stop; each time it sends everything queued, a batch
+//! (`OTEL_BSP_MAX_EXPORT_BATCH_SIZE` spans) per request. It reads the exporter's standard variables itself:
 //! `OTEL_EXPORTER_OTLP_(TRACES_)HEADERS` (`key=value,…`, values
 //! URL-decoded) and `OTEL_EXPORTER_OTLP_(TRACES_)TIMEOUT` (milliseconds,
 //! 10 s by default). A collector that is slow or down delays only this
@@ -19,7 +19,7 @@ use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 
 use crate::export::Protocol;
 use crate::failures::Failures;
-use crate::queue::Queue;
+use crate::queue::{Queue, Queued};
 
 /// Why the exporter's thread is woken.
 #[derive(Debug)]
@@ -154,7 +154,7 @@ fn run(queue: &Queue, target: &Target, woken: &Receiver<Wake>) {
         Protocol::HttpJson => "application/json",
     });
     let mut failures = Failures::new(shown(&target.url));
-    let mut spare = Vec::new();
+    let mut spare = Queued::default();
     loop {
         let (answer, stop) = match woken.recv_timeout(queue.limits().delay) {
             Ok(Wake::Batch) | Err(RecvTimeoutError::Timeout) => (None, false),
@@ -163,21 +163,28 @@ fn run(queue: &Queue, target: &Target, woken: &Receiver<Wake>) {
         };
         let queued = queue.take(spare);
         failures.dropped(queued.dropped);
-        if queued.spans > 0 {
+        let mut left = queued.spans;
+        for (spans, body) in queue.bodies(&queued) {
             let sent = client
                 .post(&target.url)
                 .headers(target.headers.clone())
                 .header(CONTENT_TYPE, content_type.clone())
-                .body(queue.body(&queued))
+                .body(body)
                 .send()
                 .and_then(reqwest::blocking::Response::error_for_status);
             // The error without its URL: the endpoint is said once, shown.
-            failures.sent(
-                queued.spans,
-                sent.map(drop).map_err(|e| e.without_url().to_string()),
-            );
+            match sent {
+                Ok(_) => failures.sent(spans, Ok(())),
+                Err(e) => {
+                    // The rest of this round is dropped with it: one
+                    // timeout per round for a collector that is down.
+                    failures.sent(left, Err(e.without_url().to_string()));
+                    break;
+                }
+            }
+            left -= spans;
         }
-        spare = queued.bytes;
+        spare = queued;
         if let Some(answer) = answer {
             let _ = answer.send(());
         }

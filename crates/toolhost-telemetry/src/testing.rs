@@ -25,7 +25,7 @@ impl Kept {
     /// The spans queued since the last call (the sampled ones), in the
     /// order they ended.
     pub(crate) fn spans(&self) -> Vec<SpanProto> {
-        let queued = self.queue.take(Vec::new());
+        let queued = self.queue.take(crate::queue::Queued::default());
         ScopeSpans::decode(queued.bytes.as_slice())
             .expect("the queue holds ScopeSpans.spans fields")
             .spans
