@@ -345,7 +345,7 @@ impl HttpServer {
             Some(Arc::new(
                 StatelessCalls::new(
                     server.clone(),
-                    hosts.clone().into(),
+                    &hosts,
                     options.max_request_bytes,
                     stop.child_token(),
                 )

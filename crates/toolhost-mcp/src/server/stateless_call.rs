@@ -101,7 +101,7 @@ pub(crate) struct StatelessCalls {
     /// `peer_info` rmcp gives a stateless request of that revision.
     peers: Vec<(ProtocolVersion, Peer<RoleServer>)>,
     /// The `Host` values accepted (as rmcp is configured).
-    hosts: Arc<[String]>,
+    hosts: AllowedHosts,
     /// The request bound (as rmcp is configured).
     max_body: usize,
     /// The server's stop: calls in flight are cancelled, as rmcp does.
@@ -112,11 +112,11 @@ pub(crate) struct StatelessCalls {
 }
 
 impl StatelessCalls {
-    /// The fast path for `server`, with rmcp's `Host` list, request bound
+    /// The fast path for `server`, with rmcp's `Host` list (`hosts`), request bound
     /// and stop token.
     pub(crate) async fn new(
         server: McpServer,
-        hosts: Arc<[String]>,
+        hosts: &[String],
         max_body: usize,
         stop: CancellationToken,
     ) -> StatelessCalls {
@@ -130,7 +130,7 @@ impl StatelessCalls {
         StatelessCalls {
             server,
             peers,
-            hosts,
+            hosts: AllowedHosts::new(hosts),
             max_body,
             stop,
             #[cfg(test)]
@@ -165,7 +165,7 @@ impl StatelessCalls {
         if request.method() != http::Method::POST
             || headers.contains_key("mcp-session-id")
             || headers.contains_key(header::ORIGIN)
-            || !host_allowed(request.uri(), headers, &self.hosts)
+            || !self.hosts.allow(request.uri(), headers)
             || !accepts_json_and_sse(headers)
             || !is_json(headers)
         {
@@ -382,33 +382,55 @@ fn weight_is_acceptable(weight: &str) -> bool {
     whole != "0" || fraction.bytes().any(|d| d != b'0')
 }
 
-/// Whether the request's `Host` (else its URI's authority) is one of
-/// `allowed`, compared as rmcp does: names without case or brackets, a
-/// port only when the allowed entry names one. A `Host` that cannot be
-/// read is rmcp's to refuse.
-fn host_allowed(uri: &http::Uri, headers: &HeaderMap, allowed: &[String]) -> bool {
-    let authority = match headers.get(header::HOST) {
-        Some(host) => host
-            .to_str()
-            .ok()
-            .and_then(|h| http::uri::Authority::try_from(h).ok()),
-        None => uri.authority().cloned(),
-    };
-    let Some(authority) = authority else {
-        return false;
-    };
-    let (host, port) = (bare(authority.host()), authority.port_u16());
-    allowed.is_empty()
-        || allowed.iter().any(|entry| {
-            let entry = entry.trim();
-            if entry.is_empty() {
-                return false;
-            }
-            match http::uri::Authority::try_from(entry) {
-                Ok(a) => bare(a.host()) == host && a.port_u16().is_none_or(|p| port == Some(p)),
-                Err(_) => bare(entry) == host,
-            }
-        })
+/// The `Host` values a server answers to, read once: rmcp's list, each
+/// entry a name (lower case, without IPv6 brackets) and the port it names.
+struct AllowedHosts {
+    /// No list: every host (rmcp's reading of an empty one).
+    any: bool,
+    entries: Vec<(String, Option<u16>)>,
+}
+
+impl AllowedHosts {
+    /// rmcp's `allowed_hosts` as it reads each entry (an empty one matches
+    /// nothing; one that is no authority is a bare name).
+    fn new(allowed: &[String]) -> AllowedHosts {
+        let entries = allowed
+            .iter()
+            .map(|entry| entry.trim())
+            .filter(|entry| !entry.is_empty())
+            .map(|entry| match http::uri::Authority::try_from(entry) {
+                Ok(a) => (bare(a.host()), a.port_u16()),
+                Err(_) => (bare(entry), None),
+            })
+            .collect();
+        AllowedHosts {
+            any: allowed.is_empty(),
+            entries,
+        }
+    }
+
+    /// Whether the request's `Host` (else its URI's authority) is one of
+    /// them, compared as rmcp does: names without case or brackets, a port
+    /// only when the entry names one. A `Host` that cannot be read is
+    /// rmcp's to refuse.
+    fn allow(&self, uri: &http::Uri, headers: &HeaderMap) -> bool {
+        let authority = match headers.get(header::HOST) {
+            Some(host) => host
+                .to_str()
+                .ok()
+                .and_then(|h| http::uri::Authority::try_from(h).ok()),
+            None => uri.authority().cloned(),
+        };
+        let Some(authority) = authority else {
+            return false;
+        };
+        let host = authority.host().trim_matches('[').trim_matches(']');
+        let port = authority.port_u16();
+        self.any
+            || self.entries.iter().any(|(name, allowed_port)| {
+                name.eq_ignore_ascii_case(host) && allowed_port.is_none_or(|p| port == Some(p))
+            })
+    }
 }
 
 /// A host name as compared: lower case, without IPv6 brackets.
@@ -491,7 +513,7 @@ mod tests {
         let host = |v: &str| {
             let mut h = HeaderMap::new();
             h.insert(header::HOST, v.parse().unwrap());
-            host_allowed(&"/mcp".parse().unwrap(), &h, &allowed)
+            AllowedHosts::new(&allowed).allow(&"/mcp".parse().unwrap(), &h)
         };
         assert!(host("localhost:8080"));
         assert!(host("LOCALHOST"));
@@ -501,11 +523,13 @@ mod tests {
         assert!(!host("gw.example.com"));
         assert!(!host("evil.example"));
         assert!(!host("bad host"));
-        assert!(!host_allowed(
-            &"/mcp".parse().unwrap(),
-            &HeaderMap::new(),
-            &allowed
-        ));
+        let hosts = AllowedHosts::new(&allowed);
+        assert!(!hosts.allow(&"/mcp".parse().unwrap(), &HeaderMap::new()));
+        // rmcp: no list takes every host, a list of blanks none.
+        let mut h = HeaderMap::new();
+        h.insert(header::HOST, "evil.example".parse().unwrap());
+        assert!(AllowedHosts::new(&[]).allow(&"/mcp".parse().unwrap(), &h));
+        assert!(!AllowedHosts::new(&[" ".to_owned()]).allow(&"/mcp".parse().unwrap(), &h));
     }
 
     /// The stateless endpoint over the calc plugin, with `tokens`
