@@ -56,8 +56,8 @@ use tokio_util::sync::CancellationToken;
 use super::McpServer;
 
 /// rmcp's endpoint, with the stateless calls taken in front of it when the
-/// server is stateless.
-#[derive(Clone)]
+/// server is stateless. Shared by every request (behind an `Arc`: rmcp's
+/// service is costly to clone, its configuration's lists with it).
 pub(crate) struct Endpoint {
     rmcp: StreamableHttpService<McpServer, LocalSessionManager>,
     calls: Option<Arc<StatelessCalls>>,
@@ -68,13 +68,13 @@ impl Endpoint {
     pub(crate) fn new(
         rmcp: StreamableHttpService<McpServer, LocalSessionManager>,
         calls: Option<Arc<StatelessCalls>>,
-    ) -> Endpoint {
-        Endpoint { rmcp, calls }
+    ) -> Arc<Endpoint> {
+        Arc::new(Endpoint { rmcp, calls })
     }
 }
 
 /// The handler of `/mcp`: a stateless call, else rmcp.
-pub(crate) async fn serve(State(endpoint): State<Endpoint>, request: Request) -> Response {
+pub(crate) async fn serve(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Response {
     let request = match &endpoint.calls {
         Some(calls) => match calls.take(request).await {
             Taken::Answered(response) => return response,
