@@ -24,7 +24,9 @@
 //!   stream).
 //!
 //! Anything else goes to rmcp unchanged (with the body read, when it was),
-//! and so gets rmcp's answer: its refusals are never written twice.
+//! and so gets rmcp's answer: its refusals are not written twice. Only a
+//! body that is read here and turns out too large (chunked, past the
+//! bound: 413) or cannot be read (500) is answered here, with rmcp's words.
 //!
 //! The call's [`RequestContext`] is the one rmcp would build: the request's
 //! `http::request::Parts` (with the caller's identity, profile and asks
