@@ -5,6 +5,16 @@
 //! `/readyz`, `/metrics` (Prometheus, `metrics.rs`) and, with OAuth, the
 //! protected resource metadata beside it.
 //!
+//! A stateless server (`HttpOptions::stateless`) answers the plain
+//! stateless `tools/call` itself, in front of rmcp (`stateless_call.rs`):
+//! a POST without `Mcp-Session-Id` or `Origin`, whose headers pass rmcp's
+//! checks, of a revision with `initialize` (2025-11-25 and older), whose
+//! body is one `tools/call` request without a progress token or a
+//! per-request protocol version in its `_meta`. The call goes through
+//! rmcp's dispatch to the same handler, with the same context, and its
+//! answer is rmcp's; rmcp serves every other request (and every request of
+//! a server with sessions).
+//!
 //! ```no_run
 //! # async fn run(server: toolhost_mcp::McpServer) -> Result<(), toolhost_mcp::McpServeError> {
 //! use toolhost_mcp::HttpOptions;
@@ -31,6 +41,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::identity::{ClientAsks, ClientIdentity, ClientProfile};
 use super::oauth::{self, Checked, OAuthOptions, ResourceServer};
+use super::stateless_call::{self, Endpoint, StatelessCalls};
 use super::{Asks, McpServer};
 use crate::McpServeError;
 
@@ -108,6 +119,9 @@ pub struct HttpServer {
     ready: Arc<AtomicBool>,
     console_token: Option<String>,
     oauth: Option<(String, String)>,
+    /// The stateless calls' fast path, when on (the tests count its calls).
+    #[cfg(test)]
+    pub(super) calls: Option<Arc<StatelessCalls>>,
 }
 
 /// A bearer token: whose it is, and what its holder may do.
@@ -245,6 +259,17 @@ impl HttpServer {
         server: McpServer,
         options: HttpOptions,
     ) -> Result<HttpServer, McpServeError> {
+        HttpServer::bind_with(server, options, true).await
+    }
+
+    /// [`bind`](Self::bind), with stateless calls taken in front of rmcp
+    /// (`stateless_call.rs`) when `fast_calls` and the server is stateless;
+    /// the tests compare both paths' answers.
+    pub(crate) async fn bind_with(
+        server: McpServer,
+        options: HttpOptions,
+        fast_calls: bool,
+    ) -> Result<HttpServer, McpServeError> {
         if !options.listen.ip().is_loopback()
             && options.tokens.is_empty()
             && options.oauth.is_none()
@@ -316,6 +341,19 @@ impl HttpServer {
         let factory = server.clone();
         let mcp: StreamableHttpService<McpServer, LocalSessionManager> =
             StreamableHttpService::new(move || Ok(factory.clone()), Default::default(), config);
+        let calls = if options.stateless && fast_calls {
+            Some(Arc::new(
+                StatelessCalls::new(
+                    server.clone(),
+                    &hosts,
+                    options.max_request_bytes,
+                    stop.child_token(),
+                )
+                .await,
+            ))
+        } else {
+            None
+        };
         let auth = Auth {
             tokens: options.tokens.clone().into(),
             oauth: oauth.clone(),
@@ -346,8 +384,12 @@ impl HttpServer {
         let ready = Arc::new(AtomicBool::new(true));
         let ready_flag = ready.clone();
         let max_body = options.max_request_bytes;
+        let endpoint = Endpoint::new(mcp, calls.clone());
         let mcp_routes = axum::Router::new()
-            .nest_service("/mcp", mcp)
+            .nest_service(
+                "/mcp",
+                axum::handler::Handler::with_state(stateless_call::serve, endpoint),
+            )
             // Inside `admit`: only an admitted request's body is read.
             .layer(axum::middleware::from_fn(move |request, next| {
                 super::priming::by_revision(max_body, request, next)
@@ -439,6 +481,8 @@ impl HttpServer {
             ready,
             console_token,
             oauth: oauth.map(|o| (o.resource().to_owned(), o.issuer().to_owned())),
+            #[cfg(test)]
+            calls,
         })
     }
 

@@ -43,6 +43,7 @@ mod prompts;
 mod resources;
 mod revision;
 mod search;
+mod stateless_call;
 mod upstream;
 
 use crate::tools;
