@@ -55,10 +55,17 @@ fn host_approvals_lists_and_revokes_the_approvals_in_the_shared_database() {
     assert_eq!(listed[0]["tool"], "read_file");
     let o = run(&["approvals", "revoke", &id]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(
-        replica.list().unwrap().is_empty(),
-        "revoked in the database"
-    );
+    // The replica learns of the revocation when the database tells it
+    // (`NOTIFY`, milliseconds; at the latest `POLL` after): it is not
+    // there the instant the other process exits.
+    let started = std::time::Instant::now();
+    while !replica.list().unwrap().is_empty() {
+        assert!(
+            started.elapsed() < 10 * toolhost_state::database::POLL,
+            "revoked in the database, yet the replica still lists it"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     let o = run(&["approvals", "list"]);
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
