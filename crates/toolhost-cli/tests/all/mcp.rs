@@ -586,6 +586,39 @@ fn mcp_over_http_serves_both_revisions_behind_a_bearer_token() {
     assert_eq!(status, 200, "the server still serves");
 }
 
+/// A stateless server answers a plain `tools/call` in front of rmcp
+/// (`toolhost-mcp`'s `stateless_call.rs`): the official client's calls
+/// to one, behind a token, answer as the session-keeping server's do.
+#[test]
+fn the_official_client_calls_a_stateless_server_as_it_calls_one_with_sessions() {
+    let dir = plugins_with_hostile();
+    let policy = write(dir.path(), "policy.toml", DENY_HTTP);
+    let token = write(dir.path(), "token", "s3cret-token\n");
+    let plugins = dir.path().display().to_string();
+    let served = serve(&host_args(
+        dir.path(),
+        &[
+            "--plugins",
+            &plugins,
+            "--policy",
+            &policy,
+            "serve",
+            "--stateless",
+            "--listen",
+            "127.0.0.1:0",
+            "--token-file",
+            &token,
+        ],
+    ));
+    let url = format!("{}/mcp", served.base);
+    let report = client(
+        "basics",
+        &["--mode", "legacy", "--url", &url, "--token", "s3cret-token"],
+        &[],
+    );
+    assert_basics(&report, "2025-11-25");
+}
+
 #[test]
 fn each_bearer_token_can_carry_its_clients_policy_profile() {
     let dir = tempfile::tempdir().unwrap();
