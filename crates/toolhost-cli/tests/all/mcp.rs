@@ -392,21 +392,16 @@ impl Drop for Served {
 
 /// `host serve` of the plugins in `dir` under `policy`, behind the token file `tokens`.
 fn serve_with_tokens(dir: &Path, policy: &str, tokens: &str) -> Served {
+    serve_with_tokens_and(dir, policy, tokens, &[])
+}
+
+/// [`serve_with_tokens`] with more flags of `serve` (`--stateless`).
+fn serve_with_tokens_and(dir: &Path, policy: &str, tokens: &str, flags: &[&str]) -> Served {
     let plugins = dir.display().to_string();
-    serve(&host_args(
-        dir,
-        &[
-            "--plugins",
-            &plugins,
-            "--policy",
-            policy,
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--token-file",
-            tokens,
-        ],
-    ))
+    let mut args = vec!["--plugins", &plugins, "--policy", policy, "serve"];
+    args.extend_from_slice(flags);
+    args.extend(["--listen", "127.0.0.1:0", "--token-file", tokens]);
+    serve(&host_args(dir, &args))
 }
 
 pub(crate) fn serve(args: &[String]) -> Served {
@@ -594,22 +589,7 @@ fn the_official_client_calls_a_stateless_server_as_it_calls_one_with_sessions() 
     let dir = plugins_with_hostile();
     let policy = write(dir.path(), "policy.toml", DENY_HTTP);
     let token = write(dir.path(), "token", "s3cret-token\n");
-    let plugins = dir.path().display().to_string();
-    let served = serve(&host_args(
-        dir.path(),
-        &[
-            "--plugins",
-            &plugins,
-            "--policy",
-            &policy,
-            "serve",
-            "--stateless",
-            "--listen",
-            "127.0.0.1:0",
-            "--token-file",
-            &token,
-        ],
-    ));
+    let served = serve_with_tokens_and(dir.path(), &policy, &token, &["--stateless"]);
     let url = format!("{}/mcp", served.base);
     let report = client(
         "basics",
