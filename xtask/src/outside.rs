@@ -116,29 +116,52 @@ pub struct Installed {
 impl Installed {
     /// Sets the variables the tests read.
     pub fn export(&self, cmd: &mut Command) {
-        cmd.env("TOOLHOST_TEST_PYTHON", &self.python)
-            .env("TOOLHOST_TEST_INSPECTOR", &self.inspector)
-            .env("TOOLHOST_TEST_TOOLS", &self.tools)
-            .env("TOOLHOST_TEST_REGISTRY", &self.registry)
-            .env("TOOLHOST_TEST_PHOENIX", &self.phoenix)
-            .env("TOOLHOST_TEST_CHROMIUM", &self.chromium)
-            .env("TOOLHOST_TEST_CONFORMANCE", &self.conformance)
-            .env("TOOLHOST_TEST_CONFORMANCE_NEXT", &self.conformance_next)
-            .env("TOOLHOST_TEST_SUPERGATEWAY", &self.supergateway)
-            .env("TOOLHOST_TEST_BASE_IMAGE", BASE_IMAGE)
-            .env("TOOLHOST_TEST_KUBE_VALIDATE", &self.kube_validate)
-            .env("TOOLHOST_TEST_CONTAINERS", &self.containers)
-            .env("TOOLHOST_TEST_NODE22", &self.node22)
-            .env("TOOLHOST_TEST_EVERYTHING_SERVER", &self.everything)
-            .env("TOOLHOST_TEST_NODE_DIR", &self.node_dir);
+        for (name, value) in self.vars() {
+            cmd.env(name, value);
+        }
+    }
+
+    /// The variables the tests read, with their values (`PATH` with the
+    /// PyPI `bwrap` first when the machine has none of its own).
+    pub fn vars(&self) -> Vec<(&'static str, std::ffi::OsString)> {
+        let mut vars: Vec<(&'static str, std::ffi::OsString)> = vec![
+            ("TOOLHOST_TEST_PYTHON", self.python.clone().into()),
+            ("TOOLHOST_TEST_INSPECTOR", self.inspector.clone().into()),
+            ("TOOLHOST_TEST_TOOLS", self.tools.clone().into()),
+            ("TOOLHOST_TEST_REGISTRY", self.registry.clone().into()),
+            ("TOOLHOST_TEST_PHOENIX", self.phoenix.clone().into()),
+            ("TOOLHOST_TEST_CHROMIUM", self.chromium.clone().into()),
+            ("TOOLHOST_TEST_CONFORMANCE", self.conformance.clone().into()),
+            (
+                "TOOLHOST_TEST_CONFORMANCE_NEXT",
+                self.conformance_next.clone().into(),
+            ),
+            (
+                "TOOLHOST_TEST_SUPERGATEWAY",
+                self.supergateway.clone().into(),
+            ),
+            ("TOOLHOST_TEST_BASE_IMAGE", BASE_IMAGE.into()),
+            (
+                "TOOLHOST_TEST_KUBE_VALIDATE",
+                self.kube_validate.clone().into(),
+            ),
+            ("TOOLHOST_TEST_CONTAINERS", self.containers.clone().into()),
+            ("TOOLHOST_TEST_NODE22", self.node22.clone().into()),
+            (
+                "TOOLHOST_TEST_EVERYTHING_SERVER",
+                self.everything.clone().into(),
+            ),
+            ("TOOLHOST_TEST_NODE_DIR", self.node_dir.clone().into()),
+        ];
         if let Some(dir) = &self.bwrap_dir {
             let path = std::env::var_os("PATH").unwrap_or_default();
             let mut dirs = vec![dir.clone()];
             dirs.extend(std::env::split_paths(&path));
             if let Ok(joined) = std::env::join_paths(dirs) {
-                cmd.env("PATH", joined);
+                vars.push(("PATH", joined));
             }
         }
+        vars
     }
 }
 

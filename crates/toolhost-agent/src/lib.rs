@@ -1,8 +1,9 @@
 //! # toolhost-agent
 //!
 //! The agent loop. It drives tools through the small [`ToolExecutor`] trait
-//! (implemented for `toolhost_runtime::Runtime` by the runtime's `agent`
-//! feature, so this crate needs no WebAssembly), and models through the
+//! (implemented for the runtime by the adapter crate
+//! `toolhost-agent-runtime`, so neither this crate nor the runtime imports
+//! the other, and this one needs no WebAssembly), and models through the
 //! [`Provider`] trait of `toolhost-providers` (re-exported as [`provider`]).
 //!
 //! [`Agent::run`] is the loop; it returns a [`ToolChainResult`] and reports

@@ -1,6 +1,6 @@
 //! What the agent loop needs from a tool runtime, as a small trait, so it can
-//! drive sandboxed plugins (the toolhost runtime, whose `agent` feature
-//! implements it), native tools or MCP tools.
+//! drive sandboxed plugins (the toolhost runtime, through the adapter crate
+//! `toolhost-agent-runtime`), native tools or MCP tools.
 
 use std::sync::Arc;
 use toolhost_hooks::ErrorKind;

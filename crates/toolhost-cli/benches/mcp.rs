@@ -19,7 +19,7 @@
 //! cargo bench -p toolhost-cli --bench mcp -- [--calls N] [--runs N] [--seconds S]
 //! cargo bench -p toolhost-cli --bench mcp -- --load HOST:PORT [--seconds S]   # an endpoint of yours
 //! ```
-//! Figures and the method are in `docs/benchmarks.md` (history: `docs/benchmarks-log.md`).
+//! Figures and the method are in `docs/benchmarks.md` (history: `docs/log.md`).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};

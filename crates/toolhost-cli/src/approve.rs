@@ -26,8 +26,9 @@ use crate::shown::{self, printable};
 
 use toolhost_runtime::policy::approvals::Scope;
 use toolhost_runtime::{
-    ApprovalFuture, Approver, CallApproval, CallApprovalRequest, FormAnswer, FormRequest,
-    ResultApproval, ResultApprovalRequest, ShownArguments,
+    Approver, permission::ApprovalFuture, permission::CallApproval,
+    permission::CallApprovalRequest, permission::FormAnswer, permission::FormRequest,
+    permission::ResultApproval, permission::ResultApprovalRequest, shown::ShownArguments,
 };
 
 /// Asks on the terminal (stderr + stdin), one question at a time.
@@ -417,6 +418,7 @@ mod tests {
         let req = CallApprovalRequest {
             tool: "write_file",
             plugin: "fs",
+            digest: "sha256:test",
             args: &args,
             reasons: &[],
             session_id: None,

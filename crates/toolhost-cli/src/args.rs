@@ -78,7 +78,8 @@ fn uses(name: &str, arg: &clap::Arg) -> bool {
         "mcp" | "serve" => loads || ["tool_search", "sessions_dir"].contains(&id),
         "trust" => heading == Some(PLUGINS),
         "check" => ["config", "cache_dir", "no_cache", "timeout_ms", "memory_mb"].contains(&id),
-        "approvals" | "install" => ["plugins", "config", "lock"].contains(&id),
+        "approvals" => ["plugins", "config", "lock", "approvals_file"].contains(&id),
+        "install" => ["plugins", "config", "lock"].contains(&id),
         "publish" => id == "config",
         _ => false,
     }
@@ -183,6 +184,18 @@ pub struct Global {
     /// grants, and the lock file records its new digest.
     #[arg(long, global = true, help_heading = PLUGINS)]
     pub dev: bool,
+
+    /// Production mode: the lock file must exist, grants go only to the code
+    /// it names, and it is never written (no trust on first use). For
+    /// replicas that ship a lock prepared ahead, read-only.
+    #[arg(long, env = "TOOLHOST_LOCKED", global = true, help_heading = PLUGINS)]
+    pub locked: bool,
+
+    /// Where "allow always" answers are kept on one machine (default: beside
+    /// the lock file, `NAME.approvals.json`). With a read-only lock (the
+    /// image's), a file in a writable volume.
+    #[arg(long = "approvals-file", value_name = "FILE", env = "TOOLHOST_APPROVALS", global = true, help_heading = POLICY)]
+    pub approvals_file: Option<PathBuf>,
 
     /// How long an "allow always" answer lasts: `30d`, `12h`, `90m` (default:
     /// until revoked). Every approval saved from then on expires after it.

@@ -96,7 +96,11 @@ pub async fn connect(
     // Plugins' usage rules come from the runtime at each run
     // (`ToolExecutor::usage_rules`), so hot-loaded plugins bring theirs.
     Ok(Some(Model {
-        agent: Agent::new(provider, Arc::new(runtime.clone())).with_options(options),
+        agent: Agent::new(
+            provider,
+            Arc::new(toolhost_agent_runtime::RuntimeTools::new(runtime.clone())),
+        )
+        .with_options(options),
         label,
     }))
 }

@@ -7,7 +7,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 use toolhost_runtime::policy::{Decision, Standing};
 use toolhost_runtime::{
-    Annotations, CallContext, CallError, PluginKind, Runtime, ToolInfo, ToolResult,
+    CallContext, CallError, Runtime, ToolInfo, ToolResult, contract::Annotations, load::PluginKind,
 };
 
 use crate::exit;
@@ -395,19 +395,19 @@ pub fn grant_hint(runtime: &Runtime, tool: &str, e: &CallError) -> Option<String
     }
     let plugin = runtime.tools().into_iter().find(|t| t.name == tool)?.plugin;
     let p = runtime.plugins().into_iter().find(|p| p.name == plugin)?;
-    let no_dirs =
-        p.requested.dirs != toolhost_runtime::DirRequest::None && p.granted.dirs.is_empty();
+    let no_dirs = p.requested.dirs != toolhost_runtime::manifest::DirRequest::None
+        && p.granted.dirs.is_empty();
     let no_hosts = !p.requested.hosts.is_empty() && p.granted.hosts.is_empty();
     let name = &p.name;
     // Grants given and held back from this code: granting again would not help.
     match &p.grants {
-        toolhost_runtime::GrantState::Withheld { .. } if no_dirs || no_hosts => {
+        toolhost_runtime::lockfile::GrantState::Withheld { .. } if no_dirs || no_hosts => {
             return Some(format!(
                 "{name}'s grants are withheld: this file is not the code they were given to \
                  (`host trust {name}` accepts it)"
             ));
         }
-        toolhost_runtime::GrantState::NotItsFile { file } if no_dirs || no_hosts => {
+        toolhost_runtime::lockfile::GrantState::NotItsFile { file } if no_dirs || no_hosts => {
             return Some(format!(
                 "grants for {name} go to {name}.wasm only, and this is {}.wasm",
                 printable(file)

@@ -1,6 +1,6 @@
 //! Exit codes: one per kind of failure, so scripts can tell them apart.
 
-use toolhost_runtime::{CallError, ToolErrorKind};
+use toolhost_runtime::{CallError, error::ToolErrorKind};
 
 /// Success.
 pub const OK: u8 = 0;

@@ -4,7 +4,7 @@
 use std::io::Write;
 
 use toolhost_runtime::policy::Decision;
-use toolhost_runtime::{CallContext, Explanation, Runtime, Verdict};
+use toolhost_runtime::{CallContext, Runtime, explain::Explanation, explain::Verdict};
 
 use crate::exit;
 use crate::shown::printable;

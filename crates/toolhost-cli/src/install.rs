@@ -15,9 +15,9 @@ use crate::stdout::outln;
 /// What is known of plugin `name` before an install: its lock entry and
 /// the component and manifest now in the plugins directory.
 struct Present {
-    entry: Option<toolhost_runtime::LockEntry>,
+    entry: Option<toolhost_runtime::lockfile::LockEntry>,
     digest: Option<String>,
-    manifest: Option<toolhost_runtime::Manifest>,
+    manifest: Option<toolhost_runtime::manifest::Manifest>,
 }
 
 /// Checks whether installing `fetched` into `dir` would move its name (and
@@ -34,11 +34,11 @@ fn check_replace(
     let name = &fetched.name;
     let wasm = dir.join(format!("{name}.wasm"));
     let present = Present {
-        entry: toolhost_runtime::lock_entry(lock, name)?,
+        entry: toolhost_runtime::lockfile::lock_entry(lock, name)?,
         digest: std::fs::read(&wasm)
             .ok()
-            .map(|b| toolhost_runtime::digest_of(&b)),
-        manifest: toolhost_runtime::Manifest::load_for(&wasm).ok(),
+            .map(|b| toolhost_runtime::lockfile::digest_of(&b)),
+        manifest: toolhost_runtime::manifest::Manifest::load_for(&wasm).ok(),
     };
     let other_entry = present.entry.as_ref().is_some_and(|e| {
         e.digest != fetched.digest
@@ -54,7 +54,7 @@ fn check_replace(
     }
     let new_manifest = fetched
         .manifest_text()
-        .and_then(|t| toolhost_runtime::Manifest::parse(t, Path::new("new.toml")).ok());
+        .and_then(|t| toolhost_runtime::manifest::Manifest::parse(t, Path::new("new.toml")).ok());
     let or_none = |v: Option<&str>| v.unwrap_or("none").to_owned();
     let entry = present.entry.as_ref();
     let rows = [
@@ -207,7 +207,7 @@ pub async fn run(global: &Global, command: &RegistryCommand) -> anyhow::Result<u
             let fetched = fetch(&source, &options, &dir).await?;
             let lock = crate::settings::lock_file(global, &file);
             let replacing = check_replace(&dir, &lock, &fetched, *replace)?;
-            let record = toolhost_runtime::InstallRecord {
+            let record = toolhost_runtime::lockfile::InstallRecord {
                 name: fetched.name.clone(),
                 digest: fetched.digest.clone(),
                 version: fetched.version.as_ref().map(ToString::to_string),
@@ -215,7 +215,7 @@ pub async fn run(global: &Global, command: &RegistryCommand) -> anyhow::Result<u
                 signer: fetched.signer.clone(),
             };
             let installed = fetched.install(&dir)?;
-            toolhost_runtime::record_install(&lock, &record)?;
+            toolhost_runtime::lockfile::record_install(&lock, &record)?;
             outln!(
                 "installed {}{} into {}",
                 record.name,

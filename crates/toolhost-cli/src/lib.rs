@@ -188,7 +188,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         cli.command,
         None | Some(Command::Run { .. } | Command::Chat { .. })
     ) {
-        builder = builder.source(toolhost_runtime::read_var_source());
+        builder = builder.source(toolhost_agent_runtime::read_var_source());
     }
     let file = settings::config_file(&cli.global)?;
     let runtime = {

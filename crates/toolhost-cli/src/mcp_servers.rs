@@ -25,7 +25,7 @@
 //! [[mcp-servers]]
 //! name = "tickets"
 //! url = "https://mcp.example.com/mcp"
-//! oauth = { grant = "client-credentials", client-id = "gateway", client-secret-env = "TICKETS_SECRET" }
+//! oauth = { grant = "client-credentials", client-id = "gateway", client-secret-env = "TICKETS_SECRET", issuer = "https://login.example.com" }
 //! ```
 
 use std::collections::BTreeMap;
@@ -39,7 +39,7 @@ use toolhost_mcp::{
     HttpEndpoint, McpServerConfig, McpSource, McpTransport, OAuthGrant, OAuthSettings,
     ProcessSandbox, SignInPrompt, Start, StdioServer,
 };
-use toolhost_runtime::{LimitOverrides, PluginSettings, RuntimeBuilder};
+use toolhost_runtime::{PluginSettings, RuntimeBuilder, grants::LimitOverrides};
 
 /// One `[[mcp-servers]]` table.
 #[derive(Debug, Clone, Deserialize)]
@@ -112,6 +112,10 @@ struct OAuthEntry {
     client_secret_env: Option<String>,
     /// A file holding its secret.
     client_secret_file: Option<PathBuf>,
+    /// The authorization server's issuer identifier: the only one the
+    /// secret or key, and the refresh tokens, are sent to (needed with a
+    /// secret or key).
+    issuer: Option<String>,
     /// The https URL of this client's metadata document (CIMD).
     client_metadata_url: Option<String>,
     /// The scopes to ask for (default: what the server says).
@@ -179,6 +183,7 @@ impl OAuthEntry {
         Ok(OAuthSettings {
             client_id: self.client_id,
             client_secret: secret,
+            issuer: self.issuer,
             client_metadata_url: self.client_metadata_url,
             scopes: self.scopes.unwrap_or_default(),
             grant,
@@ -452,7 +457,7 @@ mod tests {
         let secret = dir.path().join("secret");
         std::fs::write(&secret, "s3cret\n").unwrap();
         let full: ServerEntry = toml::from_str(&format!(
-            "name = \"d\"\nurl = \"https://h/mcp\"\n[oauth]\ngrant = \"client-credentials\"\nclient-id = \"gw\"\nclient-secret-file = {:?}\nscopes = [\"a\"]",
+            "name = \"d\"\nurl = \"https://h/mcp\"\n[oauth]\ngrant = \"client-credentials\"\nclient-id = \"gw\"\nclient-secret-file = {:?}\nscopes = [\"a\"]\nissuer = \"https://login.example.com\"",
             secret.display().to_string()
         ))
         .unwrap();
@@ -464,6 +469,7 @@ mod tests {
         assert_eq!(oauth.grant, OAuthGrant::ClientCredentials);
         assert_eq!(oauth.client_secret.as_deref(), Some("s3cret"));
         assert_eq!(oauth.scopes, ["a"]);
+        assert_eq!(oauth.issuer.as_deref(), Some("https://login.example.com"));
     }
 
     #[test]

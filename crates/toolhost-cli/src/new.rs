@@ -205,7 +205,7 @@ pub fn validate_name(name: &str, lang: Lang) -> Result<(), NewError> {
             reason,
         })
     };
-    if !toolhost_runtime::is_valid_tool_name(name) {
+    if !toolhost_runtime::contract::is_valid_tool_name(name) {
         return invalid("a plugin name must match ^[a-zA-Z0-9_-]{1,64}$");
     }
     if lang == Lang::Rust {
@@ -602,7 +602,7 @@ mod tests {
         for lang in [Lang::Rust, Lang::Python, Lang::Js, Lang::Go] {
             let files = files(lang, "demo", Some("/sdk"));
             let text = &files.iter().find(|(p, _)| p == "demo.toml").unwrap().1;
-            let m: toolhost_runtime::Manifest = toml::from_str(text).unwrap();
+            let m: toolhost_runtime::manifest::Manifest = toml::from_str(text).unwrap();
             assert_eq!(m.name.as_deref(), Some("demo"));
             let caps: toml::Table = toml::from_str(text).unwrap();
             assert_eq!(caps["capabilities"]["dirs"].as_str(), Some("none"));

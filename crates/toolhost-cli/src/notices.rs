@@ -4,11 +4,13 @@
 //! the compile cache yet: about 20 s for a Python or JavaScript one).
 
 use std::collections::HashSet;
-use std::sync::{Mutex, mpsc};
+use std::sync::mpsc;
+
+use parking_lot::Mutex;
 use std::time::{Duration, Instant};
 
 use rustyline::ExternalPrinter;
-use toolhost_runtime::{PluginEvent, Runtime};
+use toolhost_runtime::{Runtime, load::PluginEvent};
 
 /// How long loading runs before the host says it is still at it.
 const SLOW_LOAD: Duration = Duration::from_secs(2);
@@ -20,9 +22,7 @@ static SHOWN: Mutex<Option<HashSet<String>>> = Mutex::new(None);
 
 /// Records `warnings` as printed.
 pub fn shown(warnings: &[String]) {
-    let mut shown = SHOWN
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut shown = SHOWN.lock();
     shown
         .get_or_insert_with(HashSet::new)
         .extend(warnings.iter().cloned());
@@ -30,9 +30,7 @@ pub fn shown(warnings: &[String]) {
 
 /// Of `warnings`, those not printed yet (now recorded as printed).
 fn new_warnings(warnings: Vec<String>) -> Vec<String> {
-    let mut shown = SHOWN
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut shown = SHOWN.lock();
     let shown = shown.get_or_insert_with(HashSet::new);
     warnings
         .into_iter()

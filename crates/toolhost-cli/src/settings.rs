@@ -9,7 +9,8 @@ use serde::Deserialize;
 use toolhost_runtime::hooks::HookConfig;
 use toolhost_runtime::policy::Policy;
 use toolhost_runtime::{
-    DirAccess, DirGrant, HostPattern, LimitOverrides, Limits, PluginSettings, RuntimeBuilder,
+    DirGrant, Limits, PluginSettings, RuntimeBuilder, grants::DirAccess, grants::HostPattern,
+    grants::LimitOverrides,
 };
 
 use toolhost_agent::provider::select::ProviderConfig;
@@ -171,9 +172,25 @@ impl StateConfig {
     pub fn approvals(
         &self,
     ) -> anyhow::Result<std::sync::Arc<dyn toolhost_runtime::policy::approvals::Store>> {
-        let approvals = toolhost_state::PostgresApprovals::connect(&self.url()?, self.store())
-            .map_err(|e| anyhow::anyhow!("[state]: {e}"))?;
+        Ok(std::sync::Arc::new(self.postgres_approvals()?))
+    }
+
+    /// The saved-approvals store it names, once its first connection
+    /// attempt ended: a lookup never waits for the database, so a command
+    /// that reads once (`host approvals`) waits here instead, at most the
+    /// database's answer time (a store still out of reach then says why
+    /// when read).
+    pub fn approvals_connected(
+        &self,
+    ) -> anyhow::Result<std::sync::Arc<dyn toolhost_runtime::policy::approvals::Store>> {
+        let approvals = self.postgres_approvals()?;
+        let _ = approvals.wait_connected(toolhost_state::connection::ANSWER_WAIT);
         Ok(std::sync::Arc::new(approvals))
+    }
+
+    fn postgres_approvals(&self) -> anyhow::Result<toolhost_state::PostgresApprovals> {
+        toolhost_state::PostgresApprovals::connect(&self.url()?, self.store())
+            .map_err(|e| anyhow::anyhow!("[state]: {e}"))
     }
 
     /// The operator's queue it names (connecting in the background):
@@ -380,7 +397,7 @@ pub fn primary_plugins_dir<'a>(global: &'a Global, file: &'a ConfigFile) -> Opti
 /// The lock file: `--lock` (or `TOOLHOST_LOCK`); else the one of the
 /// primary plugins directory ([`primary_plugins_dir`], a file's own
 /// directory for a plugin file), in the user's state directory
-/// ([`toolhost_runtime::default_lock_file`]); else `toolhost.lock` here.
+/// ([`toolhost_runtime::lockfile::default_lock_file`]); else `toolhost.lock` here.
 pub fn lock_file(global: &Global, file: &ConfigFile) -> PathBuf {
     if let Some(lock) = &global.lock {
         return lock.clone();
@@ -390,7 +407,7 @@ pub fn lock_file(global: &Global, file: &ConfigFile) -> PathBuf {
             Some(e) if e == "wasm" => dir.parent().unwrap_or(Path::new(".")),
             _ => dir,
         })
-        .and_then(toolhost_runtime::default_lock_file)
+        .and_then(toolhost_runtime::lockfile::default_lock_file)
         .unwrap_or_else(|| PathBuf::from("toolhost.lock"))
 }
 
@@ -479,7 +496,14 @@ pub fn approval_stores(global: &Global, file: &ConfigFile) -> anyhow::Result<App
     if let Some(state) = &file.state {
         return Ok(ApprovalStores {
             paths: Vec::new(),
-            shared: Some(state.approvals()?),
+            shared: Some(state.approvals_connected()?),
+            every_store: false,
+        });
+    }
+    if let Some(path) = &global.approvals_file {
+        return Ok(ApprovalStores {
+            paths: vec![path.clone()],
+            shared: None,
             every_store: false,
         });
     }
@@ -491,7 +515,7 @@ pub fn approval_stores(global: &Global, file: &ConfigFile) -> anyhow::Result<App
         });
     }
     let mut paths = Vec::new();
-    if let Some(dir) = toolhost_runtime::default_lock_file(Path::new("."))
+    if let Some(dir) = toolhost_runtime::lockfile::default_lock_file(Path::new("."))
         .as_deref()
         .and_then(Path::parent)
         && let Ok(entries) = std::fs::read_dir(dir)
@@ -703,20 +727,33 @@ pub fn builder(
 
     let mut builder = toolhost_runtime::Runtime::builder()
         .limits(limits)
-        .approvals_file(Some(approvals_file(&lock)))
+        .approvals_file(Some(
+            global
+                .approvals_file
+                .clone()
+                .unwrap_or_else(|| approvals_file(&lock)),
+        ))
         .approvals_last(global.approvals_last)
         .lock_file(lock)
-        .accept_new_digests(global.dev);
+        .accept_new_digests(global.dev)
+        .locked(global.locked);
     if let Some(state) = &file.state {
         builder = builder.approvals_store(state.approvals()?);
     }
     if global.no_result_cache {
-        builder = builder.result_cache(toolhost_runtime::CacheOptions::disabled());
+        builder = builder.result_cache(toolhost_runtime::cache::CacheOptions::disabled());
     }
     if global.no_cache {
         builder = builder.cache_dir(None);
     } else if let Some(dir) = global.cache_dir.clone().or(file.cache_dir) {
         builder = builder.cache_dir(Some(dir));
+    }
+    // A secret the deployment holds (never an argument: it would show in
+    // `ps`), sealing the compile cache entries replicas share.
+    if let Some(secret) = std::env::var_os("TOOLHOST_CACHE_KEY") {
+        let key = toolhost_runtime::cache::CacheKey::new(secret.into_encoded_bytes())
+            .context("TOOLHOST_CACHE_KEY")?;
+        builder = builder.cache_key(Some(key));
     }
     let mut paths: Vec<PathBuf> = match only {
         Some(files) => files.to_vec(),

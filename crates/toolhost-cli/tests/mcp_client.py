@@ -5,7 +5,7 @@ test` installs. One scenario per run; prints one JSON object (the report the
 Rust test checks) on stdout's last line.
 
     python mcp_client.py --mode auto|legacy|2026-07-28 [--url URL [--token T]] \
-        SCENARIO [--answer accept|decline|none] [--url-arg U] [--copy SRC DST] \
+        SCENARIO [--answer accept|decline|remember|none[,...]] [--url-arg U] [--copy SRC DST] \
         [--call NAME JSON]... [--direct COMMAND --prefix P] -- HOST_COMMAND...
 """
 
@@ -83,22 +83,25 @@ async def operator_wait(args):
 
 
 async def ask(args):
+    """Calls `calculate` (or the `--call`), answering each question with the
+    next of `--answer`'s comma-separated answers (the last one repeats)."""
+    answers = args.answer.split(",")
+    asked = []
+
     async def elicit(context, params):
-        if args.answer == "accept":
+        asked.append(params.message)
+        answer = answers[min(len(asked), len(answers)) - 1]
+        if answer == "accept":
             return types.ElicitResult(action="accept", content={"approve": True})
-        if args.answer == "remember":
+        if answer == "remember":
             return types.ElicitResult(action="accept", content={"approve": True, "remember": True})
         return types.ElicitResult(action="decline")
 
     callback = None if args.answer == "none" else elicit
-    asked = []
 
-    async def counting(context, params):
-        asked.append(params.message)
-        return await callback(context, params)
-
-    async with Client(server(args), mode=args.mode, elicitation_callback=counting if callback else None) as c:
-        r = await c.call_tool("calculate", {"expression": "1+1"})
+    name, arguments = args.call[0] if args.call else ("calculate", '{"expression": "1+1"}')
+    async with Client(server(args), mode=args.mode, elicitation_callback=callback) as c:
+        r = await c.call_tool(name, json.loads(arguments))
         return {"version": c.protocol_version, "asked": asked, "result": result_json(r)}
 
 

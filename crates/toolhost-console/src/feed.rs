@@ -14,7 +14,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use tokio::sync::broadcast;
 use tokio::sync::broadcast::error::TryRecvError;
-use toolhost_runtime::{CallEvent, CallPhase, Runtime};
+use toolhost_runtime::{Runtime, feed::CallEvent, feed::CallPhase};
 
 use toolhost_runtime::failures::{Failure, FailureLog};
 

@@ -326,7 +326,17 @@ async fn answer(
 }
 
 async fn revoke(State(console): State<Console>, _: Change, Path(id): Path<String>) -> Response {
-    match console.inner.runtime.approvals().revoke(&id) {
+    // The store is written on a blocking thread: a database slow to
+    // answer holds up this request, never the server's workers.
+    let runtime = console.inner.runtime.clone();
+    let revoking = {
+        let id = id.clone();
+        tokio::task::spawn_blocking(move || runtime.approvals().revoke(&id))
+    };
+    let Ok(revoked) = revoking.await else {
+        return (StatusCode::INTERNAL_SERVER_ERROR, "the revocation failed\n").into_response();
+    };
+    match revoked {
         Ok(true) => {
             tracing::info!(target: "toolhost::console", id = %toolhost_text::line(&id, 64), "a saved approval was revoked");
             StatusCode::NO_CONTENT.into_response()
@@ -349,7 +359,7 @@ async fn events(State(console): State<Console>, _: Session) -> Response {
 }
 
 fn stream(
-    calls: broadcast::Receiver<Arc<toolhost_runtime::CallEvent>>,
+    calls: broadcast::Receiver<Arc<toolhost_runtime::feed::CallEvent>>,
     changes: Option<broadcast::Receiver<()>>,
 ) -> impl Stream<Item = Result<Event, Infallible>> {
     use futures::StreamExt;

@@ -5,7 +5,7 @@
 
 use maud::{DOCTYPE, Markup, html};
 use toolhost_runtime::policy::approvals::{SavedApproval, Scope};
-use toolhost_runtime::{CallEvent, CallPhase, PluginInfo, Runtime};
+use toolhost_runtime::{PluginInfo, Runtime, feed::CallEvent, feed::CallPhase};
 
 use toolhost_runtime::operator::{Asked, Pending, Place};
 

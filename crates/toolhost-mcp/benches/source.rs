@@ -9,7 +9,7 @@
 //! ```sh
 //! cargo bench -p toolhost-mcp --bench source -- [--calls N] [--runs N]
 //! ```
-//! Figures in `docs/benchmarks-log.md` ("MCP gateway").
+//! Figures in `docs/log.md` ("MCP gateway").
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -108,7 +108,7 @@ async fn runtime_calls(command: &[String], arguments: &Value, calls: usize) -> V
     let source = McpSource::start(McpServerConfig::stdio("s", &command[0], &args)).unwrap();
     let runtime = Runtime::builder()
         // Fresh calls are measured, not the result cache.
-        .result_cache(toolhost_runtime::CacheOptions::disabled())
+        .result_cache(toolhost_runtime::cache::CacheOptions::disabled())
         .cache_dir(None)
         .source(Arc::new(source))
         .build()

@@ -25,7 +25,10 @@ use rmcp::model::{
 };
 use serde_json::Value;
 use toolhost_content::Content;
-use toolhost_runtime::{Annotations, CallError, SourceOutcome, SourceTool, ToolInfo, ToolResult};
+use toolhost_runtime::{
+    CallError, ToolInfo, ToolResult, contract::Annotations, source::SourceOutcome,
+    source::SourceTool,
+};
 
 /// The `_meta` key a result's `details` go under.
 pub const DETAILS_META_KEY: &str = "dev.toolhost/details";

@@ -11,7 +11,7 @@ use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
 use sha2::Digest;
 use tempfile::NamedTempFile;
-use toolhost_runtime::Manifest;
+use toolhost_runtime::manifest::Manifest;
 
 use crate::signature::{self, SIGNATURE_ANNOTATION, SIMPLE_SIGNING_MEDIA_TYPE};
 use crate::{
@@ -321,7 +321,7 @@ async fn fetch_registry(
 /// The plugin's name must be valid (it becomes a file name) and what was
 /// expected.
 fn check_name(name: &str, expected: Option<&str>, place: &str) -> Result<(), OciError> {
-    if !toolhost_runtime::is_valid_tool_name(name) {
+    if !toolhost_runtime::contract::is_valid_tool_name(name) {
         return Err(OciError::InvalidName(name.to_owned()));
     }
     match expected {

@@ -27,7 +27,7 @@ impl Fetched {
     /// new plugin has none. `dir` must be the `staging` directory given to
     /// [`fetch`](crate::fetch) (or on the same file system).
     pub fn install(self, dir: &Path) -> Result<InstalledFiles, OciError> {
-        if !toolhost_runtime::is_valid_tool_name(&self.name) {
+        if !toolhost_runtime::contract::is_valid_tool_name(&self.name) {
             return Err(OciError::InvalidName(self.name));
         }
         std::fs::create_dir_all(dir).map_err(|e| OciError::io(dir, e))?;

@@ -8,7 +8,7 @@ use oci_client::Reference;
 use oci_client::client::{Config, ImageLayer};
 use oci_client::manifest::{OciDescriptor, OciImageManifest};
 use oci_client::secrets::RegistryAuth;
-use toolhost_runtime::Manifest;
+use toolhost_runtime::manifest::Manifest;
 
 use crate::fetch::{Credentials, auth, classify, client, pull_manifest};
 use crate::signature::{self, SIGNATURE_ANNOTATION, SIMPLE_SIGNING_MEDIA_TYPE};
@@ -82,7 +82,7 @@ pub async fn publish(
             .unwrap_or_default()
             .to_owned()
     });
-    if !toolhost_runtime::is_valid_tool_name(&name) {
+    if !toolhost_runtime::contract::is_valid_tool_name(&name) {
         return Err(OciError::InvalidName(name));
     }
 

@@ -51,8 +51,8 @@
 //! assert!(store.find(&call).is_none());
 //! ```
 
+use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -524,9 +524,14 @@ pub struct Approvals {
 }
 
 /// The entries as last read, and the stamp of the file they were read from.
+///
+/// Its lock is held only to copy or replace these two (the entries are
+/// shared, so a copy costs a reference count), never while the store is
+/// asked anything: a store that is slow to answer holds up the caller
+/// that asked it, never another lookup.
 #[derive(Debug, Default)]
 struct Cache {
-    entries: Vec<SavedApproval>,
+    entries: std::sync::Arc<Vec<SavedApproval>>,
     stamp: Option<Stamp>,
 }
 
@@ -614,11 +619,10 @@ impl Approvals {
             .map_or_else(|| "memory".to_owned(), Store::describe)
     }
 
-    /// Every saved approval, oldest first.
+    /// Every saved approval, oldest first. It never waits for a store
+    /// that is out of reach (see [`Store::read`]).
     pub fn list(&self) -> Result<Vec<SavedApproval>, ApprovalsError> {
-        let mut cache = self.lock();
-        self.refresh(&mut cache)?;
-        Ok(cache.entries.clone())
+        Ok(self.current()?.to_vec())
     }
 
     /// The id of an approval that covers the call `lookup` describes, if
@@ -629,22 +633,31 @@ impl Approvals {
     ///
     /// It reads the file again only when another process changed it since
     /// (see `approvals/disk.rs`); a call the policy does not ask about
-    /// never gets here.
+    /// never gets here. It never waits for a store that is out of reach: a
+    /// database that replicas share answers from what it last read, and
+    /// at once with none while that is not known to be current (see
+    /// [`Store::read`]); safe to call from an async task.
     pub fn find(&self, lookup: &Lookup<'_>) -> Option<String> {
-        let mut cache = self.lock();
-        if let Err(e) = self.refresh(&mut cache) {
-            tracing::warn!("saved approvals not consulted: {e}");
-            return None;
+        match self.current() {
+            Ok(entries) => entries
+                .iter()
+                .find(|a| a.covers(lookup))
+                .map(|a| a.id.clone()),
+            Err(e) => {
+                tracing::warn!("saved approvals not consulted: {e}");
+                None
+            }
         }
-        cache
-            .entries
-            .iter()
-            .find(|a| a.covers(lookup))
-            .map(|a| a.id.clone())
     }
 
     /// Saves `new` and returns its id. Approvals past their expiry are
     /// dropped on the way.
+    ///
+    /// A change waits for the store, a bounded time (another process's
+    /// lock on the file, a database's answer: seconds at most): from an
+    /// async task, call it on a blocking thread
+    /// (`tokio::task::spawn_blocking`), as the runtime does. The same
+    /// holds for [`revoke`](Self::revoke) and [`clear`](Self::clear).
     pub fn save(&self, new: NewApproval) -> Result<String, ApprovalsError> {
         // Every scope holds text from the call (arguments, a path, a
         // host): bounded alike.
@@ -707,51 +720,70 @@ impl Approvals {
         self.change(|entries| Ok(std::mem::take(entries).len()))
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Cache> {
-        // A panic while it was held leaves whole entries: go on with them.
-        self.cache
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    /// The copy's lock (`parking_lot`'s, which a panic does not poison:
+    /// a panic while it was held leaves whole entries).
+    fn lock(&self) -> parking_lot::MutexGuard<'_, Cache> {
+        self.cache.lock()
     }
 
     /// Applies `f` to the entries, read fresh under the store's lock (or
     /// in its transaction), and writes them back when `f` changed them.
-    /// `f` may run more than once (see [`Store::change`]).
+    /// `f` may run more than once (see [`Store::change`]). The cache's
+    /// lock is not held meanwhile: the store orders changes itself.
     fn change<T>(
         &self,
         mut f: impl FnMut(&mut Vec<SavedApproval>) -> Result<T, ApprovalsError>,
     ) -> Result<T, ApprovalsError> {
-        let mut cache = self.lock();
-        match &self.store {
-            Some(store) => {
-                let mut out = None;
-                let (entries, stamp) = store.change(&mut |entries| {
-                    out = Some(f(entries)?);
-                    Ok(())
-                })?;
-                cache.entries = entries;
-                cache.stamp = Some(stamp);
-                out.ok_or_else(|| ApprovalsError::Unavailable {
-                    store: store.describe(),
-                    message: "the store kept no change".to_owned(),
-                })
-            }
-            None => f(&mut cache.entries),
-        }
+        let Some(store) = &self.store else {
+            // In memory: the cache is the store, changed under its lock
+            // (no I/O), and kept as it was when `f` fails.
+            let mut cache = self.lock();
+            let mut entries = cache.entries.to_vec();
+            let out = f(&mut entries)?;
+            cache.entries = std::sync::Arc::new(entries);
+            return Ok(out);
+        };
+        let mut out = None;
+        let (entries, stamp) = store.change(&mut |entries| {
+            out = Some(f(entries)?);
+            Ok(())
+        })?;
+        self.keep(std::sync::Arc::new(entries), stamp);
+        out.ok_or_else(|| ApprovalsError::Unavailable {
+            store: store.describe(),
+            message: "the store kept no change".to_owned(),
+        })
     }
 
-    /// Reads the file again when it changed since it was last read.
-    fn refresh(&self, cache: &mut Cache) -> Result<(), ApprovalsError> {
-        let Some(store) = &self.store else {
-            return Ok(());
+    /// The entries now: the copy, when the store says they did not change
+    /// since it was read, else read again (outside the cache's lock).
+    ///
+    /// Two lookups reading at once may keep their copies in either order:
+    /// an older copy kept last has an older stamp, which the store no
+    /// longer calls unchanged, so the next lookup reads again; no lookup
+    /// ever answers from a copy the store did not vouch for.
+    fn current(&self) -> Result<std::sync::Arc<Vec<SavedApproval>>, ApprovalsError> {
+        let (entries, stamp) = {
+            let cache = self.lock();
+            (std::sync::Arc::clone(&cache.entries), cache.stamp)
         };
-        if cache.stamp.is_some_and(|seen| store.unchanged_since(&seen)) {
-            return Ok(());
+        let Some(store) = &self.store else {
+            return Ok(entries);
+        };
+        if stamp.is_some_and(|seen| store.unchanged_since(&seen)) {
+            return Ok(entries);
         }
         let (entries, stamp) = store.read()?;
+        let entries = std::sync::Arc::new(entries);
+        self.keep(std::sync::Arc::clone(&entries), stamp);
+        Ok(entries)
+    }
+
+    /// Keeps `entries`, read or written at `stamp`, as the copy.
+    fn keep(&self, entries: std::sync::Arc<Vec<SavedApproval>>, stamp: Stamp) {
+        let mut cache = self.lock();
         cache.entries = entries;
         cache.stamp = Some(stamp);
-        Ok(())
     }
 }
 
@@ -1173,5 +1205,73 @@ mod tests {
         };
         assert!(mem.save(new("t", deep, None)).is_err());
         assert!(mem.list().unwrap().is_empty());
+    }
+
+    /// A store whose changes wait until the test lets them go on, as a
+    /// database that is slow to answer.
+    #[derive(Debug)]
+    struct Slow {
+        entries: Mutex<(Vec<SavedApproval>, u64)>,
+        entered: std::sync::mpsc::SyncSender<()>,
+        go: Mutex<std::sync::mpsc::Receiver<()>>,
+    }
+
+    impl Store for Slow {
+        fn describe(&self) -> String {
+            "slow".into()
+        }
+        fn unchanged_since(&self, seen: &Stamp) -> bool {
+            seen.as_version() == Some(self.entries.lock().1)
+        }
+        fn read(&self) -> Result<(Vec<SavedApproval>, Stamp), ApprovalsError> {
+            let (entries, version) = &*self.entries.lock();
+            Ok((entries.clone(), Stamp::version(*version)))
+        }
+        fn change(&self, f: Change<'_>) -> Result<(Vec<SavedApproval>, Stamp), ApprovalsError> {
+            self.entered.send(()).unwrap();
+            self.go.lock().recv().unwrap();
+            let (entries, version) = &mut *self.entries.lock();
+            f(entries)?;
+            *version += 1;
+            Ok((entries.clone(), Stamp::version(*version)))
+        }
+    }
+
+    #[test]
+    fn a_change_waiting_for_its_store_holds_up_no_lookup() {
+        let (entered, on_entry) = std::sync::mpsc::sync_channel(1);
+        let (go, gone) = std::sync::mpsc::channel();
+        let store = std::sync::Arc::new(Approvals::with_store(std::sync::Arc::new(Slow {
+            entries: Mutex::new((Vec::new(), 1)),
+            entered,
+            go: Mutex::new(gone),
+        })));
+        assert!(!found(&store, "t", &json!({})), "read once: cached");
+        let saving = {
+            let store = std::sync::Arc::clone(&store);
+            std::thread::spawn(move || store.save(new("t", Scope::AnyArguments, None)))
+        };
+        on_entry.recv().unwrap();
+        // The save waits inside the store: a lookup and a listing on
+        // another thread answer meanwhile, from the copy.
+        let (answered, answer) = std::sync::mpsc::channel();
+        {
+            let store = std::sync::Arc::clone(&store);
+            std::thread::spawn(move || {
+                let _ = answered.send((
+                    found(&store, "t", &json!({})),
+                    store.list().ok().map(|l| l.len()),
+                ));
+            });
+        }
+        // (A guard against a test that hangs, not a measure of speed.)
+        let looked_up = answer.recv_timeout(std::time::Duration::from_secs(60));
+        go.send(()).unwrap();
+        assert_eq!(
+            looked_up.expect("a lookup waited for a change in another thread"),
+            (false, Some(0))
+        );
+        saving.join().unwrap().unwrap();
+        assert!(found(&store, "t", &json!({})), "the change is kept");
     }
 }

@@ -42,7 +42,7 @@ use std::time::Duration;
 use criterion::{Criterion, criterion_group};
 use serde_json::{Value, json};
 use support::*;
-use toolhost_runtime::{CacheOptions, CallContext, EngineSettings, Runtime};
+use toolhost_runtime::{CallContext, Runtime, cache::CacheOptions, engine::EngineSettings};
 
 const ARGS: &str = r#"{"expression":"2*(3+4)"}"#;
 const CHILD_ENV: &str = "TOOLHOST_BENCH_CHILD_ARGS";
@@ -186,7 +186,7 @@ fn startup(c: &mut Criterion) {
         rt.block_on(async {
             let r = Runtime::builder()
                 // Fresh calls are measured, not the result cache.
-                .result_cache(toolhost_runtime::CacheOptions::disabled())
+                .result_cache(toolhost_runtime::cache::CacheOptions::disabled())
                 .plugin_dir(plugins_dir())
                 .cache_dir(cache_dir)
                 .build()
@@ -293,7 +293,7 @@ fn load_one(
     })
 }
 
-/// Plugins in other languages (`docs/benchmarks-log.md`, "Plugins in other
+/// Plugins in other languages (`docs/log.md`, "Plugins in other
 /// languages"): per language, the fresh-instance call with the pool's
 /// resident memory as it was (4 MiB), as it is (the default) and at 64 MiB, the
 /// reused instance, two concurrent callers (time per call, i.e. the inverse

@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 use support::*;
-use toolhost_runtime::{CallContext, EngineSettings, PluginSettings, Runtime};
+use toolhost_runtime::{CallContext, PluginSettings, Runtime, engine::EngineSettings};
 use toolhost_test_support::{copy_plugin, rss};
 
 const ARGS: &str = r#"{"expression":"2*(3+4)"}"#;
@@ -250,7 +250,7 @@ fn memory(o: &Options) {
     let runtime = rt.block_on(async {
         Runtime::builder()
             // Fresh calls are measured, not the result cache.
-            .result_cache(toolhost_runtime::CacheOptions::disabled())
+            .result_cache(toolhost_runtime::cache::CacheOptions::disabled())
             .plugin_dir(dir.path())
             .cache_dir(Some(cache.path().to_owned()))
             .engine_settings(engine)
@@ -314,7 +314,7 @@ fn main() {
     let cache = tempfile::tempdir().expect("a temp dir");
     let mut calc = PluginSettings::default();
     calc.limits.max_instances = o.max_instances;
-    let load = |options: toolhost_runtime::CacheOptions| {
+    let load = |options: toolhost_runtime::cache::CacheOptions| {
         rt.block_on(async {
             Runtime::builder()
                 .result_cache(options)
@@ -327,8 +327,8 @@ fn main() {
         })
     };
     // The defaults a user gets (the result cache on), and a row with it off.
-    let runtime = load(toolhost_runtime::CacheOptions::default());
-    let uncached = load(toolhost_runtime::CacheOptions::disabled());
+    let runtime = load(toolhost_runtime::cache::CacheOptions::default());
+    let uncached = load(toolhost_runtime::cache::CacheOptions::disabled());
     let check = rt
         .block_on(runtime.call_json("calculate", ARGS, CallContext::new()))
         .expect("calculate succeeds");

@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use support::*;
-use toolhost_runtime::{CacheOptions, CallContext, Runtime};
+use toolhost_runtime::{CallContext, Runtime, cache::CacheOptions};
 
 const ARGS: &str = r#"{"expression":"2*(3+4)"}"#;
 

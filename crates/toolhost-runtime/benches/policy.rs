@@ -68,7 +68,7 @@ fn calls(c: &mut Criterion) {
         rt.block_on(
             f(Runtime::builder()
                 // Fresh calls are measured, not the result cache.
-                .result_cache(toolhost_runtime::CacheOptions::disabled())
+                .result_cache(toolhost_runtime::cache::CacheOptions::disabled())
                 .plugin_dir(
                     built("plugins", "redact-secrets.wasm")
                         .parent()

@@ -57,7 +57,7 @@ fn reload(c: &mut Criterion) {
         rt.block_on(
             Runtime::builder()
                 // Fresh calls are measured, not the result cache.
-                .result_cache(toolhost_runtime::CacheOptions::disabled())
+                .result_cache(toolhost_runtime::cache::CacheOptions::disabled())
                 .plugin_dir(dir.path())
                 .cache_dir(Some(cache.path().to_owned()))
                 .watch(watch)
@@ -143,7 +143,7 @@ fn start(c: &mut Criterion) {
         rt.block_on(async {
             let r = Runtime::builder()
                 // Fresh calls are measured, not the result cache.
-                .result_cache(toolhost_runtime::CacheOptions::disabled())
+                .result_cache(toolhost_runtime::cache::CacheOptions::disabled())
                 .plugin_dir(dir)
                 .cache_dir(Some(cache.path().to_owned()))
                 .build()

@@ -27,8 +27,8 @@
 //! (`valgrind --tool=cachegrind --cache-sim=no` counts the instructions
 //! of a call exactly, whatever else the machine is doing).
 //!
-//! [`EngineSettings::memory_keep_resident`]: toolhost_runtime::EngineSettings::memory_keep_resident
-//! [`EngineSettings::pool_size`]: toolhost_runtime::EngineSettings::pool_size
+//! [`EngineSettings::memory_keep_resident`]: toolhost_runtime::engine::EngineSettings::memory_keep_resident
+//! [`EngineSettings::pool_size`]: toolhost_runtime::engine::EngineSettings::pool_size
 
 use std::time::{Duration, Instant};
 
@@ -52,11 +52,11 @@ async fn main() -> anyhow::Result<()> {
         .and_then(|i| rest.get(i + 1))
         .map_or(Ok(1), |v| v.parse())?;
     let cache = if rest.iter().any(|a| a == "--cache-off") {
-        toolhost_runtime::CacheOptions::disabled()
+        toolhost_runtime::cache::CacheOptions::disabled()
     } else {
-        toolhost_runtime::CacheOptions::default()
+        toolhost_runtime::cache::CacheOptions::default()
     };
-    let mut engine = toolhost_runtime::EngineSettings::default();
+    let mut engine = toolhost_runtime::engine::EngineSettings::default();
     if let Ok(mib) = std::env::var("KEEP_RESIDENT_MIB") {
         engine.memory_keep_resident = mib.parse::<usize>()? << 20;
     }

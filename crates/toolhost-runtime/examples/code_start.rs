@@ -13,7 +13,7 @@
 //!
 //! With `DIR`, a directory holding `run-code-js.wasm` (a componentize-js
 //! plugin whose tool `run_code_js` runs `new Function(code)()`; how it was
-//! built is in `docs/benchmarks-log.md`), its fresh call is timed the same
+//! built is in `docs/log.md`), its fresh call is timed the same
 //! way, for the choice of engine.
 
 use std::time::{Duration, Instant};

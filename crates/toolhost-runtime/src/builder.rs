@@ -13,14 +13,14 @@ use toolhost_policy::Policy;
 use crate::api::Linkers;
 use crate::catalog::Catalog;
 use crate::catalog::{DEFAULT_CACHE_GRACE, Sources};
-use crate::compile_cache::{CompileCache, default_cache_dir};
+use crate::compile_cache::{CacheKey, CompileCache, default_cache_dir};
 use crate::engine::{EngineSettings, EpochTicker, build_engine};
 use crate::error::RuntimeError;
 use crate::gate::Gate;
 use crate::grants::PluginSettings;
 use crate::hook_plugin::PluginHook;
 use crate::limits::Limits;
-use crate::lockfile::Lock;
+use crate::lockfile::{Lock, LockError};
 use crate::parts::Parts;
 use crate::permission::Approver;
 use crate::plugin::Loader;
@@ -60,6 +60,7 @@ pub struct RuntimeBuilder {
     engine: EngineSettings,
     settings: BTreeMap<String, PluginSettings>,
     cache_dir: Option<PathBuf>,
+    cache_key: Option<CacheKey>,
     max_queued_calls: usize,
     pins: BTreeMap<String, semver::VersionReq>,
     tool_owners: BTreeMap<String, String>,
@@ -78,6 +79,7 @@ pub struct RuntimeBuilder {
     tool_sources: Vec<Arc<dyn ToolSource>>,
     lock_file: Option<PathBuf>,
     accept_new_digests: bool,
+    locked: bool,
     result_cache: CacheOptions,
     ready_instances: bool,
 }
@@ -101,6 +103,7 @@ impl Default for RuntimeBuilder {
             engine: EngineSettings::default(),
             settings: BTreeMap::new(),
             cache_dir: default_cache_dir(),
+            cache_key: None,
             max_queued_calls: 1024,
             pins: BTreeMap::new(),
             tool_owners: BTreeMap::new(),
@@ -120,6 +123,7 @@ impl Default for RuntimeBuilder {
             ready_instances: true,
             lock_file: None,
             accept_new_digests: false,
+            locked: false,
             result_cache: CacheOptions::default(),
         }
     }
@@ -205,6 +209,22 @@ impl RuntimeBuilder {
     /// How long a changed file must be quiet before it is reloaded (75 ms by default).
     pub fn watch_debounce(mut self, debounce: Duration) -> Self {
         self.debounce = debounce;
+        self
+    }
+
+    /// Seals compile cache entries with the deployment's secret, so that
+    /// replicas (or users) can share a cache directory that someone else
+    /// could write: an entry not sealed with `key` is never loaded. Without
+    /// a key, an entry is loaded only when it and its directory belong to
+    /// this process's user and nobody else may write them (Linux).
+    ///
+    /// ```
+    /// use toolhost_runtime::{cache::CacheKey, Runtime};
+    /// let key = CacheKey::new(b"0123456789abcdef0123456789abcdef".to_vec()).unwrap();
+    /// let builder = Runtime::builder().cache_key(Some(key));
+    /// ```
+    pub fn cache_key(mut self, key: Option<CacheKey>) -> Self {
+        self.cache_key = key;
         self
     }
 
@@ -311,6 +331,32 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Production mode (`cargo --locked`'s sense): the lock file must exist
+    /// ([`RuntimeBuilder::build`] fails with [`LockError::Missing`], or
+    /// [`LockError::NoLockFile`] without [`lock_file`](Self::lock_file)), grants go only to the code it names, and it is never
+    /// written — no trust on first use, no [`Runtime::trust`]. For replicas
+    /// that ship a lock prepared ahead, read-only. Off by default; it wins
+    /// over [`accept_new_digests`](Self::accept_new_digests).
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let built = toolhost_runtime::Runtime::builder()
+    ///     .lock_file(dir.path().join("toolhost.lock"))
+    ///     .locked(true)
+    ///     .build()
+    ///     .await;
+    /// assert!(matches!(
+    ///     built,
+    ///     Err(toolhost_runtime::RuntimeError::Lock(toolhost_runtime::lockfile::LockError::Missing(_)))
+    /// ));
+    /// # })
+    /// ```
+    pub fn locked(mut self, locked: bool) -> Self {
+        self.locked = locked;
+        self
+    }
+
     /// The result cache of read-only, idempotent tools: on by default
     /// (1,000 entries, 32 MiB, 5 minutes); [`CacheOptions::disabled`]
     /// turns it off. Per plugin and per tool, the host's settings
@@ -318,7 +364,7 @@ impl RuntimeBuilder {
     /// TTL. See [`CacheOptions`].
     ///
     /// ```
-    /// use toolhost_runtime::{CacheOptions, Runtime};
+    /// use toolhost_runtime::{cache::CacheOptions, Runtime};
     /// let builder = Runtime::builder().result_cache(CacheOptions::disabled());
     /// # let _ = builder;
     /// ```
@@ -350,9 +396,15 @@ impl RuntimeBuilder {
         let engine = build_engine(&self.engine)?;
         let linkers = Linkers::new(&engine).map_err(|e| RuntimeError::Engine(e.into()))?;
         let ticker = EpochTicker::start(&engine)?;
-        let cache = Arc::new(CompileCache::new(&engine, self.cache_dir.clone()));
+        let cache = Arc::new(CompileCache::new(
+            &engine,
+            self.cache_dir.clone(),
+            self.cache_key.clone(),
+        ));
         let lock = match &self.lock_file {
+            Some(path) if self.locked => Lock::open_locked(path)?,
             Some(path) => Lock::open(path, self.accept_new_digests)?,
+            None if self.locked => return Err(LockError::NoLockFile.into()),
             None => Lock::none(),
         };
         let loader = Loader {

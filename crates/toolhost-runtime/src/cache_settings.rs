@@ -12,7 +12,7 @@ use crate::api::types::Annotations;
 
 /// Caching of one plugin's results, as the host's settings
 /// (`[plugins.NAME.cache]`, [`PluginSettings::cache`](crate::PluginSettings::cache))
-/// or the plugin's manifest (`[cache]`, [`Manifest::cache`](crate::Manifest::cache))
+/// or the plugin's manifest (`[cache]`, [`Manifest::cache`](crate::manifest::Manifest::cache))
 /// say it. Only tools annotated read-only *and* idempotent are ever cached;
 /// these settings can only keep results out or change how long they stay.
 /// The host's TTL may go either way from the runtime's default; a
@@ -26,7 +26,7 @@ use crate::api::types::Annotations;
 /// ```
 ///
 /// ```
-/// use toolhost_runtime::CacheSettings;
+/// use toolhost_runtime::cache::CacheSettings;
 /// let s: CacheSettings = toml::from_str("ttl-ms = 1000\ntools.list_dir = { enabled = false }").unwrap();
 /// assert_eq!(s.ttl_ms, Some(1000));
 /// assert_eq!(s.tools["list_dir"].enabled, Some(false));

@@ -140,7 +140,7 @@ pub struct LoadFailure {
 /// reaches its user once.
 ///
 /// ```
-/// let filter = format!("warn,{}=off", toolhost_runtime::LOAD_PROBLEMS_TARGET);
+/// let filter = format!("warn,{}=off", toolhost_runtime::load::LOAD_PROBLEMS_TARGET);
 /// # let _ = filter;
 /// ```
 pub const LOAD_PROBLEMS_TARGET: &str = "toolhost_runtime::load_problems";
@@ -346,6 +346,10 @@ impl std::fmt::Display for PluginEvent {
 pub(crate) struct Files {
     pub(crate) loaded: BTreeMap<PathBuf, Arc<Plugin>>,
     pub(crate) failed: BTreeMap<PathBuf, LoadError>,
+    /// What each file (with its manifest) held when it was last loaded,
+    /// whether that load worked or not: a watcher event for a file whose
+    /// contents are the same again reloads nothing.
+    pub(crate) seen: BTreeMap<PathBuf, Fingerprint>,
     pub(crate) from_sources: BTreeMap<String, (Arc<Plugin>, Vec<String>)>,
 }
 
@@ -376,6 +380,29 @@ pub(crate) fn follow(
                 catalog.refresh_sources(Some(&name)).await;
             }
         });
+    }
+}
+
+/// The sha256 of a plugin file's bytes and of its manifest's (or of its
+/// absence): what a load read, to compare with what the file holds now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Fingerprint([u8; 32]);
+
+impl Fingerprint {
+    /// `None` when the component cannot be read (gone, mid-rename).
+    pub(crate) async fn of(component: &std::path::Path) -> Option<Fingerprint> {
+        use sha2::{Digest, Sha256};
+        let bytes = tokio::fs::read(component).await.ok()?;
+        let manifest = tokio::fs::read(crate::manifest::Manifest::path_for(component))
+            .await
+            .ok();
+        let mut hash = Sha256::new();
+        hash.update(Sha256::digest(&bytes));
+        match manifest {
+            Some(text) => hash.update(Sha256::digest(&text)),
+            None => hash.update([0u8]),
+        }
+        Some(Fingerprint(hash.finalize().into()))
     }
 }
 

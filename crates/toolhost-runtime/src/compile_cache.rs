@@ -7,6 +7,20 @@
 //! entry is detected, recompiled and rewritten, never fatal. Entries are
 //! written to a temporary file and renamed into place, so a reader never sees
 //! a half-written one.
+//!
+//! Loading an entry runs the native code in it, so an entry is read only
+//! when this host can tell it wrote it (issue 59: anyone who can write a
+//! cache volume shared by replicas would otherwise run code in each):
+//!
+//! - with a cache key (`TOOLHOST_CACHE_KEY`, a secret the deployment holds,
+//!   [`RuntimeBuilder::cache_key`](crate::RuntimeBuilder::cache_key)), the
+//!   leading 32 bytes are an HMAC-SHA256 of the payload under that key, and
+//!   an entry whose MAC does not verify is recompiled and rewritten — the
+//!   same one pass over the bytes as the plain checksum;
+//! - without one, the leading bytes are the payload's SHA-256 and, on Linux,
+//!   an entry is read only when it and its directory belong to this
+//!   process's user and nobody else may write them; elsewhere the directory
+//!   is trusted as the user's own.
 
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
@@ -14,6 +28,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use hmac::{Hmac, KeyInit, Mac};
 use sha2::{Digest, Sha256};
 use wasmtime::Engine;
 use wasmtime::component::Component;
@@ -25,6 +40,8 @@ const CHECKSUM_LEN: usize = 32;
 pub(crate) struct CompileCache {
     dir: Option<PathBuf>,
     engine_hash: [u8; 32],
+    /// The deployment's cache key, when it has one.
+    key: Option<CacheKey>,
     pub(crate) compiled: AtomicU64,
     pub(crate) cache_hits: AtomicU64,
 }
@@ -42,13 +59,19 @@ impl Hasher for ShaHasher {
 }
 
 impl CompileCache {
-    /// A cache in `dir` (created on first write), or none at all.
-    pub(crate) fn new(engine: &Engine, dir: Option<PathBuf>) -> CompileCache {
+    /// A cache in `dir` (created on first write), or none at all; its
+    /// entries sealed with `key` when there is one.
+    pub(crate) fn new(
+        engine: &Engine,
+        dir: Option<PathBuf>,
+        key: Option<CacheKey>,
+    ) -> CompileCache {
         let mut h = ShaHasher(Sha256::new());
         engine.precompile_compatibility_hash().hash(&mut h);
         CompileCache {
             dir,
             engine_hash: h.0.finalize().into(),
+            key,
             compiled: AtomicU64::new(0),
             cache_hits: AtomicU64::new(0),
         }
@@ -154,18 +177,35 @@ impl CompileCache {
                 return None;
             }
         };
-        if bytes.len() < CHECKSUM_LEN
-            || bytes[..CHECKSUM_LEN] != Sha256::digest(&bytes[CHECKSUM_LEN..])[..]
+        let Some((seal, payload)) = bytes.split_at_checked(CHECKSUM_LEN) else {
+            tracing::warn!(entry = %entry.display(), "corrupt cache entry (too short), recompiling");
+            return None;
+        };
+        let sealed = match &self.key {
+            Some(key) => key.verifies(payload, seal),
+            None => seal == &Sha256::digest(payload)[..],
+        };
+        if !sealed {
+            let what = if self.key.is_some() {
+                "not sealed with this deployment's cache key"
+            } else {
+                "checksum mismatch"
+            };
+            tracing::warn!(entry = %entry.display(), "corrupt cache entry ({what}), recompiling");
+            return None;
+        }
+        if self.key.is_none()
+            && let Err(why) = owned_by_this_user(entry)
         {
-            tracing::warn!(entry = %entry.display(), "corrupt cache entry (checksum mismatch), recompiling");
+            tracing::warn!(entry = %entry.display(), "a cache entry this host cannot tell it wrote ({why}), recompiling in memory; set TOOLHOST_CACHE_KEY to share a cache between users or replicas");
             return None;
         }
         // SAFETY: the payload is exactly what `Component::serialize` wrote for
-        // this engine configuration (the file name binds it to the engine's
-        // compatibility hash and the checksum to its bytes), in a directory
-        // that belongs to the host, not to plugins.
+        // this engine configuration: the file name binds it to the engine's
+        // compatibility hash, and either the deployment's key seals it or it
+        // sits, with its checksum, where only this user could have written it.
         #[allow(unsafe_code)]
-        let component = unsafe { Component::deserialize(engine, &bytes[CHECKSUM_LEN..]) };
+        let component = unsafe { Component::deserialize(engine, payload) };
         match component {
             Ok(c) => Some(c),
             Err(e) => {
@@ -181,12 +221,103 @@ impl CompileCache {
         let mut tmp = tempfile_in(dir)?;
         {
             use std::io::Write;
-            tmp.write_all(&Sha256::digest(&payload))?;
+            match &self.key {
+                Some(key) => tmp.write_all(&key.seal(&payload))?,
+                None => tmp.write_all(&Sha256::digest(&payload))?,
+            }
             tmp.write_all(&payload)?;
             tmp.as_file().sync_data()?;
         }
         tmp.persist(entry).map(drop).map_err(|e| e.error)
     }
+}
+
+/// The secret that seals compile cache entries (at least 32 bytes): what
+/// lets replicas share a cache volume that someone else might write.
+///
+/// ```
+/// let key = toolhost_runtime::cache::CacheKey::new(b"a secret of at least 32 bytes, from a vault".to_vec());
+/// assert!(key.is_ok());
+/// assert!(toolhost_runtime::cache::CacheKey::new(b"short".to_vec()).is_err());
+/// ```
+#[derive(Clone)]
+pub struct CacheKey(Vec<u8>);
+
+impl std::fmt::Debug for CacheKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CacheKey(..)")
+    }
+}
+
+/// A cache key shorter than [`CacheKey::MIN_LEN`] bytes.
+#[derive(Debug, thiserror::Error)]
+#[error("a compile cache key needs at least {min} bytes, this one has {len}", min = CacheKey::MIN_LEN)]
+pub struct CacheKeyTooShort {
+    /// How many bytes it has.
+    pub len: usize,
+}
+
+impl CacheKey {
+    /// The fewest bytes a key may have.
+    pub const MIN_LEN: usize = 32;
+
+    /// A key from the deployment's secret.
+    pub fn new(secret: Vec<u8>) -> Result<CacheKey, CacheKeyTooShort> {
+        if secret.len() < Self::MIN_LEN {
+            return Err(CacheKeyTooShort { len: secret.len() });
+        }
+        Ok(CacheKey(secret))
+    }
+
+    fn mac(&self) -> Hmac<Sha256> {
+        // An HMAC takes a key of any length.
+        <Hmac<Sha256> as KeyInit>::new_from_slice(&self.0).unwrap_or_else(|_| unreachable!())
+    }
+
+    fn seal(&self, payload: &[u8]) -> [u8; CHECKSUM_LEN] {
+        let mut mac = self.mac();
+        mac.update(payload);
+        mac.finalize().into_bytes().into()
+    }
+
+    /// Whether `seal` is this key's MAC of `payload` (in constant time).
+    fn verifies(&self, payload: &[u8], seal: &[u8]) -> bool {
+        let mut mac = self.mac();
+        mac.update(payload);
+        mac.verify_slice(seal).is_ok()
+    }
+}
+
+/// Whether `entry` and its directory belong to this process's user with
+/// nobody else allowed to write them (Linux; elsewhere, always).
+#[cfg(target_os = "linux")]
+fn owned_by_this_user(entry: &Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let me = rustix::process::geteuid().as_raw();
+    let dir = entry.parent().unwrap_or(Path::new("."));
+    for path in [dir, entry] {
+        let meta = std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        if meta.uid() != me {
+            return Err(format!(
+                "{} belongs to uid {}, this host runs as {me}",
+                path.display(),
+                meta.uid()
+            ));
+        }
+        if meta.mode() & 0o022 != 0 {
+            return Err(format!(
+                "{} may be written by others (mode {:o})",
+                path.display(),
+                meta.mode() & 0o777
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn owned_by_this_user(_entry: &Path) -> Result<(), String> {
+    Ok(())
 }
 
 /// How long ago `path` was last modified.
@@ -253,9 +384,12 @@ mod tests {
         config.epoch_interruption(true);
         let other = Engine::new(&config).unwrap();
         let bytes = b"\0asm not really a component";
-        let a = CompileCache::new(&plain, None);
-        let b = CompileCache::new(&other, None);
-        assert_eq!(a.key(bytes), CompileCache::new(&plain, None).key(bytes));
+        let a = CompileCache::new(&plain, None, None);
+        let b = CompileCache::new(&other, None, None);
+        assert_eq!(
+            a.key(bytes),
+            CompileCache::new(&plain, None, None).key(bytes)
+        );
         assert_ne!(
             a.key(bytes),
             b.key(bytes),

@@ -106,7 +106,7 @@ pub(crate) fn build_engine(s: &EngineSettings) -> Result<Engine, RuntimeError> {
 /// After this returns, the opening is done in this process.
 ///
 /// ```
-/// toolhost_runtime::settle_before_fork();
+/// toolhost_runtime::engine::settle_before_fork();
 /// let status = std::process::Command::new("true").status();
 /// # let _ = status;
 /// ```

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use toolhost_hooks::ErrorKind;
+pub use toolhost_hooks::ErrorKind;
 
 /// A host-level failure of the runtime itself (not of one plugin).
 #[derive(Debug, thiserror::Error)]
@@ -411,7 +411,7 @@ impl CallError {
     /// fault, the hook, the reason.
     ///
     /// ```
-    /// use toolhost_runtime::{ArgumentIssue, CallError};
+    /// use toolhost_runtime::{error::ArgumentIssue, CallError};
     ///
     /// let err = CallError::InvalidArguments {
     ///     tool: "calculate".into(),

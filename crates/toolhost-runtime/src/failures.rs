@@ -24,7 +24,7 @@
 //! }
 //! ```
 
-use crate::{CallEvent, CallPhase};
+use crate::feed::{CallEvent, CallPhase};
 use serde::{Deserialize, Serialize};
 
 /// The longest tool name, outcome, rule or replica name a [`Failure`]

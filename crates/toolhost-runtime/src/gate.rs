@@ -17,7 +17,7 @@ use toolhost_policy::approvals::Approvals;
 use toolhost_policy::{Policy, PolicyError, SessionToggles};
 
 use crate::permission::Approver;
-use crate::registry::ToolInfo;
+use crate::tool::ToolInfo;
 
 /// The policy, its per-session toggles, the hooks and the approver, shared
 /// by every call.
@@ -29,8 +29,9 @@ pub(crate) struct Gate {
     approver: Option<Arc<dyn Approver>>,
     /// With no approver: `true` allows what the policy asks about, `false` denies it.
     allow_asks_without_approver: bool,
-    /// The "allow always" answers, narrow and revocable.
-    approvals: Approvals,
+    /// The "allow always" answers, narrow and revocable (shared with the
+    /// blocking threads that save them).
+    approvals: Arc<Approvals>,
 }
 
 impl Gate {
@@ -47,13 +48,18 @@ impl Gate {
             hooks,
             approver,
             allow_asks_without_approver,
-            approvals,
+            approvals: Arc::new(approvals),
         }
     }
 
     /// The saved approvals.
     pub(crate) fn approvals(&self) -> &Approvals {
         &self.approvals
+    }
+
+    /// The saved approvals, for a blocking thread that changes them.
+    pub(crate) fn shared_approvals(&self) -> Arc<Approvals> {
+        Arc::clone(&self.approvals)
     }
 
     /// The policy in force.

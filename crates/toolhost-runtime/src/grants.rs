@@ -6,12 +6,10 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::limits::LimitOverrides;
-
 /// What the host grants one plugin, plus its limit overrides and config values.
 ///
 /// ```
-/// use toolhost_runtime::{DirGrant, HostPattern, PluginSettings};
+/// use toolhost_runtime::{DirGrant, grants::HostPattern, PluginSettings};
 ///
 /// let mut fs = PluginSettings::default();
 /// fs.dirs.push(DirGrant::read_only("."));
@@ -44,15 +42,15 @@ pub struct PluginSettings {
     #[serde(default, rename = "call-tools", skip_serializing_if = "Vec::is_empty")]
     pub call_tools: Vec<String>,
     /// Bounds of the calls one call of the plugin makes
-    /// (`[plugins.NAME.call-bounds]`; see [`CallBounds`](crate::CallBounds)).
+    /// (`[plugins.NAME.call-bounds]`; see [`CallBounds`](crate::grants::CallBounds)).
     #[serde(
         default,
         rename = "call-bounds",
-        skip_serializing_if = "crate::call::nested::CallBounds::is_default"
+        skip_serializing_if = "crate::plugin_calls::CallBounds::is_default"
     )]
-    pub call_bounds: crate::call::nested::CallBounds,
+    pub call_bounds: crate::plugin_calls::CallBounds,
     /// Caching of its results: opt-outs and TTLs, per plugin and per tool
-    /// (`[plugins.NAME.cache]`; see [`CacheSettings`](crate::CacheSettings)).
+    /// (`[plugins.NAME.cache]`; see [`CacheSettings`](crate::cache::CacheSettings)).
     #[serde(
         default,
         skip_serializing_if = "crate::cache_settings::CacheSettings::is_empty"
@@ -101,4 +99,6 @@ impl DirGrant {
     }
 }
 
+pub use crate::limits::{LimitOverrides, Limits};
+pub use crate::plugin_calls::CallBounds;
 pub use toolhost_patterns::{HostPattern, HostPatternError};

@@ -197,10 +197,10 @@ async fn resolve(host: &str, port: u16) -> Result<Vec<std::net::IpAddr>, String>
 /// (`localhost`, `*.corp.example`) is not a grant of the internal network
 /// behind it.
 ///
-/// Plain HTTP then connects to the first address checked ([`pin_to`]), so a
-/// DNS server that answers differently the second time (DNS rebinding)
-/// gets no second question; HTTPS connects by name and relies on the
-/// certificate (docs/security.md).
+/// Both plain HTTP and HTTPS then connect to the first address checked
+/// (`http_connect.rs`), so a DNS server that answers differently the second
+/// time (DNS rebinding) gets no second question; HTTPS keeps the request's
+/// name for SNI and the certificate check (docs/security/plugins.md).
 fn refuse_internal(
     uri: &http::Uri,
     found: Result<Vec<std::net::IpAddr>, String>,

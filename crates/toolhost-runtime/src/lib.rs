@@ -26,98 +26,110 @@
 //! # Ok(()) }
 //! ```
 
-#[cfg(feature = "agent")]
-mod agent_tools;
 mod api;
 mod builder;
 mod cache_settings;
 mod call;
 mod catalog;
 mod compile_cache;
-mod engine;
-mod error;
+pub mod engine;
+pub mod error;
 pub mod failures;
+pub mod feed;
 mod floor;
 mod gate;
-mod grants;
+pub mod grants;
 mod hook_plugin;
 mod http;
 mod http_connect;
-mod limits;
-mod lockfile;
-mod manifest;
+pub mod limits;
+pub mod lockfile;
+pub mod manifest;
 pub mod operator;
 mod parts;
-mod permission;
+pub mod permission;
 mod plugin;
+mod plugin_calls;
 mod pool;
-#[cfg(feature = "agent")]
-mod read_var;
 mod ready;
 mod refill;
 mod registry;
 mod reload;
 mod result_cache;
-mod reuse;
+pub mod reuse;
 mod runtime;
 mod sandbox;
 mod scratch;
 mod shown_args;
-mod source;
+pub mod source;
 mod source_plugin;
+mod tool;
 mod watch;
 
+// What nearly every embedder names. The rest is in the public modules
+// below, one per concept (as wasmtime-wasi keeps its root to a few
+// names and the rest in modules).
 /// The newest `toolhost:plugin` version this host has bindings for (what
 /// `wit/plugin.wit` declares).
 pub use api::latest::VERSION as CONTRACT_VERSION;
-pub use api::{Annotations, PACKAGE as CONTRACT_PACKAGE, supported_versions};
 pub use builder::RuntimeBuilder;
-pub use cache_settings::{CacheSettings, ToolCacheSettings};
 pub use call::access::Access;
-pub use call::explain::{Explanation, HookMatch, PathGrant, Verdict};
-pub use call::named::{MAX_SHOWN_NAME_CHARS, shown_name};
-pub use call::nested::CallBounds;
-pub use call::watch::{CallEvent, CallPhase, StepTiming};
-pub use call::{CallContext, StepSink, ToolResult};
-pub use catalog::{
-    DEFAULT_CACHE_GRACE, LOAD_PROBLEMS_TARGET, LoadFailure, LoadReport, PluginEvent,
-};
-pub use compile_cache::default_cache_dir;
-pub use engine::{EPOCH_TICK, EngineSettings, settle_before_fork};
-pub use error::{ArgumentIssue, CallError, LoadError, RuntimeError, SandboxFault, ToolErrorKind};
+pub use call::{CallContext, StepSink};
+pub use error::{CallError, LoadError, RuntimeError};
 #[doc(hidden)]
 pub use floor::BareWasmtime;
-pub use grants::{DirAccess, DirGrant, HostPattern, HostPatternError, PluginSettings};
-pub use limits::{LimitOverrides, Limits};
-pub use lockfile::{
-    GrantState, InstallRecord, LockEntry, LockError, default_lock_file, digest_of, lock_entry,
-    record_install,
-};
-pub use manifest::{Capabilities, DirRequest, Manifest, ToolManifest};
-pub use permission::{
-    ApprovalAnswer, ApprovalFuture, ApprovalOf, Approver, CallApproval, CallApprovalRequest,
-    CallStep, FormAnswer, FormRequest, ResultApproval, ResultApprovalRequest,
-};
-pub use plugin::{DESCRIBE_TIMEOUT, MAX_DESCRIBE_BYTES, MAX_TOOLS, is_valid_tool_name};
-#[cfg(feature = "agent")]
-pub use read_var::{BUILTIN_SOURCE, read_var_source};
-pub use registry::{Granted, PluginInfo, PluginKind, RESERVED_TOOL_NAMES, ReadyInfo, ToolInfo};
-pub use result_cache::{CacheOptions, CacheStats};
-pub use reuse::ReusedInstance;
+pub use grants::{DirGrant, PluginSettings};
+pub use limits::Limits;
+pub use permission::Approver;
+pub use registry::PluginInfo;
 pub use runtime::Runtime;
 pub use sandbox::ProgressSink;
-pub use shown_args::{MAX_SHOWN_ARGUMENTS, MAX_SHOWN_VALUE_CHARS, ShownArgument, ShownArguments};
-pub use source::{
-    SourceCall, SourceError, SourceFuture, SourceOutcome, SourceProgress, SourceState,
-    SourceStatus, SourceTool, ToolSource,
-};
+pub use source::ToolSource;
+pub use tool::{ToolInfo, ToolResult};
 /// A result's content blocks, their limits and checks (re-exported from
 /// `toolhost-content`).
 pub use toolhost_content as content;
 pub use toolhost_content::Content;
 /// Hooks before and after every call (re-exported from `toolhost-hooks`).
 pub use toolhost_hooks as hooks;
-pub use toolhost_hooks::ErrorKind;
 /// The permission rules (re-exported from `toolhost-policy`).
 pub use toolhost_policy as policy;
-pub use watch::DEFAULT_DEBOUNCE;
+
+/// The plugin contract: its package, the versions this host loads, and
+/// what a plugin may declare.
+pub mod contract {
+    pub use crate::CONTRACT_VERSION as VERSION;
+    pub use crate::api::{Annotations, PACKAGE, supported_versions};
+    pub use crate::plugin::{DESCRIBE_TIMEOUT, MAX_DESCRIBE_BYTES, MAX_TOOLS, is_valid_tool_name};
+    pub use crate::registry::RESERVED_TOOL_NAMES;
+}
+
+/// Loading plugins: what a load or a reload reports, what a plugin is and
+/// what it was granted.
+pub mod load {
+    pub use crate::catalog::{LOAD_PROBLEMS_TARGET, LoadFailure, LoadReport, PluginEvent};
+    pub use crate::registry::{Granted, PluginInfo, PluginKind, ReadyInfo};
+    pub use crate::watch::DEFAULT_DEBOUNCE;
+}
+
+/// Caches: compiled components on disk, and results of read-only tools.
+pub mod cache {
+    pub use crate::cache_settings::{CacheSettings, ToolCacheSettings};
+    pub use crate::catalog::DEFAULT_CACHE_GRACE;
+    pub use crate::compile_cache::{CacheKey, CacheKeyTooShort, default_cache_dir};
+    pub use crate::result_cache::{CacheOptions, CacheStats};
+}
+
+/// [`Runtime::explain`]: what a call would meet, without running it.
+pub mod explain {
+    pub use crate::call::explain::{Explanation, HookMatch, PathGrant, Verdict};
+}
+
+/// What the host shows of what a caller or a model sent: names and
+/// arguments bounded and made safe to print.
+pub mod shown {
+    pub use crate::call::named::{MAX_SHOWN_NAME_CHARS, shown_name};
+    pub use crate::shown_args::{
+        MAX_SHOWN_ARGUMENTS, MAX_SHOWN_VALUE_CHARS, ShownArgument, ShownArguments,
+    };
+}

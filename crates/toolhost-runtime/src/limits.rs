@@ -101,7 +101,7 @@ impl Limits {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use toolhost_runtime::{LimitOverrides, Limits};
+    /// use toolhost_runtime::{grants::LimitOverrides, Limits};
     ///
     /// let host = Limits { timeout: Duration::from_secs(2), ..Limits::default() };
     /// let asks = LimitOverrides { timeout_ms: Some(3_600_000), memory_mb: Some(16), ..Default::default() };

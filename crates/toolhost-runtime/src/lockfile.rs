@@ -46,8 +46,8 @@ use sha2::{Digest, Sha256};
 /// machine has no home directory.
 ///
 /// ```
-/// let a = toolhost_runtime::default_lock_file(std::path::Path::new("/srv/tools"));
-/// let b = toolhost_runtime::default_lock_file(std::path::Path::new("/srv/tools/"));
+/// let a = toolhost_runtime::lockfile::default_lock_file(std::path::Path::new("/srv/tools"));
+/// let b = toolhost_runtime::lockfile::default_lock_file(std::path::Path::new("/srv/tools/"));
 /// assert_eq!(a, b);
 /// if let Some(path) = a {
 ///     assert!(path.file_name().unwrap().to_str().unwrap().starts_with("tools-"));
@@ -84,7 +84,7 @@ pub fn default_lock_file(dir: &Path) -> Option<PathBuf> {
 /// as the lock file records it.
 ///
 /// ```
-/// assert!(toolhost_runtime::digest_of(b"\0asm").starts_with("sha256:"));
+/// assert!(toolhost_runtime::lockfile::digest_of(b"\0asm").starts_with("sha256:"));
 /// ```
 pub fn digest_of(bytes: &[u8]) -> String {
     format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
@@ -117,6 +117,11 @@ pub enum GrantState {
         /// The name of its file, without `.wasm`.
         file: String,
     },
+    /// The lock file is locked ([`RuntimeBuilder::locked`](crate::RuntimeBuilder::locked),
+    /// `host --locked`) and names no code for this plugin: it runs without
+    /// its grants, and nothing is recorded (trust is prepared ahead, where
+    /// the lock is made, never at a replica's first use).
+    NotInLock,
 }
 
 impl GrantState {
@@ -142,6 +147,10 @@ impl std::fmt::Display for GrantState {
                 f,
                 "WITHHELD: its file is {file}.wasm, and grants go only to the file named for \
                  the plugin (NAME.wasm or NAME@VERSION.wasm)"
+            ),
+            GrantState::NotInLock => f.write_str(
+                "WITHHELD: the lock file is locked and names no code for it; trust it with \
+                 `host trust` where the lock file is prepared",
             ),
         }
     }
@@ -185,6 +194,18 @@ pub enum LockError {
     /// [`Runtime::trust`](crate::Runtime::trust) without a lock file.
     #[error("this runtime has no lock file")]
     NoLockFile,
+    /// A locked runtime's lock file is not there: it refuses to start
+    /// rather than trust on first use.
+    #[error(
+        "lock file {0} is missing, and it is locked (--locked, TOOLHOST_LOCKED): prepare it \
+         with `host trust NAME` and ship it read-only with the plugins"
+    )]
+    Missing(PathBuf),
+    /// A locked lock file is never written.
+    #[error(
+        "lock file {0} is locked (--locked, TOOLHOST_LOCKED): trust plugins where it is prepared"
+    )]
+    Locked(PathBuf),
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -231,7 +252,7 @@ pub struct InstallRecord {
 /// `host trust` does, with its version, source and signer beside it.
 ///
 /// ```no_run
-/// use toolhost_runtime::{InstallRecord, record_install};
+/// use toolhost_runtime::{lockfile::InstallRecord, lockfile::record_install};
 ///
 /// record_install(
 ///     std::path::Path::new("toolhost.lock"),
@@ -243,7 +264,7 @@ pub struct InstallRecord {
 ///         signer: None,
 ///     },
 /// )?;
-/// # Ok::<(), toolhost_runtime::LockError>(())
+/// # Ok::<(), toolhost_runtime::lockfile::LockError>(())
 /// ```
 pub fn record_install(path: &Path, record: &InstallRecord) -> Result<(), LockError> {
     let lock = Lock::open(path, false)?;
@@ -266,7 +287,7 @@ pub fn record_install(path: &Path, record: &InstallRecord) -> Result<(), LockErr
 /// ```
 /// let dir = tempfile::tempdir()?;
 /// let lock = dir.path().join("toolhost.lock");
-/// assert!(toolhost_runtime::lock_entry(&lock, "calc")?.is_none());
+/// assert!(toolhost_runtime::lockfile::lock_entry(&lock, "calc")?.is_none());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn lock_entry(path: &Path, name: &str) -> Result<Option<LockEntry>, LockError> {
@@ -324,6 +345,9 @@ fn write_lock(path: &Path, entries: &LockFile) -> Result<(), LockError> {
 pub(crate) struct Lock {
     path: Option<PathBuf>,
     accept_new: bool,
+    /// Read only: a plugin it does not name gets no grants, and nothing is
+    /// recorded.
+    locked: bool,
     entries: Mutex<LockFile>,
 }
 
@@ -333,6 +357,7 @@ impl Lock {
         Lock {
             path: None,
             accept_new: false,
+            locked: false,
             entries: Mutex::new(LockFile::default()),
         }
     }
@@ -355,8 +380,20 @@ impl Lock {
         Ok(Lock {
             path: Some(path.to_owned()),
             accept_new,
+            locked: false,
             entries: Mutex::new(entries),
         })
+    }
+
+    /// The lock file at `path`, read only: it must exist, grants go only to
+    /// the code it names, and it is never written.
+    pub(crate) fn open_locked(path: &Path) -> Result<Lock, LockError> {
+        if !path.is_file() {
+            return Err(LockError::Missing(path.to_owned()));
+        }
+        let mut lock = Lock::open(path, false)?;
+        lock.locked = true;
+        Ok(lock)
     }
 
     /// Whether plugin `name` with `digest` gets its grants (`has_grants`:
@@ -371,9 +408,10 @@ impl Lock {
         }
         match self.entries.lock().plugins.get(name) {
             Some(e) if e.digest == digest => GrantState::Active,
-            Some(e) if !self.accept_new => GrantState::Withheld {
+            Some(e) if !self.accept_new || self.locked => GrantState::Withheld {
                 trusted: e.digest.clone(),
             },
+            None if self.locked => GrantState::NotInLock,
             _ => GrantState::FirstUse,
         }
     }
@@ -383,6 +421,9 @@ impl Lock {
         let Some(path) = &self.path else {
             return Err(LockError::NoLockFile);
         };
+        if self.locked {
+            return Err(LockError::Locked(path.clone()));
+        }
         let mut entries = self.entries.lock();
         if entries
             .plugins

@@ -60,7 +60,7 @@ pub struct Manifest {
     pub config: BTreeMap<String, String>,
     /// Caching of its tools' results: a manifest may opt tools out or
     /// shorten their TTL, never more than the host allows (see
-    /// [`CacheSettings`](crate::CacheSettings)).
+    /// [`CacheSettings`](crate::cache::CacheSettings)).
     #[serde(
         default,
         skip_serializing_if = "crate::cache_settings::CacheSettings::is_empty"
@@ -123,7 +123,7 @@ pub enum DirRequest {
 /// console show it.
 ///
 /// ```
-/// let c = toolhost_runtime::Capabilities { hosts: vec!["example.com".into()], ..Default::default() };
+/// let c = toolhost_runtime::manifest::Capabilities { hosts: vec!["example.com".into()], ..Default::default() };
 /// assert_eq!(c.to_string(), "dirs=none hosts=[example.com] env=[]");
 /// ```
 impl std::fmt::Display for Capabilities {

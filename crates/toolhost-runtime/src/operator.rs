@@ -624,13 +624,18 @@ fn deliver(inner: &Inner, id: u64, answer: Answer) -> Result<(), QueueError> {
         }
         waiting.remove(&id).ok_or(QueueError::NotWaiting(id))?
     };
-    inner.store.release(id);
-    let _ = inner.changed.send(());
     tracing::info!(id, ?answer, "the operator answered");
-    waiting
+    // The answer first, then the store's release: a call that has not yet
+    // shown its ask to the store finds its answer and never shows it (it
+    // would otherwise show it after the release, and the ask would stay
+    // listed on every replica with no call behind it).
+    let sent = waiting
         .reply
         .send(answer)
-        .map_err(|_| QueueError::NotWaiting(id))
+        .map_err(|_| QueueError::NotWaiting(id));
+    inner.store.release(id);
+    let _ = inner.changed.send(());
+    sent
 }
 
 fn unix_ms() -> u64 {
@@ -729,6 +734,7 @@ mod tests {
             let request = CallApprovalRequest {
                 tool: "calculate",
                 plugin: "calc",
+                digest: "sha256:test",
                 args: &args,
                 reasons: &[],
                 session_id: None,
@@ -767,6 +773,7 @@ mod tests {
                 let request = CallApprovalRequest {
                     tool: "read_file",
                     plugin: "fs",
+                    digest: "sha256:test",
                     args: &args,
                     reasons: &[],
                     session_id: None,
@@ -951,6 +958,7 @@ mod tests {
         let q = Question::of_call(&CallApprovalRequest {
             tool: "t",
             plugin: "p",
+            digest: "sha256:test",
             args: &args,
             reasons: &reasons,
             session_id: None,

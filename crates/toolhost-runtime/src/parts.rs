@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
-use crate::call::watch::Feed;
 use crate::catalog::Catalog;
+use crate::feed::Feed;
 use crate::gate::Gate;
 use crate::pool::Pool;
 use crate::result_cache::ResultCache;

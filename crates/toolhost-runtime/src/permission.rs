@@ -20,6 +20,13 @@ pub struct CallApprovalRequest<'a> {
     pub tool: &'a str,
     /// The plugin that provides it.
     pub plugin: &'a str,
+    /// That plugin's digest (`sha256:` of its component's bytes; for
+    /// another tool source, the identity it gives its tools): the build an
+    /// answer is about. An approver that keeps an answer (a saved
+    /// approval, a 2026-07-28 round trip's sealed state) binds it to this
+    /// digest, the tool and the whole arguments, so that it answers this
+    /// call and no other.
+    pub digest: &'a str,
     /// The arguments it would run with (after any rewrite by a hook).
     pub args: &'a Value,
     /// Why approval is needed: the policy rule and/or the hooks that asked.
@@ -103,9 +110,9 @@ pub enum ResultApproval {
 /// the CLI, a UI dialog in an embedding host.
 ///
 /// ```
-/// use toolhost_runtime::{
-///     ApprovalFuture, Approver, CallApproval, CallApprovalRequest, ResultApproval,
-///     ResultApprovalRequest,
+/// use toolhost_runtime::Approver;
+/// use toolhost_runtime::permission::{
+///     ApprovalFuture, CallApproval, CallApprovalRequest, ResultApproval, ResultApprovalRequest,
 /// };
 ///
 /// /// Allows reads, denies everything else it is asked about.

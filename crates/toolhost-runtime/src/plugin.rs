@@ -579,7 +579,7 @@ fn resolve_sandbox(
         only_host: None,
         env,
         config,
-        call_tools: crate::call::nested::CallGrant::from_settings(settings)
+        call_tools: crate::plugin_calls::CallGrant::new(&settings.call_tools, settings.call_bounds)
             .map_err(|e| LoadError::Grant(e.to_string()))?
             .map(Arc::new),
     })

@@ -5,34 +5,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use serde::Serialize;
-use serde_json::Value;
 
-use crate::api::types::Annotations;
 use crate::manifest::Capabilities;
 use crate::plugin::{Plugin, is_valid_tool_name};
-
-/// A tool as the model and the user see it.
-#[derive(Debug, Clone, Serialize)]
-pub struct ToolInfo {
-    /// The name to call it by (the declared name, or `plugin__tool` after a clash).
-    pub name: String,
-    /// The name the plugin declared.
-    pub declared_name: String,
-    /// The plugin that provides it.
-    pub plugin: String,
-    /// That plugin's version.
-    pub plugin_version: semver::Version,
-    /// What it does, for the model.
-    pub description: String,
-    /// JSON Schema of its arguments (shared with the runtime: cheap to clone).
-    pub input_schema: Arc<Value>,
-    /// Behaviour hints.
-    pub annotations: Annotations,
-    /// JSON Schema of its structured result ([`crate::ToolResult::structured`]),
-    /// when it declares one (plugins built against `toolhost:plugin@0.2.0` or later).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub output_schema: Option<Arc<Value>>,
-}
+use crate::tool::ToolInfo;
 
 /// What a plugin provides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -121,7 +97,7 @@ pub struct Granted {
 /// never stand in for a built-in.
 ///
 /// ```
-/// assert!(toolhost_runtime::RESERVED_TOOL_NAMES.contains(&"read_var"));
+/// assert!(toolhost_runtime::contract::RESERVED_TOOL_NAMES.contains(&"read_var"));
 /// ```
 pub const RESERVED_TOOL_NAMES: &[&str] = &["read_var"];
 

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use crate::catalog::{Catalog, Files, LoadFailure, LoadReport, PluginEvent};
+use crate::catalog::{Catalog, Files, Fingerprint, LoadFailure, LoadReport, PluginEvent};
 use crate::error::LoadError;
 use crate::lockfile::GrantState;
 use crate::plugin::Plugin;
@@ -58,6 +58,33 @@ impl Catalog {
         self.reload(files).await
     }
 
+    /// What the watcher calls: [`Catalog::reload`] of those of `files` whose
+    /// component or manifest holds other bytes than when it was last loaded
+    /// (or that are gone), and nothing at all — no load, no new registry —
+    /// when none does.
+    pub(crate) async fn reload_changed(&self, files: BTreeSet<PathBuf>) -> Vec<PluginEvent> {
+        let mut changed = BTreeSet::new();
+        for path in files {
+            let now = Fingerprint::of(&path).await;
+            let state = self.files.lock().await;
+            let known = state.seen.get(&path);
+            let same = match &now {
+                Some(now) => known == Some(now),
+                // Gone: a change only if something was loaded or failed from it.
+                None => !state.loaded.contains_key(&path) && !state.failed.contains_key(&path),
+            };
+            if same {
+                tracing::debug!(path = %path.display(), "a plugin file's contents are unchanged");
+            } else {
+                changed.insert(path);
+            }
+        }
+        if changed.is_empty() {
+            return Vec::new();
+        }
+        self.reload(changed).await
+    }
+
     /// Loads (or unloads, when they no longer exist) `files`, then swaps in a
     /// registry built from every file's current version. Returns the events,
     /// which also go to subscribers.
@@ -76,17 +103,21 @@ impl Catalog {
             if !path.is_file() {
                 state.loaded.remove(&path);
                 state.failed.remove(&path);
+                state.seen.remove(&path);
                 continue;
             }
             pending.insert(path.clone());
             let loader = self.loader.clone();
             set.spawn(async move {
+                // Read before the load: a write in between is seen as a
+                // change by the next event, never missed.
+                let fingerprint = Fingerprint::of(&path).await;
                 let result = loader.load(&path).await;
-                (path, result)
+                (path, result, fingerprint)
             });
         }
         while let Some(joined) = set.join_next().await {
-            let (path, result) = match joined {
+            let (path, result, fingerprint) = match joined {
                 Ok(r) => r,
                 Err(e) => {
                     tracing::error!("a plugin load task failed: {e}");
@@ -94,6 +125,10 @@ impl Catalog {
                 }
             };
             pending.remove(&path);
+            match fingerprint {
+                Some(f) => state.seen.insert(path.clone(), f),
+                None => state.seen.remove(&path),
+            };
             if result.is_err() && !path.is_file() {
                 // Removed or renamed away while it loaded: that is an unload,
                 // not a failure to report.
@@ -140,7 +175,7 @@ impl Catalog {
         let old = self.swap_registry(registry.clone());
         let swap = swap_started.elapsed();
         for w in &warnings {
-            tracing::warn!(target: crate::LOAD_PROBLEMS_TARGET, "{w}");
+            tracing::warn!(target: crate::catalog::LOAD_PROBLEMS_TARGET, "{w}");
         }
         events.extend(changes(&old, &registry));
 
@@ -181,7 +216,7 @@ impl Catalog {
         for event in &events {
             match event {
                 PluginEvent::Failed { .. } => {
-                    tracing::warn!(target: crate::LOAD_PROBLEMS_TARGET, "{event}");
+                    tracing::warn!(target: crate::catalog::LOAD_PROBLEMS_TARGET, "{event}");
                 }
                 _ => tracing::info!("{event}"),
             }

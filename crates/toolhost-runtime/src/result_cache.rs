@@ -53,7 +53,7 @@ use crate::sandbox::SandboxSpec;
 ///
 /// ```
 /// use std::time::Duration;
-/// use toolhost_runtime::CacheOptions;
+/// use toolhost_runtime::cache::CacheOptions;
 ///
 /// let small = CacheOptions { max_entries: 100, ttl: Duration::from_secs(30), ..CacheOptions::default() };
 /// assert!(small.enabled);

@@ -10,14 +10,15 @@ use std::sync::Arc;
 use serde_json::Value;
 use toolhost_policy::{Policy, PolicyError};
 
-use crate::call::watch::CallEvent;
-use crate::call::{self, CallContext, ToolResult};
+use crate::call::{self, CallContext};
 use crate::catalog::{Catalog, LoadReport, PluginEvent};
 use crate::error::CallError;
+use crate::feed::CallEvent;
 use crate::lockfile::LockError;
 use crate::parts::Parts;
-use crate::registry::{PluginInfo, ToolInfo};
+use crate::registry::PluginInfo;
 use crate::result_cache::CacheStats;
+use crate::tool::{ToolInfo, ToolResult};
 
 /// Loads sandboxed tool plugins and runs calls into them. Cheap to clone;
 /// `Send + Sync`, so one runtime serves calls from many tasks at once.
@@ -47,8 +48,8 @@ impl Runtime {
     }
 
     /// Every call from now on, live, for an operator's console: a
-    /// [`CallPhase::Started`](crate::CallPhase::Started) event when a call
-    /// comes in, and a [`CallPhase::Finished`](crate::CallPhase::Finished)
+    /// [`CallPhase::Started`](crate::feed::CallPhase::Started) event when a call
+    /// comes in, and a [`CallPhase::Finished`](crate::feed::CallPhase::Finished)
     /// one when it is over, with the policy's decision, each step's time
     /// and the outcome. Calls of every entry point (the agent loop, MCP,
     /// reused instances) and of every tool source are on it, refused ones
@@ -95,6 +96,20 @@ impl Runtime {
     /// What happened at the last load: failures, warnings, compile counts.
     pub fn load_report(&self) -> LoadReport {
         self.inner.catalog.load_report()
+    }
+
+    /// Whether a tool of that name is loaded now: one map lookup, no
+    /// listing (cheap enough to ask every round).
+    ///
+    /// ```no_run
+    /// # async fn run(runtime: toolhost_runtime::Runtime) {
+    /// if runtime.has_tool("calculate") {
+    ///     println!("calc is loaded");
+    /// }
+    /// # }
+    /// ```
+    pub fn has_tool(&self, name: &str) -> bool {
+        self.inner.catalog.registry().tools.contains_key(name)
     }
 
     /// Every tool loaded, sorted by name. What a model is offered is
@@ -178,12 +193,12 @@ impl Runtime {
     /// returned, and runs the after-hooks. The steps are in `call/`.
     ///
     /// A guest that computes longer than a moment yields to the executor at
-    /// every epoch tick ([`EPOCH_TICK`](crate::EPOCH_TICK), 1 ms), and
+    /// every epoch tick ([`EPOCH_TICK`](crate::engine::EPOCH_TICK), 1 ms), and
     /// every sandboxed call spends tokio's cooperative budget by the time
     /// its guest ran (one unit per µs, `call/fair_share.rs`): a task that
     /// makes calls back to back without awaiting anything in between gives
     /// its worker back after about 128 µs of calls, so the tasks behind it
-    /// get their turn (see `docs/benchmarks-log.md`, "Calls under load").
+    /// get their turn (see `docs/log.md`, "Calls under load").
     pub async fn call(
         &self,
         tool: &str,
@@ -280,12 +295,15 @@ impl Runtime {
         tool: &str,
         args: &str,
         cx: CallContext,
-    ) -> Result<crate::Explanation, CallError> {
+    ) -> Result<crate::explain::Explanation, CallError> {
         let args = call::validate::parse(tool, args)?;
         call::explain::explain(&self.inner, tool, &args, &cx)
     }
 
     /// The saved approvals ("allow always" answers): list, revoke, clear.
+    /// Listing never waits; a revocation or a clear waits for the store
+    /// (bounded): from an async task, run it on a blocking thread (clone
+    /// the runtime into `tokio::task::spawn_blocking`), as the console does.
     pub fn approvals(&self) -> &toolhost_policy::approvals::Approvals {
         self.inner.gate.approvals()
     }

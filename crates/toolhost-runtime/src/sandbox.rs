@@ -117,7 +117,7 @@ pub(crate) struct SandboxSpec {
     pub config: BTreeMap<String, String>,
     /// The tools it may call and the bounds of those calls, when the
     /// operator lets it call any (`call/nested.rs`).
-    pub call_tools: Option<Arc<crate::call::nested::CallGrant>>,
+    pub call_tools: Option<Arc<crate::plugin_calls::CallGrant>>,
 }
 
 /// A directory the guest sees: what it is on the host, where the guest
@@ -193,7 +193,7 @@ pub(crate) struct SandboxState {
     /// The calls this call of the plugin may make to other tools, when it
     /// may make any (`call/nested.rs`); set by `call/execute.rs` for the
     /// call only.
-    pub(crate) caller: Option<crate::call::nested::Caller>,
+    pub(crate) caller: Option<Box<dyn crate::plugin_calls::PluginCalls>>,
 }
 
 impl WasiView for SandboxState {
@@ -342,7 +342,7 @@ impl SandboxState {
 }
 
 /// A store for one plugin instance: fresh per call by default, or kept for
-/// several calls (see [`crate::ReusedInstance`]).
+/// several calls (see [`crate::reuse::ReusedInstance`]).
 pub(crate) struct Sandbox {
     pub store: Store<SandboxState>,
     /// The engine's wasm stack limit, named when a guest overflows it.

@@ -16,7 +16,7 @@
 //! the bytes say.
 //!
 //! ```
-//! use toolhost_runtime::ShownArguments;
+//! use toolhost_runtime::shown::ShownArguments;
 //!
 //! let args = serde_json::json!({"content": "x".repeat(10_000), "path": "notes/todo.txt"});
 //! let shown = ShownArguments::of(&args);
@@ -119,7 +119,7 @@ impl ShownArguments {
     /// and a last one for the arguments not listed.
     ///
     /// ```
-    /// let shown = toolhost_runtime::ShownArguments::of(&serde_json::json!({"n": 1}));
+    /// let shown = toolhost_runtime::shown::ShownArguments::of(&serde_json::json!({"n": 1}));
     /// assert_eq!(shown.lines(), ["n: 1"]);
     /// ```
     pub fn lines(&self) -> Vec<String> {

@@ -32,9 +32,9 @@ pub type SourceProgress = Arc<dyn Fn(&str, Option<f32>) + Send + Sync>;
 ///
 /// ```
 /// use std::sync::Arc;
-/// use toolhost_runtime::{
-///     SourceCall, SourceError, SourceFuture, SourceOutcome, SourceState, SourceStatus,
-///     SourceTool, ToolSource,
+/// use toolhost_runtime::ToolSource;
+/// use toolhost_runtime::source::{
+///     SourceCall, SourceError, SourceFuture, SourceOutcome, SourceState, SourceStatus, SourceTool,
 /// };
 ///
 /// /// One tool, answered in the host's own process.
@@ -105,7 +105,7 @@ pub trait ToolSource: std::any::Any + Send + Sync + 'static {
 
     /// Whether this source is built into the host (the `read_var` source):
     /// only a built-in source may hold a name reserved for one
-    /// ([`RESERVED_TOOL_NAMES`](crate::RESERVED_TOOL_NAMES)). `false` by
+    /// ([`RESERVED_TOOL_NAMES`](crate::contract::RESERVED_TOOL_NAMES)). `false` by
     /// default.
     fn is_builtin(&self) -> bool {
         false

@@ -35,7 +35,9 @@
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use bm25::{Embedder, EmbedderBuilder, Scorer};
 use serde_json::Value;
@@ -310,7 +312,7 @@ impl IndexCache {
     pub fn index<'a>(&self, tools: impl IntoIterator<Item = ToolText<'a>>) -> Arc<ToolIndex> {
         let (names, docs) = documents(tools);
         let fingerprint = (self.fingerprint)(&names, &docs);
-        let mut recent = self.recent.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut recent = self.recent.lock();
         if let Some(at) = recent
             .iter()
             .position(|c| c.fingerprint == fingerprint && c.names == names && c.docs == docs)

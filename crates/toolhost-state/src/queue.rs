@@ -38,18 +38,19 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-use futures::StreamExt;
-use tokio::sync::{mpsc, oneshot};
-use tokio_postgres::{AsyncMessage, Client, NoTls};
+use parking_lot::Mutex;
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+use tokio_postgres::Client;
 use toolhost_runtime::operator::{
     Answer, Inbox, MAX_ASK_BYTES, Pending, Place, QueueError, QueueStore, StoreError, StoreFuture,
 };
 
-use crate::database::{ANSWER_WAIT, DatabaseError, POLL, cause, describe};
+use crate::connection::{self, ANSWER_WAIT, DatabaseError, Link, Lost, Session, Target, cause};
 
 /// The notification channel (its payload: the store's name).
 pub const CHANNEL: &str = "toolhost_asks";
@@ -67,11 +68,6 @@ const MAX_ANSWER_BYTES: usize = 4096;
 /// What the connection's thread and the store share.
 #[derive(Default)]
 struct Shared {
-    connected: AtomicBool,
-    last_error: Mutex<String>,
-    /// When the database last answered (ms since `epoch`).
-    answered: AtomicU64,
-    epoch: Option<Instant>,
     capacity: AtomicUsize,
     /// The asks held elsewhere, as last listed.
     elsewhere: Mutex<Vec<Pending>>,
@@ -79,55 +75,16 @@ struct Shared {
 }
 
 impl Shared {
-    fn now(&self) -> u64 {
-        self.epoch.map_or(0, |e| {
-            u64::try_from(e.elapsed().as_millis()).unwrap_or(u64::MAX)
-        })
-    }
-
-    fn heard(&self) {
-        self.answered.store(self.now(), Ordering::Release);
-    }
-
-    fn down(&self, why: String) {
-        self.connected.store(false, Ordering::Release);
-        *self
-            .last_error
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = why;
-        let had = std::mem::take(
-            &mut *self
-                .elsewhere
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner),
-        );
+    /// The connection was lost: nothing from elsewhere is listed.
+    fn forget(&self) {
+        let had = std::mem::take(&mut *self.elsewhere.lock());
         if !had.is_empty() {
             self.changed();
         }
     }
 
-    /// Connected, and the database answered within two polls.
-    fn current(&self) -> bool {
-        let limit = u64::try_from(2 * POLL.as_millis()).unwrap_or(u64::MAX);
-        self.connected.load(Ordering::Acquire)
-            && self
-                .now()
-                .saturating_sub(self.answered.load(Ordering::Acquire))
-                <= limit
-    }
-
-    fn last_error(&self) -> String {
-        self.last_error
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-    }
-
     fn inbox(&self) -> Option<Inbox> {
-        self.inbox
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.inbox.lock().clone()
     }
 
     fn changed(&self) {
@@ -158,14 +115,13 @@ enum Request {
         always: bool,
         reply: oneshot::Sender<Result<(), QueueError>>,
     },
-    Halt,
 }
 
 /// The operator's queue in a PostgreSQL database that replicas share (see
 /// the module docs). Its connection runs on a thread of its own, which
 /// ends when this is dropped.
 pub struct PostgresQueue {
-    requests: mpsc::UnboundedSender<Request>,
+    link: Link<Request>,
     shared: Arc<Shared>,
     name: String,
     describe: String,
@@ -185,40 +141,31 @@ impl std::fmt::Debug for PostgresQueue {
 
 impl PostgresQueue {
     /// The queue `name` in the database `url` names (`postgres://…` or
-    /// `host=… user=… dbname=…`). It connects in the background and
-    /// returns at once; until connected, asks wait on this replica only.
+    /// `host=… user=… dbname=…`, TLS as [`crate::tls`] reads it). It
+    /// connects in the background and returns at once; until connected,
+    /// asks wait on this replica only.
     pub fn connect(url: &str, name: &str) -> Result<PostgresQueue, DatabaseError> {
-        let config: tokio_postgres::Config = url
-            .parse()
-            .map_err(|e: tokio_postgres::Error| DatabaseError::Config(e.to_string()))?;
-        let describe = describe(&config);
+        let target = Target::parse(url)?;
+        let describe = target.describe().to_owned();
         // A range of ids of its own (ids stay below 2^53, a number a
         // browser's script reads exactly).
         let mut bytes = [0u8; 4];
         getrandom::fill(&mut bytes).map_err(|e| {
-            DatabaseError::Unreachable(format!("no random number for its ids: {e}"))
+            DatabaseError::Unreachable(Lost::Failed(format!("no random number for its ids: {e}")))
         })?;
         let replica = u64::from(u32::from_le_bytes(bytes) % ((1 << 21) - 1)) + 1;
         let shared = Arc::new(Shared {
-            epoch: Some(Instant::now()),
             capacity: AtomicUsize::new(DEFAULT_CAPACITY),
             ..Shared::default()
         });
-        shared.down("not connected yet".to_owned());
-        let (requests, inbox) = mpsc::unbounded_channel();
-        let thread = Thread {
-            config,
+        let session = Queue {
             store: name.to_owned(),
             replica,
             shared: Arc::clone(&shared),
             held: BTreeMap::new(),
         };
-        std::thread::Builder::new()
-            .name("toolhost-queue".into())
-            .spawn(move || thread.run(inbox))
-            .map_err(|e| DatabaseError::Unreachable(format!("cannot start its thread: {e}")))?;
         Ok(PostgresQueue {
-            requests,
+            link: connection::start(target, session)?,
             shared,
             name: name.to_owned(),
             describe,
@@ -236,7 +183,7 @@ impl PostgresQueue {
 
     /// Whether the connection is up now.
     pub fn connected(&self) -> bool {
-        self.shared.connected.load(Ordering::Acquire)
+        self.link.health().connected()
     }
 
     /// Stops at once, as a replica that died: the connection is dropped,
@@ -244,14 +191,14 @@ impl PostgresQueue {
     /// lease to run out. (For tests of a replica lost; a replica that
     /// stops cleanly takes its asks back as their calls end.)
     pub fn halt(&self) {
-        let _ = self.requests.send(Request::Halt);
+        self.link.halt();
     }
 
     fn unreachable(&self) -> String {
         format!(
             "{}: the database is not reachable: {}",
             self.describe(),
-            self.shared.last_error()
+            self.link.health().lost()
         )
     }
 }
@@ -266,11 +213,7 @@ impl QueueStore for PostgresQueue {
     }
 
     fn attach(&self, inbox: Inbox) {
-        *self
-            .shared
-            .inbox
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = Some(inbox);
+        *self.shared.inbox.lock() = Some(inbox);
     }
 
     fn hold<'a>(&'a self, ask: &'a Pending) -> StoreFuture<'a, Result<(), StoreError>> {
@@ -284,13 +227,13 @@ impl QueueStore for PostgresQueue {
                 return Err(StoreError::TooLarge(text.len()));
             }
             let (reply, answer) = oneshot::channel();
-            self.requests
+            self.link
                 .send(Request::Hold {
                     id: ask.id,
                     held: Held { text },
                     reply,
                 })
-                .map_err(|_| unreachable("its thread has ended".to_owned()))?;
+                .map_err(|why| unreachable(why.to_string()))?;
             match tokio::time::timeout(2 * ANSWER_WAIT, answer).await {
                 Ok(Ok(result)) => result,
                 Ok(Err(_)) | Err(_) => Err(unreachable(format!(
@@ -302,18 +245,14 @@ impl QueueStore for PostgresQueue {
     }
 
     fn release(&self, id: u64) {
-        let _ = self.requests.send(Request::Release(id));
+        let _ = self.link.send(Request::Release(id));
     }
 
     fn elsewhere(&self) -> Vec<Pending> {
-        if !self.shared.current() {
+        if !self.link.health().current() {
             return Vec::new();
         }
-        self.shared
-            .elsewhere
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.shared.elsewhere.lock().clone()
     }
 
     fn answer<'a>(
@@ -325,7 +264,7 @@ impl QueueStore for PostgresQueue {
             let text = serde_json::to_string(answer)
                 .map_err(|e| QueueError::Unreachable(id, e.to_string()))?;
             let (reply, answered) = oneshot::channel();
-            self.requests
+            self.link
                 .send(Request::Answer {
                     id,
                     answer: text,
@@ -344,23 +283,16 @@ impl QueueStore for PostgresQueue {
     }
 
     fn trouble(&self) -> Option<String> {
-        if self.shared.current() {
-            return None;
-        }
-        if self.connected() {
-            return Some(format!(
-                "{}: the database is not reachable: it has not answered for {} s",
-                self.describe(),
-                (2 * POLL).as_secs()
-            ));
-        }
-        Some(self.unreachable())
+        let why = self.link.health().trouble()?;
+        Some(format!(
+            "{}: the database is not reachable: {why}",
+            self.describe()
+        ))
     }
 }
 
-/// The connection's thread and what only it keeps.
-struct Thread {
-    config: tokio_postgres::Config,
+/// The queue's side of the connection, and what only it keeps.
+struct Queue {
     store: String,
     replica: u64,
     shared: Arc<Shared>,
@@ -368,200 +300,45 @@ struct Thread {
     held: BTreeMap<u64, Held>,
 }
 
-/// How a connection ended.
-enum End {
-    /// The store was dropped or halted.
-    Stop,
-    /// It broke: why.
-    Lost(String),
-}
+impl Session for Queue {
+    type Request = Request;
+    const NAME: &'static str = "operator's queue";
+    const THREAD: &'static str = "toolhost-queue";
 
-impl Thread {
-    fn run(mut self, mut inbox: mpsc::UnboundedReceiver<Request>) {
-        let runtime = match tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-        {
-            Ok(r) => r,
-            Err(e) => {
-                self.shared.down(format!("cannot start its runtime: {e}"));
-                return;
-            }
-        };
-        runtime.block_on(async move {
-            let mut backoff = Duration::from_millis(100);
-            loop {
-                match self.connect().await {
-                    Ok((mut client, notes)) => {
-                        backoff = Duration::from_millis(100);
-                        self.shared.heard();
-                        self.shared.connected.store(true, Ordering::Release);
-                        tracing::info!("operator's queue: connected to the database");
-                        match self.connected(&mut client, notes, &mut inbox).await {
-                            End::Stop => return,
-                            End::Lost(why) => {
-                                tracing::warn!("operator's queue: lost the database: {why}");
-                                self.shared.down(why);
-                            }
-                        }
-                    }
-                    Err(why) => {
-                        tracing::warn!("operator's queue: cannot connect to the database: {why}");
-                        self.shared.down(why);
-                    }
-                }
-                self.shared.changed();
-                // Disconnected: answer every request at once until the
-                // next try; asks held meanwhile are shown when back.
-                let retry = tokio::time::sleep(backoff);
-                tokio::pin!(retry);
-                loop {
-                    tokio::select! {
-                        () = &mut retry => break,
-                        request = inbox.recv() => match request {
-                            None | Some(Request::Halt) => return,
-                            Some(r) => self.refuse(r),
-                        },
-                    }
-                }
-                backoff = (backoff * 2).min(Duration::from_secs(5));
-            }
-        });
-    }
-
-    fn refuse(&mut self, request: Request) {
-        let why = self.shared.last_error();
-        match request {
-            Request::Hold { id, held, reply } => {
-                self.held.insert(id, held);
-                let _ = reply.send(Err(StoreError::Unreachable {
-                    store: format!("queue `{}`", self.store),
-                    message: why,
-                }));
-            }
-            Request::Release(id) => {
-                self.held.remove(&id);
-            }
-            Request::Answer { id, reply, .. } => {
-                let _ = reply.send(Err(QueueError::Unreachable(id, why)));
-            }
-            Request::Halt => {}
-        }
-    }
-
-    /// Connects, makes the table when missing, listens, and shows the
-    /// asks held here again.
-    async fn connect(
-        &mut self,
-    ) -> Result<(Client, mpsc::UnboundedReceiver<Option<String>>), String> {
-        let timed_out = || format!("no answer within {} s", ANSWER_WAIT.as_secs());
-        let (client, mut connection) =
-            tokio::time::timeout(ANSWER_WAIT, self.config.connect(NoTls))
-                .await
-                .map_err(|_| timed_out())?
-                .map_err(|e| cause(&e))?;
-        let (notes, notified) = mpsc::unbounded_channel();
-        tokio::spawn(async move {
-            let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
-            while let Some(message) = messages.next().await {
-                match message {
-                    Ok(AsyncMessage::Notification(n)) => {
-                        let _ = notes.send(Some(n.payload().to_owned()));
-                    }
-                    Ok(_) => {}
-                    Err(e) => {
-                        tracing::debug!("database connection: {e}");
-                        break;
-                    }
-                }
-            }
-            let _ = notes.send(None);
-        });
+    /// Makes the table when missing, listens, and shows the asks held
+    /// here again.
+    async fn setup(&mut self, client: &mut Client) -> Result<(), tokio_postgres::Error> {
         // Replicas starting at once make the table once: the advisory
         // lock (the approvals' own) orders them.
-        let setup = client.batch_execute(
-            "BEGIN;
-             SELECT pg_advisory_xact_lock(7262718);
-             CREATE TABLE IF NOT EXISTS toolhost_asks (
-                 store text NOT NULL,
-                 id bigint NOT NULL,
-                 holder bigint NOT NULL,
-                 question jsonb NOT NULL,
-                 lease_until timestamptz NOT NULL,
-                 answer jsonb,
-                 PRIMARY KEY (store, id)
-             );
-             COMMIT;
-             LISTEN toolhost_asks;",
-        );
-        tokio::time::timeout(ANSWER_WAIT, setup)
-            .await
-            .map_err(|_| timed_out())?
-            .map_err(|e| cause(&e))?;
-        let mut client = client;
+        client
+            .batch_execute(
+                "BEGIN;
+                 SELECT pg_advisory_xact_lock(7262718);
+                 CREATE TABLE IF NOT EXISTS toolhost_asks (
+                     store text NOT NULL,
+                     id bigint NOT NULL,
+                     holder bigint NOT NULL,
+                     question jsonb NOT NULL,
+                     lease_until timestamptz NOT NULL,
+                     answer jsonb,
+                     PRIMARY KEY (store, id)
+                 );
+                 COMMIT;
+                 LISTEN toolhost_asks;",
+            )
+            .await?;
         let held: Vec<(u64, Held)> = self.held.iter().map(|(k, v)| (*k, v.clone())).collect();
         for (id, held) in held {
-            match tokio::time::timeout(ANSWER_WAIT, self.insert(&mut client, id, &held)).await {
-                Err(_) => return Err(timed_out()),
-                Ok(Err(e)) if client.is_closed() => return Err(cause(&e)),
-                Ok(Err(e)) => tracing::warn!(id, "an ask could not be shown again: {}", cause(&e)),
-                Ok(Ok(Err(e))) => tracing::warn!(id, "an ask could not be shown again: {e}"),
-                Ok(Ok(Ok(()))) => {}
+            match self.insert(client, id, &held).await {
+                Err(e) if client.is_closed() => return Err(e),
+                Err(e) => tracing::warn!(id, "an ask could not be shown again: {}", cause(&e)),
+                Ok(Err(e)) => tracing::warn!(id, "an ask could not be shown again: {e}"),
+                Ok(Ok(())) => {}
             }
         }
-        tokio::time::timeout(ANSWER_WAIT, self.refresh(&client))
-            .await
-            .map_err(|_| timed_out())?
-            .map_err(|e| cause(&e))?;
-        Ok((client, notified))
-    }
-
-    /// Serves requests while the connection holds.
-    async fn connected(
-        &mut self,
-        client: &mut Client,
-        mut notified: mpsc::UnboundedReceiver<Option<String>>,
-        inbox: &mut mpsc::UnboundedReceiver<Request>,
-    ) -> End {
-        let timed_out = || End::Lost(format!("no answer within {} s", ANSWER_WAIT.as_secs()));
-        let mut ticker = tokio::time::interval(POLL);
-        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tokio::select! {
-                request = inbox.recv() => {
-                    let Some(request) = request else { return End::Stop };
-                    if matches!(request, Request::Halt) {
-                        return End::Stop;
-                    }
-                    match tokio::time::timeout(ANSWER_WAIT, self.serve(client, request)).await {
-                        Err(_) => return timed_out(),
-                        Ok(Err(e)) if client.is_closed() => return End::Lost(cause(&e)),
-                        Ok(Err(e)) => tracing::warn!("operator's queue: {}", cause(&e)),
-                        Ok(Ok(())) => self.shared.heard(),
-                    }
-                }
-                note = notified.recv() => match note.flatten() {
-                    Some(store) if store == self.store => {
-                        match tokio::time::timeout(ANSWER_WAIT, self.refresh(client)).await {
-                            Err(_) => return timed_out(),
-                            Ok(Err(e)) if client.is_closed() => return End::Lost(cause(&e)),
-                            Ok(Err(e)) => tracing::warn!("operator's queue: {}", cause(&e)),
-                            Ok(Ok(())) => {}
-                        }
-                    }
-                    Some(_) => {}
-                    None => return End::Lost("the connection ended".to_owned()),
-                },
-                _ = ticker.tick() => {
-                    match tokio::time::timeout(ANSWER_WAIT, self.poll(client)).await {
-                        Err(_) => return timed_out(),
-                        Ok(Err(e)) if client.is_closed() => return End::Lost(cause(&e)),
-                        Ok(Err(e)) => tracing::warn!("operator's queue: {}", cause(&e)),
-                        Ok(Ok(())) => {}
-                    }
-                }
-            }
-        }
+        self.refresh(client).await?;
+        self.shared.changed();
+        Ok(())
     }
 
     /// One request. A statement's failure is the request's answer; the
@@ -615,11 +392,53 @@ impl Thread {
                     return Err(e);
                 }
             },
-            Request::Halt => {}
         }
         Ok(())
     }
 
+    async fn notified(
+        &mut self,
+        client: &mut Client,
+        payload: String,
+    ) -> Result<(), tokio_postgres::Error> {
+        if payload == self.store {
+            self.refresh(client).await?;
+        }
+        Ok(())
+    }
+
+    async fn poll(&mut self, client: &mut Client) -> Result<(), tokio_postgres::Error> {
+        self.renew(client).await
+    }
+
+    /// Disconnected: asks held meanwhile wait here, and are shown when
+    /// back.
+    fn refuse(&mut self, request: Request, why: &Lost) {
+        let why = why.to_string();
+        match request {
+            Request::Hold { id, held, reply } => {
+                self.held.insert(id, held);
+                let _ = reply.send(Err(StoreError::Unreachable {
+                    store: format!("queue `{}`", self.store),
+                    message: why,
+                }));
+            }
+            Request::Release(id) => {
+                self.held.remove(&id);
+            }
+            Request::Answer { id, reply, .. } => {
+                let _ = reply.send(Err(QueueError::Unreachable(id, why)));
+            }
+        }
+    }
+
+    fn down(&mut self, _: &Lost) {
+        self.shared.forget();
+        self.shared.changed();
+    }
+}
+
+impl Queue {
     /// Shows ask `id` (held here) to the other replicas: a transaction
     /// that counts the store's asks first.
     async fn insert(
@@ -717,12 +536,23 @@ impl Thread {
         tx.execute("SELECT pg_notify('toolhost_asks', $1)", &[&self.store])
             .await?;
         tx.commit().await?;
+        // Answered from here: no longer listed here, even before the
+        // notification comes back and the list is read again.
+        let listed = {
+            let mut elsewhere = self.shared.elsewhere.lock();
+            let before = elsewhere.len();
+            elsewhere.retain(|p| p.id != id);
+            elsewhere.len() != before
+        };
+        if listed {
+            self.shared.changed();
+        }
         Ok(Ok(()))
     }
 
     /// Every [`POLL`]: renews the lease of the asks held here, forgets
     /// asks long gone, and reads again (a notification may be lost).
-    async fn poll(&self, client: &Client) -> Result<(), tokio_postgres::Error> {
+    async fn renew(&self, client: &Client) -> Result<(), tokio_postgres::Error> {
         client
             .execute(
                 &format!(
@@ -798,13 +628,8 @@ impl Thread {
                 _ => tracing::debug!(id, "an ask in the database is not one: not listed"),
             }
         }
-        self.shared.heard();
         let changed = {
-            let mut elsewhere = self
-                .shared
-                .elsewhere
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
+            let mut elsewhere = self.shared.elsewhere.lock();
             let key = |l: &[Pending]| l.iter().map(|p| (p.id, p.place)).collect::<Vec<_>>();
             let changed = key(&elsewhere) != key(&listed);
             *elsewhere = listed;

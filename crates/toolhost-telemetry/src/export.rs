@@ -178,7 +178,9 @@ impl Telemetry {
             .flatten();
         #[cfg(feature = "otlp")]
         let exporter = exporter(protocol, endpoint, settings)?;
+        // A `return`: the block after this one is the tail when `otlp` is on.
         #[cfg(not(feature = "otlp"))]
+        #[allow(clippy::needless_return)]
         {
             let _ = (protocol, endpoint);
             return Err(TelemetryError::NotBuilt);

@@ -15,7 +15,7 @@
 //!
 //! It replaces `tracing-opentelemetry` with the SDK behind it, which
 //! cost a traced call more than the rest of its tracing together
-//! (docs/benchmarks-log.md, "Performance round 4: an export layer of our
+//! (docs/log.md, "Performance round 4: an export layer of our
 //! own"). The shapes stay theirs: the same span names, kinds, status,
 //! attributes, events and links (the tests compare the two).
 

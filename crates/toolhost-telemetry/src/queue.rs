@@ -5,7 +5,7 @@
 //! thread as a `SpanData`: a name, a vector of attributes, strings, each
 //! its own allocation, made on one core and read and freed on the other.
 //! On a traced call of about 20 µs that hand-over cost more than
-//! everything else the traces added (docs/benchmarks-log.md, "traces").
+//! everything else the traces added (docs/log.md, "traces").
 //! Here [`Queue::push_span`] writes the span's OTLP message at once, in a
 //! scratch buffer of the calling thread (protobuf; for `http/json` the
 //! protobuf is read back into the official types and written as JSON),
@@ -20,10 +20,10 @@
 //! (5 s). [`Queue::bodies`] wraps the queued spans into
 //! `ExportTraceServiceRequest`s with the resource and scope, a batch each.
 
+use parking_lot::Mutex;
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::SyncSender;
-use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use opentelemetry_proto::tonic::common::v1::InstrumentationScope;
@@ -166,7 +166,7 @@ impl Queue {
         bytes.clear();
         starts.clear();
         self.woken.store(false, Ordering::Relaxed);
-        let mut queued = self.queued.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut queued = self.queued.lock();
         std::mem::replace(
             &mut *queued,
             Queued {
@@ -254,7 +254,7 @@ impl Queue {
     }
 
     fn dropped_one(&self) {
-        let mut queued = self.queued.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut queued = self.queued.lock();
         queued.dropped = queued.dropped.saturating_add(1);
     }
 
@@ -262,7 +262,7 @@ impl Queue {
     /// its object), or counts it dropped when the queue is full; `true`
     /// when the exporter should be woken for a full batch.
     fn push(&self, encoded: &[u8]) -> bool {
-        let mut queued = self.queued.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut queued = self.queued.lock();
         let room = queued.spans < self.limits.max_queued
             && queued.bytes.len().saturating_add(encoded.len()) <= MAX_QUEUED_BYTES;
         if !room {

@@ -5,7 +5,7 @@
 //! `tracing-opentelemetry`, which this replaces, built an SDK span
 //! builder per span, a `KeyValue` (and usually a `String`) per field, and
 //! on close an SDK span and its `SpanData`: on a traced call that was
-//! most of what traces cost the call's thread (docs/benchmarks-log.md).
+//! most of what traces cost the call's thread (docs/log.md).
 //! Here a field's value goes straight into the span's buffer, and the
 //! span is written once, when it ends (`encode.rs`).
 //!

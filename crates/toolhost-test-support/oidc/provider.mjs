@@ -17,7 +17,8 @@
 // - `groups` in access tokens, from the config's `groups` by account;
 // - with `refresh_tokens: true`, a refresh token for every client allowed
 //   the grant (not only for `offline_access` with `prompt=consent`);
-// - one line `grant TYPE` on stdout per token issued (after `listening`).
+// - one line `grant TYPE` on stdout per token issued, and one line
+//   `request METHOD PATH` per request it is sent (after `listening`).
 import { readFileSync } from 'node:fs';
 import { generateKeyPairSync } from 'node:crypto';
 import { createServer } from 'node:http';
@@ -88,6 +89,12 @@ const provider = new Provider(issuer, {
   },
 });
 provider.proxy = false;
+
+// Every request, before anything answers it: what reached this server.
+provider.use(async (ctx, next) => {
+  console.log(`request ${ctx.method} ${ctx.path}`);
+  return next();
+});
 
 // The scripted consent: whoever `login_hint` names signs in, and every
 // scope and resource asked for is granted.

@@ -100,6 +100,11 @@ pub fn plugins_dir() -> PathBuf {
     built("plugins", "calc.wasm")
 }
 
+/// `target/code`: code mode's program runner (`run-code`).
+pub fn code_dir() -> PathBuf {
+    built("code", "run-code.wasm")
+}
+
 /// A free loopback port, given back just before a server the test starts
 /// takes it.
 pub fn free_port() -> u16 {
@@ -179,7 +184,8 @@ pub fn content_mcp_server() -> Vec<String> {
 }
 
 /// A minimal HTTP/1.1 server on 127.0.0.1 that answers every request with a
-/// fixed body and counts requests. Stops when dropped.
+/// fixed body (or what [`TestServer::routing`]'s function says) and counts
+/// requests. Stops when dropped.
 pub struct TestServer {
     /// The address it listens on.
     ip: &'static str,
@@ -187,8 +193,13 @@ pub struct TestServer {
     pub port: u16,
     /// Requests served so far.
     pub requests: Arc<AtomicUsize>,
+    lines: Arc<parking_lot::Mutex<Vec<String>>>,
     stop: Arc<AtomicBool>,
 }
+
+/// What a [`TestServer`] answers to a request line (`GET /path HTTP/1.1`):
+/// the whole response, as sent.
+pub type Answer = dyn Fn(&str) -> String + Send + Sync;
 
 impl TestServer {
     /// Starts the server on a free port; every request gets `body`.
@@ -223,10 +234,24 @@ impl TestServer {
 
     fn answering_on(ip: &'static str, response: String) -> TestServer {
         let listener = TcpListener::bind((ip, 0)).unwrap();
+        TestServer::serve(ip, listener, Arc::new(move |_: &str| response.clone()))
+    }
+
+    /// A server on 127.0.0.1:`port` (one a test freed, to stand in for
+    /// the server that was there) whose answer to each request is what
+    /// `answer` makes of its request line; it keeps the lines
+    /// ([`TestServer::request_lines`]).
+    pub fn routing(port: u16, answer: Arc<Answer>) -> TestServer {
+        let listener = TcpListener::bind(("127.0.0.1", port)).unwrap();
+        TestServer::serve("127.0.0.1", listener, answer)
+    }
+
+    fn serve(ip: &'static str, listener: TcpListener, answer: Arc<Answer>) -> TestServer {
         let port = listener.local_addr().unwrap().port();
         let requests = Arc::new(AtomicUsize::new(0));
+        let lines = Arc::new(parking_lot::Mutex::new(Vec::new()));
         let stop = Arc::new(AtomicBool::new(false));
-        let (r, s) = (requests.clone(), stop.clone());
+        let (r, l, s) = (requests.clone(), lines.clone(), stop.clone());
         std::thread::spawn(move || {
             for conn in listener.incoming() {
                 if s.load(Ordering::SeqCst) {
@@ -235,15 +260,28 @@ impl TestServer {
                 let Ok(mut conn) = conn else { continue };
                 r.fetch_add(1, Ordering::SeqCst);
                 let mut reader = BufReader::new(conn.try_clone().unwrap());
+                let mut first = String::new();
                 let mut line = String::new();
-                // Read the request head.
+                let mut length = 0usize;
+                // Read the request head (and the body, if it says one).
                 while reader.read_line(&mut line).is_ok_and(|n| n > 0) {
                     if line == "\r\n" || line == "\n" {
                         break;
                     }
+                    if first.is_empty() {
+                        first = line.trim_end().to_owned();
+                    }
+                    if let Some((name, value)) = line.split_once(':')
+                        && name.eq_ignore_ascii_case("content-length")
+                    {
+                        length = value.trim().parse().unwrap_or(0);
+                    }
                     line.clear();
                 }
-                let _ = conn.write_all(response.as_bytes());
+                let mut body = vec![0; length.min(1 << 20)];
+                let _ = std::io::Read::read_exact(&mut reader, &mut body);
+                l.lock().push(first.clone());
+                let _ = conn.write_all(answer(&first).as_bytes());
                 let _ = conn.flush();
             }
         });
@@ -251,8 +289,15 @@ impl TestServer {
             ip,
             port,
             requests,
+            lines,
             stop,
         }
+    }
+
+    /// The request line of every request served so far
+    /// (`POST /token HTTP/1.1`).
+    pub fn request_lines(&self) -> Vec<String> {
+        self.lines.lock().clone()
     }
 
     /// `http://IP:PORT{path}` (`127.0.0.1` unless started on another).

@@ -24,6 +24,9 @@
 //! - `subject`: who signs in when an authorization request carries no
 //!   `login_hint` (default `alice`).
 //!
+//! [`OidcProvider::requests`] lists every request it was sent (`POST
+//! /token`), so a test can show that nothing reached it.
+//!
 //! The consent is scripted: a browser that follows the redirects from an
 //! authorization URL (keeping the cookies it is given) until it is sent to
 //! the client's redirect URI gets the code, with no page shown.
@@ -43,8 +46,10 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+
+use parking_lot::Mutex;
 
 use serde_json::{Value, json};
 
@@ -59,6 +64,7 @@ pub struct OidcProvider {
     pub issuer: String,
     files: Vec<PathBuf>,
     grants: Arc<Mutex<Vec<String>>>,
+    requests: Arc<Mutex<Vec<String>>>,
 }
 
 impl Drop for OidcProvider {
@@ -153,15 +159,18 @@ impl OidcProvider {
         // Keep reading its output (so it never blocks on a full pipe),
         // noting the grants.
         let grants = Arc::new(Mutex::new(Vec::new()));
-        let noted = grants.clone();
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let (noted, asked) = (grants.clone(), requests.clone());
         std::thread::spawn(move || {
             for line in lines.map_while(Result::ok) {
-                if let Some(grant) = line.strip_prefix("grant ") {
-                    noted
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner)
-                        .push(grant.to_owned());
-                }
+                let (list, item) = if let Some(grant) = line.strip_prefix("grant ") {
+                    (&noted, grant)
+                } else if let Some(request) = line.strip_prefix("request ") {
+                    (&asked, request)
+                } else {
+                    continue;
+                };
+                list.lock().push(item.to_owned());
             }
         });
         if let Some(stderr) = child.stderr.take() {
@@ -178,16 +187,20 @@ impl OidcProvider {
             issuer,
             files: vec![script, config_file],
             grants,
+            requests,
         }
+    }
+
+    /// Every request it was sent so far, in order, as `METHOD PATH`
+    /// (`GET /.well-known/openid-configuration`, `POST /token`).
+    pub fn requests(&self) -> Vec<String> {
+        self.requests.lock().clone()
     }
 
     /// The grant type of every token issued so far, in order
     /// (`authorization_code`, `refresh_token`, `client_credentials`).
     pub fn grants(&self) -> Vec<String> {
-        self.grants
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+        self.grants.lock().clone()
     }
 
     /// An access token for `resource` with `scope` from the

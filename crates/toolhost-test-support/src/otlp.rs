@@ -11,8 +11,10 @@
 //! ```
 
 use std::io::{BufRead, BufReader, Read, Write};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+
+use parking_lot::Mutex;
 
 /// The collector; it serves until the process ends.
 pub struct Collector {
@@ -69,7 +71,6 @@ impl Collector {
     pub fn received_text(&self) -> String {
         self.seen.bodies.as_ref().map_or_else(String::new, |b| {
             b.lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .iter()
                 .map(|body| String::from_utf8_lossy(body).into_owned())
                 .collect()
@@ -109,10 +110,7 @@ fn answer(stream: std::net::TcpStream, seen: &Seen) {
         seen.batches.fetch_add(1, Ordering::Relaxed);
         seen.bytes.fetch_add(length as u64, Ordering::Relaxed);
         if let Some(bodies) = &seen.bodies {
-            bodies
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .push(body);
+            bodies.lock().push(body);
         }
         let reply = b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n";
         if reader.get_mut().write_all(reply).is_err() {

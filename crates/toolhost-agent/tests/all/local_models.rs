@@ -642,7 +642,7 @@ fn calls_as_text(tool: &str, expression: &str) -> Vec<String> {
 fn not_answers() -> Vec<String> {
     let mut bad = calls_as_text("calculator", "14");
     // Broken call JSON (Qwen2.5-Coder-0.5B through the json protocol, in
-    // docs/eval.md): cut at the token bound, an invalid escape, a stray brace.
+    // docs/log.md, "Eval round 3"): cut at the token bound, an invalid escape, a stray brace.
     bad.push(
         "```json\n{\"tool_calls\": [{\"name\": \"calculate\", \"arguments\": {\"expression\": \"14\"}, \"id\": \"call_1234567890".into(),
     );
@@ -658,7 +658,7 @@ fn not_answers() -> Vec<String> {
             .into(),
     );
     // A result written out as the answer (Qwen2.5-Coder-0.5B through the
-    // xml protocol at the round limit, in docs/eval.md), in the prompt
+    // xml protocol at the round limit, docs/log.md, "Eval round 5"), in the prompt
     // protocols' forms and a chat template's tags.
     bad.push(format!(
         "<tool_result name=\"calculate\" id=\"call_9\">{FOURTEEN}</tool_result>"
@@ -849,7 +849,7 @@ fn calculate_and_a_writer() -> Vec<ToolSpec> {
 /// The first reply answers "10" to `question`; asked again with a call
 /// required (offering `forced`), the model calls `calculate`.
 async fn a_named_tool_not_called(wire: Wire, question: &str, forced: &[&str]) {
-    // Qwen2.5-Coder-0.5B answers "10" at once (docs/eval.md).
+    // Qwen2.5-Coder-0.5B answers "10" at once (docs/log.md, "Eval round 4").
     let server = Server::replies(vec![
         wire.response(&["10"], &[]),
         calc_call(wire),

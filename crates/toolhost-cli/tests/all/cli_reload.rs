@@ -65,6 +65,51 @@ fn a_file_broken_during_a_reload_is_reported_once() {
     assert!(!lines.iter().any(|l| l.contains("WARN")), "{lines:#?}");
 }
 
+/// Issue 59: a read of a plugin's files (an MCP client's own `mcp list`
+/// starting another host on the same directory, a `cat`) made every
+/// watching host reload every 75 ms for ever, because the reload's own
+/// reads were seen as changes. A read reloads nothing and looks at nothing;
+/// one edit reloads once; writing the same bytes again reloads nothing;
+/// and nothing feeds itself afterwards. The log counts both loads and the
+/// looks that found a file unchanged (`toolhost_runtime::reload` at debug).
+#[test]
+fn reading_the_plugin_files_reloads_nothing_and_one_edit_reloads_once() {
+    let work = tempfile::tempdir().unwrap();
+    copy_plugin(&plugins_dir(), "calc", work.path());
+    let mut cmd = host(&root().join("target/test-cache"));
+    cmd.env("RUST_LOG", "warn,toolhost_runtime::reload=debug")
+        .arg("--plugins")
+        .arg(work.path())
+        .args(["serve", "--listen", "127.0.0.1:0"]);
+    let session = Session::start(cmd);
+    session.expect("loaded plugins");
+    let count = |lines: &[String], what: &str| lines.iter().filter(|l| l.contains(what)).count();
+    let (loads, looks) = ("loaded plugins", "contents are unchanged");
+    let settled = session.drain(Duration::from_secs(1));
+    assert_eq!(count(&settled, loads), 0, "{settled:#?}");
+
+    let manifest = work.path().join("calc.toml");
+    for file in [work.path().join("calc.wasm"), manifest.clone()] {
+        std::fs::read(&file).unwrap();
+    }
+    let after_reads = session.drain(Duration::from_secs(3));
+    assert_eq!(count(&after_reads, loads), 0, "{after_reads:#?}");
+    assert_eq!(count(&after_reads, looks), 0, "{after_reads:#?}");
+
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(&manifest, format!("{text}\n# edited\n")).unwrap();
+    let after_edit = session.drain(Duration::from_secs(3));
+    assert_eq!(count(&after_edit, loads), 1, "{after_edit:#?}");
+
+    let same = std::fs::read(&manifest).unwrap();
+    std::fs::write(&manifest, same).unwrap();
+    let after_same = session.drain(Duration::from_secs(2));
+    assert_eq!(count(&after_same, loads), 0, "{after_same:#?}");
+
+    let quiet = session.drain(Duration::from_secs(2));
+    assert_eq!(count(&quiet, loads) + count(&quiet, looks), 0, "{quiet:#?}");
+}
+
 #[test]
 fn no_watch_leaves_the_loaded_plugins_as_they_are() {
     let work = tempfile::tempdir().unwrap();

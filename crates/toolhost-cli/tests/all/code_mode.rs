@@ -211,6 +211,74 @@ fn an_mcp_client_runs_a_program_that_calls_two_plugins_through_host_mcp() {
     assert_eq!(ran["text"], ANSWER, "{ran}");
 }
 
+/// Issue #59: the official MCP Python SDK, in both revisions, runs a
+/// program whose two calls the policy asks about, through `host mcp` with
+/// code mode on (the runner granted every tool). Each call is a question of
+/// its own: on 2026-07-28 the SDK answers one `input_required` per round
+/// and retries, and one yes never lets the second call run; a no to the
+/// second leaves it unrun.
+#[test]
+fn an_mcp_client_is_asked_about_each_call_of_a_program_and_one_yes_runs_one_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(
+        &policy,
+        "[[rules]]\ntool = \"calculate\"\ndecision = \"ask\"\n\
+         [[rules]]\ntool = \"word_count\"\ndecision = \"ask\"\n",
+    )
+    .unwrap();
+    let (plugins, runner) = (
+        plugins_dir().display().to_string(),
+        runner_dir().display().to_string(),
+    );
+    let host = crate::mcp::host_args(
+        dir.path(),
+        &[
+            "--plugins",
+            &plugins,
+            "--plugins",
+            &runner,
+            "--code-mode",
+            "on",
+            "--policy",
+            policy.to_str().unwrap(),
+            "mcp",
+        ],
+    );
+    let program = json!({ "code": PROGRAM }).to_string();
+    for mode in crate::mcp::MODES {
+        let ask = |answers: &str| {
+            crate::mcp::client(
+                "ask",
+                &[
+                    "--mode", mode, "--answer", answers, "--call", "run_code", &program,
+                ],
+                &host,
+            )
+        };
+        let yes = ask("accept");
+        let asked: Vec<&str> = yes["asked"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert_eq!(asked.len(), 2, "{mode}: one question per call: {yes}");
+        assert!(asked[0].contains("`calculate`"), "{mode}: {asked:?}");
+        assert!(asked[1].contains("`word_count`"), "{mode}: {asked:?}");
+        assert_eq!(yes["result"]["text"], ANSWER, "{mode}: {yes}");
+
+        let no = ask("accept,decline");
+        assert_eq!(no["asked"].as_array().unwrap().len(), 2, "{mode}: {no}");
+        assert_eq!(no["result"]["is_error"], true, "{mode}: {no}");
+        let text = no["result"]["text"].as_str().unwrap();
+        assert!(
+            text.contains("word_count") && text.contains("declined"),
+            "{mode}: {text}"
+        );
+    }
+}
+
 fn toml_string(path: &std::path::Path) -> String {
     toml::Value::String(path.display().to_string()).to_string()
 }

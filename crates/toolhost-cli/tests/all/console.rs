@@ -85,6 +85,10 @@ fn an_operator_sees_live_calls_and_answers_a_waiting_ask_from_the_console_in_chr
         out.status.success() && report.get("error").is_none(),
         "{report:#}"
     );
+    eprintln!(
+        "the call showed on the console {} ms after its answer",
+        report["live_call_ms"]
+    );
 
     assert_eq!(report["sign_in_form"], true);
     assert_eq!(

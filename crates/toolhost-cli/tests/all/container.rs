@@ -44,6 +44,34 @@ fn the_image_runs_as_no_root_on_a_read_only_root_and_serves_a_plugin_over_mcp() 
     assert_eq!(running.inspect("{{.HostConfig.ReadonlyRootfs}}"), "true");
     let write = running.exec(&["sh", "-c", "echo x > /usr/local/bin/host"]);
     assert!(!write.status.success(), "the root file system took a write");
+
+    // Issue 59: trust ships with the image, read-only; the compile cache
+    // is a directory of host's own that nobody else may write.
+    let lock = running.exec(&["sh", "-c", "echo x >> /etc/toolhost/toolhost.lock"]);
+    assert!(!lock.status.success(), "the lock file took a write");
+    let cache = running.exec(&["stat", "-c", "%u %a", "/cache/components"]);
+    assert_eq!(String::from_utf8_lossy(&cache.stdout).trim(), "10001 755");
+    // Without its lock (a deployment that forgot it) the image does not
+    // start, rather than trust whatever plugins it finds.
+    let out = toolhost_test_support::container::podman()
+        .args(["run", "--rm"])
+        .args(toolhost_test_support::container::sandbox_flags())
+        // An empty /etc/toolhost (not a copy of the image's), and a command
+        // that ends either way (`tools` rather than `serve`).
+        .args([
+            "--read-only",
+            "--tmpfs",
+            "/etc/toolhost:notmpcopyup",
+            "--entrypoint",
+            "host",
+        ])
+        .arg(&image.tag)
+        .args(["--plugins", "/plugins", "tools"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "started without its lock: {said}");
+    assert!(said.contains("toolhost.lock is missing"), "{said}");
     eprintln!(
         "image: {} MB, answered /healthz {} ms after `podman run`",
         image.size() / 1_000_000,

@@ -16,8 +16,10 @@
 //! so.
 //!
 //! The book's every mention of a file of this repository (`crates/…`,
-//! `docs/…` in backticks) names one that exists: a file that moves is
-//! found here, not by a reader.
+//! `docs/…` in backticks) names one that exists, and every relative link
+//! (`[text](../guide/cli.md#flags)`) leads to a file that exists and, with
+//! an `#anchor`, to a heading of that page (mdBook's ids): a file or a
+//! heading that moves is found here, not by a reader.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -240,5 +242,182 @@ fn every_repository_path_the_book_names_exists() {
         missing.is_empty(),
         "the book names files that do not exist (moved?):\n{}",
         missing.join("\n")
+    );
+}
+
+/// The lines of a markdown file outside its fenced blocks (a link in
+/// a code block is an example, not a link), numbered from 1.
+fn prose_lines(text: &str) -> Vec<(usize, &str)> {
+    let mut lines = Vec::new();
+    let mut in_fence = false;
+    for (n, line) in text.lines().enumerate() {
+        if in_fence {
+            in_fence = line.trim() != "```";
+        } else if line.trim_start().starts_with("```") {
+            in_fence = true;
+        } else {
+            lines.push((n + 1, line));
+        }
+    }
+    lines
+}
+
+/// `line` with its code spans left out (CommonMark: a run of backticks up
+/// to the next run of as many).
+fn without_code_spans(line: &str) -> String {
+    let bytes = line.as_bytes();
+    let run_at = |i: usize| bytes[i..].iter().take_while(|&&b| b == b'`').count();
+    let mut out = String::new();
+    let mut i = 0;
+    while let Some(ch) = line[i..].chars().next() {
+        if ch != '`' {
+            out.push(ch);
+            i += ch.len_utf8();
+            continue;
+        }
+        let run = run_at(i);
+        let mut j = i + run;
+        let mut end = None;
+        while j < bytes.len() {
+            if bytes[j] == b'`' {
+                let close = run_at(j);
+                if close == run {
+                    end = Some(j + close);
+                    break;
+                }
+                j += close;
+            } else {
+                j += 1;
+            }
+        }
+        match end {
+            Some(end) => {
+                out.push(' ');
+                i = end;
+            }
+            None => {
+                out.push_str(&line[i..i + run]);
+                i += run;
+            }
+        }
+    }
+    out
+}
+
+/// The targets of the inline links of one line (`[text](target)`, images
+/// too), code spans left out.
+fn link_targets(line: &str) -> Vec<String> {
+    let line = without_code_spans(line);
+    let mut targets = Vec::new();
+    let mut rest = line.as_str();
+    while let Some(at) = rest.find("](") {
+        rest = &rest[at + 2..];
+        let end = rest.find(')').unwrap_or(rest.len());
+        let target = rest[..end].split_whitespace().next().unwrap_or("");
+        targets.push(target.trim_matches(|c| c == '<' || c == '>').to_owned());
+        rest = &rest[end..];
+    }
+    targets
+}
+
+/// The id mdBook (and GitHub, for these pages) gives a heading: its text
+/// without markup, lower-cased, spaces to `-`, other punctuation dropped.
+fn heading_id(heading: &str) -> String {
+    let mut text = String::new();
+    let mut rest = heading;
+    // A link in a heading keeps its text, not its target.
+    while let Some(at) = rest.find("](") {
+        text.push_str(&rest[..at]);
+        rest = rest[at..].split_once(')').map_or("", |(_, after)| after);
+    }
+    text.push_str(rest);
+    text.trim()
+        .chars()
+        .filter_map(|c| {
+            if c.is_alphanumeric() || c == '_' || c == '-' {
+                Some(c.to_ascii_lowercase())
+            } else if c.is_whitespace() {
+                Some('-')
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+/// The anchors of a markdown file: one per heading, a repeated one with
+/// `-1`, `-2`, … as mdBook numbers them.
+fn anchors(file: &Path) -> std::collections::HashSet<String> {
+    let text = std::fs::read_to_string(file).unwrap();
+    let mut seen = std::collections::HashMap::<String, usize>::new();
+    let mut ids = std::collections::HashSet::new();
+    for (_, line) in prose_lines(&text) {
+        let level = line.bytes().take_while(|&b| b == b'#').count();
+        let Some(heading) = line.get(level..).filter(|h| h.starts_with(' ')) else {
+            continue;
+        };
+        if !(1..=6).contains(&level) {
+            continue;
+        }
+        let id = heading_id(heading.trim_end().trim_end_matches('#'));
+        let count = seen.entry(id.clone()).or_insert(0);
+        ids.insert(match *count {
+            0 => id,
+            n => format!("{id}-{n}"),
+        });
+        *count += 1;
+    }
+    ids
+}
+
+#[test]
+fn every_relative_link_and_anchor_in_the_book_resolves() {
+    let root = root().canonicalize().unwrap();
+    let mut anchors_of = std::collections::HashMap::new();
+    let mut broken = Vec::new();
+    let mut checked = 0;
+    for file in markdown_files(&root) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let shown = file
+            .strip_prefix(&root)
+            .unwrap_or(&file)
+            .display()
+            .to_string();
+        for (n, line) in prose_lines(&text) {
+            for target in link_targets(line) {
+                let external = target.contains("://") || target.starts_with("mailto:");
+                if external || target.is_empty() {
+                    continue;
+                }
+                checked += 1;
+                let (path, fragment) = target.split_once('#').unwrap_or((target.as_str(), ""));
+                let dest = if path.is_empty() {
+                    file.clone()
+                } else {
+                    file.parent().unwrap().join(path)
+                };
+                if !dest.exists() {
+                    broken.push(format!("{shown}:{n}: {target}: no such file"));
+                } else if !fragment.is_empty() {
+                    let page = dest.is_file() && dest.extension().is_some_and(|e| e == "md");
+                    let found = page
+                        && anchors_of
+                            .entry(dest.clone())
+                            .or_insert_with(|| anchors(&dest))
+                            .contains(fragment);
+                    if !found {
+                        broken.push(format!(
+                            "{shown}:{n}: {target}: no heading with that anchor"
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked > 100, "expected the book's links, found {checked}");
+    assert!(
+        broken.is_empty(),
+        "links in the book that lead nowhere (a page or a heading moved?):\n{}",
+        broken.join("\n")
     );
 }

@@ -369,7 +369,7 @@ mod helpers {
             matches!(
                 &spin,
                 Err(toolhost_runtime::CallError::Sandbox {
-                    fault: toolhost_runtime::SandboxFault::Timeout { .. },
+                    fault: toolhost_runtime::error::SandboxFault::Timeout { .. },
                     ..
                 })
             ),

@@ -244,7 +244,12 @@ fn an_ask_reaches_the_clients_user_in_both_revisions_a_remembered_yes_is_saved_a
         );
         assert_eq!(again["result"]["text"], "2", "{mode}: {again}");
         let listed = std::fs::read_to_string(&saved_file).unwrap();
-        assert!(listed.contains("mcp-elicitation"), "{listed}");
+        let prompt = if mode == "legacy" {
+            "mcp-elicitation"
+        } else {
+            "mcp-input-required"
+        };
+        assert!(listed.contains(prompt), "{mode}: {listed}");
     }
 }
 

@@ -38,6 +38,23 @@ if "private_key_pem" in context:
     lines.append("signing-algorithm = " + json.dumps(context.get("signing_algorithm", "ES256")))
 if scenario.startswith("auth/client-credentials"):
     lines.append('grant = "client-credentials"')
+if "client_secret" in context or "private_key_pem" in context:
+    # A client with a secret or key names the authorization server it may
+    # be sent to, as an operator copies it from its metadata: here the
+    # suite's, which the server's protected resource metadata names.
+    from urllib.parse import urlsplit
+    from urllib.request import urlopen
+    def get(address):
+        with urlopen(address, timeout=10) as answer:
+            return json.load(answer)
+    parts = urlsplit(url)
+    origin = parts.scheme + "://" + parts.netloc
+    try:
+        prm = get(origin + "/.well-known/oauth-protected-resource" + parts.path)
+    except OSError:
+        prm = get(origin + "/.well-known/oauth-protected-resource")
+    server = prm["authorization_servers"][0].rstrip("/")
+    lines.append("issuer = " + json.dumps(get(server + "/.well-known/oauth-authorization-server")["issuer"]))
 print("\n".join(lines))
 "#;
     std::fs::write(dir.join("config.py"), config).unwrap();
@@ -140,16 +157,12 @@ fn the_conformance_suites_draft_and_client_credentials_scenarios_pass() {
 struct Upstream {
     idp: oidc::OidcProvider,
     url: String,
-    _plugins: tempfile::TempDir,
-    _server: tokio::runtime::Runtime,
+    port: u16,
+    server: Resource,
 }
 
 fn upstream(access_ttl: u32) -> Upstream {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let url = format!("http://127.0.0.1:{port}/mcp");
     let idp = oidc::OidcProvider::start(serde_json::json!({
         "resource": url,
@@ -157,6 +170,33 @@ fn upstream(access_ttl: u32) -> Upstream {
         "access_token_ttl": access_ttl,
         "refresh_tokens": true,
     }));
+    let server = resource_server(port, &idp.issuer, caller("alice", None));
+    Upstream {
+        idp,
+        url,
+        port,
+        server,
+    }
+}
+
+/// A caller rule: a subject, or a client.
+fn caller(subject: &str, client: Option<&str>) -> toolhost_mcp::CallerRule {
+    toolhost_mcp::CallerRule {
+        subject: client.is_none().then(|| subject.to_owned()),
+        client: client.map(str::to_owned),
+        ..toolhost_mcp::CallerRule::default()
+    }
+}
+
+/// toolhost's HTTP MCP server (the calc plugin) on 127.0.0.1:`port`,
+/// taking the tokens `issuer` gives `who` (scope `tools`); its protected
+/// resource metadata names `issuer`. Stopped when dropped.
+struct Resource {
+    _runtime: tokio::runtime::Runtime,
+    _plugins: tempfile::TempDir,
+}
+
+fn resource_server(port: u16, issuer: &str, who: toolhost_mcp::CallerRule) -> Resource {
     let plugins = tempfile::tempdir().unwrap();
     copy_plugin(&plugins_dir(), "calc", plugins.path());
     let server = tokio::runtime::Builder::new_multi_thread()
@@ -171,28 +211,35 @@ fn upstream(access_ttl: u32) -> Upstream {
             .build()
             .await
             .unwrap();
+        let mcp = toolhost_mcp::McpServer::new(runtime, toolhost_mcp::ServerOptions::default());
         let mut options = toolhost_mcp::HttpOptions::local(port);
         options.oauth = Some(toolhost_mcp::OAuthOptions {
-            issuer: idp.issuer.clone(),
+            issuer: issuer.to_owned(),
             scopes: vec!["tools".into()],
             // Expired is expired: the client must refresh in time.
             leeway_seconds: 0,
             groups_claim: "groups".into(),
-            callers: vec![toolhost_mcp::CallerRule {
-                subject: Some("alice".into()),
-                ..toolhost_mcp::CallerRule::default()
-            }],
+            callers: vec![who],
             ..toolhost_mcp::OAuthOptions::default()
         });
-        let mcp = toolhost_mcp::McpServer::new(runtime, toolhost_mcp::ServerOptions::default());
-        let bound = toolhost_mcp::HttpServer::bind(mcp, options).await.unwrap();
+        // The port may have been let go of a moment ago.
+        let mut tries = 0;
+        let bound = loop {
+            match toolhost_mcp::HttpServer::bind(mcp.clone(), options.clone()).await {
+                Ok(bound) => break bound,
+                Err(e) if tries < 100 => {
+                    tries += 1;
+                    eprintln!("binding {port} again: {e}");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+                Err(e) => panic!("{e}"),
+            }
+        };
         tokio::spawn(bound.run(std::future::pending()));
     });
-    Upstream {
-        idp,
-        url,
+    Resource {
+        _runtime: server,
         _plugins: plugins,
-        _server: server,
     }
 }
 
@@ -333,4 +380,202 @@ fn login_keeps_a_token_only_the_user_reads_which_is_refreshed_and_logout_forgets
             "a token is in the error:\n{said}"
         );
     }
+}
+
+/// The requests of `requests` that could carry a secret or a token (all
+/// but reads).
+fn posts(requests: &[String]) -> Vec<&String> {
+    requests.iter().filter(|r| !r.starts_with("GET ")).collect()
+}
+
+#[test]
+fn the_gateway_sends_its_client_secret_to_the_configured_issuer_only_and_keeps_serving_its_other_upstreams()
+ {
+    // Two real authorization servers that both know the gateway's
+    // client: ours, and the one a compromised upstream (or whoever holds
+    // its DNS name) names in its protected resource metadata.
+    let provider = || {
+        oidc::OidcProvider::start(serde_json::json!({
+            "resource_pattern": "^http://127\\.0\\.0\\.1:[0-9]+/mcp$",
+            "scopes": ["tools"],
+            "clients": [oidc::OidcProvider::machine_client("gw", "gw-secret")],
+        }))
+    };
+    let (ours, theirs) = (provider(), provider());
+    let (good, evil) = (free_port(), free_port());
+    let _good = resource_server(good, &ours.issuer, caller("", Some("gw")));
+    let _evil = resource_server(evil, &theirs.issuer, caller("", Some("gw")));
+    let dir = tempfile::tempdir().unwrap();
+    let config = |issuer: Option<&str>| {
+        let entry = |name: &str, port: u16| {
+            format!(
+                "[[mcp-servers]]\nname = \"{name}\"\nurl = \"http://127.0.0.1:{port}/mcp\"\n\
+                 [mcp-servers.oauth]\ngrant = \"client-credentials\"\nclient-id = \"gw\"\n\
+                 client-secret-env = \"GW_SECRET\"\nscopes = [\"tools\"]\n{}\n",
+                issuer
+                    .map(|i| format!("issuer = \"{i}\""))
+                    .unwrap_or_default()
+            )
+        };
+        crate::oauth::write(
+            dir.path(),
+            "gateway.toml",
+            &format!("{}{}", entry("good", good), entry("evil", evil)),
+        )
+    };
+    let plugins = tempfile::tempdir().unwrap();
+    let plugins = plugins.path().display().to_string();
+    let oauth_dir = dir.path().join("oauth").display().to_string();
+    let env = [
+        ("GW_SECRET", "gw-secret"),
+        ("TOOLHOST_OAUTH_DIR", oauth_dir.as_str()),
+    ];
+
+    // A client with a secret and no `issuer`: refused at load, saying
+    // what to add; nothing was asked of anyone.
+    let without = config(None);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_host"))
+        .args(
+            &crate::mcp::host_args(
+                dir.path(),
+                &["--config", &without, "--plugins", &plugins, "plugins"],
+            )[1..],
+        )
+        .envs(env)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("need `issuer`") && text(&out).contains("issuer = \"https://"),
+        "{}",
+        text(&out)
+    );
+    assert!(!text(&out).contains("gw-secret"), "{}", text(&out));
+    assert!(ours.requests().is_empty() && theirs.requests().is_empty());
+
+    let with = config(Some(&ours.issuer));
+    let tokens = crate::oauth::write(dir.path(), "tokens", "caller-token\n");
+    let served = crate::oauth::serve(
+        &crate::mcp::host_args(
+            dir.path(),
+            &[
+                "--config",
+                &with,
+                "--plugins",
+                &plugins,
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--token-file",
+                &tokens,
+            ],
+        ),
+        &env,
+    );
+    // The upstream of our authorization server serves through the gateway.
+    let (status, body) = crate::oauth::call_tool(&served.base, "caller-token", "good__calculate");
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"42\""), "{body}");
+    assert!(ours.grants().contains(&"client_credentials".to_owned()));
+    // The other one is down, and says why; its authorization server was
+    // read (its metadata) but sent nothing: no secret, no token request.
+    let (_, body) = crate::oauth::call_tool(&served.base, "caller-token", "evil__calculate");
+    assert!(
+        !theirs.requests().is_empty(),
+        "its metadata was read (the test looked where it should)"
+    );
+    assert_eq!(posts(&theirs.requests()), Vec::<&String>::new(), "{body}");
+    assert!(theirs.grants().is_empty());
+    assert!(
+        body.contains(&format!("`{}`", theirs.issuer))
+            && body.contains("not the `issuer` configured")
+            && body.contains("nothing was sent there"),
+        "{body}"
+    );
+    assert!(!body.contains("gw-secret"), "{body}");
+    // And the good one still serves.
+    let (status, body) = crate::oauth::call_tool(&served.base, "caller-token", "good__calculate");
+    assert_eq!(status, 200, "{body}");
+}
+
+#[test]
+fn kept_tokens_are_refreshed_only_at_the_authorization_server_that_issued_them() {
+    let Upstream {
+        idp,
+        url,
+        port,
+        server,
+    } = upstream(4);
+    let dir = tempfile::tempdir().unwrap();
+    let login = person(dir.path(), &url, true)(&["mcp", "login", "acme"]);
+    assert!(login.status.success(), "{}", text(&login));
+    let file = dir.path().join("oauth").join("acme.json");
+    let (_, refresh) = kept_tokens(&file);
+    let host = person(dir.path(), &url, false);
+    // Expired: the next call must refresh.
+    std::thread::sleep(std::time::Duration::from_secs(5));
+    drop(server);
+
+    // The server now publishes no metadata: a 2025-03-26 server is its
+    // own authorization server, with `/token` at its origin. The refresh
+    // token is not sent there.
+    let bare = TestServer::routing(
+        port,
+        std::sync::Arc::new(|line: &str| {
+            if line.starts_with("GET /.well-known/") {
+                "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                    .to_owned()
+            } else {
+                "HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer\r\nContent-Length: 0\r\n\
+                 Connection: close\r\n\r\n"
+                    .to_owned()
+            }
+        }),
+    );
+    let call = host(CALC);
+    assert!(!call.status.success(), "{}", text(&call));
+    let sent: Vec<String> = bare
+        .request_lines()
+        .into_iter()
+        .filter(|l| l.starts_with("POST ") && !l.starts_with("POST /mcp "))
+        .collect();
+    assert!(sent.is_empty(), "sent to the server's origin: {sent:?}");
+    assert!(
+        text(&call).contains(&format!("not `{}`, which issued the tokens", idp.issuer)),
+        "{}",
+        text(&call)
+    );
+    drop(bare);
+
+    // The server names another authorization server: nothing is sent
+    // there either, the tokens are kept, and the error says what to run.
+    let theirs = oidc::OidcProvider::start(serde_json::json!({
+        "resource": url, "scopes": ["tools"], "refresh_tokens": true,
+    }));
+    let evil = resource_server(port, &theirs.issuer, caller("alice", None));
+    let call = host(CALC);
+    assert!(!call.status.success(), "{}", text(&call));
+    let said = text(&call);
+    assert!(
+        said.contains(&format!("the authorization server `{}`", theirs.issuer))
+            && said.contains("host mcp login acme"),
+        "{said}"
+    );
+    assert!(!said.contains(&refresh), "{said}");
+    assert_eq!(posts(&theirs.requests()), Vec::<&String>::new());
+    assert_eq!(kept_tokens(&file).1, refresh, "the tokens are kept");
+    let plugins = host(&["plugins"]);
+    assert!(
+        String::from_utf8_lossy(&plugins.stdout).contains("not in use"),
+        "{}",
+        text(&plugins)
+    );
+    drop(evil);
+
+    // Back at its own authorization server: refreshed there, and called.
+    let _back = resource_server(port, &idp.issuer, caller("alice", None));
+    let call = host(CALC);
+    assert!(call.status.success(), "{}", text(&call));
+    assert!(text(&call).contains("14"), "{}", text(&call));
+    assert_eq!(idp.grants(), ["authorization_code", "refresh_token"]);
 }

@@ -22,9 +22,9 @@ use toolhost_test_support::otlp::Collector;
 
 /// `host serve` started with `args` and `env`; its base URL. Stopped when
 /// dropped.
-struct Serving {
+pub(crate) struct Serving {
     child: Child,
-    base: String,
+    pub(crate) base: String,
 }
 
 impl Drop for Serving {
@@ -34,7 +34,7 @@ impl Drop for Serving {
     }
 }
 
-fn serve(args: &[String], env: &[(&str, &str)]) -> Serving {
+pub(crate) fn serve(args: &[String], env: &[(&str, &str)]) -> Serving {
     let mut child = Command::new(&args[0])
         .args(&args[1..])
         .envs(env.iter().copied())
@@ -65,14 +65,23 @@ fn serve(args: &[String], env: &[(&str, &str)]) -> Serving {
 /// POSTs a `tools/call` of `calculate` to `base`'s `/mcp` with `token`
 /// (stateless, one request); the status and body.
 fn call_with(base: &str, token: &str) -> (u16, String) {
-    let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"calculate","arguments":{"expression":"6*7"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+    call_tool(base, token, "calculate")
+}
+
+/// POSTs a `tools/call` of `name` (a calculator: `{"expression":"6*7"}`)
+/// to `base`'s `/mcp` with `token` (stateless, one request); the status
+/// and the response.
+pub(crate) fn call_tool(base: &str, token: &str, name: &str) -> (u16, String) {
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"{name}","arguments":{{"expression":"6*7"}},"_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}}}}}}}}"#
+    );
     let authority = base.trim_start_matches("http://");
     let mut stream = std::net::TcpStream::connect(authority).unwrap();
     write!(
         stream,
         "POST /mcp HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\
          Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
-         MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: calculate\r\nAuthorization: Bearer {token}\r\n\
+         MCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: {name}\r\nAuthorization: Bearer {token}\r\n\
          Content-Length: {}\r\n\r\n{body}",
         body.len()
     )
@@ -87,7 +96,7 @@ fn call_with(base: &str, token: &str) -> (u16, String) {
     (status, response)
 }
 
-fn write(dir: &Path, name: &str, text: &str) -> String {
+pub(crate) fn write(dir: &Path, name: &str, text: &str) -> String {
     let path = dir.join(name);
     std::fs::write(&path, text).unwrap();
     path.display().to_string()

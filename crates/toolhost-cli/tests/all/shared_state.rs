@@ -61,7 +61,7 @@ fn host_approvals_lists_and_revokes_the_approvals_in_the_shared_database() {
     let started = std::time::Instant::now();
     while !replica.list().unwrap().is_empty() {
         assert!(
-            started.elapsed() < 10 * toolhost_state::database::POLL,
+            started.elapsed() < 10 * toolhost_state::POLL,
             "revoked in the database, yet the replica still lists it"
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
@@ -120,13 +120,17 @@ pub(crate) fn console_queue_until(
 
 /// The id of the first ask the queue's part lists at `place`.
 pub(crate) fn listed_at(queue: &str, place: &str) -> Option<String> {
+    listed_at_except(queue, place, "")
+}
+
+/// The id of the first ask listed at `place` that is not `except`.
+fn listed_at_except(queue: &str, place: &str, except: &str) -> Option<String> {
     queue
         .split("<article class=\"pending\" ")
         .skip(1)
         .find_map(|a| {
             let id = a.split("data-id=\"").nth(1)?.split('"').next()?;
-            a.contains(&format!("data-place=\"{place}\""))
-                .then(|| id.to_owned())
+            (id != except && a.contains(&format!("data-place=\"{place}\""))).then(|| id.to_owned())
         })
 }
 
@@ -205,6 +209,20 @@ fn two_replicas_share_the_operators_queue_an_ask_on_one_is_answered_on_the_other
         "allow",
     );
     assert_eq!(status, 204, "{body}");
+    // Answered on B: B's console no longer lists it, at once (not only
+    // after the database's notification makes B read its list again).
+    let (status, _, queue) = request(
+        &b.base,
+        "GET",
+        "/console/part/queue",
+        &[("Cookie", &session)],
+        "",
+    );
+    assert_eq!(status, 200, "{queue}");
+    assert!(
+        !queue.contains(&format!("data-id=\"{id}\"")),
+        "the answered ask is still listed on B: {queue}"
+    );
     let (status, _, result) = waiting.join().unwrap();
     let released = answered.elapsed();
     assert_eq!(status, 200, "{result}");
@@ -217,8 +235,11 @@ fn two_replicas_share_the_operators_queue_an_ask_on_one_is_answered_on_the_other
     );
 
     // A dies with a call waiting: B shows it gone, and refuses to answer it.
+    let answered_id = id;
     let _orphan = call(a.base.clone());
-    let (id, _) = console_queue_until(&b.base, &session, |q| listed_at(q, "elsewhere"));
+    let (id, _) = console_queue_until(&b.base, &session, |q| {
+        listed_at_except(q, "elsewhere", &answered_id)
+    });
     drop(a);
     let (gone, after) = console_queue_until(&b.base, &session, |q| listed_at(q, "gone"));
     assert_eq!(gone, id);
@@ -232,4 +253,116 @@ fn two_replicas_share_the_operators_queue_an_ask_on_one_is_answered_on_the_other
     );
     assert_eq!(status, 410, "{body}");
     assert!(body.contains("gone"), "{body}");
+}
+
+/// A replica whose database stops answering (`SIGSTOP`: the connection
+/// stays open and nothing replies, as behind a network partition) goes on
+/// answering plain calls and `/healthz` as fast as before while calls
+/// that policy asks about are waiting: looking up a saved approval never
+/// waits for the database (it finds none, and the call is asked), and
+/// nothing holds a worker meanwhile. Two workers and four asks at once,
+/// enough to hold them all if a lookup waited.
+#[test]
+fn a_silent_database_holds_up_neither_plain_calls_nor_the_liveness_probe() {
+    let db = Postgres::start();
+    let shared = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let path = shared.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    };
+    let policy = write(
+        "policy.toml",
+        "default = \"allow\"\n[[rules]]\ntool = \"calculate\"\ndecision = \"ask\"\n",
+    );
+    let tokens = write(
+        "tokens",
+        "caller-secret ask=operator\nop-secret role=operator\n",
+    );
+    let config = write(
+        "toolhost.toml",
+        &format!("[state]\npostgres = \"{}\"\nstore = \"gate\"\n", db.url()),
+    );
+    let plugins = plugins_dir().display().to_string();
+    let lock_dir = tempfile::tempdir().unwrap();
+    let served = crate::mcp::serve_with_env(
+        &host_args(
+            lock_dir.path(),
+            &[
+                "--config",
+                &config,
+                "--plugins",
+                &plugins,
+                "--policy",
+                &policy,
+                "--no-watch",
+                "serve",
+                "--listen",
+                "127.0.0.1:0",
+                "--token-file",
+                &tokens,
+                "--console",
+                "--stateless",
+            ],
+        ),
+        &[("TOKIO_WORKER_THREADS", "2".to_owned())],
+    );
+    let base = served.base.clone();
+    let call = |base: &str, body: &str| {
+        request(
+            base,
+            "POST",
+            "/mcp",
+            &[
+                ("Content-Type", "application/json"),
+                ("Accept", "application/json, text/event-stream"),
+                ("Authorization", "Bearer caller-secret"),
+            ],
+            body,
+        )
+    };
+    const PLAIN: &str = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"word_count","arguments":{"text":"one two three"}}}"#;
+    const ASKED: &str = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"calculate","arguments":{"expression":"2*(3+4)"}}}"#;
+    // A plain call and the probe, 10 times each: how long they took.
+    let plain_and_probe = || {
+        let started = std::time::Instant::now();
+        for _ in 0..10 {
+            let (status, _, body) = call(&base, PLAIN);
+            assert_eq!(status, 200, "{body}");
+            assert!(
+                body.contains(r#""result""#) && !body.contains(r#""isError":true"#),
+                "{body}"
+            );
+            let (status, _, body) = request(&base, "GET", "/healthz", &[], "");
+            assert_eq!(status, 200, "{body}");
+        }
+        started.elapsed()
+    };
+    plain_and_probe();
+    // The database stops answering; after two polls the replica no
+    // longer trusts what it last read (before, each lookup then waited
+    // for the database).
+    db.freeze();
+    std::thread::sleep(2 * toolhost_state::POLL + toolhost_state::POLL / 2);
+    let alone = plain_and_probe();
+    let asks: Vec<_> = (0..4)
+        .map(|_| {
+            let base = base.clone();
+            std::thread::spawn(move || call(&base, ASKED))
+        })
+        .collect();
+    let beside_asks = plain_and_probe();
+    let still_waiting = asks.iter().filter(|a| !a.is_finished()).count();
+    db.thaw();
+    drop(served);
+    for ask in asks {
+        let _ = ask.join();
+    }
+    eprintln!("10 plain calls and probes: {alone:?} alone, {beside_asks:?} beside 4 asks");
+    assert_eq!(still_waiting, 4, "the asks were not waiting all along");
+    assert!(
+        beside_asks < 10 * alone,
+        "asks waiting on a silent database held up plain calls and the probe: \
+         {beside_asks:?} against {alone:?}"
+    );
 }

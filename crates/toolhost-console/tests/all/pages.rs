@@ -161,7 +161,7 @@ async fn many_calls_of_huge_unknown_names_keep_the_page_small_and_no_bidi_overri
             .call(&name, json!({}), CallContext::new().call_id(id))
             .await
             .unwrap_err();
-        assert_eq!(err.kind(), toolhost_runtime::ErrorKind::NotFound);
+        assert_eq!(err.kind(), toolhost_runtime::error::ErrorKind::NotFound);
     }
     // The console reads the feed every 0.1 s.
     let mut page = String::new();

@@ -137,7 +137,7 @@ pub(crate) async fn open<H: rmcp::ClientHandler>(
             let mut command = command(server)?;
             // A fork while another thread builds a runtime can hang (see
             // `settle_before_fork`).
-            toolhost_runtime::settle_before_fork();
+            toolhost_runtime::engine::settle_before_fork();
             let mut child = command
                 .spawn()
                 .map_err(|e| format!("cannot start `{}`: {e}", printable(&server.command, 200)))?;

@@ -52,8 +52,9 @@ use rmcp::{ClientHandler, ErrorData};
 use serde_json::Value;
 use tokio::sync::{Notify, watch};
 use toolhost_runtime::{
-    SourceCall, SourceError, SourceFuture, SourceOutcome, SourceProgress, SourceState,
-    SourceStatus, SourceTool, ToolSource,
+    ToolSource, source::SourceCall, source::SourceError, source::SourceFuture,
+    source::SourceOutcome, source::SourceProgress, source::SourceState, source::SourceStatus,
+    source::SourceTool,
 };
 use tracing::Instrument;
 
@@ -109,6 +110,18 @@ pub enum McpClientError {
         /// What is wrong.
         message: String,
     },
+    /// An OAuth client with a secret or a key, and no `issuer`: the
+    /// authorization server it may be sent to is not known.
+    #[error(
+        "MCP server `{name}`: its OAuth settings keep a client secret or key, so they need `issuer`, \
+         the authorization server's issuer identifier exactly as its metadata says it \
+         (`issuer = \"https://login.example.com\"` in its `oauth` table): the secret and the \
+         tokens' refresh go to that server only, whichever one the MCP server names"
+    )]
+    IssuerRequired {
+        /// The server.
+        name: String,
+    },
 }
 
 /// An external MCP server as a tool source. Dropping it stops the
@@ -158,8 +171,15 @@ impl McpSource {
     /// runtime). A server that cannot be started or reached is not an
     /// error here: the source reports it in its status and keeps trying.
     pub fn start(config: McpServerConfig) -> Result<McpSource, McpClientError> {
-        if !toolhost_runtime::is_valid_tool_name(&config.name) {
+        if !toolhost_runtime::contract::is_valid_tool_name(&config.name) {
             return Err(McpClientError::InvalidName(config.name));
+        }
+        if let McpTransport::Http(HttpEndpoint {
+            oauth: Some(settings),
+            ..
+        }) = &config.transport
+        {
+            oauth::check(&config.name, settings)?;
         }
         connect::check(&config).map_err(|message| McpClientError::Invalid {
             name: config.name.clone(),
@@ -875,7 +895,7 @@ async fn serve(
 
 /// Every page of `tools/list`, bounded in pages, tools and bytes: reading
 /// stops once the tools read exceed the runtime's budget for one source's
-/// definitions ([`MAX_DESCRIBE_BYTES`](toolhost_runtime::MAX_DESCRIBE_BYTES),
+/// definitions ([`MAX_DESCRIBE_BYTES`](toolhost_runtime::contract::MAX_DESCRIBE_BYTES),
 /// which then leaves the source's tools out with a warning), so at most
 /// one page more than the budget is ever held.
 async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<SourceTool>, ServiceError> {
@@ -895,7 +915,7 @@ async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<SourceTool>, ServiceE
             tools.truncate(MAX_LISTED_TOOLS);
             break;
         }
-        if bytes > toolhost_runtime::MAX_DESCRIBE_BYTES {
+        if bytes > toolhost_runtime::contract::MAX_DESCRIBE_BYTES {
             break;
         }
         match page.next_cursor {

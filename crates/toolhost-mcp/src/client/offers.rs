@@ -40,7 +40,9 @@ use rmcp::model::{
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient, ServiceError};
 use serde_json::Value;
 use tokio::sync::broadcast;
-use toolhost_runtime::{SourceCall, SourceError, SourceOutcome, ToolSource};
+use toolhost_runtime::{
+    ToolSource, source::SourceCall, source::SourceError, source::SourceOutcome,
+};
 
 use super::{CancelOnDrop, Link, MAX_LIST_PAGES, McpSource};
 use crate::tools;

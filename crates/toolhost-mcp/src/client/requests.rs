@@ -45,7 +45,7 @@ use rmcp::model::{
 use rmcp::service::{InboundStreamOrigin, RequestContext, RoleClient, ServiceError};
 use serde_json::Value;
 use toolhost_runtime::policy::Decision;
-use toolhost_runtime::{Approver, FormAnswer, FormRequest};
+use toolhost_runtime::{Approver, permission::FormAnswer, permission::FormRequest};
 use tracing::Instrument;
 
 use super::Shared;
@@ -225,8 +225,8 @@ fn record(span: &tracing::Span, server: &str, method: &str, asker: Option<&Asker
         target: "toolhost::audit",
         server,
         method,
-        tool = asker.map(|a| toolhost_runtime::shown_name(&a.tool).into_owned()),
-        call_id = asker.map(|a| toolhost_runtime::shown_name(&a.call_id).into_owned()),
+        tool = asker.map(|a| toolhost_runtime::shown::shown_name(&a.tool).into_owned()),
+        call_id = asker.map(|a| toolhost_runtime::shown::shown_name(&a.call_id).into_owned()),
         to = asker.map(|a| if a.downstream.is_some() { "client" } else { "terminal" }),
         decision = o.decision.as_str(),
         outcome = o.outcome,

@@ -710,11 +710,21 @@ impl Auth {
             }
             Checked::Unavailable(e) => {
                 tracing::warn!(target: "toolhost::mcp::access", path, status = 503, "cannot check an access token: {e}");
+                let (message, retry) = match e {
+                    oauth::OAuthError::Busy { .. } => (
+                        "too many new access tokens to check at the authorization server now; retry shortly",
+                        "1",
+                    ),
+                    _ => (
+                        "the authorization server cannot be reached to check the access token; retry shortly",
+                        "5",
+                    ),
+                };
                 Identified::Refused(refusal(
                     StatusCode::SERVICE_UNAVAILABLE,
                     -32000,
-                    "the authorization server cannot be reached to check the access token; retry shortly",
-                    (header::RETRY_AFTER, HeaderValue::from_static("5")),
+                    message,
+                    (header::RETRY_AFTER, HeaderValue::from_static(retry)),
                 ))
             }
         }

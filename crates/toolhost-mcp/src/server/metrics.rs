@@ -19,7 +19,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
-use toolhost_runtime::PluginEvent;
+use toolhost_runtime::load::PluginEvent;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct Outcome {
@@ -105,7 +105,7 @@ impl Metrics {
 
 /// The label for an error of `kind`: its name when it is one this version
 /// knows, else `other` (so the set of series stays fixed).
-pub(crate) fn kind_label(kind: &toolhost_runtime::ErrorKind) -> &'static str {
+pub(crate) fn kind_label(kind: &toolhost_runtime::error::ErrorKind) -> &'static str {
     kind.known_name().unwrap_or("other")
 }
 

@@ -28,7 +28,7 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
 use serde_json::Value;
-use toolhost_runtime::{CallContext, PluginEvent, Runtime};
+use toolhost_runtime::{CallContext, Runtime, load::PluginEvent};
 use tracing::Instrument;
 
 pub(crate) mod downstream;
@@ -42,14 +42,16 @@ mod priming;
 mod prompts;
 mod resources;
 mod revision;
+pub(crate) mod round_trip;
 mod search;
 mod stateless_call;
 mod upstream;
 
 use crate::tools;
-use elicit::{ElicitingApprover, RoundTripApprover, RoundTrips};
+use elicit::ElicitingApprover;
 use identity::{ClientAsks, ClientIdentity, ClientProfile};
 use metrics::Metrics;
+use round_trip::{OuterCall, RoundTrips};
 use search::Search;
 
 /// How many progress reports of one call may wait to be sent; more are
@@ -276,7 +278,7 @@ impl McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let mut recorded = self.metrics.call();
-        let mut args = Value::Object(request.arguments.take().unwrap_or_default());
+        let args = Value::Object(request.arguments.take().unwrap_or_default());
         if let Some(search) = &self.search
             && request.name == toolhost_search::SEARCH_TOOLS
         {
@@ -294,27 +296,27 @@ impl McpServer {
         let agent = self.agent(&context);
         let asks = self.asks(&context, agent.as_deref());
         let asks_client = asks == Asks::Client;
-        let round_trip = (modern && asks_client).then(|| {
-            Arc::new(RoundTripApprover {
-                answer: self.round_trips.retry(
-                    &request.name,
-                    &args,
-                    request.request_state.as_deref(),
-                    request.input_responses.as_ref(),
-                ),
-                asked: parking_lot::Mutex::new(None),
-            })
-        });
         // Each caller's results stay its own in the result cache, and its
         // saved approvals answer it alone: never the user at the host's
         // terminal (a call without a client), never another caller.
         let client = ClientIdentity::of_request(&context).0;
+        // 2026-07-28: the answers this call carries, each bound to the one
+        // call it was asked about, in a state sealed to this call.
+        let round_trip = (modern && asks_client).then(|| {
+            let outer = OuterCall::of(&client, agent.as_deref(), &request.name, &args);
+            let approver = self.round_trips.open(
+                &outer,
+                request.request_state.as_deref(),
+                request.input_responses.as_ref(),
+            );
+            (outer, Arc::new(approver))
+        });
         let progress_sink = context
             .meta
             .get_progress_token()
             .map(|token| progress(context.peer.clone(), token));
         let approver: Arc<dyn toolhost_runtime::Approver> = match &round_trip {
-            Some(a) => a.clone(),
+            Some((_, a)) => a.clone(),
             None => self.approver(
                 &context,
                 asks,
@@ -339,12 +341,6 @@ impl McpServer {
         });
         let call = {
             let (runtime, name) = (self.runtime.clone(), request.name.clone());
-            // The arguments are kept only for a 2026-07-28 question.
-            let args = if round_trip.is_some() {
-                args.clone()
-            } else {
-                std::mem::take(&mut args)
-            };
             // Under this request's span, on whichever thread it runs; boxed,
             // so the futures around it (rmcp's handler task, moved into its
             // task cell) stay small: the call's own is large.
@@ -359,30 +355,42 @@ impl McpServer {
                 f.abort();
             }
         }
-        // 2026-07-28: the call stopped at a question; send it back.
-        let asked = round_trip.and_then(|a| a.asked.lock().take());
+        // 2026-07-28: the call stopped at a question; send it back (also
+        // when a program went on past the denial: its user has not
+        // answered yet).
+        let asked = round_trip.filter(|(_, a)| outcome.is_some() && a.asked());
         let can_answer = context
             .client_capabilities()
             .is_some_and(|c| c.elicitation.is_some());
-        if let (Some(_), Some(Err(_)), false) = (&asked, &outcome, can_answer) {
-            recorded.outcome("permission-denied");
-            return Ok(tools::error_result(
-                &format!(
-                    "permission denied for `{}`: the user's approval is needed and this MCP \
-                     client cannot be asked (it did not declare form elicitation)",
-                    request.name
-                ),
-                "permission-denied",
-            )
-            .into());
-        }
-        if let (Some(question), Some(Err(_))) = (asked, &outcome) {
-            match self.round_trips.ask(&request.name, &args, &question) {
-                Ok(input) => {
-                    recorded.outcome("input-required");
-                    return Ok(CallToolResponse::InputRequired(input));
+        if let Some((outer, approver)) = asked {
+            let refusal = if can_answer {
+                match self.round_trips.ask(&outer, &approver) {
+                    Ok(Some(input)) => {
+                        recorded.outcome("input-required");
+                        return Ok(CallToolResponse::InputRequired(input));
+                    }
+                    Ok(None) => None,
+                    Err(e @ round_trip::AskError::TooManyQuestions) => Some(e.to_string()),
+                    Err(e) => {
+                        tracing::warn!("cannot build the input_required result: {e}");
+                        None
+                    }
                 }
-                Err(e) => tracing::warn!("cannot build the input_required result: {e}"),
+            } else {
+                Some(
+                    "the user's approval is needed and this MCP client cannot be asked (it did \
+                     not declare form elicitation)"
+                        .to_owned(),
+                )
+            };
+            // A call that failed at the question says why it was not asked.
+            if let (Some(why), Some(Err(_))) = (refusal, &outcome) {
+                recorded.outcome("permission-denied");
+                return Ok(tools::error_result(
+                    &format!("permission denied for `{}`: {why}", request.name),
+                    "permission-denied",
+                )
+                .into());
             }
         }
         let result = match outcome {
@@ -403,7 +411,7 @@ impl McpServer {
             // Dropping the call stopped its sandbox; the client is no longer
             // waiting for this answer.
             None => {
-                tracing::info!(tool = %toolhost_runtime::shown_name(&request.name), "the client cancelled the call: its sandbox is stopped");
+                tracing::info!(tool = %toolhost_runtime::shown::shown_name(&request.name), "the client cancelled the call: its sandbox is stopped");
                 tools::error_result("the client cancelled the call", "aborted")
             }
         };
@@ -420,7 +428,7 @@ const PROGRESS_DRAIN: std::time::Duration = std::time::Duration::from_secs(1);
 /// written without blocking, on the runtime's own threads
 /// (`tokio::io::stdin` would hand every read to a blocking thread, a thread
 /// hop on every message: about 30 µs a round trip here;
-/// `docs/benchmarks-log.md`). Anything else (a terminal, a file, `/dev/null`
+/// `docs/log.md`). Anything else (a terminal, a file, `/dev/null`
 /// as stdout) gets tokio's blocking stdio for both. The process's own
 /// descriptors are never made non-blocking: an earlier version set
 /// `O_NONBLOCK` on stdin's shared description when stdin was a pipe and
@@ -483,7 +491,7 @@ fn request_span(
     context: &RequestContext<RoleServer>,
 ) -> tracing::Span {
     // What the client named, as the runtime keeps it: bounded and safe.
-    let tool = tool.map(toolhost_runtime::shown_name);
+    let tool = tool.map(toolhost_runtime::shown::shown_name);
     let tool = tool.as_deref();
     let span = tracing::info_span!(
         "mcp_request",
@@ -491,7 +499,7 @@ fn request_span(
         otel.kind = "server",
         mcp.method.name = method,
         gen_ai.tool.name = tool,
-        jsonrpc.request.id = %toolhost_runtime::shown_name(&request_id(context)),
+        jsonrpc.request.id = %toolhost_runtime::shown::shown_name(&request_id(context)),
     );
     toolhost_telemetry::propagate::adopt(
         &span,

@@ -4,7 +4,7 @@
 //! serves its request, and the scheduler spreads calls over the workers.
 //! On a runtime with one worker (what `host mcp` serves stdio on: one
 //! client, mostly one call at a time, and every hop between threads costs
-//! more than a small call itself; `docs/benchmarks-log.md`, performance
+//! more than a small call itself; `docs/log.md`, performance
 //! round 4) that would run every call on that one thread. So there a call
 //! runs on the serving task only while it is the server's only call in
 //! flight; a call that starts while another runs gets a thread of its own

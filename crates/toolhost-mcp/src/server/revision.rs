@@ -15,7 +15,7 @@
 use rmcp::ErrorData as McpError;
 use rmcp::model::ProtocolVersion;
 use serde_json::json;
-use toolhost_runtime::{CallError, ErrorKind};
+use toolhost_runtime::{CallError, error::ErrorKind};
 
 /// The first revision that reports invalid arguments as a tool execution
 /// error.
@@ -56,7 +56,7 @@ pub(crate) fn protocol_error(e: &CallError, version: Option<&ProtocolVersion>) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use toolhost_runtime::ArgumentIssue;
+    use toolhost_runtime::error::ArgumentIssue;
 
     fn invalid() -> CallError {
         CallError::InvalidArguments {

@@ -299,8 +299,8 @@ impl super::McpServer {
                 // The caller's to fix (-32602), or the read's failure.
                 let message = toolhost_text::line(&e.to_string(), 1000);
                 match e.kind() {
-                    toolhost_runtime::ErrorKind::InvalidArguments
-                    | toolhost_runtime::ErrorKind::ToolInvalidArguments => {
+                    toolhost_runtime::error::ErrorKind::InvalidArguments
+                    | toolhost_runtime::error::ErrorKind::ToolInvalidArguments => {
                         rmcp::ErrorData::invalid_params(message, None)
                     }
                     _ => rmcp::ErrorData::internal_error(message, None),

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use toolhost_mcp::{McpServerConfig, McpSource, McpTransport, Start};
 use toolhost_runtime::{
-    CallContext, CallError, LimitOverrides, PluginSettings, Runtime, SandboxFault, SourceError,
-    SourceState, ToolSource,
+    CallContext, CallError, PluginSettings, Runtime, ToolSource, error::SandboxFault,
+    grants::LimitOverrides, source::SourceError, source::SourceState,
 };
 use toolhost_test_support::{hostile_mcp_server, outside_tool};
 
@@ -85,7 +85,7 @@ pub(crate) async fn eventually(what: &str, mut check: impl AsyncFnMut() -> bool)
     }
 }
 
-fn status(rt: &Runtime, name: &str) -> toolhost_runtime::SourceStatus {
+fn status(rt: &Runtime, name: &str) -> toolhost_runtime::source::SourceStatus {
     rt.plugins()
         .into_iter()
         .find(|p| p.name == name)
@@ -415,7 +415,7 @@ async fn a_plugin_file_never_takes_a_configured_servers_name() {
         .await
         .unwrap();
     let time = rt.plugins().into_iter().find(|p| p.name == "time").unwrap();
-    assert_eq!(time.kind, toolhost_runtime::PluginKind::Source);
+    assert_eq!(time.kind, toolhost_runtime::load::PluginKind::Source);
     assert!(
         !rt.tools().iter().any(|t| t.name == "calculate"),
         "the file's tools are not served"

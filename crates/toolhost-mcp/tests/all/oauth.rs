@@ -435,3 +435,219 @@ async fn an_issuer_that_cannot_be_reached_gives_503_and_no_tool_runs_then_its_ke
     let (status, _, body) = call(&base, Some(&signer.sign("k1", &other))).await;
     assert_eq!(status, 200, "{body}");
 }
+
+/// An issuer with an introspection endpoint, as this test plays it: a
+/// `good-…` token is an access token of alice's for `resource`, the
+/// `refresh-token` an active refresh token (which names the resource
+/// too, as some issuers' do), any other not active. It counts the
+/// requests it is sent, and holds each answer while `open` is false.
+struct Introspector {
+    url: String,
+    resource: Arc<Mutex<String>>,
+    asked: Arc<AtomicUsize>,
+    open: tokio::sync::watch::Sender<bool>,
+}
+
+async fn introspector() -> Introspector {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let metadata = json!({
+        "issuer": url,
+        "jwks_uri": format!("{url}/jwks"),
+        "authorization_endpoint": format!("{url}/auth"),
+        "token_endpoint": format!("{url}/token"),
+        "introspection_endpoint": format!("{url}/introspect"),
+    });
+    let resource = Arc::new(Mutex::new(String::new()));
+    let asked = Arc::new(AtomicUsize::new(0));
+    let open = tokio::sync::watch::Sender::new(true);
+    let (aud, counted, gate, iss) = (resource.clone(), asked.clone(), open.clone(), url.clone());
+    let app = axum::Router::new()
+        .route(
+            "/.well-known/oauth-authorization-server",
+            axum::routing::get(move || async move { axum::Json(metadata) }),
+        )
+        .route(
+            "/introspect",
+            axum::routing::post(move |body: String| {
+                counted.fetch_add(1, Ordering::SeqCst);
+                let (aud, iss, mut gate) = (aud.lock().clone(), iss.clone(), gate.subscribe());
+                async move {
+                    let _ = gate.wait_for(|open| *open).await;
+                    let token = url::form_urlencoded::parse(body.as_bytes())
+                        .find(|(k, _)| k == "token")
+                        .map(|(_, v)| v.into_owned())
+                        .unwrap_or_default();
+                    let active = json!({
+                        "active": true, "sub": "alice", "client_id": "app", "scope": "tools",
+                        "aud": aud, "iss": iss, "exp": now() + 300,
+                    });
+                    axum::Json(if token.starts_with("good-") {
+                        let mut answer = active;
+                        answer["token_type"] = json!("Bearer");
+                        answer
+                    } else if token == "refresh-token" {
+                        let mut answer = active;
+                        answer["token_type"] = json!("refresh_token");
+                        answer
+                    } else {
+                        json!({ "active": false })
+                    })
+                }
+            }),
+        );
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    Introspector {
+        url,
+        resource,
+        asked,
+        open,
+    }
+}
+
+/// `serve` taking opaque tokens through `idp`'s introspection.
+async fn serve_introspecting(idp: &Introspector) -> (String, Runtime) {
+    let (base, runtime) = serve(&idp.url, |o| {
+        o.introspection = Some(toolhost_mcp::IntrospectionOptions {
+            client_id: "toolhost".into(),
+            // Any variable that is set: this issuer does not check the secret.
+            client_secret_env: "PATH".into(),
+            ..toolhost_mcp::IntrospectionOptions::default()
+        });
+    })
+    .await;
+    *idp.resource.lock() = format!("{base}/mcp");
+    (base, runtime)
+}
+
+/// Waits until `done` holds (checked every 10 ms, 20 s at most).
+async fn until(mut done: impl FnMut() -> bool) {
+    for _ in 0..2000 {
+        if done() {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
+/// How many introspection requests may be in flight at once (the
+/// server's bound, `introspection.rs`).
+const INTROSPECTIONS_AT_ONCE: usize = 8;
+
+#[tokio::test]
+async fn a_flood_of_made_up_opaque_tokens_reaches_the_issuer_a_bounded_number_of_times_and_known_callers_still_call()
+ {
+    let idp = introspector().await;
+    let (base, _runtime) = serve_introspecting(&idp).await;
+    let (status, _, body) = call(&base, Some("good-alice")).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(idp.asked.load(Ordering::SeqCst), 1);
+
+    // The issuer is slow (it holds every answer); 256 made-up tokens at once.
+    idp.open.send_replace(false);
+    let answered = Arc::new(AtomicUsize::new(0));
+    let flood: Vec<_> = (0..256)
+        .map(|i| {
+            let (base, answered) = (base.clone(), answered.clone());
+            tokio::spawn(async move {
+                let (status, _, _) = call(&base, Some(&format!("made-up-{i}"))).await;
+                answered.fetch_add(1, Ordering::SeqCst);
+                status
+            })
+        })
+        .collect();
+    // Until every request the issuer does not hold has its answer (or
+    // the issuer was sent more than the bound).
+    let sent = || idp.asked.load(Ordering::SeqCst) - 1;
+    until(|| sent() > INTROSPECTIONS_AT_ONCE || answered.load(Ordering::SeqCst) + sent() >= 256)
+        .await;
+    assert!(
+        sent() <= INTROSPECTIONS_AT_ONCE,
+        "{} introspection requests for 256 made-up tokens",
+        sent()
+    );
+    // Meanwhile the caller checked before still calls; a new token is
+    // told to retry (503), never let in.
+    let (status, _, body) = call(&base, Some("good-alice")).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, _, body) = call(&base, Some("good-alice-2")).await;
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains("retry shortly"), "{body}");
+
+    // The issuer answers: the made-up tokens it was asked about are
+    // refused (401), the others were told to retry (503).
+    idp.open.send_replace(true);
+    let mut statuses = Vec::new();
+    for call in flood {
+        statuses.push(call.await.unwrap());
+    }
+    let refused = statuses.iter().filter(|s| **s == 401).count();
+    assert_eq!(refused, sent(), "{statuses:?}");
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 503).count(),
+        256 - refused,
+        "{statuses:?}"
+    );
+    // Once the second is over, a new good token is checked and calls.
+    let mut status = 0;
+    for _ in 0..50 {
+        status = call(&base, Some("good-alice-2")).await.0;
+        if status != 503 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(status, 200);
+}
+
+#[tokio::test]
+async fn one_opaque_token_is_asked_about_once_at_a_time_and_once_refused_is_not_asked_again() {
+    let idp = introspector().await;
+    let (base, _runtime) = serve_introspecting(&idp).await;
+    idp.open.send_replace(false);
+    // The first to bring the token leaves before the answer: the others
+    // still get it, from the same request.
+    let first = tokio::spawn({
+        let base = base.clone();
+        async move { call(&base, Some("made-up")).await }
+    });
+    until(|| idp.asked.load(Ordering::SeqCst) == 1).await;
+    first.abort();
+    let same: Vec<_> = (0..50)
+        .map(|_| {
+            let base = base.clone();
+            tokio::spawn(async move { call(&base, Some("made-up")).await.0 })
+        })
+        .collect();
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    idp.open.send_replace(true);
+    for call in same {
+        assert_eq!(call.await.unwrap(), 401);
+    }
+    assert_eq!(
+        idp.asked.load(Ordering::SeqCst),
+        1,
+        "one request for 51 callers"
+    );
+    // Refused once: refused again without asking.
+    let (status, _, _) = call(&base, Some("made-up")).await;
+    assert_eq!(status, 401);
+    assert_eq!(idp.asked.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn an_active_refresh_token_is_not_taken_as_an_access_token() {
+    let idp = introspector().await;
+    let (base, runtime) = serve_introspecting(&idp).await;
+    let mut calls = runtime.watch_calls();
+    let (status, challenge, body) = call(&base, Some("refresh-token")).await;
+    assert_eq!(status, 401, "{body}");
+    assert!(
+        challenge.starts_with("Bearer error=\"invalid_token\""),
+        "{challenge}"
+    );
+    assert!(calls.try_recv().is_err(), "no call started");
+    // The same answer with an access token's type calls.
+    let (status, _, body) = call(&base, Some("good-alice")).await;
+    assert_eq!(status, 200, "{body}");
+}

@@ -57,6 +57,15 @@ pub type Change<'a> = &'a mut dyn FnMut(&mut Vec<SavedApproval>) -> Result<(), A
 /// ([`ApprovalsError::Unavailable`]): the lookup that needed it finds no
 /// approval (the call is asked, never allowed), and a save or a revocation
 /// fails with the reason. Nothing else of the gate depends on it.
+///
+/// **Lookups never wait.** [`unchanged_since`](Store::unchanged_since)
+/// and [`read`](Store::read) run on every lookup, on whatever thread asks,
+/// an async runtime's workers included: they may read a local file, never
+/// wait for a network. A store kept elsewhere keeps a copy that its own
+/// thread brings up to date, answers from it, and answers with an error at
+/// once while it cannot tell that the copy is current. Only
+/// [`change`](Store::change) may wait for the store (a bounded time): an
+/// async caller runs it off its workers.
 pub trait Store: Send + Sync + std::fmt::Debug {
     /// Where it is, for messages: a file's path, a database and the name
     /// of the store in it.
@@ -71,7 +80,8 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// every lookup: cheap, and `false` when it cannot tell.
     fn unchanged_since(&self, seen: &Stamp) -> bool;
 
-    /// The entries, and the stamp they were read at.
+    /// The entries, and the stamp they were read at. It does not wait
+    /// (see the trait's docs): a store that cannot answer now says why.
     fn read(&self) -> Result<(Vec<SavedApproval>, Stamp), ApprovalsError>;
 
     /// Applies `f` to the entries as the store holds them now and keeps
@@ -79,6 +89,7 @@ pub trait Store: Send + Sync + std::fmt::Debug {
     /// machines, never lose one another. `f` may be called more than once
     /// (a store that tries again after a concurrent change), each time on
     /// the entries as they are then; when it fails, nothing is written.
-    /// Returns the entries after the change and their stamp.
+    /// Returns the entries after the change and their stamp. It may wait
+    /// for the store, a bounded time.
     fn change(&self, f: Change<'_>) -> Result<(Vec<SavedApproval>, Stamp), ApprovalsError>;
 }

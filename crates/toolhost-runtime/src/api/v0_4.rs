@@ -12,15 +12,11 @@ version_bindings! {
 include!("since_v0_3.rs");
 
 /// The `tools` import: a plugin's calls to other tools, answered by the
-/// call's [`Caller`](crate::call::nested::Caller) when the operator lets
+/// call's [`PluginCalls`](crate::plugin_calls::PluginCalls) (`call/nested.rs`) when the operator lets
 /// the plugin call tools, refused otherwise.
 impl toolhost::plugin::tools::Host for crate::sandbox::SandboxState {
     async fn list_tools(&mut self) -> Vec<wit::ToolSpec> {
-        let tools = self
-            .caller
-            .as_ref()
-            .map(crate::call::nested::Caller::tools)
-            .unwrap_or_default();
+        let tools = self.caller.as_ref().map(|c| c.tools()).unwrap_or_default();
         tools.iter().map(spec_to_wit).collect()
     }
 
@@ -38,7 +34,7 @@ impl toolhost::plugin::tools::Host for crate::sandbox::SandboxState {
         name: String,
         args_json: String,
     ) -> Result<wit::ToolOutput, toolhost::plugin::tools::CallError> {
-        use crate::call::nested::NestedError;
+        use crate::plugin_calls::NestedError;
         use toolhost::plugin::tools::CallError as E;
         let Some(caller) = self.caller.as_mut() else {
             return Err(E::NotGranted(
@@ -66,7 +62,7 @@ impl toolhost::plugin::tools::Host for crate::sandbox::SandboxState {
 }
 
 /// A tool as a plugin sees it listed.
-fn spec_to_wit(tool: &crate::registry::ToolInfo) -> wit::ToolSpec {
+fn spec_to_wit(tool: &crate::tool::ToolInfo) -> wit::ToolSpec {
     let a = &tool.annotations;
     wit::ToolSpec {
         name: tool.name.clone(),

@@ -386,6 +386,7 @@ async fn ask(
     let request = CallApprovalRequest {
         tool,
         plugin: &call.target.plugin.name,
+        digest: &call.target.plugin.digest,
         args,
         reasons,
         session_id: cx.session_id.as_deref(),
@@ -429,16 +430,17 @@ async fn ask(
                 call,
                 approver.as_ref(),
                 Scope::Arguments(args.clone()),
-            );
+            )
+            .await;
             Ok(())
         }
         CallApproval::AllowTool => {
-            save(gate, call, approver.as_ref(), Scope::AnyArguments);
+            save(gate, call, approver.as_ref(), Scope::AnyArguments).await;
             Ok(())
         }
         CallApproval::AllowWithin(scope) => {
             if scopes.contains(&scope) {
-                save(gate, call, approver.as_ref(), scope);
+                save(gate, call, approver.as_ref(), scope).await;
             } else {
                 tracing::warn!(
                     tool,
@@ -460,12 +462,20 @@ async fn ask(
     }
 }
 
+/// How long a call waits for its "allow always" to be saved before it
+/// runs anyway (the save goes on, and says how it ended in the log).
+pub(crate) const SAVE_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Saves an "allow always" answer for `call`'s tool and plugin build,
 /// bound to the call's profile and caller (or, when the approver speaks
 /// for every caller, to all). A store that cannot be written, or a caller
 /// past its quota, is logged: the call still runs, and the next one is
 /// asked again.
-fn save(gate: &Gate, call: &Call<'_>, approver: &dyn Approver, scope: Scope) {
+///
+/// The store is written on a blocking thread (a file's lock, a database's
+/// answer: never on a worker of the runtime, which other calls and the
+/// health probe need), and the call waits for it at most [`SAVE_WAIT`].
+async fn save(gate: &Gate, call: &Call<'_>, approver: &dyn Approver, scope: Scope) {
     let from = approver.prompt_name();
     // Who answered: the approver says (the operator), else the calling
     // client, else the user running the host.
@@ -490,9 +500,20 @@ fn save(gate: &Gate, call: &Call<'_>, approver: &dyn Approver, scope: Scope) {
         from: from.to_owned(),
         expires: None,
     };
-    match gate.approvals().save(new) {
-        Ok(id) => tracing::info!(tool = call.target.tool, id, "approval saved"),
-        Err(e) => tracing::warn!(tool = call.target.tool, "the approval was not saved: {e}"),
+    let approvals = gate.shared_approvals();
+    let tool = call.target.tool.to_owned();
+    let saving = tokio::task::spawn_blocking(move || match approvals.save(new) {
+        Ok(id) => tracing::info!(tool, id, "approval saved"),
+        Err(e) => tracing::warn!(tool, "the approval was not saved: {e}"),
+    });
+    match tokio::time::timeout(SAVE_WAIT, saving).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::warn!(tool = call.target.tool, "the approval was not saved: {e}"),
+        Err(_) => tracing::info!(
+            tool = call.target.tool,
+            "the approval is still being saved after {} s: the call runs meanwhile",
+            SAVE_WAIT.as_secs()
+        ),
     }
 }
 

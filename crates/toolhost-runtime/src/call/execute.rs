@@ -143,11 +143,10 @@ async fn run(
         agent: cx.agent.as_deref(),
     };
     // The calls it may make to other tools, for this call only.
-    sandbox.store.data_mut().caller = plugin
-        .sandbox
-        .call_tools
-        .as_ref()
-        .map(|grant| crate::call::nested::Caller::new(call, grant.clone()));
+    sandbox.store.data_mut().caller = plugin.sandbox.call_tools.as_ref().map(|grant| {
+        Box::new(crate::call::nested::Caller::new(call, grant.clone()))
+            as Box<dyn crate::plugin_calls::PluginCalls>
+    });
     let outcome = sandbox
         .call(async |store| guest(store, raw_cx, &spec.name, args).await)
         .await;

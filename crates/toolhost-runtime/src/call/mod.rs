@@ -58,9 +58,7 @@ pub(crate) mod validate;
 pub(crate) mod watch;
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use serde::Serialize;
 use serde_json::Value;
 use tracing::Instrument;
 
@@ -69,6 +67,7 @@ use crate::parts::Parts;
 use crate::permission::CallStep;
 use crate::plugin::{Plugin, Tool};
 use crate::sandbox::ProgressSink;
+pub(crate) use crate::tool::ToolResult;
 use named::Named;
 
 /// Who is calling: ids for logs and plugins, and where progress reports go.
@@ -168,7 +167,7 @@ impl CallContext {
     }
 
     /// Attaches `value` to the call, for the tool source that serves it
-    /// ([`SourceCall::extensions`](crate::SourceCall::extensions)): the
+    /// ([`SourceCall::extensions`](crate::source::SourceCall::extensions)): the
     /// agent loop attaches the run's variables for the built-in `read_var`.
     /// Nothing in the pipeline reads it.
     ///
@@ -195,59 +194,6 @@ impl CallContext {
         if let Some(sink) = &self.steps {
             sink(&step());
         }
-    }
-}
-
-/// The result of a successful call.
-#[derive(Debug, Clone, Serialize)]
-pub struct ToolResult {
-    /// Concise text for the model.
-    pub output: String,
-    /// Structured data for user interfaces and logs (never for the model).
-    pub details: Option<Value>,
-    /// The structured result (MCP's `structuredContent`), from plugins built
-    /// against `toolhost:plugin@0.2.0` or later; it matches the tool's output
-    /// schema ([`ToolInfo::output_schema`](crate::ToolInfo::output_schema))
-    /// when the tool declares one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub structured: Option<Value>,
-    /// The result as content blocks (MCP's `content`: text, images, audio,
-    /// resource links, embedded resources), as the plugin (contract 0.3.0
-    /// or later) or the tool source sent them. Empty: the result is
-    /// `output` alone, one text block. When it is not empty, an MCP client
-    /// receives these blocks, and `output` holds the text a model reads
-    /// (the text of these blocks, for a tool source; what the plugin wrote,
-    /// for a plugin): the agent loop gives the model `output` and, of the
-    /// other blocks, the images and a stand-in line for each of the rest.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub content: Vec<toolhost_content::Content>,
-    /// The result's own `_meta`, from a tool source (an MCP server's
-    /// result, passed on as it was sent); `None` for a plugin's.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub meta: Option<toolhost_content::JsonObject>,
-    /// The tool's exposed name.
-    pub tool: String,
-    /// The plugin that ran it.
-    pub plugin: String,
-    /// That plugin's version.
-    pub plugin_version: semver::Version,
-    /// Wall-clock time of the call, including setting up the sandbox (for
-    /// a result from the cache, the time it took to find it).
-    #[serde(with = "duration_micros")]
-    pub duration: Duration,
-    /// Whether the result came from the result cache instead of running the
-    /// tool (see [`CacheOptions`](crate::CacheOptions)); the after-hooks and
-    /// result approval ran on it all the same.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub cached: bool,
-}
-
-mod duration_micros {
-    pub fn serialize<S: serde::Serializer>(
-        d: &std::time::Duration,
-        s: S,
-    ) -> Result<S::Ok, S::Error> {
-        s.serialize_u64(u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
     }
 }
 
@@ -371,7 +317,7 @@ impl<'a> Call<'a> {
             .cloned();
         let Some(plugin) = plugin else {
             return Err(CallError::NotFound {
-                name: format!("{}:{}", crate::shown_name(source), named.tool),
+                name: format!("{}:{}", crate::shown::shown_name(source), named.tool),
                 suggestions: Vec::new(),
                 available: Vec::new(),
                 unavailable: None,

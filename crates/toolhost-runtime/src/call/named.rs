@@ -27,7 +27,7 @@ pub const MAX_SHOWN_NAME_CHARS: usize = 128;
 /// [`MAX_SHOWN_NAME_CHARS`] and made safe (see the module docs).
 ///
 /// ```
-/// use toolhost_runtime::shown_name;
+/// use toolhost_runtime::shown::shown_name;
 ///
 /// assert_eq!(shown_name("read_file"), "read_file");
 /// assert_eq!(shown_name("evil\u{202e}txt.exe"), "evil\\u{202e}txt.exe");

@@ -23,133 +23,17 @@
 //!   and the tools it calls cannot call tools, so the slots its calls wait
 //!   for are never all held by callers waiting in turn.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
-use toolhost_patterns::{GlobError, NameGlob};
+use serde::Serialize;
 
 use crate::call::{CallContext, ToolResult};
-use crate::error::{CallError, ToolErrorKind};
-use crate::grants::PluginSettings;
 use crate::parts::Parts;
-use crate::registry::ToolInfo;
-
-/// Bounds of the calls one call of a plugin makes to other tools
-/// (`[plugins.NAME.call-bounds]`); past any of them a call is refused
-/// with `limit`. The plugin's own limits (its `timeout-ms` above all)
-/// still hold around them.
-///
-/// ```
-/// let bounds: toolhost_runtime::CallBounds =
-///     toml::from_str("max-calls = 10\nmax-time-ms = 5000").unwrap();
-/// assert_eq!(bounds.max_calls, 10);
-/// assert_eq!(bounds.max_result_bytes, 4 * 1024 * 1024);
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case", default)]
-pub struct CallBounds {
-    /// How many calls (default 64).
-    pub max_calls: u32,
-    /// Their total time, in milliseconds (default 30,000).
-    pub max_time_ms: u64,
-    /// The total size of their results (output, structured result,
-    /// content), in bytes (default 4 MiB).
-    pub max_result_bytes: u64,
-}
-
-impl Default for CallBounds {
-    fn default() -> Self {
-        CallBounds {
-            max_calls: 64,
-            max_time_ms: 30_000,
-            max_result_bytes: 4 * 1024 * 1024,
-        }
-    }
-}
-
-impl CallBounds {
-    pub(crate) fn is_default(&self) -> bool {
-        *self == CallBounds::default()
-    }
-}
-
-/// What a plugin may call: globs on tool names, and the bounds.
-#[derive(Debug)]
-pub(crate) struct CallGrant {
-    globs: Vec<NameGlob>,
-    bounds: CallBounds,
-}
-
-impl CallGrant {
-    /// The grant in `settings`, or `None` when it names no tool.
-    pub(crate) fn from_settings(settings: &PluginSettings) -> Result<Option<CallGrant>, GlobError> {
-        if settings.call_tools.is_empty() {
-            return Ok(None);
-        }
-        let globs = settings
-            .call_tools
-            .iter()
-            .map(|g| NameGlob::new(g))
-            .collect::<Result<_, _>>()?;
-        Ok(Some(CallGrant {
-            globs,
-            bounds: settings.call_bounds,
-        }))
-    }
-
-    fn allows(&self, tool: &str) -> bool {
-        self.globs.iter().any(|g| g.is_match(tool))
-    }
-
-    /// Its globs as written.
-    pub(crate) fn patterns(&self) -> Vec<String> {
-        self.globs.iter().map(|g| g.as_str().to_owned()).collect()
-    }
-
-    fn globs(&self) -> String {
-        self.patterns().join(", ")
-    }
-}
-
-/// Why a call from a plugin failed; the plugin reads the message.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum NestedError {
-    /// Not in the grant, or a tool that calls tools itself.
-    #[error("{0}")]
-    NotGranted(String),
-    /// No tool of that name is visible to the caller.
-    #[error("{0}")]
-    NotFound(String),
-    /// Arguments that are not JSON or do not match the schema.
-    #[error("{0}")]
-    InvalidArguments(String),
-    /// The policy, a hook or a person refused it.
-    #[error("{0}")]
-    Denied(String),
-    /// The tool failed or was stopped.
-    #[error("{0}")]
-    Failed(String),
-    /// A bound of [`CallBounds`].
-    #[error("{0}")]
-    Limit(String),
-}
-
-impl From<CallError> for NestedError {
-    fn from(e: CallError) -> Self {
-        let message = e.to_string();
-        match e {
-            CallError::NotFound { .. } => NestedError::NotFound(message),
-            CallError::InvalidArguments { .. }
-            | CallError::Tool {
-                kind: ToolErrorKind::InvalidArguments,
-                ..
-            } => NestedError::InvalidArguments(message),
-            CallError::Denied { .. } | CallError::Blocked { .. } => NestedError::Denied(message),
-            _ => NestedError::Failed(message),
-        }
-    }
-}
+use crate::plugin_calls::{CallGrant, NestedError, PluginCalls};
+use crate::tool::ToolInfo;
 
 /// The calls one call of a plugin may make: who is calling (the plugin's
 /// caller), what the plugin may call, and what its calls have used so far.
@@ -190,53 +74,9 @@ impl Caller {
         }
     }
 
-    /// The tools the plugin may call now: those its caller may see (the
-    /// policy's filter), that its grant names, and that do not call tools
-    /// themselves; in catalog order.
-    pub(crate) fn tools(&self) -> Vec<ToolInfo> {
-        let Some(parts) = self.parts.upgrade() else {
-            return Vec::new();
-        };
-        let registry = parts.catalog.registry();
-        let offered = parts.gate.offered_tools(
-            registry.tool_infos(),
-            self.cx.agent.as_deref(),
-            self.cx.session_id.as_deref(),
-        );
-        offered
-            .into_iter()
-            .filter(|t| self.grant.allows(&t.name))
-            .filter(|t| {
-                registry
-                    .tools
-                    .get(&t.name)
-                    .is_some_and(|(p, _)| p.sandbox.call_tools.is_none())
-            })
-            .collect()
-    }
-
-    /// Of [`tools`](Self::tools), the `limit` that best match `query`
-    /// (the same search as `search_tools`), best first.
-    pub(crate) fn search(&self, query: &str, limit: u32) -> Vec<ToolInfo> {
-        let tools = self.tools();
-        let index = toolhost_search::ToolIndex::build(
-            tools
-                .iter()
-                .map(|t| toolhost_search::ToolText::new(&t.name, &t.description, &t.input_schema)),
-        );
-        let limit = usize::try_from(limit)
-            .unwrap_or(usize::MAX)
-            .min(toolhost_search::MAX_RESULTS);
-        index
-            .search(query, limit)
-            .into_iter()
-            .filter_map(|hit| tools.get(hit.position).cloned())
-            .collect()
-    }
-
     /// Calls `tool` with `args` (JSON text) through the whole pipeline, as
     /// the plugin's caller, within the bounds.
-    pub(crate) async fn call(&mut self, tool: &str, args: &str) -> Result<ToolResult, NestedError> {
+    async fn call_tool(&mut self, tool: &str, args: &str) -> Result<ToolResult, NestedError> {
         let bounds = self.grant.bounds;
         if self.calls >= bounds.max_calls {
             return Err(NestedError::Limit(format!(
@@ -306,6 +146,60 @@ impl Caller {
     }
 }
 
+impl PluginCalls for Caller {
+    /// The tools the plugin may call now: those its caller may see (the
+    /// policy's filter), that its grant names, and that do not call tools
+    /// themselves; in catalog order.
+    fn tools(&self) -> Vec<ToolInfo> {
+        let Some(parts) = self.parts.upgrade() else {
+            return Vec::new();
+        };
+        let registry = parts.catalog.registry();
+        let offered = parts.gate.offered_tools(
+            registry.tool_infos(),
+            self.cx.agent.as_deref(),
+            self.cx.session_id.as_deref(),
+        );
+        offered
+            .into_iter()
+            .filter(|t| self.grant.allows(&t.name))
+            .filter(|t| {
+                registry
+                    .tools
+                    .get(&t.name)
+                    .is_some_and(|(p, _)| p.sandbox.call_tools.is_none())
+            })
+            .collect()
+    }
+
+    /// Of [`tools`](Self::tools), the `limit` that best match `query`
+    /// (the same search as `search_tools`), best first.
+    fn search(&self, query: &str, limit: u32) -> Vec<ToolInfo> {
+        let tools = self.tools();
+        let index = toolhost_search::ToolIndex::build(
+            tools
+                .iter()
+                .map(|t| toolhost_search::ToolText::new(&t.name, &t.description, &t.input_schema)),
+        );
+        let limit = usize::try_from(limit)
+            .unwrap_or(usize::MAX)
+            .min(toolhost_search::MAX_RESULTS);
+        index
+            .search(query, limit)
+            .into_iter()
+            .filter_map(|hit| tools.get(hit.position).cloned())
+            .collect()
+    }
+
+    fn call<'a>(
+        &'a mut self,
+        tool: &'a str,
+        args: &'a str,
+    ) -> Pin<Box<dyn Future<Output = Result<ToolResult, NestedError>> + Send + 'a>> {
+        Box::pin(self.call_tool(tool, args))
+    }
+}
+
 /// What a result weighs against `max-result-bytes`: its output, and its
 /// structured result and content as JSON.
 fn result_bytes(result: &ToolResult) -> u64 {
@@ -343,28 +237,6 @@ fn json_len<T: Serialize>(value: &T) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_grant_is_read_from_the_plugins_settings_and_matches_its_globs() {
-        let settings: PluginSettings = toml::from_str(
-            "call-tools = [\"fs_*\", \"calculate\"]\n[call-bounds]\nmax-calls = 3\n",
-        )
-        .unwrap();
-        let grant = CallGrant::from_settings(&settings).unwrap().unwrap();
-        assert!(grant.allows("fs_read") && grant.allows("calculate"));
-        assert!(!grant.allows("run_code") && !grant.allows("calculated"));
-        assert_eq!(grant.bounds.max_calls, 3);
-        assert_eq!(grant.bounds.max_time_ms, CallBounds::default().max_time_ms);
-        assert!(
-            CallGrant::from_settings(&PluginSettings::default())
-                .unwrap()
-                .is_none(),
-            "no grant by default"
-        );
-        let bad: PluginSettings = toml::from_str("call-tools = [\"[\"]").unwrap();
-        assert!(CallGrant::from_settings(&bad).is_err());
-        assert!(toml::from_str::<PluginSettings>("[call-bounds]\nmax-callz = 3").is_err());
-    }
 
     #[test]
     fn a_results_weight_counts_its_output_structured_result_and_content() {

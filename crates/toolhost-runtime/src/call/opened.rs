@@ -22,7 +22,7 @@
 //!
 //! On systems other than Linux the path is resolved by name
 //! (`canonicalize`) when the call is admitted and again when the sandbox
-//! is made, as before; docs/security.md says so.
+//! is made, as before; docs/security/plugins.md says so.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

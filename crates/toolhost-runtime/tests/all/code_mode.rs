@@ -9,8 +9,8 @@ use std::sync::atomic::Ordering;
 use serde_json::{Value, json};
 use toolhost_runtime::policy::{Policy, Profile, Rule};
 use toolhost_runtime::{
-    CallApproval, CallBounds, CallContext, CallError, DirGrant, PluginSettings, Runtime,
-    RuntimeBuilder,
+    CallContext, CallError, DirGrant, PluginSettings, Runtime, RuntimeBuilder, grants::CallBounds,
+    permission::CallApproval,
 };
 
 use crate::permissions::Scripted;
@@ -310,7 +310,7 @@ async fn a_program_that_loops_forever_is_stopped_and_the_host_keeps_serving() {
 async fn many_programs_at_once_do_not_deadlock_a_small_pool() {
     let scene = fs_scene();
     let rt = granted(
-        builder().engine_settings(toolhost_runtime::EngineSettings {
+        builder().engine_settings(toolhost_runtime::engine::EngineSettings {
             pool_size: 2,
             ..Default::default()
         }),

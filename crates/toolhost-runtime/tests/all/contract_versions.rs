@@ -6,7 +6,8 @@
 
 use serde_json::{Value, json};
 use toolhost_runtime::{
-    CallContext, CallError, LoadError, Runtime, SandboxFault, ToolResult, supported_versions,
+    CallContext, CallError, LoadError, Runtime, ToolResult, contract::supported_versions,
+    error::SandboxFault,
 };
 
 use crate::support::*;

@@ -10,8 +10,8 @@ use crate::permissions::{Scripted, builder, calc};
 use crate::support::{fs_scene, plugins_dir, root};
 use serde_json::json;
 use toolhost_runtime::{
-    CallApproval, CallContext, CallError, CallStep, DirGrant, ErrorKind, PluginSettings, Runtime,
-    RuntimeBuilder,
+    CallContext, CallError, DirGrant, PluginSettings, Runtime, RuntimeBuilder, error::ErrorKind,
+    permission::CallApproval, permission::CallStep,
 };
 
 #[tokio::test]
@@ -35,7 +35,7 @@ async fn the_redaction_hook_plugin_removes_a_planted_secret_in_its_sandbox() {
         .into_iter()
         .find(|p| p.name == "redact-secrets")
         .expect("the hook plugin is loaded");
-    assert_eq!(hook.kind, toolhost_runtime::PluginKind::Hook);
+    assert_eq!(hook.kind, toolhost_runtime::load::PluginKind::Hook);
     assert!(hook.tools.is_empty());
 
     let steps = Arc::new(Mutex::new(Vec::new()));
@@ -151,7 +151,7 @@ async fn a_hook_plugin_that_proceeds_lets_the_call_run_and_keeps_its_result() {
         .into_iter()
         .find(|p| p.name == "hook-decisions")
         .expect("the fixture is loaded");
-    assert_eq!(hook.kind, toolhost_runtime::PluginKind::Hook);
+    assert_eq!(hook.kind, toolhost_runtime::load::PluginKind::Hook);
     let (result, traces) = calc_traced(&rt, "1+1").await;
     assert_eq!(result.unwrap().output, "2");
     assert_eq!(

@@ -15,7 +15,10 @@ use toolhost_runtime::hooks::{
     HookFuture, HookOutcome, Matcher, OnError, Stages,
 };
 use toolhost_runtime::policy::{Decision, Policy, Rule};
-use toolhost_runtime::{CallApproval, CallContext, CallStep, DirGrant, ErrorKind, PluginSettings};
+use toolhost_runtime::{
+    CallContext, DirGrant, PluginSettings, error::ErrorKind, permission::CallApproval,
+    permission::CallStep,
+};
 
 /// A permission hook: allows `1+1`, denies anything with `*`, passes the rest.
 struct Routine;

@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use toolhost_runtime::{
-    CallContext, CallError, DirGrant, LoadError, PluginSettings, Runtime, SandboxFault,
-    ToolErrorKind, ToolResult,
+    CallContext, CallError, DirGrant, LoadError, PluginSettings, Runtime, ToolResult,
+    error::SandboxFault, error::ToolErrorKind,
 };
 
 use crate::support::*;

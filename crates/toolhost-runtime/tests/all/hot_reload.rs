@@ -9,7 +9,7 @@ use std::time::Duration;
 use crate::support::{copy_plugin, fixtures_dir, plugins_dir, root};
 use serde_json::json;
 use tokio::sync::broadcast::Receiver;
-use toolhost_runtime::{CallContext, CallError, PluginEvent, Runtime};
+use toolhost_runtime::{CallContext, CallError, Runtime, load::PluginEvent};
 
 const DEBOUNCE: Duration = Duration::from_millis(50);
 

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use serde_json::json;
-use toolhost_runtime::{CallContext, CallError, PluginSettings, Runtime, SandboxFault};
+use toolhost_runtime::{CallContext, CallError, PluginSettings, Runtime, error::SandboxFault};
 
 use crate::runtime::{assert_calc_still_works, examples, runtime_with};
 use crate::support::*;
@@ -73,7 +73,7 @@ async fn calls_past_the_queue_limit_are_refused_as_busy() {
     let rt = Runtime::builder()
         .plugin_dir(tmp.path())
         .cache_dir(Some(root().join("target/test-cache")))
-        .engine_settings(toolhost_runtime::EngineSettings {
+        .engine_settings(toolhost_runtime::engine::EngineSettings {
             pool_size: 1,
             ..Default::default()
         })
@@ -155,7 +155,7 @@ async fn a_plugin_at_its_instance_limit_is_busy_while_others_run() {
         .max_queued_calls(0)
         // The probe (`echo`, read-only and idempotent) must reach the
         // instance, not the result cache.
-        .result_cache(toolhost_runtime::CacheOptions::disabled())
+        .result_cache(toolhost_runtime::cache::CacheOptions::disabled())
         .build()
         .await
         .unwrap();

@@ -12,8 +12,9 @@ use serde_json::{Value, json};
 use toolhost_runtime::policy::approvals::{Answers, Scope};
 use toolhost_runtime::policy::{Policy, Rule};
 use toolhost_runtime::{
-    ApprovalFuture, Approver, CallApproval, CallApprovalRequest, CallContext, CallError, DirGrant,
-    ErrorKind, PluginSettings, ResultApproval, ResultApprovalRequest, Runtime, RuntimeBuilder,
+    Approver, CallContext, CallError, DirGrant, PluginSettings, Runtime, RuntimeBuilder,
+    error::ErrorKind, permission::ApprovalFuture, permission::CallApproval,
+    permission::CallApprovalRequest, permission::ResultApproval, permission::ResultApprovalRequest,
 };
 
 pub(crate) fn builder() -> RuntimeBuilder {

@@ -13,9 +13,10 @@ use serde_json::{Value, json};
 use toolhost_runtime::hooks::{AfterDecision, BeforeDecision, FnHook, HookEntry, HookOutcome};
 use toolhost_runtime::policy::{Policy, Rule};
 use toolhost_runtime::{
-    ApprovalFuture, Approver, CacheOptions, CallApproval, CallApprovalRequest, CallContext,
-    CallError, CallStep, DirGrant, ErrorKind, PluginSettings, ResultApproval,
-    ResultApprovalRequest, Runtime, RuntimeBuilder, ToolCacheSettings, ToolResult,
+    Approver, CallContext, CallError, DirGrant, PluginSettings, Runtime, RuntimeBuilder,
+    ToolResult, cache::CacheOptions, cache::ToolCacheSettings, error::ErrorKind,
+    permission::ApprovalFuture, permission::CallApproval, permission::CallApprovalRequest,
+    permission::CallStep, permission::ResultApproval, permission::ResultApprovalRequest,
 };
 
 use crate::support::*;

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::json;
 use toolhost_runtime::{
-    CallContext, CallError, DirGrant, LoadError, PluginSettings, Runtime, ToolErrorKind,
+    CallContext, CallError, DirGrant, LoadError, PluginSettings, Runtime, error::ToolErrorKind,
 };
 
 use crate::support::*;
@@ -489,6 +489,125 @@ async fn a_second_start_compiles_nothing_and_a_corrupt_entry_is_recompiled() {
     assert_eq!((third.compiled, third.cache_hits), (1, 5), "{third:?}");
     assert!(third.failures.is_empty());
     assert_calc_still_works(&rt).await;
+}
+
+/// Issue 59: loading a cache entry runs the native code in it, so an
+/// entry someone else could have written is never loaded. With a key, only
+/// entries sealed with it load (a foreign key's or a rewritten entry with
+/// a fresh checksum is recompiled); without one, a directory others may
+/// write is not read.
+#[tokio::test]
+async fn a_cache_entry_not_sealed_with_the_deployments_key_or_in_a_directory_others_write_is_never_loaded()
+ {
+    use sha2::{Digest, Sha256};
+    use std::os::unix::fs::PermissionsExt;
+    use toolhost_runtime::cache::CacheKey;
+    let cache = tempfile::tempdir().unwrap();
+    let key = |byte: u8| CacheKey::new(vec![byte; 32]).unwrap();
+    let build = |k: Option<CacheKey>| {
+        Runtime::builder()
+            .plugin_dir(plugins_dir())
+            .cache_dir(Some(cache.path().to_owned()))
+            .cache_key(k)
+            .build()
+    };
+    let report = |rt: Runtime| {
+        let r = rt.load_report();
+        (r.compiled, r.cache_hits)
+    };
+    assert_eq!(report(build(Some(key(1))).await.unwrap()), (6, 0));
+    assert_eq!(
+        report(build(Some(key(1))).await.unwrap()),
+        (0, 6),
+        "sealed with the key: loaded"
+    );
+    assert_eq!(
+        report(build(Some(key(2))).await.unwrap()),
+        (6, 0),
+        "another key: recompiled"
+    );
+
+    // An entry rewritten by whoever can write the volume, with a checksum
+    // that matches its new payload (what the unkeyed format would accept).
+    assert_eq!(report(build(Some(key(1))).await.unwrap()), (6, 0));
+    let entry = std::fs::read_dir(cache.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "cwasm"))
+        .unwrap();
+    let bytes = std::fs::read(&entry).unwrap();
+    let payload = &bytes[32..];
+    let mut forged = Sha256::digest(payload).to_vec();
+    forged.extend_from_slice(payload);
+    std::fs::write(&entry, &forged).unwrap();
+    let rt = build(Some(key(1))).await.unwrap();
+    assert_eq!(report(rt), (1, 5), "the forged entry is recompiled");
+
+    // No key: the user's own directory is read, one others may write is not.
+    let unkeyed = tempfile::tempdir().unwrap();
+    let build = |dir: &std::path::Path| {
+        Runtime::builder()
+            .plugin_dir(plugins_dir())
+            .cache_dir(Some(dir.to_owned()))
+            .build()
+    };
+    assert_eq!(report(build(unkeyed.path()).await.unwrap()), (6, 0));
+    assert_eq!(report(build(unkeyed.path()).await.unwrap()), (0, 6));
+    std::fs::set_permissions(unkeyed.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let rt = build(unkeyed.path()).await.unwrap();
+    assert_eq!(
+        report(rt),
+        (6, 0),
+        "a directory anyone may write is not trusted"
+    );
+}
+
+/// Issue 59: replicas ship their trust; `locked` never takes it at start.
+#[tokio::test]
+async fn a_locked_runtime_needs_its_lock_file_grants_only_what_it_names_and_never_writes_it() {
+    use toolhost_runtime::{
+        PluginSettings, RuntimeError, lockfile::GrantState, lockfile::LockError,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let lock = dir.path().join("toolhost.lock");
+    let mut grant = PluginSettings::default();
+    grant.env.push("CALC_MODE=exact".into());
+    let build = |locked: bool| {
+        Runtime::builder()
+            .plugin_dir(plugins_dir())
+            .cache_dir(Some(root().join("target/test-cache")))
+            .plugin_settings("calc", grant.clone())
+            .lock_file(&lock)
+            .locked(locked)
+            .build()
+    };
+    match build(true).await {
+        Err(RuntimeError::Lock(LockError::Missing(path))) => assert_eq!(path, lock),
+        other => panic!(
+            "a locked runtime without its lock file: {:?}",
+            other.map(|_| ())
+        ),
+    }
+    assert!(!lock.exists(), "nothing written");
+
+    std::fs::write(&lock, "# prepared ahead, naming nothing\n").unwrap();
+    let rt = build(true).await.unwrap();
+    let calc = rt.plugins().into_iter().find(|p| p.name == "calc").unwrap();
+    assert_eq!(calc.grants, GrantState::NotInLock, "no trust on first use");
+    assert!(calc.granted.env.is_empty());
+    assert!(matches!(rt.trust("calc"), Err(LockError::Locked(_))));
+    assert_eq!(
+        std::fs::read_to_string(&lock).unwrap(),
+        "# prepared ahead, naming nothing\n"
+    );
+    drop(rt);
+
+    // Prepared ahead (here by an unlocked runtime's trust): granted.
+    build(false).await.unwrap().trust("calc").unwrap();
+    let rt = build(true).await.unwrap();
+    let calc = rt.plugins().into_iter().find(|p| p.name == "calc").unwrap();
+    assert_eq!(calc.grants, GrantState::Active);
+    assert!(!calc.granted.env.is_empty());
 }
 
 /// Calls `name` with `1` and returns the output.

@@ -9,7 +9,8 @@
 //!
 //! `soak_short` runs in CI; `soak_full` (100 000 calls) is ignored, run it
 //! with `cargo test -p toolhost-runtime --test soak -- --ignored --nocapture`.
-//! Its figures are recorded in docs/security.md ("Soak").
+//! What it checks is in docs/security.md ("Soak"); its figures are recorded in
+//! docs/log.md ("Soak: 100 000 calls with hot reloads").
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -20,8 +21,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 use toolhost_runtime::{
-    CallContext, CallError, DirGrant, EngineSettings, LimitOverrides, PluginEvent, PluginSettings,
-    Runtime, SandboxFault, ToolErrorKind, ToolResult,
+    CallContext, CallError, DirGrant, PluginSettings, Runtime, ToolResult, engine::EngineSettings,
+    error::SandboxFault, error::ToolErrorKind, grants::LimitOverrides, load::PluginEvent,
 };
 
 use crate::support::*;
@@ -179,7 +180,7 @@ async fn call(scene: &Scene, i: usize) -> &'static str {
         // not fail. Which version number it came with is counted: a load
         // that reads the manifest and the wasm on either side of a
         // replacement serves one version's code under the other's number
-        // until the next reload (see docs/security.md, "Soak").
+        // until the next reload (see docs/security.md, "Known gaps").
         Kind::Calculate => {
             let want = ((i % 1000) * (i % 7 + 1) + i % 13).to_string();
             match &result {
@@ -342,7 +343,7 @@ struct Figures {
 /// What the pool keeps is not a leak but would look like one: a slot
 /// returned to the pool keeps the pages the guest dirtied in the first
 /// `memory_keep_resident` bytes of its memory (4 MiB by default; that makes
-/// the next call 2.7× faster, docs/benchmarks-log.md), and every reload brings
+/// the next call 2.7× faster, docs/log.md), and every reload brings
 /// new modules, which take slots they have not used before (wasmtime keeps
 /// up to 100 unused warm slots before reusing the least recently used one).
 /// So RSS climbs with the number of reloads until every memory slot the

@@ -10,8 +10,9 @@ use toolhost_runtime::content::Content;
 use toolhost_runtime::hooks::{AfterDecision, FnHook, HookEntry, HookOutcome};
 use toolhost_runtime::policy::{Decision, Policy, Rule};
 use toolhost_runtime::{
-    Access, CallContext, ErrorKind, Runtime, SourceCall, SourceError, SourceFuture, SourceOutcome,
-    SourceState, SourceStatus, SourceTool, ToolSource,
+    Access, CallContext, Runtime, ToolSource, error::ErrorKind, source::SourceCall,
+    source::SourceError, source::SourceFuture, source::SourceOutcome, source::SourceState,
+    source::SourceStatus, source::SourceTool,
 };
 
 /// A source with no tools that answers every read with the URI it was

@@ -7,8 +7,9 @@ use std::sync::Arc;
 use serde_json::json;
 use toolhost_runtime::content::{Content, ContentError, JsonObject};
 use toolhost_runtime::{
-    CallContext, CallError, PluginSettings, Runtime, SandboxFault, SourceCall, SourceError,
-    SourceFuture, SourceOutcome, SourceState, SourceStatus, SourceTool, ToolSource,
+    CallContext, CallError, PluginSettings, Runtime, ToolSource, error::SandboxFault,
+    source::SourceCall, source::SourceError, source::SourceFuture, source::SourceOutcome,
+    source::SourceState, source::SourceStatus, source::SourceTool,
 };
 
 /// A source whose one tool, `blocks`, returns a text, an image of

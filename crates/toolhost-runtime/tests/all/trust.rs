@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
-use toolhost_runtime::{GrantState, Limits, PluginInfo, PluginSettings, Runtime, RuntimeBuilder};
+use toolhost_runtime::{
+    Limits, PluginInfo, PluginSettings, Runtime, RuntimeBuilder, lockfile::GrantState,
+};
 
 use crate::support::*;
 
@@ -110,7 +112,7 @@ async fn a_plugin_cannot_take_a_tool_name_reserved_for_the_host() {
         "the plugin's tool is still reachable, renamed: {names:?}"
     );
     assert!(
-        toolhost_runtime::RESERVED_TOOL_NAMES.contains(&"read_var"),
+        toolhost_runtime::contract::RESERVED_TOOL_NAMES.contains(&"read_var"),
         "the reserved names are public, for hosts that add built-ins"
     );
     let warnings = rt.load_report().warnings.join("\n");
@@ -281,7 +283,10 @@ async fn on_first_use_a_file_named_otherwise_neither_displaces_the_named_plugin_
     // Nor does `host trust` record it: the way is to name the file.
     let refused = rt.trust("hostile-env");
     assert!(
-        matches!(refused, Err(toolhost_runtime::LockError::NotItsFile { .. })),
+        matches!(
+            refused,
+            Err(toolhost_runtime::lockfile::LockError::NotItsFile { .. })
+        ),
         "{refused:?}"
     );
     assert!(!lock.exists());
@@ -359,7 +364,7 @@ async fn a_rule_still_holds_when_a_clash_renames_the_tool() {
     let err = read_renamed(&rt, &scene).await;
     assert_eq!(
         err.kind(),
-        toolhost_runtime::ErrorKind::PermissionDenied,
+        toolhost_runtime::error::ErrorKind::PermissionDenied,
         "the ask rule for `read_file` still applies to fs's renamed tool: {err}"
     );
     assert!(err.to_string().contains("needs a nod"), "{err}");
@@ -540,7 +545,7 @@ async fn a_path_rule_holds_for_relative_paths_and_symlinks_inside_the_grant() {
         match result {
             Err(e) => assert_eq!(
                 e.kind(),
-                toolhost_runtime::ErrorKind::PermissionDenied,
+                toolhost_runtime::error::ErrorKind::PermissionDenied,
                 "{spelling}: {e}"
             ),
             Ok(r) => panic!("{spelling} got past the rule: {}", r.output),

@@ -10,8 +10,9 @@ use tokio::sync::broadcast::Receiver;
 use tokio::sync::broadcast::error::TryRecvError;
 use toolhost_runtime::policy::{Policy, Rule};
 use toolhost_runtime::{
-    ApprovalFuture, Approver, CallApproval, CallApprovalRequest, CallContext, CallEvent, CallPhase,
-    ErrorKind, ResultApproval, ResultApprovalRequest, Runtime, RuntimeBuilder, StepTiming,
+    Approver, CallContext, Runtime, RuntimeBuilder, error::ErrorKind, feed::CallEvent,
+    feed::CallPhase, feed::StepTiming, permission::ApprovalFuture, permission::CallApproval,
+    permission::CallApprovalRequest, permission::ResultApproval, permission::ResultApprovalRequest,
 };
 
 use crate::support::{plugins_dir, root};
@@ -336,7 +337,7 @@ async fn watch_a_callers_huge_hostile_tool_name_and_id_reach_the_feed_bounded_an
     for event in [&started, &done] {
         for (what, text) in [("tool", &event.tool), ("id", &event.id)] {
             assert!(
-                text.chars().count() <= toolhost_runtime::MAX_SHOWN_NAME_CHARS + 1,
+                text.chars().count() <= toolhost_runtime::shown::MAX_SHOWN_NAME_CHARS + 1,
                 "{what}: {} chars",
                 text.chars().count()
             );

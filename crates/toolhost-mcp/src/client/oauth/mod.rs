@@ -24,8 +24,16 @@
 //!   authorization code through a person's browser ([`SignInPrompt`], the
 //!   loopback redirect of `loopback.rs`), or, with nobody to ask, an error
 //!   that says to sign in ([`sign_in`], `host mcp login NAME`);
-//! - the tokens: kept by `token_store.rs` (a file only the user can read),
-//!   never written to a log, a trace or an error.
+//! - the authorization server: the one the server's metadata names, only
+//!   when it is the `issuer` configured (needed with a client secret or
+//!   key), else the one the kept tokens came from (pinned at their first
+//!   sign-in): the issuer identifiers compared exactly (RFC 8414, 3.3), and
+//!   nothing sent to another (no secret, no refresh token, no
+//!   registration), so a server, or its DNS name, that names another
+//!   authorization server gets nothing ([`SignInError::WrongIssuer`]);
+//! - the tokens: kept by `token_store.rs` (a file only the user can read)
+//!   with the issuer they came from, never written to a log, a trace or
+//!   an error.
 
 mod loopback;
 mod token_store;
@@ -37,8 +45,8 @@ use std::time::Duration;
 
 use rmcp::transport::AuthClient;
 use rmcp::transport::auth::{
-    AuthError, AuthorizationManager, AuthorizationMetadata, ClientCredentialsConfig,
-    JwtSigningAlgorithm, OAuthClientConfig, WWWAuthenticateParams,
+    AuthError, AuthorizationManager, AuthorizationMetadata, AuthorizationMetadataSource,
+    ClientCredentialsConfig, JwtSigningAlgorithm, OAuthClientConfig, WWWAuthenticateParams,
 };
 use url::Url;
 
@@ -62,6 +70,8 @@ const CLIENT_NAME: &str = "toolhost";
 ///     endpoint.oauth = Some(OAuthSettings {
 ///         client_id: Some("gateway".into()),
 ///         client_secret: Some("s3cret".into()),
+///         // The only authorization server the secret is sent to.
+///         issuer: Some("https://login.example.com".into()),
 ///         grant: OAuthGrant::ClientCredentials,
 ///         ..OAuthSettings::default()
 ///     });
@@ -75,6 +85,14 @@ pub struct OAuthSettings {
     pub client_id: Option<String>,
     /// Its secret (a confidential client).
     pub client_secret: Option<String>,
+    /// The authorization server's issuer identifier, exactly as its
+    /// metadata says it (`https://login.example.com`): the only one the
+    /// client's secret or key, and the tokens' refresh, are sent to.
+    /// Required with `client_secret` or `private_key_pem`
+    /// ([`McpClientError::IssuerRequired`](crate::McpClientError::IssuerRequired));
+    /// without it, the issuer of the first sign-in is kept with the tokens
+    /// and holds until a person signs in anew ([`sign_in`]).
+    pub issuer: Option<String>,
     /// The https URL of this client's metadata document (a Client ID
     /// Metadata Document), used as its id where the authorization server
     /// supports them and no `client_id` is given.
@@ -110,6 +128,7 @@ impl std::fmt::Debug for OAuthSettings {
                 "client_secret",
                 &self.client_secret.as_ref().map(|_| "[redacted]"),
             )
+            .field("issuer", &self.issuer)
             .field("client_metadata_url", &self.client_metadata_url)
             .field("scopes", &self.scopes)
             .field("grant", &self.grant)
@@ -188,6 +207,42 @@ pub enum SignInError {
     /// The server does not ask for a token.
     #[error("the server answers without sign-in")]
     NotNeeded,
+    /// The server names an authorization server other than the one
+    /// trusted: the `issuer` configured, or the one its kept tokens came
+    /// from. Nothing was sent to it.
+    #[error("{}", wrong_issuer(.expected, .named.as_deref(), .pinned, .hint.as_deref()))]
+    WrongIssuer {
+        /// The issuer trusted.
+        expected: String,
+        /// The one the server's metadata names (`None`: none).
+        named: Option<String>,
+        /// Whether `expected` is the kept tokens' (pinned at their first
+        /// sign-in) rather than configured.
+        pinned: bool,
+        /// What to run to sign in anew (`host mcp login NAME`).
+        hint: Option<String>,
+    },
+}
+
+fn wrong_issuer(expected: &str, named: Option<&str>, pinned: &bool, hint: Option<&str>) -> String {
+    let named = named.map_or_else(
+        || "an authorization server without an issuer".to_owned(),
+        |n| format!("the authorization server `{}`", toolhost_text::line(n, 200)),
+    );
+    let expected = toolhost_text::line(expected, 200);
+    if *pinned {
+        format!(
+            "the server names {named}, not `{expected}`, which issued the tokens kept for it: \
+             nothing was sent there{}",
+            hint.map(|h| format!("; to sign in there, run `{h}`"))
+                .unwrap_or_default()
+        )
+    } else {
+        format!(
+            "the server names {named}, not the `issuer` configured (`{expected}`): nothing was \
+             sent there (if the server has moved to it, change `issuer`)"
+        )
+    }
 }
 
 fn scope_note(scope: Option<&str>) -> String {
@@ -233,6 +288,50 @@ pub(crate) struct Authorizer {
     prompt_at_connect: AtomicBool,
     /// What to tell a person to run when nobody can be asked.
     hint: Option<String>,
+    /// Why the kept tokens are not in use (their server named another
+    /// authorization server); tried again when the server refuses.
+    refused: parking_lot::Mutex<Option<SignInError>>,
+}
+
+/// The authorization server a sign-in may talk to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Trusted {
+    /// The `issuer` of the settings.
+    Configured(String),
+    /// The one the kept tokens came from.
+    Pinned(String),
+    /// Whichever the server names (nothing configured, nothing kept).
+    Any,
+}
+
+impl Trusted {
+    /// Whether `discovered` (the issuer the server's metadata names) may
+    /// be talked to; compared as RFC 8414 (3.3) has it, exactly.
+    fn admit(&self, discovered: &Discovered, hint: Option<&str>) -> Result<(), SignInError> {
+        let (expected, pinned) = match self {
+            Trusted::Any => return Ok(()),
+            Trusted::Configured(e) => (e, false),
+            Trusted::Pinned(e) => (e, true),
+        };
+        if discovered.issuer.as_deref() == Some(expected.as_str()) {
+            return Ok(());
+        }
+        Err(SignInError::WrongIssuer {
+            expected: expected.clone(),
+            named: discovered.issuer.clone(),
+            pinned,
+            hint: hint.map(str::to_owned),
+        })
+    }
+}
+
+/// What discovery found: the authorization server's metadata, and its
+/// issuer identifier.
+struct Discovered {
+    metadata: AuthorizationMetadata,
+    /// The metadata's `issuer`; for a 2025-03-26 server without any
+    /// metadata (its default endpoints), the server's own origin.
+    issuer: Option<String>,
 }
 
 /// What set off a sign-in.
@@ -245,7 +344,9 @@ pub(crate) enum Asked {
 }
 
 impl Authorizer {
-    /// The state of server `server` at `url`, with its stored tokens.
+    /// The state of server `server` at `url`, with its stored tokens (in
+    /// use only when the server still names the authorization server they
+    /// came from, or the configured one).
     pub(crate) async fn new(
         server: &str,
         url: &str,
@@ -253,45 +354,91 @@ impl Authorizer {
     ) -> Result<Authorizer, SignInError> {
         let parsed = Url::parse(url).map_err(|e| SignInError::Failed(e.to_string()))?;
         let store = TokenStore::new(server, url, settings.token_dir.as_deref());
-        let mut manager = AuthorizationManager::new(parsed.clone())
+        let bare = AuthorizationManager::new(parsed.clone())
             .await
             .map_err(failed)?;
-        manager.set_credential_store(store.clone());
-        if let Some(stored) = store.credentials()
-            && stored.token_response.is_some()
-        {
-            // Discovery, so that a refresh knows the token endpoint.
-            match manager.initialize_from_store().await {
-                Ok(true) => {
-                    let secret = store.client_secret().or_else(|| {
-                        (settings.client_id.as_deref() == Some(stored.client_id.as_str()))
-                            .then(|| settings.client_secret.clone())
-                            .flatten()
-                    });
-                    if let Some(secret) = secret {
-                        let config = OAuthClientConfig::new(stored.client_id, url)
-                            .with_client_secret(secret);
-                        manager.configure_client(config).map_err(failed)?;
-                    }
-                }
-                Ok(false) => {}
-                Err(e) => tracing::warn!(
-                    server,
-                    "the stored OAuth tokens cannot be refreshed: {}",
-                    failed(e)
-                ),
-            }
-        }
-        Ok(Authorizer {
+        let authorizer = Authorizer {
             server: server.to_owned(),
             url: parsed,
             settings: settings.clone(),
             store,
-            client: AuthClient::new(reqwest::Client::default(), manager),
+            client: AuthClient::new(reqwest::Client::default(), bare),
             signing_in: tokio::sync::Mutex::new(()),
             prompt_at_connect: AtomicBool::new(true),
             hint: settings.sign_in_command.clone(),
-        })
+            refused: parking_lot::Mutex::new(None),
+        };
+        if authorizer
+            .store
+            .credentials()
+            .is_some_and(|c| c.token_response.is_some())
+        {
+            let manager = match authorizer.stored_manager(None).await {
+                Ok(manager) => manager,
+                Err(e @ SignInError::WrongIssuer { .. }) => {
+                    tracing::warn!(server, "the OAuth tokens kept are not used: {e}");
+                    *authorizer.refused.lock() = Some(e);
+                    return Ok(authorizer);
+                }
+                // The access token still serves until it expires.
+                Err(e) => {
+                    tracing::warn!(server, "the stored OAuth tokens cannot be refreshed: {e}");
+                    authorizer.manager().await?
+                }
+            };
+            *authorizer.client.auth_manager.lock().await = manager;
+        }
+        Ok(authorizer)
+    }
+
+    /// A manager over the kept tokens, ready to refresh them at the
+    /// authorization server `challenge` (or the well-known places) leads
+    /// to, when that is the one trusted.
+    async fn stored_manager(
+        &self,
+        challenge: Option<&str>,
+    ) -> Result<AuthorizationManager, SignInError> {
+        let mut manager = self.manager().await?;
+        let found = discover(&mut manager, &self.url, challenge).await?;
+        self.trusted(false).admit(&found, self.hint.as_deref())?;
+        // Tokens of an older version, kept without their issuer: pinned
+        // to this one from now on.
+        if self.settings.issuer.is_none() && self.store.issuer().is_none() {
+            self.store
+                .set_issuer(found.issuer.clone())
+                .map_err(failed)?;
+        }
+        if manager.initialize_from_store().await.map_err(failed)?
+            && let Some(stored) = self.store.credentials()
+        {
+            let secret = self.store.client_secret().or_else(|| {
+                (self.settings.client_id.as_deref() == Some(stored.client_id.as_str()))
+                    .then(|| self.settings.client_secret.clone())
+                    .flatten()
+            });
+            if let Some(secret) = secret {
+                let config = OAuthClientConfig::new(stored.client_id, self.url.as_str())
+                    .with_client_secret(secret);
+                manager.configure_client(config).map_err(failed)?;
+            }
+        }
+        Ok(manager)
+    }
+
+    /// The authorization server this server's sign-ins may use: the one
+    /// configured, else (unless a person signs in anew, `repin`) the one
+    /// the kept tokens came from, else any.
+    fn trusted(&self, repin: bool) -> Trusted {
+        if let Some(issuer) = &self.settings.issuer {
+            return Trusted::Configured(issuer.clone());
+        }
+        if repin {
+            return Trusted::Any;
+        }
+        match self.store.issuer() {
+            Some(issuer) => Trusted::Pinned(issuer),
+            None => Trusted::Any,
+        }
     }
 
     /// The HTTP client that adds the token (and refreshes it).
@@ -321,8 +468,18 @@ impl Authorizer {
                     .token_response
                     .as_ref()
                     .is_some_and(|t| oauth2::TokenResponse::refresh_token(t).is_some());
+                let at = self
+                    .store
+                    .issuer()
+                    .map(|i| format!(" at {}", toolhost_text::line(&i, 200)))
+                    .unwrap_or_default();
+                let unused = if self.refused.lock().is_some() {
+                    " (not in use: the server names another authorization server)"
+                } else {
+                    ""
+                };
                 format!(
-                    "OAuth: signed in as client {}{scopes}{}",
+                    "OAuth: signed in as client {}{at}{scopes}{}{unused}",
                     toolhost_text::line(&c.client_id, 120),
                     if refresh { ", refreshable" } else { "" }
                 )
@@ -362,6 +519,21 @@ impl Authorizer {
             (prompt, _) => prompt.as_ref(),
         };
         let Some(prompt) = prompt else {
+            // The kept tokens, set aside while the server named another
+            // authorization server: in use again if it names theirs now.
+            let refused = self.refused.lock().clone();
+            if let Some(refused) = refused {
+                return match self.stored_manager(Some(challenge)).await {
+                    Ok(manager) => {
+                        *self.client.auth_manager.lock().await = manager;
+                        *self.refused.lock() = None;
+                        tracing::info!(server = %self.server, "OAuth: the kept tokens are in use again");
+                        Ok(())
+                    }
+                    Err(e @ SignInError::WrongIssuer { .. }) => Err(e),
+                    Err(_) => Err(refused),
+                };
+            }
             return Err(SignInError::NeedsSignIn {
                 status: if step_up { 403 } else { 401 },
                 scope: params.scope,
@@ -373,6 +545,7 @@ impl Authorizer {
                 Some(challenge),
                 step_up.then_some(params.scope).flatten(),
                 prompt,
+                false,
             )
             .await;
         if signed.is_err() && asked == Asked::Connect {
@@ -390,13 +563,17 @@ impl Authorizer {
         Ok(manager)
     }
 
-    /// Discovery from `challenge` (or the well-known places).
+    /// Discovery from `challenge` (or the well-known places), and the
+    /// authorization server found only if it is `trusted`.
     async fn discover(
         &self,
         manager: &mut AuthorizationManager,
         challenge: Option<&str>,
-    ) -> Result<AuthorizationMetadata, SignInError> {
-        discover(manager, &self.url, challenge).await
+        trusted: &Trusted,
+    ) -> Result<Discovered, SignInError> {
+        let found = discover(manager, &self.url, challenge).await?;
+        trusted.admit(&found, self.hint.as_deref())?;
+        Ok(found)
     }
 
     /// The client-credentials grant (SEP-1046). rmcp's `private_key_jwt`
@@ -411,6 +588,8 @@ impl Authorizer {
         let store = self.store.clone();
         let settings = self.settings.clone();
         let challenge = challenge.map(str::to_owned);
+        let trusted = self.trusted(false);
+        let hint = self.hint.clone();
         let manager = tokio::task::spawn_blocking(move || {
             tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -420,27 +599,38 @@ impl Authorizer {
                     url,
                     store,
                     &settings,
-                    challenge.as_deref(),
-                    challenged,
+                    Grant {
+                        challenge: challenge.as_deref(),
+                        challenged,
+                        trusted: &trusted,
+                        hint: hint.as_deref(),
+                    },
                 ))
         })
         .await
         .map_err(|e| SignInError::Failed(e.to_string()))??;
         *self.client.auth_manager.lock().await = manager;
+        *self.refused.lock() = None;
         tracing::info!(server = %self.server, "OAuth: obtained a token with the client's credentials");
         Ok(())
     }
 
     /// The authorization-code grant with PKCE, through a person's browser;
-    /// `step_up`: the scope a 403 asked for, added to what was granted.
+    /// `step_up`: the scope a 403 asked for, added to what was granted;
+    /// `repin`: a person signs in anew, at whichever authorization server
+    /// the server names now (unless one is configured).
     async fn authorization_code(
         &self,
         challenge: Option<&str>,
         step_up: Option<String>,
         prompt: &SignInPrompt,
+        repin: bool,
     ) -> Result<SignedIn, SignInError> {
         let mut manager = self.manager().await?;
-        let metadata = self.discover(&mut manager, challenge).await?;
+        let found = self
+            .discover(&mut manager, challenge, &self.trusted(repin))
+            .await?;
+        let metadata = &found.metadata;
         let mut scopes = if !self.settings.scopes.is_empty() {
             self.settings.scopes.clone()
         } else if let Some(more) = step_up {
@@ -457,7 +647,7 @@ impl Authorizer {
             manager.select_initial_scopes(&[]).await
         };
         dedup(&mut scopes);
-        add_offline_access(&mut scopes, &metadata);
+        add_offline_access(&mut scopes, metadata);
         let scope_refs: Vec<&str> = scopes.iter().map(String::as_str).collect();
         let loopback = loopback::Loopback::bind(self.settings.redirect_port)
             .await
@@ -518,6 +708,7 @@ impl Authorizer {
             .await
             .map_err(failed)?;
         self.store.set_client_secret(secret).map_err(failed)?;
+        self.store.set_issuer(found.issuer).map_err(failed)?;
         let signed = SignedIn {
             scopes: manager.get_current_scopes().await,
             expires_in: oauth2::TokenResponse::expires_in(&token),
@@ -525,9 +716,22 @@ impl Authorizer {
             token_file: self.store.path().map(Path::to_path_buf),
         };
         *self.client.auth_manager.lock().await = manager;
+        *self.refused.lock() = None;
         tracing::info!(server = %self.server, "OAuth: signed in");
         Ok(signed)
     }
+}
+
+/// What one client-credentials grant answers.
+struct Grant<'a> {
+    /// The `WWW-Authenticate` of the refusal, if any.
+    challenge: Option<&'a str>,
+    /// The scope it names.
+    challenged: Option<String>,
+    /// The authorization server the client's credentials may go to.
+    trusted: &'a Trusted,
+    /// What to run to sign in anew.
+    hint: Option<&'a str>,
 }
 
 /// A manager over `store` holding a token of the client-credentials grant.
@@ -535,8 +739,7 @@ async fn client_credentials(
     url: Url,
     store: TokenStore,
     settings: &OAuthSettings,
-    challenge: Option<&str>,
-    challenged: Option<String>,
+    grant: Grant<'_>,
 ) -> Result<AuthorizationManager, SignInError> {
     crate::jwt_crypto();
     let Some(client_id) = settings.client_id.clone() else {
@@ -547,8 +750,12 @@ async fn client_credentials(
     let mut manager = AuthorizationManager::new(url.clone())
         .await
         .map_err(failed)?;
-    manager.set_credential_store(store);
-    discover(&mut manager, &url, challenge).await?;
+    manager.set_credential_store(store.clone());
+    // Before anything is sent: the credentials go to the trusted
+    // authorization server only.
+    let found = discover(&mut manager, &url, grant.challenge).await?;
+    grant.trusted.admit(&found, grant.hint)?;
+    let challenged = grant.challenged;
     let scopes = if settings.scopes.is_empty() {
         challenged
             .map(|s| s.split_whitespace().map(str::to_owned).collect())
@@ -589,6 +796,7 @@ async fn client_credentials(
         .exchange_client_credentials(&config)
         .await
         .map_err(failed)?;
+    store.set_issuer(found.issuer).map_err(failed)?;
     Ok(manager)
 }
 
@@ -608,12 +816,26 @@ const METADATA_TIMEOUT: Duration = Duration::from_secs(10);
 /// check fails. Such metadata is taken when the challenge names no
 /// resource metadata and the issuer is of the server's own origin (the
 /// same party the MCP server is), as the MCP SDKs take it.
+///
+/// The issuer found is the metadata's; a server without any metadata
+/// (rmcp's fallback to 2025-03-26's default endpoints, `/authorize` and
+/// `/token` at the server's origin) is its own authorization server, and
+/// its origin (`https://host[:port]`) stands for its issuer.
 async fn discover(
     manager: &mut AuthorizationManager,
     url: &Url,
     challenge: Option<&str>,
-) -> Result<AuthorizationMetadata, SignInError> {
+) -> Result<Discovered, SignInError> {
     let metadata = match manager.resolve_metadata_from_challenge(challenge).await {
+        Ok(resolution)
+            if resolution.source == AuthorizationMetadataSource::LegacyEndpointFallback =>
+        {
+            manager.set_metadata(resolution.metadata.clone());
+            return Ok(Discovered {
+                metadata: resolution.metadata,
+                issuer: Some(url.origin().ascii_serialization()),
+            });
+        }
         Ok(resolution) => resolution.metadata,
         Err(AuthError::AuthorizationServerMismatch {
             received_issuer, ..
@@ -630,7 +852,10 @@ async fn discover(
         Err(e) => return Err(failed(e)),
     };
     manager.set_metadata(metadata.clone());
-    Ok(metadata)
+    Ok(Discovered {
+        issuer: metadata.issuer.clone(),
+        metadata,
+    })
 }
 
 /// Whether `issuer` has the scheme, host and port of `url`.
@@ -739,6 +964,7 @@ pub async fn sign_in(config: &super::McpServerConfig) -> Result<SignedIn, super:
     let Some(settings) = &endpoint.oauth else {
         return Err(invalid("OAuth is not set for this server".into()));
     };
+    check(&config.name, settings)?;
     super::connect::check(config).map_err(invalid)?;
     let _ = rustls::crypto::ring::default_provider().install_default();
     let signed = async {
@@ -770,13 +996,44 @@ pub async fn sign_in(config: &super::McpServerConfig) -> Result<SignedIn, super:
                     ));
                 };
                 authorizer
-                    .authorization_code(challenge.as_deref(), None, prompt)
+                    .authorization_code(challenge.as_deref(), None, prompt, true)
                     .await
             }
         }
     }
     .await;
     signed.map_err(|e| invalid(e.to_string()))
+}
+
+/// What can be checked of `settings` (server `name`'s) before signing in:
+/// a client that keeps a secret or a key names the authorization server
+/// it may be sent to, as an issuer identifier (a URL without query or
+/// fragment).
+pub(crate) fn check(name: &str, settings: &OAuthSettings) -> Result<(), super::McpClientError> {
+    match &settings.issuer {
+        None if settings.client_secret.is_some() || settings.private_key_pem.is_some() => {
+            Err(super::McpClientError::IssuerRequired {
+                name: name.to_owned(),
+            })
+        }
+        None => Ok(()),
+        Some(issuer) => match Url::parse(issuer) {
+            Ok(url)
+                if matches!(url.scheme(), "https" | "http")
+                    && url.query().is_none()
+                    && url.fragment().is_none() =>
+            {
+                Ok(())
+            }
+            _ => Err(super::McpClientError::Invalid {
+                name: name.to_owned(),
+                message: format!(
+                    "OAuth `issuer` `{}` is not an issuer identifier (an http(s) URL without query or fragment)",
+                    toolhost_text::line(issuer, 200)
+                ),
+            }),
+        },
+    }
 }
 
 /// Forgets the tokens kept for server `name` in `token_dir`; whether there
@@ -838,6 +1095,86 @@ mod tests {
         assert!(!same_origin("http://localhost:3001/oauth", &url));
         assert!(!same_origin("https://localhost:3000/oauth", &url));
         assert!(!same_origin("http://evil.example/oauth", &url));
+    }
+
+    #[test]
+    fn an_authorization_server_is_talked_to_only_when_it_is_the_one_trusted() {
+        let found = |issuer: Option<&str>| Discovered {
+            metadata: AuthorizationMetadata::default(),
+            issuer: issuer.map(str::to_owned),
+        };
+        let configured = Trusted::Configured("https://as.example".into());
+        assert!(
+            configured
+                .admit(&found(Some("https://as.example")), None)
+                .is_ok()
+        );
+        for other in [
+            Some("https://evil.example"),
+            // Compared exactly, as RFC 8414 has it.
+            Some("https://as.example/"),
+            Some("https://AS.example"),
+            None,
+        ] {
+            let e = configured.admit(&found(other), None).unwrap_err();
+            assert!(
+                matches!(&e, SignInError::WrongIssuer { pinned: false, .. }),
+                "{other:?}: {e}"
+            );
+            assert!(e.to_string().contains("not the `issuer` configured"), "{e}");
+        }
+        let pinned = Trusted::Pinned("https://as.example".into());
+        let e = pinned
+            .admit(
+                &found(Some("https://evil.example")),
+                Some("host mcp login docs"),
+            )
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "the server names the authorization server `https://evil.example`, not \
+             `https://as.example`, which issued the tokens kept for it: nothing was sent there; \
+             to sign in there, run `host mcp login docs`"
+        );
+        assert!(Trusted::Any.admit(&found(None), None).is_ok());
+    }
+
+    #[test]
+    fn a_client_with_a_secret_or_a_key_names_its_issuer() {
+        let secret = OAuthSettings {
+            client_id: Some("gw".into()),
+            client_secret: Some("s3cret".into()),
+            ..OAuthSettings::default()
+        };
+        let e = check("tickets", &secret).unwrap_err();
+        assert!(
+            matches!(&e, crate::McpClientError::IssuerRequired { name } if name == "tickets"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("issuer = \"https://"), "{e}");
+        assert!(!e.to_string().contains("s3cret"), "{e}");
+        let key = OAuthSettings {
+            private_key_pem: Some("-----BEGIN".into()),
+            ..OAuthSettings::default()
+        };
+        assert!(check("tickets", &key).is_err());
+        assert!(
+            check("docs", &OAuthSettings::default()).is_ok(),
+            "a public client"
+        );
+        let named = |issuer: &str| OAuthSettings {
+            issuer: Some(issuer.into()),
+            ..secret.clone()
+        };
+        assert!(check("tickets", &named("https://login.example.com")).is_ok());
+        for bad in [
+            "login.example.com",
+            "https://l.example?x=1",
+            "https://l.example#f",
+            "ftp://l",
+        ] {
+            assert!(check("tickets", &named(bad)).is_err(), "{bad}");
+        }
     }
 
     #[test]

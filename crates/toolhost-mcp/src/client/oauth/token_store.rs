@@ -8,7 +8,8 @@
 //! rmcp's OAuth client reads and writes it through its
 //! [`CredentialStore`] trait; the client secret a dynamic registration
 //! issued rides along, since refreshing a confidential client's token
-//! needs it.
+//! needs it, and so does the issuer of the authorization server the tokens
+//! came from, which they are refreshed at and nowhere else.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -31,6 +32,10 @@ struct TokenFile {
     /// The secret of a client registered dynamically, for refreshes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     client_secret: Option<String>,
+    /// The issuer identifier of the authorization server that issued the
+    /// tokens (and the secret): the one they are refreshed at.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    issuer: Option<String>,
     /// rmcp's credentials: client id, token response, scopes, issuer.
     credentials: Option<StoredCredentials>,
 }
@@ -108,6 +113,7 @@ impl TokenStore {
             server: self.inner.server.clone(),
             url: self.inner.url.clone(),
             client_secret: None,
+            issuer: None,
             credentials: None,
         })
     }
@@ -128,6 +134,30 @@ impl TokenStore {
         file.client_secret = secret;
         self.write(file)
     }
+
+    /// The issuer the kept tokens (or secret) came from, if known: the
+    /// one recorded here, else the one rmcp recorded with them (a file
+    /// of an older version). `None` when nothing is kept.
+    pub(crate) fn issuer(&self) -> Option<String> {
+        let file = self.read()?;
+        let kept = file.client_secret.is_some()
+            || file
+                .credentials
+                .as_ref()
+                .is_some_and(|c| c.token_response.is_some());
+        if !kept {
+            return None;
+        }
+        file.issuer
+            .or_else(|| file.credentials.and_then(|c| c.issuer))
+    }
+
+    /// Keeps `issuer` as the one the tokens came from.
+    pub(crate) fn set_issuer(&self, issuer: Option<String>) -> Result<(), AuthError> {
+        let mut file = self.current();
+        file.issuer = issuer;
+        self.write(file)
+    }
 }
 
 #[async_trait::async_trait]
@@ -145,6 +175,11 @@ impl CredentialStore for TokenStore {
             .is_some_and(|c| c.client_id != credentials.client_id)
         {
             file.client_secret = None;
+        }
+        // So does the issuer, when rmcp names one (a refresh does, the
+        // one it refreshed at); a sign-in records its own after.
+        if credentials.issuer.is_some() {
+            file.issuer.clone_from(&credentials.issuer);
         }
         file.credentials = Some(credentials);
         self.write(file)
@@ -286,6 +321,42 @@ mod tests {
         assert_eq!(store.client_secret().as_deref(), Some("s1"));
         store.save(credentials("c2")).await.unwrap();
         assert_eq!(store.client_secret(), None);
+    }
+
+    fn with_token(client: &str, issuer: Option<&str>) -> StoredCredentials {
+        let token = serde_json::from_value(serde_json::json!({
+            "access_token": "a", "token_type": "bearer", "refresh_token": "r",
+        }))
+        .unwrap();
+        StoredCredentials::new(client.to_owned(), Some(token), vec![], Some(1))
+            .with_issuer(issuer.map(str::to_owned))
+    }
+
+    #[tokio::test]
+    async fn the_issuer_is_kept_with_the_tokens_it_issued() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TokenStore::new("docs", "https://h/mcp", Some(dir.path()));
+        assert_eq!(store.issuer(), None, "nothing kept");
+        // A file of an older version: rmcp's record stands.
+        store
+            .save(with_token("c1", Some("https://as.example")))
+            .await
+            .unwrap();
+        assert_eq!(store.issuer().as_deref(), Some("https://as.example"));
+        // A sign-in records its own (a server without metadata: its origin).
+        store.save(with_token("c1", None)).await.unwrap();
+        store.set_issuer(Some("https://h".into())).unwrap();
+        let again = TokenStore::new("docs", "https://h/mcp", Some(dir.path()));
+        assert_eq!(again.issuer().as_deref(), Some("https://h"));
+        // A refresh at the issuer rmcp names keeps it in step.
+        again
+            .save(with_token("c1", Some("https://as.example")))
+            .await
+            .unwrap();
+        assert_eq!(again.issuer().as_deref(), Some("https://as.example"));
+        // Without tokens nothing is pinned.
+        again.save(credentials("c1")).await.unwrap();
+        assert_eq!(again.issuer(), None);
     }
 
     #[tokio::test]

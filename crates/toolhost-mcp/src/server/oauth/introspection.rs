@@ -1,25 +1,92 @@
 //! An opaque access token asked about at the issuer's introspection
 //! endpoint (RFC 7662), with this server's client credentials. The answer
-//! is held to the same rules as a JWT's claims: active, the configured
-//! issuer (when it names one), this server's resource in `aud`, not
-//! expired, not before its time.
+//! is held to the same rules as a JWT's claims: active, an access token
+//! (not a refresh token), the configured issuer (when it names one), this
+//! server's resource in `aud`, not expired, not before its time.
+//!
+//! Every opaque token anyone sends would cost a request to the issuer, so
+//! the requests are bounded, as the key set's fetches for unknown `kid`s
+//! are (`keys.rs`):
+//!
+//! - a token the answer refused is refused again without asking, for
+//!   [`REFUSED_TTL`] ([`REFUSED_ENTRIES`] remembered, by digest);
+//! - one request per token at a time: those who bring the same token
+//!   meanwhile wait for its answer (the request runs on its own task with
+//!   the fetch's time limit, so no caller that leaves strands the others);
+//! - at most [`MAX_IN_FLIGHT`] requests at once, and at most
+//!   `max-per-second` (default [`DEFAULT_PER_SECOND`]) sent in any second:
+//!   a token that finds no room is answered 503 (`Retry-After`) without
+//!   asking, so a flood of made-up tokens never pushes the issuer into its
+//!   own rate limit. Tokens checked before are remembered and keep being
+//!   taken meanwhile (`CACHE_TTL`).
+//!
+//! `token_type` is optional in an answer (RFC 7662, 2.2): one that names
+//! a type other than an access token's (`Bearer`, or `access_token`) is
+//! refused, and so are the markers two issuers use instead (Ory Hydra's
+//! `token_use`, Keycloak's `typ`). An answer without any is taken: many
+//! issuers leave it out for access tokens, and the `aud` check holds a
+//! refresh token off where it names no resource (`oidc-provider`'s).
 
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
+use futures::FutureExt;
+use futures::future::{BoxFuture, Shared};
 use serde_json::Value;
 
 use super::metadata::Discovery;
 use super::{
-    Caller, IntrospectionOptions, OAuthError, ResourceServer, TokenProblem, Verified, fetch,
-    unix_now,
+    CACHE_TTL, Caller, IntrospectionOptions, OAuthError, ResourceServer, TokenProblem, Verified,
+    fetch, unix_now,
 };
 
-/// Where and as whom tokens are introspected.
+/// How long a refused token is refused without asking again.
+pub(crate) const REFUSED_TTL: Duration = CACHE_TTL;
+/// The most refused tokens remembered.
+pub(crate) const REFUSED_ENTRIES: usize = 4096;
+/// The most introspection requests in flight at once.
+pub(crate) const MAX_IN_FLIGHT: usize = 8;
+/// The default bound on the requests sent in a second.
+pub(crate) const DEFAULT_PER_SECOND: u32 = 10;
+/// The largest `max-per-second`.
+pub(crate) const MAX_PER_SECOND: u32 = 1000;
+
+/// What the issuer's answer about one token came to, shared by all who
+/// wait for it.
+type Answer = Shared<BoxFuture<'static, Judged>>;
+type Judged = Result<(Caller, Option<u64>), Verified>;
+
+/// What an answer is held to: the server's issuer, the `aud` values it
+/// takes, its leeway and its groups claim.
+#[derive(Debug, Clone)]
+pub(crate) struct Rules {
+    pub(crate) issuer: String,
+    pub(crate) audiences: Vec<String>,
+    pub(crate) leeway: u64,
+    pub(crate) groups_claim: String,
+}
+
+/// Tokens refused, by digest, and until when.
+type Refused = parking_lot::Mutex<lru::LruCache<Digest, (TokenProblem, Instant)>>;
+
+/// A token's digest (SHA-256).
+pub(crate) type Digest = [u8; 32];
+
+/// Where and as whom tokens are introspected, and the bounds on it.
 pub(crate) struct Introspection {
     endpoint: Option<url::Url>,
     discovery: Arc<Discovery>,
-    client_id: String,
-    secret: String,
+    client_id: Arc<str>,
+    secret: Arc<str>,
+    per_second: u32,
+    rules: Arc<Rules>,
+    /// Tokens the issuer's answer refused, and until when they stay so.
+    refused: Arc<Refused>,
+    /// The requests in flight, by the token's digest.
+    in_flight: Arc<parking_lot::Mutex<HashMap<Digest, Answer>>>,
+    /// When the requests of the last second were sent.
+    sent: parking_lot::Mutex<VecDeque<Instant>>,
 }
 
 impl std::fmt::Debug for Introspection {
@@ -27,6 +94,7 @@ impl std::fmt::Debug for Introspection {
         f.debug_struct("Introspection")
             .field("endpoint", &self.endpoint)
             .field("client_id", &self.client_id)
+            .field("per_second", &self.per_second)
             .finish_non_exhaustive()
     }
 }
@@ -35,6 +103,7 @@ impl Introspection {
     pub(crate) fn new(
         options: &IntrospectionOptions,
         discovery: Arc<Discovery>,
+        rules: Rules,
     ) -> Result<Introspection, OAuthError> {
         let endpoint = options
             .endpoint
@@ -52,60 +121,190 @@ impl Introspection {
                 "introspection: the client id and secret may not be empty".to_owned(),
             ));
         }
+        let per_second = options.max_per_second.unwrap_or(DEFAULT_PER_SECOND);
+        if !(1..=MAX_PER_SECOND).contains(&per_second) {
+            return Err(OAuthError::Config(format!(
+                "introspection: max-per-second is from 1 to {MAX_PER_SECOND}"
+            )));
+        }
         Ok(Introspection {
             endpoint,
             discovery,
-            client_id: options.client_id.clone(),
-            secret,
+            client_id: options.client_id.as_str().into(),
+            secret: secret.into(),
+            per_second,
+            rules: Arc::new(rules),
+            refused: Arc::new(parking_lot::Mutex::new(lru::LruCache::new(
+                std::num::NonZeroUsize::new(REFUSED_ENTRIES).unwrap_or(std::num::NonZeroUsize::MIN),
+            ))),
+            in_flight: Arc::default(),
+            sent: parking_lot::Mutex::new(VecDeque::new()),
         })
     }
 
-    /// The caller of a good opaque token, and when it expires.
+    /// The caller of a good opaque token (of digest `digest`), and when
+    /// it expires.
     pub(crate) async fn check(
         &self,
         server: &ResourceServer,
         token: &str,
+        digest: Digest,
     ) -> Result<(Caller, Option<u64>), Verified> {
-        let endpoint = match &self.endpoint {
-            Some(e) => e.clone(),
-            None => self
-                .discovery
-                .get(&server.fetcher)
-                .await
-                .map_err(Verified::Unavailable)?
-                .introspection_endpoint
-                .ok_or_else(|| {
-                    Verified::Unavailable(OAuthError::Config(
-                        "introspection: the issuer's metadata names no introspection_endpoint; \
-                         set [oauth.introspection] endpoint"
-                            .to_owned(),
-                    ))
-                })?,
+        if let Some(problem) = self.refused_before(&digest) {
+            return Err(Verified::Invalid(problem));
+        }
+        self.ask(server, token, digest).await
+    }
+
+    /// Why the issuer's answer refused this token lately, if it did.
+    fn refused_before(&self, digest: &Digest) -> Option<TokenProblem> {
+        let mut refused = self.refused.lock();
+        match refused.get(digest) {
+            Some((problem, until)) if Instant::now() < *until => Some(*problem),
+            Some(_) => {
+                refused.pop(digest);
+                None
+            }
+            None => None,
+        }
+    }
+
+    /// The issuer's answer about `token`: the one in flight for it, else a
+    /// new request, when the bounds leave room for one.
+    async fn ask(&self, server: &ResourceServer, token: &str, digest: Digest) -> Judged {
+        let joined = self.in_flight.lock().get(&digest).cloned();
+        let answer = match joined {
+            Some(answer) => answer,
+            None => {
+                let endpoint = self.endpoint(server).await?;
+                let mut in_flight = self.in_flight.lock();
+                match in_flight.get(&digest) {
+                    Some(answer) => answer.clone(),
+                    None => {
+                        if in_flight.len() >= MAX_IN_FLIGHT || !self.room_this_second() {
+                            return Err(Verified::Unavailable(OAuthError::Busy {
+                                per_second: self.per_second,
+                                at_once: MAX_IN_FLIGHT,
+                            }));
+                        }
+                        let answer = self.send(server, endpoint, token, digest);
+                        in_flight.insert(digest, answer.clone());
+                        answer
+                    }
+                }
+            }
         };
-        let answer = server
-            .fetcher
-            .post_form(
-                &endpoint,
-                &[("token", token), ("token_type_hint", "access_token")],
-                (&self.client_id, &self.secret),
-            )
+        answer.await
+    }
+
+    /// Whether a request may be sent now (at most `per_second` in any
+    /// second), counting it when it may.
+    fn room_this_second(&self) -> bool {
+        let now = Instant::now();
+        let mut sent = self.sent.lock();
+        while sent
+            .front()
+            .is_some_and(|t| now.duration_since(*t) >= Duration::from_secs(1))
+        {
+            sent.pop_front();
+        }
+        if sent.len() >= usize::try_from(self.per_second).unwrap_or(usize::MAX) {
+            return false;
+        }
+        sent.push_back(now);
+        true
+    }
+
+    /// The introspection endpoint: configured, or the issuer's metadata's.
+    async fn endpoint(&self, server: &ResourceServer) -> Result<url::Url, Verified> {
+        if let Some(e) = &self.endpoint {
+            return Ok(e.clone());
+        }
+        self.discovery
+            .get(&server.fetcher)
             .await
-            .map_err(Verified::Unavailable)?;
-        let claims = answer
-            .as_object()
-            .ok_or(Verified::Invalid(TokenProblem::Malformed))?;
-        judge(server, claims, unix_now()).map_err(Verified::Invalid)
+            .map_err(Verified::Unavailable)?
+            .introspection_endpoint
+            .clone()
+            .ok_or_else(|| {
+                Verified::Unavailable(OAuthError::Config(
+                    "introspection: the issuer's metadata names no introspection_endpoint; \
+                     set [oauth.introspection] endpoint"
+                        .to_owned(),
+                ))
+            })
+    }
+
+    /// Sends the request about `token` on a task of its own (it ends
+    /// within the fetch's time limit, whoever still waits), which judges
+    /// the answer, remembers a refusal, and then takes itself out of the
+    /// requests in flight.
+    fn send(
+        &self,
+        server: &ResourceServer,
+        endpoint: url::Url,
+        token: &str,
+        digest: Digest,
+    ) -> Answer {
+        let fetcher = server.fetcher.clone();
+        let (client_id, secret) = (self.client_id.clone(), self.secret.clone());
+        let token = token.to_owned();
+        let (rules, refused) = (self.rules.clone(), self.refused.clone());
+        let in_flight = self.in_flight.clone();
+        let task = tokio::spawn(async move {
+            let answer = fetcher
+                .post_form(
+                    &endpoint,
+                    &[
+                        ("token", token.as_str()),
+                        ("token_type_hint", "access_token"),
+                    ],
+                    (&client_id, &secret),
+                )
+                .await;
+            let judged = match answer {
+                Err(e) => Err(Verified::Unavailable(e)),
+                Ok(answer) => match answer.as_object() {
+                    Some(claims) => judge(&rules, claims, unix_now()),
+                    None => Err(TokenProblem::Malformed),
+                }
+                .map_err(|problem| {
+                    // A token not valid yet may be soon: asked again then.
+                    if problem != TokenProblem::NotYetValid {
+                        refused
+                            .lock()
+                            .put(digest, (problem, Instant::now() + REFUSED_TTL));
+                    }
+                    Verified::Invalid(problem)
+                }),
+            };
+            in_flight.lock().remove(&digest);
+            judged
+        });
+        async move {
+            task.await.unwrap_or_else(|e| {
+                Err(Verified::Unavailable(OAuthError::Unreachable {
+                    url: "the introspection endpoint".to_owned(),
+                    why: format!("the request ended early: {e}"),
+                }))
+            })
+        }
+        .boxed()
+        .shared()
     }
 }
 
 /// Holds an introspection answer to the rules a JWT's claims meet.
 fn judge(
-    server: &ResourceServer,
+    server: &Rules,
     claims: &serde_json::Map<String, Value>,
     now: u64,
 ) -> Result<(Caller, Option<u64>), TokenProblem> {
     if claims.get("active") != Some(&Value::Bool(true)) {
         return Err(TokenProblem::Inactive);
+    }
+    if !is_access_token(claims) {
+        return Err(TokenProblem::NotAnAccessToken);
     }
     if let Some(iss) = claims.get("iss")
         && iss.as_str() != Some(server.issuer.as_str())
@@ -117,7 +316,11 @@ fn judge(
         Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
         _ => Vec::new(),
     };
-    if !server.audiences().any(|ours| audiences.contains(&ours)) {
+    if !server
+        .audiences
+        .iter()
+        .any(|ours| audiences.contains(&ours.as_str()))
+    {
         return Err(TokenProblem::Audience);
     }
     let exp = claims.get("exp").and_then(Value::as_u64);
@@ -146,25 +349,36 @@ fn judge(
     Ok((caller, exp))
 }
 
+/// Whether an answer is about an access token: its `token_type`, when
+/// it names one, is an access token's (`Bearer`, RFC 6750; `access_token`,
+/// the hint's word), and neither Ory Hydra's `token_use` nor Keycloak's
+/// `typ` says it is another kind.
+fn is_access_token(claims: &serde_json::Map<String, Value>) -> bool {
+    let named = |key: &str| claims.get(key).map(|v| v.as_str().unwrap_or_default());
+    let token_type =
+        named("token_type").is_none_or(|t| t.eq_ignore_ascii_case("bearer") || t == "access_token");
+    let token_use = named("token_use").is_none_or(|t| t == "access_token" || t == "access");
+    let typ = named("typ").is_none_or(|t| {
+        !["refresh", "offline", "id", "logout"]
+            .iter()
+            .any(|other| t.eq_ignore_ascii_case(other))
+    });
+    token_type && token_use && typ
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::OAuthOptions;
     use serde_json::json;
 
     #[test]
     fn an_introspection_answer_must_be_active_ours_and_current() {
-        let server = ResourceServer::new(
-            &OAuthOptions {
-                issuer: "https://login.example.com".into(),
-                resource: Some("https://tools.example.com/mcp".into()),
-                leeway_seconds: 30,
-                groups_claim: "groups".into(),
-                ..OAuthOptions::default()
-            },
-            None,
-        )
-        .unwrap();
+        let server = Rules {
+            issuer: "https://login.example.com".into(),
+            audiences: vec!["https://tools.example.com/mcp".into()],
+            leeway: 30,
+            groups_claim: "groups".into(),
+        };
         let now = 1_000_000;
         let judged = |v: Value| judge(&server, v.as_object().unwrap(), now);
         let good = json!({"active": true, "sub": "alice", "aud": "https://tools.example.com/mcp", "iss": "https://login.example.com", "exp": now + 60});
@@ -211,6 +425,27 @@ mod tests {
             TokenProblem::Claims,
             "neither subject nor client"
         );
+        // An access token's type, or none named; never a refresh token.
+        for access in [json!("Bearer"), json!("bearer"), json!("access_token")] {
+            assert!(with("token_type", access.clone()).is_ok(), "{access}");
+        }
+        for (key, other) in [
+            ("token_type", json!("refresh_token")),
+            ("token_type", json!("DPoP")),
+            ("token_type", json!("N_A")),
+            ("token_type", json!(7)),
+            ("token_use", json!("refresh_token")),
+            ("typ", json!("Refresh")),
+            ("typ", json!("Offline")),
+        ] {
+            assert_eq!(
+                with(key, other.clone()).unwrap_err(),
+                TokenProblem::NotAnAccessToken,
+                "{key}: {other}"
+            );
+        }
+        assert!(with("token_use", json!("access_token")).is_ok());
+        assert!(with("typ", json!("Bearer")).is_ok());
         let mut no_aud = good.clone();
         no_aud.as_object_mut().unwrap().remove("aud");
         assert_eq!(

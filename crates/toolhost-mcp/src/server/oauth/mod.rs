@@ -17,7 +17,9 @@
 //!    signature with an allowed algorithm, issuer, audience (this server's
 //!    resource URL), expiry and not-before with a small leeway.
 //!    `introspection.rs`: any other token is asked about at the issuer's
-//!    introspection endpoint (RFC 7662), when one is configured.
+//!    introspection endpoint (RFC 7662), when one is configured: an access
+//!    token only, refused tokens remembered, one request per token, a
+//!    bound on the requests a second and at once.
 //! 3. `callers.rs`: the token's claims (subject, client, scopes, groups)
 //!    become a [`Caller`], and the configured rules map it to a profile;
 //!    a caller no rule maps is refused (or gets the `unmapped` profile).
@@ -141,6 +143,11 @@ pub struct IntrospectionOptions {
     /// The environment variable that holds its client secret (sent with
     /// HTTP Basic).
     pub client_secret_env: String,
+    /// The most introspection requests sent in a second (default 10, at
+    /// most 1000); a new opaque token beyond it is answered 503 without
+    /// asking. Tokens checked before keep being taken.
+    #[serde(default)]
+    pub max_per_second: Option<u32>,
 }
 
 /// Why OAuth cannot be set up or the issuer cannot be reached.
@@ -156,6 +163,16 @@ pub enum OAuthError {
         url: String,
         /// What went wrong.
         why: String,
+    },
+    /// More new opaque tokens to check than introspection's bounds take.
+    #[error(
+        "more new opaque tokens to check than the bound on introspection ({per_second} requests a second, {at_once} at once)"
+    )]
+    Busy {
+        /// The requests sent in a second at most.
+        per_second: u32,
+        /// The requests in flight at most.
+        at_once: usize,
     },
 }
 
@@ -185,6 +202,8 @@ pub(crate) enum TokenProblem {
     Claims,
     /// The issuer says the token is not active.
     Inactive,
+    /// The issuer says it is another kind of token (a refresh token).
+    NotAnAccessToken,
     /// Longer than [`MAX_TOKEN_BYTES`].
     TooLong,
     /// Not a JWT, and no introspection is configured.
@@ -205,6 +224,7 @@ impl TokenProblem {
             TokenProblem::NotYetValid => "not valid yet",
             TokenProblem::Claims => "claims missing or malformed",
             TokenProblem::Inactive => "not active",
+            TokenProblem::NotAnAccessToken => "not an access token",
             TokenProblem::TooLong => "too long",
             TokenProblem::NotJwt => "not a JWT (no introspection configured)",
         }
@@ -307,10 +327,18 @@ impl ResourceServer {
             Some(uri) => keys::KeySource::Url(fetch::endpoint("jwks-uri", uri)?),
             None => keys::KeySource::Discover(discovery.clone()),
         };
+        let rules = introspection::Rules {
+            issuer: options.issuer.clone(),
+            audiences: std::iter::once(resource.clone())
+                .chain(options.audiences.iter().cloned())
+                .collect(),
+            leeway: options.leeway_seconds,
+            groups_claim: options.groups_claim.clone(),
+        };
         let introspection = options
             .introspection
             .as_ref()
-            .map(|i| introspection::Introspection::new(i, discovery.clone()))
+            .map(|i| introspection::Introspection::new(i, discovery.clone(), rules))
             .transpose()?;
         let metadata =
             metadata::ResourceMetadata::new(&resource_url, &options.issuer, &options.scopes);
@@ -397,7 +425,7 @@ impl ResourceServer {
         let (caller, expires) = if jwt::looks_like_jwt(token) {
             jwt::verify(self, token).await?
         } else if let Some(introspection) = &self.introspection {
-            introspection.check(self, token).await?
+            introspection.check(self, token, digest).await?
         } else {
             return Err(Verified::Invalid(TokenProblem::NotJwt));
         };
@@ -414,7 +442,7 @@ impl ResourceServer {
 }
 
 /// Why a token gave no caller.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) enum Verified {
     Invalid(TokenProblem),
     Unavailable(OAuthError),

@@ -1,9 +1,8 @@
-//! The agent loop's `read_var` as a built-in tool source (cargo feature
-//! `agent`), so a read of a stored result goes through the same steps as
+//! The agent loop's `read_var` as a built-in tool source, so a read of a stored result goes through the same steps as
 //! every other call (`call/`): lookup, validation, the policy and the
 //! session's toggles, hooks, approval, audit. A run's variables reach it
-//! with the call ([`CallContext::extension`](crate::CallContext::extension),
-//! attached by `agent_tools.rs`); a call that carries none (`host call
+//! with the call ([`CallContext::extension`](toolhost_runtime::CallContext::extension),
+//! attached by `executor.rs`); a call that carries none (`host call
 //! read_var`, an MCP client) finds nothing to read.
 //!
 //! It is listed as the source `builtin`, so a policy names it as
@@ -14,7 +13,7 @@
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let runtime = toolhost_runtime::Runtime::builder()
 //!     .plugin_dir("target/plugins")
-//!     .source(toolhost_runtime::read_var_source())
+//!     .source(toolhost_agent_runtime::read_var_source())
 //!     .build()
 //!     .await?;
 //! # let _ = runtime;
@@ -26,9 +25,10 @@ use std::sync::Arc;
 use toolhost_agent::read_var::read_var_spec;
 use toolhost_agent::vars::{READ_VAR, RunVars, VarError};
 
-use crate::{
-    Annotations, SourceCall, SourceError, SourceFuture, SourceOutcome, SourceState, SourceStatus,
-    SourceTool, ToolSource,
+use toolhost_runtime::{
+    ToolSource, contract::Annotations, source::SourceCall, source::SourceError,
+    source::SourceFuture, source::SourceOutcome, source::SourceState, source::SourceStatus,
+    source::SourceTool,
 };
 
 /// The source's name, as `host plugins` and policies (`plugin = "builtin"`)

@@ -1,30 +1,45 @@
-//! The runtime as the agent loop's tool executor (cargo feature `agent`):
-//! `toolhost_agent::ToolExecutor` for [`Runtime`], so an agent drives
-//! sandboxed plugins through the same call steps as every other caller.
-//! It lives here, behind a feature, so the agent crate (and its providers)
-//! build without WebAssembly.
-//!
-//! ```no_run
-//! # async fn run(provider: std::sync::Arc<dyn toolhost_agent::Provider>) -> Result<(), Box<dyn std::error::Error>> {
-//! use std::sync::Arc;
-//! use toolhost_agent::{Agent, AgentOptions, Message};
-//! use toolhost_runtime::Runtime;
-//!
-//! let runtime = Runtime::builder().plugin_dir("target/plugins").build().await?;
-//! let agent = Agent::new(provider, Arc::new(runtime)).with_options(AgentOptions::new("my-model"));
-//! let result = agent.run(vec![Message::user("What is 2*(3+4)?")]).await;
-//! println!("{:?}", result.status);
-//! # Ok(()) }
-//! ```
+//! [`RuntimeTools`]: the runtime as the agent loop's tool executor.
 
 use serde_json::Value;
 use toolhost_agent::provider::BoxFuture;
 use toolhost_agent::vars::READ_VAR;
 use toolhost_agent::{ToolCallInfo, ToolExecutor, ToolOutcome, ToolSpec};
 
-use crate::{CallContext, Runtime};
+use toolhost_runtime::{CallContext, CallError, Runtime, ToolInfo, error::ToolErrorKind};
 
-fn spec(t: crate::ToolInfo) -> ToolSpec {
+/// A [`Runtime`] as the agent loop's [`ToolExecutor`]: the tools the
+/// policy offers, each call through the runtime's whole pipeline, with the
+/// run's variables, round and progress carried into the call.
+///
+/// ```no_run
+/// # async fn run(runtime: toolhost_runtime::Runtime) {
+/// use toolhost_agent::ToolExecutor;
+/// let tools = toolhost_agent_runtime::RuntimeTools::new(runtime);
+/// println!("{} tools", tools.tools().len());
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct RuntimeTools(Runtime);
+
+impl RuntimeTools {
+    /// The executor over `runtime` (a handle: clones share one runtime).
+    pub fn new(runtime: Runtime) -> RuntimeTools {
+        RuntimeTools(runtime)
+    }
+
+    /// The runtime it calls.
+    pub fn runtime(&self) -> &Runtime {
+        &self.0
+    }
+}
+
+impl From<Runtime> for RuntimeTools {
+    fn from(runtime: Runtime) -> RuntimeTools {
+        RuntimeTools(runtime)
+    }
+}
+
+fn spec(t: ToolInfo) -> ToolSpec {
     ToolSpec {
         name: t.name,
         description: t.description,
@@ -33,16 +48,17 @@ fn spec(t: crate::ToolInfo) -> ToolSpec {
     }
 }
 
-impl ToolExecutor for Runtime {
+impl ToolExecutor for RuntimeTools {
     fn tools(&self) -> Vec<ToolSpec> {
-        Runtime::tools(self).into_iter().map(spec).collect()
+        self.0.tools().into_iter().map(spec).collect()
     }
 
     /// The runtime's permission filter, [`Runtime::offered_tools`];
     /// `read_var` only while the run has variables to read.
     fn tools_for(&self, info: &ToolCallInfo) -> Vec<ToolSpec> {
         let no_vars = info.vars.as_ref().is_none_or(|v| v.store.is_empty());
-        self.offered_tools(info.agent.as_deref(), info.session_id.as_deref())
+        self.0
+            .offered_tools(info.agent.as_deref(), info.session_id.as_deref())
             .into_iter()
             .filter(|t| !(no_vars && t.name == READ_VAR))
             .map(spec)
@@ -52,7 +68,8 @@ impl ToolExecutor for Runtime {
     /// [`Runtime::withheld_tools`]: what the policy denies outright and the
     /// session switched off.
     fn withheld_tools(&self, info: &ToolCallInfo) -> Vec<String> {
-        Runtime::withheld_tools(self, info.agent.as_deref(), info.session_id.as_deref())
+        self.0
+            .withheld_tools(info.agent.as_deref(), info.session_id.as_deref())
     }
 
     /// Whether the built-in `read_var` source is loaded
@@ -61,13 +78,16 @@ impl ToolExecutor for Runtime {
     fn serves_read_var(&self) -> bool {
         // Only a built-in source may hold the reserved name. Asked every
         // round: one map lookup, no listing.
-        self.inner.catalog.registry().tools.contains_key(READ_VAR)
+        self.0.has_tool(READ_VAR)
     }
 
     /// The `usage` of each plugin with a tool offered now.
     fn usage_rules(&self, info: &ToolCallInfo) -> Vec<(String, String)> {
-        let offered = self.offered_tools(info.agent.as_deref(), info.session_id.as_deref());
-        self.plugins()
+        let offered = self
+            .0
+            .offered_tools(info.agent.as_deref(), info.session_id.as_deref());
+        self.0
+            .plugins()
             .into_iter()
             .filter(|p| offered.iter().any(|t| t.plugin == p.name))
             .filter_map(|p| p.usage.map(|u| (p.name, u)))
@@ -102,7 +122,7 @@ impl ToolExecutor for Runtime {
             if let Some(report) = info.progress {
                 cx = cx.on_progress(move |_tool, message, fraction| report(message, fraction));
             }
-            let result = Runtime::call(self, name, args, cx).await;
+            let result = self.0.call(name, args, cx).await;
             let steps = match steps.lock() {
                 Ok(mut s) => std::mem::take(&mut *s),
                 Err(_) => Vec::new(),
@@ -119,7 +139,7 @@ impl ToolExecutor for Runtime {
                 },
                 Err(e) => ToolOutcome {
                     output: e.to_string(),
-                    details: Some(error_details(self, name, &e)),
+                    details: Some(error_details(&self.0, name, &e)),
                     content: Vec::new(),
                     is_error: true,
                     error_kind: Some(e.kind()),
@@ -131,19 +151,19 @@ impl ToolExecutor for Runtime {
     }
 }
 
-/// [`CallError::details`](crate::CallError::details), with the tool's
+/// [`CallError::details`], with the tool's
 /// argument schema when the arguments were wrong (the loop adds the
 /// arguments it sent).
-fn error_details(runtime: &Runtime, name: &str, e: &crate::CallError) -> Value {
+fn error_details(runtime: &Runtime, name: &str, e: &CallError) -> Value {
     let mut details = e.details();
     if matches!(
         e,
-        crate::CallError::InvalidArguments { .. }
-            | crate::CallError::Tool {
-                kind: crate::ToolErrorKind::InvalidArguments,
+        CallError::InvalidArguments { .. }
+            | CallError::Tool {
+                kind: ToolErrorKind::InvalidArguments,
                 ..
             }
-    ) && let Some(tool) = Runtime::tools(runtime).into_iter().find(|t| t.name == name)
+    ) && let Some(tool) = runtime.tools().into_iter().find(|t| t.name == name)
         && let Some(d) = details.as_object_mut()
     {
         d.insert("schema".into(), (*tool.input_schema).clone());
@@ -155,6 +175,9 @@ fn error_details(runtime: &Runtime, name: &str, e: &crate::CallError) -> Value {
 mod tests {
     #[test]
     fn the_agents_built_in_tool_names_are_reserved() {
-        assert!(crate::RESERVED_TOOL_NAMES.contains(&toolhost_agent::vars::READ_VAR));
+        assert!(
+            toolhost_runtime::contract::RESERVED_TOOL_NAMES
+                .contains(&toolhost_agent::vars::READ_VAR)
+        );
     }
 }
