@@ -3,7 +3,8 @@
 use std::path::Path;
 
 use anyhow::{Context, bail};
-use toolhost_mcp::{Asks, ClientToken, HttpOptions, HttpServer, McpServer, ServerOptions};
+use toolhost_mcp::server::Asks;
+use toolhost_mcp::{ClientToken, HttpOptions, HttpServer, McpServer, ServerOptions};
 use toolhost_runtime::Runtime;
 use toolhost_runtime::operator::{OperatorQueue, QueueSettings};
 
@@ -138,7 +139,7 @@ async fn shutdown_signal() {
 /// Checks the profiles `[oauth]` names (its callers' and `unmapped`)
 /// against the profiles that exist, as a token file's are.
 pub fn check_oauth_profiles(
-    oauth: &toolhost_mcp::OAuthOptions,
+    oauth: &toolhost_mcp::server::OAuthOptions,
     policy: &toolhost_runtime::policy::Policy,
     file: &ConfigFile,
 ) -> anyhow::Result<()> {

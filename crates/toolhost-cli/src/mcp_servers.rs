@@ -35,10 +35,11 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use serde::Deserialize;
-use toolhost_mcp::{
-    HttpEndpoint, McpServerConfig, McpSource, McpTransport, OAuthGrant, OAuthSettings,
-    ProcessSandbox, SignInPrompt, Start, StdioServer,
+use toolhost_mcp::client::{
+    HttpEndpoint, McpTransport, OAuthGrant, ProcessSandbox, SignInPrompt, Start, StdioServer,
+    UpstreamOAuth,
 };
+use toolhost_mcp::{McpServerConfig, McpSource};
 use toolhost_runtime::{PluginSettings, RuntimeBuilder, grants::LimitOverrides};
 
 /// One `[[mcp-servers]]` table.
@@ -150,7 +151,7 @@ pub struct SignIn {
 }
 
 impl OAuthEntry {
-    fn resolve(self, name: &str, sign_in: &SignIn) -> anyhow::Result<OAuthSettings> {
+    fn resolve(self, name: &str, sign_in: &SignIn) -> anyhow::Result<UpstreamOAuth> {
         let secret = match (&self.client_secret_env, &self.client_secret_file) {
             (Some(var), None) => Some(std::env::var(var).with_context(|| {
                 format!("MCP server `{name}`: client secret variable {var} is not set")
@@ -180,7 +181,7 @@ impl OAuthEntry {
                 OAuthGrant::ClientCredentials
             }
         };
-        Ok(OAuthSettings {
+        Ok(UpstreamOAuth {
             client_id: self.client_id,
             client_secret: secret,
             issuer: self.issuer,

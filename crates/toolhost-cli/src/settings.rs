@@ -132,7 +132,7 @@ pub struct ConfigFile {
     /// `host serve` takes OAuth access tokens from this authorization
     /// server, beside the static tokens (`[oauth]`, docs/guide/oauth.md).
     #[serde(default)]
-    pub oauth: Option<toolhost_mcp::OAuthOptions>,
+    pub oauth: Option<toolhost_mcp::server::OAuthOptions>,
     /// Where what replicas of one gate share is kept (`[state]`): saved
     /// approvals in PostgreSQL instead of the file beside the lock file,
     /// and the operator's queue of asks (with `--console`).

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, bail};
-use toolhost_mcp::SignInPrompt;
+use toolhost_mcp::client::SignInPrompt;
 
 use crate::args::{Global, McpAction};
 use crate::exit;
@@ -119,7 +119,7 @@ pub async fn run(
                 prompt: Some(browser_prompt()),
             };
             let (config, _) = entry.resolve(&sign_in)?;
-            let signed = toolhost_mcp::sign_in(&config)
+            let signed = toolhost_mcp::client::sign_in(&config)
                 .await
                 .with_context(|| format!("signing in to `{name}`"))?;
             let scopes = if signed.scopes.is_empty() {
@@ -147,8 +147,8 @@ pub async fn run(
         }
         McpAction::Logout { name } => {
             let dir = token_dir(global);
-            let file = toolhost_mcp::token_file(name, &dir);
-            if toolhost_mcp::sign_out(name, &dir)
+            let file = toolhost_mcp::client::token_file(name, &dir);
+            if toolhost_mcp::client::sign_out(name, &dir)
                 .with_context(|| format!("removing {}", file.display()))?
             {
                 eprintln!("Signed out of `{name}`: removed {}.", file.display());

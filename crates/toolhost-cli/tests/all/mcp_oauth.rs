@@ -180,11 +180,11 @@ fn upstream(access_ttl: u32) -> Upstream {
 }
 
 /// A caller rule: a subject, or a client.
-fn caller(subject: &str, client: Option<&str>) -> toolhost_mcp::CallerRule {
-    toolhost_mcp::CallerRule {
+fn caller(subject: &str, client: Option<&str>) -> toolhost_mcp::server::CallerRule {
+    toolhost_mcp::server::CallerRule {
         subject: client.is_none().then(|| subject.to_owned()),
         client: client.map(str::to_owned),
-        ..toolhost_mcp::CallerRule::default()
+        ..toolhost_mcp::server::CallerRule::default()
     }
 }
 
@@ -196,7 +196,7 @@ struct Resource {
     _plugins: tempfile::TempDir,
 }
 
-fn resource_server(port: u16, issuer: &str, who: toolhost_mcp::CallerRule) -> Resource {
+fn resource_server(port: u16, issuer: &str, who: toolhost_mcp::server::CallerRule) -> Resource {
     let plugins = tempfile::tempdir().unwrap();
     copy_plugin(&plugins_dir(), "calc", plugins.path());
     let server = tokio::runtime::Builder::new_multi_thread()
@@ -213,14 +213,14 @@ fn resource_server(port: u16, issuer: &str, who: toolhost_mcp::CallerRule) -> Re
             .unwrap();
         let mcp = toolhost_mcp::McpServer::new(runtime, toolhost_mcp::ServerOptions::default());
         let mut options = toolhost_mcp::HttpOptions::local(port);
-        options.oauth = Some(toolhost_mcp::OAuthOptions {
+        options.oauth = Some(toolhost_mcp::server::OAuthOptions {
             issuer: issuer.to_owned(),
             scopes: vec!["tools".into()],
             // Expired is expired: the client must refresh in time.
             leeway_seconds: 0,
             groups_claim: "groups".into(),
             callers: vec![who],
-            ..toolhost_mcp::OAuthOptions::default()
+            ..toolhost_mcp::server::OAuthOptions::default()
         });
         // The port may have been let go of a moment ago.
         let mut tries = 0;

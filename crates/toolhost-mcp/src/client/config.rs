@@ -3,7 +3,9 @@
 //! connect, and the bounds on what the server may send.
 
 use std::path::PathBuf;
+
 use std::time::Duration;
+pub use toolhost_process_sandbox::ProcessSandbox;
 
 /// How to reach an MCP server.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,42 +39,6 @@ pub struct StdioServer {
 /// The host variables every stdio server gets, as the MCP SDKs pass them.
 pub const DEFAULT_ENV: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG"];
 
-/// A stdio server's process sandbox (Linux, bubblewrap): the whole file
-/// system read-only, `/tmp` and `/dev/shm` empty and private, the granted
-/// directories writable (the most specific of `write` and `hide` wins),
-/// the server's own files that `/tmp` or `hide` would cover mounted back
-/// read-only (its program's tree, script and working directory; never
-/// `/tmp` or `HOME` whole), no network unless granted, its own PID, IPC and
-/// UTS namespaces, none of the host's descriptors but its stdio, a seccomp
-/// filter that allows sockets of listed families only (see
-/// `unix_sockets`), and it dies with the host. It does not hide files from
-/// reading (mount a directory over them with `hide`), nor limit CPU or
-/// memory.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ProcessSandbox {
-    /// Directories it may write to.
-    pub write: Vec<PathBuf>,
-    /// Directories replaced by an empty one (e.g. `~/.ssh`).
-    pub hide: Vec<PathBuf>,
-    /// Whether it keeps the host's network.
-    pub network: bool,
-    /// Whether it may open Unix-domain sockets. Off by default: a read-only
-    /// mount does not stop `connect()`, and the sockets of the session bus,
-    /// `systemd --user`, a container engine or an ssh/gpg agent lead to
-    /// code outside the sandbox. A seccomp filter allows `socket` for IP
-    /// and route netlink only, `socketpair` for connected `AF_UNIX` pairs
-    /// only (stream, seqpacket: they reach nothing but each other), and
-    /// no io_uring or x32 calls; what it refuses fails with `EACCES`,
-    /// wherever the socket is. With this on, `AF_UNIX` joins the families
-    /// and every kind of pair is allowed; the rest of the filter stays.
-    pub unix_sockets: bool,
-    /// Whether a `.git` directory inside a `write` directory is writable
-    /// too. Off by default: `.git/hooks/*` and `.git/config` run
-    /// unsandboxed at the user's next `git` command, so `.git` stays
-    /// read-only inside writable directories.
-    pub git_writable: bool,
-}
-
 /// A Streamable HTTP endpoint.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct HttpEndpoint {
@@ -84,7 +50,7 @@ pub struct HttpEndpoint {
     pub bearer: Option<String>,
     /// How to sign in when the server answers 401 (OAuth 2.1); `None`:
     /// never (a 401 is reported as such).
-    pub oauth: Option<super::oauth::OAuthSettings>,
+    pub oauth: Option<super::oauth::UpstreamOAuth>,
 }
 
 /// When a server is connected.
@@ -170,7 +136,8 @@ impl McpServerConfig {
     /// again. Hashed (SHA-256), so the secrets among them never show.
     ///
     /// ```
-    /// use toolhost_mcp::{McpServerConfig, McpTransport, ProcessSandbox};
+    /// use toolhost_mcp::McpServerConfig;
+    /// use toolhost_mcp::client::{McpTransport, ProcessSandbox};
     ///
     /// let plain = McpServerConfig::stdio("fs", "npx", &["-y", "server-filesystem"]);
     /// let mut boxed = plain.clone();

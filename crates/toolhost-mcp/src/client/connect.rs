@@ -282,13 +282,13 @@ pub(crate) async fn challenge(config: &McpServerConfig) -> Result<String, SignIn
 fn command(server: &StdioServer) -> Result<tokio::process::Command, String> {
     let mut command = match &server.sandbox {
         Some(sandbox) => {
-            let mut bwrap = tokio::process::Command::new("bwrap");
-            bwrap.args(super::process_sandbox::bwrap_args(sandbox, server));
-            bwrap.arg("--").arg(&server.command).args(&server.args);
-            // Before the filter's descriptor is put in place.
-            inherit_nothing(&mut bwrap);
-            seccomp_fd(&mut bwrap, sandbox.unix_sockets)?;
-            bwrap
+            let program = toolhost_process_sandbox::Program {
+                command: server.command.clone(),
+                args: server.args.clone(),
+                env: server.env.clone(),
+                cwd: server.cwd.clone(),
+            };
+            toolhost_process_sandbox::command(sandbox, &program).map_err(|e| e.to_string())?
         }
         None => {
             let mut direct = tokio::process::Command::new(&server.command);
@@ -318,99 +318,6 @@ fn command(server: &StdioServer) -> Result<tokio::process::Command, String> {
     #[cfg(unix)]
     command.process_group(0);
     Ok(command)
-}
-
-/// Hands bubblewrap the seccomp filter (`process_sandbox.rs`) on its file
-/// descriptor [`SECCOMP_FD`](super::process_sandbox::SECCOMP_FD): a pipe
-/// holding the program, read whole by bubblewrap before it starts the
-/// server.
-#[cfg(target_os = "linux")]
-fn seccomp_fd(bwrap: &mut tokio::process::Command, unix_sockets: bool) -> Result<(), String> {
-    use command_fds::{CommandFdExt, FdMapping};
-    use std::io::Write;
-    let program =
-        super::process_sandbox::seccomp_filter(unix_sockets).map_err(|e| e.to_string())?;
-    let (reader, mut writer) =
-        std::io::pipe().map_err(|e| format!("cannot make the seccomp filter's pipe: {e}"))?;
-    // A few hundred bytes: within a pipe's buffer, so this never blocks.
-    writer
-        .write_all(&program)
-        .map_err(|e| format!("cannot write the seccomp filter: {e}"))?;
-    drop(writer);
-    bwrap
-        .fd_mappings(vec![FdMapping {
-            parent_fd: reader.into(),
-            child_fd: super::process_sandbox::SECCOMP_FD,
-        }])
-        .map_err(|e| format!("cannot hand over the seccomp filter: {e}"))?;
-    Ok(())
-}
-
-#[cfg(not(target_os = "linux"))]
-fn seccomp_fd(_: &mut tokio::process::Command, _: bool) -> Result<(), String> {
-    Err("the process sandbox needs Linux (bubblewrap and seccomp)".into())
-}
-
-/// Makes bubblewrap, and so the server, inherit none of the host's
-/// descriptors but stdin, stdout and stderr (and the filter's, put in
-/// place after this): descriptors the host holds without close-on-exec
-/// (from the program that embeds it, or that started it) would pass
-/// through bubblewrap into the sandbox, and a Unix socket among them
-/// leads outside it. In the child, before `exec`: every descriptor above
-/// stderr is marked close-on-exec.
-#[cfg(target_os = "linux")]
-fn inherit_nothing(bwrap: &mut tokio::process::Command) {
-    // SAFETY: the closure runs in the forked child before `exec`, where
-    // only async-signal-safe calls are sound: it makes system calls
-    // (`close_range`, `getrlimit`, `fcntl`) and nothing else — no
-    // allocation, no lock.
-    #[allow(unsafe_code)]
-    unsafe {
-        bwrap.pre_exec(close_on_exec_above_stderr);
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn inherit_nothing(_: &mut tokio::process::Command) {}
-
-/// The most descriptors marked one by one where `close_range` cannot
-/// (Linux before 5.11): the kernel's default ceiling (`fs.nr_open`).
-#[cfg(target_os = "linux")]
-const MARKED_ONE_BY_ONE: libc::c_int = 1 << 20;
-
-/// Marks every descriptor above stderr close-on-exec (async-signal-safe:
-/// system calls only).
-#[cfg(target_os = "linux")]
-fn close_on_exec_above_stderr() -> std::io::Result<()> {
-    // SAFETY: system calls on integers and on a local `rlimit`; none takes
-    // ownership of a descriptor the program uses (close-on-exec changes
-    // nothing before `exec`).
-    #[allow(unsafe_code)]
-    unsafe {
-        if libc::syscall(
-            libc::SYS_close_range,
-            libc::c_long::from(3_u32),
-            libc::c_long::from(u32::MAX),
-            libc::c_long::from(libc::CLOSE_RANGE_CLOEXEC),
-        ) == 0
-        {
-            return Ok(());
-        }
-        let mut limit = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &raw mut limit) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let top = libc::c_int::try_from(limit.rlim_cur)
-            .unwrap_or(libc::c_int::MAX)
-            .min(MARKED_ONE_BY_ONE);
-        for fd in 3..top {
-            libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
-        }
-    }
-    Ok(())
 }
 
 /// The HTTP transport's configuration: the URL must be http(s), headers

@@ -19,7 +19,7 @@
 //!   are forwarded as they are (a prompt's name without the prefix).
 //! - The server's `notifications/resources/updated`, `…/list_changed` for
 //!   resources and prompts, and `notifications/message` are broadcast to
-//!   whoever listens ([`McpSource::upstream`]).
+//!   whoever listens ([`Offered::notices`]).
 //!
 //! Every request is dropped with the caller's: dropping it tells the
 //! server `notifications/cancelled` (`CancelOnDrop`).
@@ -32,19 +32,18 @@ use parking_lot::Mutex;
 use rmcp::ErrorData;
 use rmcp::model::{
     ClientRequest, CompleteRequest, CompleteRequestParams, CompleteResult, GetPromptRequest,
-    GetPromptRequestParams, GetPromptResult, LoggingLevel, LoggingMessageNotificationParam,
-    PaginatedRequestParams, Prompt, ReadResourceRequest, ReadResourceRequestParams,
-    ReadResourceResult, Reference, Resource, ResourceTemplate, ServerCapabilities, ServerResult,
-    SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams,
+    GetPromptRequestParams, GetPromptResult, LoggingLevel, PaginatedRequestParams, Prompt,
+    ReadResourceRequest, ReadResourceRequestParams, ReadResourceResult, Reference, Resource,
+    ResourceTemplate, ServerCapabilities, ServerResult, SetLevelRequestParams,
+    SubscribeRequestParams, UnsubscribeRequestParams,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient, ServiceError};
 use serde_json::Value;
-use tokio::sync::broadcast;
-use toolhost_runtime::{
-    ToolSource, source::SourceCall, source::SourceError, source::SourceOutcome,
-};
+use tokio::sync::{broadcast, watch};
+use toolhost_runtime::source::{SourceCall, SourceError, SourceOutcome};
 
-use super::{CancelOnDrop, Link, MAX_LIST_PAGES, McpSource};
+use super::link::{self, CancelOnDrop, Link, MAX_LIST_PAGES};
+use crate::peer::UpstreamNotice;
 use crate::tools;
 
 /// The most resources, templates or prompts read from one server's list.
@@ -53,23 +52,10 @@ const MAX_LISTED: usize = 2000;
 /// past it the oldest are dropped for that listener.
 const UPSTREAM_QUEUE: usize = 256;
 
-/// A notification from the upstream server, for the gateway's clients.
-#[derive(Debug, Clone)]
-pub(crate) enum Upstream {
-    /// `notifications/resources/list_changed`.
-    ResourcesChanged,
-    /// `notifications/prompts/list_changed`.
-    PromptsChanged,
-    /// `notifications/resources/updated` for this URI.
-    ResourceUpdated(String),
-    /// `notifications/message`.
-    Log(LoggingMessageNotificationParam),
-}
-
 /// What the source keeps about its server's offers: where notifications
 /// go, and the URIs and templates its lists held (to route a read).
 pub(crate) struct Offers {
-    upstream: broadcast::Sender<Upstream>,
+    upstream: broadcast::Sender<UpstreamNotice>,
     uris: Mutex<HashSet<String>>,
     templates: Mutex<Vec<String>>,
 }
@@ -86,7 +72,7 @@ impl Default for Offers {
 
 impl Offers {
     /// Passes a notification on to whoever listens (nobody: dropped).
-    pub(crate) fn tell(&self, note: Upstream) {
+    pub(crate) fn tell(&self, note: UpstreamNotice) {
         let _ = self.upstream.send(note);
     }
 }
@@ -102,29 +88,37 @@ fn refused(e: ServiceError) -> ErrorData {
         other => ErrorData::internal_error(
             format!(
                 "the upstream MCP server: {}",
-                super::printable(&other.to_string(), 300)
+                toolhost_text::line(&other.to_string(), 300)
             ),
             None,
         ),
     }
 }
 
-impl McpSource {
+/// A source's offers, with its link and prefix: what the gateway asks of
+/// its server beside tools.
+pub(crate) struct Offered<'a> {
+    pub(crate) link: &'a watch::Sender<Link>,
+    pub(crate) offers: &'a Offers,
+    pub(crate) prefix: String,
+}
+
+impl Offered<'_> {
     /// The server's capabilities, while it is connected.
     pub(crate) fn capabilities(&self) -> Option<ServerCapabilities> {
-        match &*self.shared.link.borrow() {
+        match &*self.link.borrow() {
             Link::Up(peer) => peer.peer_info().map(|info| info.capabilities.clone()),
             _ => None,
         }
     }
 
     /// Notifications from the server from now on.
-    pub(crate) fn upstream(&self) -> broadcast::Receiver<Upstream> {
-        self.shared.offers.upstream.subscribe()
+    pub(crate) fn notices(&self) -> broadcast::Receiver<UpstreamNotice> {
+        self.offers.upstream.subscribe()
     }
 
     async fn connected_peer(&self) -> Result<Peer<RoleClient>, ErrorData> {
-        self.peer()
+        link::peer(self.link)
             .await
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))
     }
@@ -166,7 +160,7 @@ impl McpSource {
             }
         }
         {
-            let mut uris = self.shared.offers.uris.lock();
+            let mut uris = self.offers.uris.lock();
             uris.clear();
             uris.extend(all.iter().map(|r| r.uri.clone()));
         }
@@ -195,14 +189,14 @@ impl McpSource {
                 None => break,
             }
         }
-        *self.shared.offers.templates.lock() = all.iter().map(|t| t.uri_template.clone()).collect();
+        *self.offers.templates.lock() = all.iter().map(|t| t.uri_template.clone()).collect();
         Ok(all)
     }
 
     /// Every prompt the server lists (bounded), named with the prefix.
     pub(crate) async fn prompts(&self) -> Result<Vec<Prompt>, ErrorData> {
         let peer = self.connected_peer().await?;
-        let prefix = self.prefix();
+        let prefix = &self.prefix;
         let mut all = Vec::new();
         let mut cursor = None;
         for _ in 0..MAX_LIST_PAGES {
@@ -229,14 +223,14 @@ impl McpSource {
     /// The server's own name of the prompt listed as `name`, when it has
     /// this source's prefix.
     pub(crate) fn declared_prompt<'n>(&self, name: &'n str) -> Option<&'n str> {
-        name.strip_prefix(self.prefix().as_str())
+        name.strip_prefix(self.prefix.as_str())
     }
 
     /// Whether a read of `uri` belongs to this server: its last list held
     /// the URI, or one of its templates could make it (the template's
     /// text before its first `{`).
     pub(crate) fn may_hold(&self, uri: &str) -> bool {
-        self.shared.offers.uris.lock().contains(uri)
+        self.offers.uris.lock().contains(uri)
             || self.holds_template(uri, |template, uri| {
                 let literal = template.split('{').next().unwrap_or(template);
                 !literal.is_empty() && uri.starts_with(literal)
@@ -249,8 +243,7 @@ impl McpSource {
     }
 
     fn holds_template(&self, wanted: &str, matches: impl Fn(&str, &str) -> bool) -> bool {
-        self.shared
-            .offers
+        self.offers
             .templates
             .lock()
             .iter()
@@ -329,7 +322,7 @@ impl McpSource {
             let Some(name) = self.declared_prompt(listed) else {
                 return Some(Ok(SourceOutcome::Failed(format!(
                     "no prompt `{}` here",
-                    super::printable(listed, 100)
+                    toolhost_text::line(listed, 100)
                 ))));
             };
             let mut params = GetPromptRequestParams::new(name);

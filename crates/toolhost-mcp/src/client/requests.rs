@@ -48,8 +48,7 @@ use toolhost_runtime::policy::Decision;
 use toolhost_runtime::{Approver, permission::FormAnswer, permission::FormRequest};
 use tracing::Instrument;
 
-use super::Shared;
-use crate::server::downstream::Downstream;
+use crate::peer::Downstream;
 
 /// The default [`ServerRequests::max_sampling_tokens`].
 pub const DEFAULT_MAX_SAMPLING_TOKENS: u32 = 4096;
@@ -60,7 +59,7 @@ pub const DEFAULT_REQUESTS_PER_MINUTE: u32 = 20;
 pub const MAX_FORWARDED_BYTES: usize = 1024 * 1024;
 /// How long the answer to a forwarded request may take (a person reads
 /// and answers it).
-pub const ANSWER_TIMEOUT: Duration = crate::server::elicit::ELICITATION_TIMEOUT;
+pub const ANSWER_TIMEOUT: Duration = crate::peer::ELICITATION_TIMEOUT;
 /// How long a request waits for the call it came with to be known (its
 /// `tools/call` is sent, and the server may answer before the client has
 /// noted it).
@@ -79,7 +78,7 @@ const SHOWN_CHARS: usize = 600;
 /// deny it), 4096 tokens, 20 requests a minute.
 ///
 /// ```
-/// use toolhost_mcp::ServerRequests;
+/// use toolhost_mcp::client::ServerRequests;
 /// use toolhost_runtime::policy::Decision;
 ///
 /// let settings = ServerRequests::default();
@@ -135,24 +134,24 @@ pub(crate) struct InFlight {
 
 /// Takes a call out of [`InFlight`] when it ends.
 pub(crate) struct CallGuard {
-    shared: std::sync::Weak<Shared>,
+    in_flight: std::sync::Weak<InFlight>,
     id: RequestId,
 }
 
 impl Drop for CallGuard {
     fn drop(&mut self) {
-        if let Some(shared) = self.shared.upgrade() {
-            shared.requests.calls.lock().remove(&self.id);
+        if let Some(in_flight) = self.in_flight.upgrade() {
+            in_flight.calls.lock().remove(&self.id);
         }
     }
 }
 
 impl InFlight {
     /// Notes the call sent as `id` until the guard is dropped.
-    pub(crate) fn register(shared: &Arc<Shared>, id: RequestId, asker: Asker) -> CallGuard {
-        shared.requests.calls.lock().insert(id.clone(), asker);
+    pub(crate) fn register(self: &Arc<Self>, id: RequestId, asker: Asker) -> CallGuard {
+        self.calls.lock().insert(id.clone(), asker);
         CallGuard {
-            shared: Arc::downgrade(shared),
+            in_flight: Arc::downgrade(self),
             id,
         }
     }
@@ -255,15 +254,18 @@ fn too_large(params: &impl serde::Serialize) -> bool {
     serde_json::to_vec(params).map_or(true, |v| v.len() > MAX_FORWARDED_BYTES)
 }
 
-/// Answers `sampling/createMessage` from `shared`'s server.
+/// Answers `sampling/createMessage` from the server `server`, under its
+/// `settings`, for one of its calls in `in_flight`.
 pub(crate) async fn sample(
-    shared: Arc<Shared>,
+    server: &str,
+    settings: &ServerRequests,
+    in_flight: &InFlight,
     mut params: CreateMessageRequestParams,
     context: RequestContext<RoleClient>,
 ) -> Result<CreateMessageResult, ErrorData> {
-    let server = shared.config.name.clone();
+    let server = server.to_owned();
     let span = span("sampling/createMessage", &server);
-    let settings = shared.config.requests.clone();
+    let settings = settings.clone();
     let decision = settings.sampling;
     let done = |asker: Option<&Asker>, outcome: &'static str| {
         record(
@@ -287,14 +289,14 @@ pub(crate) async fn sample(
                 "the sampling request is larger than {MAX_FORWARDED_BYTES} bytes"
             )));
         }
-        if !shared.requests.admit(settings.per_minute) {
+        if !in_flight.admit(settings.per_minute) {
             done(None, "rate-limited");
             return Err(refused(format!(
                 "more than {} requests a minute from MCP server `{server}`",
                 settings.per_minute
             )));
         }
-        let asker = match shared.requests.asker(&context).await {
+        let asker = match in_flight.asker(&context).await {
             Ok(asker) => asker,
             Err(why) => {
                 done(None, "no-caller");
@@ -351,15 +353,18 @@ pub(crate) async fn sample(
     .await
 }
 
-/// Answers `elicitation/create` from `shared`'s server.
+/// Answers `elicitation/create` from the server `server`, under its
+/// `settings`, for one of its calls in `in_flight`.
 pub(crate) async fn elicit(
-    shared: Arc<Shared>,
+    server: &str,
+    settings: &ServerRequests,
+    in_flight: &InFlight,
     params: ElicitRequestParams,
     context: RequestContext<RoleClient>,
 ) -> Result<ElicitResult, ErrorData> {
-    let server = shared.config.name.clone();
+    let server = server.to_owned();
     let span = span("elicitation/create", &server);
-    let settings = shared.config.requests.clone();
+    let settings = settings.clone();
     let decision = settings.elicitation;
     let done = |asker: Option<&Asker>, outcome: &'static str| {
         record(
@@ -383,11 +388,11 @@ pub(crate) async fn elicit(
                 "the elicitation request is larger than {MAX_FORWARDED_BYTES} bytes"
             )));
         }
-        if !shared.requests.admit(settings.per_minute) {
+        if !in_flight.admit(settings.per_minute) {
             done(None, "rate-limited");
             return decline();
         }
-        let asker = match shared.requests.asker(&context).await {
+        let asker = match in_flight.asker(&context).await {
             Ok(asker) => asker,
             Err(why) => {
                 tracing::debug!(server = %server, "elicitation declined: {why}");

@@ -15,8 +15,6 @@
 //! these exact arguments would approve bytes nobody saw), and a
 //! `remember` sent anyway is not honoured.
 
-use std::time::Duration;
-
 use rmcp::service::{ElicitationError, Peer, RoleServer};
 use serde::Deserialize;
 use toolhost_runtime::{
@@ -25,8 +23,7 @@ use toolhost_runtime::{
     shown::ShownArguments,
 };
 
-/// How long the client's user has to answer before the call is denied.
-pub const ELICITATION_TIMEOUT: Duration = Duration::from_secs(300);
+pub use crate::peer::ELICITATION_TIMEOUT;
 
 /// Longest reason or output text shown in a question.
 const SHOWN_CHARS: usize = 2000;
@@ -160,7 +157,7 @@ impl Approver for ElicitingApprover {
 }
 
 /// The approver of a server whose callers may not approve their own calls
-/// ([`Asks::Deny`](crate::Asks::Deny)): every `ask` is a denial that says why.
+/// ([`Asks::Deny`](crate::server::Asks::Deny)): every `ask` is a denial that says why.
 pub(crate) struct NobodyAnswers(pub(crate) &'static str);
 
 /// What a caller is told when its call needed an approval nobody gives.

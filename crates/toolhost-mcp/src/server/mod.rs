@@ -31,8 +31,8 @@ use serde_json::Value;
 use toolhost_runtime::{CallContext, Runtime, load::PluginEvent};
 use tracing::Instrument;
 
-pub(crate) mod downstream;
 pub(crate) mod elicit;
+mod error;
 pub(crate) mod http;
 mod identity;
 mod metrics;
@@ -44,8 +44,19 @@ mod resources;
 mod revision;
 pub(crate) mod round_trip;
 mod search;
-mod stateless_call;
-mod upstream;
+pub(crate) mod upstream;
+
+pub use crate::tools::{CACHED_META_KEY, DETAILS_META_KEY, ERROR_KIND_META_KEY, PLUGIN_META_KEY};
+pub use elicit::ELICITATION_TIMEOUT;
+pub use error::McpServeError;
+pub use http::{
+    ClientToken, DEFAULT_MAX_CONCURRENT_REQUESTS, DEFAULT_MAX_REQUEST_BYTES, HttpOptions,
+    HttpServer, TokenFileError, TokenRole,
+};
+pub use oauth::{
+    CACHE_TTL as OAUTH_CACHE_TTL, Caller, CallerRule, IntrospectionOptions, MAX_LEEWAY_SECONDS,
+    MAX_TOKEN_BYTES, OAuthError, OAuthOptions,
+};
 
 use crate::tools;
 use elicit::ElicitingApprover;
@@ -140,6 +151,9 @@ pub struct McpServer {
     metrics: Arc<Metrics>,
     round_trips: Arc<RoundTrips>,
     search: Option<Arc<Search>>,
+    /// The upstream MCP servers among the runtime's sources (`upstream.rs`;
+    /// `gateway.rs` finds them).
+    upstreams: Arc<dyn upstream::Upstreams>,
     /// What each client asked to hear from upstream servers (`upstream.rs`).
     listeners: Arc<upstream::Listeners>,
     /// Its calls in flight, and where the next one runs (`parallel.rs`).
@@ -147,10 +161,18 @@ pub struct McpServer {
 }
 
 impl McpServer {
-    /// A server for `runtime`'s tools.
-    pub fn new(runtime: Runtime, options: ServerOptions) -> McpServer {
+    /// A server for `runtime`'s tools, and for what the upstream servers
+    /// `upstreams` finds among its sources offer besides tools (the
+    /// gateway's [`McpServer::new`], in `gateway.rs`, finds the MCP
+    /// client's sources).
+    pub(crate) fn with_upstreams(
+        runtime: Runtime,
+        options: ServerOptions,
+        upstreams: Arc<dyn upstream::Upstreams>,
+    ) -> McpServer {
         McpServer {
             runtime,
+            upstreams,
             round_trips: Arc::new(RoundTrips::new(options.state_key.as_deref())),
             search: options
                 .tool_search
@@ -175,16 +197,16 @@ impl McpServer {
 
     /// Serves one client on this process's stdin and stdout until the client
     /// closes them.
-    pub async fn serve_stdio(self) -> Result<(), crate::McpServeError> {
+    pub async fn serve_stdio(self) -> Result<(), McpServeError> {
         use rmcp::ServiceExt;
         let running = self
             .serve(stdio())
             .await
-            .map_err(|e| crate::McpServeError::Start(e.to_string()))?;
+            .map_err(|e| McpServeError::Start(e.to_string()))?;
         running
             .waiting()
             .await
-            .map_err(|e| crate::McpServeError::Stopped(e.to_string()))?;
+            .map_err(|e| McpServeError::Stopped(e.to_string()))?;
         Ok(())
     }
 
@@ -328,7 +350,7 @@ impl McpServer {
             .call_id(format!("mcp-{}", request_id(&context)))
             .approver(approver)
             .client(client)
-            .extension(downstream::Downstream::of(&context));
+            .extension(crate::peer::Downstream::of(&context));
         if let Some(agent) = agent {
             cx = cx.agent(agent);
         }
@@ -526,7 +548,7 @@ impl rmcp::ServerHandler for McpServer {
             .enable_tool_list_changed()
             .build();
         // Upstream MCP servers: what they offer besides tools (`upstream.rs`).
-        upstream::offered(&self.runtime, &mut capabilities);
+        upstream::offered(&self.runtime, self.upstreams.as_ref(), &mut capabilities);
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
     }
@@ -676,6 +698,7 @@ impl rmcp::ServerHandler for McpServer {
         // Upstream servers' notifications, as the client asks (`upstream.rs`).
         upstream::forward(
             self.runtime.clone(),
+            self.upstreams.as_ref(),
             self.listeners.clone(),
             context.peer.clone(),
         );

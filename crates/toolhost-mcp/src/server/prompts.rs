@@ -21,11 +21,10 @@ use rmcp::model::{
 };
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Map, Value};
-use toolhost_runtime::{Access, ToolSource};
+use toolhost_runtime::Access;
 
 use super::McpServer;
-use super::upstream::sources;
-use crate::client::McpSource;
+use super::upstream::UpstreamServer;
 
 fn not_found(name: &str) -> McpError {
     McpError::invalid_params(
@@ -34,11 +33,11 @@ fn not_found(name: &str) -> McpError {
     )
 }
 
-fn offers_resources(source: &McpSource) -> bool {
+fn offers_resources(source: &dyn UpstreamServer) -> bool {
     source.capabilities().is_some_and(|c| c.resources.is_some())
 }
 
-fn offers_prompts(source: &McpSource) -> bool {
+fn offers_prompts(source: &dyn UpstreamServer) -> bool {
     source.capabilities().is_some_and(|c| c.prompts.is_some())
 }
 
@@ -56,9 +55,11 @@ impl McpServer {
     ) -> Result<ListPromptsResult, McpError> {
         let agent = self.agent(context);
         let mut all = Vec::new();
-        let offering: Vec<Arc<McpSource>> = sources(&self.runtime)
+        let offering: Vec<Arc<dyn UpstreamServer>> = self
+            .upstreams
+            .of(&self.runtime)
             .into_iter()
-            .filter(|s| offers_prompts(s))
+            .filter(|s| offers_prompts(s.as_ref()))
             .collect();
         if offering.is_empty() {
             return Err(McpError::new(
@@ -91,10 +92,12 @@ impl McpServer {
         &self,
         name: &str,
         context: &RequestContext<RoleServer>,
-    ) -> Result<Arc<McpSource>, McpError> {
-        let source = sources(&self.runtime)
+    ) -> Result<Arc<dyn UpstreamServer>, McpError> {
+        let source = self
+            .upstreams
+            .of(&self.runtime)
             .into_iter()
-            .filter(|s| offers_prompts(s) && s.declared_prompt(name).is_some())
+            .filter(|s| offers_prompts(s.as_ref()) && s.declared_prompt(name).is_some())
             .max_by_key(|s| s.prefix().len())
             .ok_or_else(|| not_found(name))?;
         let agent = self.agent(context);
@@ -118,7 +121,7 @@ impl McpServer {
         let source = self.prompt_source(name, context)?;
         let result = self
             .run_access(
-                &source,
+                source.as_ref(),
                 &prompt_access(name, arguments.unwrap_or_default()),
                 context,
             )
@@ -151,8 +154,8 @@ impl McpServer {
             Reference::Prompt(prompt) => self.prompt_source(&prompt.name, context)?,
             Reference::Resource(template) => {
                 let agent = self.agent(context);
-                let all = sources(&self.runtime);
-                for s in all.iter().filter(|s| offers_resources(s)) {
+                let all = self.upstreams.of(&self.runtime);
+                for s in all.iter().filter(|s| offers_resources(s.as_ref())) {
                     let _ = s.resource_templates().await;
                 }
                 all.into_iter()

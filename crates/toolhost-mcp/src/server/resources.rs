@@ -26,8 +26,7 @@ use toolhost_content::Content;
 use toolhost_runtime::Access;
 
 use super::McpServer;
-use super::upstream::sources;
-use crate::client::McpSource;
+use super::upstream::{UpstreamServer, Upstreams};
 
 /// The answer for a resource that is not there, or not for this caller.
 fn not_found(uri: &str) -> McpError {
@@ -37,7 +36,7 @@ fn not_found(uri: &str) -> McpError {
     )
 }
 
-fn offers_resources(source: &McpSource) -> bool {
+fn offers_resources(source: &dyn UpstreamServer) -> bool {
     source.capabilities().is_some_and(|c| c.resources.is_some())
 }
 
@@ -45,11 +44,13 @@ fn offers_resources(source: &McpSource) -> bool {
 /// capability is not declared either).
 fn offering(
     runtime: &toolhost_runtime::Runtime,
+    upstreams: &dyn Upstreams,
     method: &'static str,
-) -> Result<Vec<Arc<McpSource>>, McpError> {
-    let offering: Vec<Arc<McpSource>> = sources(runtime)
+) -> Result<Vec<Arc<dyn UpstreamServer>>, McpError> {
+    let offering: Vec<Arc<dyn UpstreamServer>> = upstreams
+        .of(runtime)
         .into_iter()
-        .filter(|s| offers_resources(s))
+        .filter(|s| offers_resources(s.as_ref()))
         .collect();
     if offering.is_empty() {
         return Err(McpError::new(
@@ -74,8 +75,8 @@ impl McpServer {
     ) -> Result<ListResourcesResult, McpError> {
         let agent = self.agent(context);
         let mut all = Vec::new();
-        for source in offering(&self.runtime, "resources/list")? {
-            let name = toolhost_runtime::ToolSource::name(source.as_ref());
+        for source in offering(&self.runtime, self.upstreams.as_ref(), "resources/list")? {
+            let name = source.name();
             match source.resources().await {
                 Ok(listed) => all.extend(listed.into_iter().filter(|r| {
                     self.runtime.may_access(
@@ -97,8 +98,12 @@ impl McpServer {
     ) -> Result<ListResourceTemplatesResult, McpError> {
         let agent = self.agent(context);
         let mut all = Vec::new();
-        for source in offering(&self.runtime, "resources/templates/list")? {
-            let name = toolhost_runtime::ToolSource::name(source.as_ref());
+        for source in offering(
+            &self.runtime,
+            self.upstreams.as_ref(),
+            "resources/templates/list",
+        )? {
+            let name = source.name();
             match source.resource_templates().await {
                 Ok(listed) => all.extend(listed.into_iter().filter(|t| {
                     self.runtime.may_access(
@@ -121,8 +126,8 @@ impl McpServer {
         &self,
         uri: &str,
         context: &RequestContext<RoleServer>,
-    ) -> Result<Arc<McpSource>, McpError> {
-        let offering = offering(&self.runtime, "resources/read")?;
+    ) -> Result<Arc<dyn UpstreamServer>, McpError> {
+        let offering = offering(&self.runtime, self.upstreams.as_ref(), "resources/read")?;
         let mut found = offering.iter().find(|s| s.may_hold(uri)).cloned();
         if found.is_none() && offering.len() > 1 {
             // Lists read since may hold it now.
@@ -138,7 +143,7 @@ impl McpServer {
             None => return Err(not_found(uri)),
         };
         let agent = self.agent(context);
-        let name = toolhost_runtime::ToolSource::name(source.as_ref());
+        let name = source.name();
         if !self
             .runtime
             .may_access(name, &Self::resource_access(uri), agent.as_deref(), None)
@@ -155,7 +160,7 @@ impl McpServer {
     ) -> Result<ReadResourceResult, McpError> {
         let source = self.resource_source(uri, context).await?;
         let result = self
-            .run_access(&source, &Self::resource_access(uri), context)
+            .run_access(source.as_ref(), &Self::resource_access(uri), context)
             .await?;
         // An after-hook that left only text: that text, as the contents.
         let blocks = if result.content.is_empty() && !result.output.is_empty() {

@@ -29,7 +29,7 @@ const MESSAGE_CHARS: usize = 2000;
 pub(crate) fn protocol_error(e: &CallError, version: Option<&ProtocolVersion>) -> Option<McpError> {
     let older = version.is_none_or(|v| v.as_str() < VALIDATION_IN_RESULT.as_str());
     let data = |extra: serde_json::Value| {
-        let mut data = json!({ crate::ERROR_KIND_META_KEY: e.kind().as_str() });
+        let mut data = json!({ crate::tools::ERROR_KIND_META_KEY: e.kind().as_str() });
         if let (Some(data), Some(extra)) = (data.as_object_mut(), extra.as_object()) {
             data.extend(extra.clone());
         }

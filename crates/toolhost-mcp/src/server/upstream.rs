@@ -1,6 +1,6 @@
 //! The gateway's upstream MCP servers as its clients see them, beside
 //! their tools: which servers there are (the runtime's tool sources that
-//! are [`McpSource`]s), what each client asked to hear from them
+//! are the client's `McpSource`s, found by `gateway.rs`), what each client asked to hear from them
 //! (`resources/subscribe`, `logging/setLevel`), and the notifications
 //! passed on to it:
 //!
@@ -22,32 +22,65 @@
 
 #![allow(deprecated)] // logging (SEP-2577) and resources/subscribe are deprecated in rmcp; every revision served here has them
 
-use std::any::Any;
 use std::collections::HashSet;
 use std::sync::Arc;
 
 use parking_lot::Mutex;
-use rmcp::model::{InitializeRequestParams, LoggingLevel, ResourceUpdatedNotificationParam};
+use rmcp::ErrorData;
+use rmcp::model::{
+    CompleteRequestParams, CompleteResult, InitializeRequestParams, LoggingLevel, Prompt, Resource,
+    ResourceTemplate, ResourceUpdatedNotificationParam, ServerCapabilities,
+};
 use rmcp::service::{Peer, RoleServer};
+use tokio::sync::broadcast;
 use toolhost_runtime::Runtime;
 
-use crate::client::{McpSource, Upstream};
+use crate::peer::UpstreamNotice;
 
 /// The most resources one client may subscribe to.
 const MAX_SUBSCRIPTIONS: usize = 1000;
 /// How often a forwarding task checks that its client is still there.
 const CLOSED_CHECK: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// The upstream MCP servers among `runtime`'s tool sources.
-pub(crate) fn sources(runtime: &Runtime) -> Vec<Arc<McpSource>> {
-    runtime
-        .sources()
-        .into_iter()
-        .filter_map(|source| {
-            let any: Arc<dyn Any + Send + Sync> = source;
-            any.downcast::<McpSource>().ok()
-        })
-        .collect()
+/// An upstream MCP server as the gateway's server uses it, beside its
+/// tools (those the runtime calls, as any tool source's). Declared here,
+/// where it is used; implemented for the client's `McpSource` in
+/// `gateway.rs`, so that the server never imports the client.
+#[async_trait::async_trait]
+pub(crate) trait UpstreamServer: Send + Sync {
+    /// Its name (its tools' plugin name, what `server = "…"` rules match).
+    fn name(&self) -> &str;
+    /// The prefix of its tools' and prompts' names.
+    fn prefix(&self) -> String;
+    /// Its capabilities, while it is connected.
+    fn capabilities(&self) -> Option<ServerCapabilities>;
+    /// Its notifications from now on.
+    fn notices(&self) -> broadcast::Receiver<UpstreamNotice>;
+    /// Every resource it lists (bounded), URIs as they are.
+    async fn resources(&self) -> Result<Vec<Resource>, ErrorData>;
+    /// Every resource template it lists (bounded).
+    async fn resource_templates(&self) -> Result<Vec<ResourceTemplate>, ErrorData>;
+    /// Every prompt it lists (bounded), named with the prefix.
+    async fn prompts(&self) -> Result<Vec<Prompt>, ErrorData>;
+    /// Its own name of the prompt listed as `name`, when it has the prefix.
+    fn declared_prompt<'n>(&self, name: &'n str) -> Option<&'n str>;
+    /// Whether a read of `uri` belongs to it (its lists or templates).
+    fn may_hold(&self, uri: &str) -> bool;
+    /// Whether it listed the template `template`.
+    fn lists_template(&self, template: &str) -> bool;
+    /// `resources/subscribe` (`on`) or `resources/unsubscribe` for `uri`.
+    async fn subscribe(&self, uri: &str, on: bool) -> Result<(), ErrorData>;
+    /// `logging/setLevel`.
+    async fn set_level(&self, level: LoggingLevel) -> Result<(), ErrorData>;
+    /// `completion/complete`, a prompt named as the server knows it.
+    async fn complete(&self, params: CompleteRequestParams) -> Result<CompleteResult, ErrorData>;
+}
+
+/// Finds the upstream MCP servers among a runtime's tool sources
+/// (`gateway.rs`: the client's `McpSource`s).
+pub(crate) trait Upstreams: Send + Sync {
+    /// The upstream servers among `runtime`'s tool sources.
+    fn of(&self, runtime: &Runtime) -> Vec<Arc<dyn UpstreamServer>>;
 }
 
 /// What one client asked to hear.
@@ -153,9 +186,14 @@ impl Listeners {
 
 /// Passes every upstream server's notifications on to `peer` (see the
 /// module docs) until its connection closes.
-pub(crate) fn forward(runtime: Runtime, listeners: Arc<Listeners>, peer: Peer<RoleServer>) {
-    for source in sources(&runtime) {
-        let mut notes = source.upstream();
+pub(crate) fn forward(
+    runtime: Runtime,
+    upstreams: &dyn Upstreams,
+    listeners: Arc<Listeners>,
+    peer: Peer<RoleServer>,
+) {
+    for source in upstreams.of(&runtime) {
+        let mut notes = source.notices();
         let (runtime, listeners, peer) = (runtime.clone(), listeners.clone(), peer.clone());
         tokio::spawn(async move {
             loop {
@@ -173,7 +211,7 @@ pub(crate) fn forward(runtime: Runtime, listeners: Arc<Listeners>, peer: Peer<Ro
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
                     Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
                 };
-                if pass_on(&runtime, &listeners, &source, &peer, note)
+                if pass_on(&runtime, &listeners, source.as_ref(), &peer, note)
                     .await
                     .is_err()
                 {
@@ -189,14 +227,14 @@ pub(crate) fn forward(runtime: Runtime, listeners: Arc<Listeners>, peer: Peer<Ro
 async fn pass_on(
     runtime: &Runtime,
     listeners: &Listeners,
-    source: &McpSource,
+    source: &dyn UpstreamServer,
     peer: &Peer<RoleServer>,
-    note: Upstream,
+    note: UpstreamNotice,
 ) -> Result<(), rmcp::service::ServiceError> {
     match note {
-        Upstream::ResourcesChanged => peer.notify_resource_list_changed().await,
-        Upstream::PromptsChanged => peer.notify_prompt_list_changed().await,
-        Upstream::ResourceUpdated(uri) => {
+        UpstreamNotice::ResourcesChanged => peer.notify_resource_list_changed().await,
+        UpstreamNotice::PromptsChanged => peer.notify_prompt_list_changed().await,
+        UpstreamNotice::ResourceUpdated(uri) => {
             if listeners
                 .asked(peer, |l| l.subscriptions.contains(&uri))
                 .unwrap_or(false)
@@ -207,17 +245,13 @@ async fn pass_on(
                 Ok(())
             }
         }
-        Upstream::Log(message) => {
+        UpstreamNotice::Log(message) => {
             let Some((Some(level), agent)) = listeners.asked(peer, |l| (l.level, l.agent.clone()))
             else {
                 return Ok(());
             };
             if rank(&message.level) >= rank(&level)
-                && may_use(
-                    runtime,
-                    toolhost_runtime::ToolSource::name(source),
-                    agent.as_deref(),
-                )
+                && may_use(runtime, source.name(), agent.as_deref())
             {
                 peer.notify_logging_message(message).await
             } else {
@@ -288,12 +322,12 @@ impl super::McpServer {
     /// the client cancels.
     pub(super) async fn run_access(
         &self,
-        source: &McpSource,
+        source: &dyn UpstreamServer,
         access: &toolhost_runtime::Access,
         context: &rmcp::service::RequestContext<RoleServer>,
     ) -> Result<toolhost_runtime::ToolResult, rmcp::ErrorData> {
         let (_, cx) = self.access_context(context);
-        let name = toolhost_runtime::ToolSource::name(source);
+        let name = source.name();
         tokio::select! {
             r = self.runtime.access(name, access, cx) => r.map_err(|e| {
                 // The caller's to fix (-32602), or the read's failure.
@@ -317,9 +351,13 @@ impl super::McpServer {
 /// Adds to `capabilities` what the upstream servers offer besides tools:
 /// resources (with subscriptions and list changes), prompts, completion
 /// and logging, when any of them offers it.
-pub(crate) fn offered(runtime: &Runtime, capabilities: &mut rmcp::model::ServerCapabilities) {
+pub(crate) fn offered(
+    runtime: &Runtime,
+    upstreams: &dyn Upstreams,
+    capabilities: &mut rmcp::model::ServerCapabilities,
+) {
     use rmcp::model::{PromptsCapability, ResourcesCapability};
-    for source in sources(runtime) {
+    for source in upstreams.of(runtime) {
         let Some(theirs) = source.capabilities() else {
             continue;
         };
@@ -353,7 +391,9 @@ impl super::McpServer {
         level: LoggingLevel,
         context: &rmcp::service::RequestContext<RoleServer>,
     ) -> Result<(), rmcp::ErrorData> {
-        let logging: Vec<Arc<McpSource>> = sources(&self.runtime)
+        let logging: Vec<Arc<dyn UpstreamServer>> = self
+            .upstreams
+            .of(&self.runtime)
             .into_iter()
             .filter(|s| s.capabilities().is_some_and(|c| c.logging.is_some()))
             .collect();
@@ -369,7 +409,7 @@ impl super::McpServer {
         self.listeners
             .set_level(&context.peer, agent.as_deref(), level);
         for source in logging {
-            let name = toolhost_runtime::ToolSource::name(source.as_ref());
+            let name = source.name();
             if may_use(&self.runtime, name, agent.as_deref())
                 && let Err(e) = source.set_level(level).await
             {

@@ -10,7 +10,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use toolhost_mcp::{McpServerConfig, McpSource, McpTransport, Start};
+use toolhost_mcp::client::{McpTransport, Start};
+use toolhost_mcp::{McpServerConfig, McpSource};
 use toolhost_runtime::{
     CallContext, CallError, PluginSettings, Runtime, ToolSource, error::SandboxFault,
     grants::LimitOverrides, source::SourceError, source::SourceState,

@@ -14,7 +14,8 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use parking_lot::Mutex;
 use rsa::pkcs8::{EncodePrivateKey, EncodePublicKey, LineEnding};
 use serde_json::{Value, json};
-use toolhost_mcp::{CallerRule, HttpOptions, HttpServer, McpServer, OAuthOptions, ServerOptions};
+use toolhost_mcp::server::{CallerRule, OAuthOptions};
+use toolhost_mcp::{HttpOptions, HttpServer, McpServer, ServerOptions};
 use toolhost_runtime::Runtime;
 
 /// A signing key: its private half (to mint), its public PEM (the HMAC
@@ -508,11 +509,11 @@ async fn introspector() -> Introspector {
 /// `serve` taking opaque tokens through `idp`'s introspection.
 async fn serve_introspecting(idp: &Introspector) -> (String, Runtime) {
     let (base, runtime) = serve(&idp.url, |o| {
-        o.introspection = Some(toolhost_mcp::IntrospectionOptions {
+        o.introspection = Some(toolhost_mcp::server::IntrospectionOptions {
             client_id: "toolhost".into(),
             // Any variable that is set: this issuer does not check the secret.
             client_secret_env: "PATH".into(),
-            ..toolhost_mcp::IntrospectionOptions::default()
+            ..toolhost_mcp::server::IntrospectionOptions::default()
         });
     })
     .await;

@@ -21,7 +21,8 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleClient, RunningService};
 use rmcp::{ClientHandler, ErrorData, ServiceExt};
 use serde_json::json;
-use toolhost_mcp::{McpServer, McpServerConfig, McpSource, ServerOptions, ServerRequests};
+use toolhost_mcp::client::ServerRequests;
+use toolhost_mcp::{McpServer, McpServerConfig, McpSource, ServerOptions};
 use toolhost_runtime::policy::Decision;
 use toolhost_runtime::{Runtime, ToolSource};
 use toolhost_test_support::outside_tool;

@@ -6,7 +6,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::json;
-use toolhost_mcp::{McpServerConfig, McpTransport, ProcessSandbox};
+use toolhost_mcp::McpServerConfig;
+use toolhost_mcp::client::{McpTransport, ProcessSandbox};
 use toolhost_test_support::{hostile_mcp_server, outside_tool};
 
 use crate::client::{call, eventually, hostile, runtime};

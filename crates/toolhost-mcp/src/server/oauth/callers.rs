@@ -20,7 +20,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::TokenProblem;
-use crate::Asks;
+use crate::server::Asks;
 
 /// The longest subject, client id, scope or group name taken from a token.
 pub(crate) const MAX_NAME_CHARS: usize = 256;
@@ -126,7 +126,7 @@ fn list(value: &Value) -> Result<Vec<String>, TokenProblem> {
 /// One `[[oauth.callers]]` rule: whom it matches, and how their calls run.
 ///
 /// ```
-/// let rule: toolhost_mcp::CallerRule = toml::from_str(
+/// let rule: toolhost_mcp::server::CallerRule = toml::from_str(
 ///     "group = \"sre\"\nprofile = \"ops\"\nask = \"operator\"\n",
 /// ).unwrap();
 /// assert_eq!(rule.profile.as_deref(), Some("ops"));

@@ -44,7 +44,7 @@ mod metadata;
 pub use callers::{Caller, CallerRule};
 pub(crate) use metadata::Discovery;
 
-use crate::Asks;
+use crate::server::Asks;
 
 /// The most leeway allowed on `exp` and `nbf` (five minutes).
 pub const MAX_LEEWAY_SECONDS: u64 = 300;
@@ -61,7 +61,7 @@ pub const MAX_TOKEN_BYTES: usize = 16 * 1024;
 /// configuration file.
 ///
 /// ```
-/// let options: toolhost_mcp::OAuthOptions = toml::from_str(r#"
+/// let options: toolhost_mcp::server::OAuthOptions = toml::from_str(r#"
 ///     issuer = "https://login.example.com/realms/acme"
 ///     resource = "https://tools.example.com/mcp"
 ///     scopes = ["tools"]
@@ -281,7 +281,7 @@ impl ResourceServer {
         options: &OAuthOptions,
         default_resource: Option<String>,
     ) -> Result<ResourceServer, OAuthError> {
-        crate::jwt_crypto();
+        crate::crypto::jwt_crypto();
         let issuer = fetch::endpoint("issuer", &options.issuer)?;
         let resource = options
             .resource

@@ -38,6 +38,12 @@
 //! client fails at once (`TransportClosed`), never waits. The call is
 //! cancelled when its client goes away (this future dropped) and, as rmcp
 //! does, when the server stops (answered with rmcp's 500).
+//!
+//! This file exists because rmcp builds a whole session per stateless
+//! request; what it costs there, and the rmcp API that would let us delete
+//! this file, are in the upstream issue text,
+//! `docs/upstream/rmcp-stateless-per-request-cost.md` (to file with rmcp,
+//! then link here).
 
 use std::sync::Arc;
 
@@ -55,19 +61,20 @@ use rmcp::transport::StreamableHttpService;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use tokio_util::sync::CancellationToken;
 
-use super::McpServer;
+use super::super::McpServer;
+use super::origins::AllowedHosts;
 
 /// rmcp's endpoint, with the stateless calls taken in front of it when the
 /// server is stateless. Shared by every request (behind an `Arc`: rmcp's
 /// service is costly to clone, its configuration's lists with it).
-pub(crate) struct Endpoint {
+pub(super) struct Endpoint {
     rmcp: StreamableHttpService<McpServer, LocalSessionManager>,
     calls: Option<Arc<StatelessCalls>>,
 }
 
 impl Endpoint {
     /// `rmcp`, and in front of it `calls` (`None`: rmcp answers all).
-    pub(crate) fn new(
+    pub(super) fn new(
         rmcp: StreamableHttpService<McpServer, LocalSessionManager>,
         calls: Option<Arc<StatelessCalls>>,
     ) -> Arc<Endpoint> {
@@ -76,7 +83,7 @@ impl Endpoint {
 }
 
 /// The handler of `/mcp`: a stateless call, else rmcp.
-pub(crate) async fn serve(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Response {
+pub(super) async fn serve(State(endpoint): State<Arc<Endpoint>>, request: Request) -> Response {
     let request = match &endpoint.calls {
         Some(calls) => match calls.take(request).await {
             Taken::Answered(response) => return response,
@@ -384,68 +391,10 @@ fn weight_is_acceptable(weight: &str) -> bool {
     whole != "0" || fraction.bytes().any(|d| d != b'0')
 }
 
-/// The `Host` values a server answers to, read once: rmcp's list, each
-/// entry a name (lower case, without IPv6 brackets) and the port it names.
-struct AllowedHosts {
-    /// No list: every host (rmcp's reading of an empty one).
-    any: bool,
-    entries: Vec<(String, Option<u16>)>,
-}
-
-impl AllowedHosts {
-    /// rmcp's `allowed_hosts` as it reads each entry (an empty one matches
-    /// nothing; one that is no authority is a bare name).
-    fn new(allowed: &[String]) -> AllowedHosts {
-        let entries = allowed
-            .iter()
-            .map(|entry| entry.trim())
-            .filter(|entry| !entry.is_empty())
-            .map(|entry| match http::uri::Authority::try_from(entry) {
-                Ok(a) => (bare(a.host()), a.port_u16()),
-                Err(_) => (bare(entry), None),
-            })
-            .collect();
-        AllowedHosts {
-            any: allowed.is_empty(),
-            entries,
-        }
-    }
-
-    /// Whether the request's `Host` (else its URI's authority) is one of
-    /// them, compared as rmcp does: names without case or brackets, a port
-    /// only when the entry names one. A `Host` that cannot be read is
-    /// rmcp's to refuse.
-    fn allow(&self, uri: &http::Uri, headers: &HeaderMap) -> bool {
-        let authority = match headers.get(header::HOST) {
-            Some(host) => host
-                .to_str()
-                .ok()
-                .and_then(|h| http::uri::Authority::try_from(h).ok()),
-            None => uri.authority().cloned(),
-        };
-        let Some(authority) = authority else {
-            return false;
-        };
-        let host = authority.host().trim_matches('[').trim_matches(']');
-        let port = authority.port_u16();
-        self.any
-            || self.entries.iter().any(|(name, allowed_port)| {
-                name.eq_ignore_ascii_case(host) && allowed_port.is_none_or(|p| port == Some(p))
-            })
-    }
-}
-
-/// A host name as compared: lower case, without IPv6 brackets.
-fn bare(host: &str) -> String {
-    host.trim_matches('[')
-        .trim_matches(']')
-        .to_ascii_lowercase()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{ClientToken, HttpOptions, HttpServer, ServerOptions};
+    use crate::server::{ClientToken, HttpOptions, HttpServer, ServerOptions};
     use serde_json::{Value, json};
     use toolhost_runtime::Runtime;
 

@@ -5,10 +5,11 @@
 //! on that call's stream (SEP-2260: the HTTP response stream of its
 //! `tools/call`), if that client declared the capability.
 //!
-//! [`McpServer`](super::McpServer) attaches a [`Downstream`] to every call
+//! The server (`server/mod.rs`) attaches a [`Downstream`] to every call
 //! it runs ([`CallContext::extension`](toolhost_runtime::CallContext::extension));
 //! the client side (`client/requests.rs`) finds it there and decides,
-//! under the operator's settings for that server, whether to send.
+//! under the operator's settings for that server, whether to send. It
+//! lives here, below both, so that neither imports the other.
 
 #![expect(
     deprecated,
@@ -24,6 +25,11 @@ use rmcp::model::{
 use rmcp::service::{
     OriginatingRequestId, Peer, PeerRequestOptions, RequestContext, RoleServer, ServiceError,
 };
+
+/// How long the client's user has to answer a question (a policy `ask`
+/// sent as an elicitation, or an upstream server's request passed on)
+/// before it counts as unanswered.
+pub const ELICITATION_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// The client that made a call, and the request it made it with.
 #[derive(Clone)]
