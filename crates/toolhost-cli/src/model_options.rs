@@ -14,8 +14,8 @@ use anyhow::{Context, bail};
 use toolhost_agent::AgentOptions;
 use toolhost_agent::provider::ModelOptions;
 
-use crate::args::Global;
 use crate::settings::ConfigFile;
+use crate::shared_flags::Global;
 
 /// Largest system prompt file: 1 MiB.
 const MAX_SYSTEM_PROMPT_BYTES: usize = 1024 * 1024;
@@ -121,12 +121,9 @@ pub fn apply(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
 
     fn global(args: &[&str]) -> Global {
-        let mut all = vec!["host"];
-        all.extend_from_slice(args);
-        crate::args::Cli::parse_from(all).global
+        crate::commands::global_of(args)
     }
 
     fn file(toml_text: &str) -> ConfigFile {
@@ -200,8 +197,8 @@ mod tests {
 
     #[test]
     fn host_run_takes_timeout_as_the_run_timeout() {
-        let cli = crate::args::Cli::parse_from(["host", "run", "--timeout", "7", "go"]);
-        assert_eq!(cli.global.run_timeout, 7);
+        let global = crate::commands::global_of(&["run", "--timeout", "7", "go"]);
+        assert_eq!(global.run_timeout, 7);
     }
 
     #[test]

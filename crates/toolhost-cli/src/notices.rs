@@ -15,7 +15,7 @@ use toolhost_runtime::{Runtime, load::PluginEvent};
 /// How long loading runs before the host says it is still at it.
 const SLOW_LOAD: Duration = Duration::from_secs(2);
 
-/// The load warnings already printed (`commands::report_load_problems`,
+/// The load warnings already printed ([`report_load_problems`],
 /// or an earlier reload): a reload reports every current warning again,
 /// and the user reads each once.
 static SHOWN: Mutex<Option<HashSet<String>>> = Mutex::new(None);
@@ -125,4 +125,22 @@ impl Loading {
             );
         }
     }
+}
+
+/// Prints every plugin file that failed to load (and every clash) to
+/// stderr, once: the runtime's own log of them is off (`logging.rs`), and
+/// what is printed here is not printed again on a reload (`notices.rs`).
+pub fn report_load_problems(runtime: &Runtime) {
+    let report = runtime.load_report();
+    for f in &report.failures {
+        eprintln!(
+            "warning: {} not loaded: {}",
+            f.path.display(),
+            crate::shown::printable(&f.error.to_string())
+        );
+    }
+    for w in &report.warnings {
+        eprintln!("warning: {}", crate::shown::printable(w));
+    }
+    shown(&report.warnings);
 }

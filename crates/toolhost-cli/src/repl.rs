@@ -5,11 +5,11 @@ use rustyline::error::ReadlineError;
 use toolhost_agent::Role;
 use toolhost_runtime::{CallContext, Runtime};
 
-use crate::chat::{self, Model};
+use crate::agent::{self, Model};
 use crate::sessions::{self, Session, SessionError, Store};
 use crate::shown::printable;
 
-use crate::commands;
+use crate::{call_output, tool_listing};
 
 const HELP: &str = "\
 Type a message to chat with the model (Ctrl-C stops a turn), or:
@@ -168,7 +168,7 @@ fn print_sessions(store: &Store) {
 /// Runs one chat turn on the session's conversation + `prompt`, shows its
 /// status when it did not complete, and records it in `session`.
 fn chat_turn(rt: &tokio::runtime::Runtime, m: &mut Model, session: &mut Session, prompt: &str) {
-    let result = rt.block_on(chat::turn(
+    let result = rt.block_on(agent::turn(
         &mut m.agent,
         &session.conversation,
         prompt,
@@ -224,7 +224,7 @@ pub fn run(
     );
     match &model {
         Some(m) => println!("Model: {}", m.label),
-        None => println!("{}\nTools-only mode: use /call.", chat::no_model_help()),
+        None => println!("{}\nTools-only mode: use /call.", agent::no_model_help()),
     }
     if let Some(name) = &saving.name {
         println!("Session {name}: {} turns", session.turns.len());
@@ -249,27 +249,27 @@ pub fn run(
                 println!("details {}", if show_details { "on" } else { "off" });
             }
             Input::Tools => {
-                for t in runtime.offered_tools(None, Some(&chat::SESSION)) {
-                    print!("{}", commands::format_tool(&t));
+                for t in runtime.offered_tools(None, Some(&agent::SESSION)) {
+                    print!("{}", tool_listing::format_tool(&t));
                 }
             }
             Input::Disable("") | Input::Enable("") => {
                 println!("usage: /disable GLOB, /enable GLOB");
             }
-            Input::Disable(glob) => match runtime.disable_tools(&chat::SESSION, glob) {
+            Input::Disable(glob) => match runtime.disable_tools(&agent::SESSION, glob) {
                 Ok(()) => println!("switched off for this session: {glob}"),
                 Err(e) => println!("error: {e}"),
             },
-            Input::Enable(glob) => match runtime.enable_tools(&chat::SESSION, glob) {
+            Input::Enable(glob) => match runtime.enable_tools(&agent::SESSION, glob) {
                 Ok(()) => println!("switched on again: {glob}"),
                 Err(e) => println!("error: {e}"),
             },
             Input::Call { tool: "", .. } => println!("usage: /call TOOL [JSON]"),
             Input::Call { tool, args } => {
-                let cx = CallContext::new().session_id(chat::SESSION.as_str());
+                let cx = CallContext::new().session_id(agent::SESSION.as_str());
                 match rt.block_on(runtime.call_json(tool, args, cx)) {
                     Ok(r) => {
-                        commands::print_result(&r, show_details, false)?;
+                        call_output::print_result(&r, show_details, false)?;
                         println!(
                             "({}@{}, {:.2} ms{})",
                             r.plugin,

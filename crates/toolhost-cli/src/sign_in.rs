@@ -2,17 +2,15 @@
 //! are kept (`--oauth-dir`, else `oauth/` in the user's data directory),
 //! whether a command may ask a person (a terminal, or a `BROWSER` to open),
 //! how the sign-in page is shown (the URL on stderr, and a browser opened
-//! when there is one), and `host mcp login NAME` / `host mcp logout NAME`.
+//! when there is one; `host mcp login NAME` shows it so).
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use anyhow::{Context, bail};
 use toolhost_mcp::client::SignInPrompt;
 
-use crate::args::{Global, McpAction};
-use crate::exit;
-use crate::mcp_servers::{ServerEntry, SignIn};
+use crate::mcp_servers::SignIn;
+use crate::shared_flags::Global;
 
 /// The token directory: `--oauth-dir` (or `TOOLHOST_OAUTH_DIR`), else
 /// `oauth` in the user's data directory (outside every plugins directory).
@@ -38,7 +36,7 @@ pub fn context(global: &Global, interactive: bool) -> SignIn {
 
 /// Prints the sign-in URL on stderr and opens it in a browser when one is
 /// there.
-fn browser_prompt() -> SignInPrompt {
+pub fn browser_prompt() -> SignInPrompt {
     SignInPrompt(Arc::new(|server, url| {
         eprintln!("Sign in to the MCP server `{server}` in your browser:\n  {url}");
         match open_browser(url) {
@@ -99,66 +97,4 @@ fn open_browser(url: &str) -> std::io::Result<bool> {
     // Reaped when it exits; nobody waits for it.
     std::thread::spawn(move || child.wait());
     Ok(true)
-}
-
-/// `host mcp login NAME` and `host mcp logout NAME`.
-pub async fn run(
-    global: &Global,
-    entries: Vec<ServerEntry>,
-    action: &McpAction,
-) -> anyhow::Result<u8> {
-    match action {
-        McpAction::Login { name } => {
-            let Some(entry) = entries.into_iter().find(|e| e.name() == name) else {
-                bail!(
-                    "no MCP server is called `{name}` (give it with --mcp {name}=URL or in the config file's [[mcp-servers]])"
-                );
-            };
-            let sign_in = SignIn {
-                token_dir: token_dir(global),
-                prompt: Some(browser_prompt()),
-            };
-            let (config, _) = entry.resolve(&sign_in)?;
-            let signed = toolhost_mcp::client::sign_in(&config)
-                .await
-                .with_context(|| format!("signing in to `{name}`"))?;
-            let scopes = if signed.scopes.is_empty() {
-                "no particular scope".to_owned()
-            } else {
-                format!("scopes {}", signed.scopes.join(" "))
-            };
-            let lasts = match signed.expires_in {
-                Some(d) => format!(", the access token lasts {} s", d.as_secs()),
-                None => String::new(),
-            };
-            let refresh = if signed.refreshable {
-                " and is refreshed when it expires"
-            } else {
-                ""
-            };
-            eprintln!("Signed in to `{name}` ({scopes}){lasts}{refresh}.");
-            if let Some(file) = &signed.token_file {
-                eprintln!(
-                    "The tokens are kept in {} (readable by you only).",
-                    file.display()
-                );
-            }
-            Ok(exit::OK)
-        }
-        McpAction::Logout { name } => {
-            let dir = token_dir(global);
-            let file = toolhost_mcp::client::token_file(name, &dir);
-            if toolhost_mcp::client::sign_out(name, &dir)
-                .with_context(|| format!("removing {}", file.display()))?
-            {
-                eprintln!("Signed out of `{name}`: removed {}.", file.display());
-            } else {
-                eprintln!(
-                    "No tokens are kept for `{name}` ({} does not exist).",
-                    file.display()
-                );
-            }
-            Ok(exit::OK)
-        }
-    }
 }

@@ -10,7 +10,9 @@ use rmcp::ErrorData;
 use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientRequest, ServerResult};
 use rmcp::service::{PeerRequestOptions, ServiceError};
 use serde_json::Value;
-use toolhost_runtime::{SourceCall, SourceError, SourceOutcome, SourceProgress};
+use toolhost_runtime::{
+    source::SourceCall, source::SourceError, source::SourceOutcome, source::SourceProgress,
+};
 use tracing::Instrument;
 
 use super::link::CancelOnDrop;

@@ -5,7 +5,7 @@
 use rmcp::model::CancelledNotificationParam;
 use rmcp::service::{Peer, RoleClient};
 use tokio::sync::watch;
-use toolhost_runtime::SourceError;
+use toolhost_runtime::source::SourceError;
 
 /// The most pages of a list (`tools/list`, `resources/list`, …) read from
 /// one server.

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use rmcp::model::PaginatedRequestParams;
 use rmcp::service::{Peer, RoleClient, ServiceError};
-use toolhost_runtime::{SourceState, SourceTool};
+use toolhost_runtime::{source::SourceState, source::SourceTool};
 
 use super::connect::{self, OpenError, Session};
 use super::handler::Handler;
@@ -191,7 +191,7 @@ async fn serve(
 
 /// Every page of `tools/list`, bounded in pages, tools and bytes: reading
 /// stops once the tools read exceed the runtime's budget for one source's
-/// definitions ([`MAX_DESCRIBE_BYTES`](toolhost_runtime::MAX_DESCRIBE_BYTES),
+/// definitions ([`MAX_DESCRIBE_BYTES`](toolhost_runtime::contract::MAX_DESCRIBE_BYTES),
 /// which then leaves the source's tools out with a warning), so at most
 /// one page more than the budget is ever held.
 async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<SourceTool>, ServiceError> {
@@ -211,7 +211,7 @@ async fn list_tools(peer: &Peer<RoleClient>) -> Result<Vec<SourceTool>, ServiceE
             tools.truncate(MAX_LISTED_TOOLS);
             break;
         }
-        if bytes > toolhost_runtime::MAX_DESCRIBE_BYTES {
+        if bytes > toolhost_runtime::contract::MAX_DESCRIBE_BYTES {
             break;
         }
         match page.next_cursor {

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use tokio::sync::{Notify, watch};
 use toolhost_runtime::{
-    SourceCall, SourceError, SourceFuture, SourceOutcome, SourceState, SourceStatus, SourceTool,
-    ToolSource,
+    ToolSource, source::SourceCall, source::SourceError, source::SourceFuture,
+    source::SourceOutcome, source::SourceState, source::SourceStatus, source::SourceTool,
 };
 
 use super::config::{HttpEndpoint, McpServerConfig, McpTransport, Start};
@@ -38,7 +38,7 @@ impl McpSource {
     /// runtime). A server that cannot be started or reached is not an
     /// error here: the source reports it in its status and keeps trying.
     pub fn start(config: McpServerConfig) -> Result<McpSource, McpClientError> {
-        if !toolhost_runtime::is_valid_tool_name(&config.name) {
+        if !toolhost_runtime::contract::is_valid_tool_name(&config.name) {
             return Err(McpClientError::InvalidName(config.name));
         }
         if let McpTransport::Http(HttpEndpoint {

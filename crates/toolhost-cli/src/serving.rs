@@ -1,4 +1,5 @@
-//! `host mcp` and `host serve`: the flags wired to `toolhost-mcp`.
+//! Serving the tools over MCP (`host mcp` on stdio, `host serve` over
+//! HTTP): the shared flags and the config file wired to `toolhost-mcp`.
 
 use std::path::Path;
 
@@ -8,9 +9,9 @@ use toolhost_mcp::{ClientToken, HttpOptions, HttpServer, McpServer, ServerOption
 use toolhost_runtime::Runtime;
 use toolhost_runtime::operator::{OperatorQueue, QueueSettings};
 
-use crate::args::Global;
 use crate::exit;
 use crate::settings::ConfigFile;
+use crate::shared_flags::Global;
 
 /// The variable holding the key that seals 2026-07-28 approval round trips
 /// (replicas behind one load balancer need the same one).

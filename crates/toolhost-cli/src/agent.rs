@@ -10,9 +10,9 @@ use toolhost_agent::{
 };
 use toolhost_runtime::Runtime;
 
-use crate::args::Global;
 use crate::code_mode::{self, CodeMode};
 use crate::settings::{self, ConfigFile};
+use crate::shared_flags::Global;
 
 /// This process's session id: the tools a user switches off (`/disable`)
 /// stay off for the whole session, for the model and for `/call`.

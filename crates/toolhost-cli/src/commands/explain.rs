@@ -6,14 +6,59 @@ use std::io::Write;
 use toolhost_runtime::policy::Decision;
 use toolhost_runtime::{CallContext, Runtime, explain::Explanation, explain::Verdict};
 
+use clap::Parser;
+
+use super::HostCommand;
 use crate::exit;
+use crate::notices::report_load_problems;
+use crate::setup::Setup;
+use crate::shared_flags::{Global, Shows};
 use crate::shown::printable;
+
+/// Say what would happen to a call, and why, without running it: the
+/// plugin that answers, the arguments' check, the policy's rule (file
+/// and line), the hooks, a saved approval, the grants and limits.
+#[derive(Debug, Parser)]
+#[command(name = "explain")]
+pub struct Explain {
+    /// The tool's name.
+    tool: String,
+    /// Arguments as a JSON object (default `{}`).
+    args: Option<String>,
+    /// Machine-readable output.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Loads the plugins once, asks nothing of a person but a sign-in.
+const SETUP: Setup = Setup {
+    one_worker: false,
+    watches: false,
+    read_var: false,
+    person: true,
+};
+
+impl HostCommand for Explain {
+    const SHOWS: Shows = Shows::LOADING;
+
+    fn exec(self, global: &Global) -> anyhow::Result<u8> {
+        let loaded = SETUP.load(global)?;
+        report_load_problems(&loaded.runtime);
+        explain(
+            &loaded.runtime,
+            &self.tool,
+            self.args.as_deref(),
+            global.agent.as_deref(),
+            self.json,
+        )
+    }
+}
 
 /// Prints the explanation of a call of `tool` with `args` (JSON text).
 /// The exit code is the call's would-be outcome: 0 when it would run or
 /// ask, the call's own code when it would be refused (8 denied, 4
 /// invalid arguments, 3 no such tool).
-pub fn run(
+fn explain(
     runtime: &Runtime,
     tool: &str,
     args: Option<&str>,
@@ -30,7 +75,7 @@ pub fn run(
             if json {
                 crate::stdout::outln!(
                     "{}",
-                    serde_json::to_string_pretty(&crate::commands::error_json(&e))?
+                    serde_json::to_string_pretty(&crate::call_output::error_json(&e))?
                 )?;
             }
             eprintln!("error: {}", printable(&e.to_string()));
