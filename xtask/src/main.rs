@@ -20,6 +20,9 @@
 //! - `test-env`: install the outside tools (as `test` does) and print the
 //!   variables the tests read as shell `export` lines, so that one test
 //!   runs alone with them: `eval "$(cargo xtask test-env)"`.
+//! - `layering`: no circle between the crates or between any crate's
+//!   modules, and the seams that must stay open (`layering.rs`); `test`
+//!   runs it after formatting.
 //! - `eval`: the agent loop against a real model server, on the tasks of
 //!   `xtask/eval/tasks.toml` (`eval.rs`); not part of `test`.
 //!
@@ -28,6 +31,7 @@
 mod eval;
 mod gate;
 mod golang;
+mod layering;
 mod outside;
 
 use std::path::{Path, PathBuf};
@@ -59,6 +63,7 @@ fn main() -> anyhow::Result<()> {
         }
         Some("eval") => eval::eval(&root, &args[1..]),
         Some("test-env") => test_env(&root),
+        Some("layering") => layering::check(&root),
         _ => {
             eprintln!(
                 "usage: cargo xtask <plugins|plugins-foreign|test|demo|bench|bench-gate|eval>\n\
@@ -69,6 +74,7 @@ fn main() -> anyhow::Result<()> {
                  \n  bench     build the plugins and run the benchmarks (args go to criterion)\
                  \n  bench-gate  the performance gate: quick ratios against benches/gate.toml (--record writes it and the table in docs/benchmarks.md)\
                  \n  eval      the agent loop's tasks against a model server (--base-url URL --model NAME; xtask/src/eval.rs)\
+                 \n  layering  check that no crates or modules import each other in a circle and the seams hold (xtask/src/layering.rs)\
                  \n  test-env  install the outside tools and print, as shell exports, the variables the tests read (`eval \"$(cargo xtask test-env)\"`, then one `cargo test`)"
             );
             std::process::exit(2);
@@ -259,6 +265,7 @@ fn test(root: &Path, extra: &[String]) -> anyhow::Result<()> {
     run(cargo()
         .current_dir(root.join("plugins"))
         .args(["fmt", "--all", "--check"]))?;
+    timed("the layering (layering.rs)", || layering::check(root))?;
     run(cargo().current_dir(root).args([
         "clippy",
         "--workspace",

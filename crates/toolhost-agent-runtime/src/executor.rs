@@ -1,8 +1,8 @@
 //! [`RuntimeTools`]: the runtime as the agent loop's tool executor.
 
 use serde_json::Value;
+use toolhost_agent::READ_VAR;
 use toolhost_agent::provider::BoxFuture;
-use toolhost_agent::vars::READ_VAR;
 use toolhost_agent::{ToolCallInfo, ToolExecutor, ToolOutcome, ToolSpec};
 
 use toolhost_runtime::{CallContext, CallError, Runtime, ToolInfo, error::ToolErrorKind};
@@ -176,8 +176,7 @@ mod tests {
     #[test]
     fn the_agents_built_in_tool_names_are_reserved() {
         assert!(
-            toolhost_runtime::contract::RESERVED_TOOL_NAMES
-                .contains(&toolhost_agent::vars::READ_VAR)
+            toolhost_runtime::contract::RESERVED_TOOL_NAMES.contains(&toolhost_agent::READ_VAR)
         );
     }
 }

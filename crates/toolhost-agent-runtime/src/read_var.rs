@@ -23,7 +23,7 @@
 use std::sync::Arc;
 
 use toolhost_agent::read_var::read_var_spec;
-use toolhost_agent::vars::{READ_VAR, RunVars, VarError};
+use toolhost_agent::{READ_VAR, RunVars, VarError};
 
 use toolhost_runtime::{
     ToolSource, contract::Annotations, source::SourceCall, source::SourceError,

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
-use toolhost_agent::provider::OpenAiCompatible;
+use toolhost_agent::provider::openai::OpenAiCompatible;
 use toolhost_agent::{
     Agent, AgentOptions, AgentState, BoxFuture, Decision, Message, StepOutcome, ToolCallInfo,
     ToolExecutor, ToolOutcome, ToolSpec,

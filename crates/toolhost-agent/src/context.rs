@@ -45,8 +45,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use serde::Serialize;
 
-use crate::message::{Message, Role};
 use crate::tools::ToolSpec;
+use crate::{Message, Role};
 
 /// The first line of a summary that replaced earlier turns.
 pub const SUMMARY_MARK: &str = "[System-generated summary of the earlier conversation, compacted to fit the model's context; not a message from the user]";
@@ -262,12 +262,23 @@ pub fn request_chars<'a>(
     tools: &[ToolSpec],
     messages: impl IntoIterator<Item = &'a Message>,
 ) -> usize {
-    let tools = crate::tool_search::definitions_bytes(tools);
+    let tools = definitions_bytes(tools);
     messages
         .into_iter()
         .fold(system.len().saturating_add(tools), |sum, m| {
             sum.saturating_add(message_chars(m))
         })
+}
+
+/// About how many bytes `tools`' definitions take in a request (the
+/// schemas' JSON estimated from their values, not written: this is asked
+/// before every request).
+pub fn definitions_bytes<'a>(tools: impl IntoIterator<Item = &'a ToolSpec>) -> usize {
+    tools.into_iter().fold(0, |sum, t| {
+        sum.saturating_add(t.name.len())
+            .saturating_add(t.description.len())
+            .saturating_add(json_chars(&t.input_schema))
+    })
 }
 
 /// About the length of `value` as JSON text, without writing it.
@@ -451,7 +462,7 @@ pub(crate) fn as_transcript(messages: &[Message], max_chars: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::ToolCall;
+    use crate::ToolCall;
 
     fn call(id: &str) -> Message {
         Message {

@@ -26,13 +26,13 @@
 //! ```
 
 use std::sync::Arc;
-use toolhost_hooks::ErrorKind;
+use toolhost_content::ErrorKind;
 
 use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::message::Usage;
+use crate::Usage;
 use crate::provider::FinishReason;
 use crate::status::{Stats, Status};
 

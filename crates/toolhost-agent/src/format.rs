@@ -18,8 +18,8 @@
 //! assert_eq!(message.content, "Hello!");
 //! ```
 
+use crate::Message;
 use crate::agent::result::ToolChainResult;
-use crate::message::Message;
 use crate::status::Status;
 
 /// Longest argument text in the execution log, in characters.
@@ -123,7 +123,7 @@ pub fn next_turn_history(result: &ToolChainResult) -> Vec<Message> {
     let asked = result
         .messages
         .iter()
-        .rposition(|m| m.role == crate::message::Role::User)
+        .rposition(|m| m.role == crate::Role::User)
         .map_or(0, |i| i + 1);
     let mut next = result.messages[..asked].to_vec();
     next.push(compact_history(result));

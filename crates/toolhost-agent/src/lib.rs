@@ -10,23 +10,20 @@
 //! every step as an [`AgentEvent`]. [`compact_history`] turns a finished run
 //! into one assistant message for a chat history.
 
-pub mod agent;
-pub mod clock;
+mod agent;
+mod clock;
 pub mod context;
-pub mod events;
-pub mod format;
+mod events;
+mod format;
 pub mod read_var;
 pub mod repair;
 pub mod request;
-pub mod status;
+mod status;
 pub mod think;
 pub mod tool_search;
-pub mod tools;
+mod tools;
 pub mod var_ref;
-pub mod vars;
-
-// The loop one step at a time, at the path it always had.
-pub use agent::step;
+mod vars;
 
 pub use provider::{
     BoxFuture, Completion, CompletionRequest, Delta, DeltaSink, FinishReason, Provider,
@@ -36,11 +33,10 @@ pub use provider::{
 pub use toolhost_providers as provider;
 #[doc(hidden)]
 pub use toolhost_providers::fuzzing;
-/// The messages of a conversation (from `toolhost-providers`).
-pub use toolhost_providers::message;
-pub use toolhost_providers::message::{Message, Role, ToolCall, Usage};
+pub use toolhost_providers::{Message, Role, ToolCall, Usage};
 pub use tools::{ToolCallInfo, ToolExecutor, ToolOutcome, ToolSpec};
 
+pub use agent::step::{AgentState, Decision, ProposedCall, ReadyResult, StepError, StepOutcome};
 pub use agent::{
     Agent, AgentOptions, AnswerSource, BeforeRequest, DEFAULT_BASE_PROMPT, DoomLoop,
     DoomLoopApproval, FINAL_ANSWER_NOTE, ToolCallRecord, ToolChainResult, ToolFilter, UsageRules,
@@ -49,9 +45,9 @@ pub use clock::{Clock, FixedClock, SystemClock};
 pub use events::{AgentEvent, EventSink, SetAside, event_channel};
 pub use format::{compact_history, next_turn_history};
 pub use status::{Stats, Status};
-pub use step::{AgentState, Decision, ProposedCall, ReadyResult, StepError, StepOutcome};
 pub use tokio_util::sync::CancellationToken;
-pub use toolhost_hooks::ErrorKind;
+pub use toolhost_content::ErrorKind;
 pub use vars::{
-    DEFAULT_MAX_VAR_BYTES, DEFAULT_MAX_VARS, SavedVar, VarError, VarSnapshot, VarStore,
+    DEFAULT_MAX_VAR_BYTES, DEFAULT_MAX_VARS, READ_VAR, RunVars, SavedVar, VarError, VarSnapshot,
+    VarStore,
 };

@@ -12,7 +12,7 @@
 //! ```
 
 use serde_json::Value;
-use toolhost_hooks::ErrorKind;
+use toolhost_content::ErrorKind;
 
 /// Why a tool call could not even reach the executor. Its `Display` text is
 /// what the model reads as the (error) tool result.

@@ -21,7 +21,7 @@
 //!
 //! ```
 //! use toolhost_agent::AgentOptions;
-//! use toolhost_agent::provider::ModelOptions;
+//! use toolhost_agent::provider::options::ModelOptions;
 //!
 //! let options = AgentOptions::new("m")
 //!     .model_options(ModelOptions { temperature: Some(0.2), ..Default::default() })
@@ -42,7 +42,7 @@ use serde_json::{Map, Value};
 use toolhost_hooks::{Program, run_program};
 
 use crate::provider::options::{ModelOptions, OptionsError};
-use crate::provider::{BoxFuture, CompletionRequest, ReasoningEffort};
+use crate::provider::{BoxFuture, CompletionRequest, options::ReasoningEffort};
 
 /// Rewrites the system prompt before each request.
 pub type SystemTransform = Arc<dyn Fn(&mut String) + Send + Sync>;

@@ -34,17 +34,6 @@ use toolhost_search::{SearchArgs, ToolIndex, ToolText};
 
 use crate::tools::ToolSpec;
 
-/// About how many bytes `tools`' definitions take in a request (the
-/// schemas' JSON estimated from their values, not written: this is asked
-/// before every request).
-pub fn definitions_bytes<'a>(tools: impl IntoIterator<Item = &'a ToolSpec>) -> usize {
-    tools.into_iter().fold(0, |sum, t| {
-        sum.saturating_add(t.name.len())
-            .saturating_add(t.description.len())
-            .saturating_add(crate::context::json_chars(&t.input_schema))
-    })
-}
-
 /// The spec of `search_tools`, for a catalog of `total` tools.
 pub fn search_tools_spec(total: usize, results: usize) -> ToolSpec {
     ToolSpec {

@@ -3,7 +3,7 @@
 //! `toolhost-agent-runtime`), native tools or MCP tools.
 
 use std::sync::Arc;
-use toolhost_hooks::ErrorKind;
+use toolhost_content::ErrorKind;
 
 use serde_json::Value;
 

@@ -424,7 +424,7 @@ impl RunVars {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use toolhost_agent::vars::{RunVars, VarStore};
+    /// use toolhost_agent::{RunVars, VarStore};
     ///
     /// let store = Arc::new(VarStore::default());
     /// let name = store.insert("a long result".to_owned());

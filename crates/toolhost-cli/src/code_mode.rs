@@ -185,7 +185,7 @@ pub fn agent_options(mode: CodeMode, mut options: AgentOptions) -> AgentOptions 
             // Asked before every request: the other tools are counted and
             // measured in place, copied only when the program tools go.
             let others = || tools.iter().filter(|t| !is_program_tool(&t.name));
-            let bytes = || toolhost_agent::tool_search::definitions_bytes(others());
+            let bytes = || toolhost_agent::context::definitions_bytes(others());
             if program_tools_pay(&budget, others().count(), bytes, context.window_for(&model)) {
                 tools
             } else {
@@ -203,7 +203,7 @@ pub fn agent_options(mode: CodeMode, mut options: AgentOptions) -> AgentOptions 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use toolhost_agent::tools::ToolSpec;
+    use toolhost_agent::ToolSpec;
 
     #[test]
     fn on_loads_the_runner_and_grants_it_every_tool_unless_told_which() {

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use toolhost_agent::AgentOptions;
-use toolhost_agent::provider::ModelOptions;
+use toolhost_agent::provider::options::ModelOptions;
 
 use crate::settings::ConfigFile;
 use crate::shared_flags::Global;

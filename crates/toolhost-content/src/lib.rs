@@ -15,6 +15,8 @@
 //! - [`text_of`] is the text a model reads of it, [`with_text`] what a
 //!   rewrite of that text makes of it, and [`stand_in`] one safe line for a
 //!   block a model or a terminal cannot show ([`text`]).
+//! - [`ErrorKind`] is what kind of failure a call ended in, when it
+//!   did, the same for every crate that speaks of tool results.
 //!
 //! ```
 //! use toolhost_content::{Content, ContentLimits, media, stand_in, text_of};
@@ -31,6 +33,7 @@
 //! ```
 
 pub mod block;
+mod error_kind;
 pub mod limits;
 pub mod media;
 pub mod text;
@@ -38,6 +41,7 @@ pub mod text;
 pub use block::{
     Content, Embedded, JsonObject, Media, ResourceContents, ResourceLink, Text, encode, json_len,
 };
+pub use error_kind::ErrorKind;
 pub use limits::{ContentError, ContentLimits, DEFAULT_MAX_BLOCKS};
 pub use media::BlockError;
 pub use text::{stand_in, text_of, with_text};

@@ -7,12 +7,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::time::Instant;
 
+use crate::decision::TraceDecision;
 use crate::hook::{
     AfterDecision, BeforeDecision, Hook, HookCall, HookError, HookOutcome, PermissionDecision,
 };
-use crate::kind::{ErrorKind, TraceDecision};
 use crate::matcher::Matcher;
 use crate::stage::{Stage, Stages};
+use toolhost_content::ErrorKind;
 
 /// The timeout of a hook unless configured otherwise: 5 s.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);

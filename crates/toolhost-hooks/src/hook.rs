@@ -4,8 +4,9 @@ use std::fmt;
 
 use serde_json::Value;
 
-use crate::kind::{ErrorKind, TraceDecision};
+use crate::decision::TraceDecision;
 use crate::stage::Stages;
+use toolhost_content::ErrorKind;
 
 /// The future a [`Hook`] returns: boxed, `Send`, borrowing the hook and the
 /// call for `'a`. The same type as `futures::future::BoxFuture<'a, Result<T, HookError>>`.
@@ -195,7 +196,8 @@ impl From<BeforeDecision> for Result<BeforeDecision, HookError> {
 /// What a tool call produced, as after-hooks see it.
 ///
 /// ```
-/// use toolhost_hooks::{ErrorKind, HookOutcome};
+/// use toolhost_content::ErrorKind;
+/// use toolhost_hooks::HookOutcome;
 ///
 /// let ok = HookOutcome::ok("3 files");
 /// assert!(ok.is_ok());

@@ -121,8 +121,8 @@
 mod chain;
 mod command;
 mod config;
+mod decision;
 mod hook;
-mod kind;
 mod matcher;
 mod stage;
 
@@ -134,10 +134,10 @@ pub use command::{
     BLOCK_EXIT_CODE, CommandHook, DEFAULT_MAX_OUTPUT, Finished, GroupKiller, Program, run_program,
 };
 pub use config::{ConfigError, HookConfig, HookKind, build_chain};
+pub use decision::{TraceDecision, UnknownDecision};
 pub use hook::{
     AfterDecision, BeforeDecision, FnHook, Hook, HookCall, HookError, HookFuture, HookOutcome,
     PermissionDecision,
 };
-pub use kind::{ErrorKind, TraceDecision, UnknownDecision};
 pub use matcher::{Matcher, MatcherError};
 pub use stage::{Stage, Stages};

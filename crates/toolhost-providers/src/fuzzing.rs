@@ -12,7 +12,10 @@ use eventsource_stream::Eventsource;
 use futures::StreamExt;
 
 use crate::exchange::{WireFormat, replay};
-use crate::{Anthropic, Delta, OpenAiCompatible, PromptProfile, parse_tool_calls, prompt};
+use crate::{
+    Delta, anthropic::Anthropic, openai::OpenAiCompatible, prompt, prompt::PromptProfile,
+    prompt::parse_tool_calls,
+};
 
 /// Splits `text` into pieces of about `size` bytes, on character boundaries.
 fn pieces(text: &str, size: usize) -> Vec<&str> {

@@ -15,13 +15,15 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use options::ReasoningEffort;
+
 pub mod anthropic;
 pub mod attachments;
 mod exchange;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod grammar;
-pub mod message;
+mod message;
 pub mod openai;
 pub mod options;
 pub mod prompt;
@@ -30,18 +32,7 @@ pub mod strict;
 pub mod transport;
 pub mod turns;
 
-/// The transport's old name ([`transport`]: retries, timeouts, bodies).
-pub use transport as retry;
-
-pub use anthropic::Anthropic;
 pub use message::{Message, Role, ToolCall, Usage};
-pub use openai::OpenAiCompatible;
-pub use options::{ModelOptions, OptionsError, ReasoningEffort};
-pub use prompt::{PromptProfile, PromptTools, parse_tool_calls};
-pub use select::{
-    ProviderConfig, ProviderKind, SelectError, SelectedProvider, ToolProtocol, select_from_env,
-};
-pub use transport::{DEFAULT_MAX_RESPONSE_BYTES, RetryPolicy};
 
 /// A boxed, sendable future (the trait must be usable as `dyn Provider`).
 pub use futures::future::BoxFuture;

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use toolhost_hooks::ErrorKind;
+pub use toolhost_content::ErrorKind;
 
 /// A host-level failure of the runtime itself (not of one plugin).
 #[derive(Debug, thiserror::Error)]

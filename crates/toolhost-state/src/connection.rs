@@ -26,7 +26,7 @@ use futures::StreamExt;
 use tokio::sync::mpsc;
 use tokio_postgres::{AsyncMessage, Client};
 
-use crate::tls::{CertificateRefused, Tls, TlsError};
+use crate::tls::{CertificateRefused, Tls, TlsError, Unreadable};
 
 /// How often a store polls the database, in case a notification was lost
 /// (a reconnect, a dropped connection): the bound on how late a change
@@ -60,6 +60,12 @@ pub enum DatabaseError {
     /// What the database holds is not valid (over its bound, or not JSON).
     #[error("the stored approvals are not valid: {0}")]
     Invalid(String),
+}
+
+impl From<Unreadable> for DatabaseError {
+    fn from(e: Unreadable) -> Self {
+        DatabaseError::Config(e.0)
+    }
 }
 
 /// Why a store is not connected to its database.

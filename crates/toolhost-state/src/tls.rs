@@ -40,8 +40,6 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{CertificateError, DigitallySignedStruct, RootCertStore, SignatureScheme};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-use crate::connection::DatabaseError;
-
 /// libpq's `sslmode`, as this crate reads it (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -161,9 +159,14 @@ impl Settings {
     }
 }
 
+/// A connection string that cannot be read; the text says why (it
+/// becomes [`DatabaseError::Config`](crate::DatabaseError::Config)).
+#[derive(Debug)]
+pub(crate) struct Unreadable(pub(crate) String);
+
 /// Takes the TLS keys out of a connection string (a `postgres://` URL's
 /// query, or `key=value` pairs): the rest, for the driver, and them.
-pub(crate) fn split(url: &str) -> Result<(String, Settings), DatabaseError> {
+pub(crate) fn split(url: &str) -> Result<(String, Settings), Unreadable> {
     let mut settings = Settings::default();
     let url = url.trim();
     if url.starts_with("postgres://") || url.starts_with("postgresql://") {
@@ -177,7 +180,7 @@ pub(crate) fn split(url: &str) -> Result<(String, Settings), DatabaseError> {
                 percent_encoding::percent_decode_str(s)
                     .decode_utf8()
                     .map(std::borrow::Cow::into_owned)
-                    .map_err(|e| DatabaseError::Config(format!("parameter `{key}`: {e}")))
+                    .map_err(|e| Unreadable(format!("parameter `{key}`: {e}")))
             };
             if !settings.take(&decode(key)?, decode(value)?) {
                 kept.push(pair);
@@ -205,8 +208,8 @@ pub(crate) fn split(url: &str) -> Result<(String, Settings), DatabaseError> {
 /// The `key=value` pairs of a libpq connection string: values bare (up to
 /// white space) or in single quotes, `\` escaping the next character in
 /// both, as the driver reads them.
-fn pairs(text: &str) -> Result<Vec<(String, String)>, DatabaseError> {
-    let bad = |what: &str| DatabaseError::Config(what.to_owned());
+fn pairs(text: &str) -> Result<Vec<(String, String)>, Unreadable> {
+    let bad = |what: &str| Unreadable(what.to_owned());
     let mut out = Vec::new();
     let mut chars = text.chars().peekable();
     loop {
@@ -579,6 +582,7 @@ impl ServerCertVerifier for Unchecked {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::connection::DatabaseError;
 
     fn mode(url: &str) -> Result<SslMode, DatabaseError> {
         let (rest, settings) = split(url)?;

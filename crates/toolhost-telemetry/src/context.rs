@@ -11,8 +11,6 @@
 use tracing::Dispatch;
 use tracing::span::Id;
 
-use crate::propagate::CallerTrace;
-
 /// The ids and flag of one span, the host's or a remote caller's.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SpanContext {
@@ -32,6 +30,34 @@ impl SpanContext {
             self.span_id,
             u8::from(self.sampled)
         )
+    }
+}
+
+/// What a caller's `traceparent` does to the span that serves its call
+/// (see [`crate::propagate`]'s docs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum CallerTrace {
+    /// A link to the caller's span; the call's trace is the host's own,
+    /// sampled as a new trace.
+    #[default]
+    Link,
+    /// The caller's span is the parent: one trace end to end, the caller's
+    /// trace id and, for a parent-based sampler, its sampling decision.
+    Parent,
+}
+
+impl std::str::FromStr for CallerTrace {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim() {
+            "link" => Ok(CallerTrace::Link),
+            "parent" => Ok(CallerTrace::Parent),
+            other => Err(format!(
+                "unknown caller-trace `{}` (link or parent)",
+                other.chars().take(64).collect::<String>()
+            )),
+        }
     }
 }
 

@@ -1,6 +1,6 @@
-//! OTLP protobuf, written by hand: one span from what the layer recorded
-//! (`record.rs`), and the attributes, events and links it records as
-//! they come.
+//! OTLP protobuf, written by hand: the fields of a span (`record.rs` puts
+//! one together from what the layer recorded), and the attributes, events
+//! and links it records as they come.
 //!
 //! The official message types (`opentelemetry-proto`) build a `Span` of
 //! owned strings and vectors first, then encode it, then free it. Here
@@ -14,10 +14,9 @@
 use prost::encoding::{WireType, encode_key, encode_varint, encoded_len_varint};
 
 use crate::context::SpanContext;
-use crate::record::{Fixed, Recording};
 
 /// `SpanFlags`: the flags say whether the parent is remote.
-const HAS_IS_REMOTE: u32 = 0x100;
+pub(crate) const HAS_IS_REMOTE: u32 = 0x100;
 const IS_REMOTE: u32 = 0x200;
 /// `SpanFlags`' sampled bit (W3C trace flags).
 const SAMPLED: u32 = 0x01;
@@ -29,38 +28,6 @@ pub(crate) enum Value<'a> {
     Bool(bool),
     I64(i64),
     F64(f64),
-}
-
-/// Writes the sampled span `recorded`, with ids `fixed`, that ended at
-/// `end`, as the body of an OTLP `Span` message (no tag or length).
-pub(crate) fn span(recorded: &Recording, fixed: &Fixed, end: u64, out: &mut Vec<u8>) {
-    let own = &fixed.own;
-    bytes(1, &own.trace_id.to_be_bytes(), out);
-    bytes(2, &own.span_id.to_be_bytes(), out);
-    string(3, &own.state, out);
-    if fixed.parent_span_id != 0 {
-        bytes(4, &fixed.parent_span_id.to_be_bytes(), out);
-    }
-    string(5, &recorded.name, out);
-    uint(6, recorded.kind, out);
-    fixed64(7, recorded.start, out);
-    fixed64(8, end, out);
-    out.extend_from_slice(&recorded.attributes);
-    uint(10, u64::from(recorded.dropped_attributes), out);
-    out.extend_from_slice(&recorded.events);
-    uint(12, u64::from(recorded.dropped_events), out);
-    out.extend_from_slice(&recorded.links);
-    uint(14, u64::from(recorded.dropped_links), out);
-    let message = &recorded.status_message;
-    header(
-        15,
-        string_len(message) + uint_len(recorded.status_code),
-        out,
-    );
-    string(2, message, out);
-    uint(3, recorded.status_code, out);
-    let flags = sampled(own.sampled) | HAS_IS_REMOTE | remote(fixed.parent_remote);
-    fixed32(16, flags, out);
 }
 
 /// Writes one `Span.events` field (11): at `time`, named `name`, with
@@ -122,16 +89,16 @@ fn any_len(value: Value<'_>) -> usize {
     }
 }
 
-fn sampled(is: bool) -> u32 {
+pub(crate) fn sampled(is: bool) -> u32 {
     if is { SAMPLED } else { 0 }
 }
 
-fn remote(is: bool) -> u32 {
+pub(crate) fn remote(is: bool) -> u32 {
     if is { IS_REMOTE } else { 0 }
 }
 
 /// A tag and length, for a nested message of `len` bytes.
-fn header(tag: u32, len: usize, out: &mut Vec<u8>) {
+pub(crate) fn header(tag: u32, len: usize, out: &mut Vec<u8>) {
     encode_key(tag, WireType::LengthDelimited, out);
     encode_varint(len as u64, out);
 }
@@ -142,18 +109,18 @@ fn nested_len(len: usize) -> usize {
     1 + encoded_len_varint(len as u64) + len
 }
 
-fn bytes(tag: u32, value: &[u8], out: &mut Vec<u8>) {
+pub(crate) fn bytes(tag: u32, value: &[u8], out: &mut Vec<u8>) {
     if !value.is_empty() {
         header(tag, value.len(), out);
         out.extend_from_slice(value);
     }
 }
 
-fn string(tag: u32, value: &str, out: &mut Vec<u8>) {
+pub(crate) fn string(tag: u32, value: &str, out: &mut Vec<u8>) {
     bytes(tag, value.as_bytes(), out);
 }
 
-fn string_len(value: &str) -> usize {
+pub(crate) fn string_len(value: &str) -> usize {
     if value.is_empty() {
         0
     } else {
@@ -161,14 +128,14 @@ fn string_len(value: &str) -> usize {
     }
 }
 
-fn uint(tag: u32, value: u64, out: &mut Vec<u8>) {
+pub(crate) fn uint(tag: u32, value: u64, out: &mut Vec<u8>) {
     if value != 0 {
         encode_key(tag, WireType::Varint, out);
         encode_varint(value, out);
     }
 }
 
-fn uint_len(value: u64) -> usize {
+pub(crate) fn uint_len(value: u64) -> usize {
     if value == 0 {
         0
     } else {
@@ -176,7 +143,7 @@ fn uint_len(value: u64) -> usize {
     }
 }
 
-fn fixed64(tag: u32, value: u64, out: &mut Vec<u8>) {
+pub(crate) fn fixed64(tag: u32, value: u64, out: &mut Vec<u8>) {
     if value != 0 {
         encode_key(tag, WireType::SixtyFourBit, out);
         out.extend_from_slice(&value.to_le_bytes());
@@ -187,7 +154,7 @@ fn fixed64_len(value: u64) -> usize {
     if value == 0 { 0 } else { 9 }
 }
 
-fn fixed32(tag: u32, value: u32, out: &mut Vec<u8>) {
+pub(crate) fn fixed32(tag: u32, value: u32, out: &mut Vec<u8>) {
     if value != 0 {
         encode_key(tag, WireType::ThirtyTwoBit, out);
         out.extend_from_slice(&value.to_le_bytes());

@@ -36,15 +36,7 @@ use tracing_subscriber::filter::{FilterExt, Targets, filter_fn};
 use tracing_subscriber::layer::Filter;
 use tracing_subscriber::registry::LookupSpan;
 
-/// The OTLP transports built in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Protocol {
-    /// `http/protobuf`, OTLP's default over HTTP.
-    #[default]
-    HttpProtobuf,
-    /// `http/json`.
-    HttpJson,
-}
+pub use crate::protocol::Protocol;
 
 impl std::str::FromStr for Protocol {
     type Err = TelemetryError;
@@ -144,7 +136,7 @@ pub struct Telemetry {
 #[derive(Debug, Clone)]
 pub(crate) struct Exporter {
     pub(crate) queue: std::sync::Arc<crate::queue::Queue>,
-    pub(crate) wake: std::sync::mpsc::SyncSender<crate::send::Wake>,
+    pub(crate) wake: std::sync::mpsc::SyncSender<crate::queue::Wake>,
     pub(crate) sampler: crate::sampler::Sampler,
 }
 
@@ -220,7 +212,7 @@ impl Telemetry {
         #[cfg(feature = "otlp")]
         if let Err(e) = crate::send::ask(
             &self.exporter.wake,
-            crate::send::Wake::Shutdown,
+            crate::queue::Wake::Shutdown,
             SHUTDOWN_WAIT,
         ) {
             tracing::warn!(error = %e, "the last spans may not have been exported");

@@ -34,9 +34,9 @@ use tracing_subscriber::registry::{LookupSpan, SpanRef};
 use crate::context::{Access, SpanContext};
 use crate::propagate::CallerTrace;
 use crate::queue::Queue;
+use crate::queue::Wake;
 use crate::record::{Fixed, Recording, now};
 use crate::sampler::Sampler;
-use crate::send::Wake;
 
 /// The export layer over subscriber `S` ([module doc](self)).
 pub(crate) struct SpanLayer<S> {
@@ -115,7 +115,7 @@ where
         };
         let full = self
             .queue
-            .push_span(|out| crate::encode::span(recording, &fixed, end, out));
+            .push_span(|out| crate::record::encode_span(recording, &fixed, end, out));
         if full {
             self.queue.wake(&self.wake);
         }

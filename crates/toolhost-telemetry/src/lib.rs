@@ -50,6 +50,7 @@ mod failures;
 #[cfg(feature = "otlp")]
 mod layer;
 pub mod propagate;
+mod protocol;
 #[cfg(feature = "otlp")]
 mod queue;
 #[cfg(feature = "otlp")]

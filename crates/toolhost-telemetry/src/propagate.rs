@@ -52,33 +52,7 @@ pub const TRACESTATE: &str = "tracestate";
 const MAX_TRACESTATE: usize = 512;
 const MAX_TRACEPARENT: usize = 128;
 
-/// What a caller's `traceparent` does to the span that serves its call
-/// (see the module docs).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum CallerTrace {
-    /// A link to the caller's span; the call's trace is the host's own,
-    /// sampled as a new trace.
-    #[default]
-    Link,
-    /// The caller's span is the parent: one trace end to end, the caller's
-    /// trace id and, for a parent-based sampler, its sampling decision.
-    Parent,
-}
-
-impl std::str::FromStr for CallerTrace {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.trim() {
-            "link" => Ok(CallerTrace::Link),
-            "parent" => Ok(CallerTrace::Parent),
-            other => Err(format!(
-                "unknown caller-trace `{}` (link or parent)",
-                other.chars().take(64).collect::<String>()
-            )),
-        }
-    }
-}
+pub use crate::context::CallerTrace;
 
 /// Whether callers' traces are joined ([`CallerTrace::Parent`]); linked
 /// when not. One setting per process, as the exporter is.

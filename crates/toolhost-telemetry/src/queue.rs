@@ -23,7 +23,7 @@
 use parking_lot::Mutex;
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::SyncSender;
+use std::sync::mpsc::{Sender, SyncSender};
 use std::time::Duration;
 
 use opentelemetry_proto::tonic::common::v1::InstrumentationScope;
@@ -33,8 +33,16 @@ use opentelemetry_proto::transform::common::tonic::ResourceAttributesWithSchema;
 use opentelemetry_sdk::Resource;
 use prost::Message;
 
-use crate::export::Protocol;
-use crate::send::Wake;
+use crate::protocol::Protocol;
+
+/// Why the exporter's thread is woken.
+#[derive(Debug)]
+pub(crate) enum Wake {
+    /// A batch is full: send it.
+    Batch,
+    /// Send what is queued, answer, and stop.
+    Shutdown(Sender<()>),
+}
 
 /// At most this many bytes of encoded spans wait (with the span count's
 /// bound, whichever comes first): a span is bounded by what toolhost

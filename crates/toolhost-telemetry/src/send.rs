@@ -17,18 +17,9 @@ use std::time::Duration;
 use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
 use reqwest::header::{CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 
-use crate::export::Protocol;
 use crate::failures::Failures;
-use crate::queue::{Queue, Queued};
-
-/// Why the exporter's thread is woken.
-#[derive(Debug)]
-pub(crate) enum Wake {
-    /// A batch is full: send it.
-    Batch,
-    /// Send what is queued, answer, and stop.
-    Shutdown(Sender<()>),
-}
+use crate::protocol::Protocol;
+use crate::queue::{Queue, Queued, Wake};
 
 /// Wakes waiting at once: a wake finds the channel full only when the
 /// thread has wakes enough to find the queue.

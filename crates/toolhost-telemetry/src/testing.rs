@@ -10,9 +10,9 @@ use opentelemetry_sdk::Resource;
 use prost::Message;
 
 use crate::export::{Exporter, Protocol};
+use crate::queue::Wake;
 use crate::queue::{Limits, Queue};
 use crate::sampler::Sampler;
-use crate::send::Wake;
 
 /// The spans an [`exporter`]'s layer queued.
 #[derive(Debug)]

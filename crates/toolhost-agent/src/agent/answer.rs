@@ -20,8 +20,8 @@
 use serde_json::Value;
 
 use super::result::ToolCallRecord;
+use crate::ToolCall;
 use crate::events::SetAside;
-use crate::message::ToolCall;
 
 /// Tags models use for calls, in any template.
 const CALL_TAGS: &[&str] = &[
@@ -159,11 +159,11 @@ pub(crate) fn calls_written_as_text(
 
 /// The user's last message in `messages` (`""` when there is none): what
 /// an answer must not merely repeat.
-pub(crate) fn question(messages: &[crate::message::Message]) -> &str {
+pub(crate) fn question(messages: &[crate::Message]) -> &str {
     messages
         .iter()
         .rev()
-        .find(|m| m.role == crate::message::Role::User)
+        .find(|m| m.role == crate::Role::User)
         .map_or("", |m| m.content.as_str())
 }
 
@@ -477,7 +477,7 @@ pub(in crate::agent) mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::message::Usage;
+    use crate::Usage;
 
     pub(in crate::agent) fn record(
         tool: &str,

@@ -10,8 +10,8 @@ use super::ctx::Ctx;
 use super::state::RunState;
 use crate::context::Compaction;
 use crate::events::AgentEvent;
-use crate::message::{Message, Usage};
 use crate::provider::CompletionRequest;
+use crate::{Message, Usage};
 
 impl Ctx<'_> {
     /// Compacts `run.messages` when the next request would pass the policy's

@@ -11,11 +11,12 @@ use tracing::debug;
 use super::options::AgentOptions;
 use super::state::{RoundInfo, RunState, Stop};
 use crate::clock::unix_ms;
+use crate::context::definitions_bytes;
 use crate::events::AgentEvent;
 use crate::provider::Provider;
 use crate::read_var::read_var_spec;
 use crate::status::Status;
-use crate::tool_search::{SEARCH_TOOLS, definitions_bytes, search_tools_spec};
+use crate::tool_search::{SEARCH_TOOLS, search_tools_spec};
 use crate::tools::{ToolCallInfo, ToolExecutor, ToolSpec};
 use crate::vars::READ_VAR;
 

@@ -14,13 +14,14 @@ use super::options::AgentOptions;
 use super::state::{RoundInfo, RunState, State, Stop};
 use super::trace;
 use crate::events::AgentEvent;
-use crate::message::{Message, Role};
 use crate::provider::{
-    Completion, CompletionRequest, Delta, ModelOptions, ProviderError, ToolChoice, ToolDefinition,
+    Completion, CompletionRequest, Delta, ProviderError, ToolChoice, ToolDefinition,
+    options::ModelOptions,
 };
 use crate::request::{RequestEdit, RequestHookError};
 use crate::status::Status;
 use crate::tools::ToolSpec;
+use crate::{Message, Role};
 
 /// How many times a request is sent again when the server could not parse
 /// the model's own output ([`is_model_output_error`]).

@@ -6,17 +6,17 @@
 
 use std::sync::Arc;
 
-use toolhost_hooks::ErrorKind;
+use toolhost_content::ErrorKind;
 use tracing::{debug, info};
 
 use super::ctx::{Ctx, Timing};
 use super::result::ToolCallRecord;
 use super::state::{Action, Executed, Planned, RoundInfo, RunState, State, Stop};
 use crate::events::AgentEvent;
-use crate::message::{Message, Usage};
 use crate::status::Status;
 use crate::tools::{ToolCallInfo, ToolOutcome};
 use crate::vars::{READ_VAR, truncate_for_model};
+use crate::{Message, Usage};
 
 impl Ctx<'_> {
     /// State `Proposed`, decided: runs the calls that are to run (in

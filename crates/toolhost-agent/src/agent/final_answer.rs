@@ -10,9 +10,9 @@ use super::answer::{from_results, not_words};
 use super::ctx::Ctx;
 use super::result::AnswerSource;
 use super::state::{RoundInfo, RunState, State};
-use crate::message::{Message, Role, Usage};
 use crate::provider::{Completion, FinishReason, ToolChoice};
 use crate::status::Status;
+use crate::{Message, Role, Usage};
 
 /// Sent (in the request only, not kept in the history) with the forced final
 /// request after the round limit.

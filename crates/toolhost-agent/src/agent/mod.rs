@@ -117,10 +117,10 @@ use self::ctx::{Callable, Ctx};
 use self::state::{RunState, State};
 use self::step::{AgentState, StepOutcome};
 use crate::events::AgentEvent;
-use crate::message::{Message, Role, Usage};
 use crate::provider::Provider;
 use crate::status::{Stats, Status};
 use crate::tools::{ToolCallInfo, ToolExecutor};
+use crate::{Message, Role, Usage};
 
 /// Runs the loop for one provider and one tool executor. Cheap to clone.
 #[derive(Clone)]

@@ -8,11 +8,11 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
+use crate::Message;
 use crate::clock::{Clock, SystemClock};
 use crate::context::ContextPolicy;
 use crate::events::{AgentEvent, EventSink};
-use crate::message::Message;
-use crate::provider::{BoxFuture, CompletionRequest, ModelOptions};
+use crate::provider::{BoxFuture, CompletionRequest, options::ModelOptions};
 use crate::request::{ParamsTransform, RequestHook, SystemTransform};
 use crate::tool_search::ToolSearch;
 use crate::tools::ToolSpec;

@@ -3,10 +3,10 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use toolhost_hooks::ErrorKind;
+use toolhost_content::ErrorKind;
 
-use crate::message::{Message, Usage};
 use crate::status::{Stats, Status};
+use crate::{Message, Usage};
 
 /// One tool call the model asked for: run, rejected before running (unknown
 /// tool, malformed arguments: `error_kind` `not-found` / `invalid-arguments`),

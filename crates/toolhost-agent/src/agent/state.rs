@@ -6,13 +6,13 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use toolhost_hooks::ErrorKind;
+use toolhost_content::ErrorKind;
 
 use super::result::ToolCallRecord;
-use crate::message::{Message, ToolCall, Usage};
 use crate::provider::FinishReason;
 use crate::status::Status;
 use crate::tools::{ToolOutcome, ToolSpec};
+use crate::{Message, ToolCall, Usage};
 
 /// The states of one run.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -209,7 +209,7 @@ impl AgentState {
         if !is_error {
             e.outcome.error_kind = None;
         } else if e.outcome.error_kind.is_none() {
-            e.outcome.error_kind = Some(toolhost_hooks::ErrorKind::Rejected);
+            e.outcome.error_kind = Some(toolhost_content::ErrorKind::Rejected);
         }
         Ok(())
     }

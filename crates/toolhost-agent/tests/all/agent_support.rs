@@ -10,7 +10,9 @@ use std::time::{Duration, UNIX_EPOCH};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use toolhost_agent::provider::select::{ProviderConfig, ProviderKind, TimeoutsConfig};
-use toolhost_agent::provider::{Anthropic, OpenAiCompatible, RetryPolicy};
+use toolhost_agent::provider::{
+    anthropic::Anthropic, openai::OpenAiCompatible, transport::RetryPolicy,
+};
 use toolhost_agent::{
     BoxFuture, Completion, CompletionRequest, Delta, DeltaSink, FinishReason, FixedClock, Message,
     Provider, ProviderError, Role, ToolCall, ToolCallInfo, ToolChainResult, ToolExecutor,

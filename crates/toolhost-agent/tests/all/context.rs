@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use toolhost_agent::context::{ContextPolicy, REMOVED_MARK, SUMMARY_MARK, SUMMARY_PROMPT};
-use toolhost_agent::provider::OpenAiCompatible;
+use toolhost_agent::provider::openai::OpenAiCompatible;
 use toolhost_agent::{
     Agent, AgentEvent, AgentOptions, Message, Status, VarStore, next_turn_history,
 };

@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex};
 
 use crate::agent_support::*;
 use serde_json::{Value, json};
-use toolhost_agent::provider::{OpenAiCompatible, PromptProfile, PromptTools, Provider};
+use toolhost_agent::provider::{
+    Provider, openai::OpenAiCompatible, prompt::PromptProfile, prompt::PromptTools,
+};
 use toolhost_agent::{
     Agent, AgentEvent, AgentOptions, AnswerSource, ErrorKind, FINAL_ANSWER_NOTE, Message, Role,
     SetAside, Status, ToolChainResult, ToolSpec,

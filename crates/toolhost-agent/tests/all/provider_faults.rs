@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use crate::agent_support::*;
 use serde_json::{Value, json};
 use toolhost_agent::provider::select::TimeoutsConfig;
-use toolhost_agent::provider::{OpenAiCompatible, RetryPolicy};
+use toolhost_agent::provider::{openai::OpenAiCompatible, transport::RetryPolicy};
 use toolhost_agent::{
     Agent, AgentEvent, AgentOptions, AnswerSource, CancellationToken, Message, Provider, Role,
     Status, ToolChainResult,

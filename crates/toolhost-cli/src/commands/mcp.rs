@@ -89,7 +89,7 @@ async fn login_or_logout(
                 prompt: Some(sign_in::browser_prompt()),
             };
             let (config, _) = entry.resolve(&sign_in)?;
-            let signed = toolhost_mcp::sign_in(&config)
+            let signed = toolhost_mcp::client::sign_in(&config)
                 .await
                 .with_context(|| format!("signing in to `{name}`"))?;
             let scopes = if signed.scopes.is_empty() {
@@ -117,8 +117,8 @@ async fn login_or_logout(
         }
         McpAction::Logout { name } => {
             let dir = sign_in::token_dir(global);
-            let file = toolhost_mcp::token_file(name, &dir);
-            if toolhost_mcp::sign_out(name, &dir)
+            let file = toolhost_mcp::client::token_file(name, &dir);
+            if toolhost_mcp::client::sign_out(name, &dir)
                 .with_context(|| format!("removing {}", file.display()))?
             {
                 eprintln!("Signed out of `{name}`: removed {}.", file.display());

@@ -43,10 +43,10 @@ pub struct Serve {
     #[arg(long)]
     stateless: bool,
     /// Most requests served at once (HTTP 503 beyond).
-    #[arg(long, value_name = "N", default_value_t = toolhost_mcp::DEFAULT_MAX_CONCURRENT_REQUESTS)]
+    #[arg(long, value_name = "N", default_value_t = toolhost_mcp::server::DEFAULT_MAX_CONCURRENT_REQUESTS)]
     max_concurrent: usize,
     /// Largest request body in bytes (HTTP 413 beyond).
-    #[arg(long, value_name = "BYTES", default_value_t = toolhost_mcp::DEFAULT_MAX_REQUEST_BYTES)]
+    #[arg(long, value_name = "BYTES", default_value_t = toolhost_mcp::server::DEFAULT_MAX_REQUEST_BYTES)]
     max_request_bytes: usize,
     /// Serve /metrics without a bearer token even when tokens are set
     /// (the figures tell who calls which tool how often).

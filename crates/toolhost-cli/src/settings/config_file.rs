@@ -108,7 +108,7 @@ pub struct ConfigFile {
     pub agents: BTreeMap<String, AgentProfile>,
     /// Named sets of model options (`[variants.NAME]`), chosen with `--variant NAME`.
     #[serde(default)]
-    pub variants: BTreeMap<String, toolhost_agent::provider::ModelOptions>,
+    pub variants: BTreeMap<String, toolhost_agent::provider::options::ModelOptions>,
     /// Programs run before each model request (`[[request-hooks]]`).
     #[serde(default)]
     pub request_hooks: Vec<toolhost_agent::request::RequestHookConfig>,
@@ -128,7 +128,7 @@ pub struct ConfigFile {
     /// `host serve` takes OAuth access tokens from this authorization
     /// server, beside the static tokens (`[oauth]`, docs/guide/oauth.md).
     #[serde(default)]
-    pub oauth: Option<toolhost_mcp::OAuthOptions>,
+    pub oauth: Option<toolhost_mcp::server::OAuthOptions>,
     /// Where what replicas of one gate share is kept (`[state]`): saved
     /// approvals in PostgreSQL instead of the file beside the lock file,
     /// and the operator's queue of asks (with `--console`).
@@ -145,7 +145,7 @@ pub struct ConfigFile {
 pub struct AgentProfile {
     /// Model options laid over `[model.options]`.
     #[serde(default)]
-    pub options: toolhost_agent::provider::ModelOptions,
+    pub options: toolhost_agent::provider::options::ModelOptions,
 }
 
 impl ConfigFile {

@@ -5,10 +5,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use toolhost_content::ErrorKind;
 use toolhost_hooks::{
-    AfterDecision, BeforeDecision, BeforeVerdict, ErrorKind, FailurePolicy, FnHook, Hook, HookCall,
-    HookChain, HookEntry, HookError, HookFuture, HookOutcome, HookTrace, Matcher, OnError, Stage,
-    Stages, TraceDecision,
+    AfterDecision, BeforeDecision, BeforeVerdict, FailurePolicy, FnHook, Hook, HookCall, HookChain,
+    HookEntry, HookError, HookFuture, HookOutcome, HookTrace, Matcher, OnError, Stage, Stages,
+    TraceDecision,
 };
 
 fn entry(hook: impl Hook + 'static) -> HookEntry {

@@ -24,7 +24,7 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::store::{Change, Kind, Store};
+use super::store::{Change, FileIdentity as Identity, FileStamp as Stamp, Kind, Store};
 use super::{
     ApprovalsError, File as Contents, LOCK_WAIT, MAX_APPROVALS, MAX_FILE_BYTES, SavedApproval,
 };
@@ -38,24 +38,6 @@ const GENERATION_DIGITS: usize = 20;
 pub(super) struct Disk {
     path: PathBuf,
     lock_path: PathBuf,
-}
-
-/// What a copy of the file was read at (see the module docs).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Stamp {
-    /// The lock file's generation (none: no lock file, or not a number).
-    generation: Option<u64>,
-    /// The file's identity (none: no file).
-    file: Option<Identity>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Identity {
-    dev: u64,
-    ino: u64,
-    len: u64,
-    modified: (i64, i64),
-    changed: (i64, i64),
 }
 
 impl Identity {

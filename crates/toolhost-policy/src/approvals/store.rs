@@ -11,7 +11,7 @@
 
 use std::path::Path;
 
-use super::{ApprovalsError, SavedApproval, disk};
+use super::{ApprovalsError, SavedApproval};
 
 /// What a copy of the entries was read at: the store tells by it whether
 /// they changed since, without reading them.
@@ -27,9 +27,27 @@ pub struct Stamp(pub(super) Kind);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Kind {
     /// The file's (see `disk.rs`).
-    Disk(disk::Stamp),
+    Disk(FileStamp),
     /// A version number that every change raises (a database row's).
     Version(u64),
+}
+
+/// What a copy of the file was read at (see `disk.rs`'s module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct FileStamp {
+    /// The lock file's generation (none: no lock file, or not a number).
+    pub(super) generation: Option<u64>,
+    /// The file's identity (none: no file).
+    pub(super) file: Option<FileIdentity>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct FileIdentity {
+    pub(super) dev: u64,
+    pub(super) ino: u64,
+    pub(super) len: u64,
+    pub(super) modified: (i64, i64),
+    pub(super) changed: (i64, i64),
 }
 
 impl Stamp {

@@ -2,7 +2,9 @@
 //! body the server got, tool choice, error events and cut streams.
 
 use serde_json::{Value, json};
-use toolhost_providers::{Anthropic, Delta, FinishReason, ProviderError, ToolCall, ToolChoice};
+use toolhost_providers::{
+    Delta, FinishReason, ProviderError, ToolCall, ToolChoice, anthropic::Anthropic,
+};
 use toolhost_test_support::fake_model::FakeModel as Server;
 
 use crate::support::*;

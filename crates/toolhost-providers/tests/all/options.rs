@@ -14,7 +14,7 @@ fn request_with_options() -> CompletionRequest {
     req.temperature = Some(0.7);
     req.top_p = Some(0.9);
     req.stop = vec!["END".into(), "STOP".into()];
-    req.reasoning_effort = Some(toolhost_providers::ReasoningEffort::High);
+    req.reasoning_effort = Some(toolhost_providers::options::ReasoningEffort::High);
     req.extra.insert("seed".into(), json!(7));
     req.extra.insert("top_k".into(), json!(40));
     req.extra.insert("temperature".into(), json!(1.5));

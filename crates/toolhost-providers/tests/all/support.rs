@@ -8,8 +8,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use toolhost_providers::{
-    Anthropic, Completion, CompletionRequest, Delta, Message, OpenAiCompatible, Provider,
-    ProviderError, RetryPolicy, ToolCall, ToolChoice, ToolDefinition,
+    Completion, CompletionRequest, Delta, Message, Provider, ProviderError, ToolCall, ToolChoice,
+    ToolDefinition, anthropic::Anthropic, openai::OpenAiCompatible, transport::RetryPolicy,
 };
 use toolhost_test_support::fake_model::{End, FakeModel as Server, Reply};
 

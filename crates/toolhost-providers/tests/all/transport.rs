@@ -5,7 +5,9 @@
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
-use toolhost_providers::{Delta, OpenAiCompatible, Provider, ProviderError, RetryPolicy};
+use toolhost_providers::{
+    Delta, Provider, ProviderError, openai::OpenAiCompatible, transport::RetryPolicy,
+};
 use toolhost_test_support::fake_model::{End, FakeModel as Server, Reply};
 
 use crate::support::*;

@@ -278,24 +278,36 @@ impl<'a> Call<'a> {
                 available,
             });
         };
+        let target = Target {
+            tool,
+            plugin: plugin.clone(),
+            index: *index,
+            access: None,
+        };
+        Ok(Self::resolved(parts, target, named, cx, watch))
+    }
+
+    /// The call once its target is known, recorded as resolved. Lookup
+    /// runs inside the call's span (`trace::call_span`), which it keeps.
+    fn resolved(
+        parts: &'a Parts,
+        target: Target<'a>,
+        named: Named<'_>,
+        cx: &'a CallContext,
+        watch: Option<&'a watch::Recorder>,
+    ) -> Self {
         let call = Call {
-            target: Target {
-                tool,
-                plugin: plugin.clone(),
-                index: *index,
-                access: None,
-            },
+            target,
             cx,
             id: named.id,
             hops: std::sync::OnceLock::new(),
-            // Lookup runs inside the call's span (`trace::call_span`).
             span: tracing::Span::current(),
             watch,
             parts,
         };
         trace::resolved(&call);
         watch::resolved(&call);
-        Ok(call)
+        call
     }
 
     /// Step 1 of an access (`access.rs`): the tool source named `source`,
@@ -323,23 +335,13 @@ impl<'a> Call<'a> {
                 unavailable: None,
             });
         };
-        let call = Call {
-            target: Target {
-                tool: &spec.name,
-                plugin,
-                index: 0,
-                access: Some(spec),
-            },
-            cx,
-            id: named.id,
-            hops: std::sync::OnceLock::new(),
-            span: tracing::Span::current(),
-            watch,
-            parts,
+        let target = Target {
+            tool: &spec.name,
+            plugin,
+            index: 0,
+            access: Some(spec),
         };
-        trace::resolved(&call);
-        watch::resolved(&call);
-        Ok(call)
+        Ok(Self::resolved(parts, target, named, cx, watch))
     }
 }
 

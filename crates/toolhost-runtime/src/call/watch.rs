@@ -24,7 +24,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use parking_lot::Mutex;
 use tokio::sync::broadcast;
-use toolhost_hooks::ErrorKind;
+use toolhost_content::ErrorKind;
 use toolhost_policy::{Decision, Evaluation};
 
 use crate::call::named::Named;

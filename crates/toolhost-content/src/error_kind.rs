@@ -1,6 +1,6 @@
-//! The kinds of a failed tool call and of a hook's decision, typed: one
-//! enum each, serialized as the short kebab-case text every format uses
-//! (the CLI's JSON, the agent's history, command hooks' payloads).
+//! What kind of failure a tool call ended in, typed: one enum, serialized
+//! as the short kebab-case text every format uses (the CLI's JSON, the
+//! agent's history, command hooks' payloads, MCP's `_meta`).
 
 use std::fmt;
 use std::str::FromStr;
@@ -15,7 +15,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// fails.
 ///
 /// ```
-/// use toolhost_hooks::ErrorKind;
+/// use toolhost_content::ErrorKind;
 ///
 /// let kind: ErrorKind = "permission-denied".parse().unwrap();
 /// assert_eq!(kind, ErrorKind::PermissionDenied);
@@ -75,7 +75,7 @@ impl ErrorKind {
     /// (metrics), whatever a peer sends.
     ///
     /// ```
-    /// use toolhost_hooks::ErrorKind;
+    /// use toolhost_content::ErrorKind;
     /// assert_eq!(ErrorKind::Timeout.known_name(), Some("timeout"));
     /// assert_eq!(ErrorKind::Other("x".into()).known_name(), None);
     /// ```
@@ -163,128 +163,6 @@ impl<'de> Deserialize<'de> for ErrorKind {
     }
 }
 
-/// What one hook decided, as its trace records it. Serialized as short
-/// text: `continue`, `rewrite`, `block: REASON`, `ask: REASON`, `keep`,
-/// `replace`, `fail: MESSAGE`.
-///
-/// ```
-/// use toolhost_hooks::TraceDecision;
-///
-/// let d = TraceDecision::Block { reason: "no keys".into() };
-/// assert_eq!(d.to_string(), "block: no keys");
-/// assert_eq!(serde_json::to_value(&d).unwrap(), "block: no keys");
-/// assert_eq!("replace".parse::<TraceDecision>().unwrap(), TraceDecision::Replace);
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TraceDecision {
-    /// Before: the call goes on unchanged.
-    Continue,
-    /// Before: the arguments were rewritten.
-    Rewrite,
-    /// Before: the call is blocked.
-    Block {
-        /// Why.
-        reason: String,
-    },
-    /// Before: the user must approve the call.
-    Ask {
-        /// Why.
-        reason: String,
-    },
-    /// After: the result is kept.
-    Keep,
-    /// After: (part of) the result was replaced.
-    Replace,
-    /// After: the call was turned into a failure.
-    Fail {
-        /// The failure's message.
-        message: String,
-    },
-    /// Permission: the call is allowed without asking anyone.
-    Allow {
-        /// Why, if the hook said.
-        reason: Option<String>,
-    },
-    /// Permission: the call is denied without asking anyone.
-    Deny {
-        /// Why.
-        reason: String,
-    },
-    /// Permission: the hook leaves it to the next hook, then the person.
-    Pass,
-}
-
-impl fmt::Display for TraceDecision {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            TraceDecision::Continue => f.write_str("continue"),
-            TraceDecision::Rewrite => f.write_str("rewrite"),
-            TraceDecision::Block { reason } => write!(f, "block: {reason}"),
-            TraceDecision::Ask { reason } => write!(f, "ask: {reason}"),
-            TraceDecision::Keep => f.write_str("keep"),
-            TraceDecision::Replace => f.write_str("replace"),
-            TraceDecision::Fail { message } => write!(f, "fail: {message}"),
-            TraceDecision::Allow { reason: None } => f.write_str("allow"),
-            TraceDecision::Allow {
-                reason: Some(reason),
-            } => write!(f, "allow: {reason}"),
-            TraceDecision::Deny { reason } => write!(f, "deny: {reason}"),
-            TraceDecision::Pass => f.write_str("pass"),
-        }
-    }
-}
-
-/// Text that is not one of the decisions.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("not a hook decision: {0:?}")]
-pub struct UnknownDecision(String);
-
-impl FromStr for TraceDecision {
-    type Err = UnknownDecision;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let with = |prefix: &str| s.strip_prefix(prefix).map(str::to_owned);
-        Ok(match s {
-            "continue" => TraceDecision::Continue,
-            "rewrite" => TraceDecision::Rewrite,
-            "keep" => TraceDecision::Keep,
-            "replace" => TraceDecision::Replace,
-            "allow" => TraceDecision::Allow { reason: None },
-            "pass" => TraceDecision::Pass,
-            _ => {
-                if let Some(reason) = with("allow: ") {
-                    TraceDecision::Allow {
-                        reason: Some(reason),
-                    }
-                } else if let Some(reason) = with("deny: ") {
-                    TraceDecision::Deny { reason }
-                } else if let Some(reason) = with("block: ") {
-                    TraceDecision::Block { reason }
-                } else if let Some(reason) = with("ask: ") {
-                    TraceDecision::Ask { reason }
-                } else if let Some(message) = with("fail: ") {
-                    TraceDecision::Fail { message }
-                } else {
-                    return Err(UnknownDecision(s.to_owned()));
-                }
-            }
-        })
-    }
-}
-
-impl Serialize for TraceDecision {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
-    }
-}
-
-impl<'de> Deserialize<'de> for TraceDecision {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(d)?;
-        text.parse().map_err(serde::de::Error::custom)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -322,25 +200,5 @@ mod tests {
         let kind: ErrorKind = serde_json::from_str("\"quota-exceeded\"").unwrap();
         assert_eq!(kind, ErrorKind::Other("quota-exceeded".into()));
         assert_eq!(serde_json::to_string(&kind).unwrap(), "\"quota-exceeded\"");
-    }
-
-    #[test]
-    fn every_trace_decision_round_trips_through_its_text() {
-        for d in [
-            TraceDecision::Continue,
-            TraceDecision::Rewrite,
-            TraceDecision::Block { reason: "r".into() },
-            TraceDecision::Ask {
-                reason: "a: b".into(),
-            },
-            TraceDecision::Keep,
-            TraceDecision::Replace,
-            TraceDecision::Fail {
-                message: "m".into(),
-            },
-        ] {
-            assert_eq!(d.to_string().parse::<TraceDecision>().unwrap(), d);
-        }
-        assert!("maybe".parse::<TraceDecision>().is_err());
     }
 }
