@@ -14,3 +14,4 @@ mod oauth;
 mod offers;
 mod requests;
 mod sandbox;
+mod static_tokens;

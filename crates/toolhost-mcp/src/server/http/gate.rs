@@ -19,6 +19,14 @@ use super::super::oauth::{self, Checked, ResourceServer};
 use super::origins::AllowedHosts;
 use super::tokens::{ClientToken, TokenRole, client_of};
 
+/// The challenge of a server that takes static tokens only, for a request
+/// without one. It has no OAuth metadata to point to, so it says in
+/// words what is wrong (RFC 6750, 3), for the clients that show
+/// `error_description` (Codex, Claude Code) instead of a bare `Bearer`.
+const NO_TOKEN_CHALLENGE: &str = r#"Bearer realm="toolhost", error="invalid_token", error_description="a bearer token is required (Authorization: Bearer TOKEN)""#;
+/// The same, for a request whose token is none of the server's.
+const WRONG_TOKEN_CHALLENGE: &str = r#"Bearer realm="toolhost", error="invalid_token", error_description="the bearer token is not one this server accepts""#;
+
 /// Who may call: the static tokens and the OAuth resource server.
 #[derive(Clone)]
 pub(super) struct Auth {
@@ -52,11 +60,42 @@ pub(super) async fn admit_extras(
     request: Request,
     next: Next,
 ) -> Response {
+    let started = std::time::Instant::now();
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let response = admit_extra(gate, request, next).await;
+    tracing::info!(
+        target: "toolhost::mcp::access",
+        %method,
+        path = logged(&path),
+        status = response.status().as_u16(),
+        micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
+        "request"
+    );
+    response
+}
+
+/// The longest path an access-log line shows (a request's path is the
+/// sender's to choose).
+const MAX_LOGGED_PATH: usize = 200;
+
+/// A request's path as an access-log line shows it: its first
+/// [`MAX_LOGGED_PATH`] bytes (`http` keeps controls out of a path).
+fn logged(path: &str) -> &str {
+    let mut end = path.len().min(MAX_LOGGED_PATH);
+    while !path.is_char_boundary(end) {
+        end -= 1;
+    }
+    &path[..end]
+}
+
+/// [`admit_extras`]' checks, before its log line.
+async fn admit_extra(gate: ExtrasGate, request: Request, next: Next) -> Response {
     // An accepted name matches with or without the port (`toolhost`,
     // `toolhost:8080`), as rmcp's check for `/mcp`.
     let allowed = gate.hosts.allow(request.uri(), request.headers());
     if !allowed {
-        tracing::info!(target: "toolhost::mcp::access", path = request.uri().path(), status = 403, "refused: Host not accepted");
+        tracing::debug!(target: "toolhost::mcp::access", "refused: Host not accepted");
         return (StatusCode::FORBIDDEN, "Host not accepted\n").into_response();
     }
     if request.uri().path() == "/metrics" && !gate.metrics_public && gate.auth.required() {
@@ -64,7 +103,7 @@ pub(super) async fn admit_extras(
         match gate.auth.identify(given.as_deref(), "/metrics").await {
             Identified::Token(_) | Identified::OAuth(_) => {}
             Identified::Refused(refusal) => {
-                tracing::info!(target: "toolhost::mcp::access", path = "/metrics", status = refusal.status().as_u16(), "refused: no valid bearer token");
+                tracing::debug!(target: "toolhost::mcp::access", "refused: no valid bearer token");
                 return refusal;
             }
         }
@@ -107,11 +146,24 @@ impl Auth {
             return Identified::Token(client.clone());
         }
         let Some(oauth) = &self.oauth else {
+            let (message, challenge) = match given {
+                Some(g) if !g.is_empty() => (
+                    "the bearer token is not one this server accepts",
+                    WRONG_TOKEN_CHALLENGE,
+                ),
+                _ => (
+                    "a valid bearer token is required (Authorization: Bearer …)",
+                    NO_TOKEN_CHALLENGE,
+                ),
+            };
             return Identified::Refused(refusal(
                 StatusCode::UNAUTHORIZED,
                 -32001,
-                "a valid bearer token is required (Authorization: Bearer …)",
-                (header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer")),
+                message,
+                (
+                    header::WWW_AUTHENTICATE,
+                    HeaderValue::from_static(challenge),
+                ),
             ));
         };
         let metadata = oauth.metadata();
@@ -188,18 +240,18 @@ impl Auth {
 pub(super) async fn admit(State(gate): State<Gate>, mut request: Request, next: Next) -> Response {
     let started = std::time::Instant::now();
     let method = request.method().clone();
+    let path = request.uri().path().to_owned();
     if gate.auth.required() {
         let given = bearer(&request).map(str::to_owned);
-        let path = request.uri().path().to_owned();
         let (identity, agent, asks) = match gate.auth.identify(given.as_deref(), &path).await {
             Identified::Refused(refused) => {
                 if refused.status() == StatusCode::UNAUTHORIZED {
-                    tracing::info!(target: "toolhost::mcp::access", %method, status = 401, "refused: no valid bearer token");
+                    tracing::info!(target: "toolhost::mcp::access", %method, path = logged(&path), status = 401, "refused: no valid bearer token");
                 }
                 return refused;
             }
             Identified::Token(client) if client.role == TokenRole::Operator => {
-                tracing::info!(target: "toolhost::mcp::access", %method, status = 403, "refused: an operator's token calls no tool");
+                tracing::info!(target: "toolhost::mcp::access", %method, path = logged(&path), status = 403, "refused: an operator's token calls no tool");
                 return refusal(
                     StatusCode::FORBIDDEN,
                     -32001,
@@ -231,7 +283,7 @@ pub(super) async fn admit(State(gate): State<Gate>, mut request: Request, next: 
         .get::<ClientIdentity>()
         .map(|c| c.0.clone());
     let Ok(_slot) = gate.slots.clone().try_acquire_owned() else {
-        tracing::warn!(target: "toolhost::mcp::access", %method, status = 503, "refused: too many requests in flight");
+        tracing::warn!(target: "toolhost::mcp::access", %method, path = logged(&path), status = 503, "refused: too many requests in flight");
         return refusal(
             StatusCode::SERVICE_UNAVAILABLE,
             -32000,
@@ -243,6 +295,7 @@ pub(super) async fn admit(State(gate): State<Gate>, mut request: Request, next: 
     tracing::info!(
         target: "toolhost::mcp::access",
         %method,
+        path = logged(&path),
         status = response.status().as_u16(),
         client = client.as_deref(),
         micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),

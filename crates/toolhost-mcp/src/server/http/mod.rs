@@ -118,7 +118,8 @@ impl HttpServer {
             routes::mcp(&server, &options, addr, &hosts, auth, &stop, fast_calls).await;
         let app = mcp
             .merge(routes::oauth_metadata(oauth.as_deref(), &extras))
-            .merge(routes::health(&server, ready.clone(), &extras));
+            .merge(routes::health(&server, ready.clone(), &extras))
+            .merge(routes::not_found(oauth.is_some(), &extras));
         #[cfg(feature = "console")]
         let (app, console_token) = match routes::console(&server, &options, &extras) {
             Some((pages, token)) => (app.merge(pages), token),

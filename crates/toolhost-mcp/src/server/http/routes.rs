@@ -7,9 +7,11 @@
 //! - [`oauth_metadata`]: with OAuth, the protected resource metadata
 //!   (RFC 9728) at its well-known paths;
 //! - [`health`]: `/healthz`, `/readyz` and `/metrics`;
-//! - [`console`]: the operator's console (`/console`), when asked for.
+//! - [`console`]: the operator's console (`/console`), when asked for;
+//! - [`not_found`]: every other path, a JSON 404 a client can read.
 //!
-//! All but `/mcp` are behind [`admit_extras`].
+//! All but `/mcp` are behind [`admit_extras`], which logs each request
+//! (`/mcp`'s line is [`admit`]'s).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -115,6 +117,33 @@ pub(super) fn oauth_metadata(oauth: Option<&ResourceServer>, extras: &ExtrasGate
         extras.clone(),
         admit_extras,
     ))
+}
+
+/// Every path no other router answers: 404 with an OAuth-style JSON error
+/// (`error`, `error_description`). A client that probes for OAuth
+/// metadata after a 401 (RFC 9728's well-known paths, RFC 8414's) reads
+/// that this server has none, instead of failing on an empty body.
+pub(super) fn not_found(oauth: bool, extras: &ExtrasGate) -> Router {
+    Router::new()
+        .fallback(move |uri: http::Uri| async move {
+            let oauth_probe = uri.path().starts_with("/.well-known/oauth-")
+                || uri.path().starts_with("/.well-known/openid-configuration");
+            let description = if oauth_probe && !oauth {
+                "this server takes static bearer tokens (Authorization: Bearer TOKEN) and has no OAuth metadata"
+            } else {
+                "no such endpoint here; MCP is served at /mcp"
+            };
+            (
+                StatusCode::NOT_FOUND,
+                [(header::CONTENT_TYPE, "application/json")],
+                serde_json::json!({"error": "not_found", "error_description": description})
+                    .to_string(),
+            )
+        })
+        .layer(axum::middleware::from_fn_with_state(
+            extras.clone(),
+            admit_extras,
+        ))
 }
 
 /// `/healthz`, `/readyz` (not ready once `ready` is cleared, at shutdown)
