@@ -170,8 +170,9 @@ fn claims(issuer: &str, base: &str) -> Value {
 
 const CALL: &str = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"calculate","arguments":{"expression":"2*(3+4)"}}}"#;
 
-/// POSTs `CALL` to `/mcp` with `token`; the status, `WWW-Authenticate` and body.
-async fn call(base: &str, token: Option<&str>) -> (u16, String, String) {
+/// POSTs `CALL` (a `calculate` call) to `/mcp` with `token`; the status,
+/// `WWW-Authenticate` and body (the static-token tests use it too).
+pub(crate) async fn call(base: &str, token: Option<&str>) -> (u16, String, String) {
     let mut request = reqwest::Client::new()
         .post(format!("{base}/mcp"))
         .header("Content-Type", "application/json")

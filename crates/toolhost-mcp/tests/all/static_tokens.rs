@@ -9,6 +9,8 @@ use toolhost_mcp::server::TokenRole;
 use toolhost_mcp::{ClientToken, HttpOptions, HttpServer, McpServer, ServerOptions};
 use toolhost_runtime::Runtime;
 
+use crate::oauth::call;
+
 const TOKEN: &str = "s3cret-token";
 
 /// The calc plugin served over HTTP, taking `TOKEN`.
@@ -37,29 +39,6 @@ async fn serve() -> String {
     let base = format!("http://{}", bound.local_addr());
     tokio::spawn(bound.run(std::future::pending()));
     base
-}
-
-const CALL: &str = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"calculate","arguments":{"expression":"2*(3+4)"}}}"#;
-
-/// POSTs `CALL` to `/mcp` with `token`: status, `WWW-Authenticate`, body.
-async fn call(base: &str, token: Option<&str>) -> (u16, String, String) {
-    let mut request = reqwest::Client::new()
-        .post(format!("{base}/mcp"))
-        .header("Content-Type", "application/json")
-        .header("Accept", "application/json, text/event-stream")
-        .header("MCP-Protocol-Version", "2025-11-25")
-        .body(CALL);
-    if let Some(token) = token {
-        request = request.bearer_auth(token);
-    }
-    let response = request.send().await.unwrap();
-    let status = response.status().as_u16();
-    let challenge = response
-        .headers()
-        .get("www-authenticate")
-        .map(|v| v.to_str().unwrap().to_owned())
-        .unwrap_or_default();
-    (status, challenge, response.text().await.unwrap())
 }
 
 /// GETs `path`: status, `Content-Type`, body.
