@@ -62,12 +62,14 @@ pub(super) async fn admit_extras(
 ) -> Response {
     let started = std::time::Instant::now();
     let method = request.method().clone();
-    let path = request.uri().path().to_owned();
+    // A clone of the URI shares its bytes: no copy of the path per request.
+    let uri = request.uri().clone();
+    let path = uri.path();
     let response = admit_extra(gate, request, next).await;
     tracing::info!(
         target: "toolhost::mcp::access",
         %method,
-        path = logged(&path),
+        path = logged(path),
         status = response.status().as_u16(),
         micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
         "request"
@@ -240,18 +242,20 @@ impl Auth {
 pub(super) async fn admit(State(gate): State<Gate>, mut request: Request, next: Next) -> Response {
     let started = std::time::Instant::now();
     let method = request.method().clone();
-    let path = request.uri().path().to_owned();
+    // A clone of the URI shares its bytes: no copy of the path per request.
+    let uri = request.uri().clone();
+    let path = uri.path();
     if gate.auth.required() {
         let given = bearer(&request).map(str::to_owned);
-        let (identity, agent, asks) = match gate.auth.identify(given.as_deref(), &path).await {
+        let (identity, agent, asks) = match gate.auth.identify(given.as_deref(), path).await {
             Identified::Refused(refused) => {
                 if refused.status() == StatusCode::UNAUTHORIZED {
-                    tracing::info!(target: "toolhost::mcp::access", %method, path = logged(&path), status = 401, "refused: no valid bearer token");
+                    tracing::info!(target: "toolhost::mcp::access", %method, path = logged(path), status = 401, "refused: no valid bearer token");
                 }
                 return refused;
             }
             Identified::Token(client) if client.role == TokenRole::Operator => {
-                tracing::info!(target: "toolhost::mcp::access", %method, path = logged(&path), status = 403, "refused: an operator's token calls no tool");
+                tracing::info!(target: "toolhost::mcp::access", %method, path = logged(path), status = 403, "refused: an operator's token calls no tool");
                 return refusal(
                     StatusCode::FORBIDDEN,
                     -32001,
@@ -283,7 +287,7 @@ pub(super) async fn admit(State(gate): State<Gate>, mut request: Request, next: 
         .get::<ClientIdentity>()
         .map(|c| c.0.clone());
     let Ok(_slot) = gate.slots.clone().try_acquire_owned() else {
-        tracing::warn!(target: "toolhost::mcp::access", %method, path = logged(&path), status = 503, "refused: too many requests in flight");
+        tracing::warn!(target: "toolhost::mcp::access", %method, path = logged(path), status = 503, "refused: too many requests in flight");
         return refusal(
             StatusCode::SERVICE_UNAVAILABLE,
             -32000,
@@ -295,7 +299,7 @@ pub(super) async fn admit(State(gate): State<Gate>, mut request: Request, next: 
     tracing::info!(
         target: "toolhost::mcp::access",
         %method,
-        path = logged(&path),
+        path = logged(path),
         status = response.status().as_u16(),
         client = client.as_deref(),
         micros = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
