@@ -69,6 +69,17 @@ pub const EVERYTHING_SERVER_DEPS: [&str; 5] = [
     "zod@4.3.6",
     "tsx@4.21.0",
 ];
+/// The MCP clients people run (npm), each checked with its own commands
+/// against `host mcp` and `host serve` (`crates/toolhost-cli/tests/all/clients.rs`):
+/// Claude Code, Codex, Gemini CLI, Qwen Code and opencode. Claude Code and
+/// Qwen Code want Node 22 (the one below).
+pub const MCP_CLIENTS: [&str; 5] = [
+    "@anthropic-ai/claude-code@2.1.332",
+    "@openai/codex@0.171.0",
+    "@google/gemini-cli@0.61.0",
+    "@qwen-code/qwen-code@0.24.4",
+    "opencode-ai@1.18.33",
+];
 /// Node 22 as an npm package (the suite needs Node 22's `fs.globSync`; the
 /// machine's Node may be older): the binary of this machine's architecture.
 pub const NODE_22_VERSION: &str = "22.23.3";
@@ -111,6 +122,9 @@ pub struct Installed {
     /// The suite's reference "everything" server, beside its
     /// `node_modules` (run by `toolhost_test_support::conformance::everything`).
     pub everything: PathBuf,
+    /// Where the MCP clients' commands are (`claude`, `codex`, `gemini`,
+    /// `qwen`, `opencode`).
+    pub clients: PathBuf,
 }
 
 impl Installed {
@@ -152,6 +166,7 @@ impl Installed {
                 self.everything.clone().into(),
             ),
             ("TOOLHOST_TEST_NODE_DIR", self.node_dir.clone().into()),
+            ("TOOLHOST_TEST_CLIENTS", self.clients.clone().into()),
         ];
         if let Some(dir) = &self.bwrap_dir {
             let path = std::env::var_os("PATH").unwrap_or_default();
@@ -285,6 +300,19 @@ pub fn install(root: &Path) -> anyhow::Result<Installed> {
     } = conformance_suite(&dir)?;
     oidc_provider(&dir)?;
     let everything = everything_server(&dir)?;
+    let clients = npm_dir(
+        &dir.join("clients"),
+        &MCP_CLIENTS,
+        "the MCP clients (Claude Code, Codex, Gemini CLI, Qwen Code, opencode)",
+    )?
+    .join("node_modules/.bin");
+    for command in ["claude", "codex", "gemini", "qwen", "opencode"] {
+        anyhow::ensure!(
+            clients.join(command).exists(),
+            "npm did not install `{command}` into {}",
+            clients.display()
+        );
+    }
     let componentize_py = venv.join("bin").join("componentize-py");
     let registry = debian_package(DOCKER_REGISTRY, DOCKER_REGISTRY, "the OCI registry tests")?;
     let chromium = debian_package(CHROMIUM, CHROMIUM, "the console's browser test")?;
@@ -316,7 +344,36 @@ pub fn install(root: &Path) -> anyhow::Result<Installed> {
         containers,
         node22,
         everything,
+        clients,
     })
+}
+
+/// An npm project at `dir` with `packages`, made anew when the list
+/// changes (a marker naming them); returns `dir`. `what` names them in the
+/// error when npm fails.
+fn npm_dir(dir: &Path, packages: &[&str], what: &str) -> anyhow::Result<PathBuf> {
+    let marker = dir.join(format!(
+        ".installed-{}",
+        packages.join("+").replace(['/', '@', ':'], "_")
+    ));
+    if !marker.is_file() {
+        let _ = std::fs::remove_dir_all(dir);
+        std::fs::create_dir_all(dir)?;
+        std::fs::write(dir.join("package.json"), "{\"private\": true}\n")?;
+        run(Command::new("npm")
+            .current_dir(dir)
+            .args([
+                "install",
+                "--no-audit",
+                "--no-fund",
+                "--loglevel=error",
+                "--engine-strict=false",
+            ])
+            .args(packages))
+        .with_context(|| format!("installing {what} from npm"))?;
+        std::fs::write(&marker, "")?;
+    }
+    Ok(dir.to_path_buf())
 }
 
 /// The base image the container test builds the `Dockerfile` on: Debian
@@ -459,27 +516,8 @@ fn conformance_suite(tools: &Path) -> anyhow::Result<Suite> {
         SUPERGATEWAY.to_owned(),
         format!("{node_package}@{NODE_22_VERSION}"),
     ];
-    let marker = dir.join(format!(
-        ".installed-{}",
-        packages.join("+").replace(['/', '@', ':'], "_")
-    ));
-    if !marker.is_file() {
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir)?;
-        std::fs::write(dir.join("package.json"), "{\"private\": true}\n")?;
-        run(Command::new("npm")
-            .current_dir(&dir)
-            .args([
-                "install",
-                "--no-audit",
-                "--no-fund",
-                "--loglevel=error",
-                "--engine-strict=false",
-            ])
-            .args(&packages))
-        .context("installing the MCP conformance suite and Node 22 from npm")?;
-        std::fs::write(&marker, "")?;
-    }
+    let packages: Vec<&str> = packages.iter().map(String::as_str).collect();
+    npm_dir(&dir, &packages, "the MCP conformance suite and Node 22")?;
     let suite = dir.join("node_modules/@modelcontextprotocol/conformance/dist/index.js");
     let suite = Suite {
         conformance: suite,

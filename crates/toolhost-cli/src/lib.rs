@@ -12,6 +12,7 @@
 mod agent;
 mod approve;
 mod call_output;
+mod client_config;
 mod code_mode;
 mod commands;
 mod exit;

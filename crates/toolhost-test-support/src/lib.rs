@@ -16,6 +16,7 @@
 //! ```
 
 pub mod catalog;
+pub mod clients;
 pub mod conformance;
 pub mod container;
 pub mod fake_model;

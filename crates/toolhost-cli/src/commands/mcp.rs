@@ -1,11 +1,13 @@
 //! `host mcp`: serves every tool over MCP on stdin and stdout, for an MCP
 //! client that starts `host`; `host mcp login|logout NAME` signs in to (and
-//! out of) an external MCP server, loading nothing else.
+//! out of) an external MCP server, loading nothing else; `host mcp config
+//! CLIENT` prints what adds toolhost to that client (`client_config.rs`).
 
 use anyhow::{Context, bail};
 use clap::{Parser, Subcommand};
 
 use super::HostCommand;
+use crate::client_config::{self, Client, Transport};
 use crate::mcp_servers::{ServerEntry, SignIn};
 use crate::notices::{self, report_load_problems};
 use crate::setup::{self, Setup};
@@ -38,6 +40,32 @@ enum McpAction {
         /// The server's name.
         name: String,
     },
+    /// Print the configuration that adds toolhost to an MCP client, in the
+    /// client's own format: over stdio it starts `host … mcp` with the
+    /// plugins, config, policy, grants and limits given to this command
+    /// (paths made absolute); with `--url`, it connects to a running
+    /// `host serve`, the bearer token read from the variable
+    /// `--token-env` names (never written into the file). Where it goes
+    /// is printed on stderr.
+    Config {
+        /// The client: claude (Claude Code), codex, gemini (Gemini CLI),
+        /// qwen (Qwen Code), opencode.
+        #[arg(value_enum)]
+        client: Client,
+        /// Connect over HTTP to this `host serve` URL
+        /// (`http://127.0.0.1:8080/mcp`) instead of starting `host mcp`.
+        #[arg(long, value_name = "URL", value_parser = client_config::parse_url)]
+        url: Option<url::Url>,
+        /// With `--url`: the environment variable the client reads the
+        /// bearer token from, as `Authorization: Bearer …` (a server with
+        /// OAuth needs none).
+        #[arg(long, value_name = "VAR", requires = "url")]
+        token_env: Option<String>,
+        /// The server's name in the client's configuration (the prefix
+        /// of its tools' names there).
+        #[arg(long, value_name = "NAME", default_value = "toolhost")]
+        name: String,
+    },
 }
 
 /// Serving: one client over stdio, whose caller is elsewhere (no person to
@@ -56,11 +84,16 @@ impl HostCommand for Mcp {
     };
 
     fn exec(self, global: &Global) -> anyhow::Result<u8> {
-        if let Some(action) = &self.action {
-            // Signing in loads no plugins.
-            let rt = setup::tokio()?;
-            let servers = settings::mcp_servers(global)?;
-            return rt.block_on(login_or_logout(global, servers, action));
+        match self.action {
+            Some(McpAction::Config {
+                client,
+                url,
+                token_env,
+                name,
+            }) => return print_config(global, client, url, token_env, &name),
+            Some(McpAction::Login { name }) => return sign(global, Sign::In(name)),
+            Some(McpAction::Logout { name }) => return sign(global, Sign::Out(name)),
+            None => {}
         }
         let loaded = SERVING.load(global)?;
         report_load_problems(&loaded.runtime);
@@ -71,14 +104,55 @@ impl HostCommand for Mcp {
     }
 }
 
+/// `host mcp config CLIENT`: the snippet on stdout, where it goes on
+/// stderr; nothing is loaded or started.
+fn print_config(
+    global: &Global,
+    client: Client,
+    url: Option<url::Url>,
+    token_env: Option<String>,
+    name: &str,
+) -> anyhow::Result<u8> {
+    client_config::check_name(name)?;
+    if let Some(var) = &token_env {
+        client_config::check_env_name(var)?;
+    }
+    let transport = match url {
+        Some(url) => Transport::Http { url, token_env },
+        None => Transport::Stdio {
+            command: std::env::current_exe()
+                .and_then(std::fs::canonicalize)
+                .context("finding the `host` binary to start")?,
+            args: client_config::serving_args(global),
+        },
+    };
+    let (text, hint) = client_config::snippet(client, name, &transport);
+    crate::stdout::out!("{text}")?;
+    eprintln!("{hint}");
+    Ok(exit::OK)
+}
+
+/// `host mcp login NAME` or `host mcp logout NAME`.
+enum Sign {
+    In(String),
+    Out(String),
+}
+
+/// Signs in or out; loads no plugins.
+fn sign(global: &Global, sign: Sign) -> anyhow::Result<u8> {
+    let rt = setup::tokio()?;
+    let servers = settings::mcp_servers(global)?;
+    rt.block_on(login_or_logout(global, servers, sign))
+}
+
 /// `host mcp login NAME` and `host mcp logout NAME`.
 async fn login_or_logout(
     global: &Global,
     entries: Vec<ServerEntry>,
-    action: &McpAction,
+    sign: Sign,
 ) -> anyhow::Result<u8> {
-    match action {
-        McpAction::Login { name } => {
+    match sign {
+        Sign::In(name) => {
             let Some(entry) = entries.into_iter().find(|e| e.name() == name) else {
                 bail!(
                     "no MCP server is called `{name}` (give it with --mcp {name}=URL or in the config file's [[mcp-servers]])"
@@ -115,10 +189,10 @@ async fn login_or_logout(
             }
             Ok(exit::OK)
         }
-        McpAction::Logout { name } => {
+        Sign::Out(name) => {
             let dir = sign_in::token_dir(global);
-            let file = toolhost_mcp::client::token_file(name, &dir);
-            if toolhost_mcp::client::sign_out(name, &dir)
+            let file = toolhost_mcp::client::token_file(&name, &dir);
+            if toolhost_mcp::client::sign_out(&name, &dir)
                 .with_context(|| format!("removing {}", file.display()))?
             {
                 eprintln!("Signed out of `{name}`: removed {}.", file.display());

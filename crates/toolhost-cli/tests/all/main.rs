@@ -11,6 +11,7 @@ mod cli_output;
 mod cli_policy;
 mod cli_reload;
 mod cli_run;
+mod clients;
 mod code_mode;
 mod conformance;
 mod console;

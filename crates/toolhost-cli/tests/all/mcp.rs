@@ -7,6 +7,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
@@ -386,6 +387,8 @@ pub(crate) struct Served {
     pub(crate) base: String,
     /// What it printed to stderr before saying where it listens.
     pub(crate) said: Vec<String>,
+    /// What it printed to stderr after that (its log).
+    pub(crate) log: Arc<Mutex<Vec<String>>>,
 }
 
 impl Drop for Served {
@@ -438,8 +441,19 @@ pub(crate) fn serve_with_env(args: &[String], env: &[(&str, String)]) -> Served 
         said.push(line);
     };
     // Keep draining stderr so the server never blocks on it.
-    std::thread::spawn(move || for _ in lines {});
-    Served { child, base, said }
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let kept = log.clone();
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            kept.lock().unwrap().push(line);
+        }
+    });
+    Served {
+        child,
+        base,
+        said,
+        log,
+    }
 }
 
 /// A raw HTTP/1.1 request; returns the status code and the body.

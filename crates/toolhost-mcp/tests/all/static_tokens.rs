@@ -95,6 +95,8 @@ async fn the_oauth_probes_after_a_401_read_json_that_says_there_is_no_oauth() {
         "/.well-known/oauth-protected-resource/mcp",
         "/.well-known/oauth-authorization-server",
         "/.well-known/openid-configuration",
+        // Where opencode registers itself when it finds no metadata.
+        "/register",
     ] {
         let (status, kind, body) = get(&base, path).await;
         assert_eq!(status, 404, "{path}: {body}");

@@ -250,7 +250,15 @@ pub(super) async fn admit(State(gate): State<Gate>, mut request: Request, next: 
         let (identity, agent, asks) = match gate.auth.identify(given.as_deref(), path).await {
             Identified::Refused(refused) => {
                 if refused.status() == StatusCode::UNAUTHORIZED {
-                    tracing::info!(target: "toolhost::mcp::access", %method, path = logged(path), status = 401, "refused: no valid bearer token");
+                    // Said apart, as the 401's challenge says them apart: a
+                    // client that reports only "disconnected" (Gemini CLI,
+                    // Qwen Code) leaves the operator this line.
+                    let why = if given.is_some() {
+                        "refused: the bearer token is not one this server accepts"
+                    } else {
+                        "refused: no bearer token"
+                    };
+                    tracing::info!(target: "toolhost::mcp::access", %method, path = logged(path), status = 401, "{why}");
                 }
                 return refused;
             }

@@ -119,6 +119,21 @@ pub(super) fn oauth_metadata(oauth: Option<&ResourceServer>, extras: &ExtrasGate
     ))
 }
 
+/// What a static-token server answers an OAuth probe. Clients show it as
+/// the reason they could not connect (opencode shows the last answer of
+/// its sign-in attempt after a 401, not the 401): it says what to check.
+const STATIC_TOKENS_ONLY: &str = "this server takes static bearer tokens (Authorization: Bearer TOKEN), not OAuth: it has no OAuth metadata and registers no clients; a 401 from /mcp means the token sent is missing or not one it accepts";
+
+/// Whether `path` is where a client looks for OAuth after a 401: the
+/// metadata (RFC 9728, RFC 8414, OpenID Connect discovery) and the
+/// endpoints clients guess when there is none (dynamic registration,
+/// RFC 7591; `/authorize`, `/token`).
+fn oauth_probe(path: &str) -> bool {
+    path.starts_with("/.well-known/oauth-")
+        || path.starts_with("/.well-known/openid-configuration")
+        || matches!(path, "/register" | "/authorize" | "/token")
+}
+
 /// Every path no other router answers: 404 with an OAuth-style JSON error
 /// (`error`, `error_description`). A client that probes for OAuth
 /// metadata after a 401 (RFC 9728's well-known paths, RFC 8414's) reads
@@ -126,10 +141,8 @@ pub(super) fn oauth_metadata(oauth: Option<&ResourceServer>, extras: &ExtrasGate
 pub(super) fn not_found(oauth: bool, extras: &ExtrasGate) -> Router {
     Router::new()
         .fallback(move |uri: http::Uri| async move {
-            let oauth_probe = uri.path().starts_with("/.well-known/oauth-")
-                || uri.path().starts_with("/.well-known/openid-configuration");
-            let description = if oauth_probe && !oauth {
-                "this server takes static bearer tokens (Authorization: Bearer TOKEN) and has no OAuth metadata"
+            let description = if oauth_probe(uri.path()) && !oauth {
+                STATIC_TOKENS_ONLY
             } else {
                 "no such endpoint here; MCP is served at /mcp"
             };
