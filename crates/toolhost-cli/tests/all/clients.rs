@@ -321,16 +321,23 @@ fn codex_keeps_each_entry_as_host_mcp_config_printed_it() {
 
 /// The tools named `…calculate…` a client offered in a model request,
 /// sorted (one from `th-http`, one from `th-stdio`; `th-wrong` never
-/// connected).
+/// connected). A tool in a namespace (Codex's one per MCP server) is
+/// `NAMESPACE/NAME`.
 fn calculators(body: &Value) -> Vec<String> {
-    let mut names: Vec<String> = body["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|t| t["name"].as_str().or(t["function"]["name"].as_str()))
-        .filter(|n| n.contains("calculate"))
-        .map(str::to_owned)
-        .collect();
+    let mut names = Vec::new();
+    for tool in body["tools"].as_array().into_iter().flatten() {
+        if tool["type"] == "namespace" {
+            let space = tool["name"].as_str().unwrap_or_default();
+            for inner in tool["tools"].as_array().into_iter().flatten() {
+                if let Some(name) = inner["name"].as_str() {
+                    names.push(format!("{space}/{name}"));
+                }
+            }
+        } else if let Some(name) = tool["name"].as_str().or(tool["function"]["name"].as_str()) {
+            names.push(name.to_owned());
+        }
+    }
+    names.retain(|n| n.contains("calculate"));
     names.sort();
     names
 }
@@ -556,6 +563,123 @@ fn qwen_code_calls_a_tool_over_each_transport_and_the_audit_has_both() {
         String::from_utf8_lossy(&out.stderr)
     );
     let said = format!("{said}\n--- tools offered\n{}", offered(&model));
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("42, twice"), "{said}");
+    assert_audited_both(&scene, &said);
+}
+
+/// One Responses API event stream (`event: TYPE`, its data), as Codex reads it.
+fn responses_sse(items: &[Value]) -> String {
+    let mut events = vec![json!({"type": "response.created", "response": {"id": "resp_1"}})];
+    events.extend(
+        items
+            .iter()
+            .map(|item| json!({"type": "response.output_item.done", "item": item})),
+    );
+    events.push(json!({"type": "response.completed", "response": {"id": "resp_1", "usage": {"input_tokens": 10, "input_tokens_details": null, "output_tokens": 5, "output_tokens_details": null, "total_tokens": 15}}}));
+    anthropic_sse(&events)
+}
+
+#[test]
+fn codex_calls_a_tool_over_each_transport_and_the_audit_has_both() {
+    let scene = Scene::new();
+    scene.configure(Client::Codex);
+    let model = ModelServer::start_replies(|_, received| {
+        scripted(
+            received,
+            |body| {
+                body["input"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter(|i| i["type"] == "function_call_output")
+                    .count()
+            },
+            |qualified, _| {
+                let (space, name) = qualified.split_once('/').unwrap_or(("", qualified));
+                let id = qualified.replace('/', "_");
+                responses_sse(&[
+                    json!({"type": "function_call", "id": format!("fc_{id}"), "call_id": format!("call_{id}"), "namespace": space, "name": name, "arguments": "{\"expression\": \"6*7\"}"}),
+                ])
+            },
+            |_, text| {
+                responses_sse(&[
+                    json!({"type": "message", "role": "assistant", "id": "msg_1", "content": [{"type": "output_text", "text": text}]}),
+                ])
+            },
+        )
+    });
+    // The scripted model, before the servers `host mcp config` wrote.
+    let config = scene.home.path().join(".codex/config.toml");
+    let servers = std::fs::read_to_string(&config).unwrap();
+    write_file(
+        &config,
+        &format!(
+            "model = \"fake-model\"\nmodel_provider = \"fake\"\n\n[model_providers.fake]\n\
+             name = \"fake\"\nbase_url = \"http://127.0.0.1:{}/v1\"\nenv_key = \"FAKE_MODEL_KEY\"\n\
+             wire_api = \"responses\"\n\n{servers}",
+            model.port
+        ),
+    );
+    let out = scene
+        .client(
+            Client::Codex,
+            &[
+                "exec",
+                "--skip-git-repo-check",
+                "--dangerously-bypass-approvals-and-sandbox",
+                "What is 6*7? Ask both calculators.",
+            ],
+        )
+        .env("FAKE_MODEL_KEY", "fake-key")
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}\n--- tools offered\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        offered(&model)
+    );
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("42, twice"), "{said}");
+    assert_audited_both(&scene, &said);
+    // Codex reports the wrong token's entry with toolhost's reason.
+    assert!(
+        said.contains("the bearer token is not one this server accepts"),
+        "{said}"
+    );
+}
+
+#[test]
+fn opencode_calls_a_tool_over_each_transport_and_the_audit_has_both() {
+    let scene = Scene::new();
+    scene.configure(Client::Opencode);
+    let model = ModelServer::start_replies(|_, received| openai_scripted(received));
+    // The scripted model as an OpenAI-compatible provider, beside the
+    // servers `host mcp config` wrote.
+    let file = scene.project.path().join("opencode.json");
+    let mut config: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    config["provider"] = json!({"fake": {
+        "npm": "@ai-sdk/openai-compatible",
+        "name": "fake",
+        "options": {"baseURL": format!("http://127.0.0.1:{}/v1", model.port), "apiKey": "fake-key"},
+        "models": {"fake-model": {"name": "fake model", "tool_call": true}},
+    }});
+    config["model"] = json!("fake/fake-model");
+    write_json(&file, &config);
+    let out = scene
+        .client(
+            Client::Opencode,
+            &["run", "What is 6*7? Ask both calculators."],
+        )
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}\n--- tools offered\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        offered(&model)
+    );
     assert!(out.status.success(), "{said}");
     assert!(said.contains("42, twice"), "{said}");
     assert_audited_both(&scene, &said);
