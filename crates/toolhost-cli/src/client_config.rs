@@ -15,7 +15,8 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::shared_flags::Global;
 
@@ -210,112 +211,155 @@ fn absolute_grant(grant: &str) -> String {
     format!("{plugin}={}{mode}", absolute(Path::new(path)))
 }
 
+/// One server's entry, in the order a person reads it (serde keeps a
+/// struct's field order; a JSON map would sort the keys).
+#[derive(Serialize)]
+struct Entry<'a> {
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    kind: Option<&'static str>,
+    /// A command and its arguments (opencode: one list, `command` first).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    command: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    args: Option<&'a [String]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    url: Option<&'a str>,
+    /// Gemini CLI's and Qwen Code's name for a Streamable HTTP URL.
+    #[serde(rename = "httpUrl", skip_serializing_if = "Option::is_none")]
+    http_url: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bearer_token_env_var: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    headers: Option<Headers>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    enabled: Option<bool>,
+}
+
+#[derive(Serialize)]
+struct Headers {
+    #[serde(rename = "Authorization")]
+    authorization: String,
+}
+
+/// A file of one server: `{ KEY: { NAME: ENTRY } }`, with opencode's
+/// `$schema` first.
+#[derive(Serialize)]
+struct File<'a> {
+    #[serde(rename = "$schema", skip_serializing_if = "Option::is_none")]
+    schema: Option<&'static str>,
+    #[serde(flatten)]
+    servers:
+        std::collections::BTreeMap<&'static str, std::collections::BTreeMap<&'a str, Entry<'a>>>,
+}
+
 /// The snippet for `client` (printed on stdout), and where it goes (for
 /// stderr).
 pub fn snippet(client: Client, name: &str, transport: &Transport) -> (String, String) {
-    match client {
-        Client::Claude => {
-            let entry = match transport {
-                Transport::Stdio { command, args } => {
-                    json!({"type": "stdio", "command": command, "args": args})
-                }
-                Transport::Http { url, token_env } => {
-                    let mut entry = json!({"type": "http", "url": url.as_str()});
-                    if let Some(var) = token_env {
-                        entry["headers"] = json!({"Authorization": format!("Bearer ${{{var}}}")});
-                    }
-                    entry
-                }
-            };
-            let hint = format!(
-                "Claude Code: save this as .mcp.json in your project (claude asks once to approve it), \
-                 or add it for yourself alone with: claude mcp add-json {name} '{}'",
-                entry.to_string().replace('\'', r"'\''")
-            );
-            (pretty(&json!({"mcpServers": {name: entry}})), hint)
+    let mut entry = Entry {
+        kind: None,
+        command: None,
+        args: None,
+        url: None,
+        http_url: None,
+        bearer_token_env_var: None,
+        headers: None,
+        enabled: None,
+    };
+    // How each client writes a variable in a header.
+    let bearer = |var: &str| {
+        let reference = match client {
+            Client::Claude => format!("${{{var}}}"),
+            Client::Gemini | Client::Qwen => format!("${var}"),
+            Client::Opencode => format!("{{env:{var}}}"),
+            Client::Codex => var.to_owned(),
+        };
+        Headers {
+            authorization: format!("Bearer {reference}"),
         }
-        Client::Codex => {
-            let mut table = toml::Table::new();
-            match transport {
-                Transport::Stdio { command, args } => {
-                    table.insert("command".into(), command.display().to_string().into());
-                    table.insert(
-                        "args".into(),
-                        toml::Value::Array(args.iter().map(|a| a.clone().into()).collect()),
-                    );
-                }
-                Transport::Http { url, token_env } => {
-                    table.insert("url".into(), url.as_str().into());
-                    if let Some(var) = token_env {
-                        table.insert("bearer_token_env_var".into(), var.clone().into());
-                    }
-                }
-            }
-            let mut servers = toml::Table::new();
-            servers.insert(name.to_owned(), toml::Value::Table(table));
-            let mut doc = toml::Table::new();
-            doc.insert("mcp_servers".into(), toml::Value::Table(servers));
-            (
-                toml::to_string(&doc).unwrap_or_default(),
-                "Codex: add this to ~/.codex/config.toml".to_owned(),
-            )
-        }
-        Client::Gemini | Client::Qwen => {
-            let entry = match transport {
-                Transport::Stdio { command, args } => json!({"command": command, "args": args}),
-                Transport::Http { url, token_env } => {
-                    let mut entry = json!({"httpUrl": url.as_str()});
-                    if let Some(var) = token_env {
-                        entry["headers"] = json!({"Authorization": format!("Bearer ${var}")});
-                    }
-                    entry
-                }
-            };
-            let dir = if client == Client::Gemini {
-                "Gemini CLI: merge this into ~/.gemini/settings.json (or .gemini/settings.json in a project); \
-                 the folder must be trusted, or it starts no MCP server"
+    };
+    match transport {
+        Transport::Stdio { command, args } => {
+            let command = command.display().to_string();
+            if client == Client::Opencode {
+                let mut line = vec![Value::from(command)];
+                line.extend(args.iter().map(|a| Value::from(a.as_str())));
+                entry.command = Some(Value::Array(line));
             } else {
-                "Qwen Code: merge this into ~/.qwen/settings.json (or .qwen/settings.json in a project)"
-            };
-            (
-                pretty(&json!({"mcpServers": {name: entry}})),
-                dir.to_owned(),
-            )
+                entry.command = Some(Value::from(command));
+                entry.args = Some(args);
+            }
         }
-        Client::Opencode => {
-            let entry = match transport {
-                Transport::Stdio { command, args } => {
-                    let mut line = vec![Value::from(command.display().to_string())];
-                    line.extend(args.iter().map(|a| Value::from(a.as_str())));
-                    json!({"type": "local", "command": line, "enabled": true})
-                }
-                Transport::Http { url, token_env } => {
-                    let mut entry = json!({"type": "remote", "url": url.as_str(), "enabled": true});
-                    if let Some(var) = token_env {
-                        entry["headers"] =
-                            json!({"Authorization": format!("Bearer {{env:{var}}}")});
-                    }
-                    entry
-                }
-            };
-            (
-                pretty(&json!({"$schema": "https://opencode.ai/config.json", "mcp": {name: entry}})),
-                "opencode: merge this into opencode.json in your project (or ~/.config/opencode/opencode.json)"
-                    .to_owned(),
-            )
+        Transport::Http { url, .. } => match client {
+            Client::Gemini | Client::Qwen => entry.http_url = Some(url.as_str()),
+            _ => entry.url = Some(url.as_str()),
+        },
+    }
+    if let Transport::Http {
+        token_env: Some(var),
+        ..
+    } = transport
+    {
+        if client == Client::Codex {
+            entry.bearer_token_env_var = Some(var);
+        } else {
+            entry.headers = Some(bearer(var));
         }
     }
-}
-
-fn pretty(value: &Value) -> String {
-    let mut text = serde_json::to_string_pretty(value).unwrap_or_default();
-    text.push('\n');
-    text
+    let stdio = matches!(transport, Transport::Stdio { .. });
+    match client {
+        Client::Claude => entry.kind = Some(if stdio { "stdio" } else { "http" }),
+        Client::Opencode => {
+            entry.kind = Some(if stdio { "local" } else { "remote" });
+            entry.enabled = Some(true);
+        }
+        _ => {}
+    }
+    let (key, schema) = match client {
+        Client::Codex => ("mcp_servers", None),
+        Client::Opencode => ("mcp", Some("https://opencode.ai/config.json")),
+        _ => ("mcpServers", None),
+    };
+    let hint = match client {
+        Client::Claude => format!(
+            "Claude Code: save this as .mcp.json in your project (claude asks once to approve it), \
+             or add it for yourself alone with: claude mcp add-json {name} '{}'",
+            serde_json::to_string(&entry)
+                .unwrap_or_default()
+                .replace('\'', r"'\''")
+        ),
+        Client::Codex => "Codex: add this to ~/.codex/config.toml".to_owned(),
+        Client::Gemini => "Gemini CLI: merge this into ~/.gemini/settings.json (or .gemini/settings.json in a project); \
+             the folder must be trusted, or it starts no MCP server"
+            .to_owned(),
+        Client::Qwen => {
+            "Qwen Code: merge this into ~/.qwen/settings.json (a project's .qwen/settings.json waits for approval)"
+                .to_owned()
+        }
+        Client::Opencode => {
+            "opencode: merge this into opencode.json in your project (or ~/.config/opencode/opencode.json)"
+                .to_owned()
+        }
+    };
+    let file = File {
+        schema,
+        servers: [(key, [(name, entry)].into_iter().collect())]
+            .into_iter()
+            .collect(),
+    };
+    let text = if client == Client::Codex {
+        toml::to_string(&file).unwrap_or_default()
+    } else {
+        let mut text = serde_json::to_string_pretty(&file).unwrap_or_default();
+        text.push('\n');
+        text
+    };
+    (text, hint)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn http(token_env: Option<&str>) -> Transport {
         Transport::Http {

@@ -684,3 +684,55 @@ fn opencode_calls_a_tool_over_each_transport_and_the_audit_has_both() {
     assert!(said.contains("42, twice"), "{said}");
     assert_audited_both(&scene, &said);
 }
+
+#[test]
+fn the_clients_page_shows_what_host_mcp_config_prints_for_every_client() {
+    let page = std::fs::read_to_string(root().join("docs/guide/clients.md")).unwrap();
+    let exe = Path::new(env!("CARGO_BIN_EXE_host"))
+        .canonicalize()
+        .unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    for client in ["claude", "codex", "gemini", "qwen", "opencode"] {
+        for args in [
+            &[
+                "--plugins",
+                "/path/to/plugins",
+                "--policy",
+                "/path/to/policy.toml",
+                "mcp",
+                "config",
+                client,
+            ][..],
+            &[
+                "mcp",
+                "config",
+                client,
+                "--url",
+                "https://tools.example.com/mcp",
+                "--token-env",
+                "TOOLHOST_TOKEN",
+            ][..],
+        ] {
+            // Values from the environment become flags too: none here.
+            let out = host(cache.path())
+                .env_remove("TOOLHOST_CACHE_DIR")
+                .env_remove("TOOLHOST_LOCK")
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let printed = String::from_utf8(out.stdout)
+                .unwrap()
+                .replace(&exe.display().to_string(), "/usr/local/bin/host");
+            assert!(
+                page.contains(&printed),
+                "docs/guide/clients.md does not show what `host {}` prints:\n{printed}",
+                args.join(" ")
+            );
+        }
+    }
+}
