@@ -23,16 +23,23 @@
 //! - `layering`: no circle between the crates or between any crate's
 //!   modules, and the seams that must stay open (`layering.rs`); `test`
 //!   runs it after formatting.
+//! - `dist`: the release binary packaged as a Python wheel, npm packages
+//!   and an MCP Bundle, into `target/dist/` (`dist.rs`); `test` makes them
+//!   and tests each installed.
+//! - `package-check`: every library crate packed with `cargo package` and
+//!   built from its packed files alone (`package.rs`); `test` runs it.
 //! - `eval`: the agent loop against a real model server, on the tasks of
 //!   `xtask/eval/tasks.toml` (`eval.rs`); not part of `test`.
 //!
 //! Each installs the `wasm32-wasip2` target when it is missing.
 
+mod dist;
 mod eval;
 mod gate;
 mod golang;
 mod layering;
 mod outside;
+mod package;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -64,9 +71,14 @@ fn main() -> anyhow::Result<()> {
         Some("eval") => eval::eval(&root, &args[1..]),
         Some("test-env") => test_env(&root),
         Some("layering") => layering::check(&root),
+        Some("package-check") => package::check(&root),
+        Some("dist") => {
+            plugins(&root)?;
+            dist::dist(&root, &args[1..])
+        }
         _ => {
             eprintln!(
-                "usage: cargo xtask <plugins|plugins-foreign|test|demo|bench|bench-gate|eval>\n\
+                "usage: cargo xtask <plugins|plugins-foreign|test|demo|bench|bench-gate|eval|layering|dist|package-check|test-env>\n\
                  \n  plugins   build the example and fixture plugins into target/plugins and target/fixtures\
                  \n  plugins-foreign  install componentize-py/-js and Go into target/tools and build the Python, JS and Go plugins into target/{{plugins,fixtures}}-{{py,js,go}}\
                  \n  test      build the plugins and run fmt, clippy and every test\
@@ -74,6 +86,8 @@ fn main() -> anyhow::Result<()> {
                  \n  bench     build the plugins and run the benchmarks (args go to criterion)\
                  \n  bench-gate  the performance gate: quick ratios against benches/gate.toml (--record writes it and the table in docs/benchmarks.md)\
                  \n  eval      the agent loop's tasks against a model server (--base-url URL --model NAME; xtask/src/eval.rs)\
+                 \n  dist      the release binary as a Python wheel, npm packages and an MCP Bundle, into target/dist (xtask/src/dist.rs)\
+                 \n  package-check  pack every library crate with cargo package and build it from its packed files (xtask/src/package.rs)\
                  \n  layering  check that no crates or modules import each other in a circle and the seams hold (xtask/src/layering.rs)\
                  \n  test-env  install the outside tools and print, as shell exports, the variables the tests read (`eval \"$(cargo xtask test-env)\"`, then one `cargo test`)"
             );
@@ -290,6 +304,9 @@ fn test(root: &Path, extra: &[String]) -> anyhow::Result<()> {
         .current_dir(root.join("crates").join("toolhost-sdk"))
         .env("CARGO_TARGET_DIR", &target_dir)
         .args(["clippy", "--all-targets", "--", "-D", "warnings"]))?;
+    timed("the library crates, packed (package.rs)", || {
+        package::check(root)
+    })?;
     // Guest-side logic (the SDK and the plugins' pure modules) runs natively.
     // Not the program runner's: a native build of its JavaScript engine
     // (Boa) costs minutes for tests that the runtime's `code_mode` tests
@@ -308,6 +325,9 @@ fn test(root: &Path, extra: &[String]) -> anyhow::Result<()> {
     let installed = timed("install the outside tools (outside.rs)", || {
         outside::install(root)
     })?;
+    timed("lint the release workflow (outside.rs)", || {
+        outside::lint_workflows(root)
+    })?;
     timed("build the Python plugins", || {
         outside::python_plugins(root, &installed)
     })?;
@@ -325,10 +345,17 @@ fn test(root: &Path, extra: &[String]) -> anyhow::Result<()> {
     timed("the performance gate (gate.rs: build and bench)", || {
         gate::bench_gate(root, &[])
     })?;
+    // The wheel, the npm packages and the MCP Bundle, which the CLI's
+    // tests install (`tests/all/dist.rs`).
+    timed(
+        "the packages (dist.rs: release build, wheel, npm, bundle)",
+        || dist::dist(root, &[]),
+    )?;
     print_times(started);
     let mut cmd = cargo();
     cmd.current_dir(root).args(["test", "--workspace"]);
     installed.export(&mut cmd);
+    cmd.env("TOOLHOST_TEST_DIST", root.join("target/dist"));
     cmd.args(extra);
     run(&mut cmd)
 }

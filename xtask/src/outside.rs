@@ -80,6 +80,13 @@ pub const MCP_CLIENTS: [&str; 5] = [
     "@qwen-code/qwen-code@0.24.4",
     "opencode-ai@1.18.33",
 ];
+/// uv (PyPI): `uvx --from toolhost-….whl toolhost` is how a user runs
+/// the wheel `cargo xtask dist` makes.
+pub const UV: &str = "uv==0.13.8";
+/// The release workflow's linters (PyPI, binary wheels, offline): the
+/// GitHub workflow schema (check-jsonschema vendors it) and zizmor's
+/// security audits.
+pub const WORKFLOW_LINTERS: [&str; 2] = ["check-jsonschema==0.39.0", "zizmor==1.32.0"];
 /// Node 22 as an npm package (the suite needs Node 22's `fs.globSync`; the
 /// machine's Node may be older): the binary of this machine's architecture.
 pub const NODE_22_VERSION: &str = "22.23.3";
@@ -225,6 +232,7 @@ pub fn install(root: &Path) -> anyhow::Result<Installed> {
         "the Kubernetes manifests' validator",
     )?
     .with_file_name("kubernetes-validate");
+    pip_venv(&dir.join("uv"), &[UV], "uv")?;
     let venv = dir.join("py");
     let python = pip_venv(
         &venv,
@@ -351,7 +359,7 @@ pub fn install(root: &Path) -> anyhow::Result<Installed> {
 /// An npm project at `dir` with `packages`, made anew when the list
 /// changes (a marker naming them); returns `dir`. `what` names them in the
 /// error when npm fails.
-fn npm_dir(dir: &Path, packages: &[&str], what: &str) -> anyhow::Result<PathBuf> {
+pub(crate) fn npm_dir(dir: &Path, packages: &[&str], what: &str) -> anyhow::Result<PathBuf> {
     let marker = dir.join(format!(
         ".installed-{}",
         packages.join("+").replace(['/', '@', ':'], "_")
@@ -374,6 +382,29 @@ fn npm_dir(dir: &Path, packages: &[&str], what: &str) -> anyhow::Result<PathBuf>
         std::fs::write(&marker, "")?;
     }
     Ok(dir.to_path_buf())
+}
+
+/// Lints every workflow in `.github/workflows/` with [`WORKFLOW_LINTERS`]
+/// (installed into `target/tools/lint/`).
+pub fn lint_workflows(root: &Path) -> anyhow::Result<()> {
+    let python = pip_venv(
+        &root.join("target/tools/lint"),
+        &WORKFLOW_LINTERS,
+        "the workflow linters",
+    )?;
+    let bin = python.parent().map(Path::to_path_buf).unwrap_or_default();
+    let mut workflows: Vec<PathBuf> = std::fs::read_dir(root.join(".github/workflows"))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "yml" || e == "yaml"))
+        .collect();
+    workflows.sort();
+    anyhow::ensure!(!workflows.is_empty(), "no workflow in .github/workflows");
+    run(Command::new(bin.join("check-jsonschema"))
+        .args(["--builtin-schema", "vendor.github-workflows"])
+        .args(&workflows))?;
+    run(Command::new(bin.join("zizmor"))
+        .args(["--offline", "--no-progress"])
+        .args(&workflows))
 }
 
 /// The base image the container test builds the `Dockerfile` on: Debian

@@ -229,7 +229,7 @@ pub mod prelude {
 #[allow(unsafe_code, missing_docs, clippy::all)]
 pub mod bindings {
     wit_bindgen::generate!({
-        path: "../../wit",
+        path: "wit",
         world: "tool-plugin",
         pub_export_macro: true,
         default_bindings_module: "toolhost_sdk::bindings",

@@ -17,6 +17,7 @@ mod conformance;
 mod console;
 mod container;
 mod deploy;
+mod dist;
 mod docs;
 mod explain;
 mod interrupted_writes;

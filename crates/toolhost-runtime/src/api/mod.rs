@@ -15,7 +15,7 @@
 //! Adding contract 0.5.0 (as 0.4.0 was added):
 //! 1. copy the current `wit/plugin.wit` to `wit/0.4.0/` (frozen) and point
 //!    `v0_4.rs`'s `path` (and its hook module's) there;
-//! 2. add `v0_5.rs`: `version_bindings! { path: "../../wit", version: (0, 5, 0) }`
+//! 2. add `v0_5.rs`: `version_bindings! { path: "wit", version: (0, 5, 0) }`
 //!    plus its `impl From` conversions (or an `include!` of the previous
 //!    version's when the types did not change) and a `hook` module;
 //! 3. add `V0_5 => v0_5` first in `contract_versions!` and in

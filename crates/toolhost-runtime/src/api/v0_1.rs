@@ -4,7 +4,7 @@
 use super::types::{Annotations, RawContext, RawOutcome, RawToolSpec};
 
 version_bindings! {
-    path: "../../wit/0.1.0",
+    path: "wit/0.1.0",
     version: (0, 1, 0),
 }
 

@@ -5,7 +5,7 @@
 use super::types::{Annotations, RawContext, RawOutcome, RawToolSpec};
 
 version_bindings! {
-    path: "../../wit/0.2.0",
+    path: "wit/0.2.0",
     version: (0, 2, 0),
 }
 
@@ -69,7 +69,7 @@ pub(crate) mod hook {
 
     wasmtime::component::bindgen!({
         world: "hook-plugin",
-        path: "../../wit/0.2.0",
+        path: "wit/0.2.0",
         exports: { default: async },
         with: {
             "toolhost:plugin/types": super::toolhost::plugin::types,

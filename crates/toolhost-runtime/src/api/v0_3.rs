@@ -4,7 +4,7 @@
 //! both worlds. The conversions are shared with 0.4.0 (`since_v0_3.rs`).
 
 version_bindings! {
-    path: "../../wit/0.3.0",
+    path: "wit/0.3.0",
     version: (0, 3, 0),
 }
 
@@ -17,7 +17,7 @@ include!("since_v0_3.rs");
 pub(crate) mod hook {
     wasmtime::component::bindgen!({
         world: "hook-plugin",
-        path: "../../wit/0.3.0",
+        path: "wit/0.3.0",
         exports: { default: async },
         with: {
             "toolhost:plugin/types": super::toolhost::plugin::types,

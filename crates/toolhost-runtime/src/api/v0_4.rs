@@ -4,7 +4,7 @@
 //! the conversions are shared (`since_v0_3.rs`).
 
 version_bindings! {
-    path: "../../wit",
+    path: "wit",
     version: (0, 4, 0),
     imports: { "toolhost:plugin/tools": async },
 }
@@ -85,7 +85,7 @@ fn spec_to_wit(tool: &crate::tool::ToolInfo) -> wit::ToolSpec {
 pub(crate) mod hook {
     wasmtime::component::bindgen!({
         world: "hook-plugin",
-        path: "../../wit",
+        path: "wit",
         exports: { default: async },
         with: {
             "toolhost:plugin/types": super::toolhost::plugin::types,
