@@ -6,7 +6,8 @@
 //! crates are unpacked into a workspace of their own whose dependencies on
 //! each other point at the unpacked copies, and built from there,
 //! offline: a crate that reads a file outside its directory (`wit/`, a
-//! template) fails here as it would on crates.io.
+//! template) fails here as it would on crates.io. The guest SDK
+//! (`crates/toolhost-sdk`) goes through `cargo package` whole.
 
 use std::path::Path;
 use std::process::Command;
@@ -82,5 +83,12 @@ pub fn check(root: &Path) -> anyhow::Result<()> {
         .current_dir(&unpacked)
         .env("CARGO_TARGET_DIR", root.join("target"))
         .args(["check", "--workspace", "--offline"]))
-    .context("a packed crate does not build from its own files")
+    .context("a packed crate does not build from its own files")?;
+    // The guest SDK (a workspace of its own) depends on crates.io alone:
+    // `cargo package`'s own verification builds it from its packed files.
+    run(cargo()
+        .current_dir(root.join("crates/toolhost-sdk"))
+        .env("CARGO_TARGET_DIR", root.join("target"))
+        .args(["package", "--allow-dirty", "--offline"]))
+    .context("the SDK does not build from its packed files")
 }
