@@ -26,6 +26,9 @@
 //! - `dist`: the release binary packaged as a Python wheel, npm packages
 //!   and an MCP Bundle, into `target/dist/` (`dist.rs`); `test` makes them
 //!   and tests each installed.
+//! - `install-bench`: from installing each package of `dist` to the first
+//!   answer through an MCP client, against the binary in place; writes
+//!   the table in `docs/benchmarks.md` (`install_bench.rs`).
 //! - `package-check`: every library crate packed with `cargo package` and
 //!   built from its packed files alone (`package.rs`); `test` runs it.
 //! - `eval`: the agent loop against a real model server, on the tasks of
@@ -37,6 +40,7 @@ mod dist;
 mod eval;
 mod gate;
 mod golang;
+mod install_bench;
 mod layering;
 mod outside;
 mod package;
@@ -72,6 +76,7 @@ fn main() -> anyhow::Result<()> {
         Some("test-env") => test_env(&root),
         Some("layering") => layering::check(&root),
         Some("package-check") => package::check(&root),
+        Some("install-bench") => install_bench::bench(&root, &args[1..]),
         Some("dist") => {
             plugins(&root)?;
             dist::dist(&root, &args[1..])
@@ -87,6 +92,7 @@ fn main() -> anyhow::Result<()> {
                  \n  bench-gate  the performance gate: quick ratios against benches/gate.toml (--record writes it and the table in docs/benchmarks.md)\
                  \n  eval      the agent loop's tasks against a model server (--base-url URL --model NAME; xtask/src/eval.rs)\
                  \n  dist      the release binary as a Python wheel, npm packages and an MCP Bundle, into target/dist (xtask/src/dist.rs)\
+                 \n  install-bench  time each package of target/dist from install to the first answer, into docs/benchmarks.md (xtask/src/install_bench.rs)\
                  \n  package-check  pack every library crate with cargo package and build it from its packed files (xtask/src/package.rs)\
                  \n  layering  check that no crates or modules import each other in a circle and the seams hold (xtask/src/layering.rs)\
                  \n  test-env  install the outside tools and print, as shell exports, the variables the tests read (`eval \"$(cargo xtask test-env)\"`, then one `cargo test`)"
