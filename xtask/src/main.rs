@@ -259,6 +259,11 @@ fn plugins(root: &Path) -> anyhow::Result<()> {
             let wasm = dest.join(format!("{name}.wasm"));
             copy_if_changed(&artifact, &wasm)?;
             copy_if_changed(&dir.join("plugin.toml"), &dest.join(format!("{name}.toml")))?;
+            // A plain component's own WIT, for its docs.
+            let wit = dir.join(format!("{name}.wit"));
+            if wit.is_file() {
+                copy_if_changed(&wit, &dest.join(format!("{name}.wit")))?;
+            }
         }
         eprintln!("xtask: plugins in {}", dest.display());
     }

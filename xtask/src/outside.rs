@@ -769,12 +769,28 @@ pub fn js_plugins(root: &Path, installed: &Installed) -> anyhow::Result<()> {
             let stage = stage_root.join(name);
             stage_js(dir, &helper, &stage)
                 .with_context(|| format!("staging {} in {}", dir.display(), stage.display()))?;
+            // A plain component (`NAME.wit` beside `app.js`) is built
+            // against its own world, not the contract.
+            let own = dir.join(format!("{}.wit", name.to_string_lossy()));
+            let (wit, world) = if own.is_file() {
+                let text = std::fs::read_to_string(&own)?;
+                let world = text
+                    .lines()
+                    .find_map(|l| l.trim().strip_prefix("world "))
+                    .and_then(|rest| rest.split_whitespace().next())
+                    .with_context(|| format!("{} names no world", own.display()))?
+                    .to_owned();
+                (own, world)
+            } else {
+                (wit.clone(), "tool-plugin".to_owned())
+            };
             run(Command::new("node")
                 .current_dir(&stage)
                 .arg(&script)
                 .arg(stage.join("app.js"))
                 .arg(&wit)
-                .arg(wasm))
+                .arg(wasm)
+                .arg(world))
         })?;
     }
     Ok(())
@@ -841,9 +857,12 @@ pub(crate) fn foreign_plugins(
         if modified(&wasm).is_none_or(|built| newest_source.is_some_and(|s| s > built)) {
             build(&dir, &wasm).with_context(|| format!("building the plugin {}", dir.display()))?;
         }
-        let manifest = dir.join(format!("{name}.toml"));
-        if manifest.is_file() {
-            std::fs::copy(&manifest, out.join(format!("{name}.toml")))?;
+        // The manifest, and a plain component's own WIT (its docs).
+        for ext in ["toml", "wit"] {
+            let beside = dir.join(format!("{name}.{ext}"));
+            if beside.is_file() {
+                std::fs::copy(&beside, out.join(format!("{name}.{ext}")))?;
+            }
         }
     }
     eprintln!("xtask: plugins of {} in {}", src.display(), out.display());

@@ -70,6 +70,11 @@ impl Plugin {
         matches!(self.pre, Linked::Hook(_))
     }
 
+    /// Whether it is a plain component (no contract; `api/plain/`).
+    pub fn is_plain(&self) -> bool {
+        matches!(self.pre, Linked::Tool(api::PluginPre::Plain(_)))
+    }
+
     /// The tool source behind it, when it is not a component (`source.rs`).
     pub fn source(&self) -> Option<&Arc<dyn crate::source::ToolSource>> {
         match &self.pre {
@@ -314,14 +319,32 @@ impl Loader {
         };
         let (content_key, component) = component;
         let component = component.map_err(|e| LoadError::NotAComponent(format!("{e:#}")))?;
-        let api_version = api::detect_version(&self.engine, &component)?;
         let kind = api::detect_kind(&self.engine, &component);
+        let api_version = match kind {
+            // A plain component was built against no contract version.
+            ComponentKind::Plain => semver::Version::new(0, 0, 0),
+            ComponentKind::Tool | ComponentKind::Hook => {
+                api::detect_version(&self.engine, &component)?
+            }
+        };
         let pre = match kind {
             ComponentKind::Tool => {
                 Linked::Tool(PluginPre::new(&self.linkers, &component, &api_version)?)
             }
             ComponentKind::Hook => {
                 Linked::Hook(HookPre::new(&self.linkers.hooks, &component, &api_version)?)
+            }
+            ComponentKind::Plain => {
+                let docs = api::plain::WitDocs::beside(path).unwrap_or_else(|why| {
+                    tracing::warn!(plugin = %name, "the WIT beside it gives no docs: {why}");
+                    api::plain::WitDocs::default()
+                });
+                let exports =
+                    api::plain::PlainExports::read(&self.engine, &component, &|p| docs.of(p))?;
+                for (function, why) in &exports.skipped {
+                    tracing::warn!(plugin = %name, function, "not a tool: {why}");
+                }
+                Linked::Tool(PluginPre::plain(&self.engine, &component, exports)?)
             }
         };
 

@@ -22,6 +22,9 @@ pub enum PluginKind {
     /// A tool source outside the engine, such as an MCP server
     /// ([`ToolSource`](crate::ToolSource)).
     Source,
+    /// A component of another host's WIT world (no `toolhost:plugin`
+    /// contract): each function it exports is a tool.
+    Plain,
 }
 
 /// A loaded plugin as users see it.
@@ -272,6 +275,8 @@ impl Registry {
                 name: p.name.clone(),
                 kind: if p.is_hook() {
                     PluginKind::Hook
+                } else if p.is_plain() {
+                    PluginKind::Plain
                 } else if p.source().is_some() {
                     PluginKind::Source
                 } else {

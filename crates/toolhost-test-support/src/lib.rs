@@ -167,9 +167,12 @@ pub fn copy_plugin(from: &Path, name: &str, to: &Path) {
         to.join(format!("{name}.wasm")),
     )
     .unwrap();
-    let manifest = from.join(format!("{name}.toml"));
-    if manifest.is_file() {
-        std::fs::copy(manifest, to.join(format!("{name}.toml"))).unwrap();
+    // The manifest, and a plain component's WIT (its docs).
+    for ext in ["toml", "wit"] {
+        let beside = from.join(format!("{name}.{ext}"));
+        if beside.is_file() {
+            std::fs::copy(beside, to.join(format!("{name}.{ext}"))).unwrap();
+        }
     }
 }
 

@@ -79,13 +79,16 @@ fn check(runtime: &Runtime, file: &Path, json: bool) -> anyhow::Result<u8> {
     }
     let mut out = std::io::stdout().lock();
     let kind = match p.kind {
-        PluginKind::Hook => "hook plugin (before and after calls)",
-        PluginKind::Tool | PluginKind::Source => "tool plugin",
+        PluginKind::Hook => "a toolhost hook plugin (before and after calls)",
+        PluginKind::Tool | PluginKind::Source => "a toolhost tool plugin",
+        PluginKind::Plain => "a plain component (its own WIT world): its functions are the tools",
     };
-    writeln!(out, "ok: {} is a toolhost {kind}", file.display())?;
+    writeln!(out, "ok: {} is {kind}", file.display())?;
     writeln!(out, "  plugin:    {}@{}", p.name, p.version)?;
     let contract = toolhost_runtime::CONTRACT_VERSION;
-    if p.api_version < contract {
+    if p.kind == PluginKind::Plain {
+        writeln!(out, "  contract:  none (a plain component)")?;
+    } else if p.api_version < contract {
         writeln!(
             out,
             "  contract:  toolhost:plugin@{} (an older one, run as it is; the newest is {contract})",

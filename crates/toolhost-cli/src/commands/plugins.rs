@@ -70,15 +70,26 @@ fn list(runtime: &Runtime, json: bool) -> anyhow::Result<u8> {
             continue;
         }
         writeln!(out, "{}@{}  ({})", p.name, p.version, p.path.display())?;
-        let world = match p.kind {
-            PluginKind::Tool | PluginKind::Source => "tool-plugin",
-            PluginKind::Hook => "hook-plugin",
-        };
-        writeln!(
-            out,
-            "    contract:  toolhost:plugin@{} ({world})",
-            p.api_version
-        )?;
+        match p.kind {
+            PluginKind::Tool | PluginKind::Source | PluginKind::Hook => {
+                let world = if p.kind == PluginKind::Hook {
+                    "hook-plugin"
+                } else {
+                    "tool-plugin"
+                };
+                writeln!(
+                    out,
+                    "    contract:  toolhost:plugin@{} ({world})",
+                    p.api_version
+                )?;
+            }
+            PluginKind::Plain => {
+                writeln!(
+                    out,
+                    "    contract:  none (a plain component: its functions are the tools)"
+                )?;
+            }
+        }
         if let Some(why) = &p.selection {
             writeln!(out, "    version:   {why}")?;
         }

@@ -30,6 +30,7 @@ mod mcp_oauth;
 mod mcp_revisions;
 mod new;
 mod oauth;
+mod plain_components;
 mod registry;
 mod replicas;
 mod sessions;

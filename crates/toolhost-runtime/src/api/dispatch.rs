@@ -6,6 +6,7 @@
 use wasmtime::Engine;
 use wasmtime::component::{Component, Linker};
 
+use super::plain::{PlainExports, PlainInstance, PlainPre};
 use super::types::{RawAfter, RawBefore, RawContext, RawOutcome, RawToolSpec};
 use super::{v0_1, v0_2, v0_3, v0_4};
 use crate::error::LoadError;
@@ -44,11 +45,14 @@ macro_rules! contract_versions {
         /// A plugin component linked and ready to instantiate, for its contract version.
         pub(crate) enum PluginPre {
             $($variant($module::ToolPluginPre<SandboxState>),)+
+            /// A plain component (`plain/`), of no contract version.
+            Plain(PlainPre),
         }
 
         /// An instantiated plugin, for its contract version.
         pub(crate) enum PluginInstance {
             $($variant($module::ToolPlugin),)+
+            Plain(PlainInstance),
         }
 
         impl PluginPre {
@@ -77,6 +81,15 @@ macro_rules! contract_versions {
                 })
             }
 
+            /// Links a plain component (WASI only) with its functions as tools.
+            pub(crate) fn plain(
+                engine: &Engine,
+                component: &Component,
+                exports: PlainExports,
+            ) -> Result<PluginPre, LoadError> {
+                Ok(PluginPre::Plain(PlainPre::new(engine, component, exports)?))
+            }
+
             /// Instantiates the component in `store`.
             pub(crate) async fn instantiate(
                 &self,
@@ -86,6 +99,7 @@ macro_rules! contract_versions {
                     $(PluginPre::$variant(pre) => {
                         PluginInstance::$variant(pre.instantiate_async(store).await?)
                     })+
+                    PluginPre::Plain(pre) => PluginInstance::Plain(pre.instantiate(store).await?),
                 })
             }
         }
@@ -97,6 +111,7 @@ macro_rules! contract_versions {
             ) -> wasmtime::Result<Vec<RawToolSpec>> {
                 match self {
                     $(PluginInstance::$variant(p) => $module::describe(p, store).await,)+
+                    PluginInstance::Plain(p) => Ok(p.describe()),
                 }
             }
 
@@ -109,6 +124,8 @@ macro_rules! contract_versions {
             ) -> wasmtime::Result<RawOutcome> {
                 match self {
                     $(PluginInstance::$variant(p) => $module::execute(p, store, cx, name, args).await,)+
+                    // A plain component's functions take no call context.
+                    PluginInstance::Plain(p) => p.execute(store, name, args).await,
                 }
             }
         }
@@ -218,6 +235,9 @@ pub(crate) enum ComponentKind {
     Tool,
     /// Exports `hooks` only: a hook plugin.
     Hook,
+    /// Exports functions and no `toolhost:plugin` interface: a plain
+    /// component, its functions the tools (`plain/`).
+    Plain,
 }
 
 /// Whether `component` is a tool plugin or a hook plugin, from its exports.
@@ -227,6 +247,9 @@ pub(crate) fn detect_kind(engine: &Engine, component: &Component) -> ComponentKi
     let tool = format!("{PACKAGE}/tool@");
     let hooks = format!("{PACKAGE}/hooks@");
     let names: Vec<String> = exports.by_ref().collect();
+    if super::plain::is_plain(engine, component) {
+        return ComponentKind::Plain;
+    }
     if !names.iter().any(|n| n.starts_with(&tool)) && names.iter().any(|n| n.starts_with(&hooks)) {
         ComponentKind::Hook
     } else {

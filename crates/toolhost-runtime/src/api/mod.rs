@@ -10,6 +10,8 @@
 //!   `impl From`; a version with a hook world has a `hook` module too;
 //! - `dispatch.rs`: which version's bindings link a component (read from
 //!   its exports), and the enums that dispatch each call to them;
+//! - `plain/`: a component of another host's world (no contract), its
+//!   exported functions as tools, their schemas from the WIT types;
 //! - `latest` names the newest version module.
 //!
 //! Adding contract 0.5.0 (as 0.4.0 was added):
@@ -121,6 +123,7 @@ pub(crate) fn wasi_linker(engine: &Engine) -> wasmtime::Result<Linker<SandboxSta
 }
 
 mod dispatch;
+pub(crate) mod plain;
 pub(crate) mod types;
 pub(crate) mod v0_1;
 pub(crate) mod v0_2;

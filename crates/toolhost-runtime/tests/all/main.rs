@@ -10,6 +10,7 @@ mod hostile;
 mod hot_reload;
 mod limits;
 mod permissions;
+mod plain;
 mod result_cache;
 mod runtime;
 mod soak;
