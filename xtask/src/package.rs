@@ -51,11 +51,14 @@ pub fn check(root: &Path) -> anyhow::Result<()> {
         // `-m`: the files dated now, not as packed (cargo packs every file
         // with one old date, which would let the check below take an
         // earlier build of other contents as fresh).
-        run(Command::new("tar")
+        let status = Command::new("tar")
             .arg("-xzmf")
             .arg(&path)
             .arg("-C")
-            .arg(&unpacked))?;
+            .arg(&unpacked)
+            .status()
+            .context("tar is needed to unpack the packed crates")?;
+        anyhow::ensure!(status.success(), "tar could not unpack {}", path.display());
         let dir = path
             .file_stem()
             .and_then(|s| s.to_str())
