@@ -155,7 +155,10 @@ async function main() {
     await page.waitForFunction(() => document.querySelector("#failures")?.textContent.includes("evil"), { timeout: 30000 });
     report.hostile_live = await page.$eval("#failures", (el) => el.textContent);
     await page.reload();
-    await page.waitForSelector("#failures li", { timeout: 30000 });
+    // The list fills after the page loads, and an earlier failure may be
+    // its first line: wait for the hostile one itself (a timeout if the
+    // reload lost it).
+    await page.waitForFunction(() => document.querySelector("#failures")?.textContent.includes("evil"), { timeout: 30000 });
     report.hostile_reloaded = await page.$eval("#failures", (el) => el.textContent);
     report.hostile_in_page = await page.evaluate(() => document.documentElement.outerHTML.includes("\u202e"));
     report.page_bytes = await page.evaluate(() => document.documentElement.outerHTML.length);
