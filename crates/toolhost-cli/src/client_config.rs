@@ -191,6 +191,12 @@ pub fn serving_args(global: &Global) -> Vec<String> {
     args
 }
 
+/// Whether [`serving_args`] writes values given on the command line
+/// (`--allow-env PLUGIN=NAME=VALUE`, `--set`) into the entry.
+pub fn carries_values(global: &Global) -> bool {
+    !global.set.is_empty() || global.allow_env.iter().any(|g| g.matches('=').count() > 1)
+}
+
 /// `path` made absolute from the working directory, as text.
 fn absolute(path: &Path) -> String {
     std::path::absolute(path)

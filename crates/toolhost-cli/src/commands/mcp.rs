@@ -129,6 +129,13 @@ fn print_config(
     let (text, hint) = client_config::snippet(client, name, &transport);
     crate::stdout::out!("{text}")?;
     eprintln!("{hint}");
+    if matches!(transport, Transport::Stdio { .. }) && client_config::carries_values(global) {
+        eprintln!(
+            "Note: the entry carries the values given with --allow-env PLUGIN=NAME=VALUE or --set; \
+             whoever reads the client's configuration reads them (--allow-env PLUGIN=NAME passes \
+             the client's own variable instead)."
+        );
+    }
     Ok(exit::OK)
 }
 
