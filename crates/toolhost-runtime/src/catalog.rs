@@ -177,11 +177,11 @@ pub(crate) struct Sources {
 impl Sources {
     /// The plugin file a changed `path` concerns, if any: a `.wasm` in a
     /// watched directory (or a watched file), or the `.wasm` beside a changed
-    /// manifest.
+    /// manifest or WIT (a plain component's docs).
     pub(crate) fn plugin_file(&self, path: &Path) -> Option<PathBuf> {
         let wasm = match path.extension().and_then(|e| e.to_str()) {
             Some("wasm") => path.to_owned(),
-            Some("toml") => path.with_extension("wasm"),
+            Some("toml" | "wit") => path.with_extension("wasm"),
             _ => return None,
         };
         let in_dir = wasm
@@ -383,8 +383,9 @@ pub(crate) fn follow(
     }
 }
 
-/// The sha256 of a plugin file's bytes and of its manifest's (or of its
-/// absence): what a load read, to compare with what the file holds now.
+/// The sha256 of a plugin file's bytes, of its manifest's and of its WIT's
+/// (or of their absence): what a load read, to compare with what the files
+/// hold now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Fingerprint([u8; 32]);
 
@@ -396,11 +397,15 @@ impl Fingerprint {
         let manifest = tokio::fs::read(crate::manifest::Manifest::path_for(component))
             .await
             .ok();
+        // A plain component's WIT (its docs) counts too.
+        let wit = tokio::fs::read(component.with_extension("wit")).await.ok();
         let mut hash = Sha256::new();
         hash.update(Sha256::digest(&bytes));
-        match manifest {
-            Some(text) => hash.update(Sha256::digest(&text)),
-            None => hash.update([0u8]),
+        for beside in [manifest, wit] {
+            match beside {
+                Some(text) => hash.update(Sha256::digest(&text)),
+                None => hash.update([0u8]),
+            }
         }
         Some(Fingerprint(hash.finalize().into()))
     }
@@ -419,6 +424,7 @@ mod tests {
         let f = |p: &str| sources.plugin_file(Path::new(p));
         assert_eq!(f("/p/calc.wasm"), Some(PathBuf::from("/p/calc.wasm")));
         assert_eq!(f("/p/calc.toml"), Some(PathBuf::from("/p/calc.wasm")));
+        assert_eq!(f("/p/units.wit"), Some(PathBuf::from("/p/units.wasm")));
         assert_eq!(f("/p/.calc.wasm.swp"), None);
         assert_eq!(f("/p/sub/calc.wasm"), None, "not recursive");
         assert_eq!(f("/q/one.wasm"), Some(PathBuf::from("/q/one.wasm")));

@@ -229,7 +229,7 @@ impl Catalog {
 }
 
 /// Records the result of loading `path`: a new version replaces the old one
-/// (unless it is the same code and manifest); a failure keeps the old one and
+/// (unless it is the same code, manifest and descriptions); a failure keeps the old one and
 /// is reported once until the file changes its failure.
 fn record(
     state: &mut Files,
@@ -241,7 +241,14 @@ fn record(
         Ok(plugin) => {
             state.failed.remove(&path);
             let unchanged = state.loaded.get(&path).is_some_and(|old| {
-                old.content_key == plugin.content_key && old.manifest == plugin.manifest
+                old.content_key == plugin.content_key
+                    && old.manifest == plugin.manifest
+                    // A plain component's WIT beside it changes only these.
+                    && old
+                        .tools
+                        .iter()
+                        .map(|t| &t.description)
+                        .eq(plugin.tools.iter().map(|t| &t.description))
             });
             if !unchanged {
                 state.loaded.insert(path, plugin);

@@ -194,3 +194,40 @@ async fn arguments_outside_the_wit_types_are_refused_before_anything_runs() {
         }
     }
 }
+
+#[tokio::test]
+async fn editing_the_wit_beside_a_plain_component_reloads_its_descriptions() {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_plugin(&fixtures_dir(), "plain-units", tmp.path());
+    let rt = Runtime::builder()
+        .cache_dir(Some(root().join("target/test-cache")))
+        .plugin_dir(tmp.path())
+        .watch(true)
+        .watch_debounce(std::time::Duration::from_millis(50))
+        .build()
+        .await
+        .expect("runtime builds");
+    let mut events = rt.subscribe();
+    let wit = tmp.path().join("plain-units.wit");
+    let text = std::fs::read_to_string(&wit).unwrap();
+    let edited = text.replace(
+        "/// Adds two whole numbers (wrapping at the 32-bit range).",
+        "/// Sums two integers.",
+    );
+    assert_ne!(text, edited, "the doc comment is in the WIT");
+    std::fs::write(tmp.path().join("wit.part"), &edited).unwrap();
+    std::fs::rename(tmp.path().join("wit.part"), &wit).unwrap();
+    tokio::time::timeout(std::time::Duration::from_secs(20), async {
+        loop {
+            let event = events.recv().await.expect("the runtime is alive");
+            if matches!(&event, toolhost_runtime::load::PluginEvent::Reloaded { plugin, .. } if plugin == "plain-units")
+            {
+                break;
+            }
+        }
+    })
+    .await
+    .expect("a reload within 20 s");
+    let add = rt.tools().into_iter().find(|t| t.name == "add").unwrap();
+    assert_eq!(add.description, "Sums two integers.");
+}
