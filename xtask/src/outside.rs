@@ -69,6 +69,17 @@ pub const EVERYTHING_SERVER_DEPS: [&str; 5] = [
     "zod@4.3.6",
     "tsx@4.21.0",
 ];
+/// The npm dependencies of the suite's reference server for revision
+/// 2026-07-28 (`crates/toolhost-test-support/conformance/everything-next-server.ts`,
+/// vendored from the commit of 0.2.0-alpha.11), at the versions of that
+/// commit's `package-lock.json`.
+pub const EVERYTHING_NEXT_SERVER_DEPS: [&str; 5] = [
+    "@modelcontextprotocol/sdk@1.29.0",
+    "express@5.2.1",
+    "cors@2.8.6",
+    "zod@4.3.6",
+    "tsx@4.21.0",
+];
 /// The MCP clients people run (npm), each checked with its own commands
 /// against `host mcp` and `host serve` (`crates/toolhost-cli/tests/all/clients.rs`):
 /// Claude Code, Codex, Gemini CLI, Qwen Code and opencode. Claude Code and
@@ -129,6 +140,9 @@ pub struct Installed {
     /// The suite's reference "everything" server, beside its
     /// `node_modules` (run by `toolhost_test_support::conformance::everything`).
     pub everything: PathBuf,
+    /// The suite's reference server for revision 2026-07-28, beside its
+    /// `node_modules` (`toolhost_test_support::conformance::everything_next`).
+    pub everything_next: PathBuf,
     /// Where the MCP clients' commands are (`claude`, `codex`, `gemini`,
     /// `qwen`, `opencode`).
     pub clients: PathBuf,
@@ -171,6 +185,10 @@ impl Installed {
             (
                 "TOOLHOST_TEST_EVERYTHING_SERVER",
                 self.everything.clone().into(),
+            ),
+            (
+                "TOOLHOST_TEST_EVERYTHING_NEXT_SERVER",
+                self.everything_next.clone().into(),
             ),
             ("TOOLHOST_TEST_NODE_DIR", self.node_dir.clone().into()),
             ("TOOLHOST_TEST_CLIENTS", self.clients.clone().into()),
@@ -307,7 +325,8 @@ pub fn install(root: &Path) -> anyhow::Result<Installed> {
         node22,
     } = conformance_suite(&dir)?;
     oidc_provider(&dir)?;
-    let everything = everything_server(&dir)?;
+    let everything = everything_server(&dir, "everything", &EVERYTHING_SERVER_DEPS)?;
+    let everything_next = everything_server(&dir, "everything-next", &EVERYTHING_NEXT_SERVER_DEPS)?;
     let clients = npm_dir(
         &dir.join("clients"),
         &MCP_CLIENTS,
@@ -352,6 +371,7 @@ pub fn install(root: &Path) -> anyhow::Result<Installed> {
         containers,
         node22,
         everything,
+        everything_next,
         clients,
     })
 }
@@ -567,15 +587,16 @@ fn conformance_suite(tools: &Path) -> anyhow::Result<Suite> {
     Ok(suite)
 }
 
-/// The conformance suite's reference "everything" server in
-/// `tools/everything/`: its npm dependencies ([`EVERYTHING_SERVER_DEPS`])
-/// and the vendored source copied beside them (ESM imports resolve from
-/// the file's own directory). Returns the copied file.
-fn everything_server(tools: &Path) -> anyhow::Result<PathBuf> {
-    let dir = tools.join("everything");
+/// A reference server of the conformance suite in `tools/NAME/`: its npm
+/// dependencies (`deps`) and the vendored source
+/// (`crates/toolhost-test-support/conformance/NAME-server.ts`) copied
+/// beside them (ESM imports resolve from the file's own directory).
+/// Returns the copied file.
+fn everything_server(tools: &Path, name: &str, deps: &[&str]) -> anyhow::Result<PathBuf> {
+    let dir = tools.join(name);
     let marker = dir.join(format!(
         ".installed-{}",
-        EVERYTHING_SERVER_DEPS.join("+").replace(['/', '@'], "_")
+        deps.join("+").replace(['/', '@'], "_")
     ));
     if !marker.is_file() {
         let _ = std::fs::remove_dir_all(&dir);
@@ -593,13 +614,17 @@ fn everything_server(tools: &Path) -> anyhow::Result<PathBuf> {
                 "--loglevel=error",
                 "--engine-strict=false",
             ])
-            .args(EVERYTHING_SERVER_DEPS))
-        .context("installing the npm dependencies of the conformance suite's reference server")?;
+            .args(deps))
+        .with_context(|| {
+            format!("installing the npm dependencies of the conformance suite's {name} server")
+        })?;
         std::fs::write(&marker, "")?;
     }
-    let source =
-        crate::root().join("crates/toolhost-test-support/conformance/everything-server.ts");
-    let server = dir.join("everything-server.ts");
+    let file = format!("{name}-server.ts");
+    let source = crate::root()
+        .join("crates/toolhost-test-support/conformance")
+        .join(&file);
+    let server = dir.join(&file);
     std::fs::copy(&source, &server)
         .with_context(|| format!("copying {} into {}", source.display(), dir.display()))?;
     anyhow::ensure!(

@@ -96,6 +96,10 @@ pub struct ServerEntry {
     /// default: to the calling client's user, or the person at the
     /// terminal), `ask` or `deny`.
     elicitation: Option<toolhost_runtime::policy::Decision>,
+    /// Its `roots/list` requests (revision 2026-07-28 input requests, and
+    /// requests during a call): `allow` (the calling client's roots) or
+    /// `deny` (the default: a client's roots name its user's folders).
+    roots: Option<toolhost_runtime::policy::Decision>,
     /// A sampling request's `maxTokens` is cut to this (default 4096).
     max_sampling_tokens: Option<u32>,
     /// The most sampling and elicitation requests taken from it in a
@@ -257,6 +261,7 @@ impl ServerEntry {
             max_result_bytes: None,
             sampling: None,
             elicitation: None,
+            roots: None,
             max_sampling_tokens: None,
             requests_per_minute: None,
         };
@@ -350,6 +355,9 @@ impl ServerEntry {
         }
         if let Some(decision) = self.elicitation {
             requests.elicitation = decision;
+        }
+        if let Some(decision) = self.roots {
+            requests.roots = decision;
         }
         if let Some(tokens) = self.max_sampling_tokens {
             requests.max_sampling_tokens = tokens;

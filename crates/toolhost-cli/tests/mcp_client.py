@@ -5,7 +5,7 @@ test` installs. One scenario per run; prints one JSON object (the report the
 Rust test checks) on stdout's last line.
 
     python mcp_client.py --mode auto|legacy|2026-07-28 [--url URL [--token T]] \
-        SCENARIO [--answer accept|decline|remember|none[,...]] [--url-arg U] [--copy SRC DST] \
+        SCENARIO [--answer accept|decline|remember|name=NAME|none[,...]] [--url-arg U] [--copy SRC DST] \
         [--call NAME JSON]... [--direct COMMAND --prefix P] -- HOST_COMMAND...
 """
 
@@ -95,6 +95,8 @@ async def ask(args):
             return types.ElicitResult(action="accept", content={"approve": True})
         if answer == "remember":
             return types.ElicitResult(action="accept", content={"approve": True, "remember": True})
+        if answer.startswith("name="):
+            return types.ElicitResult(action="accept", content={"name": answer[len("name="):]})
         return types.ElicitResult(action="decline")
 
     callback = None if args.answer == "none" else elicit

@@ -241,6 +241,23 @@ pub const SERVER_SCENARIOS: [&str; 32] = [
     "dns-rebinding-protection",
 ];
 
+/// Every server scenario of `release`, in its order (`list --server`).
+pub fn server_scenarios(release: Release) -> Vec<String> {
+    let results = tempfile::tempdir().expect("a directory");
+    let out = command_of(release, results.path(), &["list", "--server"])
+        .output()
+        .expect("the conformance suite starts");
+    assert!(out.status.success(), "the suite did not list its scenarios");
+    let scenarios: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("- "))
+        .filter_map(|rest| rest.split_whitespace().next())
+        .map(str::to_owned)
+        .collect();
+    assert!(!scenarios.is_empty(), "the suite listed no server scenario");
+    scenarios
+}
+
 /// A server the tests started on a free port (the reference server, the
 /// stdio bridge): its MCP endpoint; stopped when dropped.
 pub struct Listening {
@@ -325,14 +342,39 @@ fn listen(mut command: Command, port: u16, ready: &'static str, what: &str) -> L
 /// Fails the test, saying how to install it, when it or its Node is
 /// missing.
 pub fn everything() -> Everything {
+    reference("TOOLHOST_TEST_EVERYTHING_SERVER", "everything")
+}
+
+/// [`everything`] for revision 2026-07-28: the suite's reference server
+/// of its next release (`conformance/everything-next-server.ts`, vendored
+/// from the commit of 0.2.0-alpha.11, `TOOLHOST_TEST_EVERYTHING_NEXT_SERVER`),
+/// which serves the `input_required` tools and the skills of that release
+/// to a 2026-07-28 client and the older revisions' tools to the others.
+///
+/// ```no_run
+/// let reference = toolhost_test_support::conformance::everything_next();
+/// let outcome = toolhost_test_support::conformance::server_of(
+///     toolhost_test_support::conformance::Release::Next,
+///     &reference.url,
+///     "input-required-result-basic-elicitation",
+/// );
+/// assert!(outcome.passed(), "{outcome}");
+/// ```
+pub fn everything_next() -> Everything {
+    reference("TOOLHOST_TEST_EVERYTHING_NEXT_SERVER", "everything-next")
+}
+
+/// The reference server `NAME-server.ts` in `target/tools/NAME/` (or
+/// where `var` says), started as [`everything`] says.
+fn reference(var: &str, name: &str) -> Everything {
     let (_, node) = suite(Release::Stable);
-    let server = std::env::var_os("TOOLHOST_TEST_EVERYTHING_SERVER").map_or_else(
+    let server = std::env::var_os(var).map_or_else(
         || {
             crate::root()
                 .join("target")
                 .join("tools")
-                .join("everything")
-                .join("everything-server.ts")
+                .join(name)
+                .join(format!("{name}-server.ts"))
         },
         PathBuf::from,
     );

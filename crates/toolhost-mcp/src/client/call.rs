@@ -15,6 +15,7 @@ use toolhost_runtime::{
 };
 use tracing::Instrument;
 
+use super::input;
 use super::link::CancelOnDrop;
 use super::oauth::Asked;
 use super::requests;
@@ -41,11 +42,18 @@ pub(crate) async fn run(
 /// `_meta.traceparent` (SEP-414) makes the server's spans its children.
 /// A call the server refuses for want of a token (401) or of scope
 /// (403) is sent again with a new one, a few times at most.
+/// A server that answers `input_required` is answered and called again
+/// (`input.rs`), a few rounds at most.
 async fn send(shared: &Arc<Shared>, call: SourceCall<'_>) -> Result<SourceOutcome, SourceError> {
     let mut attempt = 0;
+    let mut rounds = input::Rounds::of(shared, &call);
     loop {
-        let challenge = match send_once(shared, &call).await {
+        let challenge = match send_once(shared, &call, &mut rounds).await {
             Sent::Answer(answer) => return answer,
+            Sent::Input(asked) => match rounds.answer(shared, &call, asked).await {
+                input::Next::Retry => continue,
+                input::Next::End(outcome) => return outcome,
+            },
             Sent::Refused(challenge) => challenge,
         };
         let Some(oauth) = shared
@@ -63,8 +71,12 @@ async fn send(shared: &Arc<Shared>, call: SourceCall<'_>) -> Result<SourceOutcom
     }
 }
 
-async fn send_once(shared: &Arc<Shared>, call: &SourceCall<'_>) -> Sent {
-    let peer = match shared.peer().await {
+async fn send_once(
+    shared: &Arc<Shared>,
+    call: &SourceCall<'_>,
+    rounds: &mut input::Rounds,
+) -> Sent {
+    let peer = match shared.peer_for(call.tool, rounds.relayed()).await {
         Ok(peer) => peer,
         Err(e) => return Sent::Answer(Err(e)),
     };
@@ -90,11 +102,10 @@ async fn send_once(shared: &Arc<Shared>, call: &SourceCall<'_>) -> Sent {
         }
         params.meta = Some(rmcp::model::RequestMetaObject(meta));
     }
+    let mut options = PeerRequestOptions::no_options();
+    rounds.prepare(&peer, &shared.config.requests, &mut params, &mut options);
     let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-    let handle = match peer
-        .send_request_with_option(request, PeerRequestOptions::no_options())
-        .await
-    {
+    let handle = match peer.send_request_with_option(request, options).await {
         Ok(handle) => handle,
         Err(e) => {
             return Sent::Answer(Err(SourceError::Unavailable(format!(
@@ -128,12 +139,18 @@ async fn send_once(shared: &Arc<Shared>, call: &SourceCall<'_>) -> Sent {
     }
     let result = match response {
         Ok(ServerResult::CallToolResult(result)) => result,
+        Ok(ServerResult::InputRequiredResult(asked)) => return Sent::Input(asked),
         Ok(_) => {
             return Sent::Answer(Err(SourceError::Protocol(
                 "the answer to tools/call is not a tool result".into(),
             )));
         }
-        Err(ServiceError::McpError(e)) => return Sent::Answer(Ok(call_refused(e))),
+        Err(ServiceError::McpError(e)) => {
+            if e.code == rmcp::model::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY {
+                rounds.lacks(e.clone());
+            }
+            return Sent::Answer(Ok(call_refused(e)));
+        }
         Err(e) if e.auth_challenge().is_some() => {
             return Sent::Refused(e.auth_challenge().unwrap_or_default().to_owned());
         }
@@ -153,6 +170,8 @@ enum Sent {
     Answer(Result<SourceOutcome, SourceError>),
     /// Refused for want of a token or scope: the `WWW-Authenticate` challenge.
     Refused(String),
+    /// Stopped at a question for the client (revision 2026-07-28).
+    Input(rmcp::model::InputRequiredResult),
 }
 
 /// A JSON-RPC error in answer to `tools/call`: invalid parameters are the

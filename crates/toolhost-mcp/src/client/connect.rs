@@ -125,14 +125,18 @@ impl From<String> for OpenError {
 }
 
 /// Starts the server of `config` (or opens the HTTP session, through
-/// `oauth`'s client when it signs in) and initialises MCP, answering the
-/// server with `handler`.
+/// `oauth`'s client when it signs in) and initialises MCP in `revision`,
+/// answering the server with `handler`.
 pub(crate) async fn open<H: rmcp::ClientHandler>(
     config: &McpServerConfig,
     handler: H,
     oauth: Option<&Authorizer>,
+    revision: Revision,
 ) -> Result<Session<H>, OpenError> {
     match &config.transport {
+        McpTransport::Stdio(_) if revision == Revision::PerRequest => Err(OpenError::Failed(
+            "revision 2026-07-28 is spoken to HTTP servers only".into(),
+        )),
         McpTransport::Stdio(server) => {
             let mut command = command(server)?;
             // A fork while another thread builds a runtime can hang (see
@@ -180,11 +184,16 @@ pub(crate) async fn open<H: rmcp::ClientHandler>(
                 Some(oauth) => {
                     let transport =
                         StreamableHttpClientTransport::with_client(oauth.http_client(), http);
-                    rmcp::serve_client(handler, transport).await
+                    rmcp::serve_client_with_lifecycle(handler, transport, revision.lifecycle())
+                        .await
                 }
                 None => {
-                    rmcp::serve_client(handler, StreamableHttpClientTransport::from_config(http))
-                        .await
+                    rmcp::serve_client_with_lifecycle(
+                        handler,
+                        StreamableHttpClientTransport::from_config(http),
+                        revision.lifecycle(),
+                    )
+                    .await
                 }
             };
             match served {
@@ -207,6 +216,30 @@ pub(crate) async fn open<H: rmcp::ClientHandler>(
                     })),
                 },
             }
+        }
+    }
+}
+
+/// Which revisions a session speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Revision {
+    /// `initialize` with the newest revision that has it (2025-11-25), or
+    /// the older one the server answers with.
+    Session,
+    /// 2026-07-28 (`server/discover`; each request carries its own
+    /// context, and a server asks its client for input by answering
+    /// `input_required`); a server that does not know it fails to open.
+    /// HTTP only.
+    PerRequest,
+}
+
+impl Revision {
+    fn lifecycle(self) -> rmcp::ClientLifecycleMode {
+        match self {
+            Revision::Session => rmcp::ClientLifecycleMode::Initialize,
+            Revision::PerRequest => rmcp::ClientLifecycleMode::Discover {
+                preferred_versions: vec![rmcp::model::ProtocolVersion::V_2026_07_28],
+            },
         }
     }
 }

@@ -152,8 +152,33 @@ impl ClientHandler for Handler {
         }
     }
 
-    /// Declares form elicitation and sampling, unless the operator turned
-    /// them off for this server (`requests.rs`).
+    #[expect(
+        deprecated,
+        reason = "roots are deprecated by SEP-2577, and still served"
+    )]
+    fn list_roots(
+        &self,
+        context: rmcp::service::RequestContext<RoleClient>,
+    ) -> impl Future<Output = Result<rmcp::model::ListRootsResult, ErrorData>> + Send + '_ {
+        let shared = self.shared.upgrade();
+        async move {
+            match shared {
+                Some(shared) => {
+                    requests::roots(
+                        &shared.config.name,
+                        &shared.config.requests,
+                        &shared.requests,
+                        context,
+                    )
+                    .await
+                }
+                None => Err(ErrorData::internal_error("the client stopped", None)),
+            }
+        }
+    }
+
+    /// Declares form elicitation, sampling and roots, unless the operator
+    /// turned them off for this server (`requests.rs`).
     fn get_info(&self) -> ClientConfig {
         let mut capabilities = ClientCapabilities::default();
         if let Some(shared) = self.shared.upgrade() {
@@ -166,6 +191,9 @@ impl ClientHandler for Handler {
             }
             if settings.sampling != toolhost_runtime::policy::Decision::Deny {
                 capabilities.sampling = Some(rmcp::model::SamplingCapability::default());
+            }
+            if settings.roots != toolhost_runtime::policy::Decision::Deny {
+                capabilities.roots = Some(rmcp::model::RootsCapabilities::default());
             }
         }
         ClientConfig::new(

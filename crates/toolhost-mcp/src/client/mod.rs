@@ -43,8 +43,9 @@
 //! to a server), `config.rs`, `connect.rs`, `sign_in.rs`, `link.rs` (the
 //! connection as requests see it), `offers.rs` (resources, prompts,
 //! completion, logging), `state.rs` (what a source and its task share),
-//! `handler.rs` (what the client answers its server), `call.rs`
-//! (`tools/call`), `session.rs` (the connection task), `source.rs`
+//! `handler.rs` (what the client answers its server), `input.rs` (a
+//! server's `input_required`: relayed to a 2026-07-28 caller or answered
+//! here), `call.rs` (`tools/call`), `session.rs` (the connection task), `source.rs`
 //! ([`McpSource`]). The client never imports the server (`crate::server`);
 //! the gateway (`gateway.rs`) joins them.
 
@@ -53,6 +54,7 @@ mod config;
 mod connect;
 mod error;
 mod handler;
+mod input;
 mod link;
 mod oauth;
 mod offers;

@@ -40,7 +40,7 @@ use parking_lot::Mutex;
 use rmcp::ErrorData;
 use rmcp::model::{
     CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
-    ElicitationAction, RequestId,
+    ElicitationAction, ListRootsResult, RequestId,
 };
 use rmcp::service::{InboundStreamOrigin, RequestContext, RoleClient, ServiceError};
 use serde_json::Value;
@@ -75,7 +75,7 @@ const SHOWN_CHARS: usize = 600;
 /// sees it and may decline it), sampling `ask` (it spends the client's
 /// model and puts the server's text before it, so whoever answers the
 /// call's questions says yes first, as the spec wants a person able to
-/// deny it), 4096 tokens, 20 requests a minute.
+/// deny it), roots `deny`, 4096 tokens, 20 requests a minute.
 ///
 /// ```
 /// use toolhost_mcp::client::ServerRequests;
@@ -93,6 +93,11 @@ pub struct ServerRequests {
     /// `elicitation/create`: forwarded (`allow`), asked about first
     /// (`ask`), declined (`deny`). Not declared to the server when denied.
     pub elicitation: Decision,
+    /// `roots/list`: the calling client's roots (`allow`, or `ask`, which
+    /// asks whoever answers the call's questions first), or refused
+    /// (`deny`, the default: a client's roots name its user's folders).
+    /// Not declared to the server when denied.
+    pub roots: Decision,
     /// A sampling's `maxTokens` is cut to this.
     pub max_sampling_tokens: u32,
     /// The most requests (both kinds) taken from the server in a minute;
@@ -105,6 +110,7 @@ impl Default for ServerRequests {
         ServerRequests {
             sampling: Decision::Ask,
             elicitation: Decision::Allow,
+            roots: Decision::Deny,
             max_sampling_tokens: DEFAULT_MAX_SAMPLING_TOKENS,
             per_minute: DEFAULT_REQUESTS_PER_MINUTE,
         }
@@ -122,6 +128,23 @@ pub(crate) struct Asker {
     pub(crate) downstream: Option<Downstream>,
     /// Who answers the call's questions.
     pub(crate) approver: Option<Arc<dyn Approver>>,
+}
+
+/// Which call a server's request belongs to.
+pub(crate) enum Whose {
+    /// The one its request came with (a request during a call).
+    Request(RequestContext<RoleClient>),
+    /// This one (an input request of an `input_required` result).
+    Call(Asker),
+}
+
+impl Whose {
+    async fn asker(self, in_flight: &InFlight) -> Result<Asker, String> {
+        match self {
+            Whose::Request(context) => in_flight.asker(&context).await,
+            Whose::Call(asker) => Ok(asker),
+        }
+    }
 }
 
 /// One server's calls in flight, by the id of their `tools/call`, and
@@ -260,8 +283,19 @@ pub(crate) async fn sample(
     server: &str,
     settings: &ServerRequests,
     in_flight: &InFlight,
-    mut params: CreateMessageRequestParams,
+    params: CreateMessageRequestParams,
     context: RequestContext<RoleClient>,
+) -> Result<CreateMessageResult, ErrorData> {
+    sample_for(server, settings, in_flight, params, Whose::Request(context)).await
+}
+
+/// [`sample`] for the call `whose` says.
+pub(crate) async fn sample_for(
+    server: &str,
+    settings: &ServerRequests,
+    in_flight: &InFlight,
+    mut params: CreateMessageRequestParams,
+    whose: Whose,
 ) -> Result<CreateMessageResult, ErrorData> {
     let server = server.to_owned();
     let span = span("sampling/createMessage", &server);
@@ -296,7 +330,7 @@ pub(crate) async fn sample(
                 settings.per_minute
             )));
         }
-        let asker = match in_flight.asker(&context).await {
+        let asker = match whose.asker(in_flight).await {
             Ok(asker) => asker,
             Err(why) => {
                 done(None, "no-caller");
@@ -362,6 +396,17 @@ pub(crate) async fn elicit(
     params: ElicitRequestParams,
     context: RequestContext<RoleClient>,
 ) -> Result<ElicitResult, ErrorData> {
+    elicit_for(server, settings, in_flight, params, Whose::Request(context)).await
+}
+
+/// [`elicit`] for the call `whose` says.
+pub(crate) async fn elicit_for(
+    server: &str,
+    settings: &ServerRequests,
+    in_flight: &InFlight,
+    params: ElicitRequestParams,
+    whose: Whose,
+) -> Result<ElicitResult, ErrorData> {
     let server = server.to_owned();
     let span = span("elicitation/create", &server);
     let settings = settings.clone();
@@ -392,7 +437,7 @@ pub(crate) async fn elicit(
             done(None, "rate-limited");
             return decline();
         }
-        let asker = match in_flight.asker(&context).await {
+        let asker = match whose.asker(in_flight).await {
             Ok(asker) => asker,
             Err(why) => {
                 tracing::debug!(server = %server, "elicitation declined: {why}");
@@ -449,6 +494,99 @@ pub(crate) async fn elicit(
         };
         done(Some(&asker), action_word(&answer.action));
         Ok(answer)
+    }
+    .instrument(span)
+    .await
+}
+
+/// Answers `roots/list` from the server `server`, under its `settings`,
+/// for one of its calls in `in_flight`.
+pub(crate) async fn roots(
+    server: &str,
+    settings: &ServerRequests,
+    in_flight: &InFlight,
+    context: RequestContext<RoleClient>,
+) -> Result<ListRootsResult, ErrorData> {
+    roots_for(server, settings, in_flight, Whose::Request(context)).await
+}
+
+/// [`roots`] for the call `whose` says: the calling client's roots, when
+/// the operator allows it and the client declared them.
+pub(crate) async fn roots_for(
+    server: &str,
+    settings: &ServerRequests,
+    in_flight: &InFlight,
+    whose: Whose,
+) -> Result<ListRootsResult, ErrorData> {
+    let server = server.to_owned();
+    let span = span("roots/list", &server);
+    let decision = settings.roots;
+    let done = |asker: Option<&Asker>, outcome: &'static str| {
+        record(
+            &tracing::Span::current(),
+            &server,
+            "roots/list",
+            asker,
+            &Outcome { decision, outcome },
+        );
+    };
+    async {
+        if decision == Decision::Deny {
+            done(None, "denied");
+            return Err(refused(format!(
+                "roots are not shared with MCP server `{server}` (roots = \"deny\")"
+            )));
+        }
+        if !in_flight.admit(settings.per_minute) {
+            done(None, "rate-limited");
+            return Err(refused(format!(
+                "more than {} requests a minute from MCP server `{server}`",
+                settings.per_minute
+            )));
+        }
+        let asker = match whose.asker(in_flight).await {
+            Ok(asker) => asker,
+            Err(why) => {
+                done(None, "no-caller");
+                return Err(refused(format!("roots refused: {why}")));
+            }
+        };
+        let Some(downstream) = asker.downstream.clone().filter(Downstream::can_list_roots) else {
+            done(Some(&asker), "unsupported");
+            return Err(refused(
+                "roots refused: the call did not come from an MCP client that declared roots"
+                    .to_owned(),
+            ));
+        };
+        if decision == Decision::Ask {
+            let question = format!(
+                "The MCP server `{server}` (during `{}`) asks for the folders you work in (roots).",
+                toolhost_text::line(&asker.tool, 200),
+            );
+            if !approved(&asker, &server, &question).await {
+                done(Some(&asker), "declined");
+                return Err(refused("roots refused: the user declined".to_owned()));
+            }
+        }
+        match downstream.list_roots(ANSWER_TIMEOUT).await {
+            Ok(result) if too_large(&result) => {
+                done(Some(&asker), "too-large");
+                Err(refused(format!(
+                    "the client's answer is larger than {MAX_FORWARDED_BYTES} bytes"
+                )))
+            }
+            Ok(result) => {
+                done(Some(&asker), "ok");
+                Ok(result)
+            }
+            Err(e) => {
+                done(Some(&asker), "failed");
+                Err(ErrorData::internal_error(
+                    format!("the client did not list its roots: {e}"),
+                    None,
+                ))
+            }
+        }
     }
     .instrument(span)
     .await

@@ -10,7 +10,7 @@ use rmcp::model::PaginatedRequestParams;
 use rmcp::service::{Peer, RoleClient, ServiceError};
 use toolhost_runtime::{source::SourceState, source::SourceTool};
 
-use super::connect::{self, OpenError, Session};
+use super::connect::{self, OpenError, Revision, Session};
 use super::handler::Handler;
 use super::link::{Link, MAX_LIST_PAGES};
 use super::oauth::{Asked, Authorizer};
@@ -43,7 +43,12 @@ pub(crate) async fn manage(shared: Arc<Shared>) {
             Ok(oauth) => {
                 let started = tokio::time::timeout(
                     shared.config.connect_timeout,
-                    connect::open(&shared.config, Handler::new(&shared), oauth.as_deref()),
+                    connect::open(
+                        &shared.config,
+                        Handler::new(&shared),
+                        oauth.as_deref(),
+                        Revision::Session,
+                    ),
                 )
                 .await;
                 match started {
@@ -156,6 +161,12 @@ async fn serve(
             }
         }
     }
+    // An HTTP server that also speaks 2026-07-28 is reached in it too,
+    // for the callers that speak it (`call.rs`), and lists its tools there.
+    let per_request = per_request(shared, oauth).await;
+    if let Some(modern) = &per_request {
+        add_per_request_tools(shared, modern.peer()).await;
+    }
     shared.set_link(Link::Up(peer.clone()), SourceState::Ready, server);
     tracing::info!(server = %shared.config.name, tools = shared.tools.lock().len(), "MCP server connected");
     let waiting = service.waiting();
@@ -172,13 +183,20 @@ async fn serve(
                 // A notice that came during the wait is read now, not again.
                 let _ = futures::FutureExt::now_or_never(shared.relist.notified());
                 match tokio::time::timeout(shared.config.connect_timeout, list_tools(&peer)).await {
-                    Ok(Ok(tools)) => shared.set_tools(tools),
+                    Ok(Ok(tools)) => {
+                        shared.set_tools(tools);
+                        if let Some(modern) = &per_request {
+                            add_per_request_tools(shared, modern.peer()).await;
+                        }
+                    }
                     Ok(Err(e)) => tracing::warn!(server = %shared.config.name, "re-listing tools failed: {e}"),
                     Err(_) => tracing::warn!(server = %shared.config.name, "re-listing tools timed out"),
                 }
             }
         }
     }
+    *shared.per_request.lock() = None;
+    drop(per_request);
     let why = match process {
         Some(mut process) => match process.exited().await {
             Some(status) => format!("the server exited ({status})"),
@@ -187,6 +205,62 @@ async fn serve(
         None => "the server closed the session".to_owned(),
     };
     (connect::with_stderr(why, &stderr), true)
+}
+
+/// Adds the tools a server lists only in revision 2026-07-28 (through
+/// `modern`) to those of its session, and notes which they are.
+async fn add_per_request_tools(shared: &Shared, modern: &Peer<RoleClient>) {
+    match tokio::time::timeout(shared.config.connect_timeout, list_tools(modern)).await {
+        Ok(Ok(listed)) => {
+            let mut tools = shared.tools.lock().to_vec();
+            let (_, new): (Vec<SourceTool>, Vec<SourceTool>) = listed
+                .into_iter()
+                .partition(|t| tools.iter().any(|known| known.name == t.name));
+            let only = new.iter().map(|t| t.name.clone()).collect();
+            tools.extend(new);
+            tools.truncate(MAX_LISTED_TOOLS);
+            shared.set_tools(tools);
+            *shared.per_request.lock() = Some((modern.clone(), Arc::new(only)));
+        }
+        Ok(Err(e)) => {
+            tracing::debug!(server = %shared.config.name, "tools/list in 2026-07-28 failed: {e}");
+        }
+        Err(_) => {
+            tracing::debug!(server = %shared.config.name, "tools/list in 2026-07-28 timed out");
+        }
+    }
+}
+
+/// A second session with an HTTP server, in revision 2026-07-28, when the
+/// server speaks it (`None` for a stdio server, or one that does not).
+async fn per_request(
+    shared: &Arc<Shared>,
+    oauth: Option<&Authorizer>,
+) -> Option<rmcp::service::RunningService<RoleClient, Handler>> {
+    if !matches!(
+        shared.config.transport,
+        super::config::McpTransport::Http(_)
+    ) {
+        return None;
+    }
+    let opened = tokio::time::timeout(
+        shared.config.connect_timeout,
+        connect::open(
+            &shared.config,
+            Handler::new(shared),
+            oauth,
+            Revision::PerRequest,
+        ),
+    )
+    .await;
+    match opened {
+        Ok(Ok(session)) => Some(session.service),
+        Ok(Err(OpenError::Failed(why) | OpenError::Challenge(why))) => {
+            tracing::debug!(server = %shared.config.name, "no 2026-07-28 session: {why}");
+            None
+        }
+        Err(_) => None,
+    }
 }
 
 /// Every page of `tools/list`, bounded in pages, tools and bytes: reading

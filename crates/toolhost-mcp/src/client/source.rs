@@ -63,6 +63,7 @@ impl McpSource {
             oauth: tokio::sync::OnceCell::new(),
             offers: Offers::default(),
             requests: Arc::default(),
+            per_request: Mutex::new(None),
         });
         if matches!(shared.config.transport, McpTransport::Http(_)) {
             // HTTPS through rustls with ring; a provider installed before stays.

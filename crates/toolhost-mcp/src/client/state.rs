@@ -39,7 +39,13 @@ pub(crate) struct Shared {
     /// The calls in flight, for the requests the server sends back
     /// during them (`requests.rs`).
     pub(crate) requests: Arc<InFlight>,
+    /// The server's 2026-07-28 side, when it speaks that revision too
+    /// (HTTP only): its peer, and the tools it lists only there.
+    pub(crate) per_request: Mutex<Option<PerRequest>>,
 }
+
+/// A server's 2026-07-28 side: its peer, and the tools listed only there.
+pub(crate) type PerRequest = (Peer<RoleClient>, Arc<std::collections::HashSet<String>>);
 
 impl Shared {
     pub(crate) fn set_link(&self, link: Link, state: SourceState, server: Option<String>) {
@@ -90,6 +96,22 @@ impl Shared {
     /// when it is down.
     pub(crate) async fn peer(&self) -> Result<Peer<RoleClient>, SourceError> {
         link::peer(&self.link).await
+    }
+
+    /// The connection for a call of `tool`: the server's 2026-07-28 side
+    /// for a caller that speaks it (`modern`) or a tool listed only there,
+    /// else the session.
+    pub(crate) async fn peer_for(
+        &self,
+        tool: &str,
+        modern: bool,
+    ) -> Result<Peer<RoleClient>, SourceError> {
+        let session = self.peer().await?;
+        let per_request = self.per_request.lock().clone();
+        Ok(match per_request {
+            Some((peer, only)) if modern || only.contains(tool) => peer,
+            _ => session,
+        })
     }
 }
 

@@ -20,7 +20,8 @@ use std::time::Duration;
 
 use rmcp::model::{
     ClientResult, CreateMessageRequest, CreateMessageRequestParams, CreateMessageResult,
-    ElicitRequest, ElicitRequestParams, ElicitResult, RequestId, ServerRequest,
+    ElicitRequest, ElicitRequestParams, ElicitResult, ListRootsRequest, ListRootsResult, RequestId,
+    ServerRequest,
 };
 use rmcp::service::{
     OriginatingRequestId, Peer, PeerRequestOptions, RequestContext, RoleServer, ServiceError,
@@ -77,6 +78,34 @@ impl Downstream {
                     }
                 })
             })
+    }
+
+    /// Whether it declared `roots`.
+    pub(crate) fn can_list_roots(&self) -> bool {
+        self.takes_requests()
+            && self
+                .peer
+                .peer_info()
+                .is_some_and(|info| info.capabilities.roots.is_some())
+    }
+
+    /// Sends `roots/list` on the call's stream and waits for the answer,
+    /// `timeout` at most.
+    pub(crate) async fn list_roots(
+        &self,
+        timeout: Duration,
+    ) -> Result<ListRootsResult, ServiceError> {
+        let mut request = ListRootsRequest::default();
+        request
+            .extensions
+            .insert(OriginatingRequestId(self.request.clone()));
+        match self
+            .send(ServerRequest::ListRootsRequest(request), timeout)
+            .await?
+        {
+            ClientResult::ListRootsResult(result) => Ok(result),
+            _ => Err(ServiceError::UnexpectedResponse),
+        }
     }
 
     /// Sends `sampling/createMessage` on the call's stream and waits for

@@ -323,8 +323,10 @@ impl McpServer {
         // terminal (a call without a client), never another caller.
         let client = ClientIdentity::of_request(&context).0;
         // 2026-07-28: the answers this call carries, each bound to the one
-        // call it was asked about, in a state sealed to this call.
-        let round_trip = (modern && asks_client).then(|| {
+        // call it was asked about, in a state sealed to this call: to
+        // toolhost's own questions (when the caller answers them) and to an
+        // upstream server's (`peer/relay.rs`).
+        let round_trip = modern.then(|| {
             let outer = OuterCall::of(&client, agent.as_deref(), &request.name, &args);
             let approver = self.round_trips.open(
                 &outer,
@@ -333,13 +335,23 @@ impl McpServer {
             );
             (outer, Arc::new(approver))
         });
+        if round_trip.as_ref().is_some_and(|(_, a)| a.refused()) {
+            recorded.outcome("invalid-state");
+            return Err(McpError::invalid_params(round_trip::REFUSED, None));
+        }
+        let relay = round_trip.as_ref().map(|(_, approver)| {
+            crate::peer::InputRelay::new(
+                context.client_capabilities().unwrap_or_default(),
+                approver.take_upstream(),
+            )
+        });
         let progress_sink = context
             .meta
             .get_progress_token()
             .map(|token| progress(context.peer.clone(), token));
         let approver: Arc<dyn toolhost_runtime::Approver> = match &round_trip {
-            Some((_, a)) => a.clone(),
-            None => self.approver(
+            Some((_, a)) if asks_client => a.clone(),
+            _ => self.approver(
                 &context,
                 asks,
                 &client,
@@ -353,6 +365,9 @@ impl McpServer {
             .extension(crate::peer::Downstream::of(&context));
         if let Some(agent) = agent {
             cx = cx.agent(agent);
+        }
+        if let Some(relay) = &relay {
+            cx = cx.extension(relay.clone());
         }
         let forwarder = progress_sink.map(|(tx, forwarder)| {
             cx = std::mem::take(&mut cx).on_progress(move |_tool, message, fraction| {
@@ -380,13 +395,25 @@ impl McpServer {
         // 2026-07-28: the call stopped at a question; send it back (also
         // when a program went on past the denial: its user has not
         // answered yet).
-        let asked = round_trip.filter(|(_, a)| outcome.is_some() && a.asked());
-        let can_answer = context
-            .client_capabilities()
-            .is_some_and(|c| c.elicitation.is_some());
+        // An upstream server said the caller lacks a capability: so it hears.
+        if let Some(error) = relay.as_ref().and_then(|r| r.lacking())
+            && outcome.is_some()
+        {
+            recorded.outcome("missing-capability");
+            return Err(error);
+        }
+        // And an upstream server's question, which goes on to the caller.
+        let upstream = relay.and_then(|r| r.asked()).filter(|_| outcome.is_some());
+        let asked = round_trip.filter(|(_, a)| {
+            outcome.is_some() && ((asks_client && a.asked()) || upstream.is_some())
+        });
+        let can_answer = upstream.is_some()
+            || context
+                .client_capabilities()
+                .is_some_and(|c| c.elicitation.is_some());
         if let Some((outer, approver)) = asked {
             let refusal = if can_answer {
-                match self.round_trips.ask(&outer, &approver) {
+                match self.round_trips.ask(&outer, &approver, upstream) {
                     Ok(Some(input)) => {
                         recorded.outcome("input-required");
                         return Ok(CallToolResponse::InputRequired(input));

@@ -54,6 +54,8 @@ use toolhost_runtime::{
 };
 
 use super::elicit::{CallQuestion, call_question};
+use crate::peer::canonical::arguments_digest;
+use crate::peer::relay::{UpstreamAnswer, UpstreamAsked, UpstreamCall};
 
 /// How long a question's state (and the answers it carries) stays valid.
 pub const APPROVAL_TTL: Duration = Duration::from_secs(300);
@@ -73,8 +75,12 @@ pub(crate) const MAX_ANSWERS: u32 = 64;
 /// [`MAX_ANSWERS`] answers is about 6 KiB).
 pub(crate) const MAX_STATE_BYTES: usize = 16 * 1024;
 
+/// The longest `requestState` of an upstream server carried in one of
+/// ours.
+const MAX_UPSTREAM_STATE_BYTES: usize = 8 * 1024;
+
 /// What a call is told when the state of its retry fails a check.
-const REFUSED: &str = "the approval does not match this call, has expired, or was already \
+pub(crate) const REFUSED: &str = "the approval does not match this call, has expired, or was already \
      used; call the tool again to be asked again";
 
 /// What the call asked about is told while its question goes to the user.
@@ -133,68 +139,18 @@ fn field(h: &mut Sha256, bytes: &[u8]) {
     h.update(bytes);
 }
 
-/// A SHA-256 of `args` as canonical JSON: object keys sorted at every
-/// level, compact, whatever order the map keeps them in.
-fn arguments_digest(args: &Value) -> [u8; 32] {
-    struct Hashing(Sha256);
-    impl std::io::Write for Hashing {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.update(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    fn canonical(value: &Value, out: &mut Hashing) -> std::io::Result<()> {
-        use std::io::Write;
-        match value {
-            Value::Object(map) => {
-                let mut keys: Vec<&String> = map.keys().collect();
-                keys.sort();
-                out.write_all(b"{")?;
-                for (i, key) in keys.into_iter().enumerate() {
-                    if i > 0 {
-                        out.write_all(b",")?;
-                    }
-                    serde_json::to_writer(&mut *out, key)?;
-                    out.write_all(b":")?;
-                    if let Some(v) = map.get(key) {
-                        canonical(v, out)?;
-                    }
-                }
-                out.write_all(b"}")
-            }
-            Value::Array(items) => {
-                out.write_all(b"[")?;
-                for (i, item) in items.iter().enumerate() {
-                    if i > 0 {
-                        out.write_all(b",")?;
-                    }
-                    canonical(item, out)?;
-                }
-                out.write_all(b"]")
-            }
-            scalar => Ok(serde_json::to_writer(out, scalar)?),
-        }
-    }
-    let mut out = Hashing(Sha256::new());
-    // Writing into a hash does not fail; the depth is serde_json's
-    // parsing limit, which every argument value passed.
-    let _ = canonical(args, &mut out);
-    out.0.finalize().into()
-}
-
 /// A state as sealed: the question it asks and the answers given before.
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Sealed {
     /// Makes each state one of a kind, for the used-state list.
     nonce: String,
-    /// The call the question asks about.
-    asked: CallBinding,
+    /// The call toolhost's own question asks about, when it asked one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    asked: Option<CallBinding>,
     /// Whether the question offered to remember the answer (every
     /// argument shown whole); a `remember` is honoured only then.
+    #[serde(default)]
     remember: bool,
     /// The yeses of earlier rounds.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -202,6 +158,20 @@ struct Sealed {
     /// The noes of earlier rounds.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     declined: Vec<CallBinding>,
+    /// The question an upstream server asked, when one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    upstream: Option<UpstreamSealed>,
+}
+
+/// An upstream server's question, as a state carries it: the call it was
+/// asked in, which input requests are the server's, and its own state.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UpstreamSealed {
+    call: UpstreamCall,
+    keys: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    state: Option<String>,
 }
 
 /// A yes of an earlier round: how many calls it approves in each run.
@@ -227,6 +197,9 @@ pub(crate) enum AskError {
     /// The question could not be written as an input request.
     #[error("cannot write the question: {0}")]
     Question(#[from] serde_json::Error),
+    /// An upstream server's question cannot be passed on.
+    #[error("cannot pass on the MCP server's question: {0}")]
+    Upstream(&'static str),
 }
 
 /// The round trips of one server: the key that seals their states, and
@@ -263,13 +236,16 @@ impl RoundTrips {
         state: Option<&str>,
         responses: Option<&InputResponses>,
     ) -> RoundTripApprover {
-        let run = match state {
-            None => Some(Run::default()),
+        let opened = match state {
+            None => Some((Run::default(), None)),
             Some(state) => self.answers(outer, state, responses),
         };
+        let refused = opened.is_none();
+        let (run, upstream) = opened.unwrap_or_default();
         RoundTripApprover {
-            refused: run.is_none(),
-            run: Mutex::new(run.unwrap_or_default()),
+            refused,
+            run: Mutex::new(run),
+            upstream: Mutex::new(upstream),
         }
     }
 
@@ -279,7 +255,7 @@ impl RoundTrips {
         outer: &OuterCall,
         state: &str,
         responses: Option<&InputResponses>,
-    ) -> Option<Run> {
+    ) -> Option<(Run, Option<UpstreamAnswer>)> {
         if state.len() > MAX_STATE_BYTES {
             return None;
         }
@@ -314,12 +290,23 @@ impl RoundTrips {
             declined: sealed.declined,
             asked: None,
         };
-        if approved {
-            run.approve(sealed.asked, remember && sealed.remember)?;
-        } else {
-            run.declined.push(sealed.asked);
+        match sealed.asked {
+            Some(asked) if approved => run.approve(asked, remember && sealed.remember)?,
+            Some(asked) => run.declined.push(asked),
+            None => {}
         }
-        Some(run)
+        let upstream = sealed.upstream.map(|u| UpstreamAnswer {
+            call: u.call,
+            // The server's own keys only: anything else is dropped.
+            responses: responses
+                .into_iter()
+                .flatten()
+                .filter(|(key, _)| u.keys.contains(key))
+                .map(|(key, value)| (key.clone(), value.clone()))
+                .collect(),
+            state: u.state,
+        });
+        Some((run, upstream))
     }
 
     /// Whether `nonce`'s state is used for the first time (and notes it).
@@ -340,15 +327,31 @@ impl RoundTrips {
     /// The `input_required` result asking the question `approver`'s run
     /// stopped at, with a state that carries the run's answers; `None`
     /// when the run asked nothing.
+    /// An upstream server's question (`upstream`) goes in it too, with
+    /// that server's own state.
     pub(crate) fn ask(
         &self,
         outer: &OuterCall,
         approver: &RoundTripApprover,
+        upstream: Option<UpstreamAsked>,
     ) -> Result<Option<InputRequiredResult>, AskError> {
         let run = approver.run.lock();
-        let Some((asked, question)) = &run.asked else {
+        if run.asked.is_none() && upstream.is_none() {
             return Ok(None);
-        };
+        }
+        if let Some(u) = &upstream {
+            if u.requests.contains_key(QUESTION_KEY) {
+                return Err(AskError::Upstream(
+                    "its input request uses toolhost's own key",
+                ));
+            }
+            if u.state
+                .as_ref()
+                .is_some_and(|s| s.len() > MAX_UPSTREAM_STATE_BYTES)
+            {
+                return Err(AskError::Upstream("its request state is too large"));
+            }
+        }
         let carried: Vec<Carried> = run
             .approved
             .iter()
@@ -361,18 +364,34 @@ impl RoundTrips {
         if answers(&carried, run.declined.len()).is_none_or(|n| n >= MAX_ANSWERS) {
             return Err(AskError::TooManyQuestions);
         }
+        let (upstream_requests, upstream) = match upstream {
+            Some(u) => (
+                u.requests.clone(),
+                Some(UpstreamSealed {
+                    call: u.call,
+                    keys: u.requests.into_keys().collect(),
+                    state: u.state,
+                }),
+            ),
+            None => (Default::default(), None),
+        };
         let state = self.codec.seal_json_with(
             &Sealed {
                 nonce: uuid::Uuid::new_v4().to_string(),
-                asked: asked.clone(),
-                remember: question.remember,
+                asked: run.asked.as_ref().map(|(asked, _)| asked.clone()),
+                remember: run.asked.as_ref().is_some_and(|(_, q)| q.remember),
                 approved: carried,
                 declined: run.declined.clone(),
+                upstream,
             },
             &SealOptions::new()
                 .associated_data(&outer.0)
                 .ttl(APPROVAL_TTL),
         )?;
+        let mut requests = upstream_requests;
+        let Some((_, question)) = &run.asked else {
+            return Ok(Some(InputRequiredResult::new(Some(requests), Some(state))));
+        };
         let mut properties = serde_json::json!({
             "approve": { "type": "boolean", "description": "Allow it?" },
         });
@@ -394,10 +413,8 @@ impl RoundTrips {
                 },
             },
         }))?;
-        Ok(Some(InputRequiredResult::new(
-            Some([(QUESTION_KEY.to_owned(), request)].into_iter().collect()),
-            Some(state),
-        )))
+        requests.insert(QUESTION_KEY.to_owned(), request);
+        Ok(Some(InputRequiredResult::new(Some(requests), Some(state))))
     }
 }
 
@@ -486,9 +503,23 @@ pub(crate) struct RoundTripApprover {
     /// The retry's state failed a check: nothing is approved or asked.
     refused: bool,
     run: Mutex<Run>,
+    /// The caller's answer to an upstream server's question, until the
+    /// call takes it.
+    upstream: Mutex<Option<UpstreamAnswer>>,
 }
 
 impl RoundTripApprover {
+    /// Whether the retry's state failed a check (forged, changed,
+    /// expired, replayed, another call's, past the bounds).
+    pub(crate) fn refused(&self) -> bool {
+        self.refused
+    }
+
+    /// The caller's answer to an upstream server's question, once.
+    pub(crate) fn take_upstream(&self) -> Option<UpstreamAnswer> {
+        self.upstream.lock().take()
+    }
+
     /// Whether the run stopped at a question.
     pub(crate) fn asked(&self) -> bool {
         self.run.lock().asked.is_some()
@@ -589,7 +620,7 @@ mod tests {
     /// The state of the question `approver`'s run stopped at.
     fn next_state(trips: &RoundTrips, approver: &RoundTripApprover) -> String {
         trips
-            .ask(&outer(), approver)
+            .ask(&outer(), approver, None)
             .unwrap()
             .expect("a question")
             .request_state
@@ -627,7 +658,7 @@ mod tests {
             );
             assert_eq!(answers[1], CallApproval::AllowOnce);
             // What is asked next is the other call's own question.
-            let next = trips.ask(&outer(), &retry).unwrap().unwrap();
+            let next = trips.ask(&outer(), &retry, None).unwrap().unwrap();
             let next = serde_json::to_value(next).unwrap();
             let text = next["inputRequests"][QUESTION_KEY]["params"]["message"]
                 .as_str()
@@ -683,7 +714,8 @@ mod tests {
         let answers = run(&first, &[a.clone(), b.clone()]).await;
         assert!(denied(&answers[0], WAITING));
         assert!(denied(&answers[1], ASKED_AFTER), "{answers:?}");
-        let asked = serde_json::to_value(trips.ask(&outer(), &first).unwrap().unwrap()).unwrap();
+        let asked =
+            serde_json::to_value(trips.ask(&outer(), &first, None).unwrap().unwrap()).unwrap();
         let text = asked["inputRequests"][QUESTION_KEY]["params"]["message"]
             .as_str()
             .unwrap();
@@ -703,7 +735,7 @@ mod tests {
         let answers = run(&third, &[a.clone(), b.clone()]).await;
         assert_eq!(answers, [CallApproval::AllowOnce, CallApproval::AllowOnce]);
         assert!(!third.asked());
-        assert!(trips.ask(&outer(), &third).unwrap().is_none());
+        assert!(trips.ask(&outer(), &third, None).unwrap().is_none());
     }
 
     #[tokio::test]
@@ -825,7 +857,7 @@ mod tests {
                 .filter(|a| **a == CallApproval::AllowOnce)
                 .count();
             assert_eq!(allowed, rounds, "one more call each round");
-            match trips.ask(&outer(), &approver) {
+            match trips.ask(&outer(), &approver, None) {
                 Ok(Some(next)) => {
                     let state = next.request_state.unwrap();
                     assert!(state.len() <= MAX_STATE_BYTES, "{} bytes", state.len());
@@ -853,7 +885,8 @@ mod tests {
         // this call alone; the next call it approves is once only.
         let first = trips.open(&outer(), None, None);
         run(&first, std::slice::from_ref(&a)).await;
-        let asked = serde_json::to_value(trips.ask(&outer(), &first).unwrap().unwrap()).unwrap();
+        let asked =
+            serde_json::to_value(trips.ask(&outer(), &first, None).unwrap().unwrap()).unwrap();
         let schema = &asked["inputRequests"][QUESTION_KEY]["params"]["requestedSchema"];
         assert!(
             schema["properties"]["remember"].is_object(),
@@ -867,7 +900,8 @@ mod tests {
         assert!(denied(&answers[2], ASKED_AFTER), "{answers:?}");
         // In the next round that yes approves once, and `cut`'s question
         // does not offer to remember, nor honours one sent anyway.
-        let asked = serde_json::to_value(trips.ask(&outer(), &second).unwrap().unwrap()).unwrap();
+        let asked =
+            serde_json::to_value(trips.ask(&outer(), &second, None).unwrap().unwrap()).unwrap();
         let schema = &asked["inputRequests"][QUESTION_KEY]["params"]["requestedSchema"];
         assert!(schema["properties"]["approve"].is_object(), "{schema}");
         assert!(schema["properties"].get("remember").is_none(), "{schema}");

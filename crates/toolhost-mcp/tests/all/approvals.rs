@@ -258,17 +258,12 @@ async fn on_2026_07_28_one_answer_runs_only_the_call_it_was_asked_about_and_the_
         "{calls:#?}"
     );
 
-    // The same answer and state again approve nothing.
-    let refused = complete(peer.call_tool_once(answered).await.unwrap());
-    assert_eq!(refused.is_error, Some(true), "{refused:?}");
+    // The same answer and state again approve nothing: the retry is
+    // refused as a protocol error (SEP-2322), and nothing runs.
+    let refused = peer.call_tool_once(answered).await.unwrap_err();
+    assert!(refused.to_string().contains("already used"), "{refused}");
     let calls = audited(&mut feed);
-    let note = nested(&calls)[0].2.unwrap_or_default().to_owned();
-    assert_eq!(
-        nested(&calls),
-        [("calculate", "permission-denied", Some(note.as_str()))],
-        "{calls:#?}"
-    );
-    assert!(note.contains("already used"), "{note}");
+    assert!(calls.is_empty(), "{calls:#?}");
     let _ = running.cancel().await;
 }
 
