@@ -396,14 +396,17 @@ impl McpServer {
         // when a program went on past the denial: its user has not
         // answered yet).
         // An upstream server said the caller lacks a capability: so it hears.
-        if let Some(error) = relay.as_ref().and_then(|r| r.lacking())
+        if let Some(error) = relay.as_ref().and_then(crate::peer::InputRelay::lacking)
             && outcome.is_some()
         {
             recorded.outcome("missing-capability");
             return Err(error);
         }
         // And an upstream server's question, which goes on to the caller.
-        let upstream = relay.and_then(|r| r.asked()).filter(|_| outcome.is_some());
+        let upstream = relay
+            .as_ref()
+            .and_then(crate::peer::InputRelay::asked)
+            .filter(|_| outcome.is_some());
         let asked = round_trip.filter(|(_, a)| {
             outcome.is_some() && ((asks_client && a.asked()) || upstream.is_some())
         });
