@@ -68,6 +68,7 @@ fn server(
             // search is on outright.
             tool_search: Some(crate::settings::tool_search(global, file))
                 .filter(|s| s.mode == toolhost_search::ToolSearchMode::On),
+            tasks: file.tasks.settings()?,
         },
     ))
 }

@@ -137,6 +137,10 @@ pub struct ConfigFile {
     /// Code mode (`[code]`; `--code-mode` wins over its `mode`).
     #[serde(default)]
     pub code: crate::code_mode::CodeConfig,
+    /// Which tools `host serve` runs as MCP tasks, and their bounds
+    /// (`[tasks]`, docs/guide/long-running.md).
+    #[serde(default)]
+    pub tasks: super::TasksConfig,
 }
 
 /// One `[agents.NAME]` table.

@@ -412,6 +412,34 @@ fn serve_with_tokens_and(dir: &Path, policy: &str, tokens: &str, flags: &[&str])
     serve(&host_args(dir, &args))
 }
 
+/// `host serve` of the plugins in `dir/plugins` (made if missing) with
+/// `config` and `policy` written beside them, plus `flags` of `serve`.
+pub(crate) fn serve_configured(dir: &Path, config: &str, policy: &str, flags: &[&str]) -> Served {
+    let plugins = dir.join("plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    let (config_file, policy_file) = (dir.join("config.toml"), dir.join("policy.toml"));
+    std::fs::write(&config_file, config).unwrap();
+    std::fs::write(&policy_file, policy).unwrap();
+    let (plugins, config_file, policy_file) = (
+        plugins.display().to_string(),
+        config_file.display().to_string(),
+        policy_file.display().to_string(),
+    );
+    let mut args = vec![
+        "--plugins",
+        &plugins,
+        "--config",
+        &config_file,
+        "--policy",
+        &policy_file,
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+    ];
+    args.extend_from_slice(flags);
+    serve(&host_args(dir, &args))
+}
+
 pub(crate) fn serve(args: &[String]) -> Served {
     serve_with_env(args, &[])
 }

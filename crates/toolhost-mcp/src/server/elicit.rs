@@ -140,13 +140,7 @@ impl Approver for ElicitingApprover {
         request: &'a ResultApprovalRequest<'a>,
     ) -> ApprovalFuture<'a, ResultApproval> {
         Box::pin(async move {
-            let question = format!(
-                "toolhost: may the result of `{}` (plugin {}) be returned? It reads: {}",
-                request.tool,
-                request.plugin,
-                one_line(request.output, SHOWN_CHARS)
-            );
-            match self.ask(question, false).await {
+            match self.ask(result_question(request).text, false).await {
                 Ok(_) => ResultApproval::Accept,
                 Err(message) => ResultApproval::Reject {
                     message: Some(message),
@@ -216,6 +210,66 @@ pub(crate) fn call_question(request: &CallApprovalRequest<'_>) -> CallQuestion {
         );
     }
     CallQuestion { text, remember }
+}
+
+/// A call's question as a 2026-07-28 input request: the approval form
+/// (`approve`, and `remember` when the question offers it) as an
+/// `elicitation/create` in form mode. Used by the round trip's
+/// `input_required` and by a task's `input_required` state alike.
+pub(crate) fn approval_request(
+    question: &CallQuestion,
+) -> Result<rmcp::model::InputRequest, serde_json::Error> {
+    let mut properties = serde_json::json!({
+        "approve": { "type": "boolean", "description": "Allow it?" },
+    });
+    if question.remember {
+        properties["remember"] = serde_json::json!({
+            "type": "boolean",
+            "description": "Also allow these exact arguments from now on (saved; `host approvals revoke` undoes it)",
+        });
+    }
+    serde_json::from_value(serde_json::json!({
+        "method": "elicitation/create",
+        "params": {
+            "mode": "form",
+            "message": question.text,
+            "requestedSchema": {
+                "type": "object",
+                "properties": properties,
+                "required": ["approve"],
+            },
+        },
+    }))
+}
+
+/// What an answer to [`approval_request`]'s form says: whether the user
+/// accepted with `approve: true`, and whether it also asked to remember.
+/// Anything else (a decline, a cancel, a missing or non-boolean
+/// `approve`) is a no.
+pub(crate) fn approval_answer(answer: &serde_json::Value) -> (bool, bool) {
+    let approved = answer.get("action").and_then(serde_json::Value::as_str) == Some("accept")
+        && answer
+            .pointer("/content/approve")
+            .and_then(serde_json::Value::as_bool)
+            == Some(true);
+    let remember = answer
+        .pointer("/content/remember")
+        .and_then(serde_json::Value::as_bool)
+        == Some(true);
+    (approved, approved && remember)
+}
+
+/// The question for a result approval (never remembered).
+pub(crate) fn result_question(request: &ResultApprovalRequest<'_>) -> CallQuestion {
+    CallQuestion {
+        text: format!(
+            "toolhost: may the result of `{}` (plugin {}) be returned? It reads: {}",
+            one_line(request.tool, 200),
+            one_line(request.plugin, 200),
+            one_line(request.output, SHOWN_CHARS)
+        ),
+        remember: false,
+    }
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //!
 //! | metric | what |
 //! |---|---|
-//! | `toolhost_mcp_calls_total{outcome}` | calls by outcome: `ok`, or the error's kind (`denied`, `timeout`, …) |
+//! | `toolhost_mcp_calls_total{outcome}` | calls by outcome: `ok`, `task` (answered with a task that goes on), or the error's kind (`denied`, `timeout`, …) |
 //! | `toolhost_mcp_call_duration_seconds` | time from the request to the answer (histogram) |
 //! | `toolhost_mcp_calls_in_flight` | calls running or waiting for a sandbox now |
 //! | `toolhost_plugin_events_total{event}` | plugins loaded, reloaded, unloaded, failed to load |

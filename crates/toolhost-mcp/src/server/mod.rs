@@ -11,6 +11,11 @@
 //!   that becomes `notifications/progress` when the client sent a progress
 //!   token, and an approver that asks the client (elicitation). A client's
 //!   cancellation drops the call, which stops its sandbox.
+//! - A tool the operator runs as a task ([`ServerOptions::tasks`],
+//!   `tasks.rs`) answers a 2026-07-28 caller that declared the Tasks
+//!   extension at once with a task, which goes on through the same
+//!   [`Runtime::call`]; `tasks/get`, `tasks/update` and `tasks/cancel`
+//!   reach the caller's own tasks.
 //! - A reload that changes the tool set sends `notifications/tools/list_changed`
 //!   to every connected client (2025-11-25 and older: to the session's peer;
 //!   2026-07-28: on the client's `subscriptions/listen` stream).
@@ -22,9 +27,10 @@ use std::sync::Arc;
 
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, DiscoverResult, Implementation,
-    InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams,
-    ProgressNotificationParam, ProgressToken, ServerCapabilities, ServerConfig, SubscriptionFilter,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities, DiscoverResult,
+    GetTaskParams, GetTaskResult, Implementation, InitializeRequestParams, InitializeResult,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    ServerCapabilities, ServerConfig, SubscriptionFilter, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleServer, SubscriptionContext};
 use serde_json::Value;
@@ -44,6 +50,7 @@ mod resources;
 mod revision;
 pub(crate) mod round_trip;
 mod search;
+pub mod tasks;
 pub(crate) mod upstream;
 
 pub use crate::tools::{CACHED_META_KEY, DETAILS_META_KEY, ERROR_KIND_META_KEY, PLUGIN_META_KEY};
@@ -64,6 +71,7 @@ use identity::{ClientAsks, ClientIdentity, ClientProfile};
 use metrics::Metrics;
 use round_trip::{OuterCall, RoundTrips};
 use search::Search;
+use tasks::TaskSupport;
 
 /// How many progress reports of one call may wait to be sent; more are
 /// dropped (a plugin that floods progress cannot grow the host's memory).
@@ -98,6 +106,9 @@ pub struct ServerOptions {
     /// pinned tools and `search_tools` (see `search.rs`). `None` (the
     /// default): every tool the profile allows is listed.
     pub tool_search: Option<toolhost_search::ToolSearch>,
+    /// Which tools run as tasks (the `io.modelcontextprotocol/tasks`
+    /// extension, `tasks.rs`), and their bounds. None by default.
+    pub tasks: tasks::TaskSettings,
 }
 
 impl From<toolhost_runtime::policy::AskRoute> for Asks {
@@ -158,6 +169,8 @@ pub struct McpServer {
     listeners: Arc<upstream::Listeners>,
     /// Its calls in flight, and where the next one runs (`parallel.rs`).
     in_flight: parallel::InFlight,
+    /// The calls that run as tasks, and whose each is (`tasks.rs`).
+    tasks: Arc<tasks::Tasks>,
 }
 
 impl McpServer {
@@ -174,6 +187,7 @@ impl McpServer {
             runtime,
             upstreams,
             round_trips: Arc::new(RoundTrips::new(options.state_key.as_deref())),
+            tasks: Arc::new(tasks::Tasks::new(options.tasks.clone())),
             search: options
                 .tool_search
                 .clone()
@@ -322,6 +336,36 @@ impl McpServer {
         // saved approvals answer it alone: never the user at the host's
         // terminal (a call without a client), never another caller.
         let client = ClientIdentity::of_request(&context).0;
+        // A tool the operator runs as a task, for a caller that can take
+        // one: a 2026-07-28 caller that declared the extension (the
+        // extension is of that revision; 2025-11-25's experimental tasks
+        // are another wire, and an older session's declaration is ignored,
+        // as clients such as the Inspector expect).
+        let takes_tasks = modern
+            && context
+                .client_capabilities()
+                .is_some_and(|c| c.supports_tasks());
+        match self.tasks.settings().support(&request.name) {
+            TaskSupport::Never => {}
+            _ if takes_tasks => {
+                recorded.outcome("task");
+                let call = tasks::TaskCall {
+                    name: request.name.into_owned(),
+                    args,
+                    agent,
+                    client,
+                    asks,
+                };
+                return self.call_as_task(call, &context);
+            }
+            TaskSupport::Optional => {}
+            TaskSupport::Required => {
+                recorded.outcome("missing-capability");
+                return Err(McpError::missing_required_client_capability(
+                    ClientCapabilities::builder().enable_tasks().build(),
+                ));
+            }
+        }
         // 2026-07-28: the answers this call carries, each bound to the one
         // call it was asked about, in a state sealed to this call: to
         // toolhost's own questions (when the caller answers them) and to an
@@ -579,6 +623,12 @@ impl rmcp::ServerHandler for McpServer {
             .build();
         // Upstream MCP servers: what they offer besides tools (`upstream.rs`).
         upstream::offered(&self.runtime, self.upstreams.as_ref(), &mut capabilities);
+        if self.tasks.settings().enabled() {
+            capabilities.extensions.get_or_insert_default().insert(
+                rmcp::model::TASKS_EXTENSION_ID.to_owned(),
+                Default::default(),
+            );
+        }
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
     }
@@ -627,6 +677,44 @@ impl rmcp::ServerHandler for McpServer {
     ) -> Result<CallToolResponse, McpError> {
         let span = request_span("tools/call", Some(&request.name), &context);
         self.call(request, context).instrument(span).await
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        let client = ClientIdentity::of_request(&context).0;
+        Ok(GetTaskResult::new(
+            self.tasks.get(&client, &request.task_id)?,
+        ))
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let client = ClientIdentity::of_request(&context).0;
+        self.tasks
+            .update(&client, &request.task_id, request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let client = ClientIdentity::of_request(&context).0;
+        self.tasks.cancel(&client, &request.task_id)?;
+        tracing::info!(
+            target: "toolhost::audit",
+            task = %toolhost_runtime::shown::shown_name(&request.task_id),
+            client = %toolhost_runtime::shown::shown_name(&client),
+            outcome = "task-cancelled",
+            "a task was asked to stop"
+        );
+        Ok(())
     }
 
     async fn list_resources(

@@ -22,7 +22,7 @@ use toolhost_runtime::{CallError, error::ErrorKind};
 const VALIDATION_IN_RESULT: ProtocolVersion = ProtocolVersion::V_2025_11_25;
 
 /// Longest message of a protocol error.
-const MESSAGE_CHARS: usize = 2000;
+pub(super) const MESSAGE_CHARS: usize = 2000;
 
 /// The JSON-RPC error `e` is under `version`, or `None` when it is a tool
 /// execution error there (an `isError` result).

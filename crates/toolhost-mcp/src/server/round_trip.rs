@@ -42,8 +42,7 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use rmcp::model::{
-    InputRequest, InputRequiredResult, InputResponses, RequestStateCodec, RequestStateError,
-    SealOptions,
+    InputRequiredResult, InputResponses, RequestStateCodec, RequestStateError, SealOptions,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -53,7 +52,7 @@ use toolhost_runtime::{
     permission::CallApprovalRequest, permission::ResultApproval, permission::ResultApprovalRequest,
 };
 
-use super::elicit::{CallQuestion, call_question};
+use super::elicit::{CallQuestion, approval_answer, approval_request, call_question};
 use crate::peer::canonical::arguments_digest;
 use crate::peer::relay::{UpstreamAnswer, UpstreamAsked, UpstreamCall};
 
@@ -267,15 +266,9 @@ impl RoundTrips {
         if !self.first_use(&sealed.nonce) {
             return None;
         }
-        let answer = responses.and_then(|r| r.get(QUESTION_KEY));
-        let approved = answer.is_some_and(|a| {
-            a.get("action").and_then(Value::as_str) == Some("accept")
-                && a.pointer("/content/approve").and_then(Value::as_bool) == Some(true)
-        });
-        let remember = answer
-            .and_then(|a| a.pointer("/content/remember"))
-            .and_then(Value::as_bool)
-            == Some(true);
+        let (approved, remember) = responses
+            .and_then(|r| r.get(QUESTION_KEY))
+            .map_or((false, false), approval_answer);
         let mut run = Run {
             approved: sealed
                 .approved
@@ -392,27 +385,7 @@ impl RoundTrips {
         let Some((_, question)) = &run.asked else {
             return Ok(Some(InputRequiredResult::new(Some(requests), Some(state))));
         };
-        let mut properties = serde_json::json!({
-            "approve": { "type": "boolean", "description": "Allow it?" },
-        });
-        if question.remember {
-            properties["remember"] = serde_json::json!({
-                "type": "boolean",
-                "description": "Also allow these exact arguments from now on (saved; `host approvals revoke` undoes it)",
-            });
-        }
-        let request: InputRequest = serde_json::from_value(serde_json::json!({
-            "method": "elicitation/create",
-            "params": {
-                "mode": "form",
-                "message": question.text,
-                "requestedSchema": {
-                    "type": "object",
-                    "properties": properties,
-                    "required": ["approve"],
-                },
-            },
-        }))?;
+        let request = approval_request(question)?;
         requests.insert(QUESTION_KEY.to_owned(), request);
         Ok(Some(InputRequiredResult::new(Some(requests), Some(state))))
     }
