@@ -131,14 +131,10 @@ fn host_serve_in_front_of_the_reference_server_passes_the_suites_server_scenario
 /// that release's reference server does not pass yet, each with why
 /// (docs/guide/gateway.md names them too). The test fails when one of
 /// them passes, so that the list only ever shrinks.
-const NEXT_NOT_YET: [(&str, &str); 4] = [
+const NEXT_NOT_YET: [(&str, &str); 3] = [
     (
         "http-custom-header-server-validation",
         "the reference server exposes no tool with x-mcp-header annotations (it fails alone too)",
-    ),
-    (
-        "input-required-result-non-tool-request",
-        "prompts/get of a 2026-07-28 caller goes to the upstream's session, not its 2026-07-28 side",
     ),
     (
         "tasks-mrtr-input",

@@ -34,13 +34,29 @@ fn served_with(dir: &std::path::Path, config: &str) -> crate::mcp::Served {
 
 /// A 2026-07-28 request of `token`'s caller, which declared the tasks
 /// extension; the JSON-RPC response.
-fn modern(base: &str, token: &str, method: &str, mut params: Value) -> Value {
+fn modern(base: &str, token: &str, method: &str, params: Value) -> Value {
+    modern_declaring(base, token, method, params, true)
+}
+
+/// [`modern`] from a caller that declared the tasks extension or not.
+fn modern_declaring(
+    base: &str,
+    token: &str,
+    method: &str,
+    mut params: Value,
+    tasks: bool,
+) -> Value {
+    let extensions = if tasks {
+        json!({"io.modelcontextprotocol/tasks": {}})
+    } else {
+        json!({})
+    };
     params["_meta"] = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
         "io.modelcontextprotocol/clientCapabilities": {
             "elicitation": {"form": {}},
-            "extensions": {"io.modelcontextprotocol/tasks": {}},
+            "extensions": extensions,
         },
     });
     let mut headers = mcp_headers(Some(token));
@@ -366,5 +382,56 @@ fn a_tasks_question_for_the_operator_waits_in_the_console_and_its_answer_resumes
     assert_eq!(
         done["result"]["content"][0]["text"], "deleted c.txt",
         "{done}"
+    );
+}
+
+/// A tool the policy denies is not there for the caller, whatever
+/// `[tasks]` says of it: no task is made of a call of it, and a caller
+/// that cannot take tasks is not told that it needs them.
+#[test]
+fn a_tool_the_policy_denies_is_not_found_whatever_its_task_settings_say() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_plugin(&fixtures_dir(), "tasks", &dir.path().join("plugins"));
+    let tokens = dir.path().join("tokens");
+    std::fs::write(&tokens, "alice-token\n").unwrap();
+    let served = serve_configured(
+        dir.path(),
+        "[tasks]\ntools = [\"slow_compute\"]\nrequired = [\"failing_job\"]\n",
+        "default = \"allow\"\n[[rules]]\ntool = \"slow_compute\"\ndecision = \"deny\"\n\
+         [[rules]]\ntool = \"failing_job\"\ndecision = \"deny\"\n",
+        &["--token-file", &tokens.display().to_string()],
+    );
+    let call = |tool: &str, tasks: bool| {
+        modern_declaring(
+            &served.base,
+            "alice-token",
+            "tools/call",
+            json!({"name": tool, "arguments": {"seconds": 0}}),
+            tasks,
+        )
+    };
+    for (tool, tasks) in [
+        ("slow_compute", true),
+        ("failing_job", false),
+        ("failing_job", true),
+    ] {
+        let answer = call(tool, tasks);
+        assert_ne!(answer["result"]["resultType"], "task", "{tool}: {answer}");
+        assert_ne!(answer["error"]["code"], -32021, "{tool}: {answer}");
+        assert!(
+            answer["error"]["code"] == -32602 || answer["result"]["isError"] == true,
+            "{tool}: {answer}"
+        );
+    }
+    // The same caller still gets a task of a tool it may call.
+    let allowed = modern(
+        &served.base,
+        "alice-token",
+        "tools/call",
+        json!({"name": "greet", "arguments": {"name": "x"}}),
+    );
+    assert_eq!(
+        allowed["result"]["content"][0]["text"], "Hello, x!",
+        "{allowed}"
     );
 }

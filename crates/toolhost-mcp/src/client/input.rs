@@ -1,4 +1,5 @@
-//! An upstream server that answers a call with `input_required`
+//! An upstream server that answers a call (or a `prompts/get`,
+//! `prompt.rs`) with `input_required`
 //! (revision 2026-07-28): it needs answers from the client (a form, a
 //! completion from its model, its roots) and a call again with them and
 //! the state it gave.
@@ -106,10 +107,22 @@ impl Rounds {
         params: &mut CallToolRequestParams,
         options: &mut PeerRequestOptions,
     ) {
-        if let Some((responses, state)) = self.next.take() {
+        if let Some((responses, state)) = self.answers(peer, settings, options) {
             params.input_responses = Some(responses);
             params.request_state = state;
         }
+    }
+
+    /// [`Rounds::prepare`] for any request: the last round's answers and
+    /// the server's state to send, and in `options` what the caller can
+    /// answer.
+    pub(crate) fn answers(
+        &mut self,
+        peer: &Peer<RoleClient>,
+        settings: &ServerRequests,
+        options: &mut PeerRequestOptions,
+    ) -> Option<(InputResponses, Option<String>)> {
+        let next = self.next.take();
         let modern = peer
             .peer_info()
             .is_some_and(|info| !info.protocol_version.has_initialize());
@@ -118,6 +131,7 @@ impl Rounds {
             meta.set_client_capabilities(relayed(settings, relay.capabilities()));
             options.meta = Some(meta);
         }
+        next
     }
 
     /// Handles the server's `asked`: relays it, or answers it here.

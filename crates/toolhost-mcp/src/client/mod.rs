@@ -58,6 +58,7 @@ mod input;
 mod link;
 mod oauth;
 mod offers;
+mod prompt;
 mod requests;
 mod session;
 mod sign_in;

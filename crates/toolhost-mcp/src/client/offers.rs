@@ -372,7 +372,7 @@ fn read_outcome(r: ReadResourceResult) -> SourceOutcome {
 
 /// A prompt's messages' blocks as the content (their text as the output),
 /// the whole result as `structured` (roles, description).
-fn prompt_outcome(r: GetPromptResult) -> Result<SourceOutcome, SourceError> {
+pub(crate) fn prompt_outcome(r: GetPromptResult) -> Result<SourceOutcome, SourceError> {
     let structured = serde_json::to_value(&r).map_err(|e| SourceError::Protocol(e.to_string()))?;
     let content: Vec<toolhost_content::Content> = r
         .messages

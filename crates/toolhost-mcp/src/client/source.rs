@@ -18,7 +18,7 @@ use super::error::McpClientError;
 use super::link::Link;
 use super::offers::{Offered, Offers};
 use super::state::Shared;
-use super::{call, connect, oauth, session};
+use super::{call, connect, oauth, prompt, session};
 
 /// An external MCP server as a tool source. Dropping it stops the
 /// connection (and a stdio server's process group).
@@ -87,6 +87,20 @@ impl McpSource {
     }
 
     /// What its server offers besides tools, for the gateway (`gateway.rs`).
+    /// The server's own name of the prompt `call` gets, when it is a get
+    /// of a 2026-07-28 caller (it carries a relay) and the server has a
+    /// 2026-07-28 side.
+    fn relayed_prompt(&self, call: &SourceCall<'_>) -> Option<String> {
+        if call.tool != toolhost_runtime::policy::GET_PROMPT
+            || call.extensions.get::<crate::peer::InputRelay>().is_none()
+            || self.shared.per_request.lock().is_none()
+        {
+            return None;
+        }
+        let listed = call.args[toolhost_runtime::policy::NAME_ARG].as_str()?;
+        self.offered().declared_prompt(listed).map(str::to_owned)
+    }
+
     pub(crate) fn offered(&self) -> Offered<'_> {
         Offered {
             link: &self.shared.link,
@@ -154,6 +168,11 @@ impl ToolSource for McpSource {
         call: SourceCall<'a>,
     ) -> SourceFuture<'a, Result<SourceOutcome, SourceError>> {
         Box::pin(async move {
+            // A 2026-07-28 caller's get of a prompt, where the server has
+            // that side (`prompt.rs`).
+            if let Some(name) = self.relayed_prompt(&call) {
+                return prompt::get(&self.shared, &call, &name).await;
+            }
             // A read of a resource or a get of a prompt (`offers.rs`).
             match self.offered().access(&call).await {
                 Some(answer) => answer,

@@ -345,7 +345,22 @@ impl McpServer {
             && context
                 .client_capabilities()
                 .is_some_and(|c| c.supports_tasks());
-        match self.tasks.settings().support(&request.name) {
+        // A tool the caller may not see is answered as any call of it is
+        // (not found), never with what its task settings say.
+        let support = match self.tasks.settings().support(&request.name) {
+            TaskSupport::Never => TaskSupport::Never,
+            support
+                if self
+                    .runtime
+                    .offered_tools(agent.as_deref(), None)
+                    .iter()
+                    .any(|t| t.name == request.name) =>
+            {
+                support
+            }
+            _ => TaskSupport::Never,
+        };
+        match support {
             TaskSupport::Never => {}
             _ if takes_tasks => {
                 recorded.outcome("task");
@@ -370,25 +385,23 @@ impl McpServer {
         // call it was asked about, in a state sealed to this call: to
         // toolhost's own questions (when the caller answers them) and to an
         // upstream server's (`peer/relay.rs`).
-        let round_trip = modern.then(|| {
+        let round_trip = match modern.then(|| {
             let outer = OuterCall::of(&client, agent.as_deref(), &request.name, &args);
-            let approver = self.round_trips.open(
-                &outer,
+            self.round_trip(
+                outer,
                 request.request_state.as_deref(),
                 request.input_responses.as_ref(),
-            );
-            (outer, Arc::new(approver))
-        });
-        if round_trip.as_ref().is_some_and(|(_, a)| a.refused()) {
-            recorded.outcome("invalid-state");
-            return Err(McpError::invalid_params(round_trip::REFUSED, None));
-        }
-        let relay = round_trip.as_ref().map(|(_, approver)| {
-            crate::peer::InputRelay::new(
-                context.client_capabilities().unwrap_or_default(),
-                approver.take_upstream(),
+                &context,
             )
-        });
+        }) {
+            Some(Err(refused)) => {
+                recorded.outcome("invalid-state");
+                return Err(refused);
+            }
+            opened => opened.and_then(Result::ok),
+        };
+        let relay = round_trip.as_ref().map(|(_, _, relay)| relay.clone());
+        let round_trip = round_trip.map(|(outer, approver, _)| (outer, approver));
         let progress_sink = context
             .meta
             .get_progress_token()
@@ -512,6 +525,37 @@ impl McpServer {
             }
         };
         Ok(result.into())
+    }
+}
+
+impl McpServer {
+    /// 2026-07-28: the round trip of the request `outer` (a call, a
+    /// prompt's get), opened with the answers and the state its retry
+    /// carries, and the relay of an upstream server's questions in it;
+    /// a state that fails its checks is a protocol error.
+    pub(super) fn round_trip(
+        &self,
+        outer: OuterCall,
+        state: Option<&str>,
+        responses: Option<&rmcp::model::InputResponses>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<
+        (
+            OuterCall,
+            Arc<round_trip::RoundTripApprover>,
+            crate::peer::InputRelay,
+        ),
+        McpError,
+    > {
+        let approver = self.round_trips.open(&outer, state, responses);
+        if approver.refused() {
+            return Err(McpError::invalid_params(round_trip::REFUSED, None));
+        }
+        let relay = crate::peer::InputRelay::new(
+            context.client_capabilities().unwrap_or_default(),
+            approver.take_upstream(),
+        );
+        Ok((outer, Arc::new(approver), relay))
     }
 }
 
@@ -784,11 +828,7 @@ impl rmcp::ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetPromptResponse, McpError> {
         let span = request_span("prompts/get", None, &context);
-        let prompt = self
-            .prompt(&request.name, request.arguments, &context)
-            .instrument(span)
-            .await?;
-        Ok(prompt.into())
+        self.prompt(request, &context).instrument(span).await
     }
 
     async fn complete(

@@ -17,14 +17,17 @@ use std::sync::Arc;
 
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
-    CompleteRequestParams, CompleteResult, GetPromptResult, ListPromptsResult, Reference,
+    CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResponse,
+    GetPromptResult, ListPromptsResult, Reference,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use serde_json::{Map, Value};
 use toolhost_runtime::Access;
 
 use super::McpServer;
+use super::round_trip::OuterCall;
 use super::upstream::UpstreamServer;
+use toolhost_runtime::policy::GET_PROMPT;
 
 fn not_found(name: &str) -> McpError {
     McpError::invalid_params(
@@ -112,20 +115,63 @@ impl McpServer {
         Ok(source)
     }
 
+    /// `prompts/get` of `request`'s prompt for the client of `context`.
+    /// For a 2026-07-28 caller, an upstream server's question on the way
+    /// goes on to it as an `input_required` result, its state sealed to
+    /// this get (`round_trip.rs`), as a tool call's does.
     pub(super) async fn prompt(
         &self,
-        name: &str,
-        arguments: Option<Map<String, Value>>,
+        request: GetPromptRequestParams,
         context: &RequestContext<RoleServer>,
-    ) -> Result<GetPromptResult, McpError> {
+    ) -> Result<GetPromptResponse, McpError> {
+        let name = request.name.as_str();
         let source = self.prompt_source(name, context)?;
+        let arguments = request.arguments.unwrap_or_default();
+        let modern = context
+            .protocol_version()
+            .is_some_and(|v| !v.has_initialize());
+        let round_trip = if modern {
+            let client = super::identity::ClientIdentity::of_request(context).0;
+            let outer = OuterCall::of(
+                &client,
+                self.agent(context).as_deref(),
+                &format!("{GET_PROMPT} {name}"),
+                &Value::Object(arguments.clone()),
+            );
+            Some(self.round_trip(
+                outer,
+                request.request_state.as_deref(),
+                request.input_responses.as_ref(),
+                context,
+            )?)
+        } else {
+            None
+        };
+        let relay = round_trip.as_ref().map(|(_, _, relay)| relay.clone());
         let result = self
             .run_access(
                 source.as_ref(),
-                &prompt_access(name, arguments.unwrap_or_default()),
+                &prompt_access(name, arguments),
                 context,
+                relay.clone(),
             )
-            .await?;
+            .await;
+        if let (Some((outer, approver, _)), Some(relay)) = (&round_trip, &relay) {
+            if let Some(error) = relay.lacking() {
+                return Err(error);
+            }
+            if let Some(upstream) = relay.asked() {
+                return match self.round_trips.ask(outer, approver, Some(upstream)) {
+                    Ok(Some(input)) => Ok(GetPromptResponse::InputRequired(input)),
+                    Ok(None) => Err(McpError::internal_error("the prompt asked nothing", None)),
+                    Err(e) => Err(McpError::internal_error(
+                        format!("cannot pass the server's question on: {e}"),
+                        None,
+                    )),
+                };
+            }
+        }
+        let result = result?;
         // The result as the server sent it (or as an after-hook made it),
         // each message's block as the hooks left it.
         let mut prompt: GetPromptResult = result
@@ -142,7 +188,7 @@ impl McpServer {
                 }
             }
         }
-        Ok(prompt)
+        Ok(prompt.into())
     }
 
     pub(super) async fn complete_for(

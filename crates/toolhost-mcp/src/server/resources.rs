@@ -160,7 +160,7 @@ impl McpServer {
     ) -> Result<ReadResourceResult, McpError> {
         let source = self.resource_source(uri, context).await?;
         let result = self
-            .run_access(source.as_ref(), &Self::resource_access(uri), context)
+            .run_access(source.as_ref(), &Self::resource_access(uri), context, None)
             .await?;
         // An after-hook that left only text: that text, as the contents.
         let blocks = if result.content.is_empty() && !result.output.is_empty() {

@@ -320,13 +320,19 @@ impl super::McpServer {
     /// Runs `access` to `source` for the client of `context`, through the
     /// runtime's steps; dropped (and the upstream request cancelled) when
     /// the client cancels.
+    /// A 2026-07-28 caller's get carries the `relay` of an upstream
+    /// server's questions (`prompts.rs`).
     pub(super) async fn run_access(
         &self,
         source: &dyn UpstreamServer,
         access: &toolhost_runtime::Access,
         context: &rmcp::service::RequestContext<RoleServer>,
+        relay: Option<crate::peer::InputRelay>,
     ) -> Result<toolhost_runtime::ToolResult, rmcp::ErrorData> {
-        let (_, cx) = self.access_context(context);
+        let (_, mut cx) = self.access_context(context);
+        if let Some(relay) = relay {
+            cx = cx.extension(relay);
+        }
         let name = source.name();
         tokio::select! {
             r = self.runtime.access(name, access, cx) => r.map_err(|e| {
