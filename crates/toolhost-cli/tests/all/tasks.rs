@@ -435,3 +435,59 @@ fn a_tool_the_policy_denies_is_not_found_whatever_its_task_settings_say() {
         "{allowed}"
     );
 }
+
+/// A gateway in front of a server that runs a tool as a task (here
+/// toolhost itself, with `failing_job` a task only and `slow_compute` a
+/// task for whoever can take one) follows that task to its end: its
+/// caller, which takes no tasks itself, gets the tool's result, and the
+/// gateway's policy and audit saw one call.
+#[test]
+fn a_gateway_follows_an_upstream_servers_task_to_its_result() {
+    let upstream_dir = tempfile::tempdir().unwrap();
+    copy_plugin(
+        &fixtures_dir(),
+        "tasks",
+        &upstream_dir.path().join("plugins"),
+    );
+    let upstream = serve_configured(
+        upstream_dir.path(),
+        "[tasks]\ntools = [\"slow_compute\"]\nrequired = [\"failing_job\"]\n",
+        "default = \"allow\"\n",
+        &[],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens");
+    std::fs::write(&tokens, "alice-token\n").unwrap();
+    let gateway = serve_configured(
+        dir.path(),
+        &format!(
+            "[[mcp-servers]]\nname = \"up\"\nurl = \"{}/mcp\"\nprefix = \"\"\n",
+            upstream.base
+        ),
+        "default = \"allow\"\n",
+        &["--token-file", &tokens.display().to_string()],
+    );
+    let call = |tool: &str, args: Value| {
+        modern_declaring(
+            &gateway.base,
+            "alice-token",
+            "tools/call",
+            json!({"name": tool, "arguments": args}),
+            false,
+        )
+    };
+    let done = call("slow_compute", json!({"seconds": 1}));
+    assert_eq!(
+        done["result"]["content"][0]["text"], "computed after 1 s",
+        "{done}"
+    );
+    let failed = call("failing_job", json!({}));
+    assert_eq!(failed["result"]["isError"], true, "{failed}");
+    let text = failed["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        text.contains("the job failed, as it always does"),
+        "{failed}"
+    );
+}

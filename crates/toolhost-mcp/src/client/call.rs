@@ -129,7 +129,7 @@ async fn send_once(
         },
     );
     let mut cancel = CancelOnDrop {
-        peer: Some(peer),
+        peer: Some(peer.clone()),
         id: handle.id.clone(),
     };
     let response = handle.await_response().await;
@@ -140,6 +140,10 @@ async fn send_once(
     let result = match response {
         Ok(ServerResult::CallToolResult(result)) => result,
         Ok(ServerResult::InputRequiredResult(asked)) => return Sent::Input(asked),
+        // The server runs it as a task: followed to its end (`task.rs`).
+        Ok(ServerResult::CreateTaskResult(created)) => {
+            return Sent::Answer(super::task::follow(shared, call, peer, created.task).await);
+        }
         Ok(_) => {
             return Sent::Answer(Err(SourceError::Protocol(
                 "the answer to tools/call is not a tool result".into(),

@@ -196,6 +196,8 @@ impl ClientHandler for Handler {
                 capabilities.roots = Some(rmcp::model::RootsCapabilities::default());
             }
         }
+        // A call a server runs as a task is followed to its end (`task.rs`).
+        super::task::declare(&mut capabilities);
         ClientConfig::new(
             capabilities,
             Implementation::new("toolhost", env!("CARGO_PKG_VERSION")),

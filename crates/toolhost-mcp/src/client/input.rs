@@ -24,8 +24,8 @@
 //! and says why.
 
 use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, InputRequest, InputRequiredResult, InputResponses,
-    RequestMetaObject,
+    CallToolRequestParams, ClientCapabilities, InputRequest, InputRequests, InputRequiredResult,
+    InputResponses, RequestMetaObject,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient};
 use serde_json::Value;
@@ -181,51 +181,67 @@ impl Rounds {
             downstream: call.extensions.get::<Downstream>().cloned(),
             approver: call.approver.clone(),
         };
-        let settings = &shared.config.requests;
-        let in_flight = &shared.requests;
-        let mut responses = InputResponses::new();
-        for (key, request) in requests {
-            let whose = Whose::Call(asker.clone());
-            let (method, answer) = match request {
-                InputRequest::Elicitation(r) => (
-                    "elicitation/create",
-                    requests::elicit_for(server, settings, in_flight, r.params, whose)
-                        .await
-                        .map(|a| serde_json::to_value(a).unwrap_or(Value::Null)),
-                ),
-                InputRequest::CreateMessage(r) => (
-                    "sampling/createMessage",
-                    requests::sample_for(server, settings, in_flight, r.params, whose)
-                        .await
-                        .map(|a| serde_json::to_value(a).unwrap_or(Value::Null)),
-                ),
-                InputRequest::ListRoots(_) => (
-                    "roots/list",
-                    requests::roots_for(server, settings, in_flight, whose)
-                        .await
-                        .map(|a| serde_json::to_value(a).unwrap_or(Value::Null)),
-                ),
-                _ => {
-                    return failed(format!(
-                        "MCP server `{server}` asked for an input this client does not know"
-                    ));
-                }
-            };
-            match answer {
-                Ok(value) => {
-                    responses.insert(key, value);
-                }
-                Err(e) => {
-                    return failed(format!(
-                        "MCP server `{server}` needs `{method}` to go on, and it was refused: {}",
-                        toolhost_text::line(&e.message, 300)
-                    ));
-                }
-            }
-        }
+        let responses = match answer_here(shared, &asker, requests).await {
+            Ok(responses) => responses,
+            Err(why) => return failed(why),
+        };
         self.next = Some((responses, asked.request_state));
         Next::Retry
     }
+}
+
+/// Answers the server's `requests` here, each as the request it stands
+/// for would be answered during the call of `asker` (`requests.rs`); why
+/// not, when one is refused or of a kind this client does not know.
+pub(crate) async fn answer_here(
+    shared: &Shared,
+    asker: &Asker,
+    requests: InputRequests,
+) -> Result<InputResponses, String> {
+    let server = &shared.config.name;
+    let settings = &shared.config.requests;
+    let in_flight = &shared.requests;
+    let mut responses = InputResponses::new();
+    for (key, request) in requests {
+        let whose = Whose::Call(asker.clone());
+        let (method, answer) = match request {
+            InputRequest::Elicitation(r) => (
+                "elicitation/create",
+                requests::elicit_for(server, settings, in_flight, r.params, whose)
+                    .await
+                    .map(|a| serde_json::to_value(a).unwrap_or(Value::Null)),
+            ),
+            InputRequest::CreateMessage(r) => (
+                "sampling/createMessage",
+                requests::sample_for(server, settings, in_flight, r.params, whose)
+                    .await
+                    .map(|a| serde_json::to_value(a).unwrap_or(Value::Null)),
+            ),
+            InputRequest::ListRoots(_) => (
+                "roots/list",
+                requests::roots_for(server, settings, in_flight, whose)
+                    .await
+                    .map(|a| serde_json::to_value(a).unwrap_or(Value::Null)),
+            ),
+            _ => {
+                return Err(format!(
+                    "MCP server `{server}` asked for an input this client does not know"
+                ));
+            }
+        };
+        match answer {
+            Ok(value) => {
+                responses.insert(key, value);
+            }
+            Err(e) => {
+                return Err(format!(
+                    "MCP server `{server}` needs `{method}` to go on, and it was refused: {}",
+                    toolhost_text::line(&e.message, 300)
+                ));
+            }
+        }
+    }
+    Ok(responses)
 }
 
 /// What a relayed call's caller can answer, as the upstream server is
@@ -241,6 +257,8 @@ fn relayed(settings: &ServerRequests, caller: &ClientCapabilities) -> ClientCapa
     if settings.roots != Decision::Deny {
         capabilities.roots = caller.roots.clone();
     }
+    // Tasks are toolhost's to follow, whatever the caller takes.
+    super::task::declare(&mut capabilities);
     capabilities
 }
 

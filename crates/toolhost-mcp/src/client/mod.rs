@@ -64,6 +64,7 @@ mod session;
 mod sign_in;
 mod source;
 mod state;
+mod task;
 
 pub use config::{
     DEFAULT_CONNECT_TIMEOUT, DEFAULT_ENV, DEFAULT_MAX_MESSAGE_BYTES, HttpEndpoint, McpServerConfig,
