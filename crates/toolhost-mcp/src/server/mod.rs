@@ -528,37 +528,6 @@ impl McpServer {
     }
 }
 
-impl McpServer {
-    /// 2026-07-28: the round trip of the request `outer` (a call, a
-    /// prompt's get), opened with the answers and the state its retry
-    /// carries, and the relay of an upstream server's questions in it;
-    /// a state that fails its checks is a protocol error.
-    pub(super) fn round_trip(
-        &self,
-        outer: OuterCall,
-        state: Option<&str>,
-        responses: Option<&rmcp::model::InputResponses>,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<
-        (
-            OuterCall,
-            Arc<round_trip::RoundTripApprover>,
-            crate::peer::InputRelay,
-        ),
-        McpError,
-    > {
-        let approver = self.round_trips.open(&outer, state, responses);
-        if approver.refused() {
-            return Err(McpError::invalid_params(round_trip::REFUSED, None));
-        }
-        let relay = crate::peer::InputRelay::new(
-            context.client_capabilities().unwrap_or_default(),
-            approver.take_upstream(),
-        );
-        Ok((outer, Arc::new(approver), relay))
-    }
-}
-
 /// How long the progress reports queued when a call ends may take to go out.
 const PROGRESS_DRAIN: std::time::Duration = std::time::Duration::from_secs(1);
 

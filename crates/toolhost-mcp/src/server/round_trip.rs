@@ -38,6 +38,7 @@
 //! their arguments.
 
 use std::collections::{HashSet, VecDeque};
+use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -52,6 +53,7 @@ use toolhost_runtime::{
     permission::CallApprovalRequest, permission::ResultApproval, permission::ResultApprovalRequest,
 };
 
+use super::McpServer;
 use super::elicit::{CallQuestion, approval_answer, approval_request, call_question};
 use crate::peer::canonical::arguments_digest;
 use crate::peer::relay::{UpstreamAnswer, UpstreamAsked, UpstreamCall};
@@ -388,6 +390,30 @@ impl RoundTrips {
         let request = approval_request(question)?;
         requests.insert(QUESTION_KEY.to_owned(), request);
         Ok(Some(InputRequiredResult::new(Some(requests), Some(state))))
+    }
+}
+
+impl McpServer {
+    /// 2026-07-28: the round trip of the request `outer` (a call, a
+    /// prompt's get), opened with the answers and the state its retry
+    /// carries, and the relay of an upstream server's questions in it;
+    /// a state that fails its checks is a protocol error.
+    pub(super) fn round_trip(
+        &self,
+        outer: OuterCall,
+        state: Option<&str>,
+        responses: Option<&rmcp::model::InputResponses>,
+        context: &rmcp::service::RequestContext<rmcp::service::RoleServer>,
+    ) -> Result<(OuterCall, Arc<RoundTripApprover>, crate::peer::InputRelay), rmcp::ErrorData> {
+        let approver = self.round_trips.open(&outer, state, responses);
+        if approver.refused() {
+            return Err(rmcp::ErrorData::invalid_params(REFUSED, None));
+        }
+        let relay = crate::peer::InputRelay::new(
+            context.client_capabilities().unwrap_or_default(),
+            approver.take_upstream(),
+        );
+        Ok((outer, Arc::new(approver), relay))
     }
 }
 

@@ -353,7 +353,7 @@ pub(super) struct TaskCall {
 
 impl McpServer {
     /// Starts `call` as a task of its caller's and answers with the task
-    /// (see `tasks.rs`): the same pipeline as any call, its questions the
+    /// (see the module docs): the same pipeline as any call, its questions the
     /// task's `input_required` state when the caller answers them (else
     /// the operator's queue, or nobody, as for any call), its progress the
     /// task's status message, its cancellation the end of its sandbox.
