@@ -197,7 +197,7 @@ impl ClientHandler for Handler {
             }
         }
         // A call a server runs as a task is followed to its end (`task.rs`).
-        super::task::declare(&mut capabilities);
+        requests::declare_tasks(&mut capabilities);
         ClientConfig::new(
             capabilities,
             Implementation::new("toolhost", env!("CARGO_PKG_VERSION")),

@@ -258,7 +258,7 @@ fn relayed(settings: &ServerRequests, caller: &ClientCapabilities) -> ClientCapa
         capabilities.roots = caller.roots.clone();
     }
     // Tasks are toolhost's to follow, whatever the caller takes.
-    super::task::declare(&mut capabilities);
+    requests::declare_tasks(&mut capabilities);
     capabilities
 }
 

@@ -499,6 +499,16 @@ pub(crate) async fn elicit_for(
     .await
 }
 
+/// Declares the tasks extension in `capabilities`, which toolhost tells
+/// every server: a call a server runs as a task is followed to its end
+/// (`task.rs`).
+pub(crate) fn declare_tasks(capabilities: &mut rmcp::model::ClientCapabilities) {
+    capabilities.extensions.get_or_insert_default().insert(
+        rmcp::model::TASKS_EXTENSION_ID.to_owned(),
+        Default::default(),
+    );
+}
+
 /// Answers `roots/list` from the server `server`, under its `settings`,
 /// for one of its calls in `in_flight`.
 pub(crate) async fn roots(

@@ -1,7 +1,8 @@
 //! A call that an upstream server runs as a task (the
 //! `io.modelcontextprotocol/tasks` extension, 2026-07-28): toolhost
-//! declares the extension to every server, and a call answered with a
-//! task is followed to its end here, as one call of the pipeline. Its
+//! declares the extension to every server (`requests::declare_tasks`),
+//! and a call answered with a task is followed to its end here, as one
+//! call of the pipeline. Its
 //! status messages are the call's progress; a question of the task
 //! (`input_required`) is answered here as a question during a call is
 //! (`input.rs` `answer_here`: the operator's settings, the caller or the
@@ -12,8 +13,7 @@
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolResult, CancelTaskParams, ClientCapabilities, GetTaskParams, Task, TaskPayload,
-    UpdateTaskParams,
+    CallToolResult, CancelTaskParams, GetTaskParams, Task, TaskPayload, UpdateTaskParams,
 };
 use rmcp::service::{Peer, RoleClient};
 use serde_json::Value;
@@ -33,14 +33,6 @@ const MAX_POLLS: u32 = 100_000;
 
 /// The most questions one task may ask.
 const MAX_QUESTIONS: u32 = 64;
-
-/// Declares the tasks extension in `capabilities`.
-pub(crate) fn declare(capabilities: &mut ClientCapabilities) {
-    capabilities.extensions.get_or_insert_default().insert(
-        rmcp::model::TASKS_EXTENSION_ID.to_owned(),
-        Default::default(),
-    );
-}
 
 /// Cancels the task on the server unless it ended.
 struct CancelTask {
