@@ -129,6 +129,28 @@ mod tests {
     }
 
     #[test]
+    fn the_books_tasks_table_is_one_the_host_takes() {
+        let page = std::fs::read_to_string(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../docs/guide/long-running.md"),
+        )
+        .unwrap();
+        let block = page
+            .split("```toml\n")
+            .nth(1)
+            .and_then(|rest| rest.split("```").next())
+            .expect("the page's config block");
+        #[derive(serde::Deserialize)]
+        struct Page {
+            tasks: TasksConfig,
+        }
+        let config: Page = toml::from_str(block).unwrap();
+        let settings = config.tasks.settings().unwrap();
+        assert_eq!(settings.support("build_docs"), TaskSupport::Optional);
+        assert_eq!(settings.support("release"), TaskSupport::Required);
+    }
+
+    #[test]
     fn absurd_bounds_are_refused_by_name() {
         for (text, key) in [
             ("ttl-ms = 0", "ttl-ms"),
