@@ -21,15 +21,31 @@ fn served(dir: &std::path::Path, tasks: &str) -> crate::mcp::Served {
 
 /// [`served`] with `config` as the whole config file.
 fn served_with(dir: &std::path::Path, config: &str) -> crate::mcp::Served {
-    copy_plugin(&fixtures_dir(), "tasks", &dir.join("plugins"));
-    let tokens = dir.join("tokens");
-    std::fs::write(&tokens, "alice-token\nbob-token\n").unwrap();
-    serve_configured(
+    served_by(
         dir,
+        "alice-token\nbob-token\n",
         config,
         "default = \"allow\"\n[[rules]]\ntool = \"confirm_delete\"\ndecision = \"ask\"\n",
-        &["--token-file", &tokens.display().to_string()],
+        &[],
     )
+}
+
+/// `host serve` of the `tasks` fixture behind the token file `tokens`,
+/// with `config`, `policy` and more `flags` of `serve`.
+fn served_by(
+    dir: &std::path::Path,
+    tokens: &str,
+    config: &str,
+    policy: &str,
+    flags: &[&str],
+) -> crate::mcp::Served {
+    copy_plugin(&fixtures_dir(), "tasks", &dir.join("plugins"));
+    let file = dir.join("tokens");
+    std::fs::write(&file, tokens).unwrap();
+    let file = file.display().to_string();
+    let mut all = vec!["--token-file", file.as_str()];
+    all.extend_from_slice(flags);
+    serve_configured(dir, config, policy, &all)
 }
 
 /// A 2026-07-28 request of `token`'s caller, which declared the tasks
@@ -319,18 +335,12 @@ fn an_upstream_servers_question_during_a_task_is_the_tasks_input() {
 fn a_tasks_question_for_the_operator_waits_in_the_console_and_its_answer_resumes_the_task() {
     use crate::console::{request, sign_in};
     let dir = tempfile::tempdir().unwrap();
-    copy_plugin(&fixtures_dir(), "tasks", &dir.path().join("plugins"));
-    let tokens = dir.path().join("tokens");
-    std::fs::write(
-        &tokens,
-        "alice-token ask=operator\nop-secret role=operator\n",
-    )
-    .unwrap();
-    let served = serve_configured(
+    let served = served_by(
         dir.path(),
+        "alice-token ask=operator\nop-secret role=operator\n",
         "[tasks]\ntools = [\"confirm_delete\"]\n",
         "default = \"allow\"\n[[rules]]\ntool = \"confirm_delete\"\ndecision = \"ask\"\n",
-        &["--token-file", &tokens.display().to_string(), "--console"],
+        &["--console"],
     );
     let base = &served.base;
     let id = start(
@@ -391,15 +401,13 @@ fn a_tasks_question_for_the_operator_waits_in_the_console_and_its_answer_resumes
 #[test]
 fn a_tool_the_policy_denies_is_not_found_whatever_its_task_settings_say() {
     let dir = tempfile::tempdir().unwrap();
-    copy_plugin(&fixtures_dir(), "tasks", &dir.path().join("plugins"));
-    let tokens = dir.path().join("tokens");
-    std::fs::write(&tokens, "alice-token\n").unwrap();
-    let served = serve_configured(
+    let served = served_by(
         dir.path(),
+        "alice-token\n",
         "[tasks]\ntools = [\"slow_compute\"]\nrequired = [\"failing_job\"]\n",
         "default = \"allow\"\n[[rules]]\ntool = \"slow_compute\"\ndecision = \"deny\"\n\
          [[rules]]\ntool = \"failing_job\"\ndecision = \"deny\"\n",
-        &["--token-file", &tokens.display().to_string()],
+        &[],
     );
     let call = |tool: &str, tasks: bool| {
         modern_declaring(

@@ -13,13 +13,14 @@
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolResult, CancelTaskParams, GetTaskParams, Task, TaskPayload, UpdateTaskParams,
+    CallToolResult, CancelTaskParams, GetTaskParams, InputRequests, Task, TaskPayload,
+    UpdateTaskParams,
 };
 use rmcp::service::{Peer, RoleClient};
 use serde_json::Value;
 use toolhost_runtime::{source::SourceCall, source::SourceError, source::SourceOutcome};
 
-use super::input::answer_here;
+use super::input::{MAX_INPUT_REQUESTS, answer_here};
 use super::requests::Asker;
 use super::state::Shared;
 use crate::peer::Downstream;
@@ -32,7 +33,7 @@ const POLL: std::ops::RangeInclusive<Duration> = Duration::from_millis(50)..=Dur
 const MAX_POLLS: u32 = 100_000;
 
 /// The most questions one task may ask.
-const MAX_QUESTIONS: u32 = 64;
+const MAX_QUESTIONS: usize = 64;
 
 /// Cancels the task on the server unless it ended.
 struct CancelTask {
@@ -77,7 +78,8 @@ pub(crate) async fn follow(
         approver: call.approver.clone(),
     };
     let mut said = task.status_message.clone();
-    let mut questions = 0u32;
+    let mut questions = 0usize;
+    let mut answered = std::collections::HashSet::new();
     for _ in 0..MAX_POLLS {
         tokio::time::sleep(every).await;
         let now = peer
@@ -94,13 +96,30 @@ pub(crate) async fn follow(
         match now.payload {
             TaskPayload::Working => {}
             TaskPayload::InputRequired { input_requests } => {
-                questions = questions.saturating_add(1);
+                if input_requests.len() > MAX_INPUT_REQUESTS {
+                    return Ok(SourceOutcome::Failed(format!(
+                        "MCP server `{server}` asked {} questions at once; at most \
+                         {MAX_INPUT_REQUESTS} are taken",
+                        input_requests.len()
+                    )));
+                }
+                // A question answered already is never asked again, however
+                // long the server takes to take the answer.
+                let new: InputRequests = input_requests
+                    .into_iter()
+                    .filter(|(key, _)| !answered.contains(key))
+                    .collect();
+                if new.is_empty() {
+                    continue;
+                }
+                questions = questions.saturating_add(new.len());
                 if questions > MAX_QUESTIONS {
                     return Ok(SourceOutcome::Failed(format!(
                         "MCP server `{server}` asked more than {MAX_QUESTIONS} questions in one task"
                     )));
                 }
-                let responses = match answer_here(shared, &asker, input_requests).await {
+                answered.extend(new.keys().cloned());
+                let responses = match answer_here(shared, &asker, new).await {
                     Ok(responses) => responses,
                     Err(why) => return Ok(SourceOutcome::Failed(why)),
                 };
