@@ -401,6 +401,14 @@ fn gate(rounds: usize, slower: &[String]) {
             Stdio2::spawn(&mut host(&["--mcp", &floor_flag, "mcp"])),
             &gateway_call,
         ),
+        // The gateway's own floor: the same echo behind a process that
+        // copies lines both ways, so both sides of `gateway_over_relay`
+        // have three processes in a row and share the machine's load alike.
+        (
+            "mcp_relay_floor",
+            Stdio2::spawn(Command::new(&me).arg("--relay").arg(&me).arg("--echo")),
+            &echo_call,
+        ),
     ];
     let mut id = 10u64;
     for (_, s, params) in &mut sessions {
@@ -425,7 +433,7 @@ fn gate(rounds: usize, slower: &[String]) {
     for round in 0..rounds {
         let mut p50 = std::collections::BTreeMap::new();
         for k in 0..sessions.len() {
-            let (name, s, params) = &mut sessions[(k + round) % 3];
+            let (name, s, params) = &mut sessions[(k + round) % sessions.len()];
             let mut times = Vec::with_capacity(300);
             for _ in 0..300 {
                 id += 1;
@@ -477,6 +485,10 @@ fn gate(rounds: usize, slower: &[String]) {
             .or_default()
             .push(p50["mcp_gateway"] / p50["mcp_echo_floor"]);
         ratios
+            .entry("gateway_over_relay")
+            .or_default()
+            .push(p50["mcp_gateway"] / p50["mcp_relay_floor"]);
+        ratios
             .entry("http_echo_over_host_8_connections")
             .or_default()
             .push(echo_rate / host_rate);
@@ -494,6 +506,7 @@ fn gate(rounds: usize, slower: &[String]) {
     let sides = |name: &str| match name {
         "mcp_stdio_over_echo" => "mcp_stdio_host mcp_echo_floor",
         "gateway_over_direct" => "mcp_gateway mcp_echo_floor",
+        "gateway_over_relay" => "mcp_gateway mcp_relay_floor",
         "gateway_over_host_8_connections" => "http_gateway_8_connections http_host_8_connections",
         _ => "http_host_8_connections http_echo_8_connections",
     };
