@@ -56,6 +56,12 @@ fn server(
         (true, Some(state)) => Some(state.failures()?),
         _ => None,
     };
+    let tasks = file.tasks.settings()?;
+    // Tasks are shared only where any tool runs as one.
+    let task_store = match &file.state {
+        Some(state) if tasks.enabled() => Some(state.tasks()?),
+        _ => None,
+    };
     Ok(McpServer::new(
         runtime,
         ServerOptions {
@@ -68,7 +74,8 @@ fn server(
             // search is on outright.
             tool_search: Some(crate::settings::tool_search(global, file))
                 .filter(|s| s.mode == toolhost_search::ToolSearchMode::On),
-            tasks: file.tasks.settings()?,
+            tasks,
+            task_store,
         },
     ))
 }

@@ -117,5 +117,8 @@ const events = new EventSource("/console/events");
 events.addEventListener("calls", (e) => { for (const c of JSON.parse(e.data)) addCall(c); });
 events.addEventListener("queue", () => refresh("queue"));
 events.addEventListener("lagged", () => refresh("calls"));
+// Tasks change without a call starting or ending (a status message, a
+// question): the part is fetched again every two seconds while shown.
+if (document.querySelector('#tasks[data-on="yes"]')) setInterval(() => refresh("tasks"), 2000);
 document.documentElement.dataset.live = "connecting";
 events.addEventListener("open", () => { document.documentElement.dataset.live = "on"; });

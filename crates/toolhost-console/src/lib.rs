@@ -6,7 +6,8 @@
 //! the lock file's verdict; the policy in force and the tools each profile
 //! sees; calls as they happen (server-sent events) with each step, its
 //! decision and its duration; recent failures; the approvals queue, where
-//! the operator answers the `ask`s sent to them; and the saved approvals,
+//! the operator answers the `ask`s sent to them; the calls running as
+//! tasks, which the operator may stop; and the saved approvals,
 //! revocable.
 //!
 //! The modules, in the order a request meets them:
@@ -58,6 +59,7 @@ use futures::Stream;
 use tokio::sync::broadcast;
 use toolhost_runtime::Runtime;
 use toolhost_runtime::operator::{Answer, OperatorQueue, QueueError};
+use toolhost_runtime::tasks::TaskBoard;
 
 mod auth;
 mod feed;
@@ -81,6 +83,9 @@ pub struct ConsoleOptions {
     /// Where replicas share their recent failures (`None`: this replica's
     /// only).
     pub failures: Option<Arc<dyn toolhost_runtime::failures::FailureLog>>,
+    /// The server's tasks (`None`: no call runs as a task; the page says
+    /// so).
+    pub tasks: Option<Arc<dyn TaskBoard>>,
 }
 
 /// The console (see the crate docs). Cheap to clone.
@@ -93,6 +98,7 @@ struct Inner {
     runtime: Runtime,
     access: Access,
     queue: Option<OperatorQueue>,
+    tasks: Option<Arc<dyn TaskBoard>>,
     recent: Arc<Recent>,
 }
 
@@ -106,6 +112,7 @@ impl Console {
             inner: Arc::new(Inner {
                 access: Access::new(options.operator_tokens, options.allowed_origins),
                 queue: options.queue,
+                tasks: options.tasks,
                 runtime,
                 recent,
             }),
@@ -139,6 +146,7 @@ impl Console {
             .route("/console/events", get(events))
             .route("/console/queue/{id}", post(answer))
             .route("/console/saved/{id}/revoke", post(revoke))
+            .route("/console/tasks/{id}/cancel", post(cancel_task))
             .layer(axum::middleware::map_response(protect))
             .with_state(self.clone())
     }
@@ -202,6 +210,7 @@ async fn index(
         .unwrap_or_default();
     let trouble = inner.queue.as_ref().and_then(OperatorQueue::trouble);
     let calls = inner.recent.calls();
+    let tasks = listed_tasks(inner);
     let (failures, failures_trouble) = inner.recent.failures();
     html(
         StatusCode::OK,
@@ -212,6 +221,7 @@ async fn index(
             queue_on: inner.queue.is_some(),
             queue_trouble: trouble.as_deref(),
             calls: &calls,
+            tasks: tasks.as_deref(),
             failures: &failures,
             failures_trouble: failures_trouble.as_deref(),
         }),
@@ -287,6 +297,7 @@ async fn part(State(console): State<Console>, _: Session, Path(name): Path<Strin
         ),
         "saved" => page::saved(&inner.runtime),
         "calls" => page::calls(&inner.recent.calls()),
+        "tasks" => page::tasks(listed_tasks(inner).as_deref()),
         "failures" => {
             let (failures, trouble) = inner.recent.failures();
             page::failures(&failures, trouble.as_deref())
@@ -294,6 +305,31 @@ async fn part(State(console): State<Console>, _: Session, Path(name): Path<Strin
         _ => return (StatusCode::NOT_FOUND, "no such part\n").into_response(),
     };
     html(StatusCode::OK, markup)
+}
+
+/// The most tasks the page lists.
+const MAX_TASKS_LISTED: usize = 100;
+
+/// The server's tasks, newest first (`None`: no call runs as a task).
+fn listed_tasks(inner: &Inner) -> Option<Vec<toolhost_runtime::tasks::TaskSummary>> {
+    inner.tasks.as_ref().map(|b| b.tasks(MAX_TASKS_LISTED))
+}
+
+/// Stops the unfinished task `id` running on this server.
+async fn cancel_task(
+    State(console): State<Console>,
+    _: Change,
+    Path(id): Path<String>,
+) -> Response {
+    match &console.inner.tasks {
+        Some(board) if board.cancel(&id) => StatusCode::NO_CONTENT.into_response(),
+        Some(_) => (
+            StatusCode::NOT_FOUND,
+            "no unfinished task of that id runs on this server\n",
+        )
+            .into_response(),
+        None => (StatusCode::NOT_FOUND, "no call runs as a task here\n").into_response(),
+    }
 }
 
 /// The operator's answer to a waiting call: `allow`, `allow-always`,

@@ -8,6 +8,7 @@ use toolhost_runtime::policy::approvals::{SavedApproval, Scope};
 use toolhost_runtime::{PluginInfo, Runtime, feed::CallEvent, feed::CallPhase};
 
 use toolhost_runtime::operator::{Asked, Pending, Place};
+use toolhost_runtime::tasks::TaskSummary;
 
 /// Longest policy file shown.
 const MAX_POLICY_BYTES: u64 = 64 * 1024;
@@ -33,6 +34,7 @@ pub(crate) fn console(view: &View<'_>) -> Markup {
                 }
                 main {
                     (queue(view.queue, view.queue_on, view.queue_trouble))
+                    (tasks(view.tasks))
                     (calls(view.calls))
                     (failures(view.failures, view.failures_trouble))
                     (tools(view.runtime))
@@ -55,6 +57,8 @@ pub(crate) struct View<'a> {
     /// Why the shared queue cannot be reached, when it cannot.
     pub(crate) queue_trouble: Option<&'a str>,
     pub(crate) calls: &'a [std::sync::Arc<CallEvent>],
+    /// The server's tasks (`None`: no call runs as a task).
+    pub(crate) tasks: Option<&'a [TaskSummary]>,
     pub(crate) failures: &'a [toolhost_runtime::failures::Failure],
     pub(crate) failures_trouble: Option<&'a str>,
 }
@@ -219,6 +223,47 @@ fn call_row(c: &CallEvent) -> Markup {
                     td.steps {
                         @for s in steps {
                             span.step title=(s.note.as_deref().unwrap_or_default()) { (s.step) " " (s.micros) }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The calls that run as tasks on this server, newest first (`None`: no
+/// call runs as one here), each unfinished one with a button that stops
+/// it.
+pub(crate) fn tasks(tasks: Option<&[TaskSummary]>) -> Markup {
+    html! {
+        section #tasks data-on=(if tasks.is_some() { "yes" } else { "no" }) {
+            h2 { "Tasks" }
+            @match tasks {
+                None => {
+                    p.muted { "No call runs as a task here (" code { "[tasks]" } " in the config file names the tools that do)." }
+                }
+                Some([]) => { p.muted { "None running or kept." } }
+                Some(list) => {
+                    table {
+                        thead { tr { th { "made" } th { "tool" } th { "caller" } th { "state" } th { "status" } th {} } }
+                        tbody {
+                            @for t in list {
+                                tr.task data-id=(t.id) data-state=(t.state.as_str()) {
+                                    td.num { (t.age.as_secs()) " s ago" }
+                                    td.tool { code { (t.tool) } }
+                                    td { (t.owner) }
+                                    td.outcome {
+                                        (t.state.as_str())
+                                        @if t.taken_over { span.muted { " (its replica stopped; run again here)" } }
+                                    }
+                                    td { (t.message.as_deref().unwrap_or("")) }
+                                    td {
+                                        @if !t.state.is_terminal() {
+                                            button type="button" data-post=(format!("/console/tasks/{}/cancel", t.id)) data-then="tasks" { "Stop" }
+                                        }
+                                    }
+                                }
+                            }
                         }
                     }
                 }

@@ -63,6 +63,7 @@ mod scratch;
 mod shown_args;
 pub mod source;
 mod source_plugin;
+pub mod tasks;
 mod tool;
 mod watch;
 

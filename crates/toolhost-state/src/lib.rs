@@ -27,6 +27,11 @@
 //!   died shows as gone.
 //! - [`failures`]: [`PostgresFailures`], the console's recent failures of
 //!   every replica.
+//! - [`tasks`]: [`PostgresTasks`], the MCP gateway's long-running tasks as
+//!   a [`TaskStore`](toolhost_runtime::tasks::TaskStore): a task made on
+//!   one replica is read, answered and cancelled through any other; its
+//!   holder renews a heartbeat, and a task whose replica died is taken
+//!   over by exactly one other.
 //!
 //! A replica that loses the database (down, or silent for two polls)
 //! finds no saved approval, at once (the call is asked, never allowed by
@@ -51,9 +56,11 @@ pub mod approvals;
 pub mod connection;
 pub mod failures;
 pub mod queue;
+pub mod tasks;
 pub mod tls;
 
 pub use approvals::PostgresApprovals;
 pub use connection::{DatabaseError, Lost, POLL};
 pub use failures::PostgresFailures;
 pub use queue::PostgresQueue;
+pub use tasks::PostgresTasks;

@@ -72,6 +72,15 @@ impl StateConfig {
         Ok(std::sync::Arc::new(failures))
     }
 
+    /// The tasks replicas share (connecting in the background): a task
+    /// is polled, answered and cancelled through any replica, and one
+    /// whose replica stopped is taken over by another.
+    pub fn tasks(&self) -> anyhow::Result<std::sync::Arc<dyn toolhost_runtime::tasks::TaskStore>> {
+        let tasks = toolhost_state::PostgresTasks::connect(&self.url()?, self.store())
+            .map_err(|e| anyhow::anyhow!("[state]: {e}"))?;
+        Ok(std::sync::Arc::new(tasks))
+    }
+
     fn store(&self) -> &str {
         self.store.as_deref().unwrap_or("default")
     }

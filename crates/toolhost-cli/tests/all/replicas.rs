@@ -5,7 +5,11 @@
 //! client sees, an approval saved before lives on in the replica started
 //! again, a revocation made with `host approvals` holds on every replica
 //! within the bound deployment.md states, and an ask held by one replica
-//! is answered on another's console.
+//! is answered on another's console. Then calls as MCP tasks (`[state]`
+//! shares them): the replica running some is killed under load, the
+//! tasks of idempotent tools finish on another, the others end failed
+//! with the reason, none runs twice and none is lost; a task waiting on
+//! the operator is answered on another replica's console.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -15,6 +19,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use serde_json::{Value, json};
 use toolhost_policy::approvals::{Answers, Approvals, NewApproval, Scope};
 use toolhost_state::PostgresApprovals;
 use toolhost_test_support::postgres::Postgres;
@@ -22,6 +27,7 @@ use toolhost_test_support::postgres::Postgres;
 use crate::console::{request, sign_in};
 use crate::shared_state::{console_queue_until, listed_at};
 use crate::support::*;
+use crate::tasks::{start as start_task, try_modern};
 
 /// How long a call may take before the client counts it lost.
 const CALL_WAIT: Duration = Duration::from_secs(20);
@@ -40,30 +46,58 @@ struct Replica {
     port: u16,
     dir: PathBuf,
     child: Option<Child>,
+    /// What its config file has besides `[state]`.
+    config: &'static str,
+    policy: &'static str,
 }
 
 impl Replica {
     fn start(dir: &Path, plugins: &Path, db: &Postgres, port: u16) -> Replica {
+        Replica::configured(dir, plugins, db, port, "", POLICY)
+    }
+
+    /// [`Replica::start`] with `config` in its config file besides
+    /// `[state]`, and `policy`.
+    fn configured(
+        dir: &Path,
+        plugins: &Path,
+        db: &Postgres,
+        port: u16,
+        config: &'static str,
+        policy: &'static str,
+    ) -> Replica {
         let mut r = Replica {
             port,
             dir: dir.to_owned(),
             child: None,
+            config,
+            policy,
         };
         r.restart(plugins, db);
         r
     }
 
+    /// Its log (the audit's lines included).
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join(format!("serve-{}.log", self.port)))
+            .unwrap_or_default()
+    }
+
     fn restart(&mut self, plugins: &Path, db: &Postgres) {
         std::fs::write(
             self.dir.join("toolhost.toml"),
-            "[state]\npostgres-env = \"TOOLHOST_STATE_URL\"\nstore = \"gate\"\n",
+            format!(
+                "[state]\npostgres-env = \"TOOLHOST_STATE_URL\"\nstore = \"gate\"\n{}",
+                self.config
+            ),
         )
         .unwrap();
-        std::fs::write(self.dir.join("policy.toml"), POLICY).unwrap();
+        std::fs::write(self.dir.join("policy.toml"), self.policy).unwrap();
         std::fs::write(self.dir.join("tokens"), TOKENS).unwrap();
         let log = std::fs::File::create(self.dir.join(format!("serve-{}.log", self.port))).unwrap();
         let child = host(&self.dir)
             .env("TOOLHOST_STATE_URL", db.url())
+            .env("RUST_LOG", "warn,toolhost::audit=info")
             .arg("--plugins")
             .arg(plugins)
             .arg("--config")
@@ -93,8 +127,7 @@ impl Replica {
                 started.elapsed() < Duration::from_secs(60),
                 "replica {} did not start: {}",
                 self.port,
-                std::fs::read_to_string(self.dir.join(format!("serve-{}.log", self.port)))
-                    .unwrap_or_default()
+                self.log()
             );
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -503,5 +536,264 @@ fn three_replicas_behind_haproxy_lose_no_call_or_approval_when_one_dies_and_a_re
     eprintln!(
         "a failure on replica 0 was listed on replica 1's console after {:?}",
         failed.elapsed()
+    );
+}
+
+/// The tools run as tasks, besides `[state]`.
+const TASKS: &str = "[tasks]\ntools = [\"slow_compute\", \"slow_job\", \"confirm_delete\"]\n";
+
+/// `confirm_delete` is asked (refused for the load's callers, the
+/// operator's to answer for `caller-secret`'s).
+const TASKS_POLICY: &str =
+    "default = \"allow\"\n\n[[rules]]\ntool = \"confirm_delete\"\ndecision = \"ask\"\n";
+
+/// How long each task of the load works.
+const TASK_SECONDS: u64 = 4;
+
+/// The ids of the tasks whose audit line in `log` has `outcome`
+/// (`task-created`, `task-resumed`, `task-failed-replica-lost`).
+fn tasks_logged(log: &str, outcome: &str) -> Vec<String> {
+    log.lines()
+        .filter(|line| line.contains(outcome))
+        .filter_map(|line| {
+            let id = line.split(" task=").nth(1)?.split_whitespace().next()?;
+            Some(id.trim_matches('"').to_owned())
+        })
+        .collect()
+}
+
+/// Polls the task `id` of `token`'s caller through `port` until it ends,
+/// riding out what the balancer answers while a replica dies (an HTTP
+/// error); its last `tasks/get` result. A JSON-RPC error (an unknown
+/// task: a lost one) fails the test.
+fn ended(port: u16, token: &str, id: &str) -> Value {
+    let base = format!("http://127.0.0.1:{port}");
+    let started = Instant::now();
+    loop {
+        let last = match try_modern(&base, token, "tasks/get", json!({"taskId": id}), true) {
+            Ok(answer) => {
+                assert!(answer.get("error").is_none(), "task {id} is lost: {answer}");
+                let status = answer["result"]["status"].as_str().unwrap_or_default();
+                if ["completed", "failed", "cancelled"].contains(&status) {
+                    return answer["result"].clone();
+                }
+                answer.to_string()
+            }
+            Err(why) => why,
+        };
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "task {id} never ended: {last}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn tasks_of_a_killed_replica_run_again_elsewhere_only_when_idempotent_and_none_is_lost_or_run_twice()
+ {
+    let db = Postgres::start();
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = dir.path().join("plugins");
+    copy_plugin(&fixtures_dir(), "tasks", &plugins);
+    let replicas: Vec<Replica> = (0..3)
+        .map(|i| {
+            let d = dir.path().join(format!("replica-{i}"));
+            std::fs::create_dir_all(&d).unwrap();
+            Replica::configured(&d, &plugins, &db, free_port(), TASKS, TASKS_POLICY)
+        })
+        .collect();
+    let balancer = Balancer::start(
+        dir.path(),
+        &replicas.iter().map(|r| r.port).collect::<Vec<_>>(),
+    );
+    let through = format!("http://127.0.0.1:{}", balancer.port);
+
+    // Twelve tasks through HAProxy, an idempotent tool's and the other's
+    // in turn, so that each replica holds some of each.
+    let tasks: Vec<(String, &str)> = (0..12)
+        .map(|i| {
+            let tool = if i % 2 == 0 {
+                "slow_compute"
+            } else {
+                "slow_job"
+            };
+            let id = start_task(
+                &through,
+                "load-secret",
+                tool,
+                json!({ "seconds": TASK_SECONDS }),
+            );
+            (id, tool)
+        })
+        .collect();
+    let created: Vec<Vec<String>> = replicas
+        .iter()
+        .map(|r| tasks_logged(&r.log(), "task-created"))
+        .collect();
+    let holder = |id: &str| created.iter().position(|ids| ids.iter().any(|i| i == id));
+    for (id, tool) in &tasks {
+        assert!(holder(id).is_some(), "no replica made the {tool} task {id}");
+    }
+    let victim = (0..replicas.len())
+        .find(|&r| {
+            ["slow_compute", "slow_job"].iter().all(|tool| {
+                tasks
+                    .iter()
+                    .any(|(id, t)| t == tool && holder(id) == Some(r))
+            })
+        })
+        .unwrap_or_else(|| panic!("no replica holds tasks of both tools: {created:?}"));
+
+    // Every task polled through HAProxy, and calls of a tool that is not a
+    // task beside them, while the replica holding some is killed.
+    let pollers: Vec<_> = tasks
+        .iter()
+        .map(|(id, _)| {
+            let (port, id) = (balancer.port, id.clone());
+            std::thread::spawn(move || ended(port, "load-secret", &id))
+        })
+        .collect();
+    let stop = Arc::new(AtomicBool::new(false));
+    let load = {
+        let (stop, base) = (Arc::clone(&stop), through.clone());
+        std::thread::spawn(move || {
+            let (mut answered, mut refused) = (0usize, Vec::new());
+            let mut n = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                n += 1;
+                let args = json!({"name": "greet", "arguments": {"name": format!("n{n}")}});
+                match try_modern(&base, "load-secret", "tools/call", args, true) {
+                    Ok(answer) => {
+                        assert_eq!(
+                            answer["result"]["content"][0]["text"],
+                            format!("Hello, n{n}!"),
+                            "{answer}"
+                        );
+                        answered += 1;
+                    }
+                    Err(why) => refused.push(why.chars().take(120).collect::<String>()),
+                }
+            }
+            (answered, refused)
+        })
+    };
+    let mut replicas = replicas;
+    std::thread::sleep(Duration::from_millis(300));
+    let killed = Instant::now();
+    replicas[victim].kill();
+    let outcomes: Vec<Value> = pollers.into_iter().map(|p| p.join().unwrap()).collect();
+    let over = killed.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    let (answered, refused) = load.join().unwrap();
+
+    let mut resumed: Vec<String> = Vec::new();
+    let mut not_run_again: Vec<String> = Vec::new();
+    for r in &replicas {
+        let log = r.log();
+        resumed.extend(tasks_logged(&log, "task-resumed"));
+        not_run_again.extend(tasks_logged(&log, "task-failed-replica-lost"));
+    }
+    for ((id, tool), outcome) in tasks.iter().zip(&outcomes) {
+        let lost_with_victim = holder(id) == Some(victim);
+        let text = outcome["result"]["content"][0]["text"].as_str();
+        let runs_again = resumed.iter().filter(|r| *r == id).count();
+        match (*tool, lost_with_victim) {
+            ("slow_compute", true) => {
+                assert_eq!(outcome["status"], "completed", "{id}: {outcome}");
+                assert_eq!(text, Some("computed after 4 s"), "{id}: {outcome}");
+                assert_eq!(runs_again, 1, "{id} ran again {runs_again} times");
+            }
+            (_, true) => {
+                assert_eq!(outcome["status"], "failed", "{id}: {outcome}");
+                let why = outcome["statusMessage"].as_str().unwrap_or_default();
+                assert!(why.contains("was not run again"), "{id}: {outcome}");
+                assert_eq!(runs_again, 0, "{id}, not idempotent, ran again");
+                assert!(not_run_again.contains(id), "{id}: no audit of its end");
+            }
+            (tool, false) => {
+                assert_eq!(outcome["status"], "completed", "{id}: {outcome}");
+                let expected = if tool == "slow_compute" {
+                    "computed after 4 s"
+                } else {
+                    "the job ran for 4 s"
+                };
+                assert_eq!(text, Some(expected), "{id}: {outcome}");
+                assert_eq!(runs_again, 0, "{id}, whose replica lives, ran again");
+            }
+        }
+    }
+    assert!(answered > 10, "too few calls beside the tasks: {refused:?}");
+    assert!(
+        refused.len() * 20 < answered + refused.len(),
+        "more than 5% of the calls beside the tasks failed: {refused:?}"
+    );
+    eprintln!(
+        "replica {victim} killed holding {} of 12 tasks: all ended {over:?} after the kill \
+         ({} run again, {} failed as not idempotent); {answered} calls beside them, {} refused \
+         by the balancer",
+        tasks
+            .iter()
+            .filter(|(id, _)| holder(id) == Some(victim))
+            .count(),
+        resumed.len(),
+        not_run_again.len(),
+        refused.len()
+    );
+
+    // A task of a caller whose asks go to the operator waits in the queue
+    // of the replica that holds it, shows on the others' consoles, and is
+    // answered on one of those.
+    let id = start_task(
+        &through,
+        "caller-secret",
+        "confirm_delete",
+        json!({"filename": "c.txt"}),
+    );
+    let alive: Vec<&Replica> = replicas.iter().filter(|r| r.child.is_some()).collect();
+    let base = |r: &Replica| format!("http://127.0.0.1:{}", r.port);
+    let sessions: Vec<(String, String)> = alive.iter().map(|r| sign_in(&base(r))).collect();
+    let asked = Instant::now();
+    let (at, ask) = loop {
+        let held = alive.iter().enumerate().find_map(|(i, r)| {
+            let (_, _, queue) = request(
+                &base(r),
+                "GET",
+                "/console/part/queue",
+                &[("Cookie", &sessions[i].0)],
+                "",
+            );
+            listed_at(&queue, "here").map(|ask| (i, ask))
+        });
+        if let Some(found) = held {
+            break found;
+        }
+        assert!(
+            asked.elapsed() < Duration::from_secs(30),
+            "the task's ask is held nowhere"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let other = (at + 1) % alive.len();
+    let (listed, _) = console_queue_until(&base(alive[other]), &sessions[other].0, |q| {
+        listed_at(q, "elsewhere")
+    });
+    assert_eq!(listed, ask, "the same ask on the other console");
+    let (status, _, body) = request(
+        &base(alive[other]),
+        "POST",
+        &format!("/console/queue/{ask}"),
+        &[
+            ("Cookie", &sessions[other].0),
+            ("X-CSRF-Token", &sessions[other].1),
+        ],
+        "allow",
+    );
+    assert_eq!(status, 204, "{body}");
+    let done = ended(balancer.port, "caller-secret", &id);
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        done["result"]["content"][0]["text"], "deleted c.txt",
+        "{done}"
     );
 }

@@ -380,3 +380,113 @@ async fn a_shared_queue_lists_the_asks_held_elsewhere_shows_gone_ones_unanswerab
         "{part}"
     );
 }
+
+/// A board of two tasks, one of them ended, whose tool names are markup;
+/// it remembers what the operator stopped.
+#[derive(Debug, Default)]
+struct Board {
+    stopped: parking_lot::Mutex<Vec<String>>,
+}
+
+impl toolhost_runtime::tasks::TaskBoard for Board {
+    fn tasks(&self, limit: usize) -> Vec<toolhost_runtime::tasks::TaskSummary> {
+        use toolhost_runtime::tasks::{TaskState, TaskSummary};
+        let task = |id: &str, state| TaskSummary {
+            id: id.into(),
+            owner: "ana".into(),
+            tool: "<script>alert(1)</script>".into(),
+            state,
+            message: Some("compiling <b>".into()),
+            age: Duration::from_secs(7),
+            taken_over: false,
+        };
+        let stopped = self.stopped.lock();
+        let running = if stopped.iter().any(|s| s == "t-1") {
+            TaskState::Cancelled
+        } else {
+            TaskState::Working
+        };
+        vec![task("t-1", running), task("t-0", TaskState::Completed)]
+            .into_iter()
+            .take(limit)
+            .collect()
+    }
+
+    fn cancel(&self, id: &str) -> bool {
+        let mut stopped = self.stopped.lock();
+        if id != "t-1" || stopped.iter().any(|s| s == id) {
+            return false;
+        }
+        stopped.push(id.to_owned());
+        true
+    }
+}
+
+#[tokio::test]
+async fn the_tasks_are_listed_as_text_and_only_an_unfinished_one_is_stopped_by_the_operator() {
+    let (runtime, _, queue) = console().await;
+    let board = Arc::new(Board::default());
+    let console = Console::new(
+        runtime,
+        ConsoleOptions {
+            queue: Some(queue),
+            tasks: Some(board.clone()),
+            ..ConsoleOptions::default()
+        },
+    );
+    let app = console.router();
+    assert_eq!(
+        send(&app, post("/console/tasks/t-1/cancel", "", "", ""))
+            .await
+            .0,
+        StatusCode::UNAUTHORIZED
+    );
+    let (session, csrf) = sign_in(&app, &console).await;
+    let (status, _, part) = send(&app, get("/console/part/tasks", Some(&session))).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        !part.contains("<script>") && !part.contains("<b>"),
+        "{part}"
+    );
+    assert!(part.contains("&lt;script&gt;"), "{part}");
+    let stop = |id: &str| format!("data-post=\"/console/tasks/{id}/cancel\"");
+    assert!(part.contains(&stop("t-1")), "{part}");
+    assert!(
+        !part.contains(&stop("t-0")),
+        "an ended task has no stop: {part}"
+    );
+
+    // A change needs the session's CSRF token.
+    let (status, _, _) = send(
+        &app,
+        post("/console/tasks/t-1/cancel", &session, "0000", ""),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    assert!(board.stopped.lock().is_empty());
+    let (status, _, body) =
+        send(&app, post("/console/tasks/t-1/cancel", &session, &csrf, "")).await;
+    assert_eq!(status, StatusCode::NO_CONTENT, "{body}");
+    assert_eq!(*board.stopped.lock(), ["t-1"]);
+    for id in ["t-1", "t-0", "nope"] {
+        let (status, _, _) = send(
+            &app,
+            post(&format!("/console/tasks/{id}/cancel"), &session, &csrf, ""),
+        )
+        .await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{id}");
+    }
+    let (_, _, part) = send(&app, get("/console/part/tasks", Some(&session))).await;
+    assert!(part.contains("data-state=\"cancelled\""), "{part}");
+}
+
+#[tokio::test]
+async fn a_console_where_no_call_runs_as_a_task_says_so() {
+    let (_runtime, console, _queue) = console().await;
+    let app = console.router();
+    let (session, csrf) = sign_in(&app, &console).await;
+    let (_, _, part) = send(&app, get("/console/part/tasks", Some(&session))).await;
+    assert!(part.contains("No call runs as a task here"), "{part}");
+    let (status, _, _) = send(&app, post("/console/tasks/t-1/cancel", &session, &csrf, "")).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}

@@ -109,6 +109,11 @@ pub struct ServerOptions {
     /// Which tools run as tasks (the `io.modelcontextprotocol/tasks`
     /// extension, `tasks.rs`), and their bounds. None by default.
     pub tasks: tasks::TaskSettings,
+    /// Where tasks are kept when replicas share them (`[state]`:
+    /// `toolhost_state::PostgresTasks`); `None` (the default): in this
+    /// process only. The server must be made within a Tokio runtime for
+    /// it to take part (`tasks/replicas.rs`).
+    pub task_store: Option<Arc<dyn toolhost_runtime::tasks::TaskStore>>,
 }
 
 impl From<toolhost_runtime::policy::AskRoute> for Asks {
@@ -183,11 +188,23 @@ impl McpServer {
         options: ServerOptions,
         upstreams: Arc<dyn upstream::Upstreams>,
     ) -> McpServer {
+        let tasks = Arc::new(tasks::Tasks::new(
+            options.tasks.clone(),
+            options.task_store.clone(),
+        ));
+        let in_flight = parallel::InFlight::default();
+        tasks::replicas::start(
+            &tasks,
+            tasks::replicas::Runner {
+                runtime: runtime.clone(),
+                in_flight: in_flight.clone(),
+            },
+        );
         McpServer {
             runtime,
             upstreams,
             round_trips: Arc::new(RoundTrips::new(options.state_key.as_deref())),
-            tasks: Arc::new(tasks::Tasks::new(options.tasks.clone())),
+            tasks,
             search: options
                 .tool_search
                 .clone()
@@ -195,7 +212,7 @@ impl McpServer {
             options: Arc::new(options),
             metrics: Arc::new(Metrics::new()),
             listeners: Arc::default(),
-            in_flight: parallel::InFlight::default(),
+            in_flight,
         }
     }
 
@@ -347,18 +364,17 @@ impl McpServer {
                 .is_some_and(|c| c.supports_tasks());
         // A tool the caller may not see is answered as any call of it is
         // (not found), never with what its task settings say.
-        let support = match self.tasks.settings().support(&request.name) {
-            TaskSupport::Never => TaskSupport::Never,
-            support
-                if self
-                    .runtime
-                    .offered_tools(agent.as_deref(), None)
-                    .iter()
-                    .any(|t| t.name == request.name) =>
+        let (support, idempotent) = match self.tasks.settings().support(&request.name) {
+            TaskSupport::Never => (TaskSupport::Never, false),
+            support => match self
+                .runtime
+                .offered_tools(agent.as_deref(), None)
+                .into_iter()
+                .find(|t| t.name == request.name)
             {
-                support
-            }
-            _ => TaskSupport::Never,
+                Some(tool) => (support, tool.annotations.idempotent),
+                None => (TaskSupport::Never, false),
+            },
         };
         match support {
             TaskSupport::Never => {}
@@ -370,8 +386,9 @@ impl McpServer {
                     agent,
                     client,
                     asks,
+                    idempotent,
                 };
-                return self.call_as_task(call, &context);
+                return self.call_as_task(call, &context).await;
             }
             TaskSupport::Optional => {}
             TaskSupport::Required => {
@@ -699,7 +716,7 @@ impl rmcp::ServerHandler for McpServer {
     ) -> Result<GetTaskResult, McpError> {
         let client = ClientIdentity::of_request(&context).0;
         Ok(GetTaskResult::new(
-            self.tasks.get(&client, &request.task_id)?,
+            self.tasks.get(&client, &request.task_id).await?,
         ))
     }
 
@@ -711,6 +728,7 @@ impl rmcp::ServerHandler for McpServer {
         let client = ClientIdentity::of_request(&context).0;
         self.tasks
             .update(&client, &request.task_id, request.input_responses)
+            .await
     }
 
     async fn cancel_task(
@@ -719,7 +737,7 @@ impl rmcp::ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         let client = ClientIdentity::of_request(&context).0;
-        self.tasks.cancel(&client, &request.task_id)?;
+        self.tasks.cancel(&client, &request.task_id).await?;
         tracing::info!(
             target: "toolhost::audit",
             task = %toolhost_runtime::shown::shown_name(&request.task_id),

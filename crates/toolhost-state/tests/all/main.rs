@@ -185,4 +185,5 @@ fn a_database_that_stops_answering_is_not_trusted_after_two_polls() {
 
 mod failures;
 mod queue;
+mod tasks;
 mod tls;

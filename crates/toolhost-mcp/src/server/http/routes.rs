@@ -229,6 +229,11 @@ pub(super) fn console(
             allowed_origins: options.allowed_origins.clone(),
             queue: server.options.operator_queue.clone(),
             failures: server.options.failures.clone(),
+            tasks: server.tasks.settings().enabled().then(|| {
+                let board: std::sync::Arc<dyn toolhost_runtime::tasks::TaskBoard> =
+                    server.tasks.clone();
+                board
+            }),
         },
     );
     let token = console.sign_in_token().map(str::to_owned);

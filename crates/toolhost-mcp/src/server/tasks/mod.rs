@@ -28,31 +28,40 @@
 //!   runs at most [`TaskSettings::ttl`] (rmcp's [`TaskManager`] marks one
 //!   still running past it `failed`) and its result is kept one more.
 //!
-//! Tasks live in this process (rmcp's [`TaskManager`]): a task of a
-//! replica that stops is lost with it.
+//! A task runs in the process that took it (rmcp's [`TaskManager`]).
+//! Without a store it lives there only, and a replica that stops loses
+//! its tasks. With one ([`ServerOptions::task_store`](super::ServerOptions::task_store),
+//! `[state]`), it is also a record replicas share (`replicas.rs`): polled,
+//! answered and cancelled through any replica, its caller's bound counted
+//! across them, and, when its replica stops, run again elsewhere if its
+//! tool is idempotent, else failed with the reason.
+//!
+//! - `approver.rs`: a call's questions as the task's input requests.
+//! - `board.rs`: the operator's view (the console lists and stops tasks).
+//! - `replicas.rs`: what a replica does for the tasks it shares.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use rmcp::ErrorData as McpError;
-use rmcp::model::{CallToolResponse, CreateTaskResult, DetailedTask, InputRequest, Task};
+use rmcp::model::{CallToolResponse, CreateTaskResult, DetailedTask, Task};
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::task_manager::{TaskContext, TaskExit, TaskFuture, TaskManager, TaskOptions};
 use serde_json::Value;
 use toolhost_patterns::NameGlob;
-use toolhost_runtime::CallContext;
-use toolhost_runtime::{
-    Approver, permission::ApprovalFuture, permission::CallApproval,
-    permission::CallApprovalRequest, permission::FormAnswer, permission::FormRequest,
-    permission::ResultApproval, permission::ResultApprovalRequest,
-};
+use toolhost_runtime::tasks::{TaskRecord, TaskStore, TaskStoreError};
+use toolhost_runtime::{Approver, CallContext};
 use tracing::Instrument;
 
-use super::elicit::{approval_answer, approval_request, call_question, result_question};
 use super::{Asks, McpServer};
+
+mod approver;
+mod board;
+pub(crate) mod replicas;
+
+pub(crate) use approver::TaskApprover;
 
 /// The default [`TaskSettings::ttl`]: an hour.
 pub const DEFAULT_TASK_TTL: Duration = Duration::from_secs(3600);
@@ -145,11 +154,13 @@ impl TaskSettings {
     }
 }
 
-/// The tasks of one server: rmcp's [`TaskManager`], and whose each is.
+/// The tasks of one server: rmcp's [`TaskManager`], whose each is, and,
+/// with a [`TaskStore`], the record replicas share (`replicas.rs`).
 pub(crate) struct Tasks {
     manager: TaskManager,
     kept: Mutex<HashMap<String, Kept>>,
     settings: TaskSettings,
+    store: Option<Arc<dyn TaskStore>>,
 }
 
 /// What toolhost keeps of a task beside rmcp's state: whose it is, and
@@ -157,8 +168,18 @@ pub(crate) struct Tasks {
 /// manager, whose `get_task` copies the result.
 struct Kept {
     caller: String,
+    /// The tool it calls.
+    tool: String,
+    /// The manager's id of the call running here: the task's own id,
+    /// unless the task was taken over from another replica.
+    local: String,
     created: Instant,
     ended: Arc<OnceLock<(Instant, usize)>>,
+    /// What the store was last given of it (`replicas.rs`); `None` until
+    /// then.
+    saved: Option<String>,
+    /// Whether its end is in the store (nothing more to save).
+    settled: bool,
 }
 
 impl Kept {
@@ -181,12 +202,21 @@ impl Kept {
     }
 }
 
+/// What a task calls, as its record keeps it (to run it again elsewhere).
+pub(crate) struct Origin {
+    pub(crate) tool: String,
+    pub(crate) args: Value,
+    pub(crate) agent: Option<String>,
+    pub(crate) idempotent: bool,
+}
+
 impl Tasks {
-    pub(crate) fn new(settings: TaskSettings) -> Tasks {
+    pub(crate) fn new(settings: TaskSettings, store: Option<Arc<dyn TaskStore>>) -> Tasks {
         Tasks {
             manager: TaskManager::new(),
             kept: Mutex::new(HashMap::new()),
             settings,
+            store,
         }
     }
 
@@ -194,12 +224,80 @@ impl Tasks {
         &self.settings
     }
 
+    pub(crate) fn store(&self) -> Option<&Arc<dyn TaskStore>> {
+        self.store.as_ref()
+    }
+
     /// Starts `run` as a task of `caller`'s; refused past the caller's
     /// bounds (unfinished tasks, bytes of the results kept) or the
-    /// server's.
-    pub(crate) fn spawn(
+    /// server's. With a store, the task is in it (readable through every
+    /// replica, and within the caller's bound across them) before it
+    /// starts and before this returns.
+    pub(crate) async fn spawn(
         &self,
         caller: &str,
+        origin: Origin,
+        run: impl FnOnce(TaskContext) -> TaskFuture,
+    ) -> Result<Task, McpError> {
+        let (go, started) = tokio::sync::oneshot::channel::<()>();
+        let task = self.start(caller, &origin.tool, None, move |context| {
+            let work = run(context);
+            Box::pin(async move {
+                // Not before the store has it: a task it refuses never runs.
+                if started.await.is_err() {
+                    return Err(TaskExit::Cancelled);
+                }
+                work.await
+            })
+        })?;
+        if let Some(store) = &self.store {
+            let record = TaskRecord {
+                ttl: self.settings.ttl,
+                agent: origin.agent,
+                idempotent: origin.idempotent,
+                detail: self
+                    .manager
+                    .get_task(&task.task_id)
+                    .ok()
+                    .and_then(|d| serde_json::to_value(&d).ok())
+                    .unwrap_or_default(),
+                ..TaskRecord::new(&task.task_id, caller, &origin.tool, origin.args)
+            };
+            if let Err(e) = store
+                .create(&record, self.settings.max_open_per_caller)
+                .await
+            {
+                let _ = self.manager.cancel_task(&task.task_id);
+                self.kept.lock().remove(&task.task_id);
+                return Err(match e {
+                    TaskStoreError::Unreachable { .. } => {
+                        McpError::internal_error(e.to_string(), None)
+                    }
+                    other => McpError::invalid_request(other.to_string(), None),
+                });
+            }
+        }
+        let _ = go.send(());
+        Ok(task)
+    }
+
+    /// Runs `run` here as the task `record` of another replica's, taken
+    /// over (its record stays as it is in the store).
+    pub(crate) fn adopt(
+        &self,
+        record: &TaskRecord,
+        run: impl FnOnce(TaskContext) -> TaskFuture,
+    ) -> Result<Task, McpError> {
+        self.start(&record.owner, &record.tool, Some(&record.id), run)
+    }
+
+    /// Starts `run`, a call of `tool`, under the manager, kept as `public`
+    /// (its own id when `None`), within the bounds.
+    fn start(
+        &self,
+        caller: &str,
+        tool: &str,
+        public: Option<&str>,
         run: impl FnOnce(TaskContext) -> TaskFuture,
     ) -> Result<Task, McpError> {
         let ttl = self.settings.ttl;
@@ -208,11 +306,7 @@ impl Tasks {
         let theirs = || kept.values().filter(|k| k.caller == caller);
         let refused = |why: String| Err(McpError::invalid_request(why, None));
         if theirs().filter(|k| k.open(ttl)).count() >= self.settings.max_open_per_caller {
-            return refused(format!(
-                "too many unfinished tasks (at most {} for one caller); wait for one to finish \
-                 or cancel one",
-                self.settings.max_open_per_caller
-            ));
+            return refused(TaskStoreError::TooMany(self.settings.max_open_per_caller).to_string());
         }
         let bytes = theirs()
             .map(Kept::result_bytes)
@@ -237,7 +331,7 @@ impl Tasks {
             .with_poll_interval_ms(millis(self.settings.poll_interval));
         let ended = Arc::new(OnceLock::new());
         let record = ended.clone();
-        let task = self.manager.spawn(options, move |context| {
+        let mut task = self.manager.spawn(options, move |context| {
             let work = run(context);
             Box::pin(async move {
                 let outcome = work.await;
@@ -249,51 +343,104 @@ impl Tasks {
                 outcome
             })
         });
+        let local = task.task_id.clone();
+        if let Some(public) = public {
+            public.clone_into(&mut task.task_id);
+        }
         kept.insert(
             task.task_id.clone(),
             Kept {
                 caller: caller.to_owned(),
+                tool: tool.to_owned(),
+                local,
                 created: Instant::now(),
                 ended,
+                saved: None,
+                settled: false,
             },
         );
         Ok(task)
     }
 
-    /// The task `id`, when it is `caller`'s.
-    pub(crate) fn get(&self, caller: &str, id: &str) -> Result<DetailedTask, McpError> {
-        self.owned(caller, id)?;
-        self.manager.get_task(id)
+    /// The task `id`, when it is `caller`'s: from the manager when it runs
+    /// here, else from the store.
+    pub(crate) async fn get(&self, caller: &str, id: &str) -> Result<DetailedTask, McpError> {
+        if let Some(local) = self.here(caller, id)? {
+            return self.local_task(id, &local);
+        }
+        let record = self.load(caller, id).await?;
+        serde_json::from_value(record.detail).map_err(|e| {
+            McpError::internal_error(format!("the stored task cannot be read: {e}"), None)
+        })
     }
 
     /// Delivers `caller`'s answers to the task `id`.
-    pub(crate) fn update(
+    pub(crate) async fn update(
         &self,
         caller: &str,
         id: &str,
         responses: impl IntoIterator<Item = (String, Value)>,
     ) -> Result<(), McpError> {
-        self.owned(caller, id)?;
-        self.manager.update_task(id, responses)
+        if let Some(local) = self.here(caller, id)? {
+            return self.manager.update_task(&local, responses);
+        }
+        self.load(caller, id).await?;
+        let store = self.store.as_ref().ok_or_else(|| unknown(id))?;
+        store
+            .answer(id, responses.into_iter().collect())
+            .await
+            .map_err(|e| McpError::internal_error(e.to_string(), None))
     }
 
     /// Asks the task `id` of `caller`'s to stop.
-    pub(crate) fn cancel(&self, caller: &str, id: &str) -> Result<(), McpError> {
-        self.owned(caller, id)?;
-        self.manager.cancel_task(id)
+    pub(crate) async fn cancel(&self, caller: &str, id: &str) -> Result<(), McpError> {
+        if let Some(local) = self.here(caller, id)? {
+            return self.manager.cancel_task(&local);
+        }
+        self.load(caller, id).await?;
+        let store = self.store.as_ref().ok_or_else(|| unknown(id))?;
+        store
+            .cancel(id)
+            .await
+            .map_err(|e| McpError::internal_error(e.to_string(), None))
     }
 
-    /// An error naming `id` unknown unless it is `caller`'s, as rmcp's own
-    /// for an id it does not know.
-    fn owned(&self, caller: &str, id: &str) -> Result<(), McpError> {
+    /// The manager's id of the task `id` when it runs here and is
+    /// `caller`'s; `None` when it may be elsewhere (there is a store);
+    /// unknown otherwise.
+    fn here(&self, caller: &str, id: &str) -> Result<Option<String>, McpError> {
         match self.kept.lock().get(id) {
-            Some(kept) if kept.caller == caller => Ok(()),
-            _ => Err(McpError::invalid_params(
-                format!("unknown task: {}", toolhost_text::line(id, 100)),
-                None,
-            )),
+            Some(kept) if kept.caller == caller => Ok(Some(kept.local.clone())),
+            None if self.store.is_some() => Ok(None),
+            _ => Err(unknown(id)),
         }
     }
+
+    /// The manager's state of a task that runs here, under its own id.
+    fn local_task(&self, id: &str, local: &str) -> Result<DetailedTask, McpError> {
+        let mut task = self.manager.get_task(local)?;
+        id.clone_into(&mut task.task.task_id);
+        Ok(task)
+    }
+
+    /// The record of `caller`'s task `id`, from the store.
+    async fn load(&self, caller: &str, id: &str) -> Result<TaskRecord, McpError> {
+        let store = self.store.as_ref().ok_or_else(|| unknown(id))?;
+        match store.load(id).await {
+            Ok(Some(record)) if record.owner == caller => Ok(record),
+            Ok(_) => Err(unknown(id)),
+            Err(e) => Err(McpError::internal_error(e.to_string(), None)),
+        }
+    }
+}
+
+/// An error naming `id` unknown, as rmcp's own for an id it does not know
+/// (also for another caller's).
+fn unknown(id: &str) -> McpError {
+    McpError::invalid_params(
+        format!("unknown task: {}", toolhost_text::line(id, 100)),
+        None,
+    )
 }
 
 impl Drop for Tasks {
@@ -349,37 +496,45 @@ pub(super) struct TaskCall {
     pub(super) agent: Option<String>,
     pub(super) client: String,
     pub(super) asks: Asks,
+    /// Whether its tool says running it twice does no harm.
+    pub(super) idempotent: bool,
 }
 
-impl McpServer {
-    /// Starts `call` as a task of its caller's and answers with the task
-    /// (see the module docs): the same pipeline as any call, its questions the
-    /// task's `input_required` state when the caller answers them (else
-    /// the operator's queue, or nobody, as for any call), its progress the
-    /// task's status message, its cancellation the end of its sandbox.
-    pub(super) fn call_as_task(
-        &self,
-        call: TaskCall,
-        context: &RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, McpError> {
-        let TaskCall {
-            name,
-            args,
-            agent,
-            client,
-            asks,
-        } = call;
-        let other_approver =
-            (asks != Asks::Client).then(|| self.approver(context, asks, &client, None));
-        let call_id = format!("mcp-{}", super::request_id(context));
-        let version = context.protocol_version();
-        let (runtime, in_flight) = (self.runtime.clone(), self.in_flight.clone());
-        let shown = toolhost_runtime::shown::shown_name(&name).into_owned();
-        let owner = client.clone();
+/// What a task's call runs with, wherever it starts.
+pub(crate) struct TaskRun {
+    pub(crate) runtime: toolhost_runtime::Runtime,
+    pub(crate) in_flight: super::parallel::InFlight,
+    pub(crate) name: String,
+    pub(crate) args: Value,
+    pub(crate) agent: Option<String>,
+    pub(crate) client: String,
+    pub(crate) call_id: String,
+    /// Where its questions go; the task's input when `None`.
+    pub(crate) approver: Option<Arc<dyn Approver>>,
+    pub(crate) version: Option<rmcp::model::ProtocolVersion>,
+}
+
+impl TaskRun {
+    /// The task's work: the same pipeline as any call, its questions the
+    /// task's `input_required` state (unless another approver takes them),
+    /// its progress the task's status message, its cancellation the end of
+    /// its sandbox.
+    pub(crate) fn work(self) -> impl FnOnce(TaskContext) -> TaskFuture {
         let span = tracing::Span::current();
-        let task = self.tasks.spawn(&owner, move |task| {
-            let approver: Arc<dyn toolhost_runtime::Approver> =
-                other_approver.unwrap_or_else(|| TaskApprover::new(task.clone()));
+        move |task| {
+            let TaskRun {
+                runtime,
+                in_flight,
+                name,
+                args,
+                agent,
+                client,
+                call_id,
+                approver,
+                version,
+            } = self;
+            let approver: Arc<dyn Approver> =
+                approver.unwrap_or_else(|| TaskApprover::new(task.clone()));
             let status = task.clone();
             let mut cx = CallContext::new()
                 .call_id(call_id)
@@ -409,7 +564,48 @@ impl McpServer {
                 }
                 .instrument(span),
             )
-        })?;
+        }
+    }
+}
+
+impl McpServer {
+    /// Starts `call` as a task of its caller's and answers with the task
+    /// (see the module docs and [`TaskRun::work`]); with `--asks operator`
+    /// its questions go to the operator's queue, as any call's.
+    pub(super) async fn call_as_task(
+        &self,
+        call: TaskCall,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let TaskCall {
+            name,
+            args,
+            agent,
+            client,
+            asks,
+            idempotent,
+        } = call;
+        let approver = (asks != Asks::Client).then(|| self.approver(context, asks, &client, None));
+        let shown = toolhost_runtime::shown::shown_name(&name).into_owned();
+        let owner = client.clone();
+        let origin = Origin {
+            tool: name.clone(),
+            args: args.clone(),
+            agent: agent.clone(),
+            idempotent,
+        };
+        let run = TaskRun {
+            runtime: self.runtime.clone(),
+            in_flight: self.in_flight.clone(),
+            name,
+            args,
+            agent,
+            client,
+            call_id: format!("mcp-{}", super::request_id(context)),
+            approver,
+            version: context.protocol_version(),
+        };
+        let task = self.tasks.spawn(&owner, origin, run.work()).await?;
         tracing::info!(
             target: "toolhost::audit",
             tool = %shown,
@@ -419,116 +615,6 @@ impl McpServer {
             "a call runs as a task"
         );
         Ok(CallToolResponse::Task(CreateTaskResult::new(task)))
-    }
-}
-
-/// The approver of a call that runs as a task: each question is an input
-/// request of the task, and the call waits for its answer.
-pub(crate) struct TaskApprover {
-    task: TaskContext,
-    asked: AtomicU32,
-}
-
-impl TaskApprover {
-    pub(crate) fn new(task: TaskContext) -> Arc<TaskApprover> {
-        Arc::new(TaskApprover {
-            task,
-            asked: AtomicU32::new(0),
-        })
-    }
-
-    /// Asks `request` under a key of its own; `None` when the task was
-    /// cancelled meanwhile.
-    async fn ask(&self, kind: &str, request: InputRequest) -> Option<Value> {
-        let n = self.asked.fetch_add(1, Ordering::Relaxed);
-        self.task
-            .request_input(format!("toolhost-{kind}-{n}"), request)
-            .await
-            .ok()
-    }
-}
-
-impl Approver for TaskApprover {
-    fn prompt_name(&self) -> &'static str {
-        "mcp-task"
-    }
-
-    fn approve_call<'a>(
-        &'a self,
-        request: &'a CallApprovalRequest<'a>,
-    ) -> ApprovalFuture<'a, CallApproval> {
-        Box::pin(async move {
-            let question = call_question(request);
-            let Ok(input) = approval_request(&question) else {
-                return CallApproval::Deny {
-                    message: Some("cannot write the question".to_owned()),
-                };
-            };
-            match self.ask("approval", input).await {
-                None => CallApproval::Deny {
-                    message: Some("the task was cancelled".to_owned()),
-                },
-                Some(answer) => match approval_answer(&answer) {
-                    (true, true) if question.remember => CallApproval::AllowAlways,
-                    (true, _) => CallApproval::AllowOnce,
-                    (false, _) => CallApproval::Deny {
-                        message: Some("the user declined".to_owned()),
-                    },
-                },
-            }
-        })
-    }
-
-    fn approve_result<'a>(
-        &'a self,
-        request: &'a ResultApprovalRequest<'a>,
-    ) -> ApprovalFuture<'a, ResultApproval> {
-        Box::pin(async move {
-            let Ok(input) = approval_request(&result_question(request)) else {
-                return ResultApproval::Reject {
-                    message: Some("cannot write the question".to_owned()),
-                };
-            };
-            match self.ask("result", input).await {
-                Some(answer) if approval_answer(&answer).0 => ResultApproval::Accept,
-                Some(_) => ResultApproval::Reject {
-                    message: Some("the user declined".to_owned()),
-                },
-                None => ResultApproval::Reject {
-                    message: Some("the task was cancelled".to_owned()),
-                },
-            }
-        })
-    }
-
-    fn answer_form<'a>(&'a self, request: &'a FormRequest<'a>) -> ApprovalFuture<'a, FormAnswer> {
-        Box::pin(async move {
-            let input: Result<InputRequest, _> = serde_json::from_value(serde_json::json!({
-                "method": "elicitation/create",
-                "params": {
-                    "mode": "form",
-                    "message": request.message,
-                    "requestedSchema": request.schema,
-                },
-            }));
-            let Ok(input) = input else {
-                return FormAnswer::Decline;
-            };
-            let Some(answer) = self.ask("form", input).await else {
-                return FormAnswer::Cancel;
-            };
-            match answer.get("action").and_then(Value::as_str) {
-                Some("accept") => FormAnswer::Accept(
-                    answer
-                        .get("content")
-                        .and_then(Value::as_object)
-                        .cloned()
-                        .unwrap_or_default(),
-                ),
-                Some("cancel") => FormAnswer::Cancel,
-                _ => FormAnswer::Decline,
-            }
-        })
     }
 }
 
@@ -544,37 +630,49 @@ mod tests {
         }
     }
 
+    fn origin() -> Origin {
+        Origin {
+            tool: "t".into(),
+            args: Value::Null,
+            agent: None,
+            idempotent: false,
+        }
+    }
+
     fn forever() -> impl FnOnce(TaskContext) -> TaskFuture {
         |_| Box::pin(std::future::pending())
     }
 
     #[tokio::test]
     async fn a_task_is_its_callers_alone() {
-        let tasks = Tasks::new(settings(4));
-        let task = tasks.spawn("alice", forever()).unwrap();
-        assert!(tasks.get("alice", &task.task_id).is_ok());
-        let other = tasks.get("bob", &task.task_id).unwrap_err();
+        let tasks = Tasks::new(settings(4), None);
+        let task = tasks.spawn("alice", origin(), forever()).await.unwrap();
+        assert!(tasks.get("alice", &task.task_id).await.is_ok());
+        let other = tasks.get("bob", &task.task_id).await.unwrap_err();
         assert_eq!(other.code, rmcp::model::ErrorCode::INVALID_PARAMS);
-        assert!(tasks.cancel("bob", &task.task_id).is_err());
-        assert!(tasks.update("bob", &task.task_id, []).is_err());
-        assert!(tasks.cancel("alice", &task.task_id).is_ok());
+        assert!(tasks.cancel("bob", &task.task_id).await.is_err());
+        assert!(tasks.update("bob", &task.task_id, []).await.is_err());
+        assert!(tasks.cancel("alice", &task.task_id).await.is_ok());
     }
 
     #[tokio::test]
     async fn a_caller_past_its_open_tasks_is_refused_and_others_are_not() {
-        let tasks = Tasks::new(settings(2));
-        tasks.spawn("alice", forever()).unwrap();
-        tasks.spawn("alice", forever()).unwrap();
-        assert!(tasks.spawn("alice", forever()).is_err());
-        assert!(tasks.spawn("bob", forever()).is_ok());
+        let tasks = Tasks::new(settings(2), None);
+        tasks.spawn("alice", origin(), forever()).await.unwrap();
+        tasks.spawn("alice", origin(), forever()).await.unwrap();
+        assert!(tasks.spawn("alice", origin(), forever()).await.is_err());
+        assert!(tasks.spawn("bob", origin(), forever()).await.is_ok());
     }
 
     #[tokio::test]
     async fn a_caller_whose_kept_results_are_too_large_is_refused_and_others_are_not() {
-        let tasks = Tasks::new(TaskSettings {
-            max_result_bytes_per_caller: 10_000,
-            ..settings(8)
-        });
+        let tasks = Tasks::new(
+            TaskSettings {
+                max_result_bytes_per_caller: 10_000,
+                ..settings(8)
+            },
+            None,
+        );
         let big = || {
             |_: TaskContext| -> TaskFuture {
                 Box::pin(async {
@@ -584,12 +682,13 @@ mod tests {
                 })
             }
         };
-        let first = tasks.spawn("alice", big()).unwrap();
-        let second = tasks.spawn("alice", big()).unwrap();
+        let first = tasks.spawn("alice", origin(), big()).await.unwrap();
+        let second = tasks.spawn("alice", origin(), big()).await.unwrap();
         for task in [&first, &second] {
             for _ in 0..100 {
                 if tasks
                     .get("alice", &task.task_id)
+                    .await
                     .unwrap()
                     .status()
                     .is_terminal()
@@ -599,8 +698,54 @@ mod tests {
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
         }
-        let refused = tasks.spawn("alice", forever()).unwrap_err();
+        let refused = tasks.spawn("alice", origin(), forever()).await.unwrap_err();
         assert!(refused.message.contains("bytes"), "{refused:?}");
-        assert!(tasks.spawn("bob", forever()).is_ok());
+        assert!(tasks.spawn("bob", origin(), forever()).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn the_board_lists_tasks_newest_first_and_the_operator_stops_one_once() {
+        use toolhost_runtime::tasks::{TaskBoard, TaskState};
+        let tasks = Tasks::new(settings(4), None);
+        // Stopped as a call is: when the task's context is cancelled.
+        let stoppable = |task: TaskContext| -> TaskFuture {
+            Box::pin(async move {
+                task.cancelled().await;
+                Err(TaskExit::Cancelled)
+            })
+        };
+        let first = tasks.spawn("alice", origin(), stoppable).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let second = tasks.spawn("bob", origin(), forever()).await.unwrap();
+        let listed = tasks.tasks(10);
+        assert_eq!(listed.len(), 2);
+        assert_eq!(listed[0].id, second.task_id);
+        assert_eq!(
+            (listed[1].owner.as_str(), listed[1].tool.as_str()),
+            ("alice", "t")
+        );
+        assert_eq!(listed[1].state, TaskState::Working);
+        assert!(!listed[1].taken_over);
+        assert_eq!(tasks.tasks(1).len(), 1);
+
+        assert!(!TaskBoard::cancel(&tasks, "no-such-task"));
+        assert!(TaskBoard::cancel(&tasks, &first.task_id));
+        let mut state = TaskState::Working;
+        for _ in 0..100 {
+            state = tasks
+                .tasks(10)
+                .into_iter()
+                .find(|t| t.id == first.task_id)
+                .map_or(TaskState::Working, |t| t.state);
+            if state.is_terminal() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(state, TaskState::Cancelled);
+        assert!(
+            !TaskBoard::cancel(&tasks, &first.task_id),
+            "an ended task is not stopped again"
+        );
     }
 }
