@@ -289,6 +289,74 @@ fn call_as(port: u16, n: u64, token: &str) -> Outcome {
     }
 }
 
+/// The address of `r`'s console and `/mcp`.
+fn base(r: &Replica) -> String {
+    format!("http://127.0.0.1:{}", r.port)
+}
+
+/// Where an ask of the operator's was held and answered.
+struct AnsweredElsewhere {
+    /// The index of the replica that held it.
+    holder: usize,
+    /// The index of the replica whose console answered it.
+    other: usize,
+    /// How long the other took to list it.
+    listed_after: Duration,
+}
+
+/// The one ask waiting in the operator's queue: found on the console of
+/// the replica that holds it (`sessions`: each replica's console session
+/// and CSRF token, in order), listed as held elsewhere on the next
+/// replica's, and allowed there.
+fn allow_on_another_console(
+    replicas: &[&Replica],
+    sessions: &[(String, String)],
+) -> AnsweredElsewhere {
+    let asked = Instant::now();
+    let (holder, id) = loop {
+        let held = replicas.iter().enumerate().find_map(|(i, r)| {
+            let (_, _, queue) = request(
+                &base(r),
+                "GET",
+                "/console/part/queue",
+                &[("Cookie", &sessions[i].0)],
+                "",
+            );
+            listed_at(&queue, "here").map(|id| (i, id))
+        });
+        if let Some(found) = held {
+            break found;
+        }
+        assert!(
+            asked.elapsed() < Duration::from_secs(30),
+            "the ask is held nowhere"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let other = (holder + 1) % replicas.len();
+    let (listed, listed_after) =
+        console_queue_until(&base(replicas[other]), &sessions[other].0, |q| {
+            listed_at(q, "elsewhere")
+        });
+    assert_eq!(listed, id, "the same ask on the other console");
+    let (status, _, body) = request(
+        &base(replicas[other]),
+        "POST",
+        &format!("/console/queue/{id}"),
+        &[
+            ("Cookie", &sessions[other].0),
+            ("X-CSRF-Token", &sessions[other].1),
+        ],
+        "allow",
+    );
+    assert_eq!(status, 204, "{body}");
+    AnsweredElsewhere {
+        holder,
+        other,
+        listed_after,
+    }
+}
+
 #[test]
 fn three_replicas_behind_haproxy_lose_no_call_or_approval_when_one_dies_and_a_revocation_holds_on_all()
  {
@@ -452,45 +520,12 @@ fn three_replicas_behind_haproxy_lose_no_call_or_approval_when_one_dies_and_a_re
         let port = balancer.port;
         std::thread::spawn(move || call_as(port, 11, "caller-secret"))
     };
-    let base = |r: &Replica| format!("http://127.0.0.1:{}", r.port);
     let sessions: Vec<(String, String)> = replicas.iter().map(|r| sign_in(&base(r))).collect();
-    let asked = Instant::now();
-    let (holder, id) = loop {
-        let held = replicas.iter().enumerate().find_map(|(i, r)| {
-            let (_, _, queue) = request(
-                &base(r),
-                "GET",
-                "/console/part/queue",
-                &[("Cookie", &sessions[i].0)],
-                "",
-            );
-            listed_at(&queue, "here").map(|id| (i, id))
-        });
-        if let Some(found) = held {
-            break found;
-        }
-        assert!(
-            asked.elapsed() < Duration::from_secs(30),
-            "the ask is held nowhere"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let other = (holder + 1) % replicas.len();
-    let (listed, after) = console_queue_until(&base(&replicas[other]), &sessions[other].0, |q| {
-        listed_at(q, "elsewhere")
-    });
-    assert_eq!(listed, id, "the same ask on the other console");
-    let (status, _, body) = request(
-        &base(&replicas[other]),
-        "POST",
-        &format!("/console/queue/{id}"),
-        &[
-            ("Cookie", &sessions[other].0),
-            ("X-CSRF-Token", &sessions[other].1),
-        ],
-        "allow",
-    );
-    assert_eq!(status, 204, "{body}");
+    let AnsweredElsewhere {
+        holder,
+        other,
+        listed_after: after,
+    } = allow_on_another_console(&replicas.iter().collect::<Vec<_>>(), &sessions);
     assert_eq!(waiting.join().unwrap(), Outcome::Result);
     eprintln!(
         "an ask held by replica {holder} was listed on replica {other}'s console after {after:?} \
@@ -751,45 +786,8 @@ fn tasks_of_a_killed_replica_run_again_elsewhere_only_when_idempotent_and_none_i
         json!({"filename": "c.txt"}),
     );
     let alive: Vec<&Replica> = replicas.iter().filter(|r| r.child.is_some()).collect();
-    let base = |r: &Replica| format!("http://127.0.0.1:{}", r.port);
     let sessions: Vec<(String, String)> = alive.iter().map(|r| sign_in(&base(r))).collect();
-    let asked = Instant::now();
-    let (at, ask) = loop {
-        let held = alive.iter().enumerate().find_map(|(i, r)| {
-            let (_, _, queue) = request(
-                &base(r),
-                "GET",
-                "/console/part/queue",
-                &[("Cookie", &sessions[i].0)],
-                "",
-            );
-            listed_at(&queue, "here").map(|ask| (i, ask))
-        });
-        if let Some(found) = held {
-            break found;
-        }
-        assert!(
-            asked.elapsed() < Duration::from_secs(30),
-            "the task's ask is held nowhere"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let other = (at + 1) % alive.len();
-    let (listed, _) = console_queue_until(&base(alive[other]), &sessions[other].0, |q| {
-        listed_at(q, "elsewhere")
-    });
-    assert_eq!(listed, ask, "the same ask on the other console");
-    let (status, _, body) = request(
-        &base(alive[other]),
-        "POST",
-        &format!("/console/queue/{ask}"),
-        &[
-            ("Cookie", &sessions[other].0),
-            ("X-CSRF-Token", &sessions[other].1),
-        ],
-        "allow",
-    );
-    assert_eq!(status, 204, "{body}");
+    allow_on_another_console(&alive, &sessions);
     let done = ended(balancer.port, "caller-secret", &id);
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(

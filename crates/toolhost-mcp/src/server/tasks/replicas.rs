@@ -130,8 +130,7 @@ impl Tasks {
 
     /// A task whose replica stopped: run again here, or ended as failed.
     fn take_over(&self, record: &TaskRecord, runner: &Runner) {
-        let tool = toolhost_runtime::shown::shown_name(&record.tool).into_owned();
-        let client = toolhost_runtime::shown::shown_name(&record.owner).into_owned();
+        let mut why = NOT_RUN_AGAIN.to_owned();
         if record.idempotent {
             let run = TaskRun {
                 runtime: runner.runtime.clone(),
@@ -148,34 +147,38 @@ impl Tasks {
             };
             match self.adopt(record, run.work()) {
                 Ok(_) => {
-                    tracing::info!(
-                        target: "toolhost::audit",
-                        tool = %tool,
-                        task = %toolhost_text::line(&record.id, 64),
-                        client = %client,
-                        outcome = "task-resumed",
-                        "a task whose replica stopped runs again here (its tool is idempotent)"
+                    audit(
+                        record,
+                        "task-resumed",
+                        "a task whose replica stopped runs again here (its tool is idempotent)",
                     );
                     return;
                 }
-                Err(e) => tracing::warn!(
-                    task = %toolhost_text::line(&record.id, 64),
-                    "a task taken over cannot run here: {}", e.message
-                ),
+                Err(e) => {
+                    why = format!(
+                        "the replica that ran this task stopped, and it could not run again \
+                         on another: {}",
+                        e.message
+                    );
+                }
             }
         }
         let Some(store) = self.store() else { return };
-        let failed = failed(record, NOT_RUN_AGAIN);
-        store.save(&record.id, TaskState::Failed, failed);
-        tracing::info!(
-            target: "toolhost::audit",
-            tool = %tool,
-            task = %toolhost_text::line(&record.id, 64),
-            client = %client,
-            outcome = "task-failed-replica-lost",
-            "a task whose replica stopped ended as failed (its tool is not idempotent)"
-        );
+        store.save(&record.id, TaskState::Failed, failed(record, &why));
+        audit(record, "task-failed-replica-lost", &why);
     }
+}
+
+/// The audit's line of `outcome` for the task `record`, taken over here.
+fn audit(record: &TaskRecord, outcome: &'static str, what: &str) {
+    tracing::info!(
+        target: "toolhost::audit",
+        tool = %toolhost_runtime::shown::shown_name(&record.tool),
+        task = %toolhost_text::line(&record.id, 64),
+        client = %toolhost_runtime::shown::shown_name(&record.owner),
+        outcome,
+        "{what}"
+    );
 }
 
 /// The store's state of a task of `status`.
