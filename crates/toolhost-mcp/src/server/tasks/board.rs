@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use toolhost_runtime::tasks::{TaskBoard, TaskSummary};
+use toolhost_runtime::tasks::{TaskBoard, TaskState, TaskSummary};
 
 use super::replicas::state_of;
 use super::{Kept, Tasks};
@@ -16,6 +16,9 @@ struct Listed {
     caller: String,
     tool: String,
     created: Instant,
+    /// How it ended, when it did: then the manager is not asked (it
+    /// would copy the result).
+    ended: Option<TaskState>,
 }
 
 impl Listed {
@@ -26,6 +29,7 @@ impl Listed {
             caller: kept.caller.clone(),
             tool: kept.tool.clone(),
             created: kept.created,
+            ended: kept.ended.get().map(|e| e.state),
         }
     }
 }
@@ -45,17 +49,24 @@ impl TaskBoard for Tasks {
             .kept
             .lock()
             .iter()
+            .filter(|(_, k)| !k.forgotten(self.settings.ttl))
             .map(|(id, k)| Listed::of(id, k))
             .collect();
         listed.sort_by_key(|l| std::cmp::Reverse(l.created));
         listed
             .into_iter()
             .filter_map(|l| {
-                // (Gone from the manager: forgotten past its time to live.)
-                let task = self.manager.get_task(&l.local).ok()?;
+                let (state, message) = match l.ended {
+                    Some(state) => (state, None),
+                    // (Gone from the manager: forgotten past its time to live.)
+                    None => {
+                        let task = self.manager.get_task(&l.local).ok()?;
+                        (state_of(task.status()), task.task.status_message)
+                    }
+                };
                 Some(TaskSummary {
-                    state: state_of(task.status()),
-                    message: task.task.status_message.clone(),
+                    state,
+                    message,
                     age: l.created.elapsed(),
                     taken_over: l.local != l.id,
                     owner: toolhost_runtime::shown::shown_name(&l.caller).into_owned(),
@@ -71,10 +82,11 @@ impl TaskBoard for Tasks {
         let Some(task) = self.kept.lock().get(id).map(|k| Listed::of(id, k)) else {
             return false;
         };
-        let unfinished = self
-            .manager
-            .get_task(&task.local)
-            .is_ok_and(|t| !state_of(t.status()).is_terminal());
+        let unfinished = task.ended.is_none()
+            && self
+                .manager
+                .get_task(&task.local)
+                .is_ok_and(|t| !state_of(t.status()).is_terminal());
         if !unfinished || self.manager.cancel_task(&task.local).is_err() {
             return false;
         }

@@ -174,7 +174,7 @@ struct Kept {
     /// unless the task was taken over from another replica.
     local: String,
     created: Instant,
-    ended: Arc<OnceLock<(Instant, usize)>>,
+    ended: Arc<OnceLock<Ended>>,
     /// What the store was last given of it (`replicas.rs`); `None` until
     /// then.
     saved: Option<String>,
@@ -188,7 +188,7 @@ impl Kept {
     /// is failed at its TTL and then kept one more.
     fn forgotten(&self, ttl: Duration) -> bool {
         match self.ended.get() {
-            Some((at, _)) => at.elapsed() > ttl,
+            Some(ended) => ended.at.elapsed() > ttl,
             None => self.created.elapsed() > ttl.saturating_mul(2),
         }
     }
@@ -198,8 +198,17 @@ impl Kept {
     }
 
     fn result_bytes(&self) -> usize {
-        self.ended.get().map_or(0, |(_, bytes)| *bytes)
+        self.ended.get().map_or(0, |ended| ended.bytes)
     }
+}
+
+/// How a task's call ended, as it ended (so that no one asks the manager,
+/// which copies the result).
+struct Ended {
+    at: Instant,
+    /// Its result's size, as JSON.
+    bytes: usize,
+    state: toolhost_runtime::tasks::TaskState,
 }
 
 /// What a task calls, as its record keeps it (to run it again elsewhere).
@@ -335,11 +344,20 @@ impl Tasks {
             let work = run(context);
             Box::pin(async move {
                 let outcome = work.await;
-                let bytes = match &outcome {
-                    Ok(result) => serde_json::to_vec(result).map_or(0, |v| v.len()),
-                    Err(_) => 0,
+                use toolhost_runtime::tasks::TaskState;
+                let (bytes, state) = match &outcome {
+                    Ok(result) => (
+                        serde_json::to_vec(result).map_or(0, |v| v.len()),
+                        TaskState::Completed,
+                    ),
+                    Err(TaskExit::Cancelled) => (0, TaskState::Cancelled),
+                    Err(_) => (0, TaskState::Failed),
                 };
-                let _ = record.set((Instant::now(), bytes));
+                let _ = record.set(Ended {
+                    at: Instant::now(),
+                    bytes,
+                    state,
+                });
                 outcome
             })
         });
