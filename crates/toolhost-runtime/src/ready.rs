@@ -1,5 +1,5 @@
 //! Ready instances: for a plugin whose instantiation is costly (the
-//! interpreters compiled to wasm: CPython's components take 1–2 ms to
+//! interpreters compiled to wasm: CPython's components take 0.45–2 ms to
 //! instantiate, a Rust plugin's 10–40 µs), a few instances are instantiated
 //! while the plugin is idle, so that a call finds one ready and runs only
 //! the guest's `execute`.
