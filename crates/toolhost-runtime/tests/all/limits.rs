@@ -161,8 +161,10 @@ async fn a_plugin_at_its_instance_limit_is_busy_while_others_run() {
         .unwrap();
     // Once a slow call holds hostile's only instance, the next call is
     // refused. A probe that runs first takes the instance and the slow call
-    // is refused instead: then start again.
-    let mut attempts = 0;
+    // is refused instead: then start again, giving the slow call a longer
+    // head start each time (on a loaded 2-core CI runner the spawned task
+    // may not have run at all before the first probe).
+    let mut attempts = 0u64;
     let (refused, slow) = 'attempt: loop {
         attempts += 1;
         assert!(attempts <= 20, "the slow call never held the instance");
@@ -173,13 +175,20 @@ async fn a_plugin_at_its_instance_limit_is_busy_while_others_run() {
                     .await
             })
         };
+        tokio::time::sleep(Duration::from_millis(25 * attempts)).await;
         loop {
             match rt
                 .call("echo", json!({"text": "probe"}), CallContext::new())
                 .await
             {
                 Err(e) => break 'attempt (e, slow),
-                Ok(_) if slow.is_finished() => break,
+                Ok(_) if slow.is_finished() => {
+                    // The probe won: the slow call must have been refused
+                    // as busy, nothing else.
+                    let lost = slow.await.unwrap();
+                    assert!(matches!(lost, Err(CallError::Busy { .. })), "{lost:?}");
+                    break;
+                }
                 Ok(_) => tokio::time::sleep(Duration::from_millis(10)).await,
             }
         }
