@@ -126,6 +126,22 @@ impl FromStr for AskRoute {
     }
 }
 
+impl AskRoute {
+    /// Its word in a policy file: `client`, `operator` or `deny`.
+    ///
+    /// ```
+    /// use toolhost_policy::AskRoute;
+    /// assert_eq!(AskRoute::Operator.as_str().parse::<AskRoute>(), Ok(AskRoute::Operator));
+    /// ```
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AskRoute::Client => "client",
+            AskRoute::Operator => "operator",
+            AskRoute::Deny => "deny",
+        }
+    }
+}
+
 /// A word that is not `client`, `operator` or `deny`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown ask route `{0}` (expected client, operator or deny)")]

@@ -31,6 +31,7 @@
 //! let record = TaskRecord::new("t-1", "ana", "build", serde_json::json!({"target": "all"}));
 //! assert_eq!(record.state, TaskState::Working);
 //! assert!(!record.idempotent);
+//! assert_eq!(record.asks, toolhost_runtime::policy::AskRoute::Deny);
 //! ```
 
 use std::fmt;
@@ -99,6 +100,10 @@ pub struct TaskRecord {
     /// Whether its tool says running it twice does no harm: only such a
     /// task is run again when its holder stops.
     pub idempotent: bool,
+    /// Who answers its questions (its caller, the operator, nobody), as
+    /// its request said: a task run again on another replica asks them,
+    /// and no one else.
+    pub asks: crate::policy::AskRoute,
     /// How long it is kept after it was made.
     pub ttl: Duration,
     /// Where it stands.
@@ -108,7 +113,8 @@ pub struct TaskRecord {
 }
 
 impl TaskRecord {
-    /// A task just made: working, kept an hour, not idempotent.
+    /// A task just made: working, kept an hour, not idempotent, asking no
+    /// one.
     pub fn new(id: &str, owner: &str, tool: &str, args: Value) -> TaskRecord {
         TaskRecord {
             id: id.to_owned(),
@@ -117,6 +123,7 @@ impl TaskRecord {
             agent: None,
             args,
             idempotent: false,
+            asks: crate::policy::AskRoute::Deny,
             ttl: Duration::from_secs(3600),
             state: TaskState::Working,
             detail: Value::Null,

@@ -6,7 +6,7 @@
 //! `toolhost_tasks` (made when missing) has one row per task: its store
 //! name and id, its owner, tool and profile, its arguments and status as
 //! JSON (bounded, with its owner, tool and profile: [`MAX_TASK_BYTES`]),
-//! how long it is kept, the replica that holds it and the generation it
+//! who answers its questions, how long it is kept, the replica that holds it and the generation it
 //! holds it at, a heartbeat, and what was asked of it elsewhere (answers,
 //! a cancel).
 //!
@@ -98,6 +98,8 @@ struct NewTask {
     /// Its arguments as JSON.
     args: String,
     idempotent: bool,
+    /// Who answers its questions (`client`, `operator`, `deny`).
+    asks: &'static str,
     ttl_ms: i64,
     state: TaskState,
     /// Its status as JSON.
@@ -259,6 +261,7 @@ impl TaskStore for PostgresTasks {
                 agent: record.agent.clone(),
                 args,
                 idempotent: record.idempotent,
+                asks: record.asks.as_str(),
                 ttl_ms: i64::try_from(record.ttl.as_millis()).unwrap_or(i64::MAX),
                 state: record.state,
                 detail,
@@ -408,8 +411,12 @@ impl Session for Tasks {
                      created timestamptz NOT NULL,
                      responses jsonb NOT NULL DEFAULT '{}',
                      cancel bool NOT NULL DEFAULT false,
+                     asks text NOT NULL DEFAULT 'deny',
                      PRIMARY KEY (store, id)
                  );
+                 -- A table made before tasks kept their ask route: theirs
+                 -- ask no one when run again.
+                 ALTER TABLE toolhost_tasks ADD COLUMN IF NOT EXISTS asks text NOT NULL DEFAULT 'deny';
                  COMMIT;
                  LISTEN toolhost_tasks;",
             )
@@ -593,8 +600,8 @@ impl Tasks {
             .execute(
                 "INSERT INTO toolhost_tasks (store, id, owner, tool, agent, args, idempotent,
                                              ttl_ms, state, detail, replica, generation,
-                                             heartbeat, created)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 1, now(), now())
+                                             heartbeat, created, asks)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 1, now(), now(), $12)
                  ON CONFLICT (store, id) DO NOTHING",
                 &[
                     &self.store,
@@ -608,6 +615,7 @@ impl Tasks {
                     &state_name(task.state),
                     &task.detail,
                     &self.replica,
+                    &task.asks,
                 ],
             )
             .await?;
@@ -972,7 +980,7 @@ fn columns() -> String {
     format!(
         "id, {ROW_BYTES}, CASE WHEN {fits} THEN owner END, CASE WHEN {fits} THEN tool END,
          CASE WHEN {fits} THEN agent END, CASE WHEN {fits} THEN args END,
-         CASE WHEN {fits} THEN detail END, idempotent, ttl_ms, state, generation"
+         CASE WHEN {fits} THEN detail END, idempotent, ttl_ms, state, generation, asks"
     )
 }
 
@@ -1040,6 +1048,11 @@ fn read(row: &Row) -> Result<Read, Unreadable> {
     let state = state_of(&state)
         .ok_or_else(|| Unreadable::Invalid(format!("`{state}` is not a task's state")))?;
     let ttl_ms: i64 = row.try_get(8).map_err(invalid)?;
+    // A word this version does not know asks no one (the safe reading).
+    let asks: String = row.try_get(11).map_err(invalid)?;
+    let asks = asks
+        .parse()
+        .unwrap_or(toolhost_runtime::policy::AskRoute::Deny);
     Ok(Read {
         fixed_bytes: bytes.saturating_sub(detail.len()),
         record: TaskRecord {
@@ -1049,6 +1062,7 @@ fn read(row: &Row) -> Result<Read, Unreadable> {
             agent,
             args: json("arguments", &args)?,
             idempotent: row.try_get(7).map_err(invalid)?,
+            asks,
             ttl: Duration::from_millis(u64::try_from(ttl_ms).unwrap_or(0)),
             state,
             detail: json("status", &detail)?,

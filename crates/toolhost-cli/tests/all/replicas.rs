@@ -9,7 +9,8 @@
 //! shares them): the replica running some is killed under load, the
 //! tasks of idempotent tools finish on another, the others end failed
 //! with the reason, none runs twice and none is lost; a task waiting on
-//! the operator is answered on another replica's console.
+//! the operator is answered on another replica's console; a task run
+//! again asks whom its caller's request named, and no one else.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -27,7 +28,7 @@ use toolhost_test_support::postgres::Postgres;
 use crate::console::{request, sign_in};
 use crate::shared_state::{console_queue_until, listed_at};
 use crate::support::*;
-use crate::tasks::{start as start_task, try_modern};
+use crate::tasks::{modern, start as start_task, try_modern, until};
 
 /// How long a call may take before the client counts it lost.
 const CALL_WAIT: Duration = Duration::from_secs(20);
@@ -37,9 +38,11 @@ const CALL_WAIT: Duration = Duration::from_secs(20);
 /// operator.
 const POLICY: &str = "default = \"allow\"\n\n[[rules]]\ntool = \"calculate\"\ndecision = \"ask\"\n";
 
-/// The load's clients, a caller whose asks go to the operator, and the
-/// operator.
-const TOKENS: &str = "load-secret\ncaller-secret ask=operator\nop-secret role=operator\n";
+/// The load's clients, a caller whose asks go to the operator, two
+/// callers under the profile `careful` (whose asks go to the caller, and
+/// to the operator), and the operator.
+const TOKENS: &str = "load-secret\ncaller-secret ask=operator\nasked-secret careful\n\
+                      watched-secret careful ask=operator\nop-secret role=operator\n";
 
 /// One replica: `host serve` on a port of its own, its log in `dir`.
 struct Replica {
@@ -578,9 +581,12 @@ fn three_replicas_behind_haproxy_lose_no_call_or_approval_when_one_dies_and_a_re
 const TASKS: &str = "[tasks]\ntools = [\"slow_compute\", \"slow_job\", \"confirm_delete\"]\n";
 
 /// `confirm_delete` is asked (refused for the load's callers, the
-/// operator's to answer for `caller-secret`'s).
-const TASKS_POLICY: &str =
-    "default = \"allow\"\n\n[[rules]]\ntool = \"confirm_delete\"\ndecision = \"ask\"\n";
+/// operator's to answer for `caller-secret`'s); under `careful`,
+/// `slow_compute` is asked too, of the caller unless its token says
+/// otherwise.
+const TASKS_POLICY: &str = "default = \"allow\"\n\n[[rules]]\ntool = \"confirm_delete\"\n\
+     decision = \"ask\"\n\n[profiles.careful]\nask = \"client\"\n\
+     [[profiles.careful.rules]]\ntool = \"slow_compute\"\ndecision = \"ask\"\n";
 
 /// How long each task of the load works.
 const TASK_SECONDS: u64 = 4;
@@ -794,4 +800,113 @@ fn tasks_of_a_killed_replica_run_again_elsewhere_only_when_idempotent_and_none_i
         done["result"]["content"][0]["text"], "deleted c.txt",
         "{done}"
     );
+}
+
+/// The answer of `token`'s caller to the one question of its task `id`
+/// (an approval), once the task asks it through `base`; the question.
+fn approve_task(base: &str, token: &str, id: &str) -> Value {
+    let waiting = until(base, token, id, "input_required");
+    assert_eq!(waiting["status"], "input_required", "{waiting}");
+    let requests = waiting["inputRequests"].as_object().unwrap();
+    assert_eq!(requests.len(), 1, "{waiting}");
+    let (key, question) = requests.iter().next().unwrap();
+    let ack = modern(
+        base,
+        token,
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {key: {"action": "accept", "content": {"approve": true}}}}),
+    );
+    assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
+    question.clone()
+}
+
+#[test]
+fn a_task_run_again_on_another_replica_asks_whom_its_callers_request_named_and_no_one_else() {
+    let db = Postgres::start();
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = dir.path().join("plugins");
+    copy_plugin(&fixtures_dir(), "tasks", &plugins);
+    let mut replicas: Vec<Replica> = (0..2)
+        .map(|i| {
+            let d = dir.path().join(format!("replica-{i}"));
+            std::fs::create_dir_all(&d).unwrap();
+            Replica::configured(&d, &plugins, &db, free_port(), TASKS, TASKS_POLICY)
+        })
+        .collect();
+    let (a, b) = (base(&replicas[0]), base(&replicas[1]));
+    let sessions: Vec<(String, String)> = replicas.iter().map(|r| sign_in(&base(r))).collect();
+    let work = json!({"seconds": 6});
+
+    // Both tasks on A, each approved as its request says: the caller's
+    // through the task's input, the operator's on a console.
+    let mine = start_task(&a, "asked-secret", "slow_compute", work.clone());
+    approve_task(&a, "asked-secret", &mine);
+    let theirs = start_task(&a, "watched-secret", "slow_compute", work);
+    let answered = allow_on_another_console(&[&replicas[0], &replicas[1]], &sessions);
+    assert_eq!(answered.holder, 0, "the operator's question is held by A");
+    // Both run on A now (the operator's answer reaches A within a
+    // notification); A dies.
+    std::thread::sleep(Duration::from_millis(1000));
+    replicas[0].kill();
+
+    // On B, once A's lease ran out: the answers given on A approved the
+    // runs that stopped, so each question is asked again, of whom it was
+    // asked before. The caller's, as the task's input, answered by it
+    // alone.
+    let question = approve_task_refusing_others(&b, &mine);
+    let text = question["params"]["message"].as_str().unwrap_or_default();
+    assert!(text.contains("slow_compute"), "{question}");
+    // The operator's, in the queue (B holds it now): never its caller's
+    // to answer, so its task shows it no question.
+    let (id, _) = console_queue_until(&b, &sessions[1].0, |q| listed_at(q, "here"));
+    let shown = modern(&b, "watched-secret", "tasks/get", json!({"taskId": theirs}));
+    assert_eq!(shown["result"]["status"], "working", "{shown}");
+    assert!(shown["result"].get("inputRequests").is_none(), "{shown}");
+    let (status, _, body) = request(
+        &b,
+        "POST",
+        &format!("/console/queue/{id}"),
+        &[("Cookie", &sessions[1].0), ("X-CSRF-Token", &sessions[1].1)],
+        "allow",
+    );
+    assert_eq!(status, 204, "{body}");
+
+    for (id, token) in [(&mine, "asked-secret"), (&theirs, "watched-secret")] {
+        let done = ended(replicas[1].port, token, id);
+        assert_eq!(done["status"], "completed", "{id}: {done}");
+        assert_eq!(
+            done["result"]["content"][0]["text"], "computed after 6 s",
+            "{id}: {done}"
+        );
+    }
+    let resumed = tasks_logged(&replicas[1].log(), "task-resumed");
+    for id in [&mine, &theirs] {
+        assert_eq!(
+            resumed.iter().filter(|r| *r == id).count(),
+            1,
+            "{resumed:?}"
+        );
+    }
+}
+
+/// [`approve_task`] on the task `id` of `asked-secret`'s, after checking
+/// that another caller can neither see nor answer its question.
+fn approve_task_refusing_others(base: &str, id: &str) -> Value {
+    let waiting = until(base, "asked-secret", id, "input_required");
+    assert_eq!(
+        waiting["status"], "input_required",
+        "asked again: {waiting}"
+    );
+    let key = waiting["inputRequests"]
+        .as_object()
+        .and_then(|r| r.keys().next().cloned())
+        .unwrap_or_default();
+    let other = modern(
+        base,
+        "watched-secret",
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {key: {"action": "accept", "content": {"approve": true}}}}),
+    );
+    assert_eq!(other["error"]["code"], -32602, "{other}");
+    approve_task(base, "asked-secret", id)
 }

@@ -50,7 +50,7 @@ fn served_by(
 
 /// A 2026-07-28 request of `token`'s caller, which declared the tasks
 /// extension; the JSON-RPC response.
-fn modern(base: &str, token: &str, method: &str, params: Value) -> Value {
+pub(crate) fn modern(base: &str, token: &str, method: &str, params: Value) -> Value {
     modern_declaring(base, token, method, params, true)
 }
 
@@ -123,7 +123,7 @@ pub(crate) fn start(base: &str, token: &str, tool: &str, args: Value) -> String 
 
 /// Polls the task `id` until its status is `status` (or it ends); the
 /// last `tasks/get` result.
-fn until(base: &str, token: &str, id: &str, status: &str) -> Value {
+pub(crate) fn until(base: &str, token: &str, id: &str, status: &str) -> Value {
     let mut last = Value::Null;
     for _ in 0..300 {
         last = modern(base, token, "tasks/get", json!({"taskId": id}))["result"].clone();

@@ -116,6 +116,17 @@ pub struct ServerOptions {
     pub task_store: Option<Arc<dyn toolhost_runtime::tasks::TaskStore>>,
 }
 
+impl From<Asks> for toolhost_runtime::policy::AskRoute {
+    fn from(asks: Asks) -> toolhost_runtime::policy::AskRoute {
+        use toolhost_runtime::policy::AskRoute;
+        match asks {
+            Asks::Client => AskRoute::Client,
+            Asks::Operator => AskRoute::Operator,
+            Asks::Deny => AskRoute::Deny,
+        }
+    }
+}
+
 impl From<toolhost_runtime::policy::AskRoute> for Asks {
     fn from(route: toolhost_runtime::policy::AskRoute) -> Asks {
         use toolhost_runtime::policy::AskRoute;
@@ -144,6 +155,33 @@ pub enum Asks {
     /// timeout that denies) and its caller is told so through progress
     /// notifications. What makes `ask` mean something for remote callers.
     Operator,
+}
+
+/// The approver of `asks` when it is not the caller's own: the
+/// operator's queue, answering for `client` (its reminders to `waits`),
+/// or nobody (a denial that says why). The caller's own is the request's
+/// (elicitation) or the task's input, which each entry point makes.
+pub(crate) fn not_the_callers(
+    asks: Asks,
+    queue: Option<&toolhost_runtime::operator::OperatorQueue>,
+    client: &str,
+    waits: Option<&tokio::sync::mpsc::Sender<(String, Option<f32>)>>,
+) -> Arc<dyn toolhost_runtime::Approver> {
+    match (asks, queue) {
+        (Asks::Operator, Some(queue)) => {
+            let mut approver = queue.approver().client(Some(client.to_owned()));
+            if let Some(tx) = waits {
+                let tx = tx.clone();
+                approver = approver.on_wait(move |note| {
+                    // Full: this reminder is dropped, the next one goes.
+                    let _ = tx.try_send((note.to_owned(), None));
+                });
+            }
+            Arc::new(approver)
+        }
+        (Asks::Operator, None) => Arc::new(elicit::NobodyAnswers(elicit::NO_OPERATOR)),
+        (Asks::Client | Asks::Deny, _) => Arc::new(elicit::NobodyAnswers(elicit::NOBODY_ANSWERS)),
+    }
 }
 
 /// Serves a [`Runtime`]'s tools to MCP clients; see the module docs. One
@@ -198,6 +236,7 @@ impl McpServer {
             tasks::replicas::Runner {
                 runtime: runtime.clone(),
                 in_flight: in_flight.clone(),
+                operator_queue: options.operator_queue.clone(),
             },
         );
         McpServer {
@@ -307,21 +346,12 @@ impl McpServer {
             Asks::Client => Arc::new(ElicitingApprover {
                 peer: context.peer.clone(),
             }),
-            Asks::Operator => match &self.options.operator_queue {
-                Some(queue) => {
-                    let mut approver = queue.approver().client(Some(client.to_owned()));
-                    if let Some(tx) = waits {
-                        let tx = tx.clone();
-                        approver = approver.on_wait(move |note| {
-                            // Full: this reminder is dropped, the next one goes.
-                            let _ = tx.try_send((note.to_owned(), None));
-                        });
-                    }
-                    Arc::new(approver)
-                }
-                None => Arc::new(elicit::NobodyAnswers(elicit::NO_OPERATOR)),
-            },
-            Asks::Deny => Arc::new(elicit::NobodyAnswers(elicit::NOBODY_ANSWERS)),
+            elsewhere => not_the_callers(
+                elsewhere,
+                self.options.operator_queue.as_ref(),
+                client,
+                waits,
+            ),
         }
     }
 

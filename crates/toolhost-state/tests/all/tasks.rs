@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+use toolhost_runtime::policy::AskRoute;
 use toolhost_runtime::tasks::{
     MAX_TASK_BYTES, TaskEvent, TaskRecord, TaskState, TaskStore, TaskStoreError,
 };
@@ -42,6 +43,7 @@ fn record(id: &str, owner: &str) -> TaskRecord {
     let mut record = TaskRecord::new(id, owner, "build", json!({"target": "all", "jobs": 4}));
     record.agent = Some("ci".into());
     record.idempotent = true;
+    record.asks = AskRoute::Operator;
     record.ttl = Duration::from_secs(600);
     record.detail = json!({"status": "working", "pollInterval": 500});
     record
@@ -108,6 +110,7 @@ async fn a_task_made_on_one_replica_is_loaded_on_another_with_what_its_holder_sa
     assert_eq!(loaded.agent.as_deref(), Some("ci"));
     assert_eq!(loaded.args, json!({"target": "all", "jobs": 4}));
     assert!(loaded.idempotent);
+    assert_eq!(loaded.asks, AskRoute::Operator);
     assert_eq!(loaded.ttl, Duration::from_secs(600));
     assert_eq!(loaded.state, TaskState::Working);
     assert_eq!(loaded.detail["pollInterval"], 500);
@@ -234,6 +237,11 @@ async fn a_task_whose_replica_stopped_is_taken_over_by_exactly_one_other_after_t
     assert_eq!(record.agent.as_deref(), Some("ci"));
     assert_eq!(record.args, json!({"target": "all", "jobs": 4}));
     assert!(record.idempotent);
+    assert_eq!(
+        record.asks,
+        AskRoute::Operator,
+        "whom a task run again asks"
+    );
     assert_eq!(record.state, TaskState::Working);
     assert_eq!(record.detail["status"], "working");
     let (winner, asker) = if b_won { (&b, &c) } else { (&c, &b) };
@@ -469,4 +477,47 @@ async fn a_replica_that_loses_the_database_says_why_and_saves_its_tasks_status_w
     })
     .await
     .unwrap_or_else(|| panic!("the status saved during the outage was lost: {}", db.log()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_table_made_before_ask_routes_gains_the_column_and_its_tasks_and_unknown_words_ask_no_one()
+ {
+    let db = Postgres::start();
+    let client = sql(&db).await;
+    // The table as the first version of the store made it.
+    client
+        .batch_execute(
+            "CREATE TABLE toolhost_tasks (
+                 store text NOT NULL, id text NOT NULL, owner text NOT NULL,
+                 tool text NOT NULL, agent text, args text NOT NULL,
+                 idempotent bool NOT NULL, ttl_ms bigint NOT NULL, state text NOT NULL,
+                 detail text NOT NULL, replica text NOT NULL, generation bigint NOT NULL,
+                 heartbeat timestamptz NOT NULL, created timestamptz NOT NULL,
+                 responses jsonb NOT NULL DEFAULT '{}', cancel bool NOT NULL DEFAULT false,
+                 PRIMARY KEY (store, id));
+             INSERT INTO toolhost_tasks (store, id, owner, tool, args, idempotent, ttl_ms,
+                                         state, detail, replica, generation, heartbeat, created)
+             VALUES ('main', 'old', 'ana', 'build', '{}', true, 60000, 'working', 'null',
+                     'elsewhere', 1, now(), now());",
+        )
+        .await
+        .unwrap();
+    let a = connected(&db, "main");
+    let old = a.load("old").await.unwrap().expect("the old task");
+    assert_eq!(old.asks, AskRoute::Deny);
+    // A route this version does not know (written by another, or by
+    // hand) is read as no one, the safe reading.
+    client
+        .execute(
+            "UPDATE toolhost_tasks SET asks = 'the-boss' WHERE id = 'old'",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(a.load("old").await.unwrap().unwrap().asks, AskRoute::Deny);
+    // New tasks keep theirs.
+    let mut new = record("new", "ana");
+    new.asks = AskRoute::Client;
+    a.create(&new, 8).await.unwrap();
+    assert_eq!(a.load("new").await.unwrap().unwrap().asks, AskRoute::Client);
 }

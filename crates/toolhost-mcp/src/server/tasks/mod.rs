@@ -217,6 +217,8 @@ pub(crate) struct Origin {
     pub(crate) args: Value,
     pub(crate) agent: Option<String>,
     pub(crate) idempotent: bool,
+    /// Who answers its questions: whoever answers them when it runs again.
+    pub(crate) asks: Asks,
 }
 
 impl Tasks {
@@ -264,6 +266,7 @@ impl Tasks {
                 ttl: self.settings.ttl,
                 agent: origin.agent,
                 idempotent: origin.idempotent,
+                asks: origin.asks.into(),
                 detail: self
                     .manager
                     .get_task(&task.task_id)
@@ -611,6 +614,7 @@ impl McpServer {
             args: args.clone(),
             agent: agent.clone(),
             idempotent,
+            asks,
         };
         let run = TaskRun {
             runtime: self.runtime.clone(),
@@ -654,6 +658,7 @@ mod tests {
             args: Value::Null,
             agent: None,
             idempotent: false,
+            asks: Asks::Client,
         }
     }
 

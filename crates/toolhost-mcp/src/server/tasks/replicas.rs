@@ -10,11 +10,12 @@
 //! - A task whose replica stopped, now held here, is run again when its
 //!   tool says it is idempotent (`idempotentHint`), from its arguments,
 //!   under its caller's identity; any other ends as failed, saying why:
-//!   it is never run twice. A task run again asks no one: where its
-//!   caller's questions went (the caller, the operator) came with the
-//!   request that made it, which this replica never saw, so a policy
-//!   `ask` on the way is a denial ([`NOT_ASKED_AGAIN`]), never a question
-//!   to someone who may not answer it.
+//!   it is never run twice. A task run again asks whom its request asked
+//!   (the record keeps the route): its caller, as the task's input; the
+//!   operator, in the shared queue; or no one. An answer given before
+//!   approved the run that stopped, not this one: its questions are asked
+//!   again, and never of someone its request did not name (a caller whose
+//!   asks go to the operator cannot approve its own task run again).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,6 +25,7 @@ use serde_json::json;
 use toolhost_runtime::tasks::{MAX_TASK_BYTES, TaskEvent, TaskRecord, TaskState};
 
 use super::{TaskRun, Tasks};
+use crate::server::Asks;
 
 /// How often the state of the tasks running here is saved.
 pub const SAVE_EVERY: Duration = Duration::from_millis(100);
@@ -32,14 +34,13 @@ pub const SAVE_EVERY: Duration = Duration::from_millis(100);
 pub const NOT_RUN_AGAIN: &str = "the replica that ran this task stopped, and its tool does not \
      say it is idempotent, so it was not run again: call it again if you are sure";
 
-/// What a task run again is told at a policy `ask`.
-pub const NOT_ASKED_AGAIN: &str = "this task runs again on another replica (its own stopped), \
-     where no one can be asked: call it again to be asked";
-
 /// What the loop needs to run a task taken over.
 pub(crate) struct Runner {
     pub(crate) runtime: toolhost_runtime::Runtime,
     pub(crate) in_flight: crate::server::parallel::InFlight,
+    /// Where the questions of a task whose caller's asks go to the
+    /// operator wait (`None`: such a task is denied, saying why).
+    pub(crate) operator_queue: Option<toolhost_runtime::operator::OperatorQueue>,
 }
 
 /// Starts the loop of `tasks` (within a Tokio runtime; nothing when the
@@ -140,9 +141,17 @@ impl Tasks {
                 agent: record.agent.clone(),
                 client: record.owner.clone(),
                 call_id: format!("mcp-task-{}", toolhost_text::line(&record.id, 64)),
-                approver: Some(Arc::new(crate::server::elicit::NobodyAnswers(
-                    NOT_ASKED_AGAIN,
-                ))),
+                // Whom its request named: the caller (the task's input,
+                // `None`), the operator, or no one.
+                approver: match Asks::from(record.asks) {
+                    Asks::Client => None,
+                    elsewhere => Some(crate::server::not_the_callers(
+                        elsewhere,
+                        runner.operator_queue.as_ref(),
+                        &record.owner,
+                        None,
+                    )),
+                },
                 version: Some(rmcp::model::ProtocolVersion::V_2026_07_28),
             };
             match self.adopt(record, run.work()) {
