@@ -264,6 +264,11 @@ fn plugins(root: &Path) -> anyhow::Result<()> {
             if wit.is_file() {
                 copy_if_changed(&wit, &dest.join(format!("{name}.wit")))?;
             }
+            // Its skills (SEP-2640), beside its component as `NAME.skills/`.
+            let skills = dir.join("skills");
+            if skills.is_dir() {
+                mirror_if_changed(&skills, &dest.join(format!("{name}.skills")))?;
+            }
         }
         eprintln!("xtask: plugins in {}", dest.display());
     }
@@ -279,6 +284,35 @@ fn copy_if_changed(from: &Path, to: &Path) -> anyhow::Result<()> {
     let tmp = to.with_extension("tmp");
     std::fs::write(&tmp, &new)?;
     std::fs::rename(&tmp, to)?;
+    Ok(())
+}
+
+/// Makes `to` a copy of the folder `from` ([`copy_if_changed`] for each
+/// file; what `from` no longer has is removed).
+fn mirror_if_changed(from: &Path, to: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(to)?;
+    let mut kept = std::collections::HashSet::new();
+    for entry in std::fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
+        let entry = entry?;
+        let (path, name) = (entry.path(), entry.file_name());
+        if path.is_dir() {
+            mirror_if_changed(&path, &to.join(&name))?;
+        } else {
+            copy_if_changed(&path, &to.join(&name))?;
+        }
+        kept.insert(name);
+    }
+    for entry in std::fs::read_dir(to)? {
+        let entry = entry?;
+        if !kept.contains(&entry.file_name()) {
+            let path = entry.path();
+            if path.is_dir() {
+                std::fs::remove_dir_all(&path)?;
+            } else {
+                std::fs::remove_file(&path)?;
+            }
+        }
+    }
     Ok(())
 }
 

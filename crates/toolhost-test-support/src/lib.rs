@@ -174,6 +174,25 @@ pub fn copy_plugin(from: &Path, name: &str, to: &Path) {
             std::fs::copy(beside, to.join(format!("{name}.{ext}"))).unwrap();
         }
     }
+    // Its skills.
+    let skills = from.join(format!("{name}.skills"));
+    if skills.is_dir() {
+        copy_tree(&skills, &to.join(format!("{name}.skills")));
+    }
+}
+
+/// Copies the folder `from` to `to`, every file below it.
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        let dest = to.join(path.file_name().unwrap());
+        if path.is_dir() {
+            copy_tree(&path, &dest);
+        } else {
+            std::fs::copy(&path, &dest).unwrap();
+        }
+    }
 }
 
 /// The MCP server whose tool returns every kind of content block

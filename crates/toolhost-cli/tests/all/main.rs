@@ -35,6 +35,7 @@ mod registry;
 mod replicas;
 mod sessions;
 mod shared_state;
+mod skills;
 mod tasks;
 mod telemetry;
 mod tool_search;

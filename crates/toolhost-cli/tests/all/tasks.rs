@@ -86,7 +86,11 @@ pub(crate) fn try_modern(
     let mut headers = mcp_headers(Some(token));
     headers.push(("MCP-Protocol-Version", "2026-07-28".to_owned()));
     headers.push(("Mcp-Method", method.to_owned()));
-    if let Some(name) = params["name"].as_str().or(params["taskId"].as_str()) {
+    if let Some(name) = params["name"]
+        .as_str()
+        .or(params["taskId"].as_str())
+        .or(params["uri"].as_str())
+    {
         headers.push(("Mcp-Name", name.to_owned()));
     }
     let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});

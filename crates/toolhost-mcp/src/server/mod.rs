@@ -50,6 +50,7 @@ mod resources;
 mod revision;
 pub(crate) mod round_trip;
 mod search;
+pub mod skills;
 pub mod tasks;
 pub(crate) mod upstream;
 
@@ -214,6 +215,8 @@ pub struct McpServer {
     in_flight: parallel::InFlight,
     /// The calls that run as tasks, and whose each is (`tasks.rs`).
     tasks: Arc<tasks::Tasks>,
+    /// The skills its plugins ship (`skills.rs`).
+    skills: Arc<skills::Skills>,
 }
 
 impl McpServer {
@@ -244,6 +247,7 @@ impl McpServer {
             upstreams,
             round_trips: Arc::new(RoundTrips::new(options.state_key.as_deref())),
             tasks,
+            skills: Arc::default(),
             search: options
                 .tool_search
                 .clone()
@@ -689,6 +693,16 @@ impl rmcp::ServerHandler for McpServer {
                 Default::default(),
             );
         }
+        // Plugins' skills (`skills.rs`): served over resources.
+        if self.skills.any(&self.runtime) {
+            let mut settings = serde_json::Map::new();
+            settings.insert("directoryRead".into(), Value::Bool(true));
+            capabilities
+                .extensions
+                .get_or_insert_default()
+                .insert(rmcp::model::SKILLS_EXTENSION_ID.to_owned(), settings);
+            capabilities.resources.get_or_insert_default();
+        }
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("toolhost", env!("CARGO_PKG_VERSION")))
     }
@@ -776,6 +790,37 @@ impl rmcp::ServerHandler for McpServer {
             "a task was asked to stop"
         );
         Ok(())
+    }
+
+    async fn list_skills(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListSkillsResult, McpError> {
+        let span = request_span("skills/list", None, &context);
+        Ok(self.list_skills_for(&context).instrument(span).await)
+    }
+
+    async fn get_skill(
+        &self,
+        request: rmcp::model::GetSkillRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetSkillResult, McpError> {
+        let span = request_span("skills/get", None, &context);
+        self.skill_for(&request.uri, &context)
+            .instrument(span)
+            .await
+    }
+
+    async fn read_resource_directory(
+        &self,
+        request: rmcp::model::ReadResourceDirectoryRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceDirectoryResult, McpError> {
+        let span = request_span("resources/directory/read", None, &context);
+        self.skill_directory(&request.uri, &context)
+            .instrument(span)
+            .await
     }
 
     async fn list_resources(

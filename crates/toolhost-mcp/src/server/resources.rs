@@ -74,8 +74,14 @@ impl McpServer {
         context: &RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
         let agent = self.agent(context);
-        let mut all = Vec::new();
-        for source in offering(&self.runtime, self.upstreams.as_ref(), "resources/list")? {
+        // The plugins' skills first (`skills.rs`), then the servers'.
+        let mut all = self.skill_resources(context).await;
+        let upstream = offering(&self.runtime, self.upstreams.as_ref(), "resources/list");
+        let upstream = match upstream {
+            Err(_) if self.skills.any(&self.runtime) => Vec::new(),
+            other => other?,
+        };
+        for source in upstream {
             let name = source.name();
             match source.resources().await {
                 Ok(listed) => all.extend(listed.into_iter().filter(|r| {
@@ -127,7 +133,11 @@ impl McpServer {
         uri: &str,
         context: &RequestContext<RoleServer>,
     ) -> Result<Arc<dyn UpstreamServer>, McpError> {
-        let offering = offering(&self.runtime, self.upstreams.as_ref(), "resources/read")?;
+        let offering = match offering(&self.runtime, self.upstreams.as_ref(), "resources/read") {
+            // Resources are the plugins' skills alone: not one of them.
+            Err(_) if self.skills.any(&self.runtime) => return Err(not_found(uri)),
+            other => other?,
+        };
         let mut found = offering.iter().find(|s| s.may_hold(uri)).cloned();
         if found.is_none() && offering.len() > 1 {
             // Lists read since may hold it now.
@@ -158,6 +168,9 @@ impl McpServer {
         uri: &str,
         context: &RequestContext<RoleServer>,
     ) -> Result<ReadResourceResult, McpError> {
+        if let Some(file) = self.read_skill_file(uri, context).await {
+            return Ok(file);
+        }
         let source = self.resource_source(uri, context).await?;
         let result = self
             .run_access(source.as_ref(), &Self::resource_access(uri), context, None)

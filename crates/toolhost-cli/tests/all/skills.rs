@@ -1,0 +1,156 @@
+//! Skills over MCP (SEP-2640): the example plugin `calc` ships one
+//! (`plugins/calc/skills/`, installed as `calc.skills/` beside its
+//! component). `host serve` passes the skills scenarios of the conformance
+//! suite's next release with every check run (none skipped), and a caller
+//! sees and reads only the skills of the plugins that offer it a tool,
+//! and only the files the policy lets it read.
+
+use serde_json::{Value, json};
+
+use crate::mcp::serve_configured;
+use crate::support::*;
+use crate::tasks::modern;
+
+const SKILL: &str = "skill://calc/arithmetic/SKILL.md";
+const REFERENCE: &str = "skill://calc/arithmetic/references/OPERATORS.md";
+
+#[test]
+fn host_serve_with_the_example_plugins_passes_the_next_releases_skills_scenarios_with_none_skipped()
+{
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["calc", "fs", "text"] {
+        copy_plugin(&plugins_dir(), name, &dir.path().join("plugins"));
+    }
+    let served = serve_configured(dir.path(), "", "default = \"allow\"\n", &[]);
+    let url = format!("{}/mcp", served.base);
+    let mut failed = Vec::new();
+    for scenario in [
+        "sep-2640-skills-enumeration",
+        "sep-2640-skills-manifest",
+        "sep-2640-skills-directory",
+    ] {
+        let outcome = conformance::server_of(conformance::Release::Next, &url, scenario);
+        let skipped: Vec<&Value> = outcome
+            .checks
+            .iter()
+            .filter(|c| c["status"] == "SKIPPED")
+            .collect();
+        if !outcome.passed() || !skipped.is_empty() {
+            failed.push(format!("{outcome}\nskipped: {skipped:?}"));
+        }
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
+
+/// A resource that is not there, on 2026-07-28 (SEP-2164; `-32002`
+/// before).
+const NOT_FOUND: i64 = -32602;
+
+/// The error code of `answer`, or `None` when it is a result.
+fn code(answer: &Value) -> Option<i64> {
+    answer["error"]["code"].as_i64()
+}
+
+#[test]
+fn a_caller_sees_only_skills_of_plugins_that_offer_it_a_tool_and_files_the_policy_lets_it_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = dir.path().join("plugins");
+    copy_plugin(&plugins_dir(), "calc", &plugins);
+    copy_plugin(&plugins_dir(), "text", &plugins);
+    // A hostile skill beside the real one: a file that is a symlink out of
+    // the folder. Not followed: that skill is not served at all.
+    let sneaky = plugins.join("calc.skills/sneaky");
+    std::fs::create_dir_all(&sneaky).unwrap();
+    std::fs::write(
+        sneaky.join("SKILL.md"),
+        "---\nname: sneaky\ndescription: reads what it should not\n---\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", sneaky.join("leak.md")).unwrap();
+    let tokens = dir.path().join("tokens");
+    std::fs::write(
+        &tokens,
+        "all-token\nnocalc-token nocalc\nnoref-token noref\n",
+    )
+    .unwrap();
+    let tokens = tokens.display().to_string();
+    let served = serve_configured(
+        dir.path(),
+        "",
+        "default = \"allow\"\n\
+         [[profiles.nocalc.rules]]\ntool = \"calculate\"\ndecision = \"deny\"\n\
+         [[profiles.noref.rules]]\nresource = \"skill://calc/arithmetic/references/*\"\n\
+         decision = \"deny\"\n",
+        &["--token-file", &tokens],
+    );
+    let base = &served.base;
+    let listed = |token: &str| -> Vec<Value> {
+        let answer = modern(base, token, "skills/list", json!({}));
+        answer["result"]["skills"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{answer}"))
+            .clone()
+    };
+    let read = |token: &str, uri: &str| modern(base, token, "resources/read", json!({"uri": uri}));
+
+    // Everything calc ships, but the skill that reaches out of its folder.
+    let all = listed("all-token");
+    assert_eq!(all.len(), 1, "{all:?}");
+    assert_eq!(all[0]["uri"], SKILL);
+    assert_eq!(all[0]["frontmatter"]["name"], "arithmetic");
+    let files: Vec<&str> = all[0]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["uri"].as_str())
+        .collect();
+    assert_eq!(files, [SKILL, REFERENCE]);
+    let text = read("all-token", SKILL);
+    let text = text["result"]["contents"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.starts_with("---\nname: arithmetic\n"), "{text}");
+    assert_eq!(
+        Some(text.len() as u64),
+        all[0]["resources"][0]["size"].as_u64(),
+        "the bytes the listing promises"
+    );
+    let leak = read("all-token", "skill://calc/sneaky/leak.md");
+    assert_eq!(code(&leak), Some(NOT_FOUND), "{leak}");
+    let get = modern(base, "all-token", "skills/get", json!({"uri": SKILL}));
+    assert_eq!(get["result"]["skill"]["uri"], SKILL, "{get}");
+    let dir_read = modern(
+        base,
+        "all-token",
+        "resources/directory/read",
+        json!({"uri": "skill://calc/arithmetic"}),
+    );
+    assert!(
+        dir_read
+            .to_string()
+            .contains("skill://calc/arithmetic/references"),
+        "{dir_read}"
+    );
+
+    // A caller calc offers no tool: calc's skills are not there for it.
+    assert!(listed("nocalc-token").is_empty());
+    let get = modern(base, "nocalc-token", "skills/get", json!({"uri": SKILL}));
+    assert_eq!(code(&get), Some(-32602), "{get}");
+    assert_eq!(code(&read("nocalc-token", SKILL)), Some(NOT_FOUND));
+    let dir_read = modern(
+        base,
+        "nocalc-token",
+        "resources/directory/read",
+        json!({"uri": "skill://calc/arithmetic"}),
+    );
+    assert_eq!(code(&dir_read), Some(-32602), "{dir_read}");
+    let resources = modern(base, "nocalc-token", "resources/list", json!({}));
+    assert!(!resources.to_string().contains("skill://"), "{resources}");
+
+    // A caller the policy keeps from the references: the skill without them.
+    let noref = listed("noref-token");
+    assert_eq!(noref.len(), 1, "{noref:?}");
+    assert!(!noref[0].to_string().contains("OPERATORS"), "{noref:?}");
+    assert_eq!(code(&read("noref-token", REFERENCE)), Some(NOT_FOUND));
+    assert!(read("noref-token", SKILL)["result"]["contents"][0]["text"].is_string());
+}
