@@ -38,17 +38,23 @@ struct McpSources;
 
 impl Upstreams for McpSources {
     fn of(&self, runtime: &Runtime) -> Vec<Arc<dyn UpstreamServer>> {
-        runtime
-            .sources()
+        mcp_sources(runtime)
             .into_iter()
-            .filter_map(|source| {
-                let any: Arc<dyn Any + Send + Sync> = source;
-                any.downcast::<McpSource>()
-                    .ok()
-                    .map(|s| s as Arc<dyn UpstreamServer>)
-            })
+            .map(|s| s as Arc<dyn UpstreamServer>)
             .collect()
     }
+}
+
+/// The MCP servers among `runtime`'s tool sources.
+pub(crate) fn mcp_sources(runtime: &Runtime) -> Vec<Arc<McpSource>> {
+    runtime
+        .sources()
+        .into_iter()
+        .filter_map(|source| {
+            let any: Arc<dyn Any + Send + Sync> = source;
+            any.downcast::<McpSource>().ok()
+        })
+        .collect()
 }
 
 #[async_trait::async_trait]

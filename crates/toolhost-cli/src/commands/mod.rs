@@ -21,6 +21,7 @@ mod plugins;
 mod publish;
 mod run;
 mod serve;
+mod skills;
 mod tools;
 mod trust;
 
@@ -58,10 +59,11 @@ fn entry<C: HostCommand>() -> Entry {
 }
 
 /// Every command, in the order `host --help` lists them.
-fn all() -> [Entry; 17] {
+fn all() -> [Entry; 18] {
     [
         entry::<tools::Tools>(),
         entry::<plugins::Plugins>(),
+        entry::<skills::Skills>(),
         entry::<trust::Trust>(),
         entry::<approvals::Approvals>(),
         entry::<call::Call>(),

@@ -55,3 +55,50 @@ fn host_as_a_client_passes_the_next_suites_initialize_scenario() {
     );
     assert!(outcome.passed(), "{outcome}");
 }
+
+/// The skills scenarios (SEP-2640) of the next release: `host skills up`
+/// lists and reads nothing; `host skills up URI` loads the skill, and
+/// stops at the `SKILL.md` whose digest, size or front matter is not the
+/// listing's, reading no other file. Each scenario's own check must have
+/// run (a client that never lists is a skip, not a pass).
+#[test]
+fn host_as_a_client_lists_skills_without_reading_them_and_loads_none_that_fails_verification() {
+    let load = "skills up skill://pdf-processing/SKILL.md";
+    for (scenario, args, check) in [
+        (
+            "sep-2640-client-no-prefetch",
+            "skills up",
+            "sep-2640-host-no-prefetch",
+        ),
+        (
+            "sep-2640-client-verify-digest",
+            load,
+            "sep-2640-host-verify-digest",
+        ),
+        (
+            "sep-2640-client-verify-size",
+            load,
+            "sep-2640-host-size-mismatch-failure",
+        ),
+        (
+            "sep-2640-client-verify-frontmatter",
+            load,
+            "sep-2640-host-frontmatter-comparison",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let outcome = conformance::client_of(
+            conformance::Release::Next,
+            &client_command(dir.path(), args),
+            scenario,
+        );
+        assert!(outcome.passed(), "{scenario}: {outcome}");
+        assert!(
+            outcome
+                .checks
+                .iter()
+                .any(|c| c["id"] == check && c["status"] == "SUCCESS"),
+            "{scenario}: {check} did not succeed: {outcome}"
+        );
+    }
+}

@@ -38,11 +38,14 @@ const CALL_WAIT: Duration = Duration::from_secs(20);
 /// operator.
 const POLICY: &str = "default = \"allow\"\n\n[[rules]]\ntool = \"calculate\"\ndecision = \"ask\"\n";
 
-/// The load's clients, a caller whose asks go to the operator, two
-/// callers under the profile `careful` (whose asks go to the caller, and
-/// to the operator), and the operator.
-const TOKENS: &str = "load-secret\ncaller-secret ask=operator\nasked-secret careful\n\
-                      watched-secret careful ask=operator\nop-secret role=operator\n";
+/// The load's clients, a caller whose asks go to the operator, and the
+/// operator.
+const TOKENS: &str = "load-secret\ncaller-secret ask=operator\nop-secret role=operator\n";
+
+/// [`TOKENS`] and two callers under the profile `careful` of
+/// [`TASKS_POLICY`] (whose asks go to the caller, and to the operator).
+const TASK_TOKENS: &str = "load-secret\ncaller-secret ask=operator\nasked-secret careful\n\
+                           watched-secret careful ask=operator\nop-secret role=operator\n";
 
 /// One replica: `host serve` on a port of its own, its log in `dir`.
 struct Replica {
@@ -52,32 +55,39 @@ struct Replica {
     /// What its config file has besides `[state]`.
     config: &'static str,
     policy: &'static str,
+    tokens: &'static str,
 }
 
 impl Replica {
     fn start(dir: &Path, plugins: &Path, db: &Postgres, port: u16) -> Replica {
-        Replica::configured(dir, plugins, db, port, "", POLICY)
-    }
-
-    /// [`Replica::start`] with `config` in its config file besides
-    /// `[state]`, and `policy`.
-    fn configured(
-        dir: &Path,
-        plugins: &Path,
-        db: &Postgres,
-        port: u16,
-        config: &'static str,
-        policy: &'static str,
-    ) -> Replica {
-        let mut r = Replica {
+        Replica {
             port,
             dir: dir.to_owned(),
             child: None,
-            config,
-            policy,
-        };
-        r.restart(plugins, db);
-        r
+            config: "",
+            policy: POLICY,
+            tokens: TOKENS,
+        }
+        .started(plugins, db)
+    }
+
+    /// A replica of the task tests: [`TASKS`] in its config file besides
+    /// `[state]`, [`TASKS_POLICY`], [`TASK_TOKENS`].
+    fn of_tasks(dir: &Path, plugins: &Path, db: &Postgres, port: u16) -> Replica {
+        Replica {
+            port,
+            dir: dir.to_owned(),
+            child: None,
+            config: TASKS,
+            policy: TASKS_POLICY,
+            tokens: TASK_TOKENS,
+        }
+        .started(plugins, db)
+    }
+
+    fn started(mut self, plugins: &Path, db: &Postgres) -> Replica {
+        self.restart(plugins, db);
+        self
     }
 
     /// Its log (the audit's lines included).
@@ -96,7 +106,7 @@ impl Replica {
         )
         .unwrap();
         std::fs::write(self.dir.join("policy.toml"), self.policy).unwrap();
-        std::fs::write(self.dir.join("tokens"), TOKENS).unwrap();
+        std::fs::write(self.dir.join("tokens"), self.tokens).unwrap();
         let log = std::fs::File::create(self.dir.join(format!("serve-{}.log", self.port))).unwrap();
         let child = host(&self.dir)
             .env("TOOLHOST_STATE_URL", db.url())
@@ -641,7 +651,7 @@ fn tasks_of_a_killed_replica_run_again_elsewhere_only_when_idempotent_and_none_i
         .map(|i| {
             let d = dir.path().join(format!("replica-{i}"));
             std::fs::create_dir_all(&d).unwrap();
-            Replica::configured(&d, &plugins, &db, free_port(), TASKS, TASKS_POLICY)
+            Replica::of_tasks(&d, &plugins, &db, free_port())
         })
         .collect();
     let balancer = Balancer::start(
@@ -830,7 +840,7 @@ fn a_task_run_again_on_another_replica_asks_whom_its_callers_request_named_and_n
         .map(|i| {
             let d = dir.path().join(format!("replica-{i}"));
             std::fs::create_dir_all(&d).unwrap();
-            Replica::configured(&d, &plugins, &db, free_port(), TASKS, TASKS_POLICY)
+            Replica::of_tasks(&d, &plugins, &db, free_port())
         })
         .collect();
     let (a, b) = (base(&replicas[0]), base(&replicas[1]));

@@ -154,3 +154,87 @@ fn a_caller_sees_only_skills_of_plugins_that_offer_it_a_tool_and_files_the_polic
     assert_eq!(code(&read("noref-token", REFERENCE)), Some(NOT_FOUND));
     assert!(read("noref-token", SKILL)["result"]["contents"][0]["text"].is_string());
 }
+
+/// `host` as a client of `base`'s `/mcp` (the server `tools`), under
+/// `policy`, in `dir`: its output.
+fn client(dir: &std::path::Path, base: &str, policy: &str, args: &[&str]) -> std::process::Output {
+    let config = dir.join("client.toml");
+    std::fs::write(
+        &config,
+        format!("[[mcp-servers]]\nname = \"tools\"\nurl = \"{base}/mcp\"\n"),
+    )
+    .unwrap();
+    let policy_file = dir.join("client-policy.toml");
+    std::fs::write(&policy_file, policy).unwrap();
+    host(&dir.join("client-cache"))
+        .arg("--config")
+        .arg(&config)
+        .arg("--policy")
+        .arg(&policy_file)
+        .args(["--no-watch", "skills", "tools"])
+        .args(args)
+        .env("TOOLHOST_LOCK", dir.join("client.lock"))
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn host_as_a_client_loads_a_servers_skill_verified_and_loads_nothing_the_policy_keeps_from_it() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_plugin(&plugins_dir(), "calc", &dir.path().join("plugins"));
+    let served = serve_configured(dir.path(), "", "default = \"allow\"\n", &[]);
+    let allow = "default = \"allow\"\n";
+
+    let listed = client(dir.path(), &served.base, allow, &[]);
+    let text = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        listed.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&listed.stderr)
+    );
+    assert!(
+        text.contains(SKILL) && text.contains("arithmetic"),
+        "{text}"
+    );
+
+    let into = dir.path().join("loaded");
+    let into_arg = into.display().to_string();
+    let loaded = client(
+        dir.path(),
+        &served.base,
+        allow,
+        &[SKILL, "--into", &into_arg],
+    );
+    assert!(
+        loaded.status.success(),
+        "{}",
+        String::from_utf8_lossy(&loaded.stderr)
+    );
+    let shipped = plugins_dir().join("calc.skills/arithmetic");
+    for file in ["SKILL.md", "references/OPERATORS.md"] {
+        assert_eq!(
+            std::fs::read(into.join(file)).unwrap(),
+            std::fs::read(shipped.join(file)).unwrap(),
+            "{file}"
+        );
+    }
+
+    // The client's own policy keeps the references from it: the load
+    // stops there, and nothing is written.
+    let kept = dir.path().join("kept");
+    let kept_arg = kept.display().to_string();
+    let refused = client(
+        dir.path(),
+        &served.base,
+        "default = \"allow\"\n[[rules]]\nresource = \"skill://calc/arithmetic/references/*\"\n\
+         decision = \"deny\"\n",
+        &[SKILL, "--into", &kept_arg],
+    );
+    let why = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{why}");
+    assert!(why.contains("OPERATORS.md"), "{why}");
+    assert!(
+        !kept.exists(),
+        "nothing of a skill that did not load is written"
+    );
+}

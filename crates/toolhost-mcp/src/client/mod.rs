@@ -62,6 +62,7 @@ mod prompt;
 mod requests;
 mod session;
 mod sign_in;
+pub mod skills;
 mod source;
 mod state;
 mod task;
@@ -80,4 +81,5 @@ pub use requests::{
     ServerRequests,
 };
 pub use sign_in::sign_in;
+pub use skills::SkillError;
 pub use source::McpSource;

@@ -193,6 +193,41 @@ impl Offered<'_> {
         Ok(all)
     }
 
+    /// Every skill the server lists (`skills/list`, every page, bounded);
+    /// `server` names it in the errors.
+    pub(crate) async fn skills(
+        &self,
+        server: &str,
+    ) -> Result<Vec<rmcp::model::Skill>, crate::client::SkillError> {
+        use crate::client::SkillError;
+        if !self.capabilities().is_some_and(|c| c.supports_skills()) {
+            return Err(SkillError::NotOffered(server.to_owned()));
+        }
+        let failed = |e: ErrorData| SkillError::List {
+            server: server.to_owned(),
+            message: toolhost_text::line(&e.message, 300),
+        };
+        let peer = self.connected_peer().await.map_err(failed)?;
+        let mut all = Vec::new();
+        let mut cursor = None;
+        for _ in 0..MAX_LIST_PAGES {
+            let page = peer
+                .list_skills(Some(PaginatedRequestParams::default().with_cursor(cursor)))
+                .await
+                .map_err(|e| failed(refused(e)))?;
+            all.extend(page.skills);
+            if all.len() >= MAX_LISTED {
+                all.truncate(MAX_LISTED);
+                break;
+            }
+            match page.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        Ok(all)
+    }
+
     /// Every prompt the server lists (bounded), named with the prefix.
     pub(crate) async fn prompts(&self) -> Result<Vec<Prompt>, ErrorData> {
         let peer = self.connected_peer().await?;
