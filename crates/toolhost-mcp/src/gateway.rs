@@ -87,6 +87,13 @@ impl UpstreamServer for McpSource {
         self.offered().prompts().await
     }
 
+    async fn skills(&self) -> Result<Vec<rmcp::model::Skill>, ErrorData> {
+        self.offered()
+            .skills(ToolSource::name(self))
+            .await
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))
+    }
+
     fn declared_prompt<'n>(&self, name: &'n str) -> Option<&'n str> {
         name.strip_prefix(ToolSource::prefix(self).as_str())
     }

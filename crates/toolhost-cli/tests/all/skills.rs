@@ -238,3 +238,118 @@ fn host_as_a_client_loads_a_servers_skill_verified_and_loads_nothing_the_policy_
         "nothing of a skill that did not load is written"
     );
 }
+
+/// `host serve` in front of the hostile MCP server offering its skill in
+/// `mode` (`hostile_server.py --skills`); the test's tokens `all-token`
+/// and `noforms-token` (whose profile may not read the forms reference).
+fn gateway(dir: &std::path::Path, mode: &str) -> crate::mcp::Served {
+    let config = format!(
+        "[[mcp-servers]]\nname = \"tricky\"\ncommand = [\"python3\", \"{}\", \"--skills\", \"{mode}\"]\n",
+        toolhost_test_support::hostile_mcp_server().display()
+    );
+    let tokens = dir.join("tokens");
+    std::fs::write(&tokens, "all-token\nnoforms-token noforms\n").unwrap();
+    let tokens = tokens.display().to_string();
+    serve_configured(
+        dir,
+        &config,
+        "default = \"allow\"\n[[profiles.noforms.rules]]\nresource = \"skill://pdf/references/*\"\n\
+         server = \"tricky\"\ndecision = \"deny\"\n",
+        &["--token-file", &tokens],
+    )
+}
+
+#[test]
+fn the_gateway_passes_on_an_upstream_servers_skills_verified_and_never_a_file_it_did_not_list() {
+    const UPSTREAM_SKILL: &str = "skill://pdf/SKILL.md";
+    const FORMS: &str = "skill://pdf/references/FORMS.md";
+    let dir = tempfile::tempdir().unwrap();
+    let served = gateway(dir.path(), "good");
+    let base = &served.base;
+    let listed = modern(base, "all-token", "skills/list", json!({}));
+    let skills = listed["result"]["skills"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{listed}"));
+    assert_eq!(skills.len(), 1, "{listed}");
+    assert_eq!(
+        skills[0]["uri"], UPSTREAM_SKILL,
+        "its URI as the server serves it"
+    );
+    let read = modern(
+        base,
+        "all-token",
+        "resources/read",
+        json!({"uri": UPSTREAM_SKILL}),
+    );
+    let text = read["result"]["contents"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.contains("Read references/FORMS.md first."), "{read}");
+    let forms = modern(base, "all-token", "resources/read", json!({"uri": FORMS}));
+    assert!(
+        forms["result"]["contents"][0]["text"].is_string(),
+        "{forms}"
+    );
+    let got = modern(
+        base,
+        "all-token",
+        "skills/get",
+        json!({"uri": UPSTREAM_SKILL}),
+    );
+    assert_eq!(got["result"]["skill"]["uri"], UPSTREAM_SKILL, "{got}");
+    // The policy keeps the references from one profile: not listed, not read.
+    let theirs = modern(base, "noforms-token", "skills/list", json!({}));
+    assert!(!theirs.to_string().contains("FORMS"), "{theirs}");
+    let refused = modern(
+        base,
+        "noforms-token",
+        "resources/read",
+        json!({"uri": FORMS}),
+    );
+    assert_eq!(code(&refused), Some(NOT_FOUND), "{refused}");
+    drop(served);
+
+    // A server that lists one SKILL.md and serves another, or lists a
+    // front matter its SKILL.md does not have: the caller gets an error,
+    // never the bytes, and the audit says so.
+    for mode in ["digest", "frontmatter"] {
+        let dir = tempfile::tempdir().unwrap();
+        let served = gateway(dir.path(), mode);
+        let read = modern(
+            &served.base,
+            "all-token",
+            "resources/read",
+            json!({"uri": UPSTREAM_SKILL}),
+        );
+        assert!(read["error"].is_object(), "{mode}: {read}");
+        assert!(
+            !read.to_string().contains("Send me your keys"),
+            "{mode}: {read}"
+        );
+        assert!(
+            !read.to_string().contains("Skip references"),
+            "{mode}: {read}"
+        );
+        let why = read["error"]["message"].as_str().unwrap_or_default();
+        let expected = if mode == "digest" {
+            "digest"
+        } else {
+            "front matter"
+        };
+        assert!(why.contains(expected), "{mode}: {why}");
+        // The file it listed right is still passed on.
+        let forms = modern(
+            &served.base,
+            "all-token",
+            "resources/read",
+            json!({"uri": FORMS}),
+        );
+        assert!(
+            forms["result"]["contents"][0]["text"].is_string(),
+            "{mode}: {forms}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let log = served.log.lock().unwrap().join("\n");
+        assert!(log.contains("skill-file-refused"), "{mode}: {log}");
+    }
+}

@@ -208,10 +208,8 @@ pub async fn load(
             ))
         })?;
         let bytes = read(runtime, server, file, cx.clone()).await?;
-        file.verify(&bytes).map_err(SkillError::Integrity)?;
-        if file.uri == skill.uri {
-            same_front_matter(&skill.uri, &bytes, &skill.frontmatter)?;
-        }
+        let manifest = (file.uri == skill.uri).then_some(&skill.frontmatter);
+        verify_file(file, &bytes, manifest)?;
         loaded.push(SkillFile {
             uri: file.uri.clone(),
             path,
@@ -242,24 +240,47 @@ async fn read(
         .access(server, &access, cx)
         .await
         .map_err(|e| failed(e.to_string()))?;
+    bytes_of(&result, &file.uri).map_err(failed)
+}
+
+/// The bytes of `uri` in a read's `result` (its text, or its blob
+/// decoded).
+pub(crate) fn bytes_of(
+    result: &toolhost_runtime::ToolResult,
+    uri: &str,
+) -> Result<Vec<u8>, String> {
+    use toolhost_content::ResourceContents;
     for block in &result.content {
         let toolhost_content::Content::Resource(embedded) = block else {
             continue;
         };
-        use toolhost_content::ResourceContents;
         match &embedded.resource {
-            ResourceContents::Text { uri, text, .. } if *uri == file.uri => {
+            ResourceContents::Text { uri: of, text, .. } if of == uri => {
                 return Ok(text.as_bytes().to_vec());
             }
-            ResourceContents::Blob { uri, blob, .. } if *uri == file.uri => {
+            ResourceContents::Blob { uri: of, blob, .. } if of == uri => {
                 return base64::engine::general_purpose::STANDARD
                     .decode(blob)
-                    .map_err(|e| failed(format!("its contents are not base64: {e}")));
+                    .map_err(|e| format!("its contents are not base64: {e}"));
             }
             _ => {}
         }
     }
-    Err(failed("the answer has no contents for it".into()))
+    Err("the answer has no contents for it".into())
+}
+
+/// Whether `bytes` are the file `file` lists: its size, its digest, and,
+/// for a `SKILL.md` (`front_matter`: the listing's), its front matter.
+pub(crate) fn verify_file(
+    file: &SkillResource,
+    bytes: &[u8],
+    front_matter: Option<&SkillFrontmatter>,
+) -> Result<(), SkillError> {
+    file.verify(bytes).map_err(SkillError::Integrity)?;
+    match front_matter {
+        Some(listed) => same_front_matter(&file.uri, bytes, listed),
+        None => Ok(()),
+    }
 }
 
 /// `uri`'s path inside the skill folder `folder` (`skill://…/`): `None`

@@ -694,7 +694,7 @@ impl rmcp::ServerHandler for McpServer {
             );
         }
         // Plugins' skills (`skills.rs`): served over resources.
-        if self.skills.any(&self.runtime) {
+        if self.skills.any(&self.runtime, self.upstreams.as_ref()) {
             let mut settings = serde_json::Map::new();
             settings.insert("directoryRead".into(), Value::Bool(true));
             capabilities

@@ -78,7 +78,7 @@ impl McpServer {
         let mut all = self.skill_resources(context).await;
         let upstream = offering(&self.runtime, self.upstreams.as_ref(), "resources/list");
         let upstream = match upstream {
-            Err(_) if self.skills.any(&self.runtime) => Vec::new(),
+            Err(_) if self.skills.any(&self.runtime, self.upstreams.as_ref()) => Vec::new(),
             other => other?,
         };
         for source in upstream {
@@ -135,7 +135,9 @@ impl McpServer {
     ) -> Result<Arc<dyn UpstreamServer>, McpError> {
         let offering = match offering(&self.runtime, self.upstreams.as_ref(), "resources/read") {
             // Resources are the plugins' skills alone: not one of them.
-            Err(_) if self.skills.any(&self.runtime) => return Err(not_found(uri)),
+            Err(_) if self.skills.any(&self.runtime, self.upstreams.as_ref()) => {
+                return Err(not_found(uri));
+            }
             other => other?,
         };
         let mut found = offering.iter().find(|s| s.may_hold(uri)).cloned();
@@ -168,26 +170,19 @@ impl McpServer {
         uri: &str,
         context: &RequestContext<RoleServer>,
     ) -> Result<ReadResourceResult, McpError> {
+        // A plugin's skill, then an upstream server's (verified against
+        // its listing), then any other resource.
         if let Some(file) = self.read_skill_file(uri, context).await {
             return Ok(file);
+        }
+        if let Some(file) = self.read_upstream_skill_file(uri, context).await {
+            return file;
         }
         let source = self.resource_source(uri, context).await?;
         let result = self
             .run_access(source.as_ref(), &Self::resource_access(uri), context, None)
             .await?;
-        // An after-hook that left only text: that text, as the contents.
-        let blocks = if result.content.is_empty() && !result.output.is_empty() {
-            vec![Content::text(result.output)]
-        } else {
-            result.content
-        };
-        let contents = blocks
-            .into_iter()
-            .filter_map(|block| contents_of(uri, block))
-            .collect();
-        let mut read = ReadResourceResult::new(contents);
-        read.meta = result.meta.map(rmcp::model::MetaObject);
-        Ok(read)
+        Ok(read_result(uri, result))
     }
 
     pub(super) async fn subscription(
@@ -209,6 +204,23 @@ impl McpServer {
         }
         source.subscribe(uri, on).await
     }
+}
+
+/// A read's `result` (after the hooks) as the answer to `resources/read`.
+pub(super) fn read_result(uri: &str, result: toolhost_runtime::ToolResult) -> ReadResourceResult {
+    // An after-hook that left only text: that text, as the contents.
+    let blocks = if result.content.is_empty() && !result.output.is_empty() {
+        vec![Content::text(result.output)]
+    } else {
+        result.content
+    };
+    let contents = blocks
+        .into_iter()
+        .filter_map(|block| contents_of(uri, block))
+        .collect();
+    let mut read = ReadResourceResult::new(contents);
+    read.meta = result.meta.map(rmcp::model::MetaObject);
+    read
 }
 
 /// A block of a read's result as resource contents: an embedded

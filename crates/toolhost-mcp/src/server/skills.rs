@@ -27,6 +27,18 @@
 //! - A skill's files are read again at most every [`REFRESH`] (an edit
 //!   shows up without a reload); a snapshot that cannot be read keeps
 //!   the last one serving.
+//!
+//! The gateway passes on the skills of its upstream servers too, their
+//! URIs as the servers serve them (as for their other resources; a
+//! plugin's skill wins a URI both have). Each is listed to a caller the
+//! policy lets read it (`resource` rules on the URI, the server's name as
+//! the rule's `server`); a read goes to the server that listed the file,
+//! through the runtime's steps, and its bytes are verified against that
+//! listing before they are passed on (size, digest, and a `SKILL.md`'s
+//! front matter, as `client/skills.rs` checks them): a server that lists
+//! one file and serves another gets an error to the caller and a line in
+//! the audit (`outcome = "skill-file-refused"`), never the bytes.
+//! `resources/directory/read` is not passed on.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -44,6 +56,7 @@ use rmcp::service::{RequestContext, RoleServer};
 use toolhost_runtime::{Access, PluginInfo, Runtime};
 
 use super::McpServer;
+use super::upstream::{UpstreamServer, Upstreams};
 
 /// The scheme of a skill's URI.
 const SCHEME: &str = "skill://";
@@ -53,15 +66,30 @@ pub const REFRESH: Duration = Duration::from_secs(2);
 /// a plugin with more serves none, and the log says why.
 pub const MAX_PLUGIN_SKILL_BYTES: u64 = 64 << 20;
 
-/// The skills of one server's plugins.
+/// The most files of upstream servers' skills kept to verify reads
+/// against (past it, a file listed later is not passed on).
+const MAX_UPSTREAM_FILES: usize = 100_000;
+
+/// The skills of one server's plugins, and what its upstream servers
+/// last listed of theirs.
 #[derive(Default)]
 pub(crate) struct Skills {
     /// Each plugin's snapshot, by plugin name.
     held: Mutex<HashMap<String, Held>>,
+    /// Each file of an upstream server's skill, by URI, as last listed.
+    listed: Mutex<HashMap<String, Listed>>,
     /// Whether any plugin has skills, and when that was looked at (the
     /// server's capabilities are asked for often: never a file system walk
     /// each time).
     present: Mutex<Option<(Instant, bool)>>,
+}
+
+/// A file of an upstream server's skill, as its server listed it.
+struct Listed {
+    server: String,
+    entry: rmcp::model::SkillResource,
+    /// Its skill's front matter, when it is the skill's `SKILL.md`.
+    front_matter: Option<rmcp::model::SkillFrontmatter>,
 }
 
 /// One plugin's skills, as last read.
@@ -106,6 +134,10 @@ fn resource_outward(plugin: &str, mut resource: Resource) -> Resource {
     resource
 }
 
+fn offers_skills(source: &dyn UpstreamServer) -> bool {
+    source.capabilities().is_some_and(|c| c.supports_skills())
+}
+
 fn unknown_skill(uri: &str) -> McpError {
     McpError::invalid_params(
         format!("unknown skill: {}", toolhost_text::line(uri, 300)),
@@ -114,18 +146,68 @@ fn unknown_skill(uri: &str) -> McpError {
 }
 
 impl Skills {
-    /// Whether any plugin has skills (looked at again at most every
-    /// [`REFRESH`]).
-    pub(crate) fn any(&self, runtime: &Runtime) -> bool {
+    /// Whether any plugin has skills, or any upstream server offers some
+    /// (looked at again at most every [`REFRESH`]; an upstream server's
+    /// capabilities are kept by its source: no request).
+    pub(crate) fn any(&self, runtime: &Runtime, upstreams: &dyn Upstreams) -> bool {
         let mut present = self.present.lock();
         if let Some((at, any)) = *present
             && at.elapsed() < REFRESH
         {
             return any;
         }
-        let any = runtime.plugins().iter().any(|p| dir_of(p).is_some());
+        let any = runtime.plugins().iter().any(|p| dir_of(p).is_some())
+            || upstreams
+                .of(runtime)
+                .iter()
+                .any(|u| offers_skills(u.as_ref()));
         *present = Some((Instant::now(), any));
         any
+    }
+
+    /// Keeps what `server` now lists of its skills' files (forgetting what
+    /// it listed before).
+    fn record(&self, server: &str, skills: &[Skill]) {
+        let mut listed = self.listed.lock();
+        listed.retain(|_, l| l.server != server);
+        for skill in skills {
+            let SkillResources::Files(files) = &skill.resources else {
+                continue;
+            };
+            for file in files {
+                if listed.len() >= MAX_UPSTREAM_FILES {
+                    tracing::warn!(
+                        server,
+                        "more skill files than the {MAX_UPSTREAM_FILES} kept: the rest are not passed on"
+                    );
+                    return;
+                }
+                listed.insert(
+                    file.uri.clone(),
+                    Listed {
+                        server: server.to_owned(),
+                        entry: file.clone(),
+                        front_matter: (file.uri == skill.uri).then(|| skill.frontmatter.clone()),
+                    },
+                );
+            }
+        }
+    }
+
+    /// The server that listed the file `uri`, with its entry and, for a
+    /// `SKILL.md`, its front matter.
+    fn listed(
+        &self,
+        uri: &str,
+    ) -> Option<(
+        String,
+        rmcp::model::SkillResource,
+        Option<rmcp::model::SkillFrontmatter>,
+    )> {
+        self.listed
+            .lock()
+            .get(uri)
+            .map(|l| (l.server.clone(), l.entry.clone(), l.front_matter.clone()))
     }
 
     /// `plugin`'s snapshot, read again when older than [`REFRESH`] (off
@@ -239,14 +321,119 @@ impl McpServer {
         skill: Skill,
         context: &RequestContext<RoleServer>,
     ) -> Option<Skill> {
-        let mut skill = skill_outward(plugin, skill);
-        if !self.may_read_skill(plugin, &skill.uri, context) {
+        self.seen(plugin, skill_outward(plugin, skill), context)
+    }
+
+    /// `source`'s `skill` as the caller of `context` sees it: without the
+    /// files it may not read; `None` when it may not read its `SKILL.md`.
+    fn seen(
+        &self,
+        source: &str,
+        mut skill: Skill,
+        context: &RequestContext<RoleServer>,
+    ) -> Option<Skill> {
+        if !self.may_read_skill(source, &skill.uri, context) {
             return None;
         }
         if let SkillResources::Files(files) = &mut skill.resources {
-            files.retain(|f| self.may_read_skill(plugin, &f.uri, context));
+            files.retain(|f| self.may_read_skill(source, &f.uri, context));
         }
         Some(skill)
+    }
+
+    /// The upstream servers' skills the caller of `context` may see, each
+    /// server asked now (what they list is kept, to verify reads).
+    async fn upstream_skills(&self, context: &RequestContext<RoleServer>) -> Vec<Skill> {
+        let mut all = Vec::new();
+        for source in self.upstreams.of(&self.runtime) {
+            if !offers_skills(source.as_ref()) {
+                continue;
+            }
+            let name = source.name().to_owned();
+            match source.skills().await {
+                Ok(listed) => {
+                    self.skills.record(&name, &listed);
+                    all.extend(
+                        listed
+                            .into_iter()
+                            .filter_map(|s| self.seen(&name, s, context)),
+                    );
+                }
+                Err(e) => tracing::warn!(server = %name, "skills/list failed: {}", e.message),
+            }
+        }
+        all
+    }
+
+    /// An upstream server's skill file `uri`, read through the runtime's
+    /// steps and verified against its listing; `None` when no upstream
+    /// server lists such a file (another source may have it).
+    pub(super) async fn read_upstream_skill_file(
+        &self,
+        uri: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Option<Result<ReadResourceResult, McpError>> {
+        if !uri.starts_with(SCHEME) {
+            return None;
+        }
+        let listed = match self.skills.listed(uri) {
+            Some(listed) => listed,
+            None => {
+                // Not listed yet (or listed before a change): ask again.
+                let _ = self.upstream_skills(context).await;
+                self.skills.listed(uri)?
+            }
+        };
+        let (server, entry, front_matter) = listed;
+        let source = self
+            .upstreams
+            .of(&self.runtime)
+            .into_iter()
+            .find(|s| s.name() == server)?;
+        if !self.may_read_skill(&server, uri, context) {
+            return Some(Err(McpError::resource_not_found(
+                "Resource not found",
+                Some(serde_json::json!({ "uri": toolhost_text::line(uri, 300) })),
+            )));
+        }
+        let access = Access::Resource {
+            uri: uri.to_owned(),
+        };
+        let result = match self
+            .run_access(source.as_ref(), &access, context, None)
+            .await
+        {
+            Ok(result) => result,
+            Err(e) => return Some(Err(e)),
+        };
+        let verified = crate::client::skills::bytes_of(&result, uri)
+            .map_err(|why| {
+                McpError::internal_error(
+                    format!(
+                        "the upstream server `{server}` did not serve {}: {why}",
+                        toolhost_text::line(uri, 300)
+                    ),
+                    None,
+                )
+            })
+            .and_then(|bytes| {
+                crate::client::skills::verify_file(&entry, &bytes, front_matter.as_ref()).map_err(
+                    |e| {
+                        tracing::warn!(
+                            target: "toolhost::audit",
+                            server = %toolhost_runtime::shown::shown_name(&server),
+                            uri = %toolhost_text::line(uri, 300),
+                            outcome = "skill-file-refused",
+                            "an upstream server's skill file is not what it listed: {e}"
+                        );
+                        McpError::internal_error(
+                            format!("the upstream server `{server}`'s {e}"),
+                            None,
+                        )
+                    },
+                )
+            });
+        Some(verified.map(|()| super::resources::read_result(uri, result)))
     }
 
     /// The skills the caller of `context` may see (`skills/list`).
@@ -263,6 +450,14 @@ impl McpServer {
                     .filter_map(|s| self.skill_as_seen(&plugin, s, context)),
             );
         }
+        // A plugin's skill wins a URI an upstream server's has too.
+        let plugins: HashSet<String> = all.iter().map(|s| s.uri.clone()).collect();
+        all.extend(
+            self.upstream_skills(context)
+                .await
+                .into_iter()
+                .filter(|s| !plugins.contains(&s.uri)),
+        );
         ListSkillsResult::with_all_items(all)
     }
 
@@ -273,19 +468,24 @@ impl McpServer {
         uri: &str,
         context: &RequestContext<RoleServer>,
     ) -> Result<GetSkillResult, McpError> {
-        let (plugin, inner) = inward(uri).ok_or_else(|| unknown_skill(uri))?;
-        if !self.may_read_skill(plugin, uri, context) {
-            return Err(unknown_skill(uri));
-        }
-        for (name, catalog) in self.skill_plugins(context, Some(plugin)).await {
-            if let Ok(mut found) = catalog.get_skill(&inner)
-                && let Some(skill) = self.skill_as_seen(&name, found.skill, context)
-            {
-                found.skill = skill;
-                return Ok(found);
+        if let Some((plugin, inner)) = inward(uri)
+            && self.may_read_skill(plugin, uri, context)
+        {
+            for (name, catalog) in self.skill_plugins(context, Some(plugin)).await {
+                if let Ok(mut found) = catalog.get_skill(&inner)
+                    && let Some(skill) = self.skill_as_seen(&name, found.skill, context)
+                {
+                    found.skill = skill;
+                    return Ok(found);
+                }
             }
         }
-        Err(unknown_skill(uri))
+        self.upstream_skills(context)
+            .await
+            .into_iter()
+            .find(|s| s.uri == uri)
+            .map(GetSkillResult::new)
+            .ok_or_else(|| unknown_skill(uri))
     }
 
     /// Each skill's `SKILL.md` the caller of `context` may read, for

@@ -62,6 +62,8 @@ pub(crate) trait UpstreamServer: Send + Sync {
     async fn resource_templates(&self) -> Result<Vec<ResourceTemplate>, ErrorData>;
     /// Every prompt it lists (bounded), named with the prefix.
     async fn prompts(&self) -> Result<Vec<Prompt>, ErrorData>;
+    /// Every skill it lists (SEP-2640, bounded), URIs as they are.
+    async fn skills(&self) -> Result<Vec<rmcp::model::Skill>, ErrorData>;
     /// Its own name of the prompt listed as `name`, when it has the prefix.
     fn declared_prompt<'n>(&self, name: &'n str) -> Option<&'n str>;
     /// Whether a read of `uri` belongs to it (its lists or templates).
