@@ -45,6 +45,7 @@ mod crypto;
 mod gateway;
 mod peer;
 pub mod server;
+mod skill_files;
 mod tools;
 
 pub use client::{McpClientError, McpServerConfig, McpSource, SignInError};

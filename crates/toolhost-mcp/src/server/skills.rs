@@ -406,7 +406,7 @@ impl McpServer {
             Ok(result) => result,
             Err(e) => return Some(Err(e)),
         };
-        let verified = crate::client::skills::bytes_of(&result, uri)
+        let verified = crate::skill_files::bytes_of(&result, uri)
             .map_err(|why| {
                 McpError::internal_error(
                     format!(
@@ -417,7 +417,7 @@ impl McpServer {
                 )
             })
             .and_then(|bytes| {
-                crate::client::skills::verify_file(&entry, &bytes, front_matter.as_ref()).map_err(
+                crate::skill_files::verify_file(&entry, &bytes, front_matter.as_ref()).map_err(
                     |e| {
                         tracing::warn!(
                             target: "toolhost::audit",
