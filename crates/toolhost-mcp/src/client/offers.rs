@@ -95,6 +95,37 @@ fn refused(e: ServiceError) -> ErrorData {
     }
 }
 
+/// The request of the page at `cursor` (the first: `None`).
+fn page_at(cursor: Option<String>) -> Option<PaginatedRequestParams> {
+    Some(PaginatedRequestParams::default().with_cursor(cursor))
+}
+
+/// Every item of a list the server pages: `page(cursor)` asks for one
+/// page, its items and the next cursor. At most [`MAX_LIST_PAGES`] pages
+/// and [`MAX_LISTED`] items (a server whose cursor never ends, or whose
+/// pages are huge, is cut there).
+async fn paged<T, F, Fut>(mut page: F) -> Result<Vec<T>, ServiceError>
+where
+    F: FnMut(Option<String>) -> Fut,
+    Fut: std::future::Future<Output = Result<(Vec<T>, Option<String>), ServiceError>>,
+{
+    let mut all = Vec::new();
+    let mut cursor = None;
+    for _ in 0..MAX_LIST_PAGES {
+        let (items, next) = page(cursor).await?;
+        all.extend(items);
+        if all.len() >= MAX_LISTED {
+            all.truncate(MAX_LISTED);
+            break;
+        }
+        match next {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    Ok(all)
+}
+
 /// A source's offers, with its link and prefix: what the gateway asks of
 /// its server beside tools.
 pub(crate) struct Offered<'a> {
@@ -142,23 +173,15 @@ impl Offered<'_> {
     /// Every resource the server lists (bounded), URIs as they are.
     pub(crate) async fn resources(&self) -> Result<Vec<Resource>, ErrorData> {
         let peer = self.connected_peer().await?;
-        let mut all = Vec::new();
-        let mut cursor = None;
-        for _ in 0..MAX_LIST_PAGES {
-            let page = peer
-                .list_resources(Some(PaginatedRequestParams::default().with_cursor(cursor)))
-                .await
-                .map_err(refused)?;
-            all.extend(page.resources);
-            if all.len() >= MAX_LISTED {
-                all.truncate(MAX_LISTED);
-                break;
+        let all = paged(|cursor| {
+            let peer = &peer;
+            async move {
+                let page = peer.list_resources(page_at(cursor)).await?;
+                Ok((page.resources, page.next_cursor))
             }
-            match page.next_cursor {
-                Some(next) => cursor = Some(next),
-                None => break,
-            }
-        }
+        })
+        .await
+        .map_err(refused)?;
         {
             let mut uris = self.offers.uris.lock();
             uris.clear();
@@ -170,25 +193,15 @@ impl Offered<'_> {
     /// Every resource template the server lists (bounded).
     pub(crate) async fn resource_templates(&self) -> Result<Vec<ResourceTemplate>, ErrorData> {
         let peer = self.connected_peer().await?;
-        let mut all = Vec::new();
-        let mut cursor = None;
-        for _ in 0..MAX_LIST_PAGES {
-            let page = peer
-                .list_resource_templates(Some(
-                    PaginatedRequestParams::default().with_cursor(cursor),
-                ))
-                .await
-                .map_err(refused)?;
-            all.extend(page.resource_templates);
-            if all.len() >= MAX_LISTED {
-                all.truncate(MAX_LISTED);
-                break;
+        let all = paged(|cursor| {
+            let peer = &peer;
+            async move {
+                let page = peer.list_resource_templates(page_at(cursor)).await?;
+                Ok((page.resource_templates, page.next_cursor))
             }
-            match page.next_cursor {
-                Some(next) => cursor = Some(next),
-                None => break,
-            }
-        }
+        })
+        .await
+        .map_err(refused)?;
         *self.offers.templates.lock() = all.iter().map(|t| t.uri_template.clone()).collect();
         Ok(all)
     }
@@ -208,51 +221,37 @@ impl Offered<'_> {
             message: toolhost_text::line(&e.message, 300),
         };
         let peer = self.connected_peer().await.map_err(failed)?;
-        let mut all = Vec::new();
-        let mut cursor = None;
-        for _ in 0..MAX_LIST_PAGES {
-            let page = peer
-                .list_skills(Some(PaginatedRequestParams::default().with_cursor(cursor)))
-                .await
-                .map_err(|e| failed(refused(e)))?;
-            all.extend(page.skills);
-            if all.len() >= MAX_LISTED {
-                all.truncate(MAX_LISTED);
-                break;
+        paged(|cursor| {
+            let peer = &peer;
+            async move {
+                let page = peer.list_skills(page_at(cursor)).await?;
+                Ok((page.skills, page.next_cursor))
             }
-            match page.next_cursor {
-                Some(next) => cursor = Some(next),
-                None => break,
-            }
-        }
-        Ok(all)
+        })
+        .await
+        .map_err(|e| failed(refused(e)))
     }
 
     /// Every prompt the server lists (bounded), named with the prefix.
     pub(crate) async fn prompts(&self) -> Result<Vec<Prompt>, ErrorData> {
         let peer = self.connected_peer().await?;
         let prefix = &self.prefix;
-        let mut all = Vec::new();
-        let mut cursor = None;
-        for _ in 0..MAX_LIST_PAGES {
-            let page = peer
-                .list_prompts(Some(PaginatedRequestParams::default().with_cursor(cursor)))
-                .await
-                .map_err(refused)?;
-            all.extend(page.prompts.into_iter().map(|mut p| {
+        let all = paged(|cursor| {
+            let peer = &peer;
+            async move {
+                let page = peer.list_prompts(page_at(cursor)).await?;
+                Ok((page.prompts, page.next_cursor))
+            }
+        })
+        .await
+        .map_err(refused)?;
+        Ok(all
+            .into_iter()
+            .map(|mut p| {
                 p.name = format!("{prefix}{}", p.name);
                 p
-            }));
-            if all.len() >= MAX_LISTED {
-                all.truncate(MAX_LISTED);
-                break;
-            }
-            match page.next_cursor {
-                Some(next) => cursor = Some(next),
-                None => break,
-            }
-        }
-        Ok(all)
+            })
+            .collect())
     }
 
     /// The server's own name of the prompt listed as `name`, when it has
