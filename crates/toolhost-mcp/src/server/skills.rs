@@ -24,9 +24,11 @@
 //!   `resource` rule on the URI). For it, the others are not there:
 //!   `skills/get` answers `-32602`, `resources/read` as for any unknown
 //!   URI (`-32602` on 2026-07-28, `-32002` before).
-//! - A skill's files are read again at most every [`REFRESH`] (an edit
-//!   shows up without a reload); a snapshot that cannot be read keeps
-//!   the last one serving.
+//! - A plugin's folder is looked at again at most every [`REFRESH`]
+//!   (its metadata only) and read again when it changed: an edit shows
+//!   up without a reload. A folder over [`MAX_PLUGIN_SKILL_ENTRIES`]
+//!   entries or [`MAX_PLUGIN_SKILL_BYTES`] bytes is refused from its
+//!   metadata, before a byte of it is read.
 //!
 //! The gateway passes on the skills of its upstream servers too, their
 //! URIs as the servers serve them (as for their other resources; a
@@ -95,8 +97,59 @@ struct Listed {
 /// One plugin's skills, as last read.
 struct Held {
     dir: PathBuf,
-    catalog: Arc<SkillCatalog>,
+    /// `None`: its folder is over the bounds, or cannot be read.
+    catalog: Option<Arc<SkillCatalog>>,
+    /// What [`survey`] found when it was read.
+    print: Option<u64>,
+    /// When the folder was last looked at.
     read: Instant,
+}
+
+/// The most entries (files and folders) a plugin's skills folder may
+/// have to be read at all: [`SKILL_FILE_LIMIT`](rmcp::handler::server::skill_catalog::SKILL_FILE_LIMIT)
+/// files for each of 64 skills.
+pub const MAX_PLUGIN_SKILL_ENTRIES: usize = 64 * 512;
+
+/// A fingerprint of the skills folder `dir` (each entry's path, size and
+/// time of change), from its metadata alone, without following links or
+/// reading a byte; an error when it has more than
+/// [`MAX_PLUGIN_SKILL_ENTRIES`] entries or [`MAX_PLUGIN_SKILL_BYTES`]
+/// bytes of files (a plugin's folder is outside input: it is never read
+/// into memory past the bounds), or its root cannot be listed. Hidden
+/// entries are left out, as the catalog leaves them out.
+fn survey(dir: &Path) -> Result<u64, String> {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    let (mut entries, mut bytes) = (0usize, 0u64);
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(folder) = todo.pop() {
+        let listed =
+            std::fs::read_dir(&folder).map_err(|e| format!("{}: {e}", folder.display()))?;
+        for entry in listed.flatten() {
+            if entry.file_name().to_string_lossy().starts_with('.') {
+                continue;
+            }
+            entries += 1;
+            if entries > MAX_PLUGIN_SKILL_ENTRIES {
+                return Err(format!("more than {MAX_PLUGIN_SKILL_ENTRIES} entries"));
+            }
+            let Ok(meta) = entry.path().symlink_metadata() else {
+                continue;
+            };
+            entry.path().hash(&mut hasher);
+            meta.len().hash(&mut hasher);
+            meta.modified().ok().hash(&mut hasher);
+            if meta.is_dir() {
+                todo.push(entry.path());
+            } else if meta.is_file() {
+                bytes = bytes.saturating_add(meta.len());
+                if bytes > MAX_PLUGIN_SKILL_BYTES {
+                    return Err(format!("over {MAX_PLUGIN_SKILL_BYTES} bytes"));
+                }
+            }
+        }
+    }
+    Ok(hasher.finish())
 }
 
 /// The folder of `plugin`'s skills, when it has one.
@@ -210,62 +263,51 @@ impl Skills {
             .map(|l| (l.server.clone(), l.entry.clone(), l.front_matter.clone()))
     }
 
-    /// `plugin`'s snapshot, read again when older than [`REFRESH`] (off
-    /// the async threads); `None` when it has no skills, or too many.
+    /// `plugin`'s snapshot. Its folder is looked at again when the last
+    /// look is older than [`REFRESH`] (its metadata only, off the async
+    /// threads, [`survey`]), and read again only when it changed; `None`
+    /// when it has no skills, or is over the bounds.
     async fn catalog(&self, plugin: &str, dir: &Path) -> Option<Arc<SkillCatalog>> {
         let kept = {
             let held = self.held.lock();
             held.get(plugin)
                 .filter(|h| h.dir == dir)
-                .map(|h| (h.catalog.clone(), h.read.elapsed() < REFRESH))
+                .map(|h| (h.catalog.clone(), h.print, h.read.elapsed() < REFRESH))
         };
-        let catalog = match kept {
-            Some((catalog, true)) => return Some(catalog),
-            Some((catalog, false)) => {
-                let again = catalog.clone();
-                let reread = tokio::task::spawn_blocking(move || again.reload()).await;
-                if let Ok(Err(e)) = reread {
-                    tracing::warn!(plugin, "its skills cannot be read again: {e}");
-                }
-                catalog
+        let (previous, print) = match kept {
+            Some((catalog, _, true)) => return catalog,
+            Some((catalog, print, false)) => (catalog, print),
+            None => (None, None),
+        };
+        let from = dir.to_owned();
+        let looked = tokio::task::spawn_blocking(move || {
+            let now = survey(&from)?;
+            if previous.is_some() && print == Some(now) {
+                return Ok((now, previous));
             }
-            None => {
-                let from = dir.to_owned();
-                match tokio::task::spawn_blocking(move || SkillCatalog::from_dir(from)).await {
-                    Ok(Ok(catalog)) => Arc::new(catalog),
-                    Ok(Err(e)) => {
-                        tracing::warn!(plugin, "its skills cannot be read: {e}");
-                        return None;
-                    }
-                    Err(_) => return None,
-                }
+            SkillCatalog::from_dir(&from)
+                .map(|c| (now, Some(Arc::new(c))))
+                .map_err(|e| e.to_string())
+        })
+        .await;
+        let (print, catalog) = match looked {
+            Ok(Ok(found)) => found,
+            Ok(Err(why)) => {
+                tracing::warn!(plugin, "its skills are not served: {why}");
+                (0, None)
             }
+            Err(_) => (0, None),
         };
         self.held.lock().insert(
             plugin.to_owned(),
             Held {
                 dir: dir.to_owned(),
                 catalog: catalog.clone(),
+                print: catalog.is_some().then_some(print),
                 read: Instant::now(),
             },
         );
-        let bytes = catalog
-            .skills()
-            .iter()
-            .filter_map(|s| match &s.resources {
-                SkillResources::Files(files) => Some(files.iter().map(|f| f.size).sum::<u64>()),
-                _ => None,
-            })
-            .fold(0u64, u64::saturating_add);
-        if bytes > MAX_PLUGIN_SKILL_BYTES {
-            tracing::warn!(
-                plugin,
-                bytes,
-                "its skills are not served: over the {MAX_PLUGIN_SKILL_BYTES} bytes a plugin may serve"
-            );
-            return None;
-        }
-        Some(catalog)
+        catalog
     }
 }
 
@@ -578,6 +620,45 @@ impl McpServer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_skills_folder_over_its_bounds_is_refused_from_its_metadata_and_an_edit_is_seen() {
+        let dir = tempfile::tempdir().unwrap();
+        let skill = dir.path().join("big");
+        std::fs::create_dir_all(&skill).unwrap();
+        std::fs::write(
+            skill.join("SKILL.md"),
+            "---\nname: big\ndescription: d\n---\n",
+        )
+        .unwrap();
+        let first = survey(dir.path()).unwrap();
+        assert_eq!(survey(dir.path()).unwrap(), first, "nothing changed");
+        std::fs::write(
+            skill.join("SKILL.md"),
+            "---\nname: big\ndescription: e, longer\n---\n",
+        )
+        .unwrap();
+        assert_ne!(survey(dir.path()).unwrap(), first, "an edit is seen");
+        // Sparse files: the bytes are never there, only their length.
+        for i in 0..5u64 {
+            let f = std::fs::File::create(skill.join(format!("part{i}.bin"))).unwrap();
+            f.set_len(15 << 20).unwrap();
+        }
+        let over = survey(dir.path()).unwrap_err();
+        assert!(over.contains("bytes"), "{over}");
+        // Hidden entries are not counted, as the catalog does not serve them.
+        let many = tempfile::tempdir().unwrap();
+        let hidden = many.path().join(".cache");
+        std::fs::create_dir_all(&hidden).unwrap();
+        let big = std::fs::File::create(hidden.join("blob")).unwrap();
+        big.set_len(MAX_PLUGIN_SKILL_BYTES + 1).unwrap();
+        assert!(survey(many.path()).is_ok());
+        for i in 0..=MAX_PLUGIN_SKILL_ENTRIES {
+            std::fs::File::create(many.path().join(format!("f{i}"))).unwrap();
+        }
+        let over = survey(many.path()).unwrap_err();
+        assert!(over.contains("entries"), "{over}");
+    }
 
     #[test]
     fn a_plugins_skill_uris_are_under_its_name_and_back() {
