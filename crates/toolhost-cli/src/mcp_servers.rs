@@ -36,8 +36,8 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use serde::Deserialize;
 use toolhost_mcp::client::{
-    HttpEndpoint, McpTransport, OAuthGrant, ProcessSandbox, SignInPrompt, Start, StdioServer,
-    UpstreamOAuth,
+    EnterpriseIdp, HttpEndpoint, McpTransport, OAuthGrant, ProcessSandbox, SignInPrompt, Start,
+    StdioServer, UpstreamOAuth,
 };
 use toolhost_mcp::{McpServerConfig, McpSource};
 use toolhost_runtime::{PluginSettings, RuntimeBuilder, grants::LimitOverrides};
@@ -125,14 +125,28 @@ struct OAuthEntry {
     client_metadata_url: Option<String>,
     /// The scopes to ask for (default: what the server says).
     scopes: Option<Vec<String>>,
-    /// `authorization-code` (a person signs in, the default) or
-    /// `client-credentials` (an unattended gateway).
+    /// `authorization-code` (a person signs in, the default),
+    /// `client-credentials` (an unattended gateway), `jwt-bearer` (a
+    /// workload's own identity, `assertion-file`) or `enterprise` (the
+    /// person's organization signs them in, `idp-*`).
     #[serde(default)]
     grant: GrantEntry,
     /// A PEM private key for the client-credentials grant (`private_key_jwt`).
     private_key_file: Option<PathBuf>,
     /// Its algorithm (`ES256` by default).
     signing_algorithm: Option<String>,
+    /// The workload's JWT for the `jwt-bearer` grant: a file, read again
+    /// at each grant (its platform rotates it).
+    assertion_file: Option<PathBuf>,
+    /// Enterprise-managed authorization (`grant = "enterprise"`): the
+    /// organization's identity provider (its issuer), its token endpoint
+    /// (default: from its OpenID configuration), this client's id and
+    /// secret file there, and the file the person's ID token from it is in.
+    idp_issuer: Option<String>,
+    idp_token_endpoint: Option<String>,
+    idp_client_id: Option<String>,
+    idp_client_secret_file: Option<PathBuf>,
+    id_token_file: Option<PathBuf>,
     /// The loopback port of the sign-in redirect (default: any free port).
     redirect_port: Option<u16>,
 }
@@ -143,6 +157,8 @@ enum GrantEntry {
     #[default]
     AuthorizationCode,
     ClientCredentials,
+    JwtBearer,
+    Enterprise,
 }
 
 /// Where the CLI keeps OAuth tokens, and whether it may ask a person.
@@ -152,6 +168,9 @@ pub struct SignIn {
     pub token_dir: PathBuf,
     /// Shows the sign-in page (an interactive command), or `None`.
     pub prompt: Option<SignInPrompt>,
+    /// Whether callers of older MCP revisions come through the command
+    /// (it serves MCP): each server's `older_callers`.
+    pub older_callers: bool,
 }
 
 impl OAuthEntry {
@@ -184,6 +203,46 @@ impl OAuthEntry {
                 }
                 OAuthGrant::ClientCredentials
             }
+            GrantEntry::JwtBearer => {
+                if self.assertion_file.is_none() {
+                    bail!(
+                        "MCP server `{name}`: the jwt-bearer grant needs assertion-file (the workload's JWT)"
+                    );
+                }
+                OAuthGrant::JwtBearer
+            }
+            GrantEntry::Enterprise => OAuthGrant::Enterprise,
+        };
+        let enterprise = match (
+            grant,
+            self.idp_issuer,
+            self.idp_client_id,
+            self.id_token_file,
+        ) {
+            (OAuthGrant::Enterprise, Some(issuer), Some(client_id), Some(id_token_file))
+                if self.client_id.is_some() =>
+            {
+                let client_secret = match &self.idp_client_secret_file {
+                    Some(file) => Some(read_secret(file).with_context(|| {
+                        format!(
+                            "MCP server `{name}`: idp client secret file {}",
+                            file.display()
+                        )
+                    })?),
+                    None => None,
+                };
+                Some(Box::new(EnterpriseIdp {
+                    issuer,
+                    token_endpoint: self.idp_token_endpoint,
+                    client_id,
+                    client_secret,
+                    id_token_file,
+                }))
+            }
+            (OAuthGrant::Enterprise, ..) => bail!(
+                "MCP server `{name}`: the enterprise grant needs client-id, idp-issuer, idp-client-id and id-token-file"
+            ),
+            _ => None,
         };
         Ok(UpstreamOAuth {
             client_id: self.client_id,
@@ -194,6 +253,8 @@ impl OAuthEntry {
             grant,
             private_key_pem,
             signing_algorithm: self.signing_algorithm,
+            assertion_file: self.assertion_file,
+            enterprise,
             redirect_port: self.redirect_port,
             token_dir: Some(sign_in.token_dir.clone()),
             prompt: sign_in.prompt.clone(),
@@ -341,6 +402,7 @@ impl ServerEntry {
                 StartEntry::Eager => Start::Eager,
                 StartEntry::Lazy => Start::Lazy,
             },
+            older_callers: sign_in.older_callers,
             ..McpServerConfig::stdio(name, "", &[])
         };
         if let Some(ms) = self.connect_timeout_ms {
@@ -417,6 +479,7 @@ mod tests {
         SignIn {
             token_dir: PathBuf::from("/nonexistent/oauth"),
             prompt: None,
+            older_callers: true,
         }
     }
 

@@ -31,6 +31,10 @@ pub struct Setup {
     /// A person at this terminal may be asked to sign in to an MCP server
     /// (not so for the servers, whose callers are elsewhere).
     pub person: bool,
+    /// It serves MCP clients, of any revision: the MCP servers it talks to
+    /// keep a session in an older revision for them
+    /// ([`McpServerConfig::older_callers`](toolhost_mcp::McpServerConfig::older_callers)).
+    pub serves_mcp: bool,
 }
 
 /// What the setup made: the runtimes and the config file.
@@ -79,7 +83,7 @@ impl Setup {
 
     fn load_from(&self, global: &Global, only: Option<&[PathBuf]>) -> anyhow::Result<Loaded> {
         let rt = self.tokio()?;
-        let sign_in = sign_in::context(global, self.person);
+        let sign_in = sign_in::context(global, self.person, self.serves_mcp);
         // MCP servers' clients start (as tasks of `rt`) while the builder is made.
         let mut builder = {
             let _tokio = rt.enter();

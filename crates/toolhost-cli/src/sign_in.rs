@@ -24,13 +24,15 @@ pub fn token_dir(global: &Global) -> PathBuf {
 }
 
 /// How a command signs in: a person may be asked when `interactive` and
-/// someone can see it (stderr is a terminal, or `BROWSER` names a browser).
-pub fn context(global: &Global, interactive: bool) -> SignIn {
+/// someone can see it (stderr is a terminal, or `BROWSER` names a browser);
+/// `serves`: it serves MCP clients ([`SignIn::older_callers`]).
+pub fn context(global: &Global, interactive: bool, serves: bool) -> SignIn {
     let someone = std::io::IsTerminal::is_terminal(&std::io::stderr())
         || std::env::var_os("BROWSER").is_some_and(|b| !b.is_empty());
     SignIn {
         token_dir: token_dir(global),
         prompt: (interactive && someone).then(browser_prompt),
+        older_callers: serves,
     }
 }
 

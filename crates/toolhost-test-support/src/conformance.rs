@@ -243,8 +243,22 @@ pub const SERVER_SCENARIOS: [&str; 32] = [
 
 /// Every server scenario of `release`, in its order (`list --server`).
 pub fn server_scenarios(release: Release) -> Vec<String> {
+    listed(release, "--server")
+}
+
+/// Every client scenario of `release`, in its order (`list --client`).
+///
+/// ```no_run
+/// use toolhost_test_support::conformance::{Release, client_scenarios};
+/// assert!(client_scenarios(Release::Next).iter().any(|s| s == "request-metadata"));
+/// ```
+pub fn client_scenarios(release: Release) -> Vec<String> {
+    listed(release, "--client")
+}
+
+fn listed(release: Release, kind: &str) -> Vec<String> {
     let results = tempfile::tempdir().expect("a directory");
-    let out = command_of(release, results.path(), &["list", "--server"])
+    let out = command_of(release, results.path(), &["list", kind])
         .output()
         .expect("the conformance suite starts");
     assert!(out.status.success(), "the suite did not list its scenarios");
@@ -254,7 +268,7 @@ pub fn server_scenarios(release: Release) -> Vec<String> {
         .filter_map(|rest| rest.split_whitespace().next())
         .map(str::to_owned)
         .collect();
-    assert!(!scenarios.is_empty(), "the suite listed no server scenario");
+    assert!(!scenarios.is_empty(), "the suite listed no {kind} scenario");
     scenarios
 }
 

@@ -26,6 +26,7 @@ const SETUP: Setup = Setup {
     watches: true,
     read_var: true,
     person: true,
+    serves_mcp: false,
 };
 
 impl HostCommand for Chat {

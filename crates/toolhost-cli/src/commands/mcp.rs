@@ -75,6 +75,7 @@ const SERVING: Setup = Setup {
     watches: true,
     read_var: false,
     person: false,
+    serves_mcp: true,
 };
 
 impl HostCommand for Mcp {
@@ -168,6 +169,7 @@ async fn login_or_logout(
             let sign_in = SignIn {
                 token_dir: sign_in::token_dir(global),
                 prompt: Some(sign_in::browser_prompt()),
+                older_callers: false,
             };
             let (config, _) = entry.resolve(&sign_in)?;
             let signed = toolhost_mcp::client::sign_in(&config)

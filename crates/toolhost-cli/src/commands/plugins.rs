@@ -28,6 +28,7 @@ const SETUP: Setup = Setup {
     watches: false,
     read_var: false,
     person: true,
+    serves_mcp: false,
 };
 
 impl HostCommand for Plugins {

@@ -74,6 +74,7 @@ const SETUP: Setup = Setup {
     watches: true,
     read_var: false,
     person: false,
+    serves_mcp: true,
 };
 
 impl HostCommand for Serve {

@@ -157,6 +157,7 @@ mod tests {
         crate::mcp_servers::SignIn {
             token_dir: PathBuf::from("/nonexistent/oauth"),
             prompt: None,
+            older_callers: true,
         }
     }
 

@@ -16,6 +16,16 @@ use crate::support::*;
 /// pre-registered client or client credentials become the entry's `oauth`
 /// table), then calls the server's tool through `host`.
 fn client_command(dir: &Path) -> String {
+    let host = env!("CARGO_BIN_EXE_host");
+    let d = dir.display();
+    command_running(
+        dir,
+        &format!("exec \"{host}\" --config \"{d}/host.toml\" --no-watch -v call up__test-tool"),
+    )
+}
+
+/// [`client_command`] with `run` (a shell line) in place of the call.
+fn command_running(dir: &Path, run: &str) -> String {
     let config = r#"
 import json, os, sys
 url = sys.argv[1]
@@ -38,7 +48,20 @@ if "private_key_pem" in context:
     lines.append("signing-algorithm = " + json.dumps(context.get("signing_algorithm", "ES256")))
 if scenario.startswith("auth/client-credentials"):
     lines.append('grant = "client-credentials"')
-if "client_secret" in context or "private_key_pem" in context:
+if "valid_jwt" in context:
+    # A workload's JWT, as its platform writes it to a file.
+    lines.append('grant = "jwt-bearer"')
+    jwt = context[os.environ.get("WORKLOAD_JWT", "valid_jwt")]
+    lines.append("assertion-file = " + secret("workload.jwt", jwt))
+if "idp_id_token" in context:
+    # The person's organization signs them in: its identity provider, and
+    # the ID token their sign-in tool wrote to a file.
+    lines.append('grant = "enterprise"')
+    lines.append("idp-issuer = " + json.dumps(context["idp_issuer"]))
+    lines.append("idp-token-endpoint = " + json.dumps(context["idp_token_endpoint"]))
+    lines.append("idp-client-id = " + json.dumps(context["idp_client_id"]))
+    lines.append("id-token-file = " + secret("id.jwt", context["idp_id_token"]))
+if "client_secret" in context or "private_key_pem" in context or "valid_jwt" in context:
     # A client with a secret or key names the authorization server it may
     # be sent to, as an operator copies it from its metadata: here the
     # suite's, which the server's protected resource metadata names.
@@ -73,79 +96,130 @@ unset RUST_LOG TOOLHOST_CONFIG TOOLHOST_POLICY
 export TOOLHOST_CACHE_DIR="{d}/cache" TOOLHOST_LOCK="{d}/lock" TOOLHOST_OAUTH_DIR="{d}/oauth"
 export BROWSER="sh {d}/browser.sh"
 python3 "{d}/config.py" "$1" > "{d}/host.toml" || exit 3
-exec "{host}" --config "{d}/host.toml" --no-watch -v call up__test-tool
+{run}
 "#,
-        host = env!("CARGO_BIN_EXE_host"),
+        run = run,
     );
     let path = dir.join("client.sh");
     std::fs::write(&path, script).unwrap();
     format!("sh {}", path.display())
 }
 
-/// Runs every scenario of `scenarios`, each with a fresh token directory,
-/// and fails listing each one that failed with the suite's messages (a
-/// `WARNING` check counts: it is a SHOULD of the spec left undone).
-fn run_all(scenarios: &[&str]) {
-    let mut failed = Vec::new();
-    for scenario in scenarios {
-        let dir = tempfile::tempdir().unwrap();
-        let outcome = conformance::client(&client_command(dir.path()), scenario);
-        let warnings: Vec<_> = outcome
-            .checks
-            .iter()
-            .filter(|c| c["status"] == "WARNING")
-            .map(|c| format!("  WARNING {}: {}", c["id"], c["description"]))
-            .collect();
-        if !outcome.passed() || !warnings.is_empty() {
-            failed.push(format!("{outcome}\n{}", warnings.join("\n")));
-        } else {
-            eprintln!("passed: {scenario} ({} checks)", outcome.checks.len());
-        }
+/// The sign-in scenarios of the suite's next release that toolhost does
+/// not pass yet, each with the reason; the test fails when one of them
+/// starts passing (then it leaves this list).
+const AUTH_NOT_YET: [(&str, &str); 2] = [
+    (
+        "auth/dpop",
+        "DPoP (SEP-1932) is not built: tokens are sent as `Bearer`, with no proof",
+    ),
+    (
+        "auth/dpop-nonce",
+        "DPoP (SEP-1932) is not built, nor its server nonces",
+    ),
+];
+
+/// Every sign-in scenario (`auth/*`) of the suite's next release, each
+/// with a fresh token directory, two at a time: each passes with no
+/// check failed or warned (a `WARNING` is a SHOULD of the spec left
+/// undone), but those of [`AUTH_NOT_YET`], which each still fail.
+#[test]
+fn the_next_releases_sign_in_scenarios_pass_with_host_as_the_client() {
+    let scenarios: Vec<String> = conformance::client_scenarios(conformance::Release::Next)
+        .into_iter()
+        .filter(|s| s.starts_with("auth/"))
+        .collect();
+    assert!(
+        scenarios.len() >= 30,
+        "the release lists {} sign-in scenarios",
+        scenarios.len()
+    );
+    for (known, _) in AUTH_NOT_YET {
+        assert!(
+            scenarios.iter().any(|s| s == known),
+            "{known} is not listed"
+        );
     }
+    let failed = std::sync::Mutex::new(Vec::new());
+    let queue = std::sync::Mutex::new(scenarios.iter());
+    std::thread::scope(|scope| {
+        for _ in 0..2 {
+            scope.spawn(|| {
+                loop {
+                    let Some(scenario) = queue.lock().unwrap().next() else {
+                        break;
+                    };
+                    let dir = tempfile::tempdir().unwrap();
+                    let outcome = conformance::client_of(
+                        conformance::Release::Next,
+                        &client_command(dir.path()),
+                        scenario,
+                    );
+                    let warnings: Vec<_> = outcome
+                        .checks
+                        .iter()
+                        .filter(|c| c["status"] == "WARNING")
+                        .map(|c| format!("  WARNING {}: {}", c["id"], c["description"]))
+                        .collect();
+                    let passed = outcome.passed() && warnings.is_empty();
+                    let not_yet = AUTH_NOT_YET.iter().find(|(s, _)| s == scenario);
+                    match (passed, not_yet) {
+                        (false, None) => failed
+                            .lock()
+                            .unwrap()
+                            .push(format!("{outcome}\n{}", warnings.join("\n"))),
+                        (true, Some((_, why))) => failed.lock().unwrap().push(format!(
+                            "{scenario} passes now: take it out of AUTH_NOT_YET ({why})"
+                        )),
+                        _ => eprintln!("{scenario}: {} checks", outcome.checks.len()),
+                    }
+                }
+            });
+        }
+    });
+    let failed = failed.into_inner().unwrap();
     assert!(failed.is_empty(), "{}", failed.join("\n\n"));
 }
 
-/// The scenarios of revisions 2025-06-18 and 2025-11-25.
+/// A workload's JWT the authorization server refuses (the suite's
+/// `auth/wif-jwt-bearer` with the JWT for another audience) is sent once:
+/// `host serve` keeps reconnecting to the server for four seconds (at
+/// 0.5, 1 and 2 s), and neither sends that JWT again nor tries another
+/// grant; the call's error says what the server answered.
 #[test]
-fn the_conformance_suites_auth_scenarios_pass_with_host_as_the_client() {
-    run_all(&[
-        "auth/metadata-default",
-        "auth/metadata-var1",
-        "auth/metadata-var2",
-        "auth/metadata-var3",
-        "auth/basic-cimd",
-        "auth/scope-from-www-authenticate",
-        "auth/scope-from-scopes-supported",
-        "auth/scope-omitted-when-undefined",
-        "auth/scope-step-up",
-        "auth/scope-retry-limit",
-        "auth/token-endpoint-auth-basic",
-        "auth/token-endpoint-auth-post",
-        "auth/token-endpoint-auth-none",
-        "auth/pre-registration",
-    ]);
-}
-
-/// The 2025-03-26 back-compat scenarios: no protected resource metadata.
-#[test]
-fn the_conformance_suites_2025_03_26_auth_scenarios_pass() {
-    run_all(&[
-        "auth/2025-03-26-oauth-metadata-backcompat",
-        "auth/2025-03-26-oauth-endpoint-fallback",
-    ]);
-}
-
-/// The draft scenarios, and the client-credentials extension (SEP-1046).
-/// (`auth/cross-app-access-complete-flow`, SEP-990, is not built.)
-#[test]
-fn the_conformance_suites_draft_and_client_credentials_scenarios_pass() {
-    run_all(&[
-        "auth/resource-mismatch",
-        "auth/offline-access-scope",
-        "auth/offline-access-not-supported",
-        "auth/client-credentials-basic",
-        "auth/client-credentials-jwt",
-    ]);
+fn a_refused_workload_jwt_is_sent_once_and_no_other_grant_is_tried() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display();
+    let port = free_port();
+    let run = format!(
+        "export WORKLOAD_JWT=wrong_audience_jwt\n\
+         python3 \"{d}/config.py\" \"$1\" > \"{d}/host.toml\" || exit 3\n\
+         \"{host}\" --config \"{d}/host.toml\" --no-watch serve --listen 127.0.0.1:{port} \
+         2> \"{d}/serve.log\" &\nsleep 4\nkill $!",
+        host = env!("CARGO_BIN_EXE_host"),
+    );
+    let outcome = conformance::client_of(
+        conformance::Release::Next,
+        &command_running(dir.path(), &run),
+        "auth/wif-jwt-bearer",
+    );
+    let said = std::fs::read_to_string(dir.path().join("serve.log")).unwrap_or_default();
+    let status = |id: &str| -> Vec<&str> {
+        outcome
+            .checks
+            .iter()
+            .filter(|c| c["id"] == id)
+            .filter_map(|c| c["status"].as_str())
+            .collect()
+    };
+    assert_eq!(status("wif-assertion-audience"), ["FAILURE"], "{outcome}\n{said}");
+    assert!(status("wif-no-retry").is_empty(), "{outcome}\n{said}");
+    assert!(status("wif-grant-fallback").is_empty(), "{outcome}\n{said}");
+    assert!(
+        said.contains("refused the workload's assertion") && said.contains("invalid_grant"),
+        "{said}"
+    );
+    assert!(said.contains("not sent again until the file changes"), "{said}");
 }
 
 /// An upstream MCP server that takes only the tokens of a real

@@ -84,6 +84,13 @@ pub struct McpServerConfig {
     /// What it may ask of the client side during a call (sampling,
     /// elicitation), and the bounds on it.
     pub requests: super::requests::ServerRequests,
+    /// Whether callers of revisions before 2026-07-28 reach it through
+    /// this client (a gateway, the default): an HTTP server that answers
+    /// `server/discover` then also gets a session in the older revision
+    /// it still speaks, for them. Without them (`false`: the host's own
+    /// agent and commands) such a server is spoken to in 2026-07-28 alone,
+    /// and never sent an `initialize`.
+    pub older_callers: bool,
 }
 
 /// The default [`McpServerConfig::connect_timeout`].
@@ -123,6 +130,7 @@ impl McpServerConfig {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
             requests: super::requests::ServerRequests::default(),
+            older_callers: true,
         }
     }
 

@@ -60,6 +60,7 @@ mod oauth;
 mod offers;
 mod prompt;
 mod requests;
+mod revisions;
 mod session;
 mod sign_in;
 pub mod skills;
@@ -73,8 +74,8 @@ pub use config::{
 };
 pub use error::McpClientError;
 pub use oauth::{
-    MAX_SIGN_INS, OAuthGrant, SIGN_IN_TIMEOUT, ShowSignIn, SignInError, SignInPrompt, SignedIn,
-    UpstreamOAuth, sign_out, token_file,
+    EnterpriseIdp, MAX_SIGN_INS, OAuthGrant, SIGN_IN_TIMEOUT, ShowSignIn, SignInError,
+    SignInPrompt, SignedIn, UpstreamOAuth, sign_out, token_file,
 };
 pub use requests::{
     ANSWER_TIMEOUT, DEFAULT_MAX_SAMPLING_TOKENS, DEFAULT_REQUESTS_PER_MINUTE, MAX_FORWARDED_BYTES,

@@ -10,10 +10,10 @@ use rmcp::model::PaginatedRequestParams;
 use rmcp::service::{Peer, RoleClient, ServiceError};
 use toolhost_runtime::{source::SourceState, source::SourceTool};
 
-use super::connect::{self, OpenError, Revision, Session};
-use super::handler::Handler;
+use super::connect::{self, OpenError, Session};
 use super::link::{Link, MAX_LIST_PAGES};
 use super::oauth::{Asked, Authorizer};
+use super::revisions::{self, Connection};
 use super::state::{Shared, not_set_up};
 use crate::tools;
 
@@ -41,23 +41,9 @@ pub(crate) async fn manage(shared: Arc<Shared>) {
         let reason = match shared.authorizer().await {
             Err(why) => why,
             Ok(oauth) => {
-                let started = tokio::time::timeout(
-                    shared.config.connect_timeout,
-                    connect::open(
-                        &shared.config,
-                        Handler::new(&shared),
-                        oauth.as_deref(),
-                        Revision::Session,
-                    ),
-                )
-                .await;
-                match started {
-                    Err(_) => format!(
-                        "did not connect within {} ms (`connect-timeout-ms`)",
-                        shared.config.connect_timeout.as_millis()
-                    ),
-                    Ok(Err(OpenError::Failed(reason))) => reason,
-                    Ok(Err(OpenError::Challenge(challenge))) => match &oauth {
+                match revisions::open(&shared, oauth.as_deref()).await {
+                    Err(OpenError::Failed(reason)) => reason,
+                    Err(OpenError::Challenge(challenge)) => match &oauth {
                         // The sign-in's own time does not count as connecting.
                         Some(oauth) => {
                             match oauth.answer(&challenge, sign_ins, Asked::Connect).await {
@@ -70,9 +56,9 @@ pub(crate) async fn manage(shared: Arc<Shared>) {
                         }
                         None => not_set_up(&challenge),
                     },
-                    Ok(Ok(session)) => {
+                    Ok(connection) => {
                         sign_ins = 0;
-                        let reason = serve(&shared, session, oauth.as_deref()).await;
+                        let reason = serve(&shared, connection, oauth.as_deref()).await;
                         // A server that worked and went away is retried at once,
                         // once in a while; one that keeps failing waits longer.
                         let quick =
@@ -107,14 +93,17 @@ pub(crate) async fn manage(shared: Arc<Shared>) {
 /// every list change, and returns why it ended and whether it had worked.
 async fn serve(
     shared: &Arc<Shared>,
-    session: Session<Handler>,
+    connection: Connection,
     oauth: Option<&Authorizer>,
 ) -> (String, bool) {
-    let Session {
-        service,
-        process,
-        stderr,
-    } = session;
+    let Connection {
+        main: Session {
+            service,
+            process,
+            stderr,
+        },
+        per_request,
+    } = connection;
     let peer = service.peer().clone();
     let server = service
         .peer_info()
@@ -162,10 +151,15 @@ async fn serve(
         }
     }
     // An HTTP server that also speaks 2026-07-28 is reached in it too,
-    // for the callers that speak it (`call.rs`), and lists its tools there.
-    let per_request = per_request(shared, oauth).await;
+    // for the callers that speak it (`call.rs`), and lists its tools there;
+    // one that speaks it alone is its own 2026-07-28 side.
     if let Some(modern) = &per_request {
         add_per_request_tools(shared, modern.peer()).await;
+    } else if !peer
+        .peer_info()
+        .is_none_or(|info| info.protocol_version.has_initialize())
+    {
+        *shared.per_request.lock() = Some((peer.clone(), Arc::default()));
     }
     shared.set_link(Link::Up(peer.clone()), SourceState::Ready, server);
     tracing::info!(server = %shared.config.name, tools = shared.tools.lock().len(), "MCP server connected");
@@ -228,38 +222,6 @@ async fn add_per_request_tools(shared: &Shared, modern: &Peer<RoleClient>) {
         Err(_) => {
             tracing::debug!(server = %shared.config.name, "tools/list in 2026-07-28 timed out");
         }
-    }
-}
-
-/// A second session with an HTTP server, in revision 2026-07-28, when the
-/// server speaks it (`None` for a stdio server, or one that does not).
-async fn per_request(
-    shared: &Arc<Shared>,
-    oauth: Option<&Authorizer>,
-) -> Option<rmcp::service::RunningService<RoleClient, Handler>> {
-    if !matches!(
-        shared.config.transport,
-        super::config::McpTransport::Http(_)
-    ) {
-        return None;
-    }
-    let opened = tokio::time::timeout(
-        shared.config.connect_timeout,
-        connect::open(
-            &shared.config,
-            Handler::new(shared),
-            oauth,
-            Revision::PerRequest,
-        ),
-    )
-    .await;
-    match opened {
-        Ok(Ok(session)) => Some(session.service),
-        Ok(Err(OpenError::Failed(why) | OpenError::Challenge(why))) => {
-            tracing::debug!(server = %shared.config.name, "no 2026-07-28 session: {why}");
-            None
-        }
-        Err(_) => None,
     }
 }
 

@@ -31,13 +31,18 @@
 //!   nothing sent to another (no secret, no refresh token, no
 //!   registration), so a server, or its DNS name, that names another
 //!   authorization server gets nothing ([`SignInError::WrongIssuer`]);
+//!   with a person at hand (a prompt) and no `issuer` configured, such a
+//!   server has moved (SEP-2352): the person signs in at the new one,
+//!   registered anew, and the kept tokens are replaced once that completes;
 //! - the tokens: kept by `token_store.rs` (a file only the user can read)
 //!   with the issuer they came from, never written to a log, a trace or
 //!   an error.
 
 mod client_credentials;
 mod discovery;
+mod enterprise;
 mod error;
+mod jwt_bearer;
 mod loopback;
 mod settings;
 mod token_store;
@@ -57,7 +62,7 @@ use discovery::{Discovered, Trusted, discover};
 pub use error::SignInError;
 use error::failed;
 pub(crate) use settings::check;
-pub use settings::{OAuthGrant, ShowSignIn, SignInPrompt, UpstreamOAuth};
+pub use settings::{EnterpriseIdp, OAuthGrant, ShowSignIn, SignInPrompt, UpstreamOAuth};
 use token_store::TokenStore;
 
 /// The most tokens obtained for one request (a sign-in, then up to two
@@ -99,6 +104,9 @@ pub(crate) struct Authorizer {
     /// Why the kept tokens are not in use (their server named another
     /// authorization server); tried again when the server refuses.
     refused: parking_lot::Mutex<Option<SignInError>>,
+    /// The digest of the workload assertion the authorization server
+    /// refused last (JWT-bearer grant), not sent again.
+    refused_assertion: parking_lot::Mutex<Option<[u8; 32]>>,
 }
 
 /// What set off a sign-in.
@@ -134,6 +142,7 @@ impl Authorizer {
             prompt_at_connect: AtomicBool::new(true),
             hint: settings.sign_in_command.clone(),
             refused: parking_lot::Mutex::new(None),
+            refused_assertion: parking_lot::Mutex::new(None),
         };
         if authorizer
             .store
@@ -278,8 +287,14 @@ impl Authorizer {
         if attempt == 0 && after.is_some() && after != before {
             return Ok(());
         }
-        if self.settings.grant == OAuthGrant::ClientCredentials {
-            return self.client_credentials(Some(challenge), params.scope).await;
+        match self.settings.grant {
+            OAuthGrant::ClientCredentials => {
+                return self.client_credentials(Some(challenge), params.scope).await;
+            }
+            grant @ (OAuthGrant::JwtBearer | OAuthGrant::Enterprise) => {
+                return self.unattended(grant, Some(challenge), params.scope).await;
+            }
+            OAuthGrant::AuthorizationCode => {}
         }
         let prompt = match (&self.settings.prompt, asked) {
             (Some(_), Asked::Connect) if !self.prompt_at_connect.load(Ordering::Relaxed) => None,
@@ -307,14 +322,30 @@ impl Authorizer {
                 hint: self.hint.clone(),
             });
         };
-        let signed = self
-            .authorization_code(
-                Some(challenge),
-                step_up.then_some(params.scope).flatten(),
-                prompt,
-                false,
-            )
-            .await;
+        let step_up = step_up.then_some(params.scope).flatten();
+        let signed = match self
+            .authorization_code(Some(challenge), step_up.clone(), prompt, false)
+            .await
+        {
+            // The server has moved to another authorization server
+            // (SEP-2352) and a person is at hand: a sign-in there anew,
+            // registered anew; nothing kept is sent there, and the kept
+            // tokens are replaced only once it completes.
+            Err(SignInError::WrongIssuer {
+                pinned: true,
+                named: Some(named),
+                ..
+            }) => {
+                tracing::warn!(
+                    server = %self.server,
+                    issuer = %toolhost_text::line(&named, 200),
+                    "OAuth: the server names another authorization server; signing in there anew"
+                );
+                self.authorization_code(Some(challenge), step_up, prompt, true)
+                    .await
+            }
+            signed => signed,
+        };
         if signed.is_err() && asked == Asked::Connect {
             self.prompt_at_connect.store(false, Ordering::Relaxed);
         }
@@ -379,6 +410,35 @@ impl Authorizer {
         *self.client.auth_manager.lock().await = manager;
         *self.refused.lock() = None;
         tracing::info!(server = %self.server, "OAuth: obtained a token with the client's credentials");
+        Ok(())
+    }
+
+    /// A grant nobody attends but the client-credentials one: a
+    /// workload's JWT-bearer grant (`jwt_bearer.rs`) or enterprise-managed
+    /// authorization (`enterprise.rs`).
+    async fn unattended(
+        &self,
+        grant: OAuthGrant,
+        challenge: Option<&str>,
+        challenged: Option<String>,
+    ) -> Result<(), SignInError> {
+        let trusted = self.trusted(false);
+        let terms = Grant {
+            challenge,
+            challenged,
+            trusted: &trusted,
+            hint: self.hint.as_deref(),
+        };
+        let (url, store) = (self.url.clone(), self.store.clone());
+        let manager = if grant == OAuthGrant::Enterprise {
+            enterprise::enterprise(url, store, &self.settings, terms).await?
+        } else {
+            jwt_bearer::jwt_bearer(url, store, &self.settings, terms, &self.refused_assertion)
+                .await?
+        };
+        *self.client.auth_manager.lock().await = manager;
+        *self.refused.lock() = None;
+        tracing::info!(server = %self.server, ?grant, "OAuth: obtained a token without a sign-in");
         Ok(())
     }
 
@@ -498,10 +558,16 @@ impl Authorizer {
         settings: &UpstreamOAuth,
     ) -> Result<SignedIn, SignInError> {
         match settings.grant {
-            OAuthGrant::ClientCredentials => {
+            grant @ (OAuthGrant::ClientCredentials
+            | OAuthGrant::JwtBearer
+            | OAuthGrant::Enterprise) => {
                 let scope =
                     challenge.and_then(|c| WWWAuthenticateParams::parse(c, &self.url).scope);
-                self.client_credentials(challenge, scope).await?;
+                if grant == OAuthGrant::ClientCredentials {
+                    self.client_credentials(challenge, scope).await?;
+                } else {
+                    self.unattended(grant, challenge, scope).await?;
+                }
                 Ok(SignedIn {
                     scopes: self
                         .store

@@ -57,6 +57,11 @@ pub struct UpstreamOAuth {
     pub private_key_pem: Option<String>,
     /// The key's algorithm: `ES256` (default), `ES384`, `RS256`, `RS384`, `RS512`.
     pub signing_algorithm: Option<String>,
+    /// The JWT-bearer grant's assertion: a file holding the workload's
+    /// JWT, read again at each grant (its platform rotates it).
+    pub assertion_file: Option<PathBuf>,
+    /// Enterprise-managed authorization's identity provider.
+    pub enterprise: Option<Box<EnterpriseIdp>>,
     /// The loopback port of the sign-in redirect (any free port if `None`),
     /// for an authorization server that registered one.
     pub redirect_port: Option<u16>,
@@ -87,6 +92,8 @@ impl std::fmt::Debug for UpstreamOAuth {
                 &self.private_key_pem.as_ref().map(|_| "[redacted]"),
             )
             .field("signing_algorithm", &self.signing_algorithm)
+            .field("assertion_file", &self.assertion_file)
+            .field("enterprise", &self.enterprise)
             .field("redirect_port", &self.redirect_port)
             .field("token_dir", &self.token_dir)
             .field("sign_in_command", &self.sign_in_command)
@@ -104,6 +111,47 @@ pub enum OAuthGrant {
     /// The client's own credentials (SEP-1046), for a gateway nobody
     /// attends: `client_id` with `client_secret` or `private_key_pem`.
     ClientCredentials,
+    /// A workload's own identity (RFC 7523's JWT-bearer grant, SEP-1933):
+    /// the JWT in `assertion_file` traded for a token, nobody signing in.
+    JwtBearer,
+    /// Enterprise-managed authorization (SEP-990): the person's ID token
+    /// from their organization's identity provider ([`EnterpriseIdp`])
+    /// traded there for an identity assertion, and that here for a token;
+    /// `client_id` (and `client_secret`) are the client's at this server's
+    /// authorization server.
+    Enterprise,
+}
+
+/// The organization's identity provider of enterprise-managed
+/// authorization, and where the person's ID token from it is.
+#[derive(Clone, Default, PartialEq)]
+pub struct EnterpriseIdp {
+    /// Its issuer identifier.
+    pub issuer: String,
+    /// Its token endpoint (from its OpenID configuration if `None`).
+    pub token_endpoint: Option<String>,
+    /// This client's id there.
+    pub client_id: String,
+    /// Its secret there (a confidential client).
+    pub client_secret: Option<String>,
+    /// The file holding the person's ID token, which their sign-in tool
+    /// writes; read again at each grant.
+    pub id_token_file: PathBuf,
+}
+
+impl std::fmt::Debug for EnterpriseIdp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EnterpriseIdp")
+            .field("issuer", &self.issuer)
+            .field("token_endpoint", &self.token_endpoint)
+            .field("client_id", &self.client_id)
+            .field(
+                "client_secret",
+                &self.client_secret.as_ref().map(|_| "[redacted]"),
+            )
+            .field("id_token_file", &self.id_token_file)
+            .finish()
+    }
 }
 
 /// What shows the sign-in page: called with the server's name and the
@@ -133,7 +181,10 @@ impl PartialEq for SignInPrompt {
 /// fragment).
 pub(crate) fn check(name: &str, settings: &UpstreamOAuth) -> Result<(), McpClientError> {
     match &settings.issuer {
-        None if settings.client_secret.is_some() || settings.private_key_pem.is_some() => {
+        None if settings.client_secret.is_some()
+            || settings.private_key_pem.is_some()
+            || settings.assertion_file.is_some() =>
+        {
             Err(McpClientError::IssuerRequired {
                 name: name.to_owned(),
             })
