@@ -212,14 +212,21 @@ fn a_refused_workload_jwt_is_sent_once_and_no_other_grant_is_tried() {
             .filter_map(|c| c["status"].as_str())
             .collect()
     };
-    assert_eq!(status("wif-assertion-audience"), ["FAILURE"], "{outcome}\n{said}");
+    assert_eq!(
+        status("wif-assertion-audience"),
+        ["FAILURE"],
+        "{outcome}\n{said}"
+    );
     assert!(status("wif-no-retry").is_empty(), "{outcome}\n{said}");
     assert!(status("wif-grant-fallback").is_empty(), "{outcome}\n{said}");
     assert!(
         said.contains("refused the workload's assertion") && said.contains("invalid_grant"),
         "{said}"
     );
-    assert!(said.contains("not sent again until the file changes"), "{said}");
+    assert!(
+        said.contains("not sent again until the file changes"),
+        "{said}"
+    );
 }
 
 /// An upstream MCP server that takes only the tokens of a real

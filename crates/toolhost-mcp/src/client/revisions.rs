@@ -81,12 +81,13 @@ pub(crate) async fn open(
                 per_request: None,
             });
         }
-        // A server that answers no request in time is not asked again.
+        // An older server may leave a method it does not know unanswered.
         Err(_) => {
-            return Err(OpenError::Failed(format!(
-                "did not connect within {} ms (`connect-timeout-ms`)",
-                shared.config.connect_timeout.as_millis()
-            )));
+            tracing::debug!(server = %shared.config.name, "server/discover was not answered in time");
+            return legacy().await.map(|main| Connection {
+                main,
+                per_request: None,
+            });
         }
     };
     if !shared.config.older_callers {
