@@ -97,8 +97,7 @@ export TOOLHOST_CACHE_DIR="{d}/cache" TOOLHOST_LOCK="{d}/lock" TOOLHOST_OAUTH_DI
 export BROWSER="sh {d}/browser.sh"
 python3 "{d}/config.py" "$1" > "{d}/host.toml" || exit 3
 {run}
-"#,
-        run = run,
+"#
     );
     let path = dir.join("client.sh");
     std::fs::write(&path, script).unwrap();
