@@ -114,7 +114,18 @@ document.addEventListener("click", async (e) => {
 
 showTimes(document);
 const events = new EventSource("/console/events");
-events.addEventListener("calls", (e) => { for (const c of JSON.parse(e.data)) addCall(c); });
+// An answer "always" is saved by the call it let through, after the
+// answer's request has returned: the saved approvals are read again when
+// calls finish (half a second after the first that finished, at most
+// twice a second), so the page never keeps them from before that save.
+let savedSoon = null;
+events.addEventListener("calls", (e) => {
+  const calls = JSON.parse(e.data);
+  for (const c of calls) addCall(c);
+  if (savedSoon === null && calls.some((c) => c.phase === "finished")) {
+    savedSoon = setTimeout(() => { savedSoon = null; refresh("saved"); }, 500);
+  }
+});
 events.addEventListener("queue", () => refresh("queue"));
 events.addEventListener("lagged", () => refresh("calls"));
 // Tasks change without a call starting or ending (a status message, a

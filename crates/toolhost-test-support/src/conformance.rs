@@ -109,6 +109,16 @@ impl Outcome {
             .collect()
     }
 
+    /// The checks that warned (a SHOULD of the spec left undone), one
+    /// line each.
+    pub fn warnings(&self) -> Vec<String> {
+        self.checks
+            .iter()
+            .filter(|c| c["status"] == "WARNING")
+            .map(|c| format!("  WARNING {}: {}", c["id"], c["description"]))
+            .collect()
+    }
+
     /// Whether the suite succeeded with no failed check (and ran any).
     pub fn passed(&self) -> bool {
         self.success && !self.checks.is_empty() && self.failures().is_empty()
@@ -240,6 +250,41 @@ pub const SERVER_SCENARIOS: [&str; 32] = [
     "prompts-get-with-image",
     "dns-rebinding-protection",
 ];
+
+/// Runs `check` on each scenario of `scenarios`, two at a time (each
+/// waits mostly on its processes), and returns what each failing one said
+/// (`check` returns `Some` for a failure).
+///
+/// ```no_run
+/// use toolhost_test_support::conformance::two_at_a_time;
+/// let failed = two_at_a_time(&["ping".to_owned()], |s| (s != "ping").then(|| s.to_owned()));
+/// assert!(failed.is_empty());
+/// ```
+pub fn two_at_a_time(
+    scenarios: &[String],
+    check: impl Fn(&str) -> Option<String> + Sync,
+) -> Vec<String> {
+    let failed = std::sync::Mutex::new(Vec::new());
+    let queue = std::sync::Mutex::new(scenarios.iter());
+    std::thread::scope(|scope| {
+        for _ in 0..2 {
+            scope.spawn(|| {
+                loop {
+                    let next = queue.lock().map(|mut q| q.next()).ok().flatten();
+                    let Some(scenario) = next else {
+                        break;
+                    };
+                    if let Some(said) = check(scenario)
+                        && let Ok(mut failed) = failed.lock()
+                    {
+                        failed.push(said);
+                    }
+                }
+            });
+        }
+    });
+    failed.into_inner().unwrap_or_default()
+}
 
 /// Every server scenario of `release`, in its order (`list --server`).
 pub fn server_scenarios(release: Release) -> Vec<String> {

@@ -101,7 +101,10 @@ fn host_as_a_client_passes_every_client_scenario_of_the_next_release() {
         "the release lists {} client scenarios",
         scenarios.len()
     );
-    let here: Vec<&String> = scenarios.iter().filter(|s| !judged_elsewhere(s)).collect();
+    let here: Vec<String> = scenarios
+        .into_iter()
+        .filter(|s| !judged_elsewhere(s))
+        .collect();
     for known in [
         "initialize",
         "tools_call",
@@ -116,45 +119,22 @@ fn host_as_a_client_passes_every_client_scenario_of_the_next_release() {
     ] {
         assert!(here.iter().any(|s| *s == known), "{known} is not listed");
     }
-    let failed = std::sync::Mutex::new(Vec::new());
-    // Two at a time: each waits mostly on its processes.
-    let queue = std::sync::Mutex::new(here.into_iter());
-    std::thread::scope(|scope| {
-        for _ in 0..2 {
-            scope.spawn(|| {
-                loop {
-                    let Some(scenario) = queue.lock().unwrap().next() else {
-                        break;
-                    };
-                    let dir = tempfile::tempdir().unwrap();
-                    std::fs::write(dir.path().join("harness.py"), HARNESS).unwrap();
-                    let command = format!(
-                        "python3 {}/harness.py {} {}",
-                        dir.path().display(),
-                        dir.path().display(),
-                        env!("CARGO_BIN_EXE_host")
-                    );
-                    let outcome =
-                        conformance::client_of(conformance::Release::Next, &command, scenario);
-                    let warned: Vec<String> = outcome
-                        .checks
-                        .iter()
-                        .filter(|c| c["status"] == "WARNING")
-                        .map(|c| format!("  WARNING {}: {}", c["id"], c["description"]))
-                        .collect();
-                    if !outcome.passed() || !warned.is_empty() {
-                        let log = std::fs::read_to_string(dir.path().join("harness.log"))
-                            .unwrap_or_default();
-                        failed
-                            .lock()
-                            .unwrap()
-                            .push(format!("{outcome}\n{}\nharness:\n{log}", warned.join("\n")));
-                    }
-                }
-            });
-        }
+    let failed = conformance::two_at_a_time(&here, |scenario| {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("harness.py"), HARNESS).unwrap();
+        let command = format!(
+            "python3 {}/harness.py {} {}",
+            dir.path().display(),
+            dir.path().display(),
+            env!("CARGO_BIN_EXE_host")
+        );
+        let outcome = conformance::client_of(conformance::Release::Next, &command, scenario);
+        let warned = outcome.warnings();
+        (!outcome.passed() || !warned.is_empty()).then(|| {
+            let log = std::fs::read_to_string(dir.path().join("harness.log")).unwrap_or_default();
+            format!("{outcome}\n{}\nharness:\n{log}", warned.join("\n"))
+        })
     });
-    let failed = failed.into_inner().unwrap();
     assert!(failed.is_empty(), "{}", failed.join("\n\n"));
 }
 

@@ -139,44 +139,23 @@ fn the_next_releases_sign_in_scenarios_pass_with_host_as_the_client() {
             "{known} is not listed"
         );
     }
-    let failed = std::sync::Mutex::new(Vec::new());
-    let queue = std::sync::Mutex::new(scenarios.iter());
-    std::thread::scope(|scope| {
-        for _ in 0..2 {
-            scope.spawn(|| {
-                loop {
-                    let Some(scenario) = queue.lock().unwrap().next() else {
-                        break;
-                    };
-                    let dir = tempfile::tempdir().unwrap();
-                    let outcome = conformance::client_of(
-                        conformance::Release::Next,
-                        &client_command(dir.path()),
-                        scenario,
-                    );
-                    let warnings: Vec<_> = outcome
-                        .checks
-                        .iter()
-                        .filter(|c| c["status"] == "WARNING")
-                        .map(|c| format!("  WARNING {}: {}", c["id"], c["description"]))
-                        .collect();
-                    let passed = outcome.passed() && warnings.is_empty();
-                    let not_yet = AUTH_NOT_YET.iter().find(|(s, _)| s == scenario);
-                    match (passed, not_yet) {
-                        (false, None) => failed
-                            .lock()
-                            .unwrap()
-                            .push(format!("{outcome}\n{}", warnings.join("\n"))),
-                        (true, Some((_, why))) => failed.lock().unwrap().push(format!(
-                            "{scenario} passes now: take it out of AUTH_NOT_YET ({why})"
-                        )),
-                        _ => eprintln!("{scenario}: {} checks", outcome.checks.len()),
-                    }
-                }
-            });
+    let failed = conformance::two_at_a_time(&scenarios, |scenario| {
+        let dir = tempfile::tempdir().unwrap();
+        let outcome = conformance::client_of(
+            conformance::Release::Next,
+            &client_command(dir.path()),
+            scenario,
+        );
+        let warnings = outcome.warnings();
+        let passed = outcome.passed() && warnings.is_empty();
+        match (passed, AUTH_NOT_YET.iter().find(|(s, _)| *s == scenario)) {
+            (false, None) => Some(format!("{outcome}\n{}", warnings.join("\n"))),
+            (true, Some((_, why))) => Some(format!(
+                "{scenario} passes now: take it out of AUTH_NOT_YET ({why})"
+            )),
+            _ => None,
         }
     });
-    let failed = failed.into_inner().unwrap();
     assert!(failed.is_empty(), "{}", failed.join("\n\n"));
 }
 

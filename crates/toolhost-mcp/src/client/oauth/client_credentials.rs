@@ -5,7 +5,7 @@
 use rmcp::transport::auth::{AuthorizationManager, ClientCredentialsConfig, JwtSigningAlgorithm};
 use url::Url;
 
-use super::discovery::{Trusted, discover};
+use super::discovery::{Discovered, Trusted, discover};
 use super::error::{SignInError, failed};
 use super::settings::UpstreamOAuth;
 use super::token_store::TokenStore;
@@ -22,6 +22,38 @@ pub(super) struct Grant<'a> {
     pub(super) hint: Option<&'a str>,
 }
 
+impl Grant<'_> {
+    /// A manager over `store` for the server at `url`, and what discovery
+    /// found there, once the authorization server it names is the one
+    /// trusted: the grant's credentials are sent there only, and nothing
+    /// is sent before.
+    pub(super) async fn trusted_manager(
+        &self,
+        url: &Url,
+        store: &TokenStore,
+    ) -> Result<(AuthorizationManager, Discovered), SignInError> {
+        let mut manager = AuthorizationManager::new(url.clone())
+            .await
+            .map_err(failed)?;
+        manager.set_credential_store(store.clone());
+        let found = discover(&mut manager, url, self.challenge).await?;
+        self.trusted.admit(&found, self.hint)?;
+        Ok((manager, found))
+    }
+
+    /// The scopes to ask for: the settings', else the challenge's, else none.
+    pub(super) fn scopes(&self, settings: &UpstreamOAuth) -> Vec<String> {
+        if settings.scopes.is_empty() {
+            self.challenged
+                .as_deref()
+                .map(|s| s.split_whitespace().map(str::to_owned).collect())
+                .unwrap_or_default()
+        } else {
+            settings.scopes.clone()
+        }
+    }
+}
+
 /// A manager over `store` holding a token of the client-credentials grant.
 pub(super) async fn client_credentials(
     url: Url,
@@ -35,22 +67,8 @@ pub(super) async fn client_credentials(
             "the client-credentials grant needs a client id".into(),
         ));
     };
-    let mut manager = AuthorizationManager::new(url.clone())
-        .await
-        .map_err(failed)?;
-    manager.set_credential_store(store.clone());
-    // Before anything is sent: the credentials go to the trusted
-    // authorization server only.
-    let found = discover(&mut manager, &url, grant.challenge).await?;
-    grant.trusted.admit(&found, grant.hint)?;
-    let challenged = grant.challenged;
-    let scopes = if settings.scopes.is_empty() {
-        challenged
-            .map(|s| s.split_whitespace().map(str::to_owned).collect())
-            .unwrap_or_default()
-    } else {
-        settings.scopes.clone()
-    };
+    let (mut manager, found) = grant.trusted_manager(&url, &store).await?;
+    let scopes = grant.scopes(settings);
     // RFC 8707: the resource is this server.
     let resource = Some(url.to_string());
     let config = match (&settings.private_key_pem, &settings.client_secret) {

@@ -134,7 +134,7 @@ async fn origin_metadata(url: &Url) -> Result<AuthorizationMetadata, SignInError
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .map_err(|e| fail(e.to_string()))?;
-    let mut response = client
+    let response = client
         .get(well_known.clone())
         .header("MCP-Protocol-Version", "2025-03-26")
         .send()
@@ -143,15 +143,26 @@ async fn origin_metadata(url: &Url) -> Result<AuthorizationMetadata, SignInError
     if !response.status().is_success() {
         return Err(fail(format!("answered {}", response.status())));
     }
+    let body = read_bounded(response, MAX_METADATA_BYTES)
+        .await
+        .map_err(fail)?;
+    serde_json::from_slice(&body)
+        .map_err(|e| fail(format!("not authorization server metadata: {e}")))
+}
+
+/// The body of `response`, read only up to `limit` bytes.
+pub(super) async fn read_bounded(
+    mut response: reqwest::Response,
+    limit: usize,
+) -> Result<Vec<u8>, String> {
     let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| fail(e.to_string()))? {
-        if body.len().saturating_add(chunk.len()) > MAX_METADATA_BYTES {
-            return Err(fail(format!("larger than {MAX_METADATA_BYTES} bytes")));
+    while let Some(chunk) = response.chunk().await.map_err(|e| e.to_string())? {
+        if body.len().saturating_add(chunk.len()) > limit {
+            return Err(format!("the answer is larger than {limit} bytes"));
         }
         body.extend_from_slice(&chunk);
     }
-    serde_json::from_slice(&body)
-        .map_err(|e| fail(format!("not authorization server metadata: {e}")))
+    Ok(body)
 }
 
 #[cfg(test)]

@@ -21,7 +21,7 @@ use rmcp::transport::auth::{
 use url::Url;
 
 use super::client_credentials::Grant;
-use super::discovery::discover;
+use super::discovery::read_bounded;
 use super::error::{SignInError, failed};
 use super::jwt_bearer::{keep_granted, read_assertion};
 use super::settings::UpstreamOAuth;
@@ -46,12 +46,7 @@ pub(super) async fn enterprise(
         ));
     };
     let id_token = read_assertion(&idp.id_token_file)?;
-    let mut manager = AuthorizationManager::new(url.clone())
-        .await
-        .map_err(failed)?;
-    manager.set_credential_store(store.clone());
-    let found = discover(&mut manager, &url, grant.challenge).await?;
-    grant.trusted.admit(&found, grant.hint)?;
+    let (mut manager, found) = grant.trusted_manager(&url, &store).await?;
     let Some(issuer) = found.issuer.clone() else {
         return Err(SignInError::Failed(
             "the authorization server's metadata names no issuer".into(),
@@ -75,14 +70,7 @@ pub(super) async fn enterprise(
         client_id,
     )
     .with_client_authentication(authentication(&settings.client_secret));
-    let scopes = if settings.scopes.is_empty() {
-        grant
-            .challenged
-            .map(|s| s.split_whitespace().map(str::to_owned).collect())
-            .unwrap_or_default()
-    } else {
-        settings.scopes.clone()
-    };
+    let scopes = grant.scopes(settings);
     let http = default_oauth_http_client().map_err(failed)?;
     let resource = url.to_string();
     let token = EmaExchangeRequest::new_with_id_token(at_idp, at_server, &resource, &id_token)
@@ -122,7 +110,7 @@ async fn idp_token_endpoint(issuer: &str) -> Result<String, SignInError> {
         .redirect(reqwest::redirect::Policy::none())
         .build()
         .map_err(|e| fail(e.to_string()))?;
-    let mut response = client
+    let response = client
         .get(&address)
         .send()
         .await
@@ -130,13 +118,9 @@ async fn idp_token_endpoint(issuer: &str) -> Result<String, SignInError> {
     if !response.status().is_success() {
         return Err(fail(format!("answered {}", response.status())));
     }
-    let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| fail(e.to_string()))? {
-        if body.len().saturating_add(chunk.len()) > MAX_METADATA_BYTES {
-            return Err(fail(format!("larger than {MAX_METADATA_BYTES} bytes")));
-        }
-        body.extend_from_slice(&chunk);
-    }
+    let body = read_bounded(response, MAX_METADATA_BYTES)
+        .await
+        .map_err(fail)?;
     let metadata: serde_json::Value =
         serde_json::from_slice(&body).map_err(|e| fail(format!("not JSON: {e}")))?;
     // OpenID Connect Discovery 1.0, 4.3: the issuer is the one asked.

@@ -15,7 +15,7 @@ use rmcp::transport::auth::{
 use url::Url;
 
 use super::client_credentials::Grant;
-use super::discovery::discover;
+use super::discovery::read_bounded;
 use super::error::{SignInError, failed};
 use super::settings::UpstreamOAuth;
 use super::token_store::TokenStore;
@@ -53,22 +53,8 @@ pub(super) async fn jwt_bearer(
             file.display()
         )));
     }
-    let mut manager = AuthorizationManager::new(url.clone())
-        .await
-        .map_err(failed)?;
-    manager.set_credential_store(store.clone());
-    // Before anything is sent: the assertion goes to the trusted
-    // authorization server only.
-    let found = discover(&mut manager, &url, grant.challenge).await?;
-    grant.trusted.admit(&found, grant.hint)?;
-    let scopes = if settings.scopes.is_empty() {
-        grant
-            .challenged
-            .map(|s| s.split_whitespace().map(str::to_owned).collect())
-            .unwrap_or_default()
-    } else {
-        settings.scopes.clone()
-    };
+    let (mut manager, found) = grant.trusted_manager(&url, &store).await?;
+    let scopes = grant.scopes(settings);
     let mut form = vec![
         ("grant_type", GRANT_TYPE.to_owned()),
         ("assertion", assertion),
@@ -171,7 +157,7 @@ async fn request(
     let body = url::form_urlencoded::Serializer::new(String::new())
         .extend_pairs(form)
         .finish();
-    let mut response = client
+    let response = client
         .post(endpoint)
         .header("accept", "application/json")
         .header("content-type", "application/x-www-form-urlencoded")
@@ -180,15 +166,9 @@ async fn request(
         .await
         .map_err(|e| fail(toolhost_text::cause(&e)))?;
     let status = response.status();
-    let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| fail(e.to_string()))? {
-        if body.len().saturating_add(chunk.len()) > MAX_RESPONSE_BYTES {
-            return Err(fail(format!(
-                "the answer is larger than {MAX_RESPONSE_BYTES} bytes"
-            )));
-        }
-        body.extend_from_slice(&chunk);
-    }
+    let body = read_bounded(response, MAX_RESPONSE_BYTES)
+        .await
+        .map_err(fail)?;
     if status.is_success() {
         return serde_json::from_slice::<OAuthTokenResponse>(&body)
             .map(Ok)
