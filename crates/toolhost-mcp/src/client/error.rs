@@ -15,13 +15,13 @@ pub enum McpClientError {
         /// What is wrong.
         message: String,
     },
-    /// An OAuth client with a secret or a key, and no `issuer`: the
-    /// authorization server it may be sent to is not known.
+    /// An OAuth client with a secret, a key or a workload's JWT, and no
+    /// `issuer`: the authorization server it may be sent to is not known.
     #[error(
-        "MCP server `{name}`: its OAuth settings keep a client secret or key, so they need `issuer`, \
+        "MCP server `{name}`: its OAuth settings keep a client secret, a key or a workload's JWT, so they need `issuer`, \
          the authorization server's issuer identifier exactly as its metadata says it \
-         (`issuer = \"https://login.example.com\"` in its `oauth` table): the secret and the \
-         tokens' refresh go to that server only, whichever one the MCP server names"
+         (`issuer = \"https://login.example.com\"` in its `oauth` table): the secret (or JWT) \
+         and the tokens' refresh go to that server only, whichever one the MCP server names"
     )]
     IssuerRequired {
         /// The server.
