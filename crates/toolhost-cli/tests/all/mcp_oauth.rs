@@ -58,7 +58,8 @@ if "idp_id_token" in context:
     # the ID token their sign-in tool wrote to a file.
     lines.append('grant = "enterprise"')
     lines.append("idp-issuer = " + json.dumps(context["idp_issuer"]))
-    lines.append("idp-token-endpoint = " + json.dumps(context["idp_token_endpoint"]))
+    # Its token endpoint is found from its OpenID configuration (the
+    # suite's context names it too: left out, so discovery is used).
     lines.append("idp-client-id = " + json.dumps(context["idp_client_id"]))
     lines.append("id-token-file = " + secret("id.jwt", context["idp_id_token"]))
 if "client_secret" in context or "private_key_pem" in context or "valid_jwt" in context:

@@ -129,25 +129,37 @@ async fn origin_metadata(url: &Url) -> Result<AuthorizationMetadata, SignInError
     well_known.set_query(None);
     well_known.set_fragment(None);
     let fail = |why: String| SignInError::Failed(format!("{well_known}: {why}"));
-    let client = reqwest::Client::builder()
-        .timeout(METADATA_TIMEOUT)
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|e| fail(e.to_string()))?;
-    let response = client
+    let request = http(METADATA_TIMEOUT)
+        .map_err(fail)?
         .get(well_known.clone())
-        .header("MCP-Protocol-Version", "2025-03-26")
-        .send()
-        .await
-        .map_err(|e| fail(e.to_string()))?;
-    if !response.status().is_success() {
-        return Err(fail(format!("answered {}", response.status())));
-    }
-    let body = read_bounded(response, MAX_METADATA_BYTES)
+        .header("MCP-Protocol-Version", "2025-03-26");
+    let body = get_document(request, MAX_METADATA_BYTES)
         .await
         .map_err(fail)?;
     serde_json::from_slice(&body)
         .map_err(|e| fail(format!("not authorization server metadata: {e}")))
+}
+
+/// An HTTP client for the sign-in's own requests: no redirects followed,
+/// each request bounded by `timeout`.
+pub(super) fn http(timeout: Duration) -> Result<reqwest::Client, String> {
+    reqwest::Client::builder()
+        .timeout(timeout)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+/// The document `request` fetches: a success status, at most `limit` bytes.
+pub(super) async fn get_document(
+    request: reqwest::RequestBuilder,
+    limit: usize,
+) -> Result<Vec<u8>, String> {
+    let response = request.send().await.map_err(|e| toolhost_text::cause(&e))?;
+    if !response.status().is_success() {
+        return Err(format!("answered {}", response.status()));
+    }
+    read_bounded(response, limit).await
 }
 
 /// The body of `response`, read only up to `limit` bytes.

@@ -21,7 +21,7 @@ use rmcp::transport::auth::{
 use url::Url;
 
 use super::client_credentials::Grant;
-use super::discovery::read_bounded;
+use super::discovery::{get_document, http};
 use super::error::{SignInError, failed};
 use super::jwt_bearer::{keep_granted, read_assertion};
 use super::settings::UpstreamOAuth;
@@ -105,20 +105,8 @@ async fn idp_token_endpoint(issuer: &str) -> Result<String, SignInError> {
         issuer.trim_end_matches('/')
     );
     let fail = |why: String| SignInError::Failed(format!("{address}: {why}"));
-    let client = reqwest::Client::builder()
-        .timeout(METADATA_TIMEOUT)
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|e| fail(e.to_string()))?;
-    let response = client
-        .get(&address)
-        .send()
-        .await
-        .map_err(|e| fail(toolhost_text::cause(&e)))?;
-    if !response.status().is_success() {
-        return Err(fail(format!("answered {}", response.status())));
-    }
-    let body = read_bounded(response, MAX_METADATA_BYTES)
+    let request = http(METADATA_TIMEOUT).map_err(fail)?.get(&address);
+    let body = get_document(request, MAX_METADATA_BYTES)
         .await
         .map_err(fail)?;
     let metadata: serde_json::Value =

@@ -15,7 +15,7 @@ use rmcp::transport::auth::{
 use url::Url;
 
 use super::client_credentials::Grant;
-use super::discovery::read_bounded;
+use super::discovery::{http, read_bounded};
 use super::error::{SignInError, failed};
 use super::settings::UpstreamOAuth;
 use super::token_store::TokenStore;
@@ -149,11 +149,7 @@ async fn request(
     form: &[(&str, String)],
 ) -> Result<Result<OAuthTokenResponse, String>, SignInError> {
     let fail = |why: String| SignInError::Failed(format!("token request: {why}"));
-    let client = reqwest::Client::builder()
-        .timeout(TOKEN_TIMEOUT)
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|e| fail(e.to_string()))?;
+    let client = http(TOKEN_TIMEOUT).map_err(fail)?;
     let body = url::form_urlencoded::Serializer::new(String::new())
         .extend_pairs(form)
         .finish();
