@@ -108,16 +108,7 @@ python3 "{d}/config.py" "$1" > "{d}/host.toml" || exit 3
 /// The sign-in scenarios of the suite's next release that toolhost does
 /// not pass yet, each with the reason; the test fails when one of them
 /// starts passing (then it leaves this list).
-const AUTH_NOT_YET: [(&str, &str); 2] = [
-    (
-        "auth/dpop",
-        "DPoP (SEP-1932) is not built: tokens are sent as `Bearer`, with no proof",
-    ),
-    (
-        "auth/dpop-nonce",
-        "DPoP (SEP-1932) is not built, nor its server nonces",
-    ),
-];
+const AUTH_NOT_YET: [(&str, &str); 0] = [];
 
 /// Every sign-in scenario (`auth/*`) of the suite's next release, each
 /// with a fresh token directory, two at a time: each passes with no

@@ -34,12 +34,18 @@
 //!   with a person at hand (a prompt) and no `issuer` configured, such a
 //!   server has moved (SEP-2352): the person signs in at the new one,
 //!   registered anew, and the kept tokens are replaced once that completes;
+//! - DPoP (`dpop.rs`, `dpop_http.rs`): where the server's challenge offers
+//!   the scheme and its authorization server takes ES256 proofs, the
+//!   tokens are bound to a key kept with them, proved on each token
+//!   request and each request to the server;
 //! - the tokens: kept by `token_store.rs` (a file only the user can read)
 //!   with the issuer they came from, never written to a log, a trace or
 //!   an error.
 
 mod client_credentials;
 mod discovery;
+mod dpop;
+mod dpop_http;
 mod enterprise;
 mod error;
 mod jwt_bearer;
@@ -48,6 +54,7 @@ mod settings;
 mod token_store;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -59,6 +66,9 @@ use url::Url;
 
 use client_credentials::{Grant, client_credentials};
 use discovery::{Discovered, Trusted, discover};
+use dpop::Dpop;
+pub(crate) use dpop_http::DpopHttp;
+use dpop_http::DpopOAuthClient;
 pub use error::SignInError;
 use error::failed;
 pub(crate) use settings::check;
@@ -93,7 +103,9 @@ pub(crate) struct Authorizer {
     url: Url,
     settings: UpstreamOAuth,
     store: TokenStore,
-    client: AuthClient<reqwest::Client>,
+    client: AuthClient<DpopHttp>,
+    /// The DPoP key and nonces of its sign-in, if it is DPoP's.
+    dpop: Arc<Dpop>,
     /// One sign-in at a time (two calls refused at once sign in once).
     signing_in: tokio::sync::Mutex<()>,
     /// Whether connecting may still ask a person (a sign-in that failed
@@ -132,12 +144,14 @@ impl Authorizer {
         let bare = AuthorizationManager::new(parsed.clone())
             .await
             .map_err(failed)?;
+        let dpop = Dpop::new(store.clone());
         let authorizer = Authorizer {
             server: server.to_owned(),
             url: parsed,
             settings: settings.clone(),
             store,
-            client: AuthClient::new(reqwest::Client::default(), bare),
+            client: AuthClient::new(DpopHttp::new(dpop.clone()), bare),
+            dpop,
             signing_in: tokio::sync::Mutex::new(()),
             prompt_at_connect: AtomicBool::new(true),
             hint: settings.sign_in_command.clone(),
@@ -218,7 +232,7 @@ impl Authorizer {
     }
 
     /// The HTTP client that adds the token (and refreshes it).
-    pub(crate) fn http_client(&self) -> AuthClient<reqwest::Client> {
+    pub(crate) fn http_client(&self) -> AuthClient<DpopHttp> {
         self.client.clone()
     }
 
@@ -352,11 +366,20 @@ impl Authorizer {
         signed.map(|_| ())
     }
 
-    /// A new manager over the same store, for one sign-in.
+    /// A new manager over the same store, for one sign-in; DPoP's
+    /// (`dpop.rs`) when a DPoP key is kept with the tokens.
     async fn manager(&self) -> Result<AuthorizationManager, SignInError> {
-        let mut manager = AuthorizationManager::new(self.url.clone())
-            .await
-            .map_err(failed)?;
+        let mut manager = if self.dpop.key().is_some() {
+            let client =
+                DpopOAuthClient::new(self.dpop.clone(), &self.url).map_err(SignInError::Failed)?;
+            AuthorizationManager::new_with_oauth_http_client(self.url.clone(), Arc::new(client))
+                .await
+                .map_err(failed)?
+        } else {
+            AuthorizationManager::new(self.url.clone())
+                .await
+                .map_err(failed)?
+        };
         manager.set_credential_store(self.store.clone());
         Ok(manager)
     }
@@ -453,10 +476,22 @@ impl Authorizer {
         prompt: &SignInPrompt,
         repin: bool,
     ) -> Result<SignedIn, SignInError> {
+        let trusted = self.trusted(repin);
         let mut manager = self.manager().await?;
-        let found = self
-            .discover(&mut manager, challenge, &self.trusted(repin))
-            .await?;
+        let mut found = self.discover(&mut manager, challenge, &trusted).await?;
+        // DPoP where both the server and its authorization server take
+        // it: a key kept with the tokens (made now if there is none), and
+        // the manager whose token requests carry proofs; none elsewhere.
+        let dpop = dpop::taken_by(challenge) && dpop::offered(&found.metadata);
+        if dpop != self.dpop.key().is_some() {
+            if dpop {
+                self.dpop.key_or_new().map_err(SignInError::Failed)?;
+            } else {
+                self.store.set_dpop_key(None).map_err(failed)?;
+            }
+            manager = self.manager().await?;
+            found = self.discover(&mut manager, challenge, &trusted).await?;
+        }
         let metadata = &found.metadata;
         let mut scopes = if !self.settings.scopes.is_empty() {
             self.settings.scopes.clone()

@@ -36,6 +36,9 @@ struct TokenFile {
     /// tokens (and the secret): the one they are refreshed at.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     issuer: Option<String>,
+    /// The secret of the DPoP key the tokens are bound to (`dpop.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    dpop_key: Option<String>,
     /// rmcp's credentials: client id, token response, scopes, issuer.
     credentials: Option<StoredCredentials>,
 }
@@ -114,6 +117,7 @@ impl TokenStore {
             url: self.inner.url.clone(),
             client_secret: None,
             issuer: None,
+            dpop_key: None,
             credentials: None,
         })
     }
@@ -150,6 +154,18 @@ impl TokenStore {
         }
         file.issuer
             .or_else(|| file.credentials.and_then(|c| c.issuer))
+    }
+
+    /// The DPoP key kept with the tokens (its secret, as `dpop.rs` keeps it).
+    pub(crate) fn dpop_key(&self) -> Option<String> {
+        self.read().and_then(|f| f.dpop_key)
+    }
+
+    /// Keeps `key` as the DPoP key of the tokens.
+    pub(crate) fn set_dpop_key(&self, key: Option<String>) -> Result<(), AuthError> {
+        let mut file = self.current();
+        file.dpop_key = key;
+        self.write(file)
     }
 
     /// Keeps `issuer` as the one the tokens came from.
