@@ -67,6 +67,25 @@ pub(crate) fn mcp_tool(t: &ToolInfo) -> Tool {
     tool
 }
 
+/// Whether `schema` annotates a parameter with `x-mcp-header` (SEP-2243),
+/// along the `properties` chains from its root where the annotation
+/// counts.
+pub(crate) fn annotates_headers(schema: &Value) -> bool {
+    schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .is_some_and(|properties| {
+            properties
+                .values()
+                .any(|p| p.get("x-mcp-header").is_some() || annotates_headers(p))
+        })
+}
+
+/// Tool `name` with `schema`, no more: what the header check reads.
+pub(crate) fn header_checked(name: &str, schema: &Value) -> Tool {
+    Tool::new_with_raw(name.to_owned(), None, object(schema))
+}
+
 fn object(schema: &Value) -> Arc<JsonObject> {
     match schema {
         Value::Object(map) => Arc::new(map.clone()),
@@ -226,6 +245,26 @@ fn without_protocol_keys(mut meta: JsonObject) -> JsonObject {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_schema_annotating_a_parameter_with_a_header_has_its_headers_checked() {
+        let annotated = serde_json::json!({"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"}}});
+        let nested = serde_json::json!({"properties": {"where": {"properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"}}}}});
+        let plain = serde_json::json!({"type": "object", "properties": {
+            "region": {"type": "string", "description": "x-mcp-header"}}});
+        assert!(annotates_headers(&annotated));
+        assert!(annotates_headers(&nested));
+        assert!(!annotates_headers(&plain));
+        assert!(!annotates_headers(
+            &serde_json::json!({"x-mcp-header": "Root"})
+        ));
+        assert_eq!(
+            header_checked("t", &annotated).input_schema["properties"],
+            annotated["properties"]
+        );
+    }
 
     #[test]
     fn a_non_object_schema_is_sent_as_an_empty_object_schema() {

@@ -112,6 +112,23 @@ impl Runtime {
         self.inner.catalog.registry().tools.contains_key(name)
     }
 
+    /// The input schema of tool `name`, if it is loaded: one map lookup,
+    /// no listing (cheap enough for every call; the MCP server reads the
+    /// `x-mcp-header` annotations of SEP-2243 from it).
+    ///
+    /// ```no_run
+    /// # async fn run(runtime: toolhost_runtime::Runtime) {
+    /// if let Some(schema) = runtime.tool_schema("calculate") {
+    ///     println!("calculate takes {schema}");
+    /// }
+    /// # }
+    /// ```
+    pub fn tool_schema(&self, name: &str) -> Option<Arc<serde_json::Value>> {
+        let registry = self.inner.catalog.registry();
+        let (plugin, index) = registry.tools.get(name)?;
+        plugin.tools.get(*index).map(|t| t.schema.clone())
+    }
+
     /// Every tool loaded, sorted by name. What a model is offered is
     /// [`offered_tools`](Self::offered_tools): these, less what the policy
     /// denies outright.

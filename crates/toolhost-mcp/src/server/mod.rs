@@ -744,6 +744,15 @@ impl rmcp::ServerHandler for McpServer {
         Ok(ListToolsResult::with_all_items(tools))
     }
 
+    /// The tool called, for rmcp's check of a 2026-07-28 call's
+    /// `Mcp-Param-*` headers against its arguments (SEP-2243): only a tool
+    /// whose schema annotates a parameter with `x-mcp-header` (any other
+    /// has no header to check, and its schema is not copied per call).
+    fn get_tool(&self, name: &str) -> Option<rmcp::model::Tool> {
+        let schema = self.runtime.tool_schema(name)?;
+        tools::annotates_headers(&schema).then(|| tools::header_checked(name, &schema))
+    }
+
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
