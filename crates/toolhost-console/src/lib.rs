@@ -210,7 +210,7 @@ async fn index(
         .unwrap_or_default();
     let trouble = inner.queue.as_ref().and_then(OperatorQueue::trouble);
     let calls = inner.recent.calls();
-    let tasks = listed_tasks(inner);
+    let tasks = listed_tasks(inner).await;
     let (failures, failures_trouble) = inner.recent.failures();
     html(
         StatusCode::OK,
@@ -221,7 +221,7 @@ async fn index(
             queue_on: inner.queue.is_some(),
             queue_trouble: trouble.as_deref(),
             calls: &calls,
-            tasks: tasks.as_deref(),
+            tasks: tasks.as_ref(),
             failures: &failures,
             failures_trouble: failures_trouble.as_deref(),
         }),
@@ -297,7 +297,7 @@ async fn part(State(console): State<Console>, _: Session, Path(name): Path<Strin
         ),
         "saved" => page::saved(&inner.runtime),
         "calls" => page::calls(&inner.recent.calls()),
-        "tasks" => page::tasks(listed_tasks(inner).as_deref()),
+        "tasks" => page::tasks(listed_tasks(inner).await.as_ref()),
         "failures" => {
             let (failures, trouble) = inner.recent.failures();
             page::failures(&failures, trouble.as_deref())
@@ -310,9 +310,13 @@ async fn part(State(console): State<Console>, _: Session, Path(name): Path<Strin
 /// The most tasks the page lists.
 const MAX_TASKS_LISTED: usize = 100;
 
-/// The server's tasks, newest first (`None`: no call runs as a task).
-fn listed_tasks(inner: &Inner) -> Option<Vec<toolhost_runtime::tasks::TaskSummary>> {
-    inner.tasks.as_ref().map(|b| b.tasks(MAX_TASKS_LISTED))
+/// The server's tasks (every replica's, shared), newest first (`None`:
+/// no call runs as a task).
+async fn listed_tasks(inner: &Inner) -> Option<toolhost_runtime::tasks::TaskListing> {
+    match &inner.tasks {
+        Some(board) => Some(board.tasks(MAX_TASKS_LISTED).await),
+        None => None,
+    }
 }
 
 /// Stops the unfinished task `id` running on this server.
@@ -322,10 +326,10 @@ async fn cancel_task(
     Path(id): Path<String>,
 ) -> Response {
     match &console.inner.tasks {
-        Some(board) if board.cancel(&id) => StatusCode::NO_CONTENT.into_response(),
+        Some(board) if board.cancel(&id).await => StatusCode::NO_CONTENT.into_response(),
         Some(_) => (
             StatusCode::NOT_FOUND,
-            "no unfinished task of that id runs on this server\n",
+            "no unfinished task of that id runs on this server or a replica sharing its tasks\n",
         )
             .into_response(),
         None => (StatusCode::NOT_FOUND, "no call runs as a task here\n").into_response(),

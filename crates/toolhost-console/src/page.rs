@@ -8,7 +8,7 @@ use toolhost_runtime::policy::approvals::{SavedApproval, Scope};
 use toolhost_runtime::{PluginInfo, Runtime, feed::CallEvent, feed::CallPhase};
 
 use toolhost_runtime::operator::{Asked, Pending, Place};
-use toolhost_runtime::tasks::TaskSummary;
+use toolhost_runtime::tasks::TaskListing;
 
 /// Longest policy file shown.
 const MAX_POLICY_BYTES: u64 = 64 * 1024;
@@ -58,7 +58,7 @@ pub(crate) struct View<'a> {
     pub(crate) queue_trouble: Option<&'a str>,
     pub(crate) calls: &'a [std::sync::Arc<CallEvent>],
     /// The server's tasks (`None`: no call runs as a task).
-    pub(crate) tasks: Option<&'a [TaskSummary]>,
+    pub(crate) tasks: Option<&'a TaskListing>,
     pub(crate) failures: &'a [toolhost_runtime::failures::Failure],
     pub(crate) failures_trouble: Option<&'a str>,
 }
@@ -231,32 +231,36 @@ fn call_row(c: &CallEvent) -> Markup {
     }
 }
 
-/// The calls that run as tasks on this server, newest first (`None`: no
-/// call runs as one here), each unfinished one with a button that stops
-/// it.
-pub(crate) fn tasks(tasks: Option<&[TaskSummary]>) -> Markup {
+/// The calls that run as tasks on this server (and, shared, on every
+/// replica), newest first (`None`: no call runs as one here), each
+/// unfinished one with a button that stops it.
+pub(crate) fn tasks(tasks: Option<&TaskListing>) -> Markup {
     html! {
         section #tasks data-on=(if tasks.is_some() { "yes" } else { "no" }) {
             h2 { "Tasks" }
-            @match tasks {
+            @if let Some(why) = tasks.and_then(|t| t.trouble.as_deref()) {
+                p.trouble { "The other replicas' tasks cannot be read: " (why) ". Only this replica's are shown." }
+            }
+            @match tasks.map(|t| t.tasks.as_slice()) {
                 None => {
                     p.muted { "No call runs as a task here (" code { "[tasks]" } " in the config file names the tools that do)." }
                 }
                 Some([]) => { p.muted { "None running or kept." } }
                 Some(list) => {
                     table {
-                        thead { tr { th { "made" } th { "tool" } th { "caller" } th { "state" } th { "status" } th {} } }
+                        thead { tr { th { "made" } th { "tool" } th { "caller" } th { "state" } th { "status" } th { "replica" } th {} } }
                         tbody {
                             @for t in list {
-                                tr.task data-id=(t.id) data-state=(t.state.as_str()) {
+                                tr.task data-id=(t.id) data-state=(t.state.as_str()) data-replica=(t.replica.as_deref().unwrap_or("here")) {
                                     td.num { (t.age.as_secs()) " s ago" }
                                     td.tool { code { (t.tool) } }
                                     td { (t.owner) }
                                     td.outcome {
                                         (t.state.as_str())
-                                        @if t.taken_over { span.muted { " (its replica stopped; run again here)" } }
+                                        @if t.taken_over { span.muted { " (its replica stopped; run again on another)" } }
                                     }
                                     td { (t.message.as_deref().unwrap_or("")) }
+                                    td.muted { (t.replica.as_deref().unwrap_or("here")) }
                                     td {
                                         @if !t.state.is_terminal() {
                                             button type="button" data-post=(format!("/console/tasks/{}/cancel", t.id)) data-then="tasks" { "Stop" }

@@ -220,6 +220,11 @@ pub trait TaskStore: Send + Sync + fmt::Debug {
     /// Asks the task `id`, held by another replica, to stop (delivered to
     /// it as [`TaskEvent::CancelAsked`]).
     fn cancel<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Result<(), TaskStoreError>>;
+
+    /// The tasks of every replica, newest first, at most `limit`: what the
+    /// operator's console lists ([`TaskSummary::replica`] names the
+    /// holder of another replica's).
+    fn list(&self, limit: usize) -> StoreFuture<'_, Result<Vec<TaskSummary>, TaskStoreError>>;
 }
 
 /// A task as the operator sees it ([`TaskBoard`]).
@@ -237,45 +242,67 @@ pub struct TaskSummary {
     pub message: Option<String>,
     /// How long ago it was made (here, when it was taken over).
     pub age: Duration,
-    /// Whether it runs here because its own replica stopped.
+    /// Whether it runs where it does because its own replica stopped.
     pub taken_over: bool,
+    /// The replica that holds it, when another than this one (with a
+    /// shared [`TaskStore`]); `None`: this one.
+    pub replica: Option<String>,
+}
+
+/// The tasks a [`TaskBoard`] lists, and why those of other replicas are
+/// missing when they are (their shared store cannot be read now).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TaskListing {
+    /// Newest first.
+    pub tasks: Vec<TaskSummary>,
+    /// Why only this replica's are listed, when that is so.
+    pub trouble: Option<String>,
 }
 
 /// The tasks one server runs, for its operator: listed on the console,
-/// and stopped from there. The MCP server implements it; the console
-/// holds one without knowing the server.
+/// and stopped from there; with a shared [`TaskStore`], those of every
+/// replica. The MCP server implements it; the console holds one without
+/// knowing the server.
 ///
 /// ```
 /// use std::time::Duration;
-/// use toolhost_runtime::tasks::{TaskBoard, TaskState, TaskSummary};
+/// use toolhost_runtime::tasks::{StoreFuture, TaskBoard, TaskListing, TaskState, TaskSummary};
 ///
 /// #[derive(Debug)]
 /// struct One;
 /// impl TaskBoard for One {
-///     fn tasks(&self, _limit: usize) -> Vec<TaskSummary> {
-///         vec![TaskSummary {
-///             id: "t-1".into(),
-///             owner: "ana".into(),
-///             tool: "build".into(),
-///             state: TaskState::Working,
-///             message: Some("compiling".into()),
-///             age: Duration::from_secs(3),
-///             taken_over: false,
-///         }]
+///     fn tasks(&self, _limit: usize) -> StoreFuture<'_, TaskListing> {
+///         Box::pin(async {
+///             TaskListing {
+///                 tasks: vec![TaskSummary {
+///                     id: "t-1".into(),
+///                     owner: "ana".into(),
+///                     tool: "build".into(),
+///                     state: TaskState::Working,
+///                     message: Some("compiling".into()),
+///                     age: Duration::from_secs(3),
+///                     taken_over: false,
+///                     replica: None,
+///                 }],
+///                 trouble: None,
+///             }
+///         })
 ///     }
-///     fn cancel(&self, id: &str) -> bool {
-///         id == "t-1"
+///     fn cancel<'a>(&'a self, id: &'a str) -> StoreFuture<'a, bool> {
+///         Box::pin(async move { id == "t-1" })
 ///     }
 /// }
-/// assert_eq!(One.tasks(10)[0].tool, "build");
-/// assert!(!One.cancel("t-2"));
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// assert_eq!(One.tasks(10).await.tasks[0].tool, "build");
+/// assert!(!One.cancel("t-2").await);
+/// # });
 /// ```
 pub trait TaskBoard: Send + Sync + fmt::Debug {
-    /// The tasks this server runs or ran of late, newest first, at most
-    /// `limit`.
-    fn tasks(&self, limit: usize) -> Vec<TaskSummary>;
-    /// Stops the unfinished task `id` running here, as its caller's
-    /// `tasks/cancel` would (the operator's doing, in the audit); whether
-    /// there was one.
-    fn cancel(&self, id: &str) -> bool;
+    /// The tasks this server (and, shared, every replica) runs or ran of
+    /// late, newest first, at most `limit`.
+    fn tasks(&self, limit: usize) -> StoreFuture<'_, TaskListing>;
+    /// Stops the unfinished task `id`, here or (shared) on the replica
+    /// that holds it, as its caller's `tasks/cancel` would (the
+    /// operator's doing, in the audit); whether there was one.
+    fn cancel<'a>(&'a self, id: &'a str) -> StoreFuture<'a, bool>;
 }

@@ -58,7 +58,7 @@ use tokio::sync::oneshot;
 use tokio_postgres::{Client, Row};
 use toolhost_runtime::tasks::{
     MAX_TASK_BYTES, StoreFuture, TaskEvent, TaskEvents, TaskRecord, TaskState, TaskStore,
-    TaskStoreError,
+    TaskStoreError, TaskSummary,
 };
 
 use crate::connection::{self, ANSWER_WAIT, DatabaseError, Link, Lost, Session, Target, cause};
@@ -132,6 +132,10 @@ enum Request {
     Cancel {
         id: String,
         reply: oneshot::Sender<Result<(), TaskStoreError>>,
+    },
+    List {
+        limit: i64,
+        reply: oneshot::Sender<Result<Vec<TaskSummary>, TaskStoreError>>,
     },
 }
 
@@ -348,6 +352,13 @@ impl TaskStore for PostgresTasks {
             .await
         })
     }
+
+    fn list(&self, limit: usize) -> StoreFuture<'_, Result<Vec<TaskSummary>, TaskStoreError>> {
+        Box::pin(async move {
+            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            self.ask(|reply| Request::List { limit, reply }).await
+        })
+    }
 }
 
 /// `tasks `main` of postgresql://host:port/db`.
@@ -479,6 +490,10 @@ impl Session for Tasks {
                 let result = self.cancel(client, &id).await;
                 self.reply(reply, result)
             }
+            Request::List { limit, reply } => {
+                let result = self.list(client, limit).await;
+                self.reply(reply, result)
+            }
         }
     }
 
@@ -526,6 +541,9 @@ impl Session for Tasks {
                 let _ = reply.send(Err(unreachable()));
             }
             Request::Load { reply, .. } => {
+                let _ = reply.send(Err(unreachable()));
+            }
+            Request::List { reply, .. } => {
                 let _ = reply.send(Err(unreachable()));
             }
             Request::Save { id, state, detail } => {
@@ -708,6 +726,51 @@ impl Tasks {
                 store: self.describe.clone(),
                 message: format!("the task `{id}` it keeps is not valid: {why}"),
             }),
+        })
+    }
+
+    /// The store's tasks, newest first, at most `limit`, as the operator
+    /// sees them: their status message (not their status, which may hold
+    /// a result of megabytes) read in the database, and every text cut
+    /// short there.
+    async fn list(&self, client: &Client, limit: i64) -> Answered<Vec<TaskSummary>> {
+        let rows = client
+            .query(
+                "SELECT id, left(owner, 200), left(tool, 200), state,
+                        left(detail::jsonb ->> 'statusMessage', 300), replica, generation,
+                        greatest((extract(epoch FROM now() - created) * 1000)::bigint, 0)
+                   FROM toolhost_tasks WHERE store = $1
+                  ORDER BY created DESC LIMIT $2",
+                &[&self.store, &limit],
+            )
+            .await?;
+        let mut listed = Vec::with_capacity(rows.len());
+        for row in &rows {
+            match self.summary(row) {
+                Ok(task) => listed.push(task),
+                Err(why) => tracing::warn!("a task the store keeps is not listed: {why}"),
+            }
+        }
+        Ok(Ok(listed))
+    }
+
+    /// A row of [`Tasks::list`].
+    fn summary(&self, row: &Row) -> Result<TaskSummary, String> {
+        let invalid = |e: tokio_postgres::Error| cause(&e);
+        let state: String = row.try_get(3).map_err(invalid)?;
+        let replica: String = row.try_get(5).map_err(invalid)?;
+        let generation: i64 = row.try_get(6).map_err(invalid)?;
+        let age_ms: i64 = row.try_get(7).map_err(invalid)?;
+        Ok(TaskSummary {
+            id: row.try_get(0).map_err(invalid)?,
+            owner: row.try_get(1).map_err(invalid)?,
+            tool: row.try_get(2).map_err(invalid)?,
+            state: state_of(&state).ok_or_else(|| format!("`{state}` is not a task's state"))?,
+            message: row.try_get(4).map_err(invalid)?,
+            age: Duration::from_millis(u64::try_from(age_ms).unwrap_or(0)),
+            // Made at generation 1; each takeover is the next.
+            taken_over: generation > 1,
+            replica: (replica != self.replica).then_some(replica),
         })
     }
 

@@ -9,8 +9,9 @@
 //! shares them): the replica running some is killed under load, the
 //! tasks of idempotent tools finish on another, the others end failed
 //! with the reason, none runs twice and none is lost; a task waiting on
-//! the operator is answered on another replica's console; a task run
-//! again asks whom its caller's request named, and no one else.
+//! the operator is answered on another replica's console, and every
+//! console lists every replica's tasks and stops one another holds; a
+//! task run again asks whom its caller's request named, and no one else.
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
@@ -792,6 +793,59 @@ fn tasks_of_a_killed_replica_run_again_elsewhere_only_when_idempotent_and_none_i
         refused.len()
     );
 
+    // Every live replica's console lists the twelve tasks, whichever
+    // replica made them or took them over, each with its holder.
+    let alive: Vec<&Replica> = replicas.iter().filter(|r| r.child.is_some()).collect();
+    let sessions: Vec<(String, String)> = alive.iter().map(|r| sign_in(&base(r))).collect();
+    let tasks_on = |i: usize| {
+        let cookie = [("Cookie", sessions[i].0.as_str())];
+        let (status, _, part) = request(&base(alive[i]), "GET", "/console/part/tasks", &cookie, "");
+        assert_eq!(status, 200, "{part}");
+        part
+    };
+    for i in 0..alive.len() {
+        let part = tasks_on(i);
+        for (id, _) in &tasks {
+            assert!(
+                part.contains(&format!("data-id=\"{id}\"")),
+                "replica {i}'s console does not list {id}: {part}"
+            );
+        }
+        assert!(part.contains("data-replica=\"here\""), "{part}");
+        assert!(!part.contains("cannot be read"), "{part}");
+    }
+
+    // A task held by one replica is stopped from another's console: it
+    // ends cancelled, as its caller's own `tasks/cancel` would end it.
+    let long = start_task(
+        &through,
+        "load-secret",
+        "slow_job",
+        json!({ "seconds": 30 }),
+    );
+    let stopper = (0..alive.len())
+        .find(|&i| {
+            let part = tasks_on(i);
+            part.split("<tr").any(|row| {
+                row.contains(&format!("data-id=\"{long}\""))
+                    && !row.contains("data-replica=\"here\"")
+            })
+        })
+        .expect("a console that lists the task as another replica's");
+    let (status, _, body) = request(
+        &base(alive[stopper]),
+        "POST",
+        &format!("/console/tasks/{long}/cancel"),
+        &[
+            ("Cookie", &sessions[stopper].0),
+            ("X-CSRF-Token", &sessions[stopper].1),
+        ],
+        "",
+    );
+    assert_eq!(status, 204, "{body}");
+    let stopped = ended(balancer.port, "load-secret", &long);
+    assert_eq!(stopped["status"], "cancelled", "{stopped}");
+
     // A task of a caller whose asks go to the operator waits in the queue
     // of the replica that holds it, shows on the others' consoles, and is
     // answered on one of those.
@@ -801,8 +855,6 @@ fn tasks_of_a_killed_replica_run_again_elsewhere_only_when_idempotent_and_none_i
         "confirm_delete",
         json!({"filename": "c.txt"}),
     );
-    let alive: Vec<&Replica> = replicas.iter().filter(|r| r.child.is_some()).collect();
-    let sessions: Vec<(String, String)> = alive.iter().map(|r| sign_in(&base(r))).collect();
     allow_on_another_console(&alive, &sessions);
     let done = ended(balancer.port, "caller-secret", &id);
     assert_eq!(done["status"], "completed", "{done}");

@@ -388,10 +388,10 @@ struct Board {
     stopped: parking_lot::Mutex<Vec<String>>,
 }
 
-impl toolhost_runtime::tasks::TaskBoard for Board {
-    fn tasks(&self, limit: usize) -> Vec<toolhost_runtime::tasks::TaskSummary> {
+impl Board {
+    fn listed(&self, limit: usize) -> Vec<toolhost_runtime::tasks::TaskSummary> {
         use toolhost_runtime::tasks::{TaskState, TaskSummary};
-        let task = |id: &str, state| TaskSummary {
+        let task = |id: &str, state, replica: Option<&str>| TaskSummary {
             id: id.into(),
             owner: "ana".into(),
             tool: "<script>alert(1)</script>".into(),
@@ -399,6 +399,7 @@ impl toolhost_runtime::tasks::TaskBoard for Board {
             message: Some("compiling <b>".into()),
             age: Duration::from_secs(7),
             taken_over: false,
+            replica: replica.map(str::to_owned),
         };
         let stopped = self.stopped.lock();
         let running = if stopped.iter().any(|s| s == "t-1") {
@@ -406,19 +407,39 @@ impl toolhost_runtime::tasks::TaskBoard for Board {
         } else {
             TaskState::Working
         };
-        vec![task("t-1", running), task("t-0", TaskState::Completed)]
-            .into_iter()
-            .take(limit)
-            .collect()
+        vec![
+            task("t-1", running, None),
+            task("t-0", TaskState::Completed, None),
+            task("t-9", TaskState::Completed, Some("5eed<i>")),
+        ]
+        .into_iter()
+        .take(limit)
+        .collect()
+    }
+}
+
+impl toolhost_runtime::tasks::TaskBoard for Board {
+    fn tasks(
+        &self,
+        limit: usize,
+    ) -> toolhost_runtime::tasks::StoreFuture<'_, toolhost_runtime::tasks::TaskListing> {
+        Box::pin(async move {
+            toolhost_runtime::tasks::TaskListing {
+                tasks: self.listed(limit),
+                trouble: Some("the database is <down>".into()),
+            }
+        })
     }
 
-    fn cancel(&self, id: &str) -> bool {
-        let mut stopped = self.stopped.lock();
-        if id != "t-1" || stopped.iter().any(|s| s == id) {
-            return false;
-        }
-        stopped.push(id.to_owned());
-        true
+    fn cancel<'a>(&'a self, id: &'a str) -> toolhost_runtime::tasks::StoreFuture<'a, bool> {
+        Box::pin(async move {
+            let mut stopped = self.stopped.lock();
+            if id != "t-1" || stopped.iter().any(|s| s == id) {
+                return false;
+            }
+            stopped.push(id.to_owned());
+            true
+        })
     }
 }
 
@@ -449,6 +470,10 @@ async fn the_tasks_are_listed_as_text_and_only_an_unfinished_one_is_stopped_by_t
         "{part}"
     );
     assert!(part.contains("&lt;script&gt;"), "{part}");
+    // Another replica's task says whose; why the others' may be missing.
+    assert!(part.contains("data-replica=\"5eed&lt;i&gt;\""), "{part}");
+    assert!(part.contains("data-replica=\"here\""), "{part}");
+    assert!(part.contains("the database is &lt;down&gt;"), "{part}");
     let stop = |id: &str| format!("data-post=\"/console/tasks/{id}/cancel\"");
     assert!(part.contains(&stop("t-1")), "{part}");
     assert!(

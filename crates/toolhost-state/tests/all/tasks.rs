@@ -521,3 +521,42 @@ async fn a_table_made_before_ask_routes_gains_the_column_and_its_tasks_and_unkno
     a.create(&new, 8).await.unwrap();
     assert_eq!(a.load("new").await.unwrap().unwrap().asks, AskRoute::Client);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_replica_lists_the_stores_tasks_newest_first_naming_the_holder_of_anothers() {
+    let db = Postgres::start();
+    let (a, b) = (connected(&db, "main"), connected(&db, "main"));
+    a.create(&record("t-a", "ana"), 8).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    b.create(&record("t-b", "bob"), 8).await.unwrap();
+    // Its status message is read in the database, not its result.
+    let mut long = record("t-long", "ana");
+    long.detail = json!({"status": "working", "statusMessage": "x".repeat(1000),
+                         "result": "y".repeat(MAX_TASK_BYTES / 2)});
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    b.create(&long, 8).await.unwrap();
+    a.save(
+        "t-a",
+        TaskState::Completed,
+        json!({"status": "completed", "statusMessage": "built"}),
+    );
+    let listed = eventually(|| async {
+        let listed = a.list(10).await.unwrap();
+        (listed.iter().any(|t| t.state == TaskState::Completed)).then_some(listed)
+    })
+    .await
+    .expect("A never listed its task's end");
+    let ids: Vec<&str> = listed.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(ids, ["t-long", "t-b", "t-a"], "newest first");
+    let (here, there) = (&listed[2], &listed[1]);
+    assert_eq!((here.owner.as_str(), here.tool.as_str()), ("ana", "build"));
+    assert_eq!(here.message.as_deref(), Some("built"));
+    assert_eq!(here.replica, None, "A's own");
+    assert_eq!(there.replica.as_deref(), Some(b.replica()));
+    assert_eq!(there.state, TaskState::Working);
+    assert!(!there.taken_over);
+    assert_eq!(listed[0].message.as_deref().map(str::len), Some(300));
+    assert_eq!(a.list(1).await.unwrap().len(), 1);
+    // Another store's tasks are not listed.
+    assert!(connected(&db, "staging").list(10).await.unwrap().is_empty());
+}

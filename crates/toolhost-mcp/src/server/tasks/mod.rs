@@ -740,7 +740,9 @@ mod tests {
         let first = tasks.spawn("alice", origin(), stoppable).await.unwrap();
         tokio::time::sleep(Duration::from_millis(5)).await;
         let second = tasks.spawn("bob", origin(), forever()).await.unwrap();
-        let listed = tasks.tasks(10);
+        let listed = tasks.tasks(10).await;
+        assert_eq!(listed.trouble, None);
+        let listed = listed.tasks;
         assert_eq!(listed.len(), 2);
         assert_eq!(listed[0].id, second.task_id);
         assert_eq!(
@@ -749,14 +751,17 @@ mod tests {
         );
         assert_eq!(listed[1].state, TaskState::Working);
         assert!(!listed[1].taken_over);
-        assert_eq!(tasks.tasks(1).len(), 1);
+        assert_eq!(listed[1].replica, None);
+        assert_eq!(tasks.tasks(1).await.tasks.len(), 1);
 
-        assert!(!TaskBoard::cancel(&tasks, "no-such-task"));
-        assert!(TaskBoard::cancel(&tasks, &first.task_id));
+        assert!(!TaskBoard::cancel(&tasks, "no-such-task").await);
+        assert!(TaskBoard::cancel(&tasks, &first.task_id).await);
         let mut state = TaskState::Working;
         for _ in 0..100 {
             state = tasks
                 .tasks(10)
+                .await
+                .tasks
                 .into_iter()
                 .find(|t| t.id == first.task_id)
                 .map_or(TaskState::Working, |t| t.state);
@@ -767,7 +772,7 @@ mod tests {
         }
         assert_eq!(state, TaskState::Cancelled);
         assert!(
-            !TaskBoard::cancel(&tasks, &first.task_id),
+            !TaskBoard::cancel(&tasks, &first.task_id).await,
             "an ended task is not stopped again"
         );
     }
