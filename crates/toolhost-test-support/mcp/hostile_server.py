@@ -27,7 +27,9 @@ reports is FILE's text), --skills MODE (it offers the skill
 skill://pdf/SKILL.md, SEP-2640, with references/FORMS.md: MODE `good`
 serves what it lists; `digest` serves another SKILL.md than the one it
 lists; `frontmatter` lists the SKILL.md it serves, digest and size right,
-but another description in the listing's front matter).
+but another description in the listing's front matter; in every mode
+`resources/directory/read` of skill://pdf/ lists its two entries and a
+file it never listed, skill://pdf/UNLISTED.md).
 """
 
 import hashlib
@@ -237,6 +239,18 @@ for line in sys.stdin:
         result(id_, {"skills": [skill_entry()]})
     elif SKILL_MODE and method == "resources/list":
         result(id_, {"resources": [{"uri": SKILL_URI, "name": "pdf", "mimeType": "text/markdown"}]})
+    elif SKILL_MODE and method == "resources/directory/read":
+        uri = params.get("uri", "").rstrip("/")
+        if uri == "skill://pdf":
+            result(id_, {"resources": [
+                {"uri": SKILL_URI, "name": "SKILL.md", "mimeType": "text/markdown"},
+                {"uri": "skill://pdf/references/", "name": "references",
+                 "mimeType": "inode/directory"},
+                {"uri": "skill://pdf/UNLISTED.md", "name": "UNLISTED.md"},
+            ]})
+        else:
+            send({"jsonrpc": "2.0", "id": id_,
+                  "error": {"code": -32602, "message": "not a directory: " + uri}})
     elif SKILL_MODE and method == "resources/read":
         uri = params.get("uri")
         body = FORMS_MD if uri == FORMS_URI else SERVED_MD

@@ -241,20 +241,26 @@ fn host_as_a_client_loads_a_servers_skill_verified_and_loads_nothing_the_policy_
 
 /// `host serve` in front of the hostile MCP server offering its skill in
 /// `mode` (`hostile_server.py --skills`); the test's tokens `all-token`
-/// and `noforms-token` (whose profile may not read the forms reference).
+/// and `noforms-token` (whose profile may not read the forms reference),
+/// and `notools-token` (whose profile may call none of its tools).
 fn gateway(dir: &std::path::Path, mode: &str) -> crate::mcp::Served {
     let config = format!(
         "[[mcp-servers]]\nname = \"tricky\"\ncommand = [\"python3\", \"{}\", \"--skills\", \"{mode}\"]\n",
         toolhost_test_support::hostile_mcp_server().display()
     );
     let tokens = dir.join("tokens");
-    std::fs::write(&tokens, "all-token\nnoforms-token noforms\n").unwrap();
+    std::fs::write(
+        &tokens,
+        "all-token\nnoforms-token noforms\nnotools-token notools\n",
+    )
+    .unwrap();
     let tokens = tokens.display().to_string();
     serve_configured(
         dir,
         &config,
         "default = \"allow\"\n[[profiles.noforms.rules]]\nresource = \"skill://pdf/references/*\"\n\
-         server = \"tricky\"\ndecision = \"deny\"\n",
+         server = \"tricky\"\ndecision = \"deny\"\n\
+         [[profiles.notools.rules]]\ntool = \"*\"\nserver = \"tricky\"\ndecision = \"deny\"\n",
         &["--token-file", &tokens],
     )
 }
@@ -307,6 +313,56 @@ fn the_gateway_passes_on_an_upstream_servers_skills_verified_and_never_a_file_it
         json!({"uri": FORMS}),
     );
     assert_eq!(code(&refused), Some(NOT_FOUND), "{refused}");
+    // Its folder is listed as it lists it, less what it never listed.
+    let folder = modern(
+        base,
+        "all-token",
+        "resources/directory/read",
+        json!({"uri": "skill://pdf/"}),
+    );
+    let entries: Vec<&str> = folder["result"]["resources"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{folder}"))
+        .iter()
+        .filter_map(|r| r["uri"].as_str())
+        .collect();
+    assert_eq!(
+        entries,
+        [UPSTREAM_SKILL, "skill://pdf/references/"],
+        "{folder}"
+    );
+    // And less what the policy keeps from the caller.
+    let theirs = modern(
+        base,
+        "noforms-token",
+        "resources/directory/read",
+        json!({"uri": "skill://pdf/"}),
+    );
+    assert!(theirs["result"]["resources"].is_array(), "{theirs}");
+    assert!(!theirs.to_string().contains("references"), "{theirs}");
+    // A caller denied every tool of the server is shown none of its
+    // skills, and reads none of their files.
+    let hidden = modern(base, "notools-token", "skills/list", json!({}));
+    assert_eq!(hidden["result"]["skills"], json!([]), "{hidden}");
+    for uri in [UPSTREAM_SKILL, FORMS] {
+        let refused = modern(base, "notools-token", "resources/read", json!({"uri": uri}));
+        assert!(refused["error"].is_object(), "{refused}");
+        assert!(!refused.to_string().contains("FORMS.md first"), "{refused}");
+    }
+    let folder = modern(
+        base,
+        "notools-token",
+        "resources/directory/read",
+        json!({"uri": "skill://pdf/"}),
+    );
+    assert!(folder["error"].is_object(), "{folder}");
+    let unknown = modern(
+        base,
+        "notools-token",
+        "skills/get",
+        json!({"uri": UPSTREAM_SKILL}),
+    );
+    assert!(unknown["error"].is_object(), "{unknown}");
     drop(served);
 
     // A server that lists one SKILL.md and serves another, or lists a

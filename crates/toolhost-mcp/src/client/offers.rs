@@ -32,10 +32,11 @@ use parking_lot::Mutex;
 use rmcp::ErrorData;
 use rmcp::model::{
     ClientRequest, CompleteRequest, CompleteRequestParams, CompleteResult, GetPromptRequest,
-    GetPromptRequestParams, GetPromptResult, LoggingLevel, PaginatedRequestParams, Prompt,
-    ReadResourceRequest, ReadResourceRequestParams, ReadResourceResult, Reference, Resource,
-    ResourceTemplate, ServerCapabilities, ServerResult, SetLevelRequestParams,
-    SubscribeRequestParams, UnsubscribeRequestParams,
+    GetPromptRequestParams, GetPromptResult, ListResourcesResult, LoggingLevel,
+    PaginatedRequestParams, Prompt, ReadResourceDirectoryRequest,
+    ReadResourceDirectoryRequestParams, ReadResourceRequest, ReadResourceRequestParams,
+    ReadResourceResult, Reference, Resource, ResourceTemplate, ServerCapabilities, ServerResult,
+    SetLevelRequestParams, SubscribeRequestParams, UnsubscribeRequestParams,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RoleClient, ServiceError};
 use serde_json::Value;
@@ -338,6 +339,9 @@ impl Offered<'_> {
             let uri = call.args[toolhost_runtime::policy::URI_ARG]
                 .as_str()
                 .unwrap_or_default();
+            if call.args.get(toolhost_runtime::Access::DIRECTORY_ARG) == Some(&Value::Bool(true)) {
+                return Some(self.directory(uri).await);
+            }
             let request = ReadResourceRequest::new(ReadResourceRequestParams::new(uri));
             return Some(
                 match self.ask(ClientRequest::ReadResourceRequest(request)).await {
@@ -377,6 +381,54 @@ impl Offered<'_> {
             );
         }
         None
+    }
+}
+
+impl Offered<'_> {
+    /// `resources/directory/read` of `uri`, every page (at most
+    /// [`MAX_LIST_PAGES`]): the entries as the outcome's `structured` (a
+    /// `resources/list` answer), their URIs as its text.
+    async fn directory(&self, uri: &str) -> Result<SourceOutcome, SourceError> {
+        let mut entries = Vec::new();
+        let mut cursor = None;
+        for _ in 0..MAX_LIST_PAGES {
+            let mut params = ReadResourceDirectoryRequestParams::new(uri);
+            params.cursor = cursor.take();
+            let request = ReadResourceDirectoryRequest::new(params);
+            match self
+                .ask(ClientRequest::ReadResourceDirectoryRequest(request))
+                .await
+            {
+                Ok(ServerResult::ListResourcesResult(page)) => {
+                    entries.extend(page.resources);
+                    match page.next_cursor {
+                        Some(next) => cursor = Some(next),
+                        None => break,
+                    }
+                }
+                Ok(_) => {
+                    return Err(SourceError::Protocol(
+                        "the answer to resources/directory/read is not a listing".into(),
+                    ));
+                }
+                Err(e) => return Ok(SourceOutcome::Failed(e.message.to_string())),
+            }
+        }
+        let output = entries
+            .iter()
+            .map(|r| r.uri.as_str())
+            .collect::<Vec<_>>()
+            .join("\n");
+        let listed = ListResourcesResult::with_all_items(entries);
+        let structured =
+            serde_json::to_value(&listed).map_err(|e| SourceError::Protocol(e.to_string()))?;
+        Ok(SourceOutcome::Ok {
+            output,
+            details: None,
+            structured: Some(structured),
+            content: Vec::new(),
+            meta: None,
+        })
     }
 }
 

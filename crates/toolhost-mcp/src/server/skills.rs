@@ -18,8 +18,10 @@
 //! - `skills/list`, `skills/get`, `resources/list` (each skill's
 //!   `SKILL.md`), `resources/read` and `resources/directory/read` list
 //!   and serve them.
-//! - A caller sees only the skills of the plugins that offer it at least
-//!   one tool (as a plugin's usage rules reach only such callers), and
+//! - A caller sees only the skills of the plugins (and upstream servers)
+//!   that offer it at least one tool (as a plugin's usage rules reach only
+//!   such callers; a server with no tools at all is judged by the policy
+//!   alone), and
 //!   only those the policy lets it read (`Runtime::may_access`, a
 //!   `resource` rule on the URI). For it, the others are not there:
 //!   `skills/get` answers `-32602`, `resources/read` as for any unknown
@@ -32,15 +34,18 @@
 //!
 //! The gateway passes on the skills of its upstream servers too, their
 //! URIs as the servers serve them (as for their other resources; a
-//! plugin's skill wins a URI both have). Each is listed to a caller the
-//! policy lets read it (`resource` rules on the URI, the server's name as
+//! plugin's skill wins a URI both have). Each is listed to a caller offered
+//! one of that server's tools whom the policy lets read it (`resource` rules on the URI, the server's name as
 //! the rule's `server`); a read goes to the server that listed the file,
 //! through the runtime's steps, and its bytes are verified against that
 //! listing before they are passed on (size, digest, and a `SKILL.md`'s
 //! front matter, as `client/skills.rs` checks them): a server that lists
 //! one file and serves another gets an error to the caller and a line in
 //! the audit (`outcome = "skill-file-refused"`), never the bytes.
-//! `resources/directory/read` is not passed on.
+//! `resources/directory/read` of a folder of theirs goes to the server
+//! that listed files under it, judged as a read of the folder, and passes
+//! on only the entries it listed (files, and folders they are in) that
+//! the caller may read.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -263,6 +268,27 @@ impl Skills {
             .map(|l| (l.server.clone(), l.entry.clone(), l.front_matter.clone()))
     }
 
+    /// The server that listed a file under the directory `uri`
+    /// (`skill://pdf/` or `skill://pdf/references`), if one did.
+    fn lister_of_directory(&self, uri: &str) -> Option<String> {
+        let dir = format!("{}/", uri.trim_end_matches('/'));
+        self.listed
+            .lock()
+            .iter()
+            .find(|(file, _)| file.starts_with(&dir))
+            .map(|(_, l)| l.server.clone())
+    }
+
+    /// Whether `uri` is a file `server` listed, or a directory one of its
+    /// listed files is under.
+    fn lists_entry(&self, server: &str, uri: &str) -> bool {
+        let dir = format!("{}/", uri.trim_end_matches('/'));
+        self.listed
+            .lock()
+            .iter()
+            .any(|(file, l)| l.server == server && (file == uri || file.starts_with(&dir)))
+    }
+
     /// `plugin`'s snapshot. Its folder is looked at again when the last
     /// look is older than [`REFRESH`] (its metadata only, off the async
     /// threads, [`survey`]), and read again only when it changed; `None`
@@ -311,24 +337,45 @@ impl Skills {
     }
 }
 
+/// The sources (plugins, upstream servers) whose skills a caller may see
+/// before the policy's `resource` rules: each one that offers it a tool,
+/// and one with no tools at all (a server of skills alone). A source all
+/// of whose tools the caller is denied shows it none of its skills.
+struct SkillSources {
+    offered: HashSet<String>,
+    with_tools: HashSet<String>,
+}
+
+impl SkillSources {
+    fn admit(&self, source: &str) -> bool {
+        self.offered.contains(source) || !self.with_tools.contains(source)
+    }
+}
+
 impl McpServer {
+    /// [`SkillSources`] for the caller of `context`.
+    fn skill_sources(&self, context: &RequestContext<RoleServer>) -> SkillSources {
+        let agent = self.agent(context);
+        let of = |tools: Vec<toolhost_runtime::ToolInfo>| -> HashSet<String> {
+            tools.into_iter().map(|t| t.plugin).collect()
+        };
+        SkillSources {
+            offered: of(self.runtime.offered_tools(agent.as_deref(), None)),
+            with_tools: of(self.runtime.tools()),
+        }
+    }
+
     /// The plugins whose skills the caller of `context` may see: each one
-    /// that offers it a tool and has skills, with its snapshot.
+    /// [`SkillSources`] admits that has skills, with its snapshot.
     async fn skill_plugins(
         &self,
         context: &RequestContext<RoleServer>,
         only: Option<&str>,
     ) -> Vec<(String, Arc<SkillCatalog>)> {
-        let agent = self.agent(context);
-        let offered: HashSet<String> = self
-            .runtime
-            .offered_tools(agent.as_deref(), None)
-            .into_iter()
-            .map(|t| t.plugin)
-            .collect();
+        let sources = self.skill_sources(context);
         let mut found = Vec::new();
         for plugin in self.runtime.plugins() {
-            if only.is_some_and(|name| name != plugin.name) || !offered.contains(&plugin.name) {
+            if only.is_some_and(|name| name != plugin.name) || !sources.admit(&plugin.name) {
                 continue;
             }
             let Some(dir) = dir_of(&plugin) else { continue };
@@ -384,11 +431,13 @@ impl McpServer {
     }
 
     /// The upstream servers' skills the caller of `context` may see, each
-    /// server asked now (what they list is kept, to verify reads).
+    /// server [`SkillSources`] admits asked now (what they list is kept,
+    /// to verify reads).
     async fn upstream_skills(&self, context: &RequestContext<RoleServer>) -> Vec<Skill> {
+        let sources = self.skill_sources(context);
         let mut all = Vec::new();
         for source in self.upstreams.of(&self.runtime) {
-            if !offers_skills(source.as_ref()) {
+            if !offers_skills(source.as_ref()) || !sources.admit(source.name()) {
                 continue;
             }
             let name = source.name().to_owned();
@@ -432,7 +481,9 @@ impl McpServer {
             .of(&self.runtime)
             .into_iter()
             .find(|s| s.name() == server)?;
-        if !self.may_read_skill(&server, uri, context) {
+        if !self.skill_sources(context).admit(&server)
+            || !self.may_read_skill(&server, uri, context)
+        {
             return Some(Err(McpError::resource_not_found(
                 "Resource not found",
                 Some(serde_json::json!({ "uri": toolhost_text::line(uri, 300) })),
@@ -579,9 +630,74 @@ impl McpServer {
         Some(read)
     }
 
-    /// The children of the directory `uri` of a plugin's skill
-    /// (`resources/directory/read`; `-32602` when it is not one the caller
-    /// may see).
+    /// The children of the directory `uri` of an upstream server's skill,
+    /// as that server lists them through the runtime's steps (judged as a
+    /// read of `uri`), less the entries it did not list among its skills'
+    /// files and those the caller may not read; `None` when no upstream
+    /// server the caller may see listed files under it.
+    async fn upstream_directory(
+        &self,
+        uri: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Option<Result<ReadResourceDirectoryResult, McpError>> {
+        if !uri.starts_with(SCHEME) {
+            return None;
+        }
+        let server = match self.skills.lister_of_directory(uri) {
+            Some(server) => server,
+            None => {
+                // Not listed yet (or listed before a change): ask again.
+                let _ = self.upstream_skills(context).await;
+                self.skills.lister_of_directory(uri)?
+            }
+        };
+        if !self.skill_sources(context).admit(&server)
+            || !self.may_read_skill(&server, uri, context)
+        {
+            return None;
+        }
+        let source = self
+            .upstreams
+            .of(&self.runtime)
+            .into_iter()
+            .find(|s| s.name() == server)?;
+        let access = Access::Directory {
+            uri: uri.to_owned(),
+        };
+        let result = match self
+            .run_access(source.as_ref(), &access, context, None)
+            .await
+        {
+            Ok(result) => result,
+            Err(e) => return Some(Err(e)),
+        };
+        let listed: ReadResourceDirectoryResult =
+            match result.structured.map(serde_json::from_value) {
+                Some(Ok(listed)) => listed,
+                _ => {
+                    return Some(Err(McpError::internal_error(
+                        format!(
+                            "the upstream server `{server}` did not list {}",
+                            toolhost_text::line(uri, 300)
+                        ),
+                        None,
+                    )));
+                }
+            };
+        let resources = listed
+            .resources
+            .into_iter()
+            .filter(|r| {
+                self.skills.lists_entry(&server, &r.uri)
+                    && self.may_read_skill(&server, &r.uri, context)
+            })
+            .collect();
+        Some(Ok(ReadResourceDirectoryResult::with_all_items(resources)))
+    }
+
+    /// The children of the directory `uri` of a plugin's skill, or of an
+    /// upstream server's (`resources/directory/read`; `-32602` when it is
+    /// not one the caller may see).
     pub(super) async fn skill_directory(
         &self,
         uri: &str,
@@ -593,17 +709,21 @@ impl McpServer {
                 None,
             )
         };
-        let (plugin, inner) = inward(uri).ok_or_else(not_one)?;
-        if !self.may_read_skill(plugin, uri, context) {
-            return Err(not_one());
-        }
-        let Some((name, catalog)) = self
-            .skill_plugins(context, Some(plugin))
-            .await
-            .into_iter()
-            .next()
-        else {
-            return Err(not_one());
+        let plugin = inward(uri).filter(|(plugin, _)| self.may_read_skill(plugin, uri, context));
+        let found = match plugin {
+            Some((plugin, inner)) => self
+                .skill_plugins(context, Some(plugin))
+                .await
+                .into_iter()
+                .next()
+                .map(|found| (found, inner)),
+            None => None,
+        };
+        let Some(((name, catalog), inner)) = found else {
+            return self
+                .upstream_directory(uri, context)
+                .await
+                .ok_or_else(not_one)?;
         };
         let mut listed = catalog
             .read_resource_directory(&inner)

@@ -1,6 +1,7 @@
 //! The adapter for what a tool source offers besides its tools: reading
-//! one of its resources, getting one of its prompts (an MCP server's
-//! `resources/read` and `prompts/get`). Each is a call through the very
+//! one of its resources or listing one of its directories, getting one of
+//! its prompts (an MCP server's `resources/read`,
+//! `resources/directory/read` and `prompts/get`). Each is a call through the very
 //! steps of a tool call (`mod.rs`): only the lookup differs. The access is
 //! aimed at an unlisted tool of the source, [`READ_RESOURCE`] or
 //! [`GET_PROMPT`] (`toolhost_policy`'s `access.rs`), whose arguments hold
@@ -37,6 +38,13 @@ pub enum Access {
         /// The resource's URI.
         uri: String,
     },
+    /// Listing the directory at `uri` (an MCP server's
+    /// `resources/directory/read`): judged as a read of `uri`, and aimed
+    /// at the same unlisted tool with [`Access::DIRECTORY_ARG`] set.
+    Directory {
+        /// The directory's URI.
+        uri: String,
+    },
     /// Getting the prompt `name` (as the caller sees it, with the source's
     /// prefix) filled in with `arguments`.
     Prompt {
@@ -48,10 +56,20 @@ pub enum Access {
 }
 
 impl Access {
+    /// The argument that makes a read a directory's listing (`true`).
+    ///
+    /// ```
+    /// use toolhost_runtime::Access;
+    /// let list = Access::Directory { uri: "skill://pdf/".into() };
+    /// assert_eq!(list.args()[Access::DIRECTORY_ARG], true);
+    /// assert_eq!(list.tool(), Access::Resource { uri: "x".into() }.tool());
+    /// ```
+    pub const DIRECTORY_ARG: &'static str = "directory";
+
     /// The name it is judged under ([`READ_RESOURCE`] or [`GET_PROMPT`]).
     pub fn tool(&self) -> &'static str {
         match self {
-            Access::Resource { .. } => READ_RESOURCE,
+            Access::Resource { .. } | Access::Directory { .. } => READ_RESOURCE,
             Access::Prompt { .. } => GET_PROMPT,
         }
     }
@@ -61,6 +79,7 @@ impl Access {
     pub fn args(&self) -> Value {
         match self {
             Access::Resource { uri } => json!({ URI_ARG: uri }),
+            Access::Directory { uri } => json!({ URI_ARG: uri, Access::DIRECTORY_ARG: true }),
             Access::Prompt { name, arguments } => {
                 json!({ NAME_ARG: name, "arguments": arguments })
             }
@@ -76,7 +95,10 @@ static ACCESS_TOOLS: LazyLock<[Tool; 2]> = LazyLock::new(|| {
             "Reads one resource of the source.",
             json!({
                 "type": "object",
-                "properties": { URI_ARG: { "type": "string" } },
+                "properties": {
+                    URI_ARG: { "type": "string" },
+                    Access::DIRECTORY_ARG: { "type": "boolean" },
+                },
                 "required": [URI_ARG],
             }),
         ),
@@ -121,7 +143,7 @@ fn access_tool(name: &str, description: &str, schema: Value) -> Tool {
 pub(crate) fn tool_of(access: &Access) -> &'static Tool {
     let [read, get] = &*ACCESS_TOOLS;
     match access {
-        Access::Resource { .. } => read,
+        Access::Resource { .. } | Access::Directory { .. } => read,
         Access::Prompt { .. } => get,
     }
 }
