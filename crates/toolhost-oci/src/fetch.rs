@@ -19,6 +19,7 @@ use crate::{
     OCI_MANIFEST_MEDIA_TYPE, OciError, PLUGIN_MANIFEST_MEDIA_TYPE, PublicKey, Source,
     WASM_CONFIG_MEDIA_TYPE, WASM_LAYER_MEDIA_TYPE,
 };
+use crate::{MAX_SKILLS_LAYER_BYTES, SKILLS_LAYER_MEDIA_TYPE};
 
 /// A user name and password for a registry (HTTP Basic, or the token
 /// exchange the registry asks for). Without them access is anonymous.
@@ -84,6 +85,8 @@ pub struct Fetched {
     pub signer: Option<String>,
     pub(crate) wasm: NamedTempFile,
     pub(crate) manifest: Option<String>,
+    /// Its skills, a tar (`skills.rs`), verified as the other layers.
+    pub(crate) skills: Option<NamedTempFile>,
 }
 
 /// Fetches and verifies the plugin `source` into a temporary file in
@@ -275,6 +278,38 @@ async fn fetch_registry(
     };
     let version = check_plugin_manifest(plugin_manifest.as_deref(), &name)?;
 
+    let mut skills_layers = manifest
+        .layers
+        .iter()
+        .filter(|l| l.media_type == SKILLS_LAYER_MEDIA_TYPE);
+    let skills_layer = skills_layers.next();
+    if skills_layers.next().is_some() {
+        return Err(not_a_plugin(format!(
+            "it has more than one `{SKILLS_LAYER_MEDIA_TYPE}` layer"
+        )));
+    }
+    let skills = match skills_layer {
+        Some(layer) => {
+            let mut tar = NamedTempFile::with_prefix_in(".toolhost-install-", staging)
+                .map_err(|e| OciError::io(staging, e))?;
+            let path = tar.path().to_owned();
+            let file = tar.as_file_mut();
+            download(
+                &client,
+                reference,
+                layer,
+                "the skills layer",
+                MAX_SKILLS_LAYER_BYTES,
+                |chunk| file.write_all(chunk).map_err(|e| OciError::io(&path, e)),
+            )
+            .await?;
+            file.flush().map_err(|e| OciError::io(&path, e))?;
+            crate::skills::check(&path, &reference.whole())?;
+            Some(tar)
+        }
+        None => None,
+    };
+
     let mut wasm = NamedTempFile::with_prefix_in(".toolhost-install-", staging)
         .map_err(|e| OciError::io(staging, e))?;
     let path = wasm.path().to_owned();
@@ -315,6 +350,7 @@ async fn fetch_registry(
         signer,
         wasm,
         manifest: plugin_manifest,
+        skills,
     })
 }
 
@@ -603,6 +639,18 @@ fn fetch_file(path: &Path, options: &FetchOptions, staging: &Path) -> Result<Fet
             message: "it is not WebAssembly".into(),
         });
     }
+    // Its skills folder beside it, packed as a registry would carry it
+    // (the same checks at install).
+    let folder = crate::skills::dir_beside(path);
+    let skills = if folder.is_dir() {
+        let mut tar = NamedTempFile::with_prefix_in(".toolhost-install-", staging)
+            .map_err(|e| OciError::io(staging, e))?;
+        tar.write_all(&crate::skills::pack(&folder)?)
+            .map_err(|e| OciError::io(tar.path(), e))?;
+        Some(tar)
+    } else {
+        None
+    };
     let absolute = std::path::absolute(path).unwrap_or_else(|_| PathBuf::from(path));
     Ok(Fetched {
         name,
@@ -613,6 +661,7 @@ fn fetch_file(path: &Path, options: &FetchOptions, staging: &Path) -> Result<Fet
         signer: None,
         wasm,
         manifest: plugin_manifest,
+        skills,
     })
 }
 

@@ -12,6 +12,8 @@ pub struct InstalledFiles {
     pub wasm: PathBuf,
     /// `DIR/NAME.toml`, when the plugin has a manifest.
     pub manifest: Option<PathBuf>,
+    /// `DIR/NAME.skills/`, when the plugin has skills.
+    pub skills: Option<PathBuf>,
 }
 
 impl Fetched {
@@ -20,11 +22,12 @@ impl Fetched {
         self.manifest.as_deref()
     }
 
-    /// Installs the plugin into `dir` as `NAME.wasm` (and `NAME.toml`), each
-    /// file renamed into place whole, so that a runtime watching `dir` never
-    /// loads half a file. The manifest goes first: a watcher reloads when the
-    /// component changes. A `NAME.toml` left from before is removed when the
-    /// new plugin has none. `dir` must be the `staging` directory given to
+    /// Installs the plugin into `dir` as `NAME.wasm` (and `NAME.toml`, and
+    /// its skills as the folder `NAME.skills/`), each renamed into place
+    /// whole, so that a runtime watching `dir` never loads half a file. The
+    /// skills and the manifest go first: a watcher reloads when the
+    /// component changes. A `NAME.toml` or `NAME.skills/` left from before
+    /// is removed when the new plugin has none. `dir` must be the `staging` directory given to
     /// [`fetch`](crate::fetch) (or on the same file system).
     pub fn install(self, dir: &Path) -> Result<InstalledFiles, OciError> {
         if !toolhost_runtime::contract::is_valid_tool_name(&self.name) {
@@ -33,6 +36,12 @@ impl Fetched {
         std::fs::create_dir_all(dir).map_err(|e| OciError::io(dir, e))?;
         let wasm_path = dir.join(format!("{}.wasm", self.name));
         let toml_path = dir.join(format!("{}.toml", self.name));
+        let skills = install_skills(
+            self.skills.as_ref().map(tempfile::NamedTempFile::path),
+            &crate::skills::dir_beside(&wasm_path),
+            dir,
+            &self.source,
+        )?;
         let manifest = match &self.manifest {
             Some(text) => {
                 let mut tmp = tempfile::NamedTempFile::with_prefix_in(".toolhost-install-", dir)
@@ -65,6 +74,47 @@ impl Fetched {
         Ok(InstalledFiles {
             wasm: wasm_path,
             manifest,
+            skills,
         })
     }
+}
+
+/// Unpacks the skills tar `archive` (if any) as the folder `target`: into
+/// a new folder in `dir` first, every entry checked, then swapped in for
+/// the one before (removed, as it is when the plugin has no skills now).
+fn install_skills(
+    archive: Option<&Path>,
+    target: &Path,
+    dir: &Path,
+    reference: &str,
+) -> Result<Option<PathBuf>, OciError> {
+    let new = match archive {
+        Some(archive) => {
+            let unpacked = tempfile::Builder::new()
+                .prefix(".toolhost-install-")
+                .tempdir_in(dir)
+                .map_err(|e| OciError::io(dir, e))?;
+            crate::skills::unpack(archive, unpacked.path(), reference)?;
+            Some(unpacked)
+        }
+        None => None,
+    };
+    if target.exists() {
+        // Set aside first, then removed: the folder is never half there.
+        let old = tempfile::Builder::new()
+            .prefix(".toolhost-old-")
+            .tempdir_in(dir)
+            .map_err(|e| OciError::io(dir, e))?;
+        let aside = old.path().join("skills");
+        std::fs::rename(target, &aside).map_err(|e| OciError::io(target, e))?;
+        if new.is_none() {
+            tracing::info!(path = %target.display(), "removed the skills of the plugin installed before");
+        }
+    }
+    let Some(new) = new else {
+        return Ok(None);
+    };
+    let unpacked = new.keep();
+    std::fs::rename(&unpacked, target).map_err(|e| OciError::io(target, e))?;
+    Ok(Some(target.to_owned()))
 }

@@ -11,6 +11,7 @@
 //! | config | [`WASM_CONFIG_MEDIA_TYPE`] (`application/vnd.wasm.config.v0+json`) |
 //! | layer 1: the component | [`WASM_LAYER_MEDIA_TYPE`] (`application/wasm`) |
 //! | layer 2 (optional): `NAME.toml` | [`PLUGIN_MANIFEST_MEDIA_TYPE`] |
+//! | layer 3 (optional): `NAME.skills/`, a tar | [`SKILLS_LAYER_MEDIA_TYPE`] |
 //!
 //! and the annotations [`NAME_ANNOTATION`] (the plugin's name, required),
 //! `org.opencontainers.image.title`, `org.opencontainers.image.version` and
@@ -52,6 +53,7 @@ mod keys;
 mod publish;
 mod reference;
 pub mod signature;
+mod skills;
 
 pub use error::OciError;
 pub use fetch::{Credentials, FetchOptions, Fetched, fetch};
@@ -59,6 +61,17 @@ pub use install::InstalledFiles;
 pub use keys::{PublicKey, SigningKey};
 pub use publish::{PublishOptions, Published, publish};
 pub use reference::Source;
+
+/// The media type of the layer of a plugin's skills (SEP-2640): its
+/// `NAME.skills/` folder as a tar of files and folders (`skills.rs`).
+pub const SKILLS_LAYER_MEDIA_TYPE: &str = "application/vnd.toolhost.plugin.skills.v1.tar";
+/// The most bytes of skills' files one artifact carries (as a plugin's
+/// skills folder may hold: the MCP server's own bound).
+pub const MAX_SKILLS_BYTES: u64 = 64 << 20;
+/// The most files and folders in one artifact's skills.
+pub const MAX_SKILLS_ENTRIES: usize = 64 * 512;
+/// The largest skills layer taken (its files and a tar's headers).
+pub const MAX_SKILLS_LAYER_BYTES: u64 = MAX_SKILLS_BYTES + (MAX_SKILLS_ENTRIES as u64) * 1024;
 
 /// The config media type of a WebAssembly component artifact (CNCF Wasm OCI
 /// artifact layout, as `wkg` and Wassette write it).

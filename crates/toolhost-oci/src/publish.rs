@@ -14,8 +14,8 @@ use crate::fetch::{Credentials, auth, classify, client, pull_manifest};
 use crate::signature::{self, SIGNATURE_ANNOTATION, SIMPLE_SIGNING_MEDIA_TYPE};
 use crate::{
     MAX_COMPONENT_BYTES, MAX_PLUGIN_MANIFEST_BYTES, NAME_ANNOTATION, OCI_MANIFEST_MEDIA_TYPE,
-    OciError, PLUGIN_MANIFEST_MEDIA_TYPE, SigningKey, WASM_CONFIG_MEDIA_TYPE,
-    WASM_LAYER_MEDIA_TYPE,
+    OciError, PLUGIN_MANIFEST_MEDIA_TYPE, SKILLS_LAYER_MEDIA_TYPE, SigningKey,
+    WASM_CONFIG_MEDIA_TYPE, WASM_LAYER_MEDIA_TYPE,
 };
 
 /// How [`publish`] reaches the registry, and the key it signs with.
@@ -46,7 +46,8 @@ pub struct Published {
     pub signer: Option<String>,
 }
 
-/// Pushes the component `wasm` (and the `NAME.toml` beside it) to
+/// Pushes the component `wasm` (and the `NAME.toml` and `NAME.skills/`
+/// beside it) to
 /// `reference` (`REGISTRY/REPO:TAG`) in the Wasm OCI artifact layout, and
 /// signs the pushed manifest when [`PublishOptions::key`] is set.
 pub async fn publish(
@@ -96,6 +97,14 @@ pub async fn publish(
         layers.push(ImageLayer::new(
             text.into_bytes(),
             PLUGIN_MANIFEST_MEDIA_TYPE.to_owned(),
+            None,
+        ));
+    }
+    let skills = crate::skills::dir_beside(wasm);
+    if skills.is_dir() {
+        layers.push(ImageLayer::new(
+            crate::skills::pack(&skills)?,
+            SKILLS_LAYER_MEDIA_TYPE.to_owned(),
             None,
         ));
     }

@@ -108,6 +108,9 @@ impl Install {
                 .unwrap_or_default(),
             installed.wasm.display()
         )?;
+        if let Some(skills) = &installed.skills {
+            outln!("with its skills in {}", skills.display())?;
+        }
         outln!("digest {} from {}", record.digest, record.source)?;
         match &record.signer {
             Some(s) => outln!("signed by {s}")?,

@@ -78,6 +78,13 @@ fn a_signed_plugin_round_trips_through_a_registry_and_answers_calls() {
     assert!(out.contains(&format!("signed by {fingerprint}")), "{out}");
     assert!(work.path().join("plugins/calc.wasm").is_file());
     assert!(work.path().join("plugins/calc.toml").is_file());
+    // Its skills came with it, under the signature, byte for byte.
+    assert!(out.contains("with its skills in"), "{out}");
+    let skill = "calc.skills/arithmetic/SKILL.md";
+    assert_eq!(
+        std::fs::read(work.path().join("plugins").join(skill)).unwrap(),
+        std::fs::read(src.join(skill)).unwrap()
+    );
 
     let lock = std::fs::read_to_string(work.path().join("toolhost.lock")).unwrap();
     let lock: toml::Table = toml::from_str(&lock).unwrap();

@@ -14,7 +14,7 @@ use toolhost_oci::{
 };
 use toolhost_test_support::{Registry, copy_plugin, plugins_dir};
 
-/// `calc` (its .wasm and .toml) in a fresh directory.
+/// `calc` (its .wasm, .toml and skills) in a fresh directory.
 fn calc() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     copy_plugin(&plugins_dir(), "calc", dir.path());
@@ -161,8 +161,155 @@ async fn a_published_plugin_installs_byte_for_byte_with_its_manifest() {
             .map(|e| e.unwrap().file_name().into_string().unwrap())
             .collect();
         names.sort();
-        assert_eq!(names, ["calc.toml", "calc.wasm"]);
+        assert_eq!(names, ["calc.skills", "calc.toml", "calc.wasm"]);
+        // Its skills, file for file.
+        let shipped = wasm.with_extension("skills");
+        let installed = files.skills.expect("its skills");
+        let skill = "arithmetic/SKILL.md";
+        assert_eq!(
+            std::fs::read(installed.join(skill)).unwrap(),
+            std::fs::read(shipped.join(skill)).unwrap()
+        );
+        assert_eq!(files_under(&installed), files_under(&shipped));
     }
+}
+
+/// The media types and digests of the layers of manifest `digest` of
+/// `calc` on `registry`.
+async fn layers_of(registry: &Registry, digest: &str) -> Vec<(String, String)> {
+    let reference: Reference = format!("{}/calc@{digest}", registry.address)
+        .parse()
+        .unwrap();
+    let (raw, _) = http_client()
+        .pull_manifest_raw(
+            &reference,
+            &oci_client::secrets::RegistryAuth::Anonymous,
+            &[toolhost_oci::OCI_MANIFEST_MEDIA_TYPE],
+        )
+        .await
+        .unwrap();
+    let manifest: OciImageManifest = serde_json::from_slice(&raw).unwrap();
+    manifest
+        .layers
+        .into_iter()
+        .map(|l| (l.media_type, l.digest))
+        .collect()
+}
+
+/// Every file under `dir`, relative, with its bytes.
+fn files_under(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut found = BTreeMap::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(at) = stack.pop() {
+        for entry in std::fs::read_dir(&at).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let relative = path.strip_prefix(dir).unwrap().to_owned();
+                found.insert(relative, std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    found
+}
+
+#[tokio::test]
+async fn a_plugin_published_again_without_skills_takes_its_old_skills_away_and_the_same_folder_gives_the_same_digest()
+ {
+    let registry = Registry::start();
+    let (dir, wasm) = calc();
+    let first = publish_unsigned(&registry, &wasm, "calc:1").await;
+    let again = publish_unsigned(&registry, &wasm, "calc:1b").await;
+    assert_eq!(first.manifest_digest.len(), again.manifest_digest.len());
+    let one = layers_of(&registry, &first.manifest_digest).await;
+    let two = layers_of(&registry, &again.manifest_digest).await;
+    assert_eq!(one, two, "the same files, the same layers");
+    assert!(
+        one.iter()
+            .any(|(m, _)| m == toolhost_oci::SKILLS_LAYER_MEDIA_TYPE),
+        "{one:?}"
+    );
+
+    let plugins = tempfile::tempdir().unwrap();
+    let fetched = fetch(
+        &source(&first.reference),
+        &FetchOptions::default(),
+        plugins.path(),
+    )
+    .await
+    .unwrap();
+    assert!(fetched.install(plugins.path()).unwrap().skills.is_some());
+    std::fs::remove_dir_all(wasm.with_extension("skills")).unwrap();
+    let bare = publish_unsigned(&registry, &wasm, "calc:2").await;
+    let fetched = fetch(
+        &source(&bare.reference),
+        &FetchOptions::default(),
+        plugins.path(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(fetched.install(plugins.path()).unwrap().skills, None);
+    assert!(!plugins.path().join("calc.skills").exists());
+    let left: Vec<_> = std::fs::read_dir(plugins.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert!(
+        left.iter().all(|n| !n.starts_with(".toolhost")),
+        "nothing left over: {left:?}"
+    );
+    drop(dir);
+}
+
+#[tokio::test]
+async fn a_skills_layer_with_an_entry_outside_its_folder_is_refused_and_nothing_is_written() {
+    let registry = Registry::start();
+    let (_dir, wasm) = calc();
+    let component = std::fs::read(&wasm).unwrap();
+    // A tar whose one file climbs out of the skills folder.
+    let mut header = tar::Header::new_old();
+    let path = b"../../escaped.md";
+    header.as_old_mut().name[..path.len()].copy_from_slice(path);
+    header.set_entry_type(tar::EntryType::Regular);
+    header.set_mode(0o644);
+    header.set_size(2);
+    header.set_cksum();
+    let mut archive = header.as_bytes().to_vec();
+    let mut block = [0u8; 512];
+    block[..2].copy_from_slice(b"hi");
+    archive.extend_from_slice(&block);
+    archive.extend_from_slice(&[0u8; 1024]);
+    let skills = ImageLayer::new(
+        archive,
+        toolhost_oci::SKILLS_LAYER_MEDIA_TYPE.to_owned(),
+        None,
+    );
+    let crafted = push_crafted(
+        &registry,
+        "calc:evil",
+        WASM_CONFIG_MEDIA_TYPE,
+        vec![wasm_layer(&component), skills],
+        named("calc"),
+        |_| {},
+    )
+    .await;
+    let plugins = tempfile::tempdir().unwrap();
+    let staging = plugins.path().join("a/b");
+    let refused = fetch(&source(&crafted), &FetchOptions::default(), &staging)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&refused, OciError::NotAPlugin { message, .. } if message.contains("outside")),
+        "{refused:?}"
+    );
+    assert!(!plugins.path().join("escaped.md").exists());
+    assert!(!plugins.path().join("a/escaped.md").exists());
+    let left: Vec<_> = std::fs::read_dir(&staging)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(left.is_empty(), "nothing written: {left:?}");
 }
 
 #[tokio::test]
