@@ -166,6 +166,18 @@ pub enum TaskStoreError {
         "too many unfinished tasks (at most {0} for one caller); wait for one to finish or cancel one"
     )]
     TooMany(usize),
+    /// The caller's ended tasks kept take as many bytes as they may
+    /// (across every replica): a new one waits until older ones are let
+    /// go.
+    #[error(
+        "the results of your earlier tasks take {bytes} bytes across the replicas, and at most {limit} are kept for one caller; wait for older ones to be let go"
+    )]
+    TooMuchKept {
+        /// What they take.
+        bytes: u64,
+        /// What they may.
+        limit: usize,
+    },
     /// The record is over [`MAX_TASK_BYTES`] as JSON.
     #[error("a task of {0} bytes is over the {MAX_TASK_BYTES} a shared store keeps")]
     TooLarge(usize),
@@ -187,13 +199,14 @@ pub trait TaskStore: Send + Sync + fmt::Debug {
     /// Called once: where events about the tasks held here go.
     fn attach(&self, events: TaskEvents);
 
-    /// A task made here, held here: refused past `max_open` unfinished
-    /// tasks of its owner across the replicas. The task is readable
-    /// through every replica once this returns.
+    /// A task made here, held here: refused past the `bounds` of its
+    /// owner across the replicas (unfinished tasks, bytes of ended ones
+    /// kept). The task is readable through every replica once this
+    /// returns.
     fn create<'a>(
         &'a self,
         record: &'a TaskRecord,
-        max_open: usize,
+        bounds: TaskBounds,
     ) -> StoreFuture<'a, Result<(), TaskStoreError>>;
 
     /// The task `id`, held here, now stands at `state`, shown as
@@ -225,6 +238,40 @@ pub trait TaskStore: Send + Sync + fmt::Debug {
     /// operator's console lists ([`TaskSummary::replica`] names the
     /// holder of another replica's).
     fn list(&self, limit: usize) -> StoreFuture<'_, Result<Vec<TaskSummary>, TaskStoreError>>;
+}
+
+/// What one owner may have in a store across the replicas, checked as a
+/// task of theirs is made ([`TaskStore::create`]).
+///
+/// ```
+/// use toolhost_runtime::tasks::TaskBounds;
+/// let bounds = TaskBounds::open(8).kept_bytes(64 << 20);
+/// assert_eq!((bounds.open, bounds.kept_bytes), (8, 64 << 20));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TaskBounds {
+    /// Unfinished tasks ([`TaskStoreError::TooMany`] past them).
+    pub open: usize,
+    /// Bytes of the records of their ended tasks still kept (their
+    /// results; [`TaskStoreError::TooMuchKept`] past them).
+    pub kept_bytes: usize,
+}
+
+impl TaskBounds {
+    /// At most `open` unfinished tasks, kept bytes unbounded.
+    pub fn open(open: usize) -> TaskBounds {
+        TaskBounds {
+            open,
+            kept_bytes: usize::MAX,
+        }
+    }
+
+    /// At most `bytes` of ended tasks kept.
+    pub fn kept_bytes(mut self, bytes: usize) -> TaskBounds {
+        self.kept_bytes = bytes;
+        self
+    }
 }
 
 /// A task as the operator sees it ([`TaskBoard`]).

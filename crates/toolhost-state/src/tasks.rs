@@ -57,8 +57,8 @@ use serde_json::{Map, Value};
 use tokio::sync::oneshot;
 use tokio_postgres::{Client, Row};
 use toolhost_runtime::tasks::{
-    MAX_TASK_BYTES, StoreFuture, TaskEvent, TaskEvents, TaskRecord, TaskState, TaskStore,
-    TaskStoreError, TaskSummary,
+    MAX_TASK_BYTES, StoreFuture, TaskBounds, TaskEvent, TaskEvents, TaskRecord, TaskState,
+    TaskStore, TaskStoreError, TaskSummary,
 };
 
 use crate::connection::{self, ANSWER_WAIT, DatabaseError, Link, Lost, Session, Target, cause};
@@ -110,7 +110,7 @@ struct NewTask {
 enum Request {
     Create {
         task: Box<NewTask>,
-        max_open: usize,
+        bounds: TaskBounds,
         reply: oneshot::Sender<Result<(), TaskStoreError>>,
     },
     Save {
@@ -251,7 +251,7 @@ impl TaskStore for PostgresTasks {
     fn create<'a>(
         &'a self,
         record: &'a TaskRecord,
-        max_open: usize,
+        bounds: TaskBounds,
     ) -> StoreFuture<'a, Result<(), TaskStoreError>> {
         Box::pin(async move {
             let args =
@@ -276,7 +276,7 @@ impl TaskStore for PostgresTasks {
             }
             self.ask(|reply| Request::Create {
                 task,
-                max_open,
+                bounds,
                 reply,
             })
             .await
@@ -457,10 +457,10 @@ impl Session for Tasks {
         match request {
             Request::Create {
                 task,
-                max_open,
+                bounds,
                 reply,
             } => {
-                let result = self.create(client, &task, max_open).await;
+                let result = self.create(client, &task, bounds).await;
                 self.reply(reply, result)
             }
             Request::Save { id, state, detail } => {
@@ -593,7 +593,7 @@ impl Tasks {
         &mut self,
         client: &mut Client,
         task: &NewTask,
-        max_open: usize,
+        bounds: TaskBounds,
     ) -> Answered<()> {
         let tx = client.transaction().await?;
         tx.execute(
@@ -602,17 +602,27 @@ impl Tasks {
             &[&self.store, &task.owner],
         )
         .await?;
-        let open: i64 = tx
+        let row = tx
             .query_one(
-                "SELECT count(*) FROM toolhost_tasks
-                  WHERE store = $1 AND owner = $2 AND state IN ('working', 'input_required')",
+                "SELECT count(*) FILTER (WHERE state IN ('working', 'input_required')),
+                        coalesce(sum(octet_length(detail))
+                                 FILTER (WHERE state NOT IN ('working', 'input_required')), 0)::bigint
+                   FROM toolhost_tasks WHERE store = $1 AND owner = $2",
                 &[&self.store, &task.owner],
             )
-            .await?
-            .try_get(0)?;
-        if usize::try_from(open).unwrap_or(usize::MAX) >= max_open {
+            .await?;
+        let (open, kept): (i64, i64) = (row.try_get(0)?, row.try_get(1)?);
+        if usize::try_from(open).unwrap_or(usize::MAX) >= bounds.open {
             tx.rollback().await?;
-            return Ok(Err(TaskStoreError::TooMany(max_open)));
+            return Ok(Err(TaskStoreError::TooMany(bounds.open)));
+        }
+        let kept = u64::try_from(kept).unwrap_or(0);
+        if kept >= u64::try_from(bounds.kept_bytes).unwrap_or(u64::MAX) {
+            tx.rollback().await?;
+            return Ok(Err(TaskStoreError::TooMuchKept {
+                bytes: kept,
+                limit: bounds.kept_bytes,
+            }));
         }
         let inserted = tx
             .execute(

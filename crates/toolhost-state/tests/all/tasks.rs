@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
 use toolhost_runtime::policy::AskRoute;
 use toolhost_runtime::tasks::{
-    MAX_TASK_BYTES, TaskEvent, TaskRecord, TaskState, TaskStore, TaskStoreError,
+    MAX_TASK_BYTES, TaskBounds, TaskEvent, TaskRecord, TaskState, TaskStore, TaskStoreError,
 };
 use toolhost_state::POLL;
 use toolhost_state::PostgresTasks;
@@ -101,7 +101,9 @@ fn responses(value: Value) -> Map<String, Value> {
 async fn a_task_made_on_one_replica_is_loaded_on_another_with_what_its_holder_saves() {
     let db = Postgres::start();
     let (a, b) = (connected(&db, "main"), connected(&db, "main"));
-    a.create(&record("t-1", "ana"), 8).await.unwrap();
+    a.create(&record("t-1", "ana"), TaskBounds::open(8))
+        .await
+        .unwrap();
     // Readable through the other replica once made.
     let loaded = b.load("t-1").await.unwrap().expect("the task, on B");
     assert_eq!(loaded.id, "t-1");
@@ -160,7 +162,9 @@ async fn answers_and_a_cancel_given_through_another_replica_reach_the_holder_as_
     let db = Postgres::start();
     let (a, mut events) = attached(&db);
     let b = connected(&db, "main");
-    a.create(&record("t-1", "ana"), 8).await.unwrap();
+    a.create(&record("t-1", "ana"), TaskBounds::open(8))
+        .await
+        .unwrap();
 
     let answered = Instant::now();
     b.answer("t-1", responses(json!({"confirm": {"action": "accept"}})))
@@ -208,7 +212,9 @@ async fn a_task_whose_replica_stopped_is_taken_over_by_exactly_one_other_after_t
     let (b, mut b_events) = attached(&db);
     let (c, mut c_events) = attached(&db);
     let client = sql(&db).await;
-    a.create(&record("t-1", "ana"), 8).await.unwrap();
+    a.create(&record("t-1", "ana"), TaskBounds::open(8))
+        .await
+        .unwrap();
     // Held by A, renewed by A: nobody takes it over meanwhile.
     tokio::time::sleep(LEASE + POLL).await;
     assert_eq!(
@@ -287,7 +293,9 @@ async fn a_holder_whose_task_another_replica_took_over_cannot_change_it() {
     let a = connected(&db, "main");
     let (b, mut b_events) = attached(&db);
     let client = sql(&db).await;
-    a.create(&record("t-1", "ana"), 8).await.unwrap();
+    a.create(&record("t-1", "ana"), TaskBounds::open(8))
+        .await
+        .unwrap();
     // Another replica took it over and stopped in turn, while A went on.
     client
         .execute(
@@ -341,24 +349,30 @@ async fn a_holder_whose_task_another_replica_took_over_cannot_change_it() {
 async fn an_owner_past_max_open_across_replicas_is_refused_and_another_owner_is_not() {
     let db = Postgres::start();
     let (a, b) = (connected(&db, "main"), connected(&db, "main"));
-    a.create(&record("t-1", "ana"), 2).await.unwrap();
-    b.create(&record("t-2", "ana"), 2).await.unwrap();
+    a.create(&record("t-1", "ana"), TaskBounds::open(2))
+        .await
+        .unwrap();
+    b.create(&record("t-2", "ana"), TaskBounds::open(2))
+        .await
+        .unwrap();
     assert_eq!(
-        a.create(&record("t-3", "ana"), 2).await,
+        a.create(&record("t-3", "ana"), TaskBounds::open(2)).await,
         Err(TaskStoreError::TooMany(2))
     );
     assert_eq!(
-        b.create(&record("t-3", "ana"), 2).await,
+        b.create(&record("t-3", "ana"), TaskBounds::open(2)).await,
         Err(TaskStoreError::TooMany(2))
     );
     assert!(
         b.load("t-3").await.unwrap().is_none(),
         "a refused task is not kept"
     );
-    b.create(&record("t-4", "bob"), 2).await.unwrap();
+    b.create(&record("t-4", "bob"), TaskBounds::open(2))
+        .await
+        .unwrap();
     // Another store counts its own.
     connected(&db, "staging")
-        .create(&record("t-5", "ana"), 2)
+        .create(&record("t-5", "ana"), TaskBounds::open(2))
         .await
         .unwrap();
     // An ended task no longer counts.
@@ -369,11 +383,17 @@ async fn an_owner_past_max_open_across_replicas_is_refused_and_another_owner_is_
     })
     .await
     .expect("the end of t-1 never showed");
-    b.create(&record("t-3", "ana"), 2).await.unwrap();
+    b.create(&record("t-3", "ana"), TaskBounds::open(2))
+        .await
+        .unwrap();
     // Replicas making tasks at once for one owner never pass its bound.
     let made = futures::future::join_all((0..6).map(|i| {
         let replica = if i % 2 == 0 { a.clone() } else { b.clone() };
-        async move { replica.create(&record(&format!("c-{i}"), "cy"), 3).await }
+        async move {
+            replica
+                .create(&record(&format!("c-{i}"), "cy"), TaskBounds::open(3))
+                .await
+        }
     }))
     .await;
     assert_eq!(made.iter().filter(|r| r.is_ok()).count(), 3, "{made:?}");
@@ -389,13 +409,15 @@ async fn a_task_over_max_task_bytes_is_refused_and_one_in_the_table_is_not_read(
     let a = connected(&db, "main");
     let mut large = record("t-1", "ana");
     large.args = json!({"content": "x".repeat(MAX_TASK_BYTES)});
-    match a.create(&large, 8).await {
+    match a.create(&large, TaskBounds::open(8)).await {
         Err(TaskStoreError::TooLarge(bytes)) => assert!(bytes > MAX_TASK_BYTES, "{bytes}"),
         other => panic!("expected TooLarge, got {other:?}"),
     }
     assert!(a.load("t-1").await.unwrap().is_none());
     // Too large an answer is refused too.
-    a.create(&record("t-2", "ana"), 8).await.unwrap();
+    a.create(&record("t-2", "ana"), TaskBounds::open(8))
+        .await
+        .unwrap();
     assert!(matches!(
         a.answer(
             "t-2",
@@ -429,7 +451,9 @@ async fn a_task_over_max_task_bytes_is_refused_and_one_in_the_table_is_not_read(
 async fn a_replica_that_loses_the_database_says_why_and_saves_its_tasks_status_when_back() {
     let mut db = Postgres::start();
     let a = connected(&db, "main");
-    a.create(&record("t-1", "ana"), 8).await.unwrap();
+    a.create(&record("t-1", "ana"), TaskBounds::open(8))
+        .await
+        .unwrap();
     db.stop();
     let refused = eventually(|| async {
         match a.load("t-1").await {
@@ -451,7 +475,7 @@ async fn a_replica_that_loses_the_database_says_why_and_saves_its_tasks_status_w
     // Refused at once, not after a wait.
     let asked = Instant::now();
     assert!(matches!(
-        a.create(&record("t-2", "ana"), 8).await,
+        a.create(&record("t-2", "ana"), TaskBounds::open(8)).await,
         Err(TaskStoreError::Unreachable { .. })
     ));
     assert!(matches!(
@@ -518,7 +542,7 @@ async fn a_table_made_before_ask_routes_gains_the_column_and_its_tasks_and_unkno
     // New tasks keep theirs.
     let mut new = record("new", "ana");
     new.asks = AskRoute::Client;
-    a.create(&new, 8).await.unwrap();
+    a.create(&new, TaskBounds::open(8)).await.unwrap();
     assert_eq!(a.load("new").await.unwrap().unwrap().asks, AskRoute::Client);
 }
 
@@ -526,15 +550,19 @@ async fn a_table_made_before_ask_routes_gains_the_column_and_its_tasks_and_unkno
 async fn every_replica_lists_the_stores_tasks_newest_first_naming_the_holder_of_anothers() {
     let db = Postgres::start();
     let (a, b) = (connected(&db, "main"), connected(&db, "main"));
-    a.create(&record("t-a", "ana"), 8).await.unwrap();
+    a.create(&record("t-a", "ana"), TaskBounds::open(8))
+        .await
+        .unwrap();
     tokio::time::sleep(Duration::from_millis(20)).await;
-    b.create(&record("t-b", "bob"), 8).await.unwrap();
+    b.create(&record("t-b", "bob"), TaskBounds::open(8))
+        .await
+        .unwrap();
     // Its status message is read in the database, not its result.
     let mut long = record("t-long", "ana");
     long.detail = json!({"status": "working", "statusMessage": "x".repeat(1000),
                          "result": "y".repeat(MAX_TASK_BYTES / 2)});
     tokio::time::sleep(Duration::from_millis(20)).await;
-    b.create(&long, 8).await.unwrap();
+    b.create(&long, TaskBounds::open(8)).await.unwrap();
     a.save(
         "t-a",
         TaskState::Completed,
@@ -559,4 +587,54 @@ async fn every_replica_lists_the_stores_tasks_newest_first_naming_the_holder_of_
     assert_eq!(a.list(1).await.unwrap().len(), 1);
     // Another store's tasks are not listed.
     assert!(connected(&db, "staging").list(10).await.unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owner_whose_ended_tasks_keep_too_many_bytes_across_replicas_is_refused_and_another_is_not()
+ {
+    let db = Postgres::start();
+    let (a, b) = (connected(&db, "main"), connected(&db, "main"));
+    let bounds = TaskBounds::open(8).kept_bytes(10_000);
+    a.create(&record("t-1", "ana"), bounds).await.unwrap();
+    b.create(&record("t-2", "ana"), bounds).await.unwrap();
+    // Two results of 6 kB, one on each replica: 12 kB kept for ana.
+    let ended = json!({"status": "completed", "result": {"text": "r".repeat(6_000)}});
+    a.save("t-1", TaskState::Completed, ended.clone());
+    b.save("t-2", TaskState::Completed, ended);
+    for (replica, id) in [(&a, "t-1"), (&b, "t-2")] {
+        eventually(|| async {
+            let task = replica.load(id).await.unwrap()?;
+            (task.state == TaskState::Completed).then_some(())
+        })
+        .await
+        .expect("an end never showed");
+    }
+    for replica in [&a, &b] {
+        match replica.create(&record("t-3", "ana"), bounds).await {
+            Err(TaskStoreError::TooMuchKept { bytes, limit }) => {
+                assert!(bytes > 12_000, "{bytes}");
+                assert_eq!(limit, 10_000);
+            }
+            other => panic!("a third task was not refused: {other:?}"),
+        }
+    }
+    assert!(
+        a.load("t-3").await.unwrap().is_none(),
+        "a refused task is not kept"
+    );
+    // Another owner, and ana with a higher bound, are not refused.
+    b.create(&record("t-4", "bob"), bounds).await.unwrap();
+    a.create(
+        &record("t-5", "ana"),
+        TaskBounds::open(8).kept_bytes(100_000),
+    )
+    .await
+    .unwrap();
+    // Unfinished tasks' status does not count as kept.
+    a.create(
+        &record("t-6", "ana"),
+        TaskBounds::open(8).kept_bytes(100_000),
+    )
+    .await
+    .unwrap();
 }

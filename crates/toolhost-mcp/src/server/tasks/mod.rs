@@ -51,7 +51,7 @@ use rmcp::service::{RequestContext, RoleServer};
 use rmcp::task_manager::{TaskContext, TaskExit, TaskFuture, TaskManager, TaskOptions};
 use serde_json::Value;
 use toolhost_patterns::NameGlob;
-use toolhost_runtime::tasks::{TaskRecord, TaskStore, TaskStoreError};
+use toolhost_runtime::tasks::{TaskBounds, TaskRecord, TaskStore, TaskStoreError};
 use toolhost_runtime::{Approver, CallContext};
 use tracing::Instrument;
 
@@ -276,7 +276,11 @@ impl Tasks {
                 ..TaskRecord::new(&task.task_id, caller, &origin.tool, origin.args)
             };
             if let Err(e) = store
-                .create(&record, self.settings.max_open_per_caller)
+                .create(
+                    &record,
+                    TaskBounds::open(self.settings.max_open_per_caller)
+                        .kept_bytes(self.settings.max_result_bytes_per_caller),
+                )
                 .await
             {
                 let _ = self.manager.cancel_task(&task.task_id);
