@@ -132,4 +132,10 @@ events.addEventListener("lagged", () => refresh("calls"));
 // question): the part is fetched again every two seconds while shown.
 if (document.querySelector('#tasks[data-on="yes"]')) setInterval(() => refresh("tasks"), 2000);
 document.documentElement.dataset.live = "connecting";
-events.addEventListener("open", () => { document.documentElement.dataset.live = "on"; });
+// A call that failed between the page's rendering and this stream's
+// opening is not sent live: the failures are read again once it is open
+// (the server reads its feed up before it answers).
+events.addEventListener("open", () => {
+  document.documentElement.dataset.live = "on";
+  refresh("failures");
+});

@@ -66,6 +66,10 @@ pub(crate) struct Recent {
     calls: Mutex<VecDeque<Arc<CallEvent>>>,
     failures: Mutex<VecDeque<Failure>>,
     shared: Option<Arc<dyn FailureLog>>,
+    /// The runtime's feed ([`follow`]): read every tick, and before the
+    /// lists are read, so that a page rendered just after a call ended
+    /// shows it.
+    feed: Mutex<Option<broadcast::Receiver<Arc<CallEvent>>>>,
 }
 
 impl Recent {
@@ -76,8 +80,35 @@ impl Recent {
         }
     }
 
+    /// Keeps what the feed has for it now; `false` once the feed is
+    /// closed (the runtime is gone).
+    fn catch_up(&self) -> bool {
+        let batch = {
+            let mut feed = self.feed.lock();
+            let Some(rx) = feed.as_mut() else {
+                return false;
+            };
+            let batch = drain(rx);
+            if batch.closed {
+                *feed = None;
+            }
+            batch
+        };
+        if batch.missed > 0 {
+            tracing::debug!(
+                missed = batch.missed,
+                "the console's list of calls fell behind"
+            );
+        }
+        for event in batch.events {
+            self.keep(event);
+        }
+        !batch.closed
+    }
+
     /// The calls kept, oldest first.
     pub(crate) fn calls(&self) -> Vec<Arc<CallEvent>> {
+        self.catch_up();
         self.calls.lock().iter().cloned().collect()
     }
 
@@ -85,6 +116,7 @@ impl Recent {
     /// last [`KEPT_FAILURES`] by time, oldest first; and why the others'
     /// cannot be read, if so.
     pub(crate) fn failures(&self) -> (Vec<Failure>, Option<String>) {
+        self.catch_up();
         let mut all: Vec<Failure> = self.failures.lock().iter().cloned().collect();
         let trouble = self.shared.as_ref().and_then(|log| {
             all.extend(log.elsewhere());
@@ -120,7 +152,7 @@ fn push<T>(list: &Mutex<VecDeque<T>>, item: T, most: usize) {
 
 /// Keeps `runtime`'s finished calls in `recent` until the console is gone.
 pub(crate) fn follow(runtime: &Runtime, recent: &Arc<Recent>) {
-    let mut calls = runtime.watch_calls();
+    *recent.feed.lock() = Some(runtime.watch_calls());
     let recent: Weak<Recent> = Arc::downgrade(recent);
     tokio::spawn(async move {
         let mut tick = ticker();
@@ -129,17 +161,7 @@ pub(crate) fn follow(runtime: &Runtime, recent: &Arc<Recent>) {
             let Some(recent) = recent.upgrade() else {
                 break;
             };
-            let batch = drain(&mut calls);
-            if batch.missed > 0 {
-                tracing::debug!(
-                    missed = batch.missed,
-                    "the console's list of calls fell behind"
-                );
-            }
-            for event in batch.events {
-                recent.keep(event);
-            }
-            if batch.closed {
+            if !recent.catch_up() {
                 break;
             }
         }

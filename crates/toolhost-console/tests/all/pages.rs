@@ -148,6 +148,23 @@ async fn without_an_operator_token_the_console_makes_one_and_opens_to_nobody_els
 }
 
 #[tokio::test]
+async fn a_page_rendered_right_after_a_call_failed_lists_it_without_waiting_for_a_tick() {
+    let (runtime, console, _queue) = console().await;
+    let app = console.router();
+    let (session, _) = sign_in(&app, &console).await;
+    let err = runtime
+        .call("no_such_tool_here", json!({}), CallContext::new())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), toolhost_runtime::error::ErrorKind::NotFound);
+    // At once: the page reads the feed up before it is made.
+    let (_, _, part) = send(&app, get("/console/part/failures", Some(&session))).await;
+    assert!(part.contains("no_such_tool_here"), "{part}");
+    let (_, _, page) = send(&app, get("/console", Some(&session))).await;
+    assert!(page.contains("no_such_tool_here"), "{page}");
+}
+
+#[tokio::test]
 async fn many_calls_of_huge_unknown_names_keep_the_page_small_and_no_bidi_override_reaches_it() {
     let (runtime, console, _queue) = console().await;
     let app = console.router();

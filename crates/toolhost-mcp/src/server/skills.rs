@@ -456,6 +456,39 @@ impl McpServer {
         all
     }
 
+    /// What `find` finds in what the upstream servers listed of their
+    /// skills; when nothing (not listed yet, or listed before a change),
+    /// they are asked again and it looks once more.
+    async fn in_upstream_listing<T>(
+        &self,
+        context: &RequestContext<RoleServer>,
+        find: impl Fn(&Skills) -> Option<T>,
+    ) -> Option<T> {
+        if let Some(found) = find(&self.skills) {
+            return Some(found);
+        }
+        let _ = self.upstream_skills(context).await;
+        find(&self.skills)
+    }
+
+    /// The upstream server `server`, when the caller of `context` may see
+    /// its skills and read `uri` of them.
+    fn upstream_for_skill(
+        &self,
+        server: &str,
+        uri: &str,
+        context: &RequestContext<RoleServer>,
+    ) -> Option<Arc<dyn UpstreamServer>> {
+        if !self.skill_sources(context).admit(server) || !self.may_read_skill(server, uri, context)
+        {
+            return None;
+        }
+        self.upstreams
+            .of(&self.runtime)
+            .into_iter()
+            .find(|s| s.name() == server)
+    }
+
     /// An upstream server's skill file `uri`, read through the runtime's
     /// steps and verified against its listing; `None` when no upstream
     /// server lists such a file (another source may have it).
@@ -467,15 +500,9 @@ impl McpServer {
         if !uri.starts_with(SCHEME) {
             return None;
         }
-        let listed = match self.skills.listed(uri) {
-            Some(listed) => listed,
-            None => {
-                // Not listed yet (or listed before a change): ask again.
-                let _ = self.upstream_skills(context).await;
-                self.skills.listed(uri)?
-            }
-        };
-        let (server, entry, front_matter) = listed;
+        let (server, entry, front_matter) = self
+            .in_upstream_listing(context, |skills| skills.listed(uri))
+            .await?;
         let source = self
             .upstreams
             .of(&self.runtime)
@@ -643,24 +670,10 @@ impl McpServer {
         if !uri.starts_with(SCHEME) {
             return None;
         }
-        let server = match self.skills.lister_of_directory(uri) {
-            Some(server) => server,
-            None => {
-                // Not listed yet (or listed before a change): ask again.
-                let _ = self.upstream_skills(context).await;
-                self.skills.lister_of_directory(uri)?
-            }
-        };
-        if !self.skill_sources(context).admit(&server)
-            || !self.may_read_skill(&server, uri, context)
-        {
-            return None;
-        }
-        let source = self
-            .upstreams
-            .of(&self.runtime)
-            .into_iter()
-            .find(|s| s.name() == server)?;
+        let server = self
+            .in_upstream_listing(context, |skills| skills.lister_of_directory(uri))
+            .await?;
+        let source = self.upstream_for_skill(&server, uri, context)?;
         let access = Access::Directory {
             uri: uri.to_owned(),
         };
