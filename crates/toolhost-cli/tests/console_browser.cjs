@@ -57,6 +57,15 @@ async function waitPending(page) {
   return page.$eval("#queue article.pending", (el) => el.textContent);
 }
 
+// Clicks the element `selector` names as it is now, inside the page: the
+// parts the page swaps in from the server (the queue on its events, the
+// saved approvals after calls end) may replace it between a lookup from
+// here and a click from here.
+async function clickNow(page, selector) {
+  await page.waitForSelector(selector, { timeout: 30000 });
+  await page.$eval(selector, (el) => el.click());
+}
+
 async function main() {
   const browser = await puppeteer.launch({
     executablePath: CHROMIUM,
@@ -124,7 +133,7 @@ async function main() {
     const waiting = call("calculate", { expression: "2*(3+4)" });
     report.pending_text = await waitPending(page);
     await page.screenshot({ path: SCREENSHOT, fullPage: true });
-    await page.click("#queue article.pending button.allow");
+    await clickNow(page, "#queue article.pending button.allow");
     report.allowed = await waiting;
     await page.waitForFunction(() => document.querySelectorAll("#queue article.pending").length === 0, { timeout: 30000 });
 
@@ -132,19 +141,19 @@ async function main() {
     // does not wait; the page lists it, and revoking it from the page works.
     const always = call("calculate", { expression: "6*7" });
     await waitPending(page);
-    await page.click("#queue article.pending button.allow-always");
+    await clickNow(page, "#queue article.pending button.allow-always");
     report.allowed_always = await always;
     await page.waitForSelector("#saved tr.saved", { timeout: 30000 });
     report.saved = await page.$$eval("#saved tr.saved", (els) => els.map((e) => e.textContent));
     report.again_without_asking = await call("calculate", { expression: "6*7" });
-    await page.click("#saved tr.saved button.revoke");
+    await clickNow(page, "#saved tr.saved button.revoke");
     await page.waitForFunction(() => document.querySelectorAll("#saved tr.saved").length === 0, { timeout: 30000 });
     report.saved_after_revoke = await page.$$eval("#saved tr.saved", (els) => els.length);
 
     // A denial from the page reaches the caller as one.
     const denied = call("calculate", { expression: "1+1" });
     await waitPending(page);
-    await page.click("#queue article.pending button.deny");
+    await clickNow(page, "#queue article.pending button.deny");
     report.denied = await denied;
     await page.waitForSelector("#failures li", { timeout: 30000 });
     report.failures = await page.$$eval("#failures li", (els) => els.map((e) => e.textContent));
