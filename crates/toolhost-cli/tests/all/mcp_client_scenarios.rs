@@ -119,7 +119,13 @@ fn host_as_a_client_passes_every_client_scenario_of_the_next_release() {
     ] {
         assert!(here.iter().any(|s| *s == known), "{known} is not listed");
     }
-    let failed = conformance::two_at_a_time(&here, |scenario| {
+    // `sse-retry` runs after the others, alone: rmcp opens its standalone
+    // GET stream in a task of its own after `initialize`, and a GET that
+    // a loaded machine delays past the call's stream closing is taken by
+    // the suite for the reconnection (which it is not), a warning.
+    let (alone, paired): (Vec<String>, Vec<String>) =
+        here.into_iter().partition(|s| s == "sse-retry");
+    let run = |scenario: &str| {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("harness.py"), HARNESS).unwrap();
         let command = format!(
@@ -134,7 +140,9 @@ fn host_as_a_client_passes_every_client_scenario_of_the_next_release() {
             let log = std::fs::read_to_string(dir.path().join("harness.log")).unwrap_or_default();
             format!("{outcome}\n{}\nharness:\n{log}", warned.join("\n"))
         })
-    });
+    };
+    let mut failed = conformance::two_at_a_time(&paired, |scenario| run(scenario));
+    failed.extend(alone.iter().filter_map(|scenario| run(scenario)));
     assert!(failed.is_empty(), "{}", failed.join("\n\n"));
 }
 
