@@ -99,13 +99,15 @@ fn install_skills(
         }
         None => None,
     };
-    if target.exists() {
-        // Set aside first, then removed: the folder is never half there.
-        let old = tempfile::Builder::new()
-            .prefix(".toolhost-old-")
-            .tempdir_in(dir)
-            .map_err(|e| OciError::io(dir, e))?;
-        let aside = old.path().join("skills");
+    // The old folder is set aside first (removed when `old` is dropped):
+    // the folder is never half there.
+    let old = tempfile::Builder::new()
+        .prefix(".toolhost-old-")
+        .tempdir_in(dir)
+        .map_err(|e| OciError::io(dir, e))?;
+    let aside = old.path().join("skills");
+    let had = target.exists();
+    if had {
         std::fs::rename(target, &aside).map_err(|e| OciError::io(target, e))?;
         if new.is_none() {
             tracing::info!(path = %target.display(), "removed the skills of the plugin installed before");
@@ -114,7 +116,14 @@ fn install_skills(
     let Some(new) = new else {
         return Ok(None);
     };
-    let unpacked = new.keep();
-    std::fs::rename(&unpacked, target).map_err(|e| OciError::io(target, e))?;
+    if let Err(e) = std::fs::rename(new.path(), target) {
+        // The plugin keeps the skills it had: nothing is lost.
+        if had {
+            let _ = std::fs::rename(&aside, target);
+        }
+        return Err(OciError::io(target, e));
+    }
+    // (Renamed away: nothing left for `new` to remove.)
+    drop(new.keep());
     Ok(Some(target.to_owned()))
 }

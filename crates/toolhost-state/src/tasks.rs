@@ -72,6 +72,10 @@ pub const LEASE: Duration = Duration::from_secs(5);
 /// The most tasks one replica takes over at one poll.
 pub const TAKEN_PER_POLL: i64 = 16;
 
+/// The largest status (as JSON) whose message the operator's listing
+/// reads; a larger one (a large result inlined) is listed without it.
+const LISTED_DETAIL_BYTES: i32 = 64 * 1024;
+
 /// The size of a row, as [`record_bytes`] counts it.
 const ROW_BYTES: &str = "(octet_length(owner)::bigint + octet_length(tool)
      + coalesce(octet_length(agent), 0) + octet_length(args) + octet_length(detail))";
@@ -741,17 +745,21 @@ impl Tasks {
 
     /// The store's tasks, newest first, at most `limit`, as the operator
     /// sees them: their status message (not their status, which may hold
-    /// a result of megabytes) read in the database, and every text cut
-    /// short there.
+    /// a result of megabytes) read in the database, only from a status of
+    /// at most [`LISTED_DETAIL_BYTES`] (the console asks every 2 s: the
+    /// database never parses megabytes for it), and every text cut short
+    /// there.
     async fn list(&self, client: &Client, limit: i64) -> Answered<Vec<TaskSummary>> {
         let rows = client
             .query(
                 "SELECT id, left(owner, 200), left(tool, 200), state,
-                        left(detail::jsonb ->> 'statusMessage', 300), replica, generation,
+                        CASE WHEN octet_length(detail) <= $3
+                             THEN left(detail::jsonb ->> 'statusMessage', 300) END,
+                        replica, generation,
                         greatest((extract(epoch FROM now() - created) * 1000)::bigint, 0)
                    FROM toolhost_tasks WHERE store = $1
                   ORDER BY created DESC LIMIT $2",
-                &[&self.store, &limit],
+                &[&self.store, &limit, &LISTED_DETAIL_BYTES],
             )
             .await?;
         let mut listed = Vec::with_capacity(rows.len());

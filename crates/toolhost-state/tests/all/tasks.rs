@@ -557,12 +557,18 @@ async fn every_replica_lists_the_stores_tasks_newest_first_naming_the_holder_of_
     b.create(&record("t-b", "bob"), TaskBounds::open(8))
         .await
         .unwrap();
-    // Its status message is read in the database, not its result.
+    // Its status message is read in the database, not its result, and cut
+    // there; a status of megabytes is not parsed for a listing at all.
     let mut long = record("t-long", "ana");
     long.detail = json!({"status": "working", "statusMessage": "x".repeat(1000),
-                         "result": "y".repeat(MAX_TASK_BYTES / 2)});
+                         "result": "y".repeat(1000)});
     tokio::time::sleep(Duration::from_millis(20)).await;
     b.create(&long, TaskBounds::open(8)).await.unwrap();
+    let mut huge = record("t-huge", "ana");
+    huge.detail = json!({"status": "working", "statusMessage": "big",
+                         "result": "y".repeat(MAX_TASK_BYTES / 2)});
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    b.create(&huge, TaskBounds::open(8)).await.unwrap();
     a.save(
         "t-a",
         TaskState::Completed,
@@ -575,15 +581,17 @@ async fn every_replica_lists_the_stores_tasks_newest_first_naming_the_holder_of_
     .await
     .expect("A never listed its task's end");
     let ids: Vec<&str> = listed.iter().map(|t| t.id.as_str()).collect();
-    assert_eq!(ids, ["t-long", "t-b", "t-a"], "newest first");
-    let (here, there) = (&listed[2], &listed[1]);
+    assert_eq!(ids, ["t-huge", "t-long", "t-b", "t-a"], "newest first");
+    let (here, there) = (&listed[3], &listed[2]);
     assert_eq!((here.owner.as_str(), here.tool.as_str()), ("ana", "build"));
     assert_eq!(here.message.as_deref(), Some("built"));
     assert_eq!(here.replica, None, "A's own");
     assert_eq!(there.replica.as_deref(), Some(b.replica()));
     assert_eq!(there.state, TaskState::Working);
     assert!(!there.taken_over);
-    assert_eq!(listed[0].message.as_deref().map(str::len), Some(300));
+    assert_eq!(listed[1].message.as_deref().map(str::len), Some(300));
+    assert_eq!(listed[0].message, None, "a status of megabytes is not read");
+    assert_eq!(listed[0].state, TaskState::Working);
     assert_eq!(a.list(1).await.unwrap().len(), 1);
     // Another store's tasks are not listed.
     assert!(connected(&db, "staging").list(10).await.unwrap().is_empty());
